@@ -1,0 +1,106 @@
+#pragma once
+// Checkpoint backends: where the durable resume position lives.
+//
+// A checkpoint record names the source it belongs to and the position a restart resumes from
+// (for PostgreSQL: the end LSN of the last fully acknowledged transaction, "X/Y" text). It
+// advances only after the consumer acknowledged the events before it (invariant 1), and the
+// source is told to release log only up to a durably saved record (invariant 2).
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "cppcdc/result.hpp"
+
+namespace cppcdc {
+
+struct CheckpointRecord {
+  /// Source type: "postgres", "mysql", "mariadb", "sqlserver", or a custom name.
+  std::string source_type;
+  /// Source identity the position is valid for (PostgreSQL: the replication slot name).
+  /// A record for another identity is never compared with this one.
+  std::string source_id;
+  /// Resume position in the source's native text form (PostgreSQL LSN "0/16B2E48").
+  std::string offset;
+  /// Total events acknowledged through this checkpoint over the pipeline's life.
+  std::uint64_t committed_events = 0;
+  /// Wall-clock time of the save, ms since the Unix epoch.
+  std::int64_t saved_at_ms = 0;
+
+  friend bool operator==(const CheckpointRecord&, const CheckpointRecord&) = default;
+};
+
+class Checkpoint {
+ public:
+  virtual ~Checkpoint() = default;
+  /// The last saved record, or nullopt when none was ever saved. A record that exists but
+  /// cannot be read is an error (kind terminal), never nullopt.
+  virtual Result<std::optional<CheckpointRecord>> load() = 0;
+  /// Durably replaces the record. Refuses a regression (invariant 6) with kind terminal.
+  virtual Status save(const CheckpointRecord& record) = 0;
+  /// Backend name for logs ("memory", "local_fs").
+  virtual std::string name() const = 0;
+};
+
+/// Checks invariant 6 (a durable checkpoint never moves the stream position backwards) for a
+/// replacement of `previous` by `next`, as strictly as the source allows (architecture
+/// document, "Safety Invariants"): PostgreSQL refuses only a zero LSN; MySQL/MariaDB
+/// file+position compares file sequence then position; SQL Server compares the commit LSN;
+/// other sources and a changed source_id are not compared. Error kind: terminal, naming both
+/// positions.
+Status check_monotonic(const std::optional<CheckpointRecord>& previous,
+                       const CheckpointRecord& next);
+
+/// Keeps the record in memory. For tests and local development only.
+class InMemoryCheckpoint final : public Checkpoint {
+ public:
+  Result<std::optional<CheckpointRecord>> load() override;
+  Status save(const CheckpointRecord& record) override;
+  std::string name() const override { return "memory"; }
+
+ private:
+  std::mutex mutex_;
+  std::optional<CheckpointRecord> record_;
+};
+
+/// One file under a directory (`state.offset.backend = "local_fs"`, `dir`):
+/// `<dir>/checkpoint-<source_id>.ckpt`. Each save writes a temporary file in the same
+/// directory, fsyncs it, renames it over the old one and fsyncs the directory, so a crash
+/// leaves either the old or the new record. The file carries a SHA-256 over its body; a
+/// corrupt, truncated or unparsable file is an error naming the file (kind terminal) and is
+/// never treated as a fresh start.
+class FileCheckpoint final : public Checkpoint {
+ public:
+  /// Creates `dir` when missing. Error kind: configuration (cannot create / not a directory).
+  static Result<std::unique_ptr<FileCheckpoint>> open(std::filesystem::path dir,
+                                                      std::string source_id);
+  Result<std::optional<CheckpointRecord>> load() override;
+  Status save(const CheckpointRecord& record) override;
+  std::string name() const override { return "local_fs"; }
+  const std::filesystem::path& path() const noexcept { return path_; }
+
+  /// Serialises a record to the file format (header line with checksum, then JSON body).
+  static std::string encode(const CheckpointRecord& record);
+  /// Parses the file format; `origin` names the file in errors.
+  static Result<CheckpointRecord> decode(std::string_view bytes, const std::string& origin);
+
+ private:
+  FileCheckpoint(std::filesystem::path dir, std::filesystem::path path);
+  /// load() without taking the mutex; refreshes the cache below.
+  Result<std::optional<CheckpointRecord>> load_locked();
+
+  std::filesystem::path dir_;
+  std::filesystem::path path_;
+  std::mutex mutex_;
+  // What the file holds as far as this process knows (the last record saved or loaded), so
+  // save() need not re-read it for the invariant 6 comparison. Guarded by mutex_; only
+  // meaningful while cache_valid_ is true.
+  bool cache_valid_ = false;
+  std::optional<CheckpointRecord> cached_;
+};
+
+}  // namespace cppcdc

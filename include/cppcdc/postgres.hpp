@@ -1,0 +1,51 @@
+#pragma once
+// The PostgreSQL source: logical replication with the pgoutput plugin, protocol version 1,
+// over a libpq replication connection (START_REPLICATION ... LOGICAL), plus an ordinary SQL
+// connection for catalog look-ups and slot/publication management.
+//
+// Every connection it opens fixes the session settings that change how values print:
+//   DateStyle=ISO, MDY  TimeZone=UTC  IntervalStyle=postgres  extra_float_digits=1
+//   bytea_output=hex    lc_monetary=C
+// so a value is the same text whatever the server's defaults are. They are passed as libpq
+// `options` (-c name=value) and apply to the walsender, where pgoutput runs the output
+// functions.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cppcdc/result.hpp"
+#include "cppcdc/source.hpp"
+
+namespace cppcdc::pg {
+
+struct PostgresSourceConfig {
+  /// libpq connection string or URI ("host=... dbname=... user=..."). `replication=database`
+  /// is added for the replication connection.
+  std::string dsn;
+  std::string slot_name = "cppcdc";
+  std::string publication_name = "cppcdc_pub";
+  /// Captured tables as "schema.table". Changes to other tables of the publication are
+  /// dropped. Must not be empty.
+  std::vector<std::string> tables;
+  /// Create the slot (pgoutput) when it does not exist.
+  bool create_slot = true;
+  /// Create the publication FOR TABLE `tables` when it does not exist.
+  bool create_publication = true;
+  /// source.source_name in the envelope.
+  std::string source_name = "postgres";
+  /// Standby status update interval while idle, ms.
+  std::uint32_t status_interval_ms = 10'000;
+  /// Most events decoded ahead of the consumer (backpressure bound).
+  std::size_t max_queued_events = 100'000;
+};
+
+/// The session settings listed above, as libpq `options` text.
+std::string session_options();
+
+/// Validates the config (error kind configuration naming the field) and builds the source.
+/// Nothing connects until Source::start().
+Result<std::unique_ptr<Source>> make_postgres_source(PostgresSourceConfig config);
+
+}  // namespace cppcdc::pg

@@ -1,0 +1,161 @@
+#pragma once
+// Runtime: drives a Source, hands out event batches, and turns acknowledgements into durable
+// checkpoints and source confirmations (architecture document, "Runtime Model" and "Safety
+// Invariants"; API guide, "Runtime Lifecycle" and "Delivery And Acknowledgement Semantics").
+//
+//   auto rt = Runtime::create(std::move(config)).value();
+//   rt->start();
+//   while (...) {
+//     auto batch = rt->poll_event_batch();          // up to max_buffer_size events
+//     write_durably(batch->events());
+//     rt->commit_ack(batch->ack_mode());            // checkpoint, then source confirm
+//   }
+//   rt->stop();                                     // refused while a batch is unacknowledged
+//
+// Threading: one thread drives a Runtime. admin_snapshot() may be called from any thread.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cppcdc/checkpoint.hpp"
+#include "cppcdc/event.hpp"
+#include "cppcdc/result.hpp"
+#include "cppcdc/sink.hpp"
+#include "cppcdc/source.hpp"
+
+namespace cppcdc {
+
+/// Reconnection policy for transient source failures. Defaults: 5 retries, 300 ms initial
+/// delay, 10 s cap, doubling (API guide, "Connection Retry Policy").
+struct ConnectionRetryPolicy {
+  std::optional<std::uint32_t> max_retries = 5;  ///< nullopt: retry forever
+  std::uint32_t initial_delay_ms = 300;
+  std::uint32_t max_delay_ms = 10'000;
+};
+
+struct RuntimeOptions {
+  /// Most events in one batch.
+  std::size_t max_buffer_size = 10'000;
+  /// Longest a poll waits for the first event, in ms.
+  std::uint32_t max_poll_wait_ms = 500;
+  ConnectionRetryPolicy connection_retry;
+};
+
+struct RuntimeConfig {
+  std::unique_ptr<Source> source;
+  std::shared_ptr<Checkpoint> checkpoint;
+  RuntimeOptions options;
+};
+
+class Runtime;
+
+/// Proof that a batch was handed out; committing it advances the checkpoint over its events.
+/// Copies share one use: the first commit of any copy consumes all of them, and a second
+/// commit is refused (kind invalid_state).
+class AckToken {
+ public:
+  std::uint64_t delivery_id() const noexcept { return delivery_id_; }
+  /// Number of events this token acknowledges.
+  std::size_t size() const noexcept { return count_; }
+  /// A token for the first `n` events only (n <= size()). The rest is redelivered by the next
+  /// poll. Error kind invalid_state when n > size() or the token was already used.
+  Result<AckToken> accept_prefix(std::size_t n) const;
+  bool used() const noexcept { return used_->load(); }
+
+ private:
+  friend class Runtime;
+  AckToken(std::uint64_t id, std::size_t count, std::shared_ptr<std::atomic<bool>> used)
+      : delivery_id_(id), count_(count), used_(std::move(used)) {}
+  std::uint64_t delivery_id_;
+  std::size_t count_;
+  std::shared_ptr<std::atomic<bool>> used_;
+};
+
+/// What to do with a batch: a token to commit, or nothing (empty batch).
+struct AckMode {
+  std::optional<AckToken> token;  ///< nullopt: not required; committing it is a no-op
+  bool required() const noexcept { return token.has_value(); }
+};
+
+class EventBatch {
+ public:
+  /// The events, in log order. Shared with the runtime (which needs the tail again after a
+  /// partial acknowledgement), hence read-only.
+  const std::vector<Event>& events() const noexcept { return *events_; }
+  bool empty() const noexcept { return events_->empty(); }
+  std::size_t size() const noexcept { return events_->size(); }
+  /// A fresh copy of the batch's ack mode (copies share one use).
+  AckMode ack_mode() const { return AckMode{token_}; }
+
+ private:
+  friend class Runtime;
+  std::shared_ptr<std::vector<Event>> events_ = std::make_shared<std::vector<Event>>();
+  std::optional<AckToken> token_;
+};
+
+enum class RuntimeState { kCreated, kRunning, kStopped, kFailed };
+std::string_view to_string(RuntimeState state) noexcept;
+
+/// Counters and positions for an admin endpoint or logs.
+struct RuntimeAdminSnapshot {
+  RuntimeState state = RuntimeState::kCreated;
+  std::uint64_t events_delivered = 0;  ///< handed out by poll_event_batch
+  std::uint64_t events_committed = 0;  ///< acknowledged
+  std::uint64_t in_flight = 0;         ///< delivered, not yet acknowledged
+  std::optional<std::string> checkpoint_offset;  ///< last durable resume position
+  std::int64_t last_poll_at_ms = 0;
+  std::int64_t last_commit_at_ms = 0;
+};
+
+class Runtime {
+ public:
+  /// Validates the config. Error kind configuration (no source, no checkpoint,
+  /// max_buffer_size 0).
+  static Result<std::unique_ptr<Runtime>> create(RuntimeConfig config);
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  /// Loads the checkpoint and starts the source from it, retrying transient failures under
+  /// the connection retry policy. A checkpoint that cannot be read is terminal.
+  Status start();
+
+  /// Up to max_buffer_size events, waiting up to max_poll_wait_ms for the first; an empty
+  /// batch when the source was quiet. At most one batch is outstanding: polling again before
+  /// acknowledging the previous batch is refused (invalid_state). Events of a partially
+  /// acknowledged batch are handed out again first. Transient source failures are retried
+  /// (reconnecting from the last checkpoint) under the retry policy.
+  Result<EventBatch> poll_event_batch();
+
+  /// Acknowledges a batch (or a prefix of one): the consumer has made those events durable.
+  /// Saves the checkpoint at the last resumable boundary they reach, then confirms that
+  /// position to the source. Refuses a used token, a token of another delivery.
+  Status commit_ack(const AckMode& mode);
+  Status commit_ack(const AckToken& token);
+
+  /// Closes the source. Refused (invalid_state) while a batch is unacknowledged.
+  Status stop();
+  /// Closes the source even with events in flight; they are replayed after a restart. Logs a
+  /// warning with shutdown_mode=forced.
+  void force_stop();
+
+  /// poll -> sink.write -> sink.flush -> commit_ack until `cancel` becomes true or an error.
+  /// Returns the number of events delivered. A batch that failed mid-delivery is not
+  /// acknowledged.
+  Result<std::uint64_t> run_to_completion(Sink& sink, const std::atomic<bool>& cancel);
+
+  RuntimeState state() const noexcept;
+  RuntimeAdminSnapshot admin_snapshot() const;
+
+ private:
+  explicit Runtime(RuntimeConfig config);
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cppcdc

@@ -1,0 +1,51 @@
+#pragma once
+// Source: a capture connector as the runtime drives it. Built-in: PostgreSQL (postgres.hpp).
+// A custom source implements this interface and is handed to RuntimeConfig.
+//
+// Threading: the runtime calls every method from one thread at a time. A source may read its
+// log on a thread of its own (the PostgreSQL source does) and hand events over in poll().
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cppcdc/checkpoint.hpp"
+#include "cppcdc/event.hpp"
+#include "cppcdc/result.hpp"
+
+namespace cppcdc {
+
+class Source {
+ public:
+  virtual ~Source() = default;
+
+  /// Source type recorded in checkpoints ("postgres").
+  virtual std::string type() const = 0;
+  /// Identity the checkpoint is valid for (PostgreSQL: the slot name).
+  virtual std::string source_id() const = 0;
+
+  /// Connects, runs the start-up checks and starts reading at `resume` (the last durable
+  /// checkpoint), or at the source's own retained position when nullopt. Errors: transient
+  /// (unreachable, retried by the runtime), terminal (authentication, missing table, wrong
+  /// wal_level: never retried), configuration.
+  virtual Status start(const std::optional<CheckpointRecord>& resume) = 0;
+
+  /// Appends at most `max_events` events to `out`, in log order. Waits up to `wait` for the
+  /// first one, then returns what is ready without waiting further. Every event's
+  /// resume_offset is either empty or a position a restart may resume from once everything up
+  /// to and including that event is durable.
+  virtual Status poll(std::vector<Event>& out, std::size_t max_events,
+                      std::chrono::milliseconds wait) = 0;
+
+  /// Everything up to `offset` (a resume_offset previously returned) is durably checkpointed:
+  /// the source may release log up to there (invariant 2). Called only after the checkpoint
+  /// save returned.
+  virtual Status confirm(std::string_view offset) = 0;
+
+  /// Closes connections and stops any reader thread. Idempotent.
+  virtual void close() = 0;
+};
+
+}  // namespace cppcdc

@@ -1,0 +1,560 @@
+#include "cppcdc/event.hpp"
+
+#include <boost/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+
+#include "core/json_write.hpp"
+
+namespace cppcdc {
+
+using detail::append_int;
+using detail::append_json_string;
+using detail::append_uint;
+
+std::string_view to_string(Operation op) noexcept {
+  switch (op) {
+    case Operation::kInsert: return "insert";
+    case Operation::kUpdate: return "update";
+    case Operation::kDelete: return "delete";
+    case Operation::kRead: return "read";
+    case Operation::kSchemaChange: return "schema_change";
+    case Operation::kTruncate: return "truncate";
+    case Operation::kMessage: return "message";
+  }
+  return "unknown";
+}
+
+Result<Operation> parse_operation(std::string_view text) {
+  std::string lower(text);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (auto op : {Operation::kInsert, Operation::kUpdate, Operation::kDelete, Operation::kRead,
+                  Operation::kSchemaChange, Operation::kTruncate, Operation::kMessage}) {
+    if (lower == to_string(op)) return op;
+  }
+  return fail(Error::configuration(
+      "unknown operation '" + std::string(text) +
+      "' (expected insert, update, delete, read, schema_change, truncate or message)"));
+}
+
+std::string_view to_string(NoRowWrite reason) noexcept {
+  switch (reason) {
+    case NoRowWrite::kNotARowChange: return "not_a_row_change";
+    case NoRowWrite::kNoPrimaryKey: return "no_primary_key";
+    case NoRowWrite::kMissingPrimaryKey: return "missing_primary_key";
+  }
+  return "unknown";
+}
+
+const ColumnValue* find_column(const Row& row, std::string_view name) noexcept {
+  for (const auto& c : row) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
+
+// ---- BeforeImage -----------------------------------------------------------------------
+
+const Row* BeforeImage::row() const noexcept {
+  if (auto* k = std::get_if<BeforeKeyOnly>(&v_)) return &k->key;
+  if (auto* f = std::get_if<BeforeFull>(&v_)) return &f->row;
+  return nullptr;
+}
+
+const Row* BeforeImage::full_row() const noexcept {
+  if (auto* f = std::get_if<BeforeFull>(&v_)) return &f->row;
+  return nullptr;
+}
+
+const std::vector<std::string>& BeforeImage::unavailable_columns() const noexcept {
+  static const std::vector<std::string> kEmpty;
+  if (auto* f = std::get_if<BeforeFull>(&v_)) return f->unavailable_columns;
+  return kEmpty;
+}
+
+// ---- keys and writes -------------------------------------------------------------------
+
+namespace {
+
+std::optional<Row> key_from(const Row* row, const std::vector<std::string>& key_names) {
+  if (row == nullptr || key_names.empty()) return std::nullopt;
+  Row key;
+  key.reserve(key_names.size());
+  for (const auto& name : key_names) {
+    const ColumnValue* v = find_column(*row, name);
+    if (v == nullptr) return std::nullopt;  // all-or-nothing
+    key.push_back(*v);
+  }
+  return key;
+}
+
+}  // namespace
+
+std::optional<Row> Event::primary_key_values() const {
+  if (!primary_key || primary_key->empty()) return std::nullopt;
+  if (op == Operation::kDelete) return key_from(before.row(), *primary_key);
+  return key_from(after ? &*after : nullptr, *primary_key);
+}
+
+RowWrite Event::row_write() const {
+  RowWrite w;
+  const bool has_key = primary_key && !primary_key->empty();
+  switch (op) {
+    case Operation::kSchemaChange:
+    case Operation::kMessage:
+      w.kind = RowWrite::Kind::kNone;
+      w.reason = NoRowWrite::kNotARowChange;
+      return w;
+    case Operation::kTruncate:
+      w.kind = RowWrite::Kind::kTruncate;
+      return w;
+    case Operation::kDelete: {
+      if (!has_key) {
+        w.reason = NoRowWrite::kNoPrimaryKey;
+        return w;
+      }
+      w.key = primary_key_values();
+      if (!w.key) {
+        w.reason = NoRowWrite::kMissingPrimaryKey;
+        return w;
+      }
+      w.kind = RowWrite::Kind::kDelete;
+      return w;
+    }
+    case Operation::kInsert:
+    case Operation::kRead:
+    case Operation::kUpdate: {
+      if (!after) {
+        w.reason = NoRowWrite::kNotARowChange;
+        return w;
+      }
+      if (has_key) {
+        w.key = primary_key_values();
+        if (!w.key) {
+          w.reason = NoRowWrite::kMissingPrimaryKey;
+          return w;
+        }
+      } else if (op == Operation::kUpdate || !unavailable_columns.empty()) {
+        // An update (or a partial row) of a keyless table cannot be addressed.
+        w.reason = NoRowWrite::kNoPrimaryKey;
+        return w;
+      }
+      if (op == Operation::kUpdate && has_key) {
+        auto old_key = key_from(before.row(), *primary_key);
+        if (old_key && *old_key != *w.key) w.previous_key = std::move(old_key);
+      }
+      w.columns = &*after;
+      w.kind = unavailable_columns.empty() ? RowWrite::Kind::kReplace : RowWrite::Kind::kMerge;
+      return w;
+    }
+  }
+  return w;
+}
+
+// ---- validation ------------------------------------------------------------------------
+
+Status Event::validate() const {
+  const auto bad = [&](const std::string& what) {
+    return fail(Error::invalid_data("event for table '" + table + "' (" +
+                                    std::string(to_string(op)) + ", offset '" + source.offset +
+                                    "'): " + what));
+  };
+  if (envelope_version != kEnvelopeVersion) {
+    return bad("envelope_version " + std::to_string(envelope_version) + " is not " +
+               std::to_string(kEnvelopeVersion) + "; build events with EventBuilder");
+  }
+  if (table.empty()) return bad("table is empty");
+  if (source.source_name.empty()) return bad("source.source_name is empty");
+  switch (op) {
+    case Operation::kInsert:
+    case Operation::kRead:
+      if (!after) return bad("after is required");
+      if (!before.is_unavailable()) return bad("before must be absent");
+      break;
+    case Operation::kUpdate:
+      if (!after) return bad("after is required");
+      break;
+    case Operation::kDelete:
+      if (after) return bad("after must be absent");
+      break;
+    case Operation::kTruncate:
+      if (after || !before.is_unavailable()) return bad("before and after must be absent");
+      break;
+    case Operation::kMessage:
+      if (!before.is_unavailable()) return bad("before must be absent");
+      break;
+    case Operation::kSchemaChange:
+      break;
+  }
+  for (const auto& name : unavailable_columns) {
+    if (!after) return bad("unavailable_columns without an after image");
+    if (find_column(*after, name) != nullptr) {
+      return bad("column '" + name + "' is both present in after and listed unavailable");
+    }
+  }
+  if (const auto* full = std::get_if<BeforeFull>(&before.variant())) {
+    for (const auto& name : full->unavailable_columns) {
+      if (find_column(full->row, name) != nullptr) {
+        return bad("column '" + name + "' is both present in before and listed unavailable");
+      }
+    }
+  }
+  if (transaction && transaction->event_index >= transaction->total_events) {
+    return bad("transaction.event_index " + std::to_string(transaction->event_index) +
+               " is not below total_events " + std::to_string(transaction->total_events));
+  }
+  if (primary_key && shape) {
+    for (const auto& k : *primary_key) {
+      if (!shape->find(k)) return bad("primary key column '" + k + "' is not in the row shape");
+    }
+  }
+  return ok();
+}
+
+// ---- JSON ------------------------------------------------------------------------------
+
+namespace {
+
+void append_row(std::string& out, const Row& row) {
+  out += '{';
+  bool first = true;
+  for (const auto& c : row) {
+    if (!first) out += ',';
+    first = false;
+    append_json_string(out, c.name);
+    out += ':';
+    if (!c.text) {
+      out += "null";
+    } else if (c.is_json) {
+      out += *c.text;
+    } else {
+      append_json_string(out, *c.text);
+    }
+  }
+  out += '}';
+}
+
+void append_names(std::string& out, const std::vector<std::string>& names) {
+  out += '[';
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (i) out += ',';
+    append_json_string(out, names[i]);
+  }
+  out += ']';
+}
+
+}  // namespace
+
+void Event::append_json(std::string& out) const {
+  out += "{\"before\":";
+  if (const Row* b = before.row()) {
+    append_row(out, *b);
+  } else {
+    out += "null";
+  }
+  out += ",\"after\":";
+  if (after) {
+    append_row(out, *after);
+  } else {
+    out += "null";
+  }
+  out += ",\"op\":\"";
+  out += to_string(op);
+  out += "\",\"source\":{\"source_name\":";
+  append_json_string(out, source.source_name);
+  out += ",\"offset\":";
+  append_json_string(out, source.offset);
+  out += ",\"timestamp\":";
+  append_int(out, source.timestamp);
+  out += "},\"ts\":";
+  append_int(out, ts);
+  out += ",\"schema\":";
+  if (schema) {
+    append_json_string(out, *schema);
+  } else {
+    out += "null";
+  }
+  out += ",\"table\":";
+  append_json_string(out, table);
+  out += ",\"primary_key\":";
+  if (primary_key) {
+    append_names(out, *primary_key);
+  } else {
+    out += "null";
+  }
+  out += ",\"snapshot\":";
+  if (snapshot) {
+    out += "{\"snapshot_id\":";
+    append_json_string(out, snapshot->snapshot_id);
+    out += ",\"chunk\":";
+    append_uint(out, snapshot->chunk);
+    out += ",\"is_last_chunk\":";
+    out += snapshot->is_last_chunk ? "true" : "false";
+    out += '}';
+  } else {
+    out += "null";
+  }
+  out += ",\"transaction\":";
+  if (transaction) {
+    out += "{\"tx_id\":";
+    append_uint(out, transaction->tx_id);
+    out += ",\"total_events\":";
+    append_uint(out, transaction->total_events);
+    out += ",\"event_index\":";
+    append_uint(out, transaction->event_index);
+    out += '}';
+  } else {
+    out += "null";
+  }
+  out += ",\"envelope_version\":";
+  append_uint(out, envelope_version);
+  out += ",\"before_is_key_only\":";
+  out += before.is_key_only() ? "true" : "false";
+  if (!unavailable_columns.empty()) {
+    out += ",\"unavailable_columns\":";
+    append_names(out, unavailable_columns);
+  }
+  if (!before.unavailable_columns().empty()) {
+    out += ",\"before_unavailable_columns\":";
+    append_names(out, before.unavailable_columns());
+  }
+  out += '}';
+}
+
+std::string Event::to_json() const {
+  std::string out;
+  out.reserve(256);
+  append_json(out);
+  return out;
+}
+
+namespace {
+
+namespace json = boost::json;
+
+Result<Row> row_from_json(const json::value& v, const char* field) {
+  if (!v.is_object()) {
+    return fail(Error::invalid_data(std::string("envelope field '") + field +
+                                    "' is not an object"));
+  }
+  Row row;
+  for (const auto& kv : v.as_object()) {
+    ColumnValue c;
+    c.name = std::string(kv.key());
+    if (kv.value().is_null()) {
+      // SQL NULL
+    } else if (kv.value().is_string()) {
+      c.text = std::string(kv.value().as_string());
+    } else {
+      c.is_json = true;
+      c.text = json::serialize(kv.value());
+    }
+    row.push_back(std::move(c));
+  }
+  return row;
+}
+
+Result<std::vector<std::string>> names_from_json(const json::value& v, const char* field) {
+  if (!v.is_array()) {
+    return fail(Error::invalid_data(std::string("envelope field '") + field +
+                                    "' is not an array of strings"));
+  }
+  std::vector<std::string> out;
+  for (const auto& e : v.as_array()) {
+    if (!e.is_string()) {
+      return fail(Error::invalid_data(std::string("envelope field '") + field +
+                                      "' holds a non-string"));
+    }
+    out.emplace_back(e.as_string());
+  }
+  return out;
+}
+
+Result<std::uint64_t> uint_field(const json::object& o, const char* name) {
+  auto* v = o.if_contains(name);
+  if (v == nullptr) return fail(Error::invalid_data(std::string("missing field '") + name + "'"));
+  if (v->is_uint64()) return v->as_uint64();
+  if (v->is_int64() && v->as_int64() >= 0) return static_cast<std::uint64_t>(v->as_int64());
+  return fail(Error::invalid_data(std::string("field '") + name + "' is not an unsigned integer"));
+}
+
+Result<std::int64_t> int_field(const json::object& o, const char* name) {
+  auto* v = o.if_contains(name);
+  if (v == nullptr) return fail(Error::invalid_data(std::string("missing field '") + name + "'"));
+  if (v->is_int64()) return v->as_int64();
+  if (v->is_uint64() && v->as_uint64() <= static_cast<std::uint64_t>(INT64_MAX)) {
+    return static_cast<std::int64_t>(v->as_uint64());
+  }
+  return fail(Error::invalid_data(std::string("field '") + name + "' is not an integer"));
+}
+
+Result<std::string> string_field(const json::object& o, const char* name) {
+  auto* v = o.if_contains(name);
+  if (v == nullptr || !v->is_string()) {
+    return fail(Error::invalid_data(std::string("field '") + name + "' is missing or not a string"));
+  }
+  return std::string(v->as_string());
+}
+
+Result<Event> event_from_object(const json::object& o) {
+  Event e;
+  auto op = string_field(o, "op");
+  if (!op) return fail(op.error());
+  auto parsed_op = parse_operation(*op);
+  if (!parsed_op) return fail(Error::invalid_data("unknown op '" + *op + "'"));
+  e.op = *parsed_op;
+
+  auto version = uint_field(o, "envelope_version");
+  if (!version) return fail(version.error());
+  e.envelope_version = static_cast<std::uint16_t>(*version);
+
+  const auto* src = o.if_contains("source");
+  if (src == nullptr || !src->is_object()) return fail(Error::invalid_data("missing field 'source'"));
+  auto sn = string_field(src->as_object(), "source_name");
+  if (!sn) return fail(sn.error());
+  auto off = string_field(src->as_object(), "offset");
+  if (!off) return fail(off.error());
+  auto sts = int_field(src->as_object(), "timestamp");
+  if (!sts) return fail(sts.error());
+  e.source = {*sn, *off, *sts};
+
+  auto ts = int_field(o, "ts");
+  if (!ts) return fail(ts.error());
+  e.ts = *ts;
+  auto table = string_field(o, "table");
+  if (!table) return fail(table.error());
+  e.table = *table;
+  if (auto* s = o.if_contains("schema"); s && s->is_string()) e.schema = std::string(s->as_string());
+
+  if (auto* pk = o.if_contains("primary_key"); pk && !pk->is_null()) {
+    auto names = names_from_json(*pk, "primary_key");
+    if (!names) return fail(names.error());
+    e.primary_key = std::move(*names);
+  }
+  if (auto* a = o.if_contains("after"); a && !a->is_null()) {
+    auto row = row_from_json(*a, "after");
+    if (!row) return fail(row.error());
+    e.after = std::move(*row);
+  }
+  bool key_only = false;
+  if (auto* k = o.if_contains("before_is_key_only")) {
+    if (!k->is_bool()) return fail(Error::invalid_data("field 'before_is_key_only' is not a bool"));
+    key_only = k->as_bool();
+  }
+  std::vector<std::string> before_unavailable;
+  if (auto* bu = o.if_contains("before_unavailable_columns")) {
+    auto names = names_from_json(*bu, "before_unavailable_columns");
+    if (!names) return fail(names.error());
+    before_unavailable = std::move(*names);
+  }
+  if (auto* b = o.if_contains("before"); b && !b->is_null()) {
+    auto row = row_from_json(*b, "before");
+    if (!row) return fail(row.error());
+    if (key_only) {
+      if (!before_unavailable.empty()) {
+        return fail(Error::invalid_data(
+            "a key-only before image cannot list before_unavailable_columns"));
+      }
+      e.before = BeforeKeyOnly{std::move(*row)};
+    } else {
+      e.before = BeforeFull{std::move(*row), std::move(before_unavailable)};
+    }
+  } else if (key_only || !before_unavailable.empty()) {
+    return fail(Error::invalid_data("before is null but before_is_key_only or "
+                                    "before_unavailable_columns describe an image"));
+  }
+  if (auto* u = o.if_contains("unavailable_columns")) {
+    auto names = names_from_json(*u, "unavailable_columns");
+    if (!names) return fail(names.error());
+    e.unavailable_columns = std::move(*names);
+  }
+  if (auto* t = o.if_contains("transaction"); t && !t->is_null()) {
+    if (!t->is_object()) return fail(Error::invalid_data("field 'transaction' is not an object"));
+    const auto& to = t->as_object();
+    auto id = uint_field(to, "tx_id");
+    auto total = uint_field(to, "total_events");
+    auto index = uint_field(to, "event_index");
+    if (!id) return fail(id.error());
+    if (!total) return fail(total.error());
+    if (!index) return fail(index.error());
+    e.transaction = TransactionMetadata{*id, *total, *index};
+  }
+  if (auto* s = o.if_contains("snapshot"); s && !s->is_null()) {
+    if (!s->is_object()) return fail(Error::invalid_data("field 'snapshot' is not an object"));
+    SnapshotMetadata m;
+    const auto& so = s->as_object();
+    if (auto* id = so.if_contains("snapshot_id"); id && id->is_string()) {
+      m.snapshot_id = std::string(id->as_string());
+    }
+    if (auto chunk = uint_field(so, "chunk")) m.chunk = *chunk;
+    if (auto* last = so.if_contains("is_last_chunk"); last && last->is_bool()) {
+      m.is_last_chunk = last->as_bool();
+    }
+    e.snapshot = std::move(m);
+  }
+  return e;
+}
+
+}  // namespace
+
+Result<Event> Event::from_json(std::string_view text) {
+  boost::system::error_code ec;
+  json::value v = json::parse(text, ec);
+  if (ec) return fail(Error::invalid_data("envelope is not valid JSON: " + ec.message()));
+  if (!v.is_object()) return fail(Error::invalid_data("envelope is not a JSON object"));
+  auto e = event_from_object(v.as_object());
+  if (!e) return fail(e.error().context("parsing an event envelope"));
+  return e;
+}
+
+bool operator==(const Event& a, const Event& b) {
+  return a.op == b.op && a.before == b.before && a.after == b.after && a.source == b.source &&
+         a.ts == b.ts && a.schema == b.schema && a.table == b.table &&
+         a.primary_key == b.primary_key && a.snapshot == b.snapshot &&
+         a.transaction == b.transaction && a.envelope_version == b.envelope_version &&
+         a.unavailable_columns == b.unavailable_columns;
+}
+
+// ---- builder ---------------------------------------------------------------------------
+
+EventBuilder::EventBuilder(std::string table, Operation op) {
+  event_.table = std::move(table);
+  event_.op = op;
+  event_.envelope_version = kEnvelopeVersion;
+}
+EventBuilder& EventBuilder::source(SourceMetadata s) { event_.source = std::move(s); return *this; }
+EventBuilder& EventBuilder::schema(std::string s) { event_.schema = std::move(s); return *this; }
+EventBuilder& EventBuilder::before(BeforeImage b) { event_.before = std::move(b); return *this; }
+EventBuilder& EventBuilder::after(Row a) { event_.after = std::move(a); return *this; }
+EventBuilder& EventBuilder::primary_key(std::vector<std::string> c) {
+  event_.primary_key = std::move(c);
+  return *this;
+}
+EventBuilder& EventBuilder::ts(std::int64_t ms) { event_.ts = ms; return *this; }
+EventBuilder& EventBuilder::transaction(TransactionMetadata tx) {
+  event_.transaction = tx;
+  return *this;
+}
+EventBuilder& EventBuilder::snapshot(SnapshotMetadata s) {
+  event_.snapshot = std::move(s);
+  return *this;
+}
+EventBuilder& EventBuilder::unavailable_columns(std::vector<std::string> c) {
+  event_.unavailable_columns = std::move(c);
+  return *this;
+}
+EventBuilder& EventBuilder::shape(RowShapePtr s) { event_.shape = std::move(s); return *this; }
+EventBuilder& EventBuilder::resume_offset(std::string o) {
+  event_.resume_offset = std::move(o);
+  return *this;
+}
+Event EventBuilder::build() { return std::move(event_); }
+Result<Event> EventBuilder::build_validated() {
+  Event e = std::move(event_);
+  CPPCDC_TRY(e.validate());
+  return e;
+}
+
+}  // namespace cppcdc

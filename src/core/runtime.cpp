@@ -1,0 +1,364 @@
+#include "cppcdc/runtime.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "core/fault.hpp"
+
+namespace cppcdc {
+namespace {
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+std::string_view to_string(RuntimeState state) noexcept {
+  switch (state) {
+    case RuntimeState::kCreated: return "created";
+    case RuntimeState::kRunning: return "running";
+    case RuntimeState::kStopped: return "stopped";
+    case RuntimeState::kFailed: return "failed";
+  }
+  return "unknown";
+}
+
+Result<AckToken> AckToken::accept_prefix(std::size_t n) const {
+  if (used_->load()) {
+    return fail(Error::invalid_state("ack token of delivery " + std::to_string(delivery_id_) +
+                                     " was already committed; each token is committed once"));
+  }
+  if (n > count_) {
+    return fail(Error::invalid_state("accept_prefix(" + std::to_string(n) + ") on a token for " +
+                                     std::to_string(count_) + " events"));
+  }
+  return AckToken(delivery_id_, n, used_);
+}
+
+struct Runtime::Impl {
+  RuntimeConfig config;
+  mutable std::mutex mutex;  // guards the admin fields below
+  RuntimeState state = RuntimeState::kCreated;
+  std::uint64_t events_delivered = 0;
+  std::uint64_t events_committed = 0;
+  std::int64_t last_poll_at_ms = 0;
+  std::int64_t last_commit_at_ms = 0;
+  std::optional<CheckpointRecord> checkpoint;  // last durable record
+
+  // The one outstanding delivery.
+  std::uint64_t next_delivery_id = 1;
+  std::optional<std::uint64_t> outstanding_id;
+  std::vector<std::string> outstanding_offsets;  // resume_offset per delivered event
+  std::deque<Event> redeliver;                   // tail of a partially acknowledged batch
+  std::shared_ptr<std::vector<Event>> scratch;  // the outstanding batch's events
+
+  Status start_source_with_retry() {
+    const auto& policy = config.options.connection_retry;
+    std::uint32_t attempt = 0;
+    std::uint32_t delay = policy.initial_delay_ms;
+    for (;;) {
+      auto st = config.source->start(checkpoint);
+      if (st) return st;
+      if (!st.error().retryable() ||
+          (policy.max_retries && attempt >= *policy.max_retries)) {
+        config.source->close();
+        return st;
+      }
+      ++attempt;
+      spdlog::warn("source start failed (attempt {}), retrying in {} ms: {}", attempt, delay,
+                   st.error().report());
+      config.source->close();
+      std::this_thread::sleep_for(std::chrono::milliseconds(delay));
+      delay = std::min<std::uint32_t>(policy.max_delay_ms, delay * 2);
+    }
+  }
+};
+
+Runtime::Runtime(RuntimeConfig config) : impl_(std::make_unique<Impl>()) {
+  impl_->config = std::move(config);
+}
+
+Runtime::~Runtime() {
+  if (impl_ && impl_->config.source) impl_->config.source->close();
+}
+
+Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeConfig config) {
+  if (!config.source) return fail(Error::configuration("runtime config has no source"));
+  if (!config.checkpoint) return fail(Error::configuration("runtime config has no checkpoint"));
+  if (config.options.max_buffer_size == 0) {
+    return fail(Error::configuration("runtime max_buffer_size must be at least 1"));
+  }
+  return std::unique_ptr<Runtime>(new Runtime(std::move(config)));
+}
+
+Status Runtime::start() {
+  auto& d = *impl_;
+  if (d.state != RuntimeState::kCreated) {
+    return fail(Error::invalid_state("start() on a runtime that is " +
+                                     std::string(to_string(d.state))));
+  }
+  auto loaded = d.config.checkpoint->load();
+  if (!loaded) {
+    d.state = RuntimeState::kFailed;
+    return fail(loaded.error().context("loading the checkpoint"));
+  }
+  std::optional<CheckpointRecord> record = *loaded;
+  if (record && (record->source_type != d.config.source->type() ||
+                 record->source_id != d.config.source->source_id())) {
+    d.state = RuntimeState::kFailed;
+    return fail(Error::checkpoint(
+        ErrorKind::kTerminal,
+        "the checkpoint belongs to " + record->source_type + " source '" + record->source_id +
+            "', not to " + d.config.source->type() + " source '" +
+            d.config.source->source_id() +
+            "'; point state.offset at the right directory, or move the file away to start "
+            "from the source's own position"));
+  }
+  {
+    std::lock_guard lock(d.mutex);
+    d.checkpoint = record;
+    if (record) d.events_committed = record->committed_events;
+  }
+  if (record) {
+    spdlog::info("resuming from checkpoint {} ({} events committed so far)", record->offset,
+                 record->committed_events);
+  } else {
+    spdlog::info("no checkpoint yet: starting at the source's own retained position");
+  }
+  auto st = d.start_source_with_retry();
+  if (!st) {
+    std::lock_guard lock(d.mutex);
+    d.state = RuntimeState::kFailed;
+    return fail(st.error().context("starting the " + d.config.source->type() + " source"));
+  }
+  std::lock_guard lock(d.mutex);
+  d.state = RuntimeState::kRunning;
+  return ok();
+}
+
+Result<EventBatch> Runtime::poll_event_batch() {
+  auto& d = *impl_;
+  if (d.state != RuntimeState::kRunning) {
+    return fail(Error::invalid_state("poll_event_batch() on a runtime that is " +
+                                     std::string(to_string(d.state))));
+  }
+  if (d.outstanding_id) {
+    return fail(Error::invalid_state("batch " + std::to_string(*d.outstanding_id) +
+                                     " is not acknowledged yet; commit its token (or a prefix "
+                                     "of it) before polling again"));
+  }
+  EventBatch batch;
+  auto& events = *batch.events_;
+  const std::size_t max = d.config.options.max_buffer_size;
+  while (!d.redeliver.empty() && events.size() < max) {
+    events.push_back(std::move(d.redeliver.front()));
+    d.redeliver.pop_front();
+  }
+  if (events.size() < max) {
+    const auto wait = events.empty()
+                          ? std::chrono::milliseconds(d.config.options.max_poll_wait_ms)
+                          : std::chrono::milliseconds(0);
+    const auto& policy = d.config.options.connection_retry;
+    std::uint32_t attempt = 0;
+    std::uint32_t delay = policy.initial_delay_ms;
+    for (;;) {
+      const std::size_t before = events.size();
+      auto st = d.config.source->poll(events, max - before, wait);
+      if (st) break;
+      if (!st.error().retryable() || (policy.max_retries && attempt >= *policy.max_retries)) {
+        std::lock_guard lock(d.mutex);
+        d.state = RuntimeState::kFailed;
+        return fail(st.error().context("polling the " + d.config.source->type() + " source"));
+      }
+      // Reconnect from the durable checkpoint. Anything handed out in this batch but read
+      // from the dropped connection is discarded: the source will send it again.
+      events.resize(before);
+      ++attempt;
+      spdlog::warn("source failed (attempt {} of {}), reconnecting from checkpoint in {} ms: {}",
+                   attempt, policy.max_retries ? std::to_string(*policy.max_retries) : "unlimited",
+                   delay, st.error().report());
+      d.config.source->close();
+      std::this_thread::sleep_for(std::chrono::milliseconds(delay));
+      delay = std::min<std::uint32_t>(policy.max_delay_ms, delay * 2);
+      d.redeliver.clear();
+      events.clear();
+      auto restarted = d.config.source->start(d.checkpoint);
+      if (!restarted) {
+        if (!restarted.error().retryable() ||
+            (policy.max_retries && attempt >= *policy.max_retries)) {
+          std::lock_guard lock(d.mutex);
+          d.state = RuntimeState::kFailed;
+          return fail(restarted.error().context("reconnecting the source"));
+        }
+        continue;
+      }
+    }
+  }
+  std::lock_guard lock(d.mutex);
+  d.last_poll_at_ms = now_ms();
+  if (events.empty()) return batch;
+  const std::uint64_t id = d.next_delivery_id++;
+  d.outstanding_id = id;
+  d.outstanding_offsets.clear();
+  d.outstanding_offsets.reserve(events.size());
+  for (const auto& e : events) d.outstanding_offsets.push_back(e.resume_offset);
+  d.events_delivered += events.size();
+  batch.token_ = AckToken(id, events.size(), std::make_shared<std::atomic<bool>>(false));
+  // A partial acknowledgement needs the tail again: share the events with the batch.
+  d.scratch = batch.events_;
+  return batch;
+}
+
+Status Runtime::commit_ack(const AckMode& mode) {
+  if (!mode.token) return ok();
+  return commit_ack(*mode.token);
+}
+
+Status Runtime::commit_ack(const AckToken& token) {
+  auto& d = *impl_;
+  if (d.state != RuntimeState::kRunning) {
+    return fail(Error::invalid_state("commit_ack() on a runtime that is " +
+                                     std::string(to_string(d.state))));
+  }
+  if (!d.outstanding_id || *d.outstanding_id != token.delivery_id()) {
+    return fail(Error::invalid_state(
+        "ack token of delivery " + std::to_string(token.delivery_id()) +
+        " does not match the outstanding delivery" +
+        (d.outstanding_id ? " " + std::to_string(*d.outstanding_id) : std::string(" (none)"))));
+  }
+  if (token.used_->exchange(true)) {
+    return fail(Error::invalid_state("ack token of delivery " +
+                                     std::to_string(token.delivery_id()) +
+                                     " was already committed; each token is committed once"));
+  }
+  const std::size_t n = token.size();
+  // The last resumable boundary inside the acknowledged prefix.
+  std::optional<std::string> boundary;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!d.outstanding_offsets[i].empty()) boundary = d.outstanding_offsets[i];
+  }
+  // Hand the unacknowledged tail out again on the next poll.
+  if (d.scratch) {
+    for (std::size_t i = d.scratch->size(); i > n; --i) d.redeliver.push_front((*d.scratch)[i - 1]);
+  }
+  d.scratch.reset();
+  d.outstanding_id.reset();
+  d.outstanding_offsets.clear();
+
+  const std::uint64_t committed = d.events_committed + n;
+  if (boundary && (!d.checkpoint || d.checkpoint->offset != *boundary)) {
+    CheckpointRecord record;
+    record.source_type = d.config.source->type();
+    record.source_id = d.config.source->source_id();
+    record.offset = *boundary;
+    record.committed_events = committed;
+    record.saved_at_ms = now_ms();
+    CPPCDC_FAULT_POINT("runtime.before_checkpoint");
+    auto saved = d.config.checkpoint->save(record);
+    if (!saved) {
+      // The events are durable at the sink but the position is not: they will be replayed.
+      std::lock_guard lock(d.mutex);
+      d.state = RuntimeState::kFailed;
+      return fail(saved.error().context("saving the checkpoint after acknowledging delivery " +
+                                        std::to_string(token.delivery_id())));
+    }
+    CPPCDC_FAULT_POINT("runtime.after_checkpoint");
+    {
+      std::lock_guard lock(d.mutex);
+      d.checkpoint = record;
+    }
+    auto confirmed = d.config.source->confirm(*boundary);
+    if (!confirmed) {
+      std::lock_guard lock(d.mutex);
+      d.state = RuntimeState::kFailed;
+      return fail(confirmed.error().context("confirming checkpointed position " + *boundary +
+                                            " to the source"));
+    }
+  }
+  std::lock_guard lock(d.mutex);
+  d.events_committed = committed;
+  d.last_commit_at_ms = now_ms();
+  return ok();
+}
+
+Status Runtime::stop() {
+  auto& d = *impl_;
+  if (d.outstanding_id || !d.redeliver.empty()) {
+    const std::size_t n = (d.scratch ? d.scratch->size() : 0) + d.redeliver.size();
+    return fail(Error::invalid_state(std::to_string(n) +
+                                     " delivered events are not acknowledged; commit them, or "
+                                     "use force_stop() and accept their replay after restart"));
+  }
+  d.config.source->close();
+  std::lock_guard lock(d.mutex);
+  d.state = RuntimeState::kStopped;
+  return ok();
+}
+
+void Runtime::force_stop() {
+  auto& d = *impl_;
+  const std::size_t n = (d.scratch ? d.scratch->size() : 0) + d.redeliver.size();
+  spdlog::warn("forced stop with {} unacknowledged events; they are replayed after a restart "
+               "(shutdown_mode=forced)",
+               n);
+  d.config.source->close();
+  d.outstanding_id.reset();
+  d.redeliver.clear();
+  d.scratch.reset();
+  std::lock_guard lock(d.mutex);
+  d.state = RuntimeState::kStopped;
+}
+
+Result<std::uint64_t> Runtime::run_to_completion(Sink& sink, const std::atomic<bool>& cancel) {
+  std::uint64_t delivered = 0;
+  while (!cancel.load()) {
+    auto batch = poll_event_batch();
+    if (!batch) return fail(batch.error());
+    if (batch->empty()) continue;
+    auto written = sink.write(batch->events());
+    if (!written) {
+      return fail(written.error().context("writing a batch of " +
+                                          std::to_string(batch->size()) + " events to " +
+                                          sink.name()));
+    }
+    auto flushed = sink.flush();
+    if (!flushed) {
+      return fail(flushed.error().context("flushing a batch of " +
+                                          std::to_string(batch->size()) + " events to " +
+                                          sink.name()));
+    }
+    CPPCDC_FAULT_POINT("runtime.before_ack");
+    CPPCDC_TRY(commit_ack(batch->ack_mode()));
+    delivered += batch->size();
+  }
+  return delivered;
+}
+
+RuntimeState Runtime::state() const noexcept {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->state;
+}
+
+RuntimeAdminSnapshot Runtime::admin_snapshot() const {
+  const auto& d = *impl_;
+  std::lock_guard lock(d.mutex);
+  RuntimeAdminSnapshot s;
+  s.state = d.state;
+  s.events_delivered = d.events_delivered;
+  s.events_committed = d.events_committed;
+  s.in_flight = d.events_delivered > d.events_committed ? d.events_delivered - d.events_committed
+                                                        : 0;
+  if (d.checkpoint) s.checkpoint_offset = d.checkpoint->offset;
+  s.last_poll_at_ms = d.last_poll_at_ms;
+  s.last_commit_at_ms = d.last_commit_at_ms;
+  return s;
+}
+
+}  // namespace cppcdc

@@ -1,0 +1,317 @@
+#include "source/postgres/assembler.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <unordered_set>
+
+namespace cppcdc::pg {
+namespace {
+
+constexpr std::uint32_t kJsonOid = 114;
+constexpr std::uint32_t kJsonbOid = 3802;
+
+bool same_relation(const RelationMsg& a, const RelationMsg& b) {
+  if (a.relation_id != b.relation_id || a.namespace_name != b.namespace_name ||
+      a.relation_name != b.relation_name || a.replica_identity != b.replica_identity ||
+      a.columns.size() != b.columns.size()) {
+    return false;
+  }
+  for (std::size_t i = 0; i < a.columns.size(); ++i) {
+    const auto& x = a.columns[i];
+    const auto& y = b.columns[i];
+    if (x.name != y.name || x.type_oid != y.type_oid || x.type_modifier != y.type_modifier ||
+        x.part_of_key != y.part_of_key) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string qualified(const RelationMsg& m) {
+  return (m.namespace_name.empty() ? std::string("pg_catalog") : m.namespace_name) + "." +
+         m.relation_name;
+}
+
+}  // namespace
+
+TransactionAssembler::TransactionAssembler(
+    std::string source_name, std::function<bool(const std::string&, const std::string&)> captured,
+    CatalogLookup& catalog)
+    : clock([] {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+            .count();
+      }),
+      source_name_(std::move(source_name)),
+      captured_(std::move(captured)),
+      catalog_(catalog) {}
+
+void TransactionAssembler::reset_transaction() {
+  in_tx_ = false;
+  pending_.clear();
+}
+
+Result<const TransactionAssembler::Relation*> TransactionAssembler::relation(
+    std::uint32_t id, const char* what) const {
+  auto it = relations_.find(id);
+  if (it == relations_.end()) {
+    return fail(Error::invalid_data(std::string("pgoutput ") + what + " for relation id " +
+                                    std::to_string(id) +
+                                    " arrived before any Relation message describing it"));
+  }
+  return &it->second;
+}
+
+Status TransactionAssembler::on_relation(const RelationMsg& msg) {
+  auto it = relations_.find(msg.relation_id);
+  if (it != relations_.end() && same_relation(it->second.msg, msg)) return ok();  // a repeat
+
+  Relation rel;
+  rel.msg = msg;
+  const std::string schema = msg.namespace_name.empty() ? "pg_catalog" : msg.namespace_name;
+  rel.captured = captured_(schema, msg.relation_name);
+
+  RelationDetails details;
+  if (rel.captured) {
+    auto described = catalog_.describe(msg);
+    if (!described) {
+      return fail(described.error().context("describing relation " + qualified(msg)));
+    }
+    details = std::move(*described);
+  }
+
+  // The key: the catalog's primary key under FULL (every column carries the key flag there);
+  // the replica identity flags under DEFAULT and USING INDEX, in the catalog's key order when
+  // they name the primary key; nothing under NOTHING.
+  std::vector<std::string> flagged;
+  for (const auto& c : msg.columns) {
+    if (c.part_of_key) flagged.push_back(c.name);
+  }
+  std::vector<std::string> key;
+  switch (msg.replica_identity) {
+    case 'f':
+      key = details.primary_key;
+      break;
+    case 'd':
+    case 'i': {
+      const std::unordered_set<std::string> a(flagged.begin(), flagged.end());
+      const std::unordered_set<std::string> b(details.primary_key.begin(),
+                                              details.primary_key.end());
+      key = (!details.primary_key.empty() && a == b) ? details.primary_key : flagged;
+      break;
+    }
+    default:
+      break;
+  }
+  for (const auto& k : key) {
+    for (std::size_t i = 0; i < msg.columns.size(); ++i) {
+      if (msg.columns[i].name == k) rel.key_columns.push_back(i);
+    }
+  }
+  if (rel.key_columns.size() != key.size()) {
+    // A key column not among the published columns cannot address a row.
+    key.clear();
+    rel.key_columns.clear();
+  }
+  if (!key.empty()) {
+    rel.primary_key = key;
+  } else if (rel.captured) {
+    spdlog::warn("table {} has no primary key to report (replica identity '{}'): its events "
+                 "carry primary_key null and cannot be addressed by key",
+                 qualified(msg), msg.replica_identity);
+  }
+
+  std::vector<ColumnShape> cols;
+  cols.reserve(msg.columns.size());
+  rel.is_json.reserve(msg.columns.size());
+  for (std::size_t i = 0; i < msg.columns.size(); ++i) {
+    const auto& c = msg.columns[i];
+    ColumnShape s;
+    s.name = c.name;
+    if (i < details.type_names.size() && !details.type_names[i].empty()) {
+      s.data_type = details.type_names[i];
+    }
+    s.nullable = !(i < details.not_null.size() && details.not_null[i]);
+    for (const auto& k : key) {
+      if (k == c.name) s.primary_key = true;
+    }
+    s.type_oid = c.type_oid;
+    s.type_modifier = c.type_modifier;
+    s.is_json = c.type_oid == kJsonOid || c.type_oid == kJsonbOid;
+    rel.is_json.push_back(s.is_json);
+    cols.push_back(std::move(s));
+  }
+  rel.shape = std::make_shared<const RowShape>(schema, msg.relation_name, std::move(cols), key);
+  relations_[msg.relation_id] = std::move(rel);
+  return ok();
+}
+
+Result<Row> TransactionAssembler::make_row(const Relation& rel, const TupleData& tuple,
+                                           bool key_only, std::vector<std::string>* unchanged,
+                                           const char* what) const {
+  const auto& columns = rel.msg.columns;
+  if (tuple.size() != columns.size()) {
+    return fail(Error::invalid_data(
+        std::string("pgoutput ") + what + " for " + qualified(rel.msg) + " carries " +
+        std::to_string(tuple.size()) + " columns but its Relation message describes " +
+        std::to_string(columns.size())));
+  }
+  Row row;
+  row.reserve(columns.size());
+  for (std::size_t i = 0; i < columns.size(); ++i) {
+    if (key_only && !columns[i].part_of_key) continue;
+    const auto& t = tuple[i];
+    switch (t.kind) {
+      case TupleColumn::Kind::kNull:
+        row.push_back(ColumnValue{columns[i].name, std::nullopt, false});
+        break;
+      case TupleColumn::Kind::kText:
+        row.push_back(ColumnValue{columns[i].name, t.value, rel.is_json[i]});
+        break;
+      case TupleColumn::Kind::kUnchanged:
+        if (unchanged) unchanged->push_back(columns[i].name);
+        break;
+      case TupleColumn::Kind::kBinary:
+        return fail(Error::invalid_data(std::string("pgoutput ") + what + " for " +
+                                        qualified(rel.msg) + " column '" + columns[i].name +
+                                        "' arrived in binary format, which was not requested"));
+    }
+  }
+  return row;
+}
+
+Event TransactionAssembler::make_event(const Relation& rel, Operation op, Lsn position) const {
+  Event e;
+  e.op = op;
+  e.source.source_name = source_name_;
+  e.source.offset = position.to_string();
+  e.source.timestamp = pg_timestamp_to_unix_ms(begin_.commit_time);
+  e.ts = clock();
+  e.schema = rel.shape->schema();
+  e.table = rel.msg.relation_name;
+  e.primary_key = rel.primary_key;
+  e.shape = rel.shape;
+  return e;
+}
+
+Status TransactionAssembler::feed(const PgOutputMessage& message, Lsn position,
+                                  std::vector<Event>& out) {
+  return std::visit(
+      [&](const auto& m) -> Status {
+        using T = std::decay_t<decltype(m)>;
+        if constexpr (std::is_same_v<T, BeginMsg>) {
+          if (in_tx_) {
+            return fail(Error::invalid_data("pgoutput Begin of xid " + std::to_string(m.xid) +
+                                            " arrived inside transaction " +
+                                            std::to_string(begin_.xid)));
+          }
+          in_tx_ = true;
+          begin_ = m;
+          pending_.clear();
+          return ok();
+        } else if constexpr (std::is_same_v<T, CommitMsg>) {
+          if (!in_tx_) {
+            return fail(Error::invalid_data("pgoutput Commit at " + m.end_lsn.to_string() +
+                                            " arrived outside a transaction"));
+          }
+          const std::uint64_t total = pending_.size();
+          for (std::uint64_t i = 0; i < total; ++i) {
+            pending_[i].transaction = TransactionMetadata{begin_.xid, total, i};
+          }
+          if (total > 0) pending_.back().resume_offset = m.end_lsn.to_string();
+          for (auto& e : pending_) out.push_back(std::move(e));
+          pending_.clear();
+          in_tx_ = false;
+          last_end_lsn_ = m.end_lsn;
+          return ok();
+        } else if constexpr (std::is_same_v<T, RelationMsg>) {
+          return on_relation(m);
+        } else if constexpr (std::is_same_v<T, InsertMsg>) {
+          auto rel = relation(m.relation_id, "Insert");
+          if (!rel) return fail(rel.error());
+          if (!(*rel)->captured) return ok();
+          Event e = make_event(**rel, Operation::kInsert, position);
+          auto row = make_row(**rel, m.new_tuple, false, &e.unavailable_columns, "Insert");
+          if (!row) return fail(row.error());
+          e.after = std::move(*row);
+          pending_.push_back(std::move(e));
+          return ok();
+        } else if constexpr (std::is_same_v<T, UpdateMsg>) {
+          auto rel = relation(m.relation_id, "Update");
+          if (!rel) return fail(rel.error());
+          if (!(*rel)->captured) return ok();
+          const Relation& r = **rel;
+          Event e = make_event(r, Operation::kUpdate, position);
+          if (m.old_kind == 'K') {
+            auto key = make_row(r, m.old_tuple, true, nullptr, "Update (old key)");
+            if (!key) return fail(key.error());
+            e.before = BeforeKeyOnly{std::move(*key)};
+          } else if (m.old_kind == 'O') {
+            std::vector<std::string> missing;
+            auto old = make_row(r, m.old_tuple, false, &missing, "Update (old row)");
+            if (!old) return fail(old.error());
+            e.before = BeforeFull{std::move(*old), std::move(missing)};
+          }
+          std::vector<std::string> unchanged;
+          auto row = make_row(r, m.new_tuple, false, &unchanged, "Update");
+          if (!row) return fail(row.error());
+          if (!unchanged.empty()) {
+            if (const Row* old = e.before.full_row()) {
+              // An unchanged column's new value is its old value: complete `after` from the
+              // old row of the same WAL record, keeping ordinal order.
+              Row filled;
+              filled.reserve(r.msg.columns.size());
+              std::vector<std::string> still_missing;
+              for (const auto& col : r.msg.columns) {
+                if (const ColumnValue* v = find_column(*row, col.name)) {
+                  filled.push_back(*v);
+                } else if (const ColumnValue* o = find_column(*old, col.name)) {
+                  filled.push_back(*o);
+                } else {
+                  still_missing.push_back(col.name);
+                }
+              }
+              *row = std::move(filled);
+              unchanged = std::move(still_missing);
+            }
+          }
+          e.after = std::move(*row);
+          e.unavailable_columns = std::move(unchanged);
+          pending_.push_back(std::move(e));
+          return ok();
+        } else if constexpr (std::is_same_v<T, DeleteMsg>) {
+          auto rel = relation(m.relation_id, "Delete");
+          if (!rel) return fail(rel.error());
+          if (!(*rel)->captured) return ok();
+          const Relation& r = **rel;
+          Event e = make_event(r, Operation::kDelete, position);
+          if (m.old_kind == 'O') {
+            std::vector<std::string> missing;
+            auto old = make_row(r, m.old_tuple, false, &missing, "Delete (old row)");
+            if (!old) return fail(old.error());
+            e.before = BeforeFull{std::move(*old), std::move(missing)};
+          } else {
+            auto key = make_row(r, m.old_tuple, true, nullptr, "Delete (old key)");
+            if (!key) return fail(key.error());
+            e.before = BeforeKeyOnly{std::move(*key)};
+          }
+          pending_.push_back(std::move(e));
+          return ok();
+        } else if constexpr (std::is_same_v<T, TruncateMsg>) {
+          for (auto id : m.relation_ids) {
+            auto rel = relation(id, "Truncate");
+            if (!rel) return fail(rel.error());
+            if (!(*rel)->captured) continue;
+            pending_.push_back(make_event(**rel, Operation::kTruncate, position));
+          }
+          return ok();
+        } else {
+          // Origin, Type and logical decoding messages carry nothing for the envelope here.
+          return ok();
+        }
+      },
+      message);
+}
+
+}  // namespace cppcdc::pg

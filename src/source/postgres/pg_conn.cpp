@@ -1,0 +1,160 @@
+#include "source/postgres/pg_conn.hpp"
+
+#include <cstring>
+
+#include "cppcdc/postgres.hpp"
+
+namespace cppcdc::pg {
+
+std::string session_options() {
+  // Each -c sets one GUC for the session; spaces inside a value are escaped with a backslash.
+  return "-c DateStyle=ISO,\\ MDY -c TimeZone=UTC -c IntervalStyle=postgres "
+         "-c extra_float_digits=1 -c bytea_output=hex -c lc_monetary=C";
+}
+
+namespace detail {
+namespace {
+
+bool contains(const std::string& haystack, const char* needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  // libpq messages may span lines; keep them on one.
+  for (auto& c : s) {
+    if (c == '\n') c = ' ';
+  }
+  return s;
+}
+
+}  // namespace
+
+Result<ConnPtr> connect(const std::string& dsn, bool replication) {
+  // expand_dbname lets `dbname` carry a whole connection string or URI; later keys win over
+  // it, and "options" is appended to whatever options the DSN carries.
+  std::string options = session_options();
+  {
+    PQconninfoOption* parsed = PQconninfoParse(dsn.c_str(), nullptr);
+    if (parsed == nullptr) {
+      return fail(Error::configuration(
+          "[source] dsn is not a valid libpq connection string or URI (check quoting and "
+          "key names)"));
+    }
+    for (auto* o = parsed; o->keyword != nullptr; ++o) {
+      if (std::strcmp(o->keyword, "options") == 0 && o->val != nullptr && *o->val) {
+        options = std::string(o->val) + " " + options;
+      }
+    }
+    PQconninfoFree(parsed);
+  }
+  std::vector<const char*> keys = {"dbname", "options", "application_name",
+                                   "connect_timeout"};
+  std::vector<const char*> vals = {dsn.c_str(), options.c_str(), "cppcdc", "10"};
+  if (replication) {
+    keys.push_back("replication");
+    vals.push_back("database");
+  }
+  keys.push_back(nullptr);
+  vals.push_back(nullptr);
+  ConnPtr conn(PQconnectdbParams(keys.data(), vals.data(), /*expand_dbname=*/1));
+  if (!conn) return fail(Error::source(ErrorKind::kTransient, "libpq could not allocate a connection"));
+  if (PQstatus(conn.get()) != CONNECTION_OK) {
+    return fail(error_from_conn(conn.get(), replication ? "opening the replication connection"
+                                                        : "opening the SQL connection"));
+  }
+  return conn;
+}
+
+Error error_from_conn(PGconn* conn, const std::string& what) {
+  std::string msg = trim(conn ? PQerrorMessage(conn) : "no connection");
+  const char* host = conn ? PQhost(conn) : nullptr;
+  const char* port = conn ? PQport(conn) : nullptr;
+  const char* db = conn ? PQdb(conn) : nullptr;
+  const char* user = conn ? PQuser(conn) : nullptr;
+  std::string where = std::string("PostgreSQL at ") + (host ? host : "?") + ":" +
+                      (port ? port : "?") + " (database " + (db ? db : "?") + ", user " +
+                      (user ? user : "?") + ")";
+  ErrorKind kind = ErrorKind::kTransient;
+  std::string remedy = "check that the server is running and reachable; cppcdc retries";
+  if (contains(msg, "password authentication failed") || contains(msg, "no password supplied") ||
+      contains(msg, "authentication failed") || contains(msg, "pg_hba.conf")) {
+    kind = ErrorKind::kTerminal;
+    remedy = "fix the user/password in [source] dsn or the server's pg_hba.conf";
+  } else if (contains(msg, "does not exist") && contains(msg, "database")) {
+    kind = ErrorKind::kTerminal;
+    remedy = "create the database or fix dbname in [source] dsn";
+  } else if (contains(msg, "role") && contains(msg, "does not exist")) {
+    kind = ErrorKind::kTerminal;
+    remedy = "create the role or fix user in [source] dsn";
+  } else if (contains(msg, "must have replication") || contains(msg, "permission denied")) {
+    kind = ErrorKind::kTerminal;
+    remedy = "grant the REPLICATION attribute: ALTER ROLE <user> REPLICATION";
+  }
+  return Error::source(kind, what + " to " + where + " failed: " + msg + " (" + remedy + ")");
+}
+
+Error error_from_result(const PGresult* res, PGconn* conn, const std::string& what) {
+  std::string msg = trim(res ? PQresultErrorMessage(res) : "");
+  if (msg.empty() && conn) msg = trim(PQerrorMessage(conn));
+  const char* state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
+  std::string sqlstate = state ? state : "";
+  ErrorKind kind = ErrorKind::kTerminal;
+  if (sqlstate.empty() || sqlstate.rfind("08", 0) == 0 || sqlstate.rfind("57P0", 0) == 0 ||
+      sqlstate.rfind("53", 0) == 0 || sqlstate == "40001" || sqlstate == "40P01" ||
+      sqlstate == "55006" || (sqlstate == "55000" && contains(msg, "is active for PID"))) {
+    kind = ErrorKind::kTransient;
+  }
+  if (conn && PQstatus(conn) == CONNECTION_BAD) kind = ErrorKind::kTransient;
+  std::string text = what + " failed: " + msg;
+  if (!sqlstate.empty()) text += " (SQLSTATE " + sqlstate + ")";
+  return Error::source(kind, text);
+}
+
+Result<PgResultPtr> exec(PGconn* conn, const std::string& sql, const std::string& what,
+                         const std::vector<std::optional<std::string>>& params) {
+  PGresult* raw = nullptr;
+  if (params.empty()) {
+    raw = PQexec(conn, sql.c_str());
+  } else {
+    std::vector<const char*> values;
+    values.reserve(params.size());
+    for (const auto& p : params) values.push_back(p ? p->c_str() : nullptr);
+    raw = PQexecParams(conn, sql.c_str(), static_cast<int>(params.size()), nullptr,
+                       values.data(), nullptr, nullptr, 0);
+  }
+  PgResultPtr res(raw);
+  const auto status = res ? PQresultStatus(res.get()) : PGRES_FATAL_ERROR;
+  if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
+    return fail(error_from_result(res.get(), conn, what));
+  }
+  return res;
+}
+
+std::string quote_ident(std::string_view name) {
+  std::string out = "\"";
+  for (char c : name) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  out += '"';
+  return out;
+}
+
+std::string quote_literal(std::string_view text) {
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'') out += '\'';
+    out += c;
+  }
+  out += '\'';
+  return out;
+}
+
+std::optional<std::string> get(const PGresult* res, int row, int col) {
+  if (PQgetisnull(res, row, col)) return std::nullopt;
+  return std::string(PQgetvalue(res, row, col), static_cast<std::size_t>(PQgetlength(res, row, col)));
+}
+
+}  // namespace detail
+}  // namespace cppcdc::pg

@@ -1,0 +1,53 @@
+#pragma once
+// Thin RAII helpers over libpq for the PostgreSQL source: connecting with the fixed session
+// settings, running SQL, and turning libpq failures into classified cppcdc errors.
+
+#include <libpq-fe.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cppcdc/result.hpp"
+
+namespace cppcdc::pg::detail {
+
+struct ConnDeleter {
+  void operator()(PGconn* c) const noexcept { PQfinish(c); }
+};
+using ConnPtr = std::unique_ptr<PGconn, ConnDeleter>;
+
+struct ResultDeleter {
+  void operator()(PGresult* r) const noexcept { PQclear(r); }
+};
+using PgResultPtr = std::unique_ptr<PGresult, ResultDeleter>;
+
+/// Opens a connection. `replication` adds replication=database. The session settings of
+/// session_options() are always applied. Errors are classified: authentication failures and
+/// a missing database or role are terminal; everything else (refused, timeout, server
+/// starting up or shutting down) is transient. The message never contains the password.
+Result<ConnPtr> connect(const std::string& dsn, bool replication);
+
+/// Runs a statement (optionally with text parameters) and expects PGRES_TUPLES_OK or
+/// PGRES_COMMAND_OK. `what` names the step for the error message.
+Result<PgResultPtr> exec(PGconn* conn, const std::string& sql, const std::string& what,
+                         const std::vector<std::optional<std::string>>& params = {});
+
+/// Classifies a failed result by SQLSTATE: class 08 (connection), 57P0x (shutdown), 53
+/// (resources), 40001/40P01 and 55006 (object in use, e.g. a slot still held by the walsender
+/// of a process that just died) are transient; others terminal.
+Error error_from_result(const PGresult* res, PGconn* conn, const std::string& what);
+
+/// Error for a connection that failed outside a result (PQstatus bad, copy failure).
+Error error_from_conn(PGconn* conn, const std::string& what);
+
+/// Quotes an identifier for SQL ("name" with inner quotes doubled).
+std::string quote_ident(std::string_view name);
+/// Quotes a string literal ('text' with inner quotes doubled).
+std::string quote_literal(std::string_view text);
+
+/// Value of (row, col) or nullopt for SQL NULL.
+std::optional<std::string> get(const PGresult* res, int row, int col);
+
+}  // namespace cppcdc::pg::detail

@@ -1,0 +1,546 @@
+// The PostgreSQL source: start-up checks, slot and publication management, and the reader
+// thread that pulls the CopyBoth stream, decodes it and hands whole transactions to poll().
+
+#include <poll.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <regex>
+#include <set>
+#include <thread>
+
+#include "core/fault.hpp"
+#include "cppcdc/postgres.hpp"
+#include "source/postgres/assembler.hpp"
+#include "source/postgres/pg_conn.hpp"
+#include "source/postgres/pgoutput.hpp"
+
+namespace cppcdc::pg {
+namespace {
+
+using detail::ConnPtr;
+using detail::exec;
+using detail::get;
+using detail::quote_ident;
+using detail::quote_literal;
+
+PgTimestamp pg_now() {
+  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
+  return us - 946684800000000LL;
+}
+
+struct TableName {
+  std::string schema;
+  std::string table;
+  std::string text() const { return schema + "." + table; }
+  friend bool operator<(const TableName& a, const TableName& b) {
+    return std::tie(a.schema, a.table) < std::tie(b.schema, b.table);
+  }
+};
+
+TableName split_table(const std::string& name) {
+  const auto dot = name.find('.');
+  if (dot == std::string::npos) return {"public", name};
+  return {name.substr(0, dot), name.substr(dot + 1)};
+}
+
+/// Catalog look-ups over the SQL connection.
+class SqlCatalog final : public CatalogLookup {
+ public:
+  explicit SqlCatalog(PGconn* conn) : conn_(conn) {}
+
+  Result<RelationDetails> describe(const RelationMsg& rel) override {
+    RelationDetails d;
+    // Type names from the message's own oids and modifiers, so they describe the tuple that
+    // was decoded even if the table changed since.
+    std::string oids = "{", mods = "{";
+    for (std::size_t i = 0; i < rel.columns.size(); ++i) {
+      if (i) {
+        oids += ',';
+        mods += ',';
+      }
+      oids += std::to_string(rel.columns[i].type_oid);
+      mods += std::to_string(rel.columns[i].type_modifier);
+    }
+    oids += '}';
+    mods += '}';
+    auto types = exec(conn_,
+                      "select format_type(t.oid, t.mod) from unnest($1::oid[], $2::int4[]) "
+                      "with ordinality as t(oid, mod, n) order by t.n",
+                      "looking up column types", {oids, mods});
+    if (!types) return fail(types.error());
+    for (int i = 0; i < PQntuples(types->get()); ++i) {
+      d.type_names.push_back(get(types->get(), i, 0).value_or(""));
+    }
+    auto cols = exec(conn_,
+                     "select a.attname, a.attnotnull, "
+                     "array_position(i.indkey::int2[], a.attnum) "
+                     "from pg_attribute a left join pg_index i "
+                     "on i.indrelid = a.attrelid and i.indisprimary "
+                     "where a.attrelid = $1::oid and a.attnum > 0 and not a.attisdropped",
+                     "looking up columns and primary key",
+                     {std::to_string(rel.relation_id)});
+    if (!cols) return fail(cols.error());
+    std::vector<std::pair<int, std::string>> key;
+    d.not_null.assign(rel.columns.size(), false);
+    for (int r = 0; r < PQntuples(cols->get()); ++r) {
+      const std::string name = get(cols->get(), r, 0).value_or("");
+      const bool not_null = get(cols->get(), r, 1).value_or("f") == "t";
+      for (std::size_t i = 0; i < rel.columns.size(); ++i) {
+        if (rel.columns[i].name == name) d.not_null[i] = not_null;
+      }
+      if (auto pos = get(cols->get(), r, 2)) key.emplace_back(std::stoi(*pos), name);
+    }
+    std::sort(key.begin(), key.end());
+    for (auto& [pos, name] : key) d.primary_key.push_back(std::move(name));
+    return d;
+  }
+
+ private:
+  PGconn* conn_;
+};
+
+class PostgresSource final : public Source {
+ public:
+  explicit PostgresSource(PostgresSourceConfig config) : config_(std::move(config)) {
+    for (const auto& t : config_.tables) tables_.insert(split_table(t));
+  }
+  ~PostgresSource() override { close(); }
+
+  std::string type() const override { return "postgres"; }
+  std::string source_id() const override { return config_.slot_name; }
+
+  Status start(const std::optional<CheckpointRecord>& resume) override {
+    close();
+    Lsn start_lsn;
+    if (resume) {
+      auto parsed = Lsn::parse(resume->offset);
+      if (!parsed) {
+        return fail(Error::checkpoint(ErrorKind::kTerminal,
+                                      "checkpoint offset '" + resume->offset +
+                                          "' is not an LSN: " + parsed.error().message()));
+      }
+      start_lsn = *parsed;
+    }
+    auto sql = detail::connect(config_.dsn, false);
+    if (!sql) return fail(sql.error());
+    sql_ = std::move(*sql);
+    CPPCDC_TRY(check_server());
+    CPPCDC_TRY(check_tables());
+    CPPCDC_TRY(ensure_publication());
+    CPPCDC_TRY(ensure_slot());
+
+    auto repl = detail::connect(config_.dsn, true);
+    if (!repl) return fail(repl.error());
+    repl_ = std::move(*repl);
+    const std::string cmd = "START_REPLICATION SLOT " + quote_ident(config_.slot_name) +
+                            " LOGICAL " + start_lsn.to_string() +
+                            " (proto_version '1', publication_names " +
+                            quote_literal(quote_ident(config_.publication_name)) + ")";
+    detail::PgResultPtr res(PQexec(repl_.get(), cmd.c_str()));
+    if (!res || PQresultStatus(res.get()) != PGRES_COPY_BOTH) {
+      return fail(detail::error_from_result(res.get(), repl_.get(),
+                                            "START_REPLICATION on slot " + config_.slot_name));
+    }
+    spdlog::info("streaming from slot {} at {} (publication {})", config_.slot_name,
+                 start_lsn.is_zero() ? std::string("the slot's confirmed position")
+                                     : start_lsn.to_string(),
+                 config_.publication_name);
+    confirmed_.store(start_lsn.value());
+    sent_flush_ = 0;
+    catalog_ = std::make_unique<SqlCatalog>(sql_.get());
+    assembler_ = std::make_unique<TransactionAssembler>(
+        config_.source_name,
+        [this](const std::string& s, const std::string& t) {
+          return tables_.count(TableName{s, t}) > 0;
+        },
+        *catalog_);
+    if (pipe(wake_) != 0) {
+      return fail(Error::internal(std::string("pipe() failed: ") + std::strerror(errno)));
+    }
+    stop_.store(false);
+    {
+      std::lock_guard lock(mutex_);
+      queue_.clear();
+      error_.reset();
+      reader_done_ = false;
+    }
+    reader_ = std::thread([this] { read_loop(); });
+    return ok();
+  }
+
+  Status poll(std::vector<Event>& out, std::size_t max_events,
+              std::chrono::milliseconds wait) override {
+    std::unique_lock lock(mutex_);
+    if (!reader_.joinable()) return fail(Error::invalid_state("postgres source is not started"));
+    not_empty_.wait_for(lock, wait, [&] { return !queue_.empty() || reader_done_; });
+    std::size_t n = 0;
+    while (!queue_.empty() && n < max_events) {
+      out.push_back(std::move(queue_.front()));
+      queue_.pop_front();
+      ++n;
+    }
+    if (n > 0) {
+      not_full_.notify_all();
+      return ok();
+    }
+    if (reader_done_ && error_) return fail(*error_);
+    if (reader_done_) {
+      return fail(Error::source(ErrorKind::kTransient, "the replication stream ended"));
+    }
+    return ok();
+  }
+
+  Status confirm(std::string_view offset) override {
+    auto lsn = Lsn::parse(offset);
+    if (!lsn) return fail(lsn.error().context("confirming a position to PostgreSQL"));
+    std::uint64_t prev = confirmed_.load();
+    while (lsn->value() > prev && !confirmed_.compare_exchange_weak(prev, lsn->value())) {
+    }
+    wake();
+    return ok();
+  }
+
+  void close() override {
+    if (reader_.joinable()) {
+      stop_.store(true);
+      wake();
+      not_full_.notify_all();
+      reader_.join();
+    }
+    for (int& fd : wake_) {
+      if (fd >= 0) ::close(fd);
+      fd = -1;
+    }
+    if (repl_) {
+      // Tell the server where we are before leaving, then end the copy politely.
+      send_status(false);
+      PQputCopyEnd(repl_.get(), nullptr);
+      PQflush(repl_.get());
+    }
+    repl_.reset();
+    assembler_.reset();
+    catalog_.reset();
+    sql_.reset();
+  }
+
+ private:
+  void wake() {
+    if (wake_[1] >= 0) {
+      const char b = 1;
+      [[maybe_unused]] auto r = ::write(wake_[1], &b, 1);
+    }
+  }
+
+  Status check_server() {
+    auto res = exec(sql_.get(), "select current_setting('wal_level'), current_database(), "
+                                "current_setting('server_version_num')::int",
+                    "checking the server settings");
+    if (!res) return fail(res.error());
+    const auto level = get(res->get(), 0, 0).value_or("");
+    database_ = get(res->get(), 0, 1).value_or("");
+    if (level != "logical") {
+      return fail(Error::source(
+          ErrorKind::kTerminal,
+          "wal_level is '" + level + "' on the server of database " + database_ +
+              "; logical replication needs wal_level = logical: set it in postgresql.conf (or "
+              "ALTER SYSTEM SET wal_level = logical) and restart PostgreSQL"));
+    }
+    const int version = std::stoi(get(res->get(), 0, 2).value_or("0"));
+    if (version < 100000) {
+      return fail(Error::source(ErrorKind::kTerminal,
+                                "PostgreSQL " + std::to_string(version) +
+                                    " has no pgoutput; cppcdc needs PostgreSQL 10 or later"));
+    }
+    return ok();
+  }
+
+  Status check_tables() {
+    for (const auto& t : tables_) {
+      auto res = exec(sql_.get(),
+                      "select c.relkind from pg_class c join pg_namespace n on n.oid = "
+                      "c.relnamespace where n.nspname = $1 and c.relname = $2",
+                      "looking up table " + t.text(), {t.schema, t.table});
+      if (!res) return fail(res.error());
+      if (PQntuples(res->get()) == 0) {
+        return fail(Error::source(ErrorKind::kTerminal,
+                                  "table " + t.text() + " does not exist in database " +
+                                      database_ +
+                                      "; create it, or remove it from [source] tables"));
+      }
+      const auto kind = get(res->get(), 0, 0).value_or("");
+      if (kind != "r" && kind != "p") {
+        return fail(Error::source(ErrorKind::kTerminal,
+                                  t.text() + " is not a table (relkind '" + kind +
+                                      "'); only tables can be captured"));
+      }
+    }
+    return ok();
+  }
+
+  Status ensure_publication() {
+    auto res = exec(sql_.get(), "select puballtables from pg_publication where pubname = $1",
+                    "looking up publication " + config_.publication_name,
+                    {config_.publication_name});
+    if (!res) return fail(res.error());
+    if (PQntuples(res->get()) == 0) {
+      if (!config_.create_publication) {
+        return fail(Error::source(ErrorKind::kTerminal,
+                                  "publication " + config_.publication_name +
+                                      " does not exist; create it (CREATE PUBLICATION ... FOR "
+                                      "TABLE ...) or set create_publication = true"));
+      }
+      std::string sql = "CREATE PUBLICATION " + quote_ident(config_.publication_name) +
+                        " FOR TABLE ";
+      bool first = true;
+      for (const auto& t : tables_) {
+        if (!first) sql += ", ";
+        first = false;
+        sql += quote_ident(t.schema) + "." + quote_ident(t.table);
+      }
+      auto created = exec(sql_.get(), sql, "creating publication " + config_.publication_name);
+      if (!created) return fail(created.error());
+      spdlog::info("created publication {} for {} table(s)", config_.publication_name,
+                   tables_.size());
+      return ok();
+    }
+    if (get(res->get(), 0, 0).value_or("f") == "t") return ok();
+    auto members = exec(sql_.get(),
+                        "select schemaname, tablename from pg_publication_tables where "
+                        "pubname = $1",
+                        "listing the tables of publication " + config_.publication_name,
+                        {config_.publication_name});
+    if (!members) return fail(members.error());
+    std::set<TableName> published;
+    for (int r = 0; r < PQntuples(members->get()); ++r) {
+      published.insert({get(members->get(), r, 0).value_or(""),
+                        get(members->get(), r, 1).value_or("")});
+    }
+    for (const auto& t : tables_) {
+      if (!published.count(t)) {
+        return fail(Error::source(
+            ErrorKind::kTerminal,
+            "publication " + config_.publication_name + " does not include table " + t.text() +
+                "; run ALTER PUBLICATION " + config_.publication_name + " ADD TABLE " +
+                t.text() + ", or remove the table from [source] tables"));
+      }
+    }
+    return ok();
+  }
+
+  Status ensure_slot() {
+    auto res = exec(sql_.get(),
+                    "select plugin, database, slot_type from pg_replication_slots "
+                    "where slot_name = $1",
+                    "looking up replication slot " + config_.slot_name, {config_.slot_name});
+    if (!res) return fail(res.error());
+    if (PQntuples(res->get()) == 0) {
+      if (!config_.create_slot) {
+        return fail(Error::source(ErrorKind::kTerminal,
+                                  "replication slot " + config_.slot_name +
+                                      " does not exist and create_slot = false; create it "
+                                      "(pg_create_logical_replication_slot('" +
+                                      config_.slot_name + "', 'pgoutput')) or set "
+                                      "create_slot = true"));
+      }
+      auto created = exec(sql_.get(),
+                          "select lsn from pg_create_logical_replication_slot($1, 'pgoutput')",
+                          "creating replication slot " + config_.slot_name,
+                          {config_.slot_name});
+      if (!created) return fail(created.error());
+      spdlog::info("created replication slot {} (pgoutput) at {}", config_.slot_name,
+                   get(created->get(), 0, 0).value_or("?"));
+      return ok();
+    }
+    const auto plugin = get(res->get(), 0, 0).value_or("");
+    const auto db = get(res->get(), 0, 1).value_or("");
+    if (get(res->get(), 0, 2).value_or("") != "logical" || plugin != "pgoutput") {
+      return fail(Error::source(ErrorKind::kTerminal,
+                                "replication slot " + config_.slot_name + " uses plugin '" +
+                                    plugin + "', not pgoutput; choose another slot_name or "
+                                    "drop that slot"));
+    }
+    if (db != database_) {
+      return fail(Error::source(ErrorKind::kTerminal,
+                                "replication slot " + config_.slot_name + " belongs to "
+                                "database " + db + ", not " + database_ +
+                                    "; choose another slot_name"));
+    }
+    return ok();
+  }
+
+  bool send_status(bool reply_requested) {
+    const Lsn flushed(confirmed_.load());
+    const Lsn written(std::max(received_.load(), flushed.value()));
+    const std::string msg = encode_standby_status(written, flushed, flushed, pg_now(),
+                                                  reply_requested);
+    if (PQputCopyData(repl_.get(), msg.data(), static_cast<int>(msg.size())) != 1 ||
+        PQflush(repl_.get()) != 0) {
+      return false;
+    }
+    sent_flush_ = flushed.value();
+    last_status_ = std::chrono::steady_clock::now();
+    return true;
+  }
+
+  void finish(std::optional<Error> error) {
+    std::lock_guard lock(mutex_);
+    if (error) {
+      spdlog::debug("reader stopped: {}", error->report());
+      error_ = std::move(error);
+    }
+    reader_done_ = true;
+    not_empty_.notify_all();
+  }
+
+  // Pushes a whole transaction; waits while the queue is over its bound (a transaction
+  // larger than the bound waits for an empty queue). Keeps feedback flowing while waiting.
+  bool push(std::vector<Event>& events) {
+    std::unique_lock lock(mutex_);
+    while (!stop_.load() && !queue_.empty() &&
+           queue_.size() + events.size() > config_.max_queued_events) {
+      not_full_.wait_for(lock, std::chrono::milliseconds(100));
+      if (status_due()) {
+        lock.unlock();
+        if (!send_status(false)) return false;
+        lock.lock();
+      }
+    }
+    for (auto& e : events) queue_.push_back(std::move(e));
+    events.clear();
+    not_empty_.notify_all();
+    return true;
+  }
+
+  bool status_due() const {
+    return confirmed_.load() != sent_flush_ ||
+           std::chrono::steady_clock::now() - last_status_ >
+               std::chrono::milliseconds(config_.status_interval_ms);
+  }
+
+  void read_loop() {
+    PGconn* conn = repl_.get();
+    std::vector<Event> ready;
+    last_status_ = std::chrono::steady_clock::now();
+    while (!stop_.load()) {
+      if (status_due() && !send_status(false)) {
+        return finish(detail::error_from_conn(conn, "sending a standby status update"));
+      }
+      char* buf = nullptr;
+      const int n = PQgetCopyData(conn, &buf, 1);
+      if (n > 0) {
+        std::span<const std::uint8_t> bytes(reinterpret_cast<const std::uint8_t*>(buf),
+                                            static_cast<std::size_t>(n));
+        auto st = handle_frame(bytes, ready);
+        PQfreemem(buf);
+        if (!st) return finish(st.error());
+        if (!ready.empty() && !push(ready)) {
+          return finish(detail::error_from_conn(conn, "sending a standby status update"));
+        }
+        continue;
+      }
+      if (n == 0) {
+        pollfd fds[2] = {{PQsocket(conn), POLLIN, 0}, {wake_[0], POLLIN, 0}};
+        const int r = ::poll(fds, 2, 1000);
+        if (r < 0 && errno != EINTR) {
+          return finish(Error::source(ErrorKind::kTransient,
+                                      std::string("poll() failed: ") + std::strerror(errno)));
+        }
+        if (fds[1].revents & POLLIN) {
+          char drain[64];
+          [[maybe_unused]] auto d = ::read(wake_[0], drain, sizeof drain);
+        }
+        if (PQconsumeInput(conn) == 0) {
+          return finish(detail::error_from_conn(conn, "reading the replication stream"));
+        }
+        continue;
+      }
+      if (n == -1) {
+        detail::PgResultPtr res(PQgetResult(conn));
+        if (res && PQresultStatus(res.get()) != PGRES_COMMAND_OK) {
+          return finish(detail::error_from_result(res.get(), conn, "the replication stream"));
+        }
+        return finish(Error::source(ErrorKind::kTransient,
+                                    "the server ended the replication stream"));
+      }
+      return finish(detail::error_from_conn(conn, "reading the replication stream"));
+    }
+    finish(std::nullopt);
+  }
+
+  Status handle_frame(std::span<const std::uint8_t> bytes, std::vector<Event>& ready) {
+    auto frame = decode_copy_frame(bytes);
+    if (!frame) return fail(frame.error().context("decoding a replication frame"));
+    if (auto* k = std::get_if<PrimaryKeepalive>(&*frame)) {
+      if (k->reply_requested && !send_status(false)) {
+        return fail(detail::error_from_conn(repl_.get(), "answering a keepalive"));
+      }
+      return ok();
+    }
+    const auto& x = std::get<XLogData>(*frame);
+    auto message = decode_pgoutput(x.payload);
+    if (!message) {
+      return fail(message.error().context("decoding the pgoutput message at " +
+                                          x.data_start.to_string()));
+    }
+    auto st = assembler_->feed(*message, x.data_start, ready);
+    if (!st) return fail(st.error().context("at WAL position " + x.data_start.to_string()));
+    if (std::holds_alternative<CommitMsg>(*message)) {
+      const auto end = std::get<CommitMsg>(*message).end_lsn.value();
+      if (end > received_.load()) received_.store(end);
+    }
+    return ok();
+  }
+
+  PostgresSourceConfig config_;
+  std::set<TableName> tables_;
+  std::string database_;
+  ConnPtr sql_;
+  ConnPtr repl_;
+  std::unique_ptr<SqlCatalog> catalog_;
+  std::unique_ptr<TransactionAssembler> assembler_;
+
+  std::thread reader_;
+  std::atomic<bool> stop_{false};
+  int wake_[2] = {-1, -1};
+  std::atomic<std::uint64_t> confirmed_{0};
+  std::atomic<std::uint64_t> received_{0};
+  std::uint64_t sent_flush_ = 0;  // reader thread only
+  std::chrono::steady_clock::time_point last_status_;
+
+  std::mutex mutex_;
+  std::condition_variable not_empty_;
+  std::condition_variable not_full_;
+  std::deque<Event> queue_;
+  std::optional<Error> error_;
+  bool reader_done_ = false;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Source>> make_postgres_source(PostgresSourceConfig config) {
+  if (config.dsn.empty()) return fail(Error::configuration("[source] dsn: required"));
+  static const std::regex kSlot("[a-z0-9_]{1,63}");
+  if (!std::regex_match(config.slot_name, kSlot)) {
+    return fail(Error::configuration("[source] slot_name '" + config.slot_name +
+                                     "': use 1-63 lower-case letters, digits or underscores"));
+  }
+  if (config.publication_name.empty() || config.publication_name.size() > 63) {
+    return fail(Error::configuration("[source] publication_name: 1-63 characters"));
+  }
+  if (config.tables.empty()) {
+    return fail(Error::configuration("[source] tables: list at least one \"schema.table\""));
+  }
+  if (config.max_queued_events == 0) config.max_queued_events = 1;
+  return std::unique_ptr<Source>(new PostgresSource(std::move(config)));
+}
+
+}  // namespace cppcdc::pg

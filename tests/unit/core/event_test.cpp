@@ -1,0 +1,199 @@
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include "cppcdc/event.hpp"
+
+using namespace cppcdc;
+
+namespace {
+
+ColumnValue col(std::string name, std::optional<std::string> text, bool json = false) {
+  return ColumnValue{std::move(name), std::move(text), json};
+}
+
+Event update_event() {
+  return EventBuilder("orders", Operation::kUpdate)
+      .source({"postgres", "0/1B2C3D4E", 1784583185586})
+      .schema("public")
+      .before(BeforeKeyOnly{{col("id", "42")}})
+      .after({col("id", "42"), col("status", "shipped"), col("meta", R"({"n": 12345678901234567890})", true),
+              col("note", std::nullopt)})
+      .primary_key({"id"})
+      .ts(1784583185590)
+      .transaction({3084, 2, 1})
+      .build();
+}
+
+}  // namespace
+
+TEST(EventJson, SerialisesEveryEnvelopeFieldInOrder) {
+  const std::string json = update_event().to_json();
+  EXPECT_EQ(json,
+            R"({"before":{"id":"42"},"after":{"id":"42","status":"shipped","meta":{"n": 12345678901234567890},"note":null},)"
+            R"("op":"update","source":{"source_name":"postgres","offset":"0/1B2C3D4E","timestamp":1784583185586},)"
+            R"("ts":1784583185590,"schema":"public","table":"orders","primary_key":["id"],"snapshot":null,)"
+            R"("transaction":{"tx_id":3084,"total_events":2,"event_index":1},"envelope_version":1,)"
+            R"("before_is_key_only":true})");
+}
+
+TEST(EventJson, UnavailableListsAreOmittedWhenEmptyAndPresentOtherwise) {
+  Event e = update_event();
+  EXPECT_EQ(e.to_json().find("unavailable_columns"), std::string::npos);
+  e.unavailable_columns = {"body"};
+  e.before = BeforeFull{{col("id", "42")}, {"body", "blob"}};
+  const auto v = boost::json::parse(e.to_json()).as_object();
+  ASSERT_TRUE(v.contains("unavailable_columns"));
+  EXPECT_EQ(v.at("unavailable_columns").as_array().size(), 1u);
+  EXPECT_EQ(v.at("before_unavailable_columns").as_array().size(), 2u);
+  EXPECT_FALSE(v.at("before_is_key_only").as_bool());
+}
+
+TEST(EventJson, EscapesControlCharactersQuotesAndBackslashes) {
+  Event e = update_event();
+  e.after = Row{col("t", std::string("a\"b\\c\n\x01\xc3\xa9", 9))};
+  const auto v = boost::json::parse(e.to_json()).as_object();
+  EXPECT_EQ(std::string(v.at("after").as_object().at("t").as_string()),
+            std::string("a\"b\\c\n\x01\xc3\xa9", 9));
+}
+
+TEST(EventJson, RoundTripsThroughFromJson) {
+  Event e = update_event();
+  auto back = Event::from_json(e.to_json());
+  ASSERT_TRUE(back) << back.error().report();
+  EXPECT_EQ(back->before, e.before);
+  EXPECT_EQ(back->transaction, e.transaction);
+  EXPECT_EQ(back->source, e.source);
+  ASSERT_TRUE(back->after);
+  EXPECT_EQ((*back->after)[1], e.after->at(1));
+  EXPECT_EQ((*back->after)[3], e.after->at(3));
+  EXPECT_TRUE((*back->after)[2].is_json);
+}
+
+TEST(EventJson, FromJsonRefusesSelfContradictoryBeforeImage) {
+  auto r = Event::from_json(
+      R"({"before":null,"after":null,"op":"delete","source":{"source_name":"p","offset":"0/1","timestamp":1},)"
+      R"("ts":1,"table":"t","envelope_version":1,"before_is_key_only":true})");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind(), ErrorKind::kInvalidData);
+}
+
+TEST(EventValidate, ColumnBothPresentAndUnavailableIsRefused) {
+  Event e = update_event();
+  e.unavailable_columns = {"status"};
+  auto st = e.validate();
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().message().find("status"), std::string::npos);
+}
+
+TEST(EventValidate, BuilderSetsEnvelopeVersionAndWrongVersionFails) {
+  Event e = update_event();
+  EXPECT_TRUE(e.validate());
+  e.envelope_version = 7;
+  EXPECT_FALSE(e.validate());
+}
+
+TEST(EventValidate, EventIndexMustBeBelowTotal) {
+  Event e = update_event();
+  e.transaction = TransactionMetadata{1, 2, 2};
+  EXPECT_FALSE(e.validate());
+}
+
+TEST(RowWrite, CompleteUpdateIsReplace) {
+  Event e = update_event();
+  auto w = e.row_write();
+  EXPECT_EQ(w.kind, RowWrite::Kind::kReplace);
+  ASSERT_TRUE(w.key);
+  EXPECT_EQ((*w.key)[0].text, "42");
+  EXPECT_FALSE(w.previous_key);
+  EXPECT_EQ(w.columns, &*e.after);
+}
+
+TEST(RowWrite, UnchangedToastUpdateIsMergeOfPresentColumnsOnly) {
+  Event e = update_event();
+  e.unavailable_columns = {"body"};
+  auto w = e.row_write();
+  EXPECT_EQ(w.kind, RowWrite::Kind::kMerge);
+  EXPECT_TRUE(w.is_partial());
+  EXPECT_EQ(find_column(*w.columns, "body"), nullptr);
+}
+
+TEST(RowWrite, KeyChangeCarriesPreviousKey) {
+  Event e = update_event();
+  e.before = BeforeKeyOnly{{col("id", "41")}};
+  auto w = e.row_write();
+  ASSERT_TRUE(w.previous_key);
+  EXPECT_EQ((*w.previous_key)[0].text, "41");
+}
+
+TEST(RowWrite, DeleteUsesKeyFromBeforeImage) {
+  Event e = EventBuilder("orders", Operation::kDelete)
+                .source({"postgres", "0/1", 1})
+                .before(BeforeKeyOnly{{col("id", "7")}})
+                .primary_key({"id"})
+                .build();
+  auto w = e.row_write();
+  EXPECT_EQ(w.kind, RowWrite::Kind::kDelete);
+  EXPECT_EQ((*w.key)[0].text, "7");
+}
+
+TEST(RowWrite, TruncateSchemaChangeAndKeylessUpdate) {
+  EXPECT_EQ(EventBuilder("t", Operation::kTruncate).build().row_write().kind,
+            RowWrite::Kind::kTruncate);
+  auto none = EventBuilder("t", Operation::kSchemaChange).build().row_write();
+  EXPECT_EQ(none.kind, RowWrite::Kind::kNone);
+  EXPECT_EQ(none.reason, NoRowWrite::kNotARowChange);
+  auto keyless = EventBuilder("t", Operation::kUpdate).after({col("a", "1")}).build().row_write();
+  EXPECT_EQ(keyless.kind, RowWrite::Kind::kNone);
+  EXPECT_EQ(keyless.reason, NoRowWrite::kNoPrimaryKey);
+  auto insert = EventBuilder("t", Operation::kInsert).after({col("a", "1")}).build().row_write();
+  EXPECT_EQ(insert.kind, RowWrite::Kind::kReplace);
+  EXPECT_FALSE(insert.key);
+}
+
+TEST(PrimaryKeyValues, CompositeKeyIsAllOrNothing) {
+  Event e = EventBuilder("t", Operation::kUpdate)
+                .after({col("tenant_id", "7"), col("x", "1")})
+                .primary_key({"tenant_id", "id"})
+                .build();
+  EXPECT_FALSE(e.primary_key_values());
+  auto w = e.row_write();
+  EXPECT_EQ(w.kind, RowWrite::Kind::kNone);
+  EXPECT_EQ(w.reason, NoRowWrite::kMissingPrimaryKey);
+  e.after->push_back(col("id", "3"));
+  auto key = e.primary_key_values();
+  ASSERT_TRUE(key);
+  ASSERT_EQ(key->size(), 2u);
+  EXPECT_EQ((*key)[0].name, "tenant_id");
+  EXPECT_EQ((*key)[1].name, "id");
+}
+
+TEST(BeforeImage, RowAndFullRowDistinguishKeyOnlyFromFull) {
+  BeforeImage key_only = BeforeKeyOnly{{col("id", "1")}};
+  BeforeImage full = BeforeFull{{col("id", "1"), col("a", "x")}, {}};
+  BeforeImage none;
+  EXPECT_NE(key_only.row(), nullptr);
+  EXPECT_EQ(key_only.full_row(), nullptr);
+  EXPECT_NE(full.full_row(), nullptr);
+  EXPECT_EQ(none.row(), nullptr);
+  EXPECT_TRUE(none.is_unavailable());
+}
+
+TEST(RowShape, ContentIdChangesWithTypeAndKey) {
+  RowShape a("public", "t", {ColumnShape{"id", "integer", false, true}}, {"id"});
+  RowShape b("public", "t", {ColumnShape{"id", "integer", false, true}}, {"id"});
+  RowShape c("public", "t", {ColumnShape{"id", "bigint", false, true}}, {"id"});
+  RowShape d("public", "t", {ColumnShape{"id", "integer", false, false}}, {});
+  EXPECT_EQ(a.content_id(), b.content_id());
+  EXPECT_NE(a.content_id(), c.content_id());
+  EXPECT_NE(a.content_id(), d.content_id());
+  EXPECT_EQ(a.content_id().size(), 32u);
+}
+
+TEST(Operation, ParsesCaseInsensitivelyAndRefusesUnknown) {
+  EXPECT_EQ(parse_operation("INSERT").value(), Operation::kInsert);
+  EXPECT_EQ(parse_operation("schema_change").value(), Operation::kSchemaChange);
+  auto bad = parse_operation("upsert");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().kind(), ErrorKind::kConfiguration);
+}

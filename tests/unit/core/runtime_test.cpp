@@ -1,0 +1,278 @@
+// The runtime's delivery contract, against a scripted source and a recording checkpoint.
+// Each invariant of the architecture document has a test named after it.
+
+#include <gtest/gtest.h>
+
+#include <deque>
+
+#include "cppcdc/runtime.hpp"
+
+using namespace cppcdc;
+
+namespace {
+
+struct Log {
+  std::vector<std::string> steps;  // "save:X", "confirm:X", "start:X"
+};
+
+class ScriptedSource final : public Source {
+ public:
+  ScriptedSource(Log& log, std::vector<Event> script) : log_(log), script_(std::move(script)) {}
+  std::string type() const override { return "postgres"; }
+  std::string source_id() const override { return "slot"; }
+  Status start(const std::optional<CheckpointRecord>& resume) override {
+    log_.steps.push_back("start:" + (resume ? resume->offset : std::string("-")));
+    if (start_errors > 0) {
+      --start_errors;
+      return fail(Error::source(start_error_kind, "scripted start failure"));
+    }
+    // Replay from the event after the resume boundary, like a log would.
+    next_ = 0;
+    if (resume) {
+      for (std::size_t i = 0; i < script_.size(); ++i) {
+        if (script_[i].resume_offset == resume->offset) next_ = i + 1;
+      }
+    }
+    return ok();
+  }
+  Status poll(std::vector<Event>& out, std::size_t max, std::chrono::milliseconds) override {
+    if (poll_errors > 0) {
+      --poll_errors;
+      return fail(Error::source(poll_error_kind, "scripted poll failure"));
+    }
+    for (std::size_t n = 0; n < max && next_ < script_.size(); ++n) out.push_back(script_[next_++]);
+    return ok();
+  }
+  Status confirm(std::string_view offset) override {
+    log_.steps.push_back("confirm:" + std::string(offset));
+    return ok();
+  }
+  void close() override {}
+
+  int start_errors = 0;
+  ErrorKind start_error_kind = ErrorKind::kTransient;
+  int poll_errors = 0;
+  ErrorKind poll_error_kind = ErrorKind::kTransient;
+
+ private:
+  Log& log_;
+  std::vector<Event> script_;
+  std::size_t next_ = 0;
+};
+
+class RecordingCheckpoint final : public Checkpoint {
+ public:
+  explicit RecordingCheckpoint(Log& log) : log_(log) {}
+  Result<std::optional<CheckpointRecord>> load() override {
+    if (corrupt) return fail(Error::checkpoint(ErrorKind::kTerminal, "corrupt file /x"));
+    return record;
+  }
+  Status save(const CheckpointRecord& r) override {
+    log_.steps.push_back("save:" + r.offset);
+    record = r;
+    return ok();
+  }
+  std::string name() const override { return "recording"; }
+  std::optional<CheckpointRecord> record;
+  bool corrupt = false;
+
+ private:
+  Log& log_;
+};
+
+// Three transactions: sizes 2, 1, 3. Only each transaction's last event is a boundary.
+std::vector<Event> script() {
+  std::vector<Event> out;
+  int n = 0;
+  for (int tx : {2, 1, 3}) {
+    for (int i = 0; i < tx; ++i) {
+      Event e = EventBuilder("t", Operation::kInsert)
+                    .source({"postgres", "0/" + std::to_string(++n), 0})
+                    .after({ColumnValue{"id", std::to_string(n), false}})
+                    .build();
+      if (i == tx - 1) e.resume_offset = "0/END" + std::to_string(n);
+      out.push_back(std::move(e));
+    }
+  }
+  return out;
+}
+
+struct Fixture {
+  Log log;
+  ScriptedSource* source = nullptr;
+  std::shared_ptr<RecordingCheckpoint> checkpoint = std::make_shared<RecordingCheckpoint>(log);
+  std::unique_ptr<Runtime> runtime;
+
+  explicit Fixture(std::size_t max_batch = 100, std::optional<CheckpointRecord> saved = {}) {
+    checkpoint->record = saved;
+    make(max_batch);
+  }
+  void make(std::size_t max_batch) {
+    auto src = std::make_unique<ScriptedSource>(log, script());
+    source = src.get();
+    RuntimeConfig config;
+    config.source = std::move(src);
+    config.checkpoint = checkpoint;
+    config.options.max_buffer_size = max_batch;
+    config.options.max_poll_wait_ms = 1;
+    config.options.connection_retry.initial_delay_ms = 1;
+    runtime = Runtime::create(std::move(config)).value();
+  }
+};
+
+}  // namespace
+
+TEST(Invariant1, NoCheckpointAdvancesWithoutAnExplicitAck) {
+  Fixture f;
+  ASSERT_TRUE(f.runtime->start());
+  auto batch = f.runtime->poll_event_batch();
+  ASSERT_TRUE(batch);
+  EXPECT_EQ(batch->size(), 6u);
+  EXPECT_FALSE(f.checkpoint->record);
+  ASSERT_TRUE(f.runtime->commit_ack(batch->ack_mode()));
+  ASSERT_TRUE(f.checkpoint->record);
+  EXPECT_EQ(f.checkpoint->record->offset, "0/END6");
+  EXPECT_EQ(f.checkpoint->record->committed_events, 6u);
+}
+
+TEST(Invariant2, SourceIsConfirmedOnlyAfterTheCheckpointIsSaved) {
+  Fixture f;
+  ASSERT_TRUE(f.runtime->start());
+  auto batch = f.runtime->poll_event_batch();
+  ASSERT_TRUE(f.runtime->commit_ack(batch->ack_mode()));
+  ASSERT_GE(f.log.steps.size(), 3u);
+  EXPECT_EQ(f.log.steps[1], "save:0/END6");
+  EXPECT_EQ(f.log.steps[2], "confirm:0/END6");
+}
+
+TEST(Invariant3, RestartBeginsFromThePersistedCheckpoint) {
+  Fixture f(100, CheckpointRecord{"postgres", "slot", "0/END3", 3, 0});
+  ASSERT_TRUE(f.runtime->start());
+  EXPECT_EQ(f.log.steps[0], "start:0/END3");
+  auto batch = f.runtime->poll_event_batch();
+  ASSERT_EQ(batch->size(), 3u);
+  EXPECT_EQ(batch->events()[0].source.offset, "0/4");
+}
+
+TEST(Invariant4, UnacknowledgedTailIsRedeliveredAndCheckpointStopsAtLastBoundary) {
+  Fixture f;
+  ASSERT_TRUE(f.runtime->start());
+  auto batch = f.runtime->poll_event_batch();
+  ASSERT_EQ(batch->size(), 6u);
+  auto token = batch->ack_mode().token->accept_prefix(4);  // mid third transaction
+  ASSERT_TRUE(token);
+  ASSERT_TRUE(f.runtime->commit_ack(*token));
+  // Event 4 is not a boundary: the checkpoint is the end of the second transaction.
+  EXPECT_EQ(f.checkpoint->record->offset, "0/END3");
+  auto again = f.runtime->poll_event_batch();
+  ASSERT_EQ(again->size(), 2u);
+  EXPECT_EQ(again->events()[0].source.offset, "0/5");
+  ASSERT_TRUE(f.runtime->commit_ack(again->ack_mode()));
+  EXPECT_EQ(f.checkpoint->record->offset, "0/END6");
+}
+
+TEST(Invariant5, LifecycleTransitionsAreValidated) {
+  Fixture f;
+  EXPECT_EQ(f.runtime->poll_event_batch().error().kind(), ErrorKind::kInvalidState);
+  ASSERT_TRUE(f.runtime->start());
+  EXPECT_EQ(f.runtime->start().error().kind(), ErrorKind::kInvalidState);
+  auto batch = f.runtime->poll_event_batch();
+  // A second poll before the ack is refused; stop with events in flight is refused.
+  EXPECT_EQ(f.runtime->poll_event_batch().error().kind(), ErrorKind::kInvalidState);
+  auto stopped = f.runtime->stop();
+  ASSERT_FALSE(stopped);
+  EXPECT_NE(stopped.error().message().find("not acknowledged"), std::string::npos);
+  ASSERT_TRUE(f.runtime->commit_ack(batch->ack_mode()));
+  EXPECT_TRUE(f.runtime->stop());
+  EXPECT_EQ(f.runtime->state(), RuntimeState::kStopped);
+}
+
+TEST(AckToken, SecondCommitOfAnyCopyIsRefused) {
+  Fixture f(2);
+  ASSERT_TRUE(f.runtime->start());
+  auto batch = f.runtime->poll_event_batch();
+  AckMode a = batch->ack_mode();
+  AckMode b = batch->ack_mode();
+  ASSERT_TRUE(f.runtime->commit_ack(a));
+  auto again = f.runtime->commit_ack(b);
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().kind(), ErrorKind::kInvalidState);
+  EXPECT_EQ(f.checkpoint->record->committed_events, 2u);
+}
+
+TEST(AckToken, AcceptPrefixBeyondSizeOrAfterUseIsRefused) {
+  Fixture f;
+  ASSERT_TRUE(f.runtime->start());
+  auto batch = f.runtime->poll_event_batch();
+  auto token = *batch->ack_mode().token;
+  EXPECT_FALSE(token.accept_prefix(7));
+  ASSERT_TRUE(f.runtime->commit_ack(token));
+  EXPECT_FALSE(token.accept_prefix(1));
+}
+
+TEST(AckToken, EmptyBatchNeedsNoAck) {
+  Fixture f;
+  ASSERT_TRUE(f.runtime->start());
+  auto all = f.runtime->poll_event_batch();
+  ASSERT_TRUE(f.runtime->commit_ack(all->ack_mode()));
+  auto empty = f.runtime->poll_event_batch();
+  ASSERT_TRUE(empty);
+  EXPECT_TRUE(empty->empty());
+  EXPECT_FALSE(empty->ack_mode().required());
+  EXPECT_TRUE(f.runtime->commit_ack(empty->ack_mode()));
+}
+
+TEST(CommitBarrier, NoSaveWhenAckedPrefixReachesNoBoundary) {
+  Fixture f(1);
+  ASSERT_TRUE(f.runtime->start());
+  auto first = f.runtime->poll_event_batch();
+  ASSERT_TRUE(f.runtime->commit_ack(first->ack_mode()));
+  EXPECT_FALSE(f.checkpoint->record);
+  auto second = f.runtime->poll_event_batch();
+  ASSERT_TRUE(f.runtime->commit_ack(second->ack_mode()));
+  EXPECT_EQ(f.checkpoint->record->offset, "0/END2");
+}
+
+TEST(Retry, TransientPollFailureReconnectsFromTheCheckpoint) {
+  Fixture f;
+  ASSERT_TRUE(f.runtime->start());
+  f.source->poll_errors = 2;
+  auto batch = f.runtime->poll_event_batch();
+  ASSERT_TRUE(batch) << batch.error().report();
+  EXPECT_EQ(batch->size(), 6u);
+  EXPECT_EQ(std::count(f.log.steps.begin(), f.log.steps.end(), "start:-"), 3);
+}
+
+TEST(Retry, TerminalFailureIsNotRetried) {
+  Fixture f;
+  f.source->start_errors = 1;
+  f.source->start_error_kind = ErrorKind::kTerminal;
+  auto st = f.runtime->start();
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().kind(), ErrorKind::kTerminal);
+  EXPECT_EQ(f.log.steps.size(), 1u);
+}
+
+TEST(Retry, TransientStartFailureGivesUpAfterMaxRetries) {
+  Fixture f;
+  f.source->start_errors = 100;
+  auto st = f.runtime->start();
+  ASSERT_FALSE(st);
+  EXPECT_EQ(f.log.steps.size(), 6u);  // first try + 5 retries
+}
+
+TEST(Checkpoint, UnreadableCheckpointFailsStartInsteadOfStartingFresh) {
+  Fixture f;
+  f.checkpoint->corrupt = true;
+  auto st = f.runtime->start();
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().kind(), ErrorKind::kTerminal);
+  EXPECT_TRUE(f.log.steps.empty());  // the source was never started
+}
+
+TEST(Checkpoint, RecordOfAnotherSlotIsRefused) {
+  Fixture f(100, CheckpointRecord{"postgres", "other_slot", "0/END3", 3, 0});
+  auto st = f.runtime->start();
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().message().find("other_slot"), std::string::npos);
+}
