@@ -28,6 +28,12 @@ struct CheckpointRecord {
   std::string offset;
   /// Total events acknowledged through this checkpoint over the pipeline's life.
   std::uint64_t committed_events = 0;
+  /// Events of the transaction that follows `offset` that were already acknowledged (a batch
+  /// ended inside it), and that transaction's id. A restart re-reads the transaction from its
+  /// start and drops that many of its events instead of delivering them twice. 0 when the
+  /// acknowledged events end on a transaction boundary.
+  std::uint64_t partial_tx_events = 0;
+  std::uint64_t partial_tx_id = 0;
   /// Wall-clock time of the save, ms since the Unix epoch.
   std::int64_t saved_at_ms = 0;
 

@@ -44,6 +44,11 @@ class Source {
   /// save returned.
   virtual Status confirm(std::string_view offset) = 0;
 
+  /// After a start() without a checkpoint: the resumable position the stream began at (for
+  /// PostgreSQL the slot's confirmed flush LSN), so that the first checkpoint can be written
+  /// even when the first acknowledgement ends inside a transaction. nullopt when unknown.
+  virtual std::optional<std::string> initial_offset() const { return std::nullopt; }
+
   /// Closes connections and stops any reader thread. Idempotent.
   virtual void close() = 0;
 };

@@ -51,6 +51,39 @@ struct Runtime::Impl {
   std::int64_t last_poll_at_ms = 0;
   std::int64_t last_commit_at_ms = 0;
   std::optional<CheckpointRecord> checkpoint;  // last durable record
+  // Events of the transaction after the checkpoint offset that were acknowledged before a
+  // restart; dropped when the source sends that transaction again.
+  std::string initial_offset;  // where the stream began when there was no checkpoint
+  std::uint64_t skip_tx_id = 0;
+  std::uint64_t skip_remaining = 0;
+
+  void arm_skip() {
+    skip_tx_id = checkpoint ? checkpoint->partial_tx_id : 0;
+    skip_remaining = checkpoint ? checkpoint->partial_tx_events : 0;
+  }
+
+  // Drops the already acknowledged head of a partially acknowledged transaction from events
+  // [from, end).
+  void drop_acknowledged(std::vector<Event>& events, std::size_t from) {
+    if (skip_remaining == 0) return;
+    std::size_t keep = from;
+    for (std::size_t i = from; i < events.size(); ++i) {
+      const auto& tx = events[i].transaction;
+      if (skip_remaining > 0 && tx && tx->tx_id == skip_tx_id) {
+        --skip_remaining;
+        continue;
+      }
+      if (skip_remaining > 0) {
+        spdlog::warn("expected {} more already acknowledged events of transaction {} after the "
+                     "checkpoint, found another transaction; delivering everything from here",
+                     skip_remaining, skip_tx_id);
+        skip_remaining = 0;
+      }
+      if (keep != i) events[keep] = std::move(events[i]);
+      ++keep;
+    }
+    events.resize(keep);
+  }
 
   // The one outstanding delivery.
   std::uint64_t next_delivery_id = 1;
@@ -126,6 +159,7 @@ Status Runtime::start() {
     d.checkpoint = record;
     if (record) d.events_committed = record->committed_events;
   }
+  d.arm_skip();
   if (record) {
     spdlog::info("resuming from checkpoint {} ({} events committed so far)", record->offset,
                  record->committed_events);
@@ -138,6 +172,7 @@ Status Runtime::start() {
     d.state = RuntimeState::kFailed;
     return fail(st.error().context("starting the " + d.config.source->type() + " source"));
   }
+  if (!record) d.initial_offset = d.config.source->initial_offset().value_or("");
   std::lock_guard lock(d.mutex);
   d.state = RuntimeState::kRunning;
   return ok();
@@ -171,7 +206,10 @@ Result<EventBatch> Runtime::poll_event_batch() {
     for (;;) {
       const std::size_t before = events.size();
       auto st = d.config.source->poll(events, max - before, wait);
-      if (st) break;
+      if (st) {
+        d.drop_acknowledged(events, before);
+        break;
+      }
       if (!st.error().retryable() || (policy.max_retries && attempt >= *policy.max_retries)) {
         std::lock_guard lock(d.mutex);
         d.state = RuntimeState::kFailed;
@@ -239,10 +277,29 @@ Status Runtime::commit_ack(const AckToken& token) {
                                      " was already committed; each token is committed once"));
   }
   const std::size_t n = token.size();
-  // The last resumable boundary inside the acknowledged prefix.
+  // The last resumable boundary inside the acknowledged prefix, and how far the prefix
+  // reaches into the transaction after it.
   std::optional<std::string> boundary;
+  std::size_t after_boundary = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    if (!d.outstanding_offsets[i].empty()) boundary = d.outstanding_offsets[i];
+    if (!d.outstanding_offsets[i].empty()) {
+      boundary = d.outstanding_offsets[i];
+      after_boundary = 0;
+    } else {
+      ++after_boundary;
+    }
+  }
+  std::uint64_t partial_events = 0;
+  std::uint64_t partial_tx = 0;
+  if (after_boundary > 0 && d.scratch) {
+    const auto& last_tx = (*d.scratch)[n - 1].transaction;
+    if (last_tx) {
+      partial_tx = last_tx->tx_id;
+      partial_events = after_boundary;
+      if (!boundary && d.checkpoint && d.checkpoint->partial_tx_id == partial_tx) {
+        partial_events += d.checkpoint->partial_tx_events;  // the same transaction goes on
+      }
+    }
   }
   // Hand the unacknowledged tail out again on the next poll.
   if (d.scratch) {
@@ -253,12 +310,21 @@ Status Runtime::commit_ack(const AckToken& token) {
   d.outstanding_offsets.clear();
 
   const std::uint64_t committed = d.events_committed + n;
-  if (boundary && (!d.checkpoint || d.checkpoint->offset != *boundary)) {
+  const std::string offset =
+      boundary ? *boundary : (d.checkpoint ? d.checkpoint->offset : d.initial_offset);
+  const bool moved = boundary && (!d.checkpoint || d.checkpoint->offset != *boundary);
+  const bool partial_changed =
+      d.checkpoint ? (d.checkpoint->partial_tx_events != partial_events ||
+                      d.checkpoint->partial_tx_id != partial_tx)
+                   : partial_events != 0;
+  if (!offset.empty() && (moved || partial_changed)) {
     CheckpointRecord record;
     record.source_type = d.config.source->type();
     record.source_id = d.config.source->source_id();
-    record.offset = *boundary;
+    record.offset = offset;
     record.committed_events = committed;
+    record.partial_tx_events = partial_events;
+    record.partial_tx_id = partial_tx;
     record.saved_at_ms = now_ms();
     CPPCDC_FAULT_POINT("runtime.before_checkpoint");
     auto saved = d.config.checkpoint->save(record);
@@ -274,11 +340,11 @@ Status Runtime::commit_ack(const AckToken& token) {
       std::lock_guard lock(d.mutex);
       d.checkpoint = record;
     }
-    auto confirmed = d.config.source->confirm(*boundary);
+    auto confirmed = moved ? d.config.source->confirm(offset) : ok();
     if (!confirmed) {
       std::lock_guard lock(d.mutex);
       d.state = RuntimeState::kFailed;
-      return fail(confirmed.error().context("confirming checkpointed position " + *boundary +
+      return fail(confirmed.error().context("confirming checkpointed position " + offset +
                                             " to the source"));
     }
   }

@@ -117,6 +117,10 @@ class PostgresSource final : public Source {
 
   std::string type() const override { return "postgres"; }
   std::string source_id() const override { return config_.slot_name; }
+  std::optional<std::string> initial_offset() const override {
+    if (slot_confirmed_.is_zero()) return std::nullopt;
+    return slot_confirmed_.to_string();
+  }
 
   Status start(const std::optional<CheckpointRecord>& resume) override {
     close();
@@ -338,7 +342,8 @@ class PostgresSource final : public Source {
 
   Status ensure_slot() {
     auto res = exec(sql_.get(),
-                    "select plugin, database, slot_type from pg_replication_slots "
+                    "select plugin, database, slot_type, confirmed_flush_lsn "
+                    "from pg_replication_slots "
                     "where slot_name = $1",
                     "looking up replication slot " + config_.slot_name, {config_.slot_name});
     if (!res) return fail(res.error());
@@ -356,11 +361,13 @@ class PostgresSource final : public Source {
                           "creating replication slot " + config_.slot_name,
                           {config_.slot_name});
       if (!created) return fail(created.error());
-      spdlog::info("created replication slot {} (pgoutput) at {}", config_.slot_name,
-                   get(created->get(), 0, 0).value_or("?"));
+      const auto lsn = get(created->get(), 0, 0).value_or("0/0");
+      spdlog::info("created replication slot {} (pgoutput) at {}", config_.slot_name, lsn);
+      slot_confirmed_ = Lsn::parse(lsn).value_or(Lsn());
       return ok();
     }
     const auto plugin = get(res->get(), 0, 0).value_or("");
+    slot_confirmed_ = Lsn::parse(get(res->get(), 0, 3).value_or("0/0")).value_or(Lsn());
     const auto db = get(res->get(), 0, 1).value_or("");
     if (get(res->get(), 0, 2).value_or("") != "logical" || plugin != "pgoutput") {
       return fail(Error::source(ErrorKind::kTerminal,
@@ -503,6 +510,7 @@ class PostgresSource final : public Source {
   PostgresSourceConfig config_;
   std::set<TableName> tables_;
   std::string database_;
+  Lsn slot_confirmed_;  // the slot's confirmed_flush_lsn at start
   ConnPtr sql_;
   ConnPtr repl_;
   std::unique_ptr<SqlCatalog> catalog_;

@@ -84,11 +84,15 @@ class RecordingCheckpoint final : public Checkpoint {
 std::vector<Event> script() {
   std::vector<Event> out;
   int n = 0;
+  std::uint64_t xid = 100;
   for (int tx : {2, 1, 3}) {
+    ++xid;
     for (int i = 0; i < tx; ++i) {
       Event e = EventBuilder("t", Operation::kInsert)
                     .source({"postgres", "0/" + std::to_string(++n), 0})
                     .after({ColumnValue{"id", std::to_string(n), false}})
+                    .transaction({xid, static_cast<std::uint64_t>(tx),
+                                  static_cast<std::uint64_t>(i)})
                     .build();
       if (i == tx - 1) e.resume_offset = "0/END" + std::to_string(n);
       out.push_back(std::move(e));
@@ -275,4 +279,44 @@ TEST(Checkpoint, RecordOfAnotherSlotIsRefused) {
   auto st = f.runtime->start();
   ASSERT_FALSE(st);
   EXPECT_NE(st.error().message().find("other_slot"), std::string::npos);
+}
+
+TEST(Invariant4, BatchEndingInsideATransactionIsNotRedeliveredAfterRestart) {
+  Fixture f(4);
+  ASSERT_TRUE(f.runtime->start());
+  auto batch = f.runtime->poll_event_batch();
+  ASSERT_EQ(batch->size(), 4u);
+  ASSERT_TRUE(f.runtime->commit_ack(batch->ack_mode()));
+  ASSERT_TRUE(f.checkpoint->record);
+  EXPECT_EQ(f.checkpoint->record->offset, "0/END3");
+  EXPECT_EQ(f.checkpoint->record->partial_tx_events, 1u);
+  EXPECT_EQ(f.checkpoint->record->partial_tx_id, 103u);
+  // A restart re-reads the third transaction from its start but drops its acknowledged head.
+  f.make(4);
+  ASSERT_TRUE(f.runtime->start());
+  auto again = f.runtime->poll_event_batch();
+  ASSERT_EQ(again->size(), 2u);
+  EXPECT_EQ(again->events()[0].source.offset, "0/5");
+  ASSERT_TRUE(f.runtime->commit_ack(again->ack_mode()));
+  EXPECT_EQ(f.checkpoint->record->offset, "0/END6");
+  EXPECT_EQ(f.checkpoint->record->partial_tx_events, 0u);
+  EXPECT_EQ(f.checkpoint->record->committed_events, 6u);
+}
+
+TEST(Invariant4, PartialCountAccumulatesAcrossBatchesOfOneTransaction) {
+  Fixture f(1);
+  ASSERT_TRUE(f.runtime->start());
+  for (int i = 0; i < 4; ++i) {
+    auto b = f.runtime->poll_event_batch();
+    ASSERT_TRUE(f.runtime->commit_ack(b->ack_mode()));
+  }
+  auto b5 = f.runtime->poll_event_batch();
+  ASSERT_TRUE(f.runtime->commit_ack(b5->ack_mode()));
+  EXPECT_EQ(f.checkpoint->record->offset, "0/END3");
+  EXPECT_EQ(f.checkpoint->record->partial_tx_events, 2u);
+  f.make(10);
+  ASSERT_TRUE(f.runtime->start());
+  auto rest = f.runtime->poll_event_batch();
+  ASSERT_EQ(rest->size(), 1u);
+  EXPECT_EQ(rest->events()[0].source.offset, "0/6");
 }

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Configure and build cppcdc with CMake and Ninja.
+#
+# Usage: scripts/build.sh [--asan] [-DVAR=VALUE ...]
+#   (default)  build/       default build type (RelWithDebInfo), warnings are errors
+#   --asan     build-asan/  Debug with AddressSanitizer + UndefinedBehaviorSanitizer
+# Extra -D options are passed to the CMake configure step. Parallel jobs: nproc
+# (override with CPPCDC_JOBS).
+set -euo pipefail
+
+log() { printf '[build] %s\n' "$*"; }
+die() { printf '[build] ERROR: %s\n' "$*" >&2; exit 1; }
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+asan=0
+extra=()
+for a in "$@"; do
+  case "$a" in
+    --asan) asan=1 ;;
+    -D*) extra+=("$a") ;;
+    -h | --help) sed -n '4,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown argument '$a' (see --help)" ;;
+  esac
+done
+
+command -v cmake >/dev/null || die "cmake not found; run scripts/install-deps.sh"
+command -v ninja >/dev/null || die "ninja not found; run scripts/install-deps.sh"
+
+if ((asan)); then
+  BUILD_DIR=$ROOT/build-asan
+  cfg=(-DCPPCDC_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug)
+else
+  BUILD_DIR=$ROOT/build
+  cfg=()
+fi
+JOBS=${CPPCDC_JOBS:-$(nproc)}
+
+# A build directory made with another generator cannot be reused by CMake: start it afresh.
+if [[ -f "$BUILD_DIR/CMakeCache.txt" ]] && ! grep -qx 'CMAKE_GENERATOR:INTERNAL=Ninja' "$BUILD_DIR/CMakeCache.txt"; then
+  log "$BUILD_DIR was configured with another generator; removing it"
+  rm -rf -- "$BUILD_DIR"
+fi
+
+log "configure $BUILD_DIR"
+cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCPPCDC_WERROR=ON "${cfg[@]}" "${extra[@]}"
+
+log "build $BUILD_DIR with $JOBS jobs"
+cmake --build "$BUILD_DIR" --parallel "$JOBS"
+log "ok: $BUILD_DIR"

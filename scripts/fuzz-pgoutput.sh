@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Fuzzes the pgoutput decoder for SECONDS (default 60) with libFuzzer.
+#   scripts/fuzz-pgoutput.sh [SECONDS]
+# Builds tests/fuzz/pgoutput_fuzz with clang-14 in build-fuzz, seeds a corpus from the golden
+# frames (one binary file per frame line) and tests/fuzz/regressions/pgoutput, then runs.
+# Crashers are written to build-fuzz/pgoutput-artifacts/; copy them into
+# tests/fuzz/regressions/pgoutput/ once fixed.
+set -euo pipefail
+seconds=${1:-60}
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$root/build-fuzz
+
+CC=clang-14 CXX=clang++-14 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCPPCDC_FUZZ=ON -DCPPCDC_TESTS=OFF >/dev/null
+cmake --build "$build" --target pgoutput_fuzz
+
+unhex() { perl -e 'print pack("H*", $ARGV[0])' "$1"; }
+
+corpus=$build/pgoutput-corpus
+artifacts=$build/pgoutput-artifacts
+mkdir -p "$corpus" "$artifacts"
+n=0
+for frames in "$root"/tests/golden/postgres/*.frames; do
+  [ -e "$frames" ] || continue
+  while IFS= read -r line; do
+    line=${line%$'\r'}
+    [ -z "$line" ] && continue
+    [ "${line:0:1}" = "#" ] && continue
+    n=$((n + 1))
+    # the frame as is, and its pgoutput payload (after the 25-byte 'w' header) on its own
+    unhex "$line" >"$corpus/$(basename "$frames" .frames)-$n"
+    if [ "${line:0:2}" = "77" ] && [ ${#line} -gt 50 ]; then
+      unhex "${line:50}" >"$corpus/$(basename "$frames" .frames)-$n-payload"
+    fi
+  done <"$frames"
+done
+for f in "$root"/tests/fuzz/regressions/pgoutput/*; do
+  [ "$(basename "$f")" = README ] && continue
+  [ -f "$f" ] && cp "$f" "$corpus/regression-$(basename "$f")"
+done
+
+"$build/tests/fuzz/pgoutput_fuzz" "$corpus" -max_total_time="$seconds" -max_len=65536 \
+  -artifact_prefix="$artifacts/" -print_final_stats=1

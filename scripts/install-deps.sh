@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Install the Debian 12 packages that cppcdc's build, tests, fuzzing and demo need.
+#
+# Usage: scripts/install-deps.sh
+#
+# Safe to run again: when every package is already installed the script returns in well
+# under a second without touching apt. Otherwise it runs `apt-get update`, checks that every
+# package name has an installation candidate, and installs the missing ones. Needs root
+# (only when something is missing).
+set -euo pipefail
+
+log() { printf '[install-deps] %s\n' "$*"; }
+die() { printf '[install-deps] ERROR: %s\n' "$*" >&2; exit 1; }
+
+PACKAGES=(
+  # toolchain
+  build-essential g++ cmake ninja-build pkg-config
+  # clang 14 for the fuzz targets; libclang-rt-14-dev ships libclang_rt.fuzzer (libFuzzer)
+  clang-14 libclang-rt-14-dev
+  clang-format
+  # PostgreSQL client library, server and tools for the integration tests and the demo
+  libpq-dev postgresql-15 postgresql-client-15 postgresql-15-wal2json
+  # libraries (DESIGN.md section 4)
+  libboost-json1.81-dev libexpected-dev libtomlplusplus-dev libcli11-dev
+  libspdlog-dev libfmt-dev libssl-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev
+  # scripts
+  git procps python3
+)
+
+# Packages that are not fully installed ("ii") yet.
+missing_packages() {
+  local installed
+  installed=$(dpkg-query -W -f='${Package} ${db:Status-Abbrev}\n' "${PACKAGES[@]}" 2>/dev/null \
+                | awk '$2 == "ii" { print $1 }' || true)
+  local p
+  for p in "${PACKAGES[@]}"; do
+    if ! grep -qxF -- "$p" <<<"$installed"; then
+      printf '%s\n' "$p"
+    fi
+  done
+}
+
+mapfile -t missing < <(missing_packages)
+if ((${#missing[@]} == 0)); then
+  log "all ${#PACKAGES[@]} packages already installed; nothing to do"
+  exit 0
+fi
+
+log "missing: ${missing[*]}"
+((EUID == 0)) || die "installing packages needs root; rerun as root (e.g. sudo $0)"
+command -v apt-get >/dev/null || die "apt-get not found: this script targets Debian 12"
+
+# Other jobs may be using apt at the same time: wait for the lock instead of failing.
+APT_OPTS=(-o DPkg::Lock::Timeout=300 -o Acquire::Retries=3)
+
+log "apt-get update"
+apt-get "${APT_OPTS[@]}" update -q
+
+# Every name must have an installation candidate; fail with a clear list if one does not.
+unknown=()
+for p in "${missing[@]}"; do
+  cand=$(apt-cache policy "$p" 2>/dev/null | awk '/Candidate:/ { print $2 }')
+  if [[ -z "$cand" || "$cand" == "(none)" ]]; then
+    unknown+=("$p")
+  fi
+done
+((${#unknown[@]} == 0)) || die "no installation candidate for: ${unknown[*]}"
+
+log "apt-get install ${missing[*]}"
+DEBIAN_FRONTEND=noninteractive apt-get "${APT_OPTS[@]}" install -y -q --no-install-recommends "${missing[@]}"
+
+mapfile -t still_missing < <(missing_packages)
+((${#still_missing[@]} == 0)) || die "still not installed after apt-get: ${still_missing[*]}"
+log "done: all ${#PACKAGES[@]} packages installed"

@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# The one test command: dependencies, both builds, every test, sanitizers and a short fuzz run.
+#
+# Usage: scripts/test.sh
+#
+# Steps:
+#   1. scripts/install-deps.sh              (returns at once when everything is installed)
+#   2. scripts/build.sh                     -> build/
+#   3. scripts/build.sh --asan              -> build-asan/
+#   4. a throwaway PostgreSQL 15 on 127.0.0.1:55440 in /tmp/cppcdc-test-pg, removed on exit
+#   5. ctest in build/ (all tests; integration tests use CPPCDC_TEST_PG_DSN / _PORT)
+#   6. ctest -L unit in build-asan/ (unit tests under ASan + UBSan)
+#   7. scripts/fuzz-pgoutput.sh for CPPCDC_FUZZ_SECONDS (default 60), when that script exists
+#      and clang-14 can link libFuzzer
+# A failing build skips the tests that need it; the other steps still run. Exits non-zero if
+# any step failed, and always ends with a one-line summary.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+PG_DIR=/tmp/cppcdc-test-pg
+PG_PORT=55440
+JOBS=2
+
+log() { printf '\n[test] ==== %s\n' "$*"; }
+
+declare -a STEP_NAMES=() STEP_RESULTS=()
+failed=0
+pg_started=0
+interrupted=0
+t0=$SECONDS
+
+record() { # name result
+  STEP_NAMES+=("$1")
+  STEP_RESULTS+=("$2")
+  if [[ "$2" == FAIL ]]; then failed=1; fi
+}
+
+# Run a step, record PASS/FAIL, and return its status without stopping the script.
+step() { # name command...
+  local name=$1
+  shift
+  log "$name: $*"
+  local rc=0
+  "$@" || rc=$?
+  if ((rc == 0)); then
+    record "$name" PASS
+  else
+    printf '[test] %s FAILED (exit %d)\n' "$name" "$rc" >&2
+    record "$name" FAIL
+  fi
+  return "$rc"
+}
+
+skip() { # name reason
+  printf '[test] skipping %s: %s\n' "$1" "$2"
+  record "$1" "SKIP($2)"
+}
+
+# shellcheck disable=SC2317  # called from the EXIT trap
+finish() {
+  local rc=$?
+  trap - EXIT INT TERM
+  if ((pg_started)); then
+    "$ROOT/scripts/pg.sh" stop "$PG_DIR" --purge || true
+  fi
+  local i summary=""
+  for i in "${!STEP_NAMES[@]}"; do
+    summary+="${summary:+, }${STEP_NAMES[$i]} ${STEP_RESULTS[$i]}"
+  done
+  local verdict=PASSED
+  if ((interrupted)); then
+    verdict=INTERRUPTED
+  elif ((failed || rc != 0)); then
+    verdict=FAILED
+  fi
+  ((rc != 0)) || ((!failed)) || rc=1
+  printf '\n[test] %s in %ds: %s\n' "$verdict" "$((SECONDS - t0))" "${summary:-no steps ran}"
+  exit "$rc"
+}
+trap finish EXIT
+trap 'interrupted=1; exit 130' INT
+trap 'interrupted=1; exit 143' TERM
+
+# Can clang-14 link a libFuzzer target? (libFuzzer comes from libclang-rt-14-dev.)
+have_libfuzzer() {
+  command -v clang++-14 >/dev/null || return 1
+  local tmp rc=0
+  tmp=$(mktemp -d)
+  printf '%s\n' '#include <cstddef>' '#include <cstdint>' \
+    'extern "C" int LLVMFuzzerTestOneInput(const uint8_t*, size_t) { return 0; }' >"$tmp/f.cpp"
+  clang++-14 -fsanitize=fuzzer "$tmp/f.cpp" -o "$tmp/f" >/dev/null 2>&1 || rc=1
+  rm -rf -- "$tmp"
+  return "$rc"
+}
+
+# 1. dependencies: nothing works without them.
+step install-deps "$ROOT/scripts/install-deps.sh" || exit 1
+
+# 2-3. builds
+build_ok=0 asan_ok=0
+step build "$ROOT/scripts/build.sh" && build_ok=1
+step build-asan "$ROOT/scripts/build.sh" --asan && asan_ok=1
+
+# 4. PostgreSQL for the integration tests (a fresh cluster every run).
+if ((build_ok)); then
+  log "postgres: fresh cluster in $PG_DIR on port $PG_PORT"
+  "$ROOT/scripts/pg.sh" stop "$PG_DIR" --purge
+  pg_started=1
+  if "$ROOT/scripts/pg.sh" start "$PG_DIR" "$PG_PORT" >/dev/null; then
+    record postgres PASS
+  else
+    record postgres FAIL
+    build_ok=0
+  fi
+fi
+export CPPCDC_TEST_PG_DSN="host=127.0.0.1 port=$PG_PORT dbname=postgres user=postgres"
+export CPPCDC_TEST_PG_PORT=$PG_PORT
+
+# Sanitizer reports: stack traces, and stop at the first error.
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
+
+# 5. all tests of the normal build
+if ((build_ok)); then
+  step ctest ctest --test-dir build --output-on-failure -j"$JOBS" || true
+else
+  skip ctest "build failed"
+fi
+
+# 6. unit tests under ASan + UBSan
+if ((asan_ok)); then
+  step ctest-asan-unit ctest --test-dir build-asan -L unit --output-on-failure -j"$JOBS" || true
+else
+  skip ctest-asan-unit "asan build failed"
+fi
+
+# 7. fuzzing
+if [[ ! -f "$ROOT/scripts/fuzz-pgoutput.sh" ]]; then
+  skip fuzz "no scripts/fuzz-pgoutput.sh"
+elif ! have_libfuzzer; then
+  skip fuzz "clang-14 cannot link libFuzzer"
+else
+  # The duration goes both as the script's SECONDS argument and in the environment.
+  export CPPCDC_FUZZ_SECONDS=${CPPCDC_FUZZ_SECONDS:-60}
+  step "fuzz(${CPPCDC_FUZZ_SECONDS}s)" bash "$ROOT/scripts/fuzz-pgoutput.sh" "$CPPCDC_FUZZ_SECONDS" || true
+fi
+
+exit "$failed"

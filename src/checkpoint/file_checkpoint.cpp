@@ -1,0 +1,486 @@
+// FileCheckpoint: one checksummed record per source in a local directory, replaced atomically.
+//
+// On-disk format, version 1:
+//   line 1: "cppcdc-checkpoint 1 sha256=<64 lower-case hex> length=<body size in bytes>"
+//   body:   one line holding a JSON object with the record's fields, ending in '\n'. The keys
+//           partial_tx_events and partial_tx_id may be absent (read as 0); all others are
+//           required.
+// The digest and the length both cover the body exactly (its final newline included), so a
+// torn or shortened file is told apart from a damaged one, and neither is ever read as "no
+// checkpoint".
+
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <boost/json.hpp>
+#include <cerrno>
+#include <charconv>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "core/fault.hpp"
+#include "cppcdc/checkpoint.hpp"
+
+namespace cppcdc {
+namespace {
+
+constexpr std::string_view kMagic = "cppcdc-checkpoint";
+constexpr std::uint64_t kFormatVersion = 1;
+constexpr std::string_view kShaPrefix = "sha256=";
+constexpr std::string_view kLengthPrefix = "length=";
+constexpr std::size_t kShaHexLength = 64;
+// A real record is a few hundred bytes; anything far larger is not a checkpoint file and is not
+// worth reading into memory.
+constexpr std::size_t kMaxFileBytes = 1U << 20;
+constexpr std::string_view kRemedy =
+    "restore the file from a backup, or move it away to start from the slot's confirmed "
+    "position, accepting a replay";
+
+constexpr std::string_view kKeySourceType = "source_type";
+constexpr std::string_view kKeySourceId = "source_id";
+constexpr std::string_view kKeyOffset = "offset";
+constexpr std::string_view kKeyCommittedEvents = "committed_events";
+constexpr std::string_view kKeyPartialTxEvents = "partial_tx_events";
+constexpr std::string_view kKeyPartialTxId = "partial_tx_id";
+constexpr std::string_view kKeySavedAtMs = "saved_at_ms";
+
+std::string quoted(const std::filesystem::path& path) { return "'" + path.string() + "'"; }
+
+/// A decode failure: terminal, names the file and says how to recover.
+Error damaged(const std::string& origin, std::string_view problem) {
+  std::string message = "checkpoint file '";
+  message += origin;
+  message += "' ";
+  message += problem;
+  message += "; ";
+  message += kRemedy;
+  return Error::checkpoint(ErrorKind::kTerminal, std::move(message));
+}
+
+/// An operating-system failure while touching `path`. Transient: the save is rebuilt from
+/// scratch on every attempt (new temporary file, full write, fresh fsync), so a retry never
+/// relies on a page cache state that an earlier failed fsync may have discarded.
+Error io_error(std::string_view what, const std::filesystem::path& path, int error_number) {
+  std::string message = "cannot ";
+  message += what;
+  message += " ";
+  message += quoted(path);
+  message += ": ";
+  message += std::strerror(error_number);
+  return Error::checkpoint(ErrorKind::kTransient, std::move(message));
+}
+
+std::optional<std::string> sha256_hex(std::string_view data) {
+  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+  unsigned int digest_size = 0;
+  if (EVP_Digest(data.data(), data.size(), digest.data(), &digest_size, EVP_sha256(), nullptr) !=
+          1 ||
+      digest_size * 2 != kShaHexLength) {
+    return std::nullopt;
+  }
+  constexpr std::string_view kHex = "0123456789abcdef";
+  std::string hex;
+  hex.reserve(kShaHexLength);
+  for (unsigned int i = 0; i < digest_size; ++i) {
+    hex.push_back(kHex[digest[i] >> 4]);
+    hex.push_back(kHex[digest[i] & 0x0f]);
+  }
+  return hex;
+}
+
+bool is_lower_hex(std::string_view text) {
+  return std::all_of(text.begin(), text.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+std::optional<std::uint64_t> parse_decimal(std::string_view text) {
+  if (text.empty()) return std::nullopt;
+  std::uint64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value, 10);
+  if (ec != std::errc() || ptr != end) return std::nullopt;
+  return value;
+}
+
+/// Splits on single spaces.
+std::vector<std::string_view> split_words(std::string_view line) {
+  std::vector<std::string_view> words;
+  std::size_t start = 0;
+  while (true) {
+    const auto space = line.find(' ', start);
+    words.push_back(line.substr(start, space - start));
+    if (space == std::string_view::npos) break;
+    start = space + 1;
+  }
+  return words;
+}
+
+Result<std::string> string_field(const boost::json::object& object, std::string_view key,
+                                 const std::string& origin) {
+  const boost::json::value* value = object.if_contains(key);
+  if (value == nullptr) return fail(damaged(origin, "has no '" + std::string(key) + "' key"));
+  if (!value->is_string()) {
+    return fail(damaged(origin, "has a '" + std::string(key) + "' key that is not a string"));
+  }
+  const boost::json::string& text = value->get_string();
+  return std::string(text.data(), text.size());
+}
+
+Result<std::uint64_t> unsigned_field(const boost::json::object& object, std::string_view key,
+                                     const std::string& origin) {
+  const boost::json::value* value = object.if_contains(key);
+  if (value == nullptr) return fail(damaged(origin, "has no '" + std::string(key) + "' key"));
+  if (value->is_uint64()) return value->get_uint64();
+  if (value->is_int64() && value->get_int64() >= 0) {
+    return static_cast<std::uint64_t>(value->get_int64());
+  }
+  return fail(
+      damaged(origin, "has a '" + std::string(key) + "' key that is not a non-negative integer"));
+}
+
+Result<std::int64_t> signed_field(const boost::json::object& object, std::string_view key,
+                                  const std::string& origin) {
+  const boost::json::value* value = object.if_contains(key);
+  if (value == nullptr) return fail(damaged(origin, "has no '" + std::string(key) + "' key"));
+  if (value->is_int64()) return value->get_int64();
+  if (value->is_uint64() &&
+      value->get_uint64() <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+    return static_cast<std::int64_t>(value->get_uint64());
+  }
+  return fail(damaged(origin, "has a '" + std::string(key) + "' key that is not an integer"));
+}
+
+/// Closes `fd` if open; keeps errno of the failure being reported intact.
+class FileDescriptor {
+ public:
+  explicit FileDescriptor(int fd) : fd_(fd) {}
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+  ~FileDescriptor() {
+    if (fd_ >= 0) {
+      const int saved = errno;
+      ::close(fd_);
+      errno = saved;
+    }
+  }
+  int get() const noexcept { return fd_; }
+  bool valid() const noexcept { return fd_ >= 0; }
+  /// Closes now and reports the result (0, or -1 with errno set).
+  int close() noexcept {
+    const int fd = std::exchange(fd_, -1);
+    return ::close(fd);
+  }
+
+ private:
+  int fd_;
+};
+
+/// The whole file, nullopt when it does not exist.
+Result<std::optional<std::string>> read_file(const std::filesystem::path& path) {
+  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) {
+    if (errno == ENOENT) return std::optional<std::string>();
+    return fail(io_error("open checkpoint file", path, errno));
+  }
+  std::string bytes;
+  std::array<char, 4096> buffer{};
+  while (true) {
+    const ssize_t n = ::read(fd.get(), buffer.data(), buffer.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail(io_error("read checkpoint file", path, errno));
+    }
+    if (n == 0) break;
+    bytes.append(buffer.data(), static_cast<std::size_t>(n));
+    if (bytes.size() > kMaxFileBytes) {
+      return fail(damaged(path.string(), "is larger than " + std::to_string(kMaxFileBytes) +
+                                             " bytes, far more than any checkpoint record"));
+    }
+  }
+  return std::optional<std::string>(std::move(bytes));
+}
+
+/// Writes all of `data`, resuming after signals and partial writes.
+Status write_all(int fd, std::string_view data, const std::filesystem::path& path) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail(io_error("write", path, errno));
+    }
+    // A zero-byte write for a non-empty buffer would loop forever; treat it as an I/O error.
+    if (n == 0) return fail(io_error("write", path, EIO));
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return ok();
+}
+
+Status fsync_directory(const std::filesystem::path& dir) {
+  FileDescriptor fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid()) return fail(io_error("open directory", dir, errno));
+  if (::fsync(fd.get()) != 0) return fail(io_error("fsync directory", dir, errno));
+  if (fd.close() != 0) return fail(io_error("close directory", dir, errno));
+  return ok();
+}
+
+/// Keeps letters, digits, '_', '.' and '-'; anything else becomes '_'.
+std::string file_name_for(std::string_view source_id) {
+  std::string name = "checkpoint-";
+  for (const char c : source_id) {
+    const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '_' || c == '.' || c == '-';
+    name.push_back(keep ? c : '_');
+  }
+  name += ".ckpt";
+  return name;
+}
+
+}  // namespace
+
+FileCheckpoint::FileCheckpoint(std::filesystem::path dir, std::filesystem::path path)
+    : dir_(std::move(dir)), path_(std::move(path)) {}
+
+Result<std::unique_ptr<FileCheckpoint>> FileCheckpoint::open(std::filesystem::path dir,
+                                                             std::string source_id) {
+  if (dir.empty()) {
+    return fail(Error::configuration("the checkpoint directory is empty; set a directory"));
+  }
+  if (source_id.empty()) {
+    return fail(Error::configuration("the checkpoint source_id for directory " + quoted(dir) +
+                                     " is empty"));
+  }
+  std::error_code ec;
+  const auto status = std::filesystem::status(dir, ec);
+  if (std::filesystem::exists(status) && !std::filesystem::is_directory(status)) {
+    return fail(Error::configuration("checkpoint directory " + quoted(dir) +
+                                     " exists but is not a directory"));
+  }
+  ec.clear();
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    return fail(Error::configuration("cannot create checkpoint directory " + quoted(dir) + ": " +
+                                     ec.message()));
+  }
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return fail(
+        Error::configuration("checkpoint directory " + quoted(dir) + " is not a directory"));
+  }
+  std::filesystem::path path = dir / file_name_for(source_id);
+  return std::unique_ptr<FileCheckpoint>(new FileCheckpoint(std::move(dir), std::move(path)));
+}
+
+std::string FileCheckpoint::encode(const CheckpointRecord& record) {
+  boost::json::object object;
+  object[kKeySourceType] = record.source_type;
+  object[kKeySourceId] = record.source_id;
+  object[kKeyOffset] = record.offset;
+  object[kKeyCommittedEvents] = record.committed_events;
+  object[kKeyPartialTxEvents] = record.partial_tx_events;
+  object[kKeyPartialTxId] = record.partial_tx_id;
+  object[kKeySavedAtMs] = record.saved_at_ms;
+  std::string body = boost::json::serialize(object);
+  body.push_back('\n');
+
+  // OpenSSL cannot realistically fail here; if it did, the all-zero digest makes the file
+  // unreadable, and save() refuses to write a record that does not read back.
+  const std::string digest = sha256_hex(body).value_or(std::string(kShaHexLength, '0'));
+  std::string out(kMagic);
+  out += " ";
+  out += std::to_string(kFormatVersion);
+  out += " ";
+  out += kShaPrefix;
+  out += digest;
+  out += " ";
+  out += kLengthPrefix;
+  out += std::to_string(body.size());
+  out += "\n";
+  out += body;
+  return out;
+}
+
+Result<CheckpointRecord> FileCheckpoint::decode(std::string_view bytes, const std::string& origin) {
+  if (bytes.empty()) return fail(damaged(origin, "is empty"));
+  const auto newline = bytes.find('\n');
+  if (newline == std::string_view::npos) {
+    if (bytes.starts_with(kMagic) || kMagic.starts_with(bytes)) {
+      return fail(damaged(origin, "ends inside its header line (truncated)"));
+    }
+    return fail(damaged(origin, "has no header line (not a cppcdc checkpoint file)"));
+  }
+  const std::string_view header = bytes.substr(0, newline);
+  const std::string_view body = bytes.substr(newline + 1);
+
+  const auto words = split_words(header);
+  if (words[0] != kMagic) {
+    return fail(damaged(origin, "does not start with the '" + std::string(kMagic) +
+                                    "' header (not a cppcdc checkpoint file)"));
+  }
+  if (words.size() < 2) return fail(damaged(origin, "has a header without a format version"));
+  const auto version = parse_decimal(words[1]);
+  if (!version) {
+    return fail(damaged(origin, "has a malformed format version '" + std::string(words[1]) + "'"));
+  }
+  if (*version != kFormatVersion) {
+    return fail(damaged(origin, "has unknown format version " + std::to_string(*version) +
+                                    " (this build reads version " + std::to_string(kFormatVersion) +
+                                    ")"));
+  }
+  if (words.size() != 4 || !words[2].starts_with(kShaPrefix) ||
+      !words[3].starts_with(kLengthPrefix)) {
+    return fail(damaged(origin, "has a malformed header line"));
+  }
+  const std::string_view expected_digest = words[2].substr(kShaPrefix.size());
+  if (expected_digest.size() != kShaHexLength || !is_lower_hex(expected_digest)) {
+    return fail(damaged(origin, "has a malformed checksum in its header"));
+  }
+  const auto length = parse_decimal(words[3].substr(kLengthPrefix.size()));
+  if (!length) return fail(damaged(origin, "has a malformed body length in its header"));
+
+  if (body.size() < *length) {
+    return fail(damaged(origin, "is truncated: the header announces " + std::to_string(*length) +
+                                    " body bytes but only " + std::to_string(body.size()) +
+                                    " follow"));
+  }
+  if (body.size() > *length) {
+    return fail(damaged(origin, "has " + std::to_string(body.size() - *length) +
+                                    " unexpected bytes after its " + std::to_string(*length) +
+                                    "-byte body"));
+  }
+  const auto actual_digest = sha256_hex(body);
+  if (!actual_digest) {
+    return fail(Error::checkpoint(ErrorKind::kInternal,
+                                  "cannot compute SHA-256 to verify checkpoint file '" + origin +
+                                      "' (OpenSSL digest failed)"));
+  }
+  if (*actual_digest != expected_digest) {
+    return fail(damaged(origin, "is corrupt: the SHA-256 of its body does not match the header"));
+  }
+
+  // Past the checksum the body is what we wrote, so the rest only fails for files written by
+  // something else (or a bug); still never guess.
+  if (!body.ends_with('\n')) return fail(damaged(origin, "has a body without a final newline"));
+  boost::system::error_code ec;
+  const boost::json::value json = boost::json::parse(body.substr(0, body.size() - 1), ec);
+  if (ec) return fail(damaged(origin, "has a body that is not valid JSON (" + ec.message() + ")"));
+  if (!json.is_object()) return fail(damaged(origin, "has a body that is not a JSON object"));
+  const boost::json::object& object = json.get_object();
+
+  CheckpointRecord record;
+  auto source_type = string_field(object, kKeySourceType, origin);
+  if (!source_type) return fail(std::move(source_type).error());
+  record.source_type = std::move(*source_type);
+  auto source_id = string_field(object, kKeySourceId, origin);
+  if (!source_id) return fail(std::move(source_id).error());
+  record.source_id = std::move(*source_id);
+  auto offset = string_field(object, kKeyOffset, origin);
+  if (!offset) return fail(std::move(offset).error());
+  record.offset = std::move(*offset);
+  const auto committed = unsigned_field(object, kKeyCommittedEvents, origin);
+  if (!committed) return fail(committed.error());
+  record.committed_events = *committed;
+  // The partial-transaction pair came after the first five keys; a body without it describes a
+  // position on a transaction boundary.
+  for (const auto& [key, field] : {std::pair{kKeyPartialTxEvents, &record.partial_tx_events},
+                                   std::pair{kKeyPartialTxId, &record.partial_tx_id}}) {
+    if (!object.contains(key)) continue;
+    const auto value = unsigned_field(object, key, origin);
+    if (!value) return fail(value.error());
+    *field = *value;
+  }
+  const auto saved_at = signed_field(object, kKeySavedAtMs, origin);
+  if (!saved_at) return fail(saved_at.error());
+  record.saved_at_ms = *saved_at;
+  return record;
+}
+
+Result<std::optional<CheckpointRecord>> FileCheckpoint::load() {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return load_locked();
+}
+
+Result<std::optional<CheckpointRecord>> FileCheckpoint::load_locked() {
+  cache_valid_ = false;
+  auto bytes = read_file(path_);
+  if (!bytes) return fail(std::move(bytes).error());
+  if (!*bytes) {
+    cached_.reset();
+    cache_valid_ = true;
+    return std::optional<CheckpointRecord>();
+  }
+  auto record = decode(**bytes, path_.string());
+  if (!record) return fail(std::move(record).error());
+  cached_ = *record;
+  cache_valid_ = true;
+  return std::optional<CheckpointRecord>(std::move(*record));
+}
+
+Status FileCheckpoint::save(const CheckpointRecord& record) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+
+  std::optional<CheckpointRecord> previous;
+  if (cache_valid_) {
+    previous = cached_;
+  } else {
+    // A record we cannot read cannot be compared, and overwriting it would hide the damage.
+    auto loaded = load_locked();
+    if (!loaded) {
+      return fail(std::move(loaded).error().context("refusing to save the checkpoint of source '" +
+                                                    record.source_id +
+                                                    "' over an unreadable record"));
+    }
+    previous = std::move(*loaded);
+  }
+  CPPCDC_TRY(check_monotonic(previous, record));
+
+  const std::string bytes = encode(record);
+  // Guard against writing something load() would then refuse (e.g. a string that is not valid
+  // UTF-8, which JSON cannot carry).
+  const auto read_back = decode(bytes, path_.string());
+  if (!read_back || *read_back != record) {
+    return fail(Error::checkpoint(
+        ErrorKind::kInvalidData,
+        "the checkpoint of source '" + record.source_id +
+            "' does not read back after encoding (are all its strings valid UTF-8?); the "
+            "previous record is kept"));
+  }
+
+  std::filesystem::path tmp = path_;
+  tmp += ".tmp";
+  {
+    FileDescriptor fd(::open(tmp.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644));
+    if (!fd.valid()) return fail(io_error("create", tmp, errno));
+    Status written = write_all(fd.get(), bytes, tmp);
+    CPPCDC_FAULT_POINT("checkpoint.after_tmp_write");
+    if (written && ::fsync(fd.get()) != 0) written = fail(io_error("fsync", tmp, errno));
+    if (written && fd.close() != 0) written = fail(io_error("close", tmp, errno));
+    if (!written) {
+      ::unlink(tmp.c_str());
+      return written;
+    }
+  }
+  CPPCDC_FAULT_POINT("checkpoint.before_rename");
+  if (::rename(tmp.c_str(), path_.c_str()) != 0) {
+    const int error_number = errno;
+    ::unlink(tmp.c_str());
+    return fail(io_error("rename " + tmp.string() + " over", path_, error_number));
+  }
+  CPPCDC_FAULT_POINT("checkpoint.after_rename");
+  // The file now holds the new record whether or not the directory sync below succeeds.
+  cached_ = record;
+  cache_valid_ = true;
+  return fsync_directory(dir_);
+}
+
+}  // namespace cppcdc

@@ -1,0 +1,581 @@
+#include "server/config.hpp"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <set>
+#include <utility>
+#include <vector>
+
+namespace cppcdc::server {
+namespace {
+
+constexpr std::int64_t kMaxU32 = std::numeric_limits<std::uint32_t>::max();
+
+std::string_view describe_type(toml::node_type type) {
+  switch (type) {
+    case toml::node_type::none:
+      return "nothing";
+    case toml::node_type::table:
+      return "a table";
+    case toml::node_type::array:
+      return "an array";
+    case toml::node_type::string:
+      return "a string";
+    case toml::node_type::integer:
+      return "an integer";
+    case toml::node_type::floating_point:
+      return "a float";
+    case toml::node_type::boolean:
+      return "a boolean";
+    case toml::node_type::date:
+      return "a date";
+    case toml::node_type::time:
+      return "a time";
+    case toml::node_type::date_time:
+      return "a date-time";
+  }
+  return "an unknown value";
+}
+
+std::string in_quotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
+// "file:line:col" when toml++ recorded a position, else just "file".
+std::string locate(const std::string& origin, const toml::source_region& where) {
+  std::string out = origin;
+  if (where.begin.line > 0) {
+    out += ':' + std::to_string(where.begin.line) + ':' + std::to_string(where.begin.column);
+  }
+  return out;
+}
+
+// One table of the document. Reading a key through it records the key as known, so that
+// reject_unknown() can refuse everything else (typos must not fall back to defaults).
+class Section {
+ public:
+  Section(const std::string& origin, const toml::table* table, std::string name)
+      : origin_(origin), table_(table), name_(std::move(name)) {}
+
+  bool present() const noexcept { return table_ != nullptr; }
+
+  // "[sink] path", or just "delivery_contract" at the top level.
+  std::string label(std::string_view key) const {
+    if (name_.empty()) return std::string(key);
+    return "[" + name_ + "] " + std::string(key);
+  }
+
+  Error error(std::string_view key, const toml::node* node, const std::string& what) const {
+    const toml::source_region where = node != nullptr ? node->source() : toml::source_region{};
+    return Error::configuration(locate(origin_, where) + ": " + label(key) + ": " + what);
+  }
+
+  Error missing(std::string_view key, const std::string& why) const {
+    return Error::configuration(origin_ + ": " + label(key) + ": required" +
+                                (why.empty() ? std::string() : " " + why));
+  }
+
+  Error missing_section(const std::string& what) const {
+    return Error::configuration(origin_ + ": [" + name_ + "]: required section is missing" +
+                                (what.empty() ? std::string() : " (" + what + ")"));
+  }
+
+  const toml::node* take(std::string_view key) {
+    if (std::find(known_.begin(), known_.end(), key) == known_.end()) known_.emplace_back(key);
+    if (table_ == nullptr) return nullptr;
+    return table_->get(key);
+  }
+
+  Result<std::optional<std::string>> get_string(std::string_view key) {
+    const toml::node* node = take(key);
+    if (node == nullptr) return std::optional<std::string>();
+    if (const auto* value = node->as_string()) return std::optional<std::string>(value->get());
+    return fail(wrong_type(key, *node, "a string"));
+  }
+
+  Result<std::optional<bool>> get_bool(std::string_view key) {
+    const toml::node* node = take(key);
+    if (node == nullptr) return std::optional<bool>();
+    if (const auto* value = node->as_boolean()) return std::optional<bool>(value->get());
+    return fail(wrong_type(key, *node, "a boolean"));
+  }
+
+  // An integer within [min, max].
+  Result<std::optional<std::int64_t>> get_int(std::string_view key, std::int64_t min,
+                                              std::int64_t max) {
+    const toml::node* node = take(key);
+    if (node == nullptr) return std::optional<std::int64_t>();
+    const auto* value = node->as_integer();
+    if (value == nullptr) return fail(wrong_type(key, *node, "an integer"));
+    const std::int64_t v = value->get();
+    if (v < min || v > max) {
+      return fail(error(key, node,
+                        "expected an integer from " + std::to_string(min) + " to " +
+                            std::to_string(max) + ", found " + std::to_string(v)));
+    }
+    return std::optional<std::int64_t>(v);
+  }
+
+  // A sub-table, or a Section that is not present when the key is absent.
+  Result<Section> get_table(std::string_view key) {
+    const toml::node* node = take(key);
+    const std::string child = name_.empty() ? std::string(key) : name_ + "." + std::string(key);
+    if (node == nullptr) return Section(origin_, nullptr, child);
+    if (const auto* table = node->as_table()) return Section(origin_, table, child);
+    return fail(wrong_type(key, *node, "a table"));
+  }
+
+  // Refuses the first key that was never asked for, listing the ones this section accepts.
+  Status reject_unknown() const {
+    if (table_ == nullptr) return ok();
+    for (auto&& [key, node] : *table_) {
+      if (std::find(known_.begin(), known_.end(), key.str()) != known_.end()) continue;
+      std::string expected;
+      for (const auto& k : known_) {
+        if (!expected.empty()) expected += ", ";
+        expected += k;
+      }
+      const toml::source_region where = key.source().begin.line > 0 ? key.source() : node.source();
+      std::string what = "unknown key";
+      if (name_.empty() && (key.str() == "sinks" || key.str() == "pipeline" ||
+                            key.str() == "admin" || key.str() == "schema_history")) {
+        what += " (routes, transforms, extra sinks and the admin server are not built yet)";
+      }
+      return fail(Error::configuration(locate(origin_, where) + ": " + label(key.str()) + ": " +
+                                       what + "; expected one of: " + expected));
+    }
+    return ok();
+  }
+
+ private:
+  Error wrong_type(std::string_view key, const toml::node& node, std::string_view expected) const {
+    return error(
+        key, &node,
+        "expected " + std::string(expected) + ", found " + std::string(describe_type(node.type())));
+  }
+
+  const std::string& origin_;
+  const toml::table* table_;
+  std::string name_;
+  std::vector<std::string> known_;
+};
+
+// Shorthands that unwrap a Result<std::optional<T>> into `target` when the key is present.
+#define CPPCDC_CFG_ASSIGN(target, expr)                 \
+  do {                                                  \
+    auto cfg_value_ = (expr);                           \
+    if (!cfg_value_) return fail(cfg_value_.error());   \
+    if (cfg_value_->has_value()) target = **cfg_value_; \
+  } while (false)
+
+bool is_slot_char(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; }
+
+Status read_tables(Section& source, std::vector<std::string>& out) {
+  const toml::node* node = source.take("tables");
+  if (node == nullptr) {
+    return fail(source.missing("tables", "(a non-empty array of \"schema.table\" names)"));
+  }
+  const auto* array = node->as_array();
+  if (array == nullptr) {
+    return fail(source.error("tables", node,
+                             "expected an array of \"schema.table\" strings, found " +
+                                 std::string(describe_type(node->type()))));
+  }
+  if (array->empty()) {
+    return fail(source.error("tables", node,
+                             "expected at least one \"schema.table\" name, found an empty array"));
+  }
+  std::set<std::string> seen;
+  for (const toml::node& element : *array) {
+    const auto* text = element.as_string();
+    if (text == nullptr) {
+      return fail(source.error("tables", &element,
+                               "expected a \"schema.table\" string, found " +
+                                   std::string(describe_type(element.type()))));
+    }
+    const std::string& name = text->get();
+    std::string qualified;
+    const auto dot = name.find('.');
+    if (dot == std::string::npos) {
+      qualified = "public." + name;
+    } else {
+      qualified = name;
+    }
+    const auto qdot = qualified.find('.');
+    if (name.empty() || qdot == 0 || qdot + 1 == qualified.size() ||
+        qualified.find('.', qdot + 1) != std::string::npos) {
+      return fail(source.error("tables", &element,
+                               "expected \"schema.table\" (or \"table\" for schema public), "
+                               "found " +
+                                   in_quotes(name)));
+    }
+    if (!seen.insert(qualified).second) {
+      return fail(
+          source.error("tables", &element, "table " + in_quotes(qualified) + " is listed twice"));
+    }
+    out.push_back(std::move(qualified));
+  }
+  return ok();
+}
+
+Status read_source(Section& source, pg::PostgresSourceConfig& out) {
+  if (!source.present()) {
+    return fail(source.missing_section("with type = \"postgres\", dsn and tables"));
+  }
+  std::string type = "postgres";
+  CPPCDC_CFG_ASSIGN(type, source.get_string("type"));
+  if (type == "mysql" || type == "mariadb" || type == "sqlserver") {
+    return fail(source.error(
+        "type", source.take("type"),
+        "source type " + in_quotes(type) + " is not built yet; only \"postgres\" is available"));
+  }
+  if (type != "postgres") {
+    return fail(source.error("type", source.take("type"),
+                             "expected \"postgres\", found " + in_quotes(type)));
+  }
+
+  std::optional<std::string> dsn;
+  CPPCDC_CFG_ASSIGN(dsn, source.get_string("dsn"));
+  if (!dsn) {
+    return fail(source.missing("dsn", "(a libpq connection string or postgresql:// URI)"));
+  }
+  if (dsn->empty()) {
+    return fail(source.error("dsn", source.take("dsn"),
+                             "expected a libpq connection string, found an empty string"));
+  }
+  out.dsn = std::move(*dsn);
+
+  CPPCDC_CFG_ASSIGN(out.slot_name, source.get_string("slot_name"));
+  if (out.slot_name.empty() || out.slot_name.size() > 63 ||
+      !std::all_of(out.slot_name.begin(), out.slot_name.end(), is_slot_char)) {
+    return fail(source.error("slot_name", source.take("slot_name"),
+                             "expected 1 to 63 characters from a-z, 0-9 and _ (a PostgreSQL "
+                             "replication slot name), found " +
+                                 in_quotes(out.slot_name)));
+  }
+  CPPCDC_CFG_ASSIGN(out.publication_name, source.get_string("publication_name"));
+  if (out.publication_name.empty() || out.publication_name.size() > 63) {
+    return fail(
+        source.error("publication_name", source.take("publication_name"),
+                     "expected a name of 1 to 63 bytes, found " + in_quotes(out.publication_name)));
+  }
+  if (auto st = read_tables(source, out.tables); !st) return st;
+  CPPCDC_CFG_ASSIGN(out.create_slot, source.get_bool("create_slot"));
+  CPPCDC_CFG_ASSIGN(out.create_publication, source.get_bool("create_publication"));
+  CPPCDC_CFG_ASSIGN(out.source_name, source.get_string("source_name"));
+  if (out.source_name.empty()) {
+    return fail(source.error("source_name", source.take("source_name"),
+                             "expected a non-empty name, found an empty string"));
+  }
+  std::optional<std::int64_t> interval;
+  CPPCDC_CFG_ASSIGN(interval, source.get_int("status_interval_ms", 1, kMaxU32));
+  if (interval) out.status_interval_ms = static_cast<std::uint32_t>(*interval);
+  return source.reject_unknown();
+}
+
+Status read_sink(Section& sink, SinkConfig& out) {
+  CPPCDC_CFG_ASSIGN(out.type, sink.get_string("type"));
+  std::optional<std::string> path;
+  CPPCDC_CFG_ASSIGN(path, sink.get_string("path"));
+  if (out.type == "file") {
+    if (!path) return fail(sink.missing("path", "when type = \"file\""));
+    if (path->empty()) {
+      return fail(
+          sink.error("path", sink.take("path"), "expected a file name, found an empty string"));
+    }
+    out.path = *path;
+  } else if (out.type == "stdout") {
+    if (path) {
+      return fail(sink.error("path", sink.take("path"),
+                             "only used when type = \"file\" (type is \"stdout\")"));
+    }
+  } else {
+    return fail(sink.error("type", sink.take("type"),
+                           "expected \"file\" or \"stdout\", found " + in_quotes(out.type)));
+  }
+  return sink.reject_unknown();
+}
+
+Status read_state(Section& state, StateConfig& out) {
+  auto offset = state.get_table("offset");
+  if (!offset) return fail(offset.error());
+  CPPCDC_CFG_ASSIGN(out.offset.backend, offset->get_string("backend"));
+  std::optional<std::string> dir;
+  CPPCDC_CFG_ASSIGN(dir, offset->get_string("dir"));
+  if (out.offset.backend == "local_fs") {
+    if (!dir) {
+      return fail(offset->missing("dir", "when backend = \"local_fs\" (the checkpoint directory)"));
+    }
+    if (dir->empty()) {
+      return fail(
+          offset->error("dir", offset->take("dir"), "expected a directory, found an empty string"));
+    }
+    out.offset.dir = *dir;
+  } else if (out.offset.backend == "memory") {
+    if (dir) {
+      return fail(offset->error("dir", offset->take("dir"),
+                                "only used when backend = \"local_fs\" (backend is \"memory\")"));
+    }
+  } else {
+    return fail(offset->error(
+        "backend", offset->take("backend"),
+        "expected \"local_fs\" or \"memory\", found " + in_quotes(out.offset.backend)));
+  }
+  if (auto st = offset->reject_unknown(); !st) return st;
+  return state.reject_unknown();
+}
+
+Status read_runtime(Section& runtime, RuntimeOptions& out) {
+  std::optional<std::int64_t> v;
+  CPPCDC_CFG_ASSIGN(v, runtime.get_int("max_buffer_size", 1, 100'000'000));
+  if (v) out.max_buffer_size = static_cast<std::size_t>(*v);
+  v.reset();
+  CPPCDC_CFG_ASSIGN(v, runtime.get_int("max_poll_wait_ms", 0, kMaxU32));
+  if (v) out.max_poll_wait_ms = static_cast<std::uint32_t>(*v);
+  v.reset();
+  CPPCDC_CFG_ASSIGN(v, runtime.get_int("connection_retry_max_retries", -1, kMaxU32));
+  if (v) {
+    out.connection_retry.max_retries =
+        *v < 0 ? std::nullopt : std::optional<std::uint32_t>(static_cast<std::uint32_t>(*v));
+  }
+  v.reset();
+  CPPCDC_CFG_ASSIGN(v, runtime.get_int("connection_retry_initial_delay_ms", 0, kMaxU32));
+  if (v) out.connection_retry.initial_delay_ms = static_cast<std::uint32_t>(*v);
+  v.reset();
+  CPPCDC_CFG_ASSIGN(v, runtime.get_int("connection_retry_max_delay_ms", 0, kMaxU32));
+  if (v) out.connection_retry.max_delay_ms = static_cast<std::uint32_t>(*v);
+  if (out.connection_retry.max_delay_ms < out.connection_retry.initial_delay_ms) {
+    return fail(runtime.error("connection_retry_max_delay_ms",
+                              runtime.take("connection_retry_max_delay_ms"),
+                              "expected at least connection_retry_initial_delay_ms (" +
+                                  std::to_string(out.connection_retry.initial_delay_ms) +
+                                  "), found " + std::to_string(out.connection_retry.max_delay_ms)));
+  }
+  return runtime.reject_unknown();
+}
+
+Status read_log(Section& log, ServerConfig& out) {
+  CPPCDC_CFG_ASSIGN(out.log_format, log.get_string("format"));
+  if (out.log_format != "text" && out.log_format != "json") {
+    return fail(log.error("format", log.take("format"),
+                          "expected \"text\" or \"json\", found " + in_quotes(out.log_format)));
+  }
+  CPPCDC_CFG_ASSIGN(out.log_level, log.get_string("level"));
+  static constexpr std::string_view kLevels[] = {"trace", "debug",    "info", "warn",
+                                                 "error", "critical", "off"};
+  if (std::find(std::begin(kLevels), std::end(kLevels), out.log_level) == std::end(kLevels)) {
+    return fail(log.error("level", log.take("level"),
+                          "expected one of trace, debug, info, warn, error, critical, off; "
+                          "found " +
+                              in_quotes(out.log_level)));
+  }
+  return log.reject_unknown();
+}
+
+Result<ServerConfig> read_document(const toml::table& document, const std::string& origin) {
+  ServerConfig config;
+  config.origin = origin;
+  Section top(origin, &document, "");
+
+  CPPCDC_CFG_ASSIGN(config.delivery_contract, top.get_string("delivery_contract"));
+  if (config.delivery_contract == "effectively_once") {
+    return fail(top.error("delivery_contract", top.take("delivery_contract"),
+                          "\"effectively_once\" needs a transactional sink that commits the "
+                          "checkpoint with the data; the file and stdout sinks cannot honour "
+                          "it, so only \"at_least_once\" is available"));
+  }
+  if (config.delivery_contract != "at_least_once") {
+    return fail(
+        top.error("delivery_contract", top.take("delivery_contract"),
+                  "expected \"at_least_once\", found " + in_quotes(config.delivery_contract)));
+  }
+
+  auto source = top.get_table("source");
+  if (!source) return fail(source.error());
+  if (auto st = read_source(*source, config.source); !st) return fail(st.error());
+
+  auto sink = top.get_table("sink");
+  if (!sink) return fail(sink.error());
+  if (auto st = read_sink(*sink, config.sink); !st) return fail(st.error());
+
+  auto state = top.get_table("state");
+  if (!state) return fail(state.error());
+  if (auto st = read_state(*state, config.state); !st) return fail(st.error());
+
+  auto runtime = top.get_table("runtime");
+  if (!runtime) return fail(runtime.error());
+  if (auto st = read_runtime(*runtime, config.runtime); !st) return fail(st.error());
+
+  auto log = top.get_table("log");
+  if (!log) return fail(log.error());
+  if (auto st = read_log(*log, config); !st) return fail(st.error());
+
+  if (auto st = top.reject_unknown(); !st) return fail(st.error());
+  return config;
+}
+
+#undef CPPCDC_CFG_ASSIGN
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+bool is_space(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
+
+// key=value connection string: replaces the value of every `password` keyword.
+std::string redact_keyword_dsn(std::string_view dsn) {
+  std::string out;
+  out.reserve(dsn.size());
+  std::size_t i = 0;
+  while (i < dsn.size()) {
+    // Copy whitespace between pairs.
+    while (i < dsn.size() && is_space(dsn[i])) out += dsn[i++];
+    const std::size_t key_start = i;
+    while (i < dsn.size() && dsn[i] != '=' && !is_space(dsn[i])) ++i;
+    const std::string_view key = dsn.substr(key_start, i - key_start);
+    out.append(key);
+    while (i < dsn.size() && is_space(dsn[i])) out += dsn[i++];
+    if (i >= dsn.size() || dsn[i] != '=') continue;  // malformed; keep scanning
+    out += dsn[i++];
+    while (i < dsn.size() && is_space(dsn[i])) out += dsn[i++];
+    const std::size_t value_start = i;
+    if (i < dsn.size() && dsn[i] == '\'') {
+      ++i;
+      while (i < dsn.size() && dsn[i] != '\'') i += (dsn[i] == '\\' && i + 1 < dsn.size()) ? 2 : 1;
+      if (i < dsn.size()) ++i;  // closing quote
+    } else {
+      while (i < dsn.size() && !is_space(dsn[i]))
+        i += (dsn[i] == '\\' && i + 1 < dsn.size()) ? 2 : 1;
+    }
+    if (iequals(key, "password")) {
+      out += "****";
+    } else {
+      out.append(dsn.substr(value_start, i - value_start));
+    }
+  }
+  return out;
+}
+
+// postgres:// or postgresql:// URI: the user-info password and `password` query parameters.
+std::string redact_uri_dsn(std::string_view dsn, std::size_t authority_start) {
+  std::string out(dsn);
+  const std::size_t query = out.find('?', authority_start);
+  const std::size_t authority_limit = query == std::string::npos ? out.size() : query;
+  const std::size_t at = out.rfind('@', authority_limit == 0 ? 0 : authority_limit - 1);
+  if (at != std::string::npos && at >= authority_start) {
+    const std::size_t colon = out.find(':', authority_start);
+    if (colon != std::string::npos && colon < at) {
+      out.replace(colon + 1, at - colon - 1, "****");
+    }
+  }
+  std::size_t pos = out.find('?', authority_start);
+  while (pos != std::string::npos && pos < out.size()) {
+    const std::size_t name_start = pos + 1;
+    const std::size_t eq = out.find('=', name_start);
+    std::size_t end = out.find('&', name_start);
+    if (end == std::string::npos) end = out.size();
+    if (eq != std::string::npos && eq < end &&
+        iequals(std::string_view(out).substr(name_start, eq - name_start), "password")) {
+      out.replace(eq + 1, end - eq - 1, "****");
+      end = eq + 1 + 4;
+    }
+    pos = end < out.size() ? end : std::string::npos;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string redact_dsn(std::string_view dsn) {
+  for (std::string_view scheme : {"postgresql://", "postgres://"}) {
+    if (dsn.size() >= scheme.size() && iequals(dsn.substr(0, scheme.size()), scheme)) {
+      return redact_uri_dsn(dsn, scheme.size());
+    }
+  }
+  return redact_keyword_dsn(dsn);
+}
+
+Result<ServerConfig> parse_server_config(std::string_view toml_text, const std::string& origin) {
+  toml::table document;
+  try {
+    document = toml::parse(toml_text, origin);
+  } catch (const toml::parse_error& e) {
+    return fail(Error::configuration(locate(origin, e.source()) +
+                                     ": invalid TOML: " + std::string(e.description())));
+  }
+  return read_document(document, origin);
+}
+
+Result<ServerConfig> load_server_config(const std::filesystem::path& path) {
+  const std::string origin = path.string();
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) {
+    return fail(Error::configuration("cannot read " + origin + ": " + std::strerror(errno) +
+                                     "; pass the path of cdc.toml with --config"));
+  }
+  std::string text;
+  char buffer[8192];
+  std::size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof buffer, file)) > 0) text.append(buffer, n);
+  const bool failed = std::ferror(file) != 0;
+  const int err = errno;
+  std::fclose(file);
+  if (failed) {
+    return fail(Error::configuration("cannot read " + origin + ": " + std::strerror(err)));
+  }
+  return parse_server_config(text, origin);
+}
+
+std::string describe_config(const ServerConfig& config) {
+  std::string out;
+  auto line = [&out](const std::string& text) {
+    out += text;
+    out += '\n';
+  };
+  const auto& src = config.source;
+  const auto yes_no = [](bool b) { return b ? std::string("yes") : std::string("no"); };
+  line("configuration:      " + config.origin);
+  line("delivery_contract:  " + config.delivery_contract);
+  line("source:             postgres (source_name " + in_quotes(src.source_name) + ")");
+  line("  dsn:              " + redact_dsn(src.dsn));
+  line("  slot:             " + src.slot_name + " (create if missing: " + yes_no(src.create_slot) +
+       ")");
+  line("  publication:      " + src.publication_name +
+       " (create if missing: " + yes_no(src.create_publication) + ")");
+  std::string tables;
+  for (const auto& t : src.tables) tables += (tables.empty() ? "" : ", ") + t;
+  line("  tables:           " + tables);
+  line("  status interval:  " + std::to_string(src.status_interval_ms) + " ms");
+  if (config.sink.type == "file") {
+    line("sink:               file " + config.sink.path.string());
+  } else {
+    line("sink:               stdout");
+  }
+  if (config.state.offset.backend == "local_fs") {
+    line("checkpoint:         local_fs " +
+         (config.state.offset.dir / ("checkpoint-" + src.slot_name + ".ckpt")).string());
+  } else {
+    line("checkpoint:         memory (not durable: a restart starts from the slot's position)");
+  }
+  const auto& rt = config.runtime;
+  line("runtime:            max_buffer_size " + std::to_string(rt.max_buffer_size) +
+       ", max_poll_wait_ms " + std::to_string(rt.max_poll_wait_ms));
+  const auto& retry = rt.connection_retry;
+  line("  connection retry: " +
+       (retry.max_retries ? std::to_string(*retry.max_retries) + " retries"
+                          : std::string("forever")) +
+       ", initial delay " + std::to_string(retry.initial_delay_ms) + " ms, max delay " +
+       std::to_string(retry.max_delay_ms) + " ms");
+  line("log:                format " + config.log_format + ", level " + config.log_level);
+  return out;
+}
+
+}  // namespace cppcdc::server

@@ -1,0 +1,204 @@
+#include "server/run.hpp"
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <ctime>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/json_write.hpp"
+#include "cppcdc/checkpoint.hpp"
+#include "cppcdc/postgres.hpp"
+#include "cppcdc/runtime.hpp"
+#include "cppcdc/sink.hpp"
+
+namespace cppcdc::server {
+namespace {
+
+// Set by SIGINT/SIGTERM. A lock-free atomic is safe to store from a signal handler.
+std::atomic<bool> g_stop_requested{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+
+extern "C" void on_stop_signal(int /*signo*/) { g_stop_requested.store(true); }
+
+// No SA_RESTART, so a blocking call returns EINTR and the loop sees the flag promptly.
+// SA_RESETHAND: a second signal takes the default action (the process dies at once), which
+// is safe because nothing unacknowledged is ever checkpointed.
+void install_signal_handlers() {
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESETHAND;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
+
+// One JSON object per line: {"ts":"2026-01-01T00:00:00.000Z","level":"info","msg":"..."}.
+class JsonLineFormatter final : public spdlog::formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
+    line_.clear();
+    const auto since_epoch = msg.time.time_since_epoch();
+    const auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(since_epoch).count() % 1000;
+    const std::time_t secs = std::chrono::system_clock::to_time_t(msg.time);
+    std::tm tm{};
+    gmtime_r(&secs, &tm);
+    char ts[96];
+    std::snprintf(ts, sizeof ts, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                  tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                  static_cast<int>(ms < 0 ? ms + 1000 : ms));
+    line_ += "{\"ts\":\"";
+    line_ += ts;
+    line_ += "\",\"level\":";
+    const auto level = spdlog::level::to_string_view(msg.level);
+    detail::append_json_string(line_, std::string_view(level.data(), level.size()));
+    line_ += ",\"msg\":";
+    detail::append_json_string(line_, std::string_view(msg.payload.data(), msg.payload.size()));
+    line_ += "}\n";
+    dest.append(line_.data(), line_.data() + line_.size());
+  }
+
+  std::unique_ptr<spdlog::formatter> clone() const override {
+    return std::make_unique<JsonLineFormatter>();
+  }
+
+ private:
+  std::string line_;
+};
+
+void setup_logging(const ServerConfig& config) {
+  auto logger = spdlog::stderr_color_mt("cppcdc");
+  if (config.log_format == "json") {
+    logger->set_formatter(std::make_unique<JsonLineFormatter>());
+  } else {
+    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %^%l%$ %v", spdlog::pattern_time_type::utc);
+  }
+  logger->set_level(spdlog::level::from_str(config.log_level));
+  logger->flush_on(spdlog::level::warn);
+  spdlog::set_default_logger(std::move(logger));
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ",") + item;
+  return out;
+}
+
+// Closes the source: cleanly when nothing is in flight, otherwise forced (the unacknowledged
+// events are replayed after a restart, which is what at-least-once allows).
+void shut_down(Runtime& runtime) {
+  if (auto stopped = runtime.stop(); !stopped) {
+    spdlog::warn("clean stop refused ({}); forcing it", stopped.error().report());
+    runtime.force_stop();
+  }
+}
+
+int report_failure(const Error& error) {
+  spdlog::error("cppcdc stopped: {}", error.report());
+  spdlog::default_logger()->flush();
+  return exit_code_for(error.kind());
+}
+
+}  // namespace
+
+int exit_code_for(ErrorKind kind) noexcept {
+  switch (kind) {
+    case ErrorKind::kConfiguration:
+      return kExitConfiguration;
+    case ErrorKind::kTerminal:
+      return kExitTerminal;
+    default:
+      return kExitFailure;
+  }
+}
+
+int run_server(const ServerConfig& config) {
+  setup_logging(config);
+  install_signal_handlers();
+
+  auto source = pg::make_postgres_source(config.source);
+  if (!source) return report_failure(source.error().context("building the PostgreSQL source"));
+
+  std::shared_ptr<Checkpoint> checkpoint;
+  std::string checkpoint_desc;
+  if (config.state.offset.backend == "memory") {
+    checkpoint = std::make_shared<InMemoryCheckpoint>();
+    checkpoint_desc = "memory (not durable)";
+  } else {
+    auto file = FileCheckpoint::open(config.state.offset.dir, config.source.slot_name);
+    if (!file) return report_failure(file.error().context("opening the checkpoint"));
+    checkpoint_desc = "local_fs " + (*file)->path().string();
+    checkpoint = std::shared_ptr<Checkpoint>(std::move(*file));
+  }
+
+  std::unique_ptr<Sink> sink;
+  if (config.sink.type == "file") {
+    auto file = make_file_sink(config.sink.path);
+    if (!file) return report_failure(file.error().context("opening the file sink"));
+    sink = std::move(*file);
+  } else {
+    sink = make_stdout_sink();
+  }
+
+  RuntimeConfig runtime_config;
+  runtime_config.source = std::move(*source);
+  runtime_config.checkpoint = checkpoint;
+  runtime_config.options = config.runtime;
+  auto runtime = Runtime::create(std::move(runtime_config));
+  if (!runtime) return report_failure(runtime.error().context("creating the runtime"));
+
+  spdlog::info(
+      "cppcdc {} starting: source=postgres slot={} publication={} tables={} sink={} "
+      "checkpoint={} delivery_contract={} dsn=\"{}\"",
+      kVersion, config.source.slot_name, config.source.publication_name, join(config.source.tables),
+      sink->name(), checkpoint_desc, config.delivery_contract, redact_dsn(config.source.dsn));
+
+  if (auto started = (*runtime)->start(); !started) {
+    shut_down(**runtime);
+    (void)sink->close();
+    return report_failure(started.error().context("starting the pipeline"));
+  }
+  spdlog::info("pipeline running; send SIGINT or SIGTERM to stop");
+
+  auto delivered = (*runtime)->run_to_completion(*sink, g_stop_requested);
+  if (!delivered) {
+    const auto snapshot = (*runtime)->admin_snapshot();
+    shut_down(**runtime);
+    (void)sink->close();
+    spdlog::info("events delivered and acknowledged before the error: {}",
+                 snapshot.events_committed);
+    return report_failure(delivered.error());
+  }
+
+  shut_down(**runtime);
+  if (auto closed = sink->close(); !closed) {
+    return report_failure(closed.error().context("closing " + sink->name()));
+  }
+  const auto snapshot = (*runtime)->admin_snapshot();
+  spdlog::info("cppcdc stopped{}: {} events delivered, checkpoint at {}",
+               g_stop_requested.load() ? " by signal" : "", *delivered,
+               snapshot.checkpoint_offset.value_or("(none)"));
+  spdlog::default_logger()->flush();
+  return kExitOk;
+}
+
+int check_config(const std::filesystem::path& path) {
+  auto config = load_server_config(path);
+  if (!config) {
+    std::fprintf(stderr, "%s\n", config.error().report().c_str());
+    return kExitConfiguration;
+  }
+  std::fputs(describe_config(*config).c_str(), stdout);
+  std::fputs("configuration OK\n", stdout);
+  std::fflush(stdout);
+  return kExitOk;
+}
+
+}  // namespace cppcdc::server

@@ -1,0 +1,36 @@
+#pragma once
+// The server's run loop (`cppcdc run`) and the configuration check (`cppcdc check-config`).
+
+#include <filesystem>
+#include <string_view>
+
+#include "config.hpp"
+
+namespace cppcdc::server {
+
+/// Process exit codes of the server.
+inline constexpr int kExitOk = 0;             ///< clean stop (SIGINT/SIGTERM) or source ended
+inline constexpr int kExitFailure = 1;        ///< any other error (transient ones included)
+inline constexpr int kExitConfiguration = 2;  ///< the configuration is invalid
+inline constexpr int kExitTerminal = 3;       ///< needs an operator (auth, missing slot, ...)
+
+/// The version this build reports. The build may pass -DCPPCDC_VERSION="x.y.z" (the CMake
+/// project version); without it the fallback below is used.
+#ifndef CPPCDC_VERSION
+#define CPPCDC_VERSION "0.1.0"
+#endif
+inline constexpr std::string_view kVersion = CPPCDC_VERSION;
+
+/// Exit code for an error of `kind`.
+int exit_code_for(ErrorKind kind) noexcept;
+
+/// Sets up logging (log.format / log.level, on stderr) and SIGINT/SIGTERM handling, builds the
+/// source, checkpoint and sink, and delivers batches until a signal arrives or an error
+/// stops the pipeline. Returns the process exit code.
+int run_server(const ServerConfig& config);
+
+/// Loads `path`; prints the effective configuration and "configuration OK" to stdout and
+/// returns 0, or prints the error to stderr and returns kExitConfiguration.
+int check_config(const std::filesystem::path& path);
+
+}  // namespace cppcdc::server

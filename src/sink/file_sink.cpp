@@ -1,0 +1,238 @@
+// JSON-lines file sink: one envelope per line, appended; flush() writes and fsyncs.
+//
+// Crash safety: a line is only acknowledged after flush() returned, so a crash can leave at
+// most an incomplete final line (bytes after the last '\n') belonging to an unacknowledged
+// batch. Opening the file cuts that tail off; the runtime delivers those events again.
+
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <system_error>
+
+#include "core/fault.hpp"
+#include "cppcdc/sink.hpp"
+
+namespace cppcdc {
+namespace {
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+Error io_error(std::string_view what, const std::filesystem::path& path, int err) {
+  return Error::sink(ErrorKind::kTransient,
+                     std::string(what) + " '" + path.string() + "': " + errno_text(err));
+}
+
+// Writes [data, data+size) at the end of the file, retrying EINTR and short writes. `written`
+// counts the bytes that reached the file, also when an error stops the loop part way.
+Status write_all(int fd, const char* data, std::size_t size, std::size_t& written,
+                 const std::filesystem::path& path) {
+  while (written < size) {
+    const ssize_t n = ::write(fd, data + written, size - written);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail(io_error("cannot write to", path, errno));
+    }
+    written += static_cast<std::size_t>(n);
+  }
+  return ok();
+}
+
+Status sync_fd(int fd, const std::filesystem::path& path) {
+  while (::fdatasync(fd) != 0) {
+    if (errno == EINTR) continue;
+    if (errno == EINVAL) {  // some special files do not support fdatasync
+      if (::fsync(fd) == 0) return ok();
+      if (errno == EINTR) continue;
+    }
+    return fail(io_error("cannot fsync", path, errno));
+  }
+  return ok();
+}
+
+// Reads up to `size` bytes at `offset` (pread loop). Returns bytes read or -1 (errno set).
+ssize_t read_at(int fd, char* buf, std::size_t size, off_t offset) {
+  std::size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::pread(fd, buf + done, size - done, offset + static_cast<off_t>(done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    if (n == 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  return static_cast<ssize_t>(done);
+}
+
+// Offset just past the last '\n' of the file, or 0 when it has none. -1 on a read error.
+off_t end_of_last_line(int fd, off_t file_size) {
+  constexpr std::size_t kChunk = 64 * 1024;
+  std::string buf(kChunk, '\0');
+  off_t end = file_size;
+  while (end > 0) {
+    const std::size_t len = static_cast<std::size_t>(std::min<off_t>(end, kChunk));
+    const off_t start = end - static_cast<off_t>(len);
+    const ssize_t n = read_at(fd, buf.data(), len, start);
+    if (n < 0) return -1;
+    if (static_cast<std::size_t>(n) != len) {
+      errno = EIO;  // the file shrank under us
+      return -1;
+    }
+    for (std::size_t i = len; i > 0; --i) {
+      if (buf[i - 1] == '\n') return start + static_cast<off_t>(i);
+    }
+    end = start;
+  }
+  return 0;
+}
+
+// Cuts bytes after the last newline (a line torn by a crash). The sink's own descriptor is
+// write-only, so the scan uses a second, read-only one. Error kind configuration: the file
+// exists but cannot be repaired, which needs an operator.
+Status repair_torn_tail(int fd, const std::filesystem::path& path) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    return fail(Error::sink(ErrorKind::kConfiguration,
+                            "cannot stat '" + path.string() + "': " + errno_text(errno)));
+  }
+  if (!S_ISREG(st.st_mode) || st.st_size == 0) return ok();
+  int rfd = -1;
+  do {
+    rfd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  } while (rfd < 0 && errno == EINTR);
+  if (rfd < 0) {
+    return fail(Error::sink(ErrorKind::kConfiguration,
+                            "cannot open '" + path.string() +
+                                "' for reading: " + errno_text(errno) +
+                                "; the file sink needs read access to check the last line"));
+  }
+  char last = '\0';
+  off_t keep = st.st_size;
+  if (read_at(rfd, &last, 1, st.st_size - 1) != 1) {
+    keep = -1;
+  } else if (last != '\n') {
+    keep = end_of_last_line(rfd, st.st_size);
+  }
+  const int read_errno = errno;
+  ::close(rfd);
+  if (keep < 0) {
+    return fail(Error::sink(ErrorKind::kConfiguration,
+                            "cannot read '" + path.string() + "': " + errno_text(read_errno)));
+  }
+  if (keep == st.st_size) return ok();
+  while (::ftruncate(fd, keep) != 0) {
+    if (errno == EINTR) continue;
+    return fail(Error::sink(
+        ErrorKind::kConfiguration,
+        "cannot truncate the torn last line of '" + path.string() + "': " + errno_text(errno)));
+  }
+  if (auto synced = sync_fd(fd, path); !synced) return synced;
+  spdlog::warn(
+      "file sink: cut {} bytes of an incomplete last line from '{}' (left by a crash before "
+      "its batch was acknowledged); that event will be delivered again",
+      static_cast<long long>(st.st_size - keep), path.string());
+  return ok();
+}
+
+class FileSink final : public Sink {
+ public:
+  FileSink(std::filesystem::path path, int fd) : path_(std::move(path)), fd_(fd) {}
+  ~FileSink() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  FileSink(const FileSink&) = delete;
+  FileSink& operator=(const FileSink&) = delete;
+
+  Status write(std::span<const Event> events) override {
+    if (fd_ < 0) return fail(Error::invalid_state("file sink '" + path_.string() + "' is closed"));
+    for (const Event& event : events) {
+      event.append_json(buffer_);
+      buffer_.push_back('\n');
+    }
+    return ok();
+  }
+
+  Status flush() override {
+    if (fd_ < 0) return fail(Error::invalid_state("file sink '" + path_.string() + "' is closed"));
+    if (!buffer_.empty()) {
+      // Two halves with a crash point between them, so tests can leave a torn line behind.
+      const std::size_t half = buffer_.size() / 2;
+      std::size_t written = 0;
+      Status st = write_all(fd_, buffer_.data(), half, written, path_);
+      if (st) {
+        CPPCDC_FAULT_POINT("file_sink.mid_write");
+        st = write_all(fd_, buffer_.data(), buffer_.size(), written, path_);
+      }
+      // Bytes that reached the file are never written twice: a retry continues after them.
+      buffer_.erase(0, written);
+      unsynced_ = unsynced_ || written > 0;
+      if (!st) return st;
+    }
+    if (unsynced_) {
+      if (auto st = sync_fd(fd_, path_); !st) return st;
+      unsynced_ = false;
+      CPPCDC_FAULT_POINT("file_sink.after_fsync");
+    }
+    return ok();
+  }
+
+  Status close() override {
+    if (fd_ < 0) return ok();
+    Status st = flush();
+    if (::close(fd_) != 0 && st) st = fail(io_error("cannot close", path_, errno));
+    fd_ = -1;
+    return st;
+  }
+
+  std::string name() const override { return "file:" + path_.string(); }
+
+ private:
+  std::filesystem::path path_;
+  int fd_;
+  bool unsynced_ = false;  // bytes were written since the last successful fsync
+  std::string buffer_;     // serialised lines not yet written; reused across batches
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Sink>> make_file_sink(const std::filesystem::path& path) {
+  if (path.empty()) {
+    return fail(Error::sink(ErrorKind::kConfiguration,
+                            "file sink path is empty; set [sink] path to a file name"));
+  }
+  const std::filesystem::path parent = path.parent_path();
+  if (!parent.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(parent, ec);
+    if (ec) {
+      return fail(Error::sink(ErrorKind::kConfiguration,
+                              "cannot create directory '" + parent.string() + "' for the file " +
+                                  "sink '" + path.string() + "': " + ec.message() +
+                                  "; create it or choose another [sink] path"));
+    }
+  }
+  int fd = -1;
+  do {
+    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) {
+    return fail(Error::sink(ErrorKind::kConfiguration,
+                            "cannot open '" + path.string() +
+                                "' for appending: " + errno_text(errno) +
+                                "; check that the path is a writable file or choose another "
+                                "[sink] path"));
+  }
+  if (auto st = repair_torn_tail(fd, path); !st) {
+    ::close(fd);
+    return fail(std::move(st).error());
+  }
+  return std::unique_ptr<Sink>(new FileSink(path, fd));
+}
+
+}  // namespace cppcdc

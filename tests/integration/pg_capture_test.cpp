@@ -1,0 +1,281 @@
+// The PostgreSQL source end to end through the library runtime, against a real server.
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include "cppcdc/pg_lsn.hpp"
+#include "cppcdc/postgres.hpp"
+#include "cppcdc/runtime.hpp"
+#include "pg_util.hpp"
+
+using namespace cppcdc;
+using cppcdc::it::PgSession;
+
+namespace {
+
+struct Capture {
+  std::string db;
+  std::shared_ptr<Checkpoint> checkpoint = std::make_shared<InMemoryCheckpoint>();
+  std::unique_ptr<Runtime> runtime;
+
+  explicit Capture(std::string database, std::vector<std::string> tables)
+      : db(std::move(database)) {
+    const std::string slot = db;  // slots are cluster-wide: one per test database
+    pg::PostgresSourceConfig cfg;
+    cfg.dsn = it::dsn_for(db);
+    cfg.slot_name = slot;
+    cfg.publication_name = "cap_pub";
+    cfg.tables = std::move(tables);
+    auto src = pg::make_postgres_source(cfg);
+    EXPECT_TRUE(src) << src.error().report();
+    RuntimeConfig rc;
+    rc.source = std::move(*src);
+    rc.checkpoint = checkpoint;
+    rc.options.max_poll_wait_ms = 200;
+    auto rt = Runtime::create(std::move(rc));
+    EXPECT_TRUE(rt);
+    runtime = std::move(*rt);
+  }
+
+  /// Polls (and acknowledges) until `n` events arrived or 20 s passed.
+  std::vector<Event> take(std::size_t n, int seconds = 20) {
+    std::vector<Event> out;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+    while (out.size() < n && std::chrono::steady_clock::now() < deadline) {
+      auto batch = runtime->poll_event_batch();
+      if (!batch) {
+        ADD_FAILURE() << batch.error().report();
+        break;
+      }
+      for (const auto& e : batch->events()) out.push_back(e);
+      EXPECT_TRUE(runtime->commit_ack(batch->ack_mode()));
+    }
+    return out;
+  }
+};
+
+std::optional<std::string> value(const Row& row, const std::string& name) {
+  const ColumnValue* v = find_column(row, name);
+  if (v == nullptr) return std::string("<absent>");
+  return v->text;
+}
+
+std::string big_text(int kb) {
+  // Hex of a simple generator: does not compress well enough to stay inline.
+  std::string s;
+  std::uint64_t x = 88172645463325252ull;
+  static constexpr char kHex[] = "0123456789abcdef";
+  while (static_cast<int>(s.size()) < kb * 1024) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    for (int i = 0; i < 16; ++i) s += kHex[(x >> (i * 4)) & 15];
+  }
+  return s;
+}
+
+}  // namespace
+
+class PgCapture : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    db_ = it::test_database("cap");
+    it::fresh_database(db_);
+    PgSession s(it::dsn_for(db_));
+    s.query(R"(
+      create table orders (id bigint primary key, status text, amount numeric(12,2),
+                           flag boolean, code char(5), ip inet, doc jsonb, note text,
+                           big text);
+      create table full_t (id int primary key, a text, big text);
+      alter table full_t replica identity full;
+      create table other (id int primary key);
+    )");
+  }
+  void TearDown() override { it::drop_slots(db_); }
+  std::string db_;
+};
+
+TEST_F(PgCapture, InsertUpdateDeleteTruncateArriveInCommitOrderWithExactEnvelope) {
+  Capture cap(db_, {"public.orders", "public.full_t"});
+  ASSERT_TRUE(cap.runtime->start());
+  PgSession s(it::dsn_for(db_));
+  s.query(R"(
+    begin;
+    insert into orders values (1, 'new', 12.5, true, 'ab', '10.0.0.1', '{"n": 12345678901234567890, "a": [1, "x"]}', null, null);
+    insert into orders values (2, 'new', 0, false, 'abcde', '::1', null, 'x', null);
+    commit;
+    update orders set status = 'paid' where id = 1;
+    update orders set id = 3 where id = 2;
+    insert into other values (1);
+    delete from orders where id = 3;
+    truncate orders;
+  )");
+  auto events = cap.take(6);
+  ASSERT_EQ(events.size(), 6u);
+
+  const Event& i1 = events[0];
+  EXPECT_EQ(i1.op, Operation::kInsert);
+  EXPECT_EQ(i1.schema, "public");
+  EXPECT_EQ(i1.table, "orders");
+  EXPECT_EQ(i1.primary_key, std::vector<std::string>{"id"});
+  ASSERT_TRUE(i1.transaction);
+  EXPECT_EQ(i1.transaction->total_events, 2u);
+  EXPECT_EQ(i1.transaction->event_index, 0u);
+  EXPECT_EQ(events[1].transaction->event_index, 1u);
+  EXPECT_EQ(events[1].transaction->tx_id, i1.transaction->tx_id);
+  EXPECT_TRUE(i1.resume_offset.empty());
+  EXPECT_FALSE(events[1].resume_offset.empty());
+  // Output-function text, not ::text casts: boolean t, char(n) padded, inet without /32.
+  EXPECT_EQ(value(*i1.after, "amount"), "12.50");
+  EXPECT_EQ(value(*i1.after, "flag"), "t");
+  EXPECT_EQ(value(*i1.after, "code"), "ab   ");
+  EXPECT_EQ(value(*i1.after, "ip"), "10.0.0.1");
+  EXPECT_EQ(value(*i1.after, "note"), std::nullopt);
+  ASSERT_NE(find_column(*i1.after, "doc"), nullptr);
+  EXPECT_TRUE(find_column(*i1.after, "doc")->is_json);
+
+  const auto json = boost::json::parse(i1.to_json()).as_object();
+  EXPECT_TRUE(json.at("after").as_object().at("doc").is_object());
+  EXPECT_NE(i1.to_json().find("12345678901234567890"), std::string::npos);
+  EXPECT_TRUE(json.at("after").as_object().at("note").is_null());
+  EXPECT_EQ(json.at("source").as_object().at("source_name").as_string(), "postgres");
+  EXPECT_TRUE(json.at("snapshot").is_null());
+  EXPECT_EQ(json.at("envelope_version").as_int64(), 1);
+  ASSERT_TRUE(i1.shape);
+  EXPECT_EQ(i1.shape->columns()[2].data_type, "numeric(12,2)");
+  EXPECT_EQ(i1.shape->columns()[4].data_type, "character(5)");
+  EXPECT_FALSE(i1.shape->columns()[0].nullable);
+
+  const Event& u = events[2];
+  EXPECT_EQ(u.op, Operation::kUpdate);
+  EXPECT_TRUE(u.before.is_unavailable());  // DEFAULT identity, key unchanged
+  EXPECT_EQ(value(*u.after, "status"), "paid");
+  EXPECT_EQ(u.row_write().kind, RowWrite::Kind::kReplace);
+
+  const Event& moved = events[3];
+  ASSERT_TRUE(moved.before.is_key_only());
+  EXPECT_EQ(value(*moved.before.row(), "id"), "2");
+  EXPECT_EQ(value(*moved.after, "id"), "3");
+  ASSERT_TRUE(moved.row_write().previous_key);
+
+  const Event& d = events[4];
+  EXPECT_EQ(d.op, Operation::kDelete);
+  EXPECT_TRUE(d.before_is_key_only());
+  EXPECT_FALSE(d.after);
+  EXPECT_EQ(d.row_write().kind, RowWrite::Kind::kDelete);
+
+  EXPECT_EQ(events[5].op, Operation::kTruncate);
+  EXPECT_EQ(events[5].row_write().kind, RowWrite::Kind::kTruncate);
+  for (const auto& e : events) EXPECT_TRUE(e.validate()) << e.to_json();
+  ASSERT_TRUE(cap.runtime->stop());
+}
+
+TEST_F(PgCapture, UnchangedToastIsListedUnderDefaultAndCompletedUnderFull) {
+  Capture cap(db_, {"public.orders", "public.full_t"});
+  ASSERT_TRUE(cap.runtime->start());
+  PgSession s(it::dsn_for(db_));
+  const std::string big = big_text(64);
+  s.query("insert into orders (id, status, big) values (1, 'a', $1)", {big});
+  s.query("insert into full_t values (1, 'a', $1)", {big});
+  s.query("update orders set status = 'b' where id = 1");
+  s.query("update full_t set a = 'b' where id = 1");
+  s.query("update full_t set big = $1 where id = 1", {big + "z"});
+  auto events = cap.take(5);
+  ASSERT_EQ(events.size(), 5u);
+
+  const Event& def = events[2];
+  EXPECT_EQ(def.unavailable_columns, std::vector<std::string>{"big"});
+  EXPECT_EQ(find_column(*def.after, "big"), nullptr);  // absent, not null
+  EXPECT_EQ(def.row_write().kind, RowWrite::Kind::kMerge);
+  EXPECT_NE(def.to_json().find("\"unavailable_columns\":[\"big\"]"), std::string::npos);
+
+  const Event& full = events[3];
+  EXPECT_TRUE(full.unavailable_columns.empty());
+  EXPECT_EQ(value(*full.after, "big"), big);
+  EXPECT_EQ(full.row_write().kind, RowWrite::Kind::kReplace);
+  ASSERT_TRUE(full.before.is_full());
+  // The catalog's key under FULL, not every column.
+  EXPECT_EQ(full.primary_key, std::vector<std::string>{"id"});
+
+  const Event& modified = events[4];
+  EXPECT_EQ(value(*modified.after, "big"), big + "z");
+  EXPECT_TRUE(modified.unavailable_columns.empty());
+  for (const auto& e : events) EXPECT_TRUE(e.validate()) << e.to_json().substr(0, 300);
+  ASSERT_TRUE(cap.runtime->stop());
+}
+
+TEST_F(PgCapture, CleanStopAndRestartDeliversZeroDuplicates) {
+  std::shared_ptr<Checkpoint> checkpoint;
+  {
+    Capture cap(db_, {"public.orders"});
+    checkpoint = cap.checkpoint;
+    ASSERT_TRUE(cap.runtime->start());
+    PgSession s(it::dsn_for(db_));
+    s.query("begin; insert into orders (id) values (1); insert into orders (id) values (2); commit;");
+    s.query("insert into orders (id) values (3)");
+    ASSERT_EQ(cap.take(3).size(), 3u);
+    ASSERT_TRUE(cap.runtime->stop());
+  }
+  auto record = checkpoint->load();
+  ASSERT_TRUE(record && *record);
+  EXPECT_EQ((*record)->committed_events, 3u);
+  {
+    Capture cap(db_, {"public.orders"});
+    cap.checkpoint = checkpoint;
+    // Rebuild the runtime around the saved checkpoint.
+    pg::PostgresSourceConfig cfg;
+    cfg.dsn = it::dsn_for(db_);
+    cfg.slot_name = db_;
+    cfg.publication_name = "cap_pub";
+    cfg.tables = {"public.orders"};
+    RuntimeConfig rc;
+    rc.source = std::move(*pg::make_postgres_source(cfg));
+    rc.checkpoint = checkpoint;
+    rc.options.max_poll_wait_ms = 200;
+    cap.runtime = std::move(*Runtime::create(std::move(rc)));
+    ASSERT_TRUE(cap.runtime->start());
+    PgSession s(it::dsn_for(db_));
+    s.query("insert into orders (id) values (4)");
+    auto events = cap.take(2, 3);  // a duplicate would arrive within these 3 s
+    ASSERT_EQ(events.size(), 1u);
+    EXPECT_EQ(value(*events[0].after, "id"), "4");
+    ASSERT_TRUE(cap.runtime->stop());
+  }
+}
+
+TEST_F(PgCapture, ConfirmedFlushFollowsTheDurableCheckpointOnly) {
+  Capture cap(db_, {"public.orders"});
+  ASSERT_TRUE(cap.runtime->start());
+  PgSession s(it::dsn_for(db_));
+  s.query("insert into orders (id) values (1)");
+  auto batch = cap.runtime->poll_event_batch();
+  for (int i = 0; i < 50 && batch && batch->empty(); ++i) {
+    batch = cap.runtime->poll_event_batch();
+  }
+  ASSERT_TRUE(batch && batch->size() == 1);
+  const std::string end = batch->events()[0].resume_offset;
+  auto slot_lsn = [&] {
+    return s.scalar("select confirmed_flush_lsn from pg_replication_slots where slot_name = '" + db_ + "'");
+  };
+  // Delivered but not acknowledged: the slot must not move past the event.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_LT(*pg::Lsn::parse(slot_lsn()), *pg::Lsn::parse(end));
+  ASSERT_TRUE(cap.runtime->commit_ack(batch->ack_mode()));
+  EXPECT_EQ((*cap.checkpoint->load())->offset, end);
+  bool advanced = false;
+  for (int i = 0; i < 50 && !advanced; ++i) {
+    advanced = slot_lsn() == end;
+    if (!advanced) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(advanced) << "slot at " << slot_lsn() << ", checkpoint at " << end;
+  ASSERT_TRUE(cap.runtime->stop());
+}
+
+TEST_F(PgCapture, MissingTableIsTerminalAndNamesTheTable) {
+  Capture cap(db_, {"public.orders", "public.nope"});
+  auto st = cap.runtime->start();
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().kind(), ErrorKind::kTerminal);
+  EXPECT_NE(st.error().report().find("public.nope"), std::string::npos) << st.error().report();
+}

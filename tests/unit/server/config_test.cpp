@@ -1,0 +1,338 @@
+// cdc.toml loading: the documented keys, defaults, and errors that name file, key and line.
+
+#include "server/config.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "server/run.hpp"
+
+namespace cppcdc::server {
+namespace {
+
+constexpr const char* kExample = R"(delivery_contract = "at_least_once"
+
+[source]
+type = "postgres"
+dsn = "host=127.0.0.1 port=5432 dbname=shop user=cdc password=s3cret-pw"
+slot_name = "cppcdc_orders"
+publication_name = "cppcdc_orders_pub"
+tables = ["public.orders", "customers"]
+create_slot = true
+create_publication = false
+source_name = "shop-db"
+status_interval_ms = 5000
+
+[sink]
+type = "file"
+path = "/var/lib/cppcdc/out/events.jsonl"
+
+[state.offset]
+backend = "local_fs"
+dir = "/var/lib/cppcdc/state"
+
+[runtime]
+max_buffer_size = 5000
+max_poll_wait_ms = 250
+connection_retry_max_retries = -1
+connection_retry_initial_delay_ms = 200
+connection_retry_max_delay_ms = 8000
+
+[log]
+format = "json"
+level = "debug"
+)";
+
+// The smallest valid file: everything else takes its default.
+constexpr const char* kMinimal = R"([source]
+dsn = "host=localhost dbname=app"
+tables = ["public.t"]
+
+[state.offset]
+dir = "/tmp/state"
+)";
+
+std::string error_of(const std::string& text) {
+  auto config = parse_server_config(text, "cdc.toml");
+  if (config) return "(no error)";
+  EXPECT_EQ(config.error().kind(), ErrorKind::kConfiguration) << config.error().report();
+  return config.error().report();
+}
+
+// `text` with the first occurrence of `from` replaced by `to`.
+std::string edit(std::string text, const std::string& from, const std::string& to) {
+  const auto pos = text.find(from);
+  EXPECT_NE(pos, std::string::npos) << from;
+  if (pos != std::string::npos) text.replace(pos, from.size(), to);
+  return text;
+}
+
+#define EXPECT_CONTAINS(haystack, needle) \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
+
+TEST(ServerConfig, ExampleConfigParsesEveryKey) {
+  auto config = parse_server_config(kExample, "cdc.toml");
+  ASSERT_TRUE(config) << config.error().report();
+  EXPECT_EQ(config->origin, "cdc.toml");
+  EXPECT_EQ(config->delivery_contract, "at_least_once");
+  const auto& src = config->source;
+  EXPECT_EQ(src.dsn, "host=127.0.0.1 port=5432 dbname=shop user=cdc password=s3cret-pw");
+  EXPECT_EQ(src.slot_name, "cppcdc_orders");
+  EXPECT_EQ(src.publication_name, "cppcdc_orders_pub");
+  EXPECT_EQ(src.tables, (std::vector<std::string>{"public.orders", "public.customers"}));
+  EXPECT_TRUE(src.create_slot);
+  EXPECT_FALSE(src.create_publication);
+  EXPECT_EQ(src.source_name, "shop-db");
+  EXPECT_EQ(src.status_interval_ms, 5000u);
+  EXPECT_EQ(config->sink.type, "file");
+  EXPECT_EQ(config->sink.path, "/var/lib/cppcdc/out/events.jsonl");
+  EXPECT_EQ(config->state.offset.backend, "local_fs");
+  EXPECT_EQ(config->state.offset.dir, "/var/lib/cppcdc/state");
+  EXPECT_EQ(config->runtime.max_buffer_size, 5000u);
+  EXPECT_EQ(config->runtime.max_poll_wait_ms, 250u);
+  EXPECT_FALSE(config->runtime.connection_retry.max_retries.has_value());
+  EXPECT_EQ(config->runtime.connection_retry.initial_delay_ms, 200u);
+  EXPECT_EQ(config->runtime.connection_retry.max_delay_ms, 8000u);
+  EXPECT_EQ(config->log_format, "json");
+  EXPECT_EQ(config->log_level, "debug");
+}
+
+TEST(ServerConfig, MinimalConfigTakesTheDefaults) {
+  auto config = parse_server_config(kMinimal, "cdc.toml");
+  ASSERT_TRUE(config) << config.error().report();
+  const pg::PostgresSourceConfig pg_defaults;
+  const RuntimeOptions rt_defaults;
+  EXPECT_EQ(config->source.slot_name, pg_defaults.slot_name);
+  EXPECT_EQ(config->source.publication_name, pg_defaults.publication_name);
+  EXPECT_EQ(config->source.create_slot, pg_defaults.create_slot);
+  EXPECT_EQ(config->source.source_name, "postgres");
+  EXPECT_EQ(config->sink.type, "stdout");
+  EXPECT_EQ(config->state.offset.backend, "local_fs");
+  EXPECT_EQ(config->runtime.max_buffer_size, rt_defaults.max_buffer_size);
+  EXPECT_EQ(config->runtime.connection_retry.max_retries, std::optional<std::uint32_t>(5));
+  EXPECT_EQ(config->delivery_contract, "at_least_once");
+  EXPECT_EQ(config->log_format, "text");
+  EXPECT_EQ(config->log_level, "info");
+}
+
+TEST(ServerConfig, DottedStateKeysAreAccepted) {
+  auto config = parse_server_config(R"(state.offset.backend = "memory"
+[source]
+dsn = "host=h"
+tables = ["t"]
+)",
+                                    "cdc.toml");
+  ASSERT_TRUE(config) << config.error().report();
+  EXPECT_EQ(config->state.offset.backend, "memory");
+  EXPECT_EQ(config->source.tables, std::vector<std::string>{"public.t"});
+}
+
+TEST(ServerConfig, MissingRequiredKeysAreNamed) {
+  const std::string example = kExample;
+  EXPECT_CONTAINS(error_of(edit(example,
+                                "dsn = \"host=127.0.0.1 port=5432 dbname=shop user=cdc "
+                                "password=s3cret-pw\"\n",
+                                "")),
+                  "cdc.toml: [source] dsn: required");
+  EXPECT_CONTAINS(error_of(edit(example, "tables = [\"public.orders\", \"customers\"]\n", "")),
+                  "cdc.toml: [source] tables: required");
+  EXPECT_CONTAINS(error_of(edit(example, "path = \"/var/lib/cppcdc/out/events.jsonl\"\n", "")),
+                  "cdc.toml: [sink] path: required when type = \"file\"");
+  EXPECT_CONTAINS(error_of(edit(example, "dir = \"/var/lib/cppcdc/state\"\n", "")),
+                  "cdc.toml: [state.offset] dir: required when backend = \"local_fs\"");
+  EXPECT_CONTAINS(error_of("[state.offset]\nbackend = \"memory\"\n"), "cdc.toml: [source]");
+}
+
+TEST(ServerConfig, WrongTypeNamesKeyAndLine) {
+  const std::string example = kExample;
+  // create_slot sits on line 9, its value at column 15.
+  EXPECT_CONTAINS(error_of(edit(example, "create_slot = true", "create_slot = \"yes\"")),
+                  "cdc.toml:9:15: [source] create_slot: expected a boolean, found a string");
+  EXPECT_CONTAINS(error_of(edit(example, "max_buffer_size = 5000", "max_buffer_size = \"5000\"")),
+                  "[runtime] max_buffer_size: expected an integer, found a string");
+  EXPECT_CONTAINS(error_of(edit(example, "tables = [\"public.orders\", \"customers\"]",
+                                "tables = [\"public.orders\", 7]")),
+                  "cdc.toml:8:28: [source] tables: expected a \"schema.table\" string, found an "
+                  "integer");
+  EXPECT_CONTAINS(error_of(edit(example, "tables = [\"public.orders\", \"customers\"]",
+                                "tables = \"public.orders\"")),
+                  "[source] tables: expected an array");
+  EXPECT_CONTAINS(error_of(std::string("sink = 3\n") + kMinimal),
+                  "cdc.toml:1:8: sink: expected a table, found an integer");
+}
+
+TEST(ServerConfig, OutOfRangeAndBadValuesAreNamed) {
+  const std::string example = kExample;
+  EXPECT_CONTAINS(error_of(edit(example, "max_buffer_size = 5000", "max_buffer_size = 0")),
+                  "[runtime] max_buffer_size: expected an integer from 1");
+  EXPECT_CONTAINS(error_of(edit(example, "connection_retry_max_retries = -1",
+                                "connection_retry_max_retries = -2")),
+                  "[runtime] connection_retry_max_retries");
+  EXPECT_CONTAINS(
+      error_of(edit(example, "tables = [\"public.orders\", \"customers\"]", "tables = []")),
+      "[source] tables: expected at least one");
+  EXPECT_CONTAINS(error_of(edit(example, "\"customers\"", "\"a.b.c\"")), "[source] tables");
+  EXPECT_CONTAINS(error_of(edit(example, "\"customers\"", "\"orders\"")), "listed twice");
+  EXPECT_CONTAINS(error_of(edit(example, "type = \"file\"", "type = \"kafka\"")),
+                  "[sink] type: expected \"file\" or \"stdout\"");
+  EXPECT_CONTAINS(error_of(edit(example, "backend = \"local_fs\"", "backend = \"redis\"")),
+                  "[state.offset] backend");
+  EXPECT_CONTAINS(error_of(edit(example, "format = \"json\"", "format = \"xml\"")), "[log] format");
+  EXPECT_CONTAINS(error_of(edit(example, "level = \"debug\"", "level = \"loud\"")), "[log] level");
+  EXPECT_CONTAINS(error_of(edit(example, "connection_retry_max_delay_ms = 8000",
+                                "connection_retry_max_delay_ms = 100")),
+                  "[runtime] connection_retry_max_delay_ms");
+}
+
+TEST(ServerConfig, SlotAndPublicationNamesAreValidated) {
+  const std::string example = kExample;
+  EXPECT_CONTAINS(error_of(edit(example, "\"cppcdc_orders\"", "\"Orders\"")),
+                  "cdc.toml:6:13: [source] slot_name: expected 1 to 63 characters");
+  EXPECT_CONTAINS(error_of(edit(example, "\"cppcdc_orders\"", "\"my-slot\"")),
+                  "[source] slot_name");
+  EXPECT_CONTAINS(error_of(edit(example, "\"cppcdc_orders\"", "\"" + std::string(64, 'a') + "\"")),
+                  "[source] slot_name");
+  auto ok63 = parse_server_config(
+      edit(example, "\"cppcdc_orders\"", "\"" + std::string(63, 'a') + "\""), "cdc.toml");
+  EXPECT_TRUE(ok63) << ok63.error().report();
+  EXPECT_CONTAINS(error_of(edit(example, "\"cppcdc_orders_pub\"", "\"\"")),
+                  "[source] publication_name");
+  EXPECT_CONTAINS(
+      error_of(edit(example, "\"cppcdc_orders_pub\"", "\"" + std::string(64, 'p') + "\"")),
+      "[source] publication_name");
+}
+
+TEST(ServerConfig, UnknownKeysAreErrorsNamingTheKey) {
+  const std::string example = kExample;
+  EXPECT_CONTAINS(error_of(edit(example, "slot_name =", "slot_nmae =")),
+                  "cdc.toml:6:1: [source] slot_nmae: unknown key");
+  EXPECT_CONTAINS(error_of(edit(example, "[sink]\n", "[sink]\nformat = \"json\"\n")),
+                  "[sink] format: unknown key");
+  EXPECT_CONTAINS(error_of(edit(example, "[state.offset]\n", "[state.offset]\ndirr = \"x\"\n")),
+                  "[state.offset] dirr: unknown key");
+  EXPECT_CONTAINS(error_of(edit(example, "[runtime]\n", "[runtime]\nmax_bufer_size = 1\n")),
+                  "[runtime] max_bufer_size: unknown key");
+  EXPECT_CONTAINS(error_of(edit(example, "[log]\n", "[log]\ncolour = true\n")),
+                  "[log] colour: unknown key");
+  EXPECT_CONTAINS(error_of(std::string("delivery_contrat = \"at_least_once\"\n") + kMinimal),
+                  "cdc.toml:1:1: delivery_contrat: unknown key");
+  EXPECT_CONTAINS(error_of(std::string(kMinimal) + "[[sinks]]\nname = \"x\"\n"),
+                  "sinks: unknown key");
+  EXPECT_CONTAINS(error_of(std::string(kMinimal) + "[state.schema_history]\nbackend = \"x\"\n"),
+                  "cdc.toml:7:8: [state] schema_history: unknown key");
+}
+
+TEST(ServerConfig, EffectivelyOnceIsRefused) {
+  const std::string report = error_of(edit(kExample, "\"at_least_once\"", "\"effectively_once\""));
+  EXPECT_CONTAINS(report, "cdc.toml:1:21: delivery_contract:");
+  EXPECT_CONTAINS(report, "cannot honour");
+  EXPECT_CONTAINS(report, "at_least_once");
+  EXPECT_CONTAINS(error_of(edit(kExample, "\"at_least_once\"", "\"exactly_once\"")),
+                  "delivery_contract: expected \"at_least_once\"");
+}
+
+TEST(ServerConfig, OtherSourceTypesAreNotBuiltYet) {
+  for (const char* type : {"mysql", "mariadb", "sqlserver"}) {
+    const std::string report =
+        error_of(edit(kExample, "type = \"postgres\"", std::string("type = \"") + type + "\""));
+    EXPECT_CONTAINS(report, "cdc.toml:4:8: [source] type:");
+    EXPECT_CONTAINS(report, "not built yet");
+  }
+  EXPECT_CONTAINS(error_of(edit(kExample, "type = \"postgres\"", "type = \"oracle\"")),
+                  "[source] type: expected \"postgres\"");
+}
+
+TEST(ServerConfig, TomlSyntaxErrorNamesLineAndColumn) {
+  const std::string report = error_of("[source]\ndsn = \"unterminated\n");
+  EXPECT_CONTAINS(report, "cdc.toml:2:");
+  EXPECT_CONTAINS(report, "invalid TOML");
+}
+
+TEST(ServerConfig, LoadNamesAMissingFile) {
+  auto config = load_server_config("/nonexistent/dir/cdc.toml");
+  ASSERT_FALSE(config);
+  EXPECT_EQ(config.error().kind(), ErrorKind::kConfiguration);
+  EXPECT_CONTAINS(config.error().report(), "/nonexistent/dir/cdc.toml");
+}
+
+TEST(ServerConfig, LoadReadsAFileAndNamesItInErrors) {
+  const auto path = std::filesystem::path(::testing::TempDir()) / "cppcdc_config_test.toml";
+  {
+    std::ofstream out(path);
+    out << "\n\nbogus = 1\n" << kMinimal;
+  }
+  auto config = load_server_config(path);
+  ASSERT_FALSE(config);
+  EXPECT_CONTAINS(config.error().report(), path.string() + ":3:1: bogus: unknown key");
+  {
+    std::ofstream out(path, std::ios::trunc);
+    out << kMinimal;
+  }
+  auto good = load_server_config(path);
+  ASSERT_TRUE(good) << good.error().report();
+  EXPECT_EQ(good->origin, path.string());
+  std::filesystem::remove(path);
+}
+
+TEST(ServerConfig, DescribeConfigSummarisesWithoutThePassword) {
+  auto config = parse_server_config(kExample, "cdc.toml");
+  ASSERT_TRUE(config) << config.error().report();
+  const std::string text = describe_config(*config);
+  EXPECT_EQ(text.find("s3cret-pw"), std::string::npos) << text;
+  EXPECT_CONTAINS(text, "password=****");
+  EXPECT_CONTAINS(text, "cppcdc_orders");
+  EXPECT_CONTAINS(text, "public.customers");
+  EXPECT_CONTAINS(text, "/var/lib/cppcdc/out/events.jsonl");
+  EXPECT_CONTAINS(text, "/var/lib/cppcdc/state/checkpoint-cppcdc_orders.ckpt");
+}
+
+TEST(RedactDsn, KeywordFormHidesThePassword) {
+  EXPECT_EQ(redact_dsn("host=db user=cdc password=hunter2 dbname=app"),
+            "host=db user=cdc password=**** dbname=app");
+  EXPECT_EQ(redact_dsn("password = hunter2"), "password = ****");
+  EXPECT_EQ(redact_dsn("PASSWORD=hunter2 host=db"), "PASSWORD=**** host=db");
+  EXPECT_EQ(redact_dsn("host=db dbname=app"), "host=db dbname=app");
+  const std::string quoted = redact_dsn("host=db password='hun ter\\'2 x' user=cdc");
+  EXPECT_EQ(quoted, "host=db password=**** user=cdc");
+  for (const auto& dsn : {std::string("password='a b c'"), std::string("password=x\\ y z=1"),
+                          std::string("password='unterminated secret")}) {
+    const std::string out = redact_dsn(dsn);
+    EXPECT_EQ(out.find("a b c"), std::string::npos) << out;
+    EXPECT_EQ(out.find("x\\ y"), std::string::npos) << out;
+    EXPECT_EQ(out.find("secret"), std::string::npos) << out;
+    EXPECT_CONTAINS(out, "****");
+  }
+}
+
+TEST(RedactDsn, UriFormHidesThePassword) {
+  EXPECT_EQ(redact_dsn("postgresql://cdc:hunter2@db.example:5432/app"),
+            "postgresql://cdc:****@db.example:5432/app");
+  EXPECT_EQ(redact_dsn("postgres://cdc:p%40ss/w@db/app?sslmode=require"),
+            "postgres://cdc:****@db/app?sslmode=require");
+  EXPECT_EQ(redact_dsn("postgresql://cdc:a@b@h1:5432,h2:5433/app"),
+            "postgresql://cdc:****@h1:5432,h2:5433/app");
+  EXPECT_EQ(redact_dsn("postgresql://db/app?user=cdc&password=hunter2&sslmode=disable"),
+            "postgresql://db/app?user=cdc&password=****&sslmode=disable");
+  EXPECT_EQ(redact_dsn("postgresql://cdc@db:5432/app"), "postgresql://cdc@db:5432/app");
+  EXPECT_EQ(redact_dsn("postgresql://db:5432/app"), "postgresql://db:5432/app");
+  const std::string both = redact_dsn("postgresql://u:hunter2@db/app?password=hunter3");
+  EXPECT_EQ(both.find("hunter"), std::string::npos) << both;
+}
+
+TEST(RunServer, ExitCodesFollowTheErrorKind) {
+  EXPECT_EQ(exit_code_for(ErrorKind::kConfiguration), 2);
+  EXPECT_EQ(exit_code_for(ErrorKind::kTerminal), 3);
+  EXPECT_EQ(exit_code_for(ErrorKind::kTransient), 1);
+  EXPECT_EQ(exit_code_for(ErrorKind::kInternal), 1);
+}
+
+TEST(RunServer, CheckConfigReportsAnInvalidFile) {
+  EXPECT_EQ(check_config("/nonexistent/cdc.toml"), 2);
+}
+
+}  // namespace
+}  // namespace cppcdc::server

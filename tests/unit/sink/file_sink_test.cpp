@@ -1,0 +1,244 @@
+// File sink: exact JSON lines, durability on flush, and repair of a line torn by a crash.
+
+#include <gtest/gtest.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cppcdc/event.hpp"
+#include "cppcdc/sink.hpp"
+
+namespace cppcdc {
+namespace {
+
+namespace fs = std::filesystem;
+
+class FileSinkTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::path(::testing::TempDir()) / "file_sink_XXXXXX").string();
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  fs::path dir_;
+};
+
+Event make_event(int i, std::size_t payload_size = 16) {
+  EventBuilder builder("orders", Operation::kInsert);
+  builder.schema("public")
+      .source(SourceMetadata{"postgres", "0/" + std::to_string(0x1000 + i), 1700000000000 + i})
+      .ts(1700000000100 + i)
+      .primary_key({"id"})
+      .after(Row{{"id", std::to_string(i), false},
+                 {"note", std::string(payload_size, 'x') + "\"quoted\"\n", false},
+                 {"extra", std::nullopt, false},
+                 {"doc", std::string(R"({"k":[1,2]})"), true}})
+      .transaction(TransactionMetadata{static_cast<std::uint64_t>(700 + i), 1, 0});
+  return std::move(builder).build();
+}
+
+std::vector<Event> make_batch(int first, int count, std::size_t payload_size = 16) {
+  std::vector<Event> out;
+  for (int i = first; i < first + count; ++i) out.push_back(make_event(i, payload_size));
+  return out;
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write_file(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const auto nl = text.find('\n', start);
+    if (nl == std::string::npos) {
+      lines.push_back(text.substr(start));
+      break;
+    }
+    lines.push_back(text.substr(start, nl - start));
+    start = nl + 1;
+  }
+  return lines;
+}
+
+TEST_F(FileSinkTest, WritesExactlyOneEnvelopeLinePerEvent) {
+  const fs::path path = dir_ / "events.jsonl";
+  auto sink = make_file_sink(path);
+  ASSERT_TRUE(sink) << sink.error().report();
+  const auto batch = make_batch(1, 3);
+  ASSERT_TRUE((*sink)->write(batch));
+  ASSERT_TRUE((*sink)->flush());
+  const auto second = make_batch(4, 2);
+  ASSERT_TRUE((*sink)->write(second));
+  ASSERT_TRUE((*sink)->flush());
+  ASSERT_TRUE((*sink)->close());
+
+  const std::string text = read_file(path);
+  ASSERT_FALSE(text.empty());
+  EXPECT_EQ(text.back(), '\n');
+  const auto lines = split_lines(text);
+  ASSERT_EQ(lines.size(), 5u);
+  for (int i = 0; i < 5; ++i) {
+    const Event& expected = i < 3 ? batch[i] : second[i - 3];
+    EXPECT_EQ(lines[i], expected.to_json());
+    auto parsed = Event::from_json(lines[i]);
+    ASSERT_TRUE(parsed) << parsed.error().report();
+    EXPECT_EQ(*parsed, expected);
+  }
+  EXPECT_EQ((*sink)->name(), "file:" + path.string());
+}
+
+TEST_F(FileSinkTest, AppendsToAnExistingFileOfCompleteLines) {
+  const fs::path path = dir_ / "events.jsonl";
+  write_file(path, "earlier\n");
+  auto sink = make_file_sink(path);
+  ASSERT_TRUE(sink) << sink.error().report();
+  const auto batch = make_batch(1, 1);
+  ASSERT_TRUE((*sink)->write(batch));
+  ASSERT_TRUE((*sink)->flush());
+  EXPECT_EQ(read_file(path), "earlier\n" + batch[0].to_json() + "\n");
+}
+
+TEST_F(FileSinkTest, CreatesTheParentDirectory) {
+  const fs::path path = dir_ / "a" / "b" / "events.jsonl";
+  auto sink = make_file_sink(path);
+  ASSERT_TRUE(sink) << sink.error().report();
+  EXPECT_TRUE(fs::is_regular_file(path));
+}
+
+TEST_F(FileSinkTest, OpenFailureIsAConfigurationErrorNamingThePath) {
+  const fs::path path = dir_ / "is_a_directory";
+  fs::create_directories(path);
+  auto sink = make_file_sink(path);
+  ASSERT_FALSE(sink);
+  EXPECT_EQ(sink.error().kind(), ErrorKind::kConfiguration);
+  EXPECT_NE(sink.error().report().find(path.string()), std::string::npos) << sink.error().report();
+}
+
+TEST_F(FileSinkTest, TornLastLineIsCutOnOpen) {
+  const fs::path path = dir_ / "events.jsonl";
+  write_file(path, "complete\n{partial");
+  auto sink = make_file_sink(path);
+  ASSERT_TRUE(sink) << sink.error().report();
+  EXPECT_EQ(read_file(path), "complete\n");
+}
+
+TEST_F(FileSinkTest, FileWithoutAnyNewlineIsTruncatedToEmpty) {
+  const fs::path path = dir_ / "events.jsonl";
+  write_file(path, "{\"before\":null,\"af");
+  auto sink = make_file_sink(path);
+  ASSERT_TRUE(sink) << sink.error().report();
+  EXPECT_EQ(fs::file_size(path), 0u);
+}
+
+TEST_F(FileSinkTest, TornTailLongerThanOneReadChunkIsCut) {
+  const fs::path path = dir_ / "events.jsonl";
+  const std::string head = "first\nsecond\n";
+  write_file(path, head + std::string(200 * 1024, 'y'));
+  auto sink = make_file_sink(path);
+  ASSERT_TRUE(sink) << sink.error().report();
+  EXPECT_EQ(read_file(path), head);
+}
+
+TEST_F(FileSinkTest, FlushMakesTheBatchVisibleToAnotherReader) {
+  const fs::path path = dir_ / "events.jsonl";
+  auto sink = make_file_sink(path);
+  ASSERT_TRUE(sink) << sink.error().report();
+  const auto batch = make_batch(1, 2);
+  ASSERT_TRUE((*sink)->write(batch));
+  // Buffered until flush: nothing in the file yet.
+  EXPECT_EQ(read_file(path), "");
+  ASSERT_TRUE((*sink)->flush());
+  EXPECT_EQ(read_file(path), batch[0].to_json() + "\n" + batch[1].to_json() + "\n");
+  // A flush with nothing new writes nothing.
+  ASSERT_TRUE((*sink)->flush());
+  EXPECT_EQ(split_lines(read_file(path)).size(), 2u);
+}
+
+TEST_F(FileSinkTest, WriteAfterCloseIsRefused) {
+  auto sink = make_file_sink(dir_ / "events.jsonl");
+  ASSERT_TRUE(sink) << sink.error().report();
+  ASSERT_TRUE((*sink)->close());
+  ASSERT_TRUE((*sink)->close());  // idempotent
+  const auto batch = make_batch(1, 1);
+  EXPECT_FALSE((*sink)->write(batch));
+}
+
+// A crash half way through writing a batch leaves a torn line; reopening cuts it so every
+// remaining line is a complete envelope, and the next batch appends cleanly.
+TEST_F(FileSinkTest, CrashMidWriteLeavesOnlyCompleteLinesAfterReopen) {
+  const fs::path path = dir_ / "events.jsonl";
+  const auto first = make_batch(1, 3);
+  {
+    auto sink = make_file_sink(path);
+    ASSERT_TRUE(sink) << sink.error().report();
+    ASSERT_TRUE((*sink)->write(first));
+    ASSERT_TRUE((*sink)->flush());
+    ASSERT_TRUE((*sink)->close());
+  }
+
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::setenv("CPPCDC_FAULT_POINT", "file_sink.mid_write", 1);
+    auto sink = make_file_sink(path);
+    if (!sink) ::_exit(10);
+    // An odd number of long events, so half the buffer ends inside a line.
+    const auto batch = make_batch(100, 5, 333);
+    if (!(*sink)->write(batch)) ::_exit(11);
+    (void)(*sink)->flush();
+    ::_exit(12);  // not reached: the fault point kills the process
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "child exit status " << WEXITSTATUS(status);
+  EXPECT_EQ(WTERMSIG(status), SIGKILL);
+
+  const std::string torn = read_file(path);
+  ASSERT_FALSE(torn.empty());
+  EXPECT_NE(torn.back(), '\n') << "the fault point should leave a torn last line";
+
+  auto sink = make_file_sink(path);
+  ASSERT_TRUE(sink) << sink.error().report();
+  const std::string repaired = read_file(path);
+  ASSERT_FALSE(repaired.empty());
+  EXPECT_EQ(repaired.back(), '\n');
+  EXPECT_EQ(torn.compare(0, repaired.size(), repaired), 0) << "only the tail may be cut";
+
+  const auto again = make_batch(100, 5, 333);
+  ASSERT_TRUE((*sink)->write(again));
+  ASSERT_TRUE((*sink)->flush());
+  const auto lines = split_lines(read_file(path));
+  ASSERT_GE(lines.size(), first.size() + again.size());
+  for (const auto& line : lines) {
+    auto parsed = Event::from_json(line);
+    EXPECT_TRUE(parsed) << parsed.error().report() << "\nline: " << line;
+  }
+  EXPECT_EQ(lines.front(), first[0].to_json());
+  EXPECT_EQ(lines.back(), again.back().to_json());
+}
+
+}  // namespace
+}  // namespace cppcdc
