@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Configure and build cppcdc with CMake and Ninja.
 #
-# Usage: scripts/build.sh [--asan] [-DVAR=VALUE ...]
+# Usage: scripts/build.sh [--asan] [--target NAME] [-DVAR=VALUE ...]
 #   (default)  build/       default build type (RelWithDebInfo), warnings are errors
 #   --asan     build-asan/  Debug with AddressSanitizer + UndefinedBehaviorSanitizer
+#   --target   build only that target (e.g. cppcdc for the binary alone)
 # Extra -D options are passed to the CMake configure step. Parallel jobs: nproc
 # (override with CPPCDC_JOBS).
 set -euo pipefail
@@ -15,9 +16,13 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 asan=0
 extra=()
-for a in "$@"; do
+targets=()
+while (($#)); do
+  a=$1
+  shift
   case "$a" in
     --asan) asan=1 ;;
+    --target) (($#)) || die "--target needs a name"; targets+=(--target "$1"); shift ;;
     -D*) extra+=("$a") ;;
     -h | --help) sed -n '4,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$a' (see --help)" ;;
@@ -46,5 +51,5 @@ log "configure $BUILD_DIR"
 cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCPPCDC_WERROR=ON "${cfg[@]}" "${extra[@]}"
 
 log "build $BUILD_DIR with $JOBS jobs"
-cmake --build "$BUILD_DIR" --parallel "$JOBS"
+cmake --build "$BUILD_DIR" --parallel "$JOBS" "${targets[@]}"
 log "ok: $BUILD_DIR"

@@ -83,7 +83,7 @@ say "Installing dependencies (fast when already installed)"
 BIN=""
 if ((!setup_only)); then
   say "Building cppcdc (release)"
-  "$ROOT/scripts/build.sh"
+  "$ROOT/scripts/build.sh" --target cppcdc
   for candidate in "$ROOT/build/cppcdc" "$ROOT/build/apps/cppcdc/cppcdc"; do
     if [[ -x "$candidate" ]]; then BIN=$candidate; break; fi
   done
@@ -207,14 +207,16 @@ alive_or_die() {
   die "cppcdc exited early (exit $rc); see $CDC_LOG"
 }
 
-say "Waiting for cppcdc to create replication slot $SLOT (up to ${WAIT_SECONDS}s)"
+say "Waiting for cppcdc to create replication slot $SLOT and start streaming (up to ${WAIT_SECONDS}s)"
+# The slot is listed as soon as its creation begins, but only changes committed after it is
+# ready are in its stream: wait until cppcdc is actually streaming from it.
 deadline=$((SECONDS + WAIT_SECONDS))
-until [[ "$(sql_value postgres postgres "select count(*) from pg_replication_slots where slot_name = '$SLOT'")" == 1 ]]; do
+until [[ "$(sql_value postgres postgres "select count(*) from pg_replication_slots where slot_name = '$SLOT' and active_pid is not null")" == 1 ]]; do
   alive_or_die
   ((SECONDS < deadline)) || die "slot $SLOT did not appear within ${WAIT_SECONDS}s"
   sleep 0.2
 done
-info "slot $SLOT exists"
+info "cppcdc is streaming from slot $SLOT"
 
 say "Making changes in database app"
 sql cdc app -e <<'SQL'

@@ -6,7 +6,8 @@
 #   scripts/pg.sh stop DIR [--purge]  fast shutdown and wait; --purge also deletes DIR
 #   scripts/pg.sh status DIR          exit 0 if a server is running in DIR
 #
-# DIR defaults to /tmp/cppcdc-pg-PORT. The cluster lives in DIR/data, the log is DIR/server.log
+# DIR defaults to /tmp/cppcdc-pg-PORT; PG_WAL_LEVEL overrides wal_level (default logical).
+# The cluster lives in DIR/data, the log is DIR/server.log
 # and the unix socket is in DIR. Authentication is "trust" for every local and 127.0.0.1
 # connection, replication included. Durability is switched off (fsync, full_page_writes,
 # synchronous_commit): never put data you care about in it.
@@ -92,7 +93,7 @@ write_conf() {
 listen_addresses = '127.0.0.1'
 port = $PORT
 unix_socket_directories = '$DIR'
-wal_level = logical
+wal_level = ${PG_WAL_LEVEL:-logical}
 max_replication_slots = 20
 max_wal_senders = 20
 fsync = off
@@ -144,6 +145,9 @@ cmd_start() {
       die "initdb failed (log: $DIR/initdb.log)"
     fi
     printf "\ninclude_if_exists = 'cppcdc.conf'\n" >>"$DIR/data/postgresql.conf"
+    # One role, cppcdc_pw, must authenticate with a password (scram), so tests can check
+    # what a wrong password does; every other role keeps trust. First matching line wins.
+    sed -i '1i host all cppcdc_pw 127.0.0.1/32 scram-sha-256' "$DIR/data/pg_hba.conf"
   fi
   write_conf
 

@@ -99,10 +99,14 @@ struct Runtime::Impl {
     for (;;) {
       auto st = config.source->start(checkpoint);
       if (st) return st;
-      if (!st.error().retryable() ||
-          (policy.max_retries && attempt >= *policy.max_retries)) {
+      if (!st.error().retryable()) {
         config.source->close();
         return st;
+      }
+      if (policy.max_retries && attempt >= *policy.max_retries) {
+        config.source->close();
+        return fail(st.error().context("gave up after " + std::to_string(attempt) +
+                                       " retries (connection_retry_max_retries)"));
       }
       ++attempt;
       spdlog::warn("source start failed (attempt {}), retrying in {} ms: {}", attempt, delay,
@@ -213,7 +217,12 @@ Result<EventBatch> Runtime::poll_event_batch() {
       if (!st.error().retryable() || (policy.max_retries && attempt >= *policy.max_retries)) {
         std::lock_guard lock(d.mutex);
         d.state = RuntimeState::kFailed;
-        return fail(st.error().context("polling the " + d.config.source->type() + " source"));
+        Error e = st.error().context("polling the " + d.config.source->type() + " source");
+        if (st.error().retryable()) {
+          e = std::move(e).context("gave up after " + std::to_string(attempt) +
+                                   " reconnection attempts (connection_retry_max_retries)");
+        }
+        return fail(std::move(e));
       }
       // Reconnect from the durable checkpoint. Anything handed out in this batch but read
       // from the dropped connection is discarded: the source will send it again.

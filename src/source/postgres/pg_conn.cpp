@@ -22,10 +22,13 @@ bool contains(const std::string& haystack, const char* needle) {
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   // libpq messages may span lines; keep them on one.
-  for (auto& c : s) {
-    if (c == '\n') c = ' ';
+  std::string out;
+  for (char c : s) {
+    if (c == '\n' || c == '\t') c = ' ';
+    if (c == ' ' && !out.empty() && out.back() == ' ') continue;
+    out += c;
   }
-  return s;
+  return out;
 }
 
 }  // namespace
@@ -76,7 +79,7 @@ Error error_from_conn(PGconn* conn, const std::string& what) {
                       (port ? port : "?") + " (database " + (db ? db : "?") + ", user " +
                       (user ? user : "?") + ")";
   ErrorKind kind = ErrorKind::kTransient;
-  std::string remedy = "check that the server is running and reachable; cppcdc retries";
+  std::string remedy = "check that the server is running and reachable from this host";
   if (contains(msg, "password authentication failed") || contains(msg, "no password supplied") ||
       contains(msg, "authentication failed") || contains(msg, "pg_hba.conf")) {
     kind = ErrorKind::kTerminal;
