@@ -207,26 +207,40 @@ Result<EventBatch> Runtime::poll_event_batch() {
     const auto& policy = d.config.options.connection_retry;
     std::uint32_t attempt = 0;
     std::uint32_t delay = policy.initial_delay_ms;
+    bool reconnect = false;
     for (;;) {
-      const std::size_t before = events.size();
-      auto st = d.config.source->poll(events, max - before, wait);
-      if (st) {
-        d.drop_acknowledged(events, before);
-        break;
+      Status st = ok();
+      if (reconnect) {
+        st = d.config.source->start(d.checkpoint);
+        if (st) {
+          reconnect = false;
+          d.arm_skip();
+          spdlog::info("source reconnected; resuming from checkpoint {}",
+                       d.checkpoint ? d.checkpoint->offset : std::string("(none)"));
+          continue;
+        }
+        st = fail(st.error().context("reconnecting the " + d.config.source->type() + " source"));
+      } else {
+        const std::size_t before = events.size();
+        st = d.config.source->poll(events, max - before, wait);
+        if (st) {
+          d.drop_acknowledged(events, before);
+          break;
+        }
+        st = fail(st.error().context("polling the " + d.config.source->type() + " source"));
       }
       if (!st.error().retryable() || (policy.max_retries && attempt >= *policy.max_retries)) {
         std::lock_guard lock(d.mutex);
         d.state = RuntimeState::kFailed;
-        Error e = st.error().context("polling the " + d.config.source->type() + " source");
-        if (st.error().retryable()) {
+        Error e = st.error();
+        if (e.retryable()) {
           e = std::move(e).context("gave up after " + std::to_string(attempt) +
                                    " reconnection attempts (connection_retry_max_retries)");
         }
         return fail(std::move(e));
       }
-      // Reconnect from the durable checkpoint. Anything handed out in this batch but read
-      // from the dropped connection is discarded: the source will send it again.
-      events.resize(before);
+      // Reconnect from the durable checkpoint. Everything read from the dropped connection
+      // and not yet acknowledged is discarded: the source sends it again.
       ++attempt;
       spdlog::warn("source failed (attempt {} of {}), reconnecting from checkpoint in {} ms: {}",
                    attempt, policy.max_retries ? std::to_string(*policy.max_retries) : "unlimited",
@@ -236,16 +250,7 @@ Result<EventBatch> Runtime::poll_event_batch() {
       delay = std::min<std::uint32_t>(policy.max_delay_ms, delay * 2);
       d.redeliver.clear();
       events.clear();
-      auto restarted = d.config.source->start(d.checkpoint);
-      if (!restarted) {
-        if (!restarted.error().retryable() ||
-            (policy.max_retries && attempt >= *policy.max_retries)) {
-          std::lock_guard lock(d.mutex);
-          d.state = RuntimeState::kFailed;
-          return fail(restarted.error().context("reconnecting the source"));
-        }
-        continue;
-      }
+      reconnect = true;
     }
   }
   std::lock_guard lock(d.mutex);

@@ -26,6 +26,7 @@ class ScriptedSource final : public Source {
       --start_errors;
       return fail(Error::source(start_error_kind, "scripted start failure"));
     }
+    started_ = true;
     // Replay from the event after the resume boundary, like a log would.
     next_ = 0;
     if (resume) {
@@ -36,6 +37,7 @@ class ScriptedSource final : public Source {
     return ok();
   }
   Status poll(std::vector<Event>& out, std::size_t max, std::chrono::milliseconds) override {
+    if (!started_) return fail(Error::invalid_state("scripted source is not started"));
     if (poll_errors > 0) {
       --poll_errors;
       return fail(Error::source(poll_error_kind, "scripted poll failure"));
@@ -47,7 +49,7 @@ class ScriptedSource final : public Source {
     log_.steps.push_back("confirm:" + std::string(offset));
     return ok();
   }
-  void close() override {}
+  void close() override { started_ = false; }
 
   int start_errors = 0;
   ErrorKind start_error_kind = ErrorKind::kTransient;
@@ -58,6 +60,7 @@ class ScriptedSource final : public Source {
   Log& log_;
   std::vector<Event> script_;
   std::size_t next_ = 0;
+  bool started_ = false;
 };
 
 class RecordingCheckpoint final : public Checkpoint {
@@ -245,6 +248,18 @@ TEST(Retry, TransientPollFailureReconnectsFromTheCheckpoint) {
   ASSERT_TRUE(batch) << batch.error().report();
   EXPECT_EQ(batch->size(), 6u);
   EXPECT_EQ(std::count(f.log.steps.begin(), f.log.steps.end(), "start:-"), 3);
+}
+
+TEST(Retry, ReconnectKeepsRetryingWhileTheSourceIsStillDown) {
+  // A server restart: the stream breaks, then the first reconnection attempts fail too.
+  Fixture f;
+  ASSERT_TRUE(f.runtime->start());
+  f.source->poll_errors = 1;
+  f.source->start_errors = 2;
+  auto batch = f.runtime->poll_event_batch();
+  ASSERT_TRUE(batch) << batch.error().report();
+  EXPECT_EQ(batch->size(), 6u);
+  EXPECT_EQ(std::count(f.log.steps.begin(), f.log.steps.end(), "start:-"), 4);
 }
 
 TEST(Retry, TerminalFailureIsNotRetried) {
