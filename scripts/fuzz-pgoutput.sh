@@ -39,5 +39,15 @@ for f in "$root"/tests/fuzz/regressions/pgoutput/*; do
   [ -f "$f" ] && cp "$f" "$corpus/regression-$(basename "$f")"
 done
 
-"$build/tests/fuzz/pgoutput_fuzz" "$corpus" -max_total_time="$seconds" -max_len=65536 \
-  -artifact_prefix="$artifacts/" -print_final_stats=1
+# libFuzzer is chatty (it prints its recommended dictionary at the end): keep its output in a
+# log and show the summary, or the tail of the log when it found something.
+log_file="$build/fuzz-pgoutput.log"
+if "$build/tests/fuzz/pgoutput_fuzz" "$corpus" -max_total_time="$seconds" -max_len=65536 \
+     -artifact_prefix="$artifacts/" -print_final_stats=1 >"$log_file" 2>&1; then
+  grep -E '^(Done|stat::number_of_executed_units|stat::peak_rss_mb)' "$log_file" || true
+  echo "fuzz: no crash in ${seconds}s (log: $log_file)"
+else
+  tail -n 60 "$log_file"
+  echo "fuzz: FAILED; the crashing input is in $artifacts (log: $log_file)" >&2
+  exit 1
+fi

@@ -5,7 +5,7 @@
 //
 // Every connection it opens fixes the session settings that change how values print:
 //   DateStyle=ISO, MDY  TimeZone=UTC  IntervalStyle=postgres  extra_float_digits=1
-//   bytea_output=hex    lc_monetary=C
+//   bytea_output=hex    lc_monetary=C   client_encoding=UTF8
 // so a value is the same text whatever the server's defaults are. They are passed as libpq
 // `options` (-c name=value) and apply to the walsender, where pgoutput runs the output
 // functions.
@@ -33,6 +33,11 @@ struct PostgresSourceConfig {
   bool create_slot = true;
   /// Create the publication FOR TABLE `tables` when it does not exist.
   bool create_publication = true;
+  /// At start, a slot whose confirmed_flush_lsn is past the checkpoint means PostgreSQL
+  /// already released changes this pipeline never acknowledged (a restored or copied
+  /// checkpoint, or another consumer on the slot). That is refused unless this is true, in
+  /// which case the changes in between are skipped knowingly and a warning is logged.
+  bool accept_slot_ahead_of_checkpoint = false;
   /// source.source_name in the envelope.
   std::string source_name = "postgres";
   /// Standby status update interval while idle, ms.

@@ -49,6 +49,13 @@ class Source {
   /// even when the first acknowledgement ends inside a transaction. nullopt when unknown.
   virtual std::optional<std::string> initial_offset() const { return std::nullopt; }
 
+  /// A position that may be checkpointed (and then confirmed) once every event handed out so
+  /// far is acknowledged, because nothing the source read lies before it undelivered: for
+  /// PostgreSQL, the server's WAL position reported while no transaction is open and nothing
+  /// is queued. Lets a quiet pipeline stop pinning log that other tables write. nullopt when
+  /// there is no such position beyond what was confirmed.
+  virtual std::optional<std::string> idle_offset() { return std::nullopt; }
+
   /// Closes connections and stops any reader thread. Idempotent.
   virtual void close() = 0;
 };

@@ -253,6 +253,36 @@ Result<EventBatch> Runtime::poll_event_batch() {
       reconnect = true;
     }
   }
+  if (events.empty() && d.redeliver.empty() &&
+      (!d.checkpoint || d.checkpoint->partial_tx_events == 0)) {
+    // Nothing in flight and everything delivered is acknowledged: let the checkpoint (and so
+    // the slot) follow the source's idle position, checkpointed before it is confirmed.
+    if (auto idle = d.config.source->idle_offset();
+        idle && (!d.checkpoint || d.checkpoint->offset != *idle)) {
+      CheckpointRecord record;
+      record.source_type = d.config.source->type();
+      record.source_id = d.config.source->source_id();
+      record.offset = *idle;
+      record.committed_events = d.events_committed;
+      record.saved_at_ms = now_ms();
+      auto saved = d.config.checkpoint->save(record);
+      if (!saved) {
+        std::lock_guard lock(d.mutex);
+        d.state = RuntimeState::kFailed;
+        return fail(saved.error().context("saving the idle position " + *idle));
+      }
+      {
+        std::lock_guard lock(d.mutex);
+        d.checkpoint = record;
+      }
+      auto confirmed = d.config.source->confirm(*idle);
+      if (!confirmed) {
+        std::lock_guard lock(d.mutex);
+        d.state = RuntimeState::kFailed;
+        return fail(confirmed.error().context("confirming the idle position " + *idle));
+      }
+    }
+  }
   std::lock_guard lock(d.mutex);
   d.last_poll_at_ms = now_ms();
   if (events.empty()) return batch;

@@ -267,6 +267,8 @@ Status read_source(Section& source, pg::PostgresSourceConfig& out) {
   if (auto st = read_tables(source, out.tables); !st) return st;
   CPPCDC_CFG_ASSIGN(out.create_slot, source.get_bool("create_slot"));
   CPPCDC_CFG_ASSIGN(out.create_publication, source.get_bool("create_publication"));
+  CPPCDC_CFG_ASSIGN(out.accept_slot_ahead_of_checkpoint,
+                    source.get_bool("accept_slot_ahead_of_checkpoint"));
   CPPCDC_CFG_ASSIGN(out.source_name, source.get_string("source_name"));
   if (out.source_name.empty()) {
     return fail(source.error("source_name", source.take("source_name"),
@@ -531,7 +533,17 @@ Result<ServerConfig> load_server_config(const std::filesystem::path& path) {
   if (failed) {
     return fail(Error::configuration("cannot read " + origin + ": " + std::strerror(err)));
   }
-  return parse_server_config(text, origin);
+  auto config = parse_server_config(text, origin);
+  if (!config) return config;
+  // Relative paths in the file are relative to the file, not to wherever cppcdc is started
+  // from: the same config must always find the same checkpoint.
+  const auto base = std::filesystem::absolute(path).parent_path();
+  if (!config->sink.path.empty() && config->sink.path.is_relative()) {
+    config->sink.path = (base / config->sink.path).lexically_normal();
+  }
+  auto& dir = config->state.offset.dir;
+  if (!dir.empty() && dir.is_relative()) dir = (base / dir).lexically_normal();
+  return config;
 }
 
 std::string describe_config(const ServerConfig& config) {

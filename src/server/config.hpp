@@ -44,6 +44,8 @@ struct ServerConfig {
 };
 
 /// Reads and validates `path`. A missing or unreadable file is a configuration error naming it.
+/// Relative `[sink] path` and `[state.offset] dir` are resolved against the directory of
+/// `path`, so the same file always finds the same checkpoint whatever the working directory.
 Result<ServerConfig> load_server_config(const std::filesystem::path& path);
 
 /// Parses and validates TOML text; `origin` names it in messages (usually the file name).

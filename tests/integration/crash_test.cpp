@@ -332,8 +332,13 @@ TEST_F(CrashTest, CleanStopAndRestartOfTheServerDeliversZeroDuplicates) {
     }, 30)) << log_tail(w.log);
     s.query("begin; insert into marker values (" + std::to_string(round * 10 + 1) +
             "); insert into marker values (" + std::to_string(round * 10 + 2) + "); commit;");
-    ASSERT_TRUE(wait_for([&] { return complete_lines(w.sink) == static_cast<std::size_t>(2 * (round + 1)); }, 30))
-        << log_tail(w.log);
+    ASSERT_TRUE(wait_for([&] { return complete_lines(w.sink) == static_cast<std::size_t>(2 * (round + 1)); }, 60))
+        << log_tail(w.log) << "\nslot: "
+        << s.scalar("select concat_ws(' ', active_pid, restart_lsn, confirmed_flush_lsn, "
+                    "pg_current_wal_lsn()) from pg_replication_slots where slot_name = 'clean_slot'")
+        << "\nwalsender: "
+        << s.scalar("select concat_ws(' ', state, sent_lsn, write_lsn, flush_lsn) from "
+                    "pg_stat_replication where application_name = 'cppcdc'");
     kill(child, SIGTERM);
     EXPECT_EQ(wait_exit(child), 0) << log_tail(w.log);
   }

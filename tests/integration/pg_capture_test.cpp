@@ -279,3 +279,119 @@ TEST_F(PgCapture, MissingTableIsTerminalAndNamesTheTable) {
   EXPECT_EQ(st.error().kind(), ErrorKind::kTerminal);
   EXPECT_NE(st.error().report().find("public.nope"), std::string::npos) << st.error().report();
 }
+
+TEST_F(PgCapture, QuietCapturedTableDoesNotPinWalWhileOtherTablesWrite) {
+  Capture cap(db_, {"public.orders"});
+  ASSERT_TRUE(cap.runtime->start());
+  PgSession s(it::dsn_for(db_));
+  s.query("insert into orders (id) values (1)");
+  ASSERT_EQ(cap.take(1).size(), 1u);
+  const std::string captured_end = (*cap.checkpoint->load())->offset;
+  // About 30 MB of WAL into a table that is not captured.
+  s.query("create table noise (id int, pad text)");
+  s.query("insert into noise select g, repeat('x', 200) from generate_series(1, 120000) g");
+  const auto after_noise = *pg::Lsn::parse(s.scalar("select pg_current_wal_lsn()"));
+  auto slot_lsn = [&] {
+    return *pg::Lsn::parse(s.scalar(
+        "select confirmed_flush_lsn from pg_replication_slots where slot_name = '" + db_ + "'"));
+  };
+  bool followed = false;
+  for (int i = 0; i < 100 && !followed; ++i) {
+    auto batch = cap.runtime->poll_event_batch();  // empty polls let the slot follow
+    ASSERT_TRUE(batch && batch->empty());
+    followed = slot_lsn() >= after_noise;
+  }
+  EXPECT_TRUE(followed) << "slot stayed at " << slot_lsn().to_string() << ", WAL is at "
+                        << after_noise.to_string();
+  // The advance was checkpointed first: the checkpoint is never behind the slot.
+  const auto ckpt = *pg::Lsn::parse((*cap.checkpoint->load())->offset);
+  EXPECT_GE(ckpt, slot_lsn());
+  EXPECT_GT(ckpt, *pg::Lsn::parse(captured_end));
+  // And capture goes on normally afterwards.
+  s.query("insert into orders (id) values (2)");
+  ASSERT_EQ(cap.take(1).size(), 1u);
+  ASSERT_TRUE(cap.runtime->stop());
+}
+
+TEST_F(PgCapture, CheckpointBehindTheSlotIsRefusedUnlessAccepted) {
+  std::shared_ptr<Checkpoint> checkpoint;
+  std::string early;
+  {
+    Capture cap(db_, {"public.orders"});
+    checkpoint = cap.checkpoint;
+    ASSERT_TRUE(cap.runtime->start());
+    PgSession s(it::dsn_for(db_));
+    s.query("insert into orders (id) values (1)");
+    ASSERT_EQ(cap.take(1).size(), 1u);
+    early = (*checkpoint->load())->offset;
+    s.query("insert into orders (id) values (2)");
+    ASSERT_EQ(cap.take(1).size(), 1u);
+    ASSERT_TRUE(cap.runtime->stop());
+  }
+  // Pretend the checkpoint was restored from an older backup.
+  auto rec = **checkpoint->load();
+  rec.offset = early;
+  ASSERT_TRUE(checkpoint->save(rec));
+  auto make = [&](bool accept) {
+    pg::PostgresSourceConfig cfg;
+    cfg.dsn = it::dsn_for(db_);
+    cfg.slot_name = db_;
+    cfg.publication_name = "cap_pub";
+    cfg.tables = {"public.orders"};
+    cfg.accept_slot_ahead_of_checkpoint = accept;
+    RuntimeConfig rc;
+    rc.source = std::move(*pg::make_postgres_source(cfg));
+    rc.checkpoint = checkpoint;
+    rc.options.connection_retry.max_retries = 0;
+    return std::move(*Runtime::create(std::move(rc)));
+  };
+  auto refused = make(false);
+  auto st = refused->start();
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().kind(), ErrorKind::kTerminal);
+  EXPECT_NE(st.error().report().find(early), std::string::npos) << st.error().report();
+  EXPECT_NE(st.error().report().find("accept_slot_ahead_of_checkpoint"), std::string::npos);
+  refused.reset();
+  auto accepted = make(true);
+  EXPECT_TRUE(accepted->start());
+  ASSERT_TRUE(accepted->stop());
+}
+
+TEST_F(PgCapture, CheckpointWhoseSlotVanishedIsRefusedInsteadOfSilentlySkipping) {
+  std::shared_ptr<Checkpoint> checkpoint;
+  {
+    Capture cap(db_, {"public.orders"});
+    checkpoint = cap.checkpoint;
+    ASSERT_TRUE(cap.runtime->start());
+    PgSession s(it::dsn_for(db_));
+    s.query("insert into orders (id) values (1)");
+    ASSERT_EQ(cap.take(1).size(), 1u);
+    ASSERT_TRUE(cap.runtime->stop());
+  }
+  it::drop_slots(db_);
+  auto make = [&](bool accept) {
+    pg::PostgresSourceConfig cfg;
+    cfg.dsn = it::dsn_for(db_);
+    cfg.slot_name = db_;
+    cfg.publication_name = "cap_pub";
+    cfg.tables = {"public.orders"};
+    cfg.accept_slot_ahead_of_checkpoint = accept;
+    RuntimeConfig rc;
+    rc.source = std::move(*pg::make_postgres_source(cfg));
+    rc.checkpoint = checkpoint;
+    rc.options.connection_retry.max_retries = 0;
+    return std::move(*Runtime::create(std::move(rc)));
+  };
+  auto refused = make(false);
+  auto st = refused->start();
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().kind(), ErrorKind::kTerminal);
+  EXPECT_NE(st.error().report().find("does not exist"), std::string::npos) << st.error().report();
+  PgSession s(it::dsn_for(db_));
+  EXPECT_EQ(s.scalar("select count(*) from pg_replication_slots where slot_name = '" + db_ + "'"),
+            "0");  // nothing was created behind the operator's back
+  refused.reset();
+  auto accepted = make(true);
+  ASSERT_TRUE(accepted->start());
+  ASSERT_TRUE(accepted->stop());
+}

@@ -22,9 +22,15 @@ using namespace cppcdc;
 
 namespace {
 
+// Each test restarts its server, and ctest runs tests in parallel: every test gets a server
+// (and port) of its own.
 int own_port() {
   const char* p = std::getenv("CPPCDC_TEST_PG_PORT");
-  return (p ? std::atoi(p) : 55440) + 9;
+  const std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  const int offset = name.find("Walsender") != std::string::npos ? 9
+                     : name.find("Fast") != std::string::npos    ? 10
+                                                                 : 11;
+  return (p ? std::atoi(p) : 55440) + offset;
 }
 std::string own_dir() { return "/tmp/cppcdc-it-faults-" + std::to_string(own_port()); }
 std::string own_dsn(const std::string& db) {
@@ -48,7 +54,8 @@ class Resilient {
  public:
   explicit Resilient(std::string dsn) : dsn_(std::move(dsn)) {}
   void run(const std::string& sql) {
-    for (int attempt = 0; attempt < 600; ++attempt) {
+    if (gave_up_) return;
+    for (int attempt = 0; attempt < 300; ++attempt) {
       if (!conn_) {
         auto c = pg::detail::connect(dsn_, false);
         if (c) conn_ = std::move(*c);
@@ -61,9 +68,11 @@ class Resilient {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     ADD_FAILURE() << "workload statement never succeeded: " << sql.substr(0, 200);
+    gave_up_ = true;  // the server is gone: do not wait again for every later statement
   }
 
  private:
+  bool gave_up_ = false;
   std::string dsn_;
   pg::detail::ConnPtr conn_;
 };
@@ -76,16 +85,10 @@ std::string log_tail(const fs::path& p) {
 
 class PgFaults : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
+  void SetUp() override {
     ASSERT_EQ(std::system((script() + " stop " + own_dir() + " --purge >/dev/null 2>&1; " +
                            script() + " start " + own_dir() + " " + std::to_string(own_port()) +
                            " >/dev/null 2>&1").c_str()), 0);
-  }
-  static void TearDownTestSuite() {
-    std::system((script() + " stop " + own_dir() + " --purge >/dev/null 2>&1").c_str());
-  }
-
-  void SetUp() override {
     name_ = it::test_database("flt");
     dir_ = fs::temp_directory_path() / ("cppcdc-it-" + name_);
     fs::remove_all(dir_);
@@ -116,6 +119,7 @@ class PgFaults : public ::testing::Test {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     admin.try_exec("select pg_drop_replication_slot('" + name_ + "')");
     if (!HasFailure()) fs::remove_all(dir_);
+    std::system((script() + " stop " + own_dir() + " --purge >/dev/null 2>&1").c_str());
   }
 
   void start_cppcdc() {

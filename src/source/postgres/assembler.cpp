@@ -28,6 +28,18 @@ bool same_relation(const RelationMsg& a, const RelationMsg& b) {
   return true;
 }
 
+// json keeps its input text, line breaks between tokens included, and the envelope embeds
+// JSON values verbatim: a line break would split a JSON-lines record. A raw CR or LF can only
+// be insignificant whitespace there (json_in rejects unescaped control characters inside
+// strings, and jsonb never prints them), so turning each into a space keeps the value's
+// structure and every number's text.
+void one_line_json(std::string& text) {
+  if (text.find_first_of("\r\n") == std::string::npos) return;
+  for (char& ch : text) {
+    if (ch == '\n' || ch == '\r') ch = ' ';
+  }
+}
+
 std::string qualified(const RelationMsg& m) {
   return (m.namespace_name.empty() ? std::string("pg_catalog") : m.namespace_name) + "." +
          m.relation_name;
@@ -138,7 +150,11 @@ Status TransactionAssembler::on_relation(const RelationMsg& msg) {
     }
     s.type_oid = c.type_oid;
     s.type_modifier = c.type_modifier;
-    s.is_json = c.type_oid == kJsonOid || c.type_oid == kJsonbOid;
+    // A domain over json/jsonb prints as its base type does, so it is JSON too.
+    const std::uint32_t base = i < details.base_type_oids.size() && details.base_type_oids[i] != 0
+                                   ? details.base_type_oids[i]
+                                   : c.type_oid;
+    s.is_json = base == kJsonOid || base == kJsonbOid;
     rel.is_json.push_back(s.is_json);
     cols.push_back(std::move(s));
   }
@@ -168,6 +184,7 @@ Result<Row> TransactionAssembler::make_row(const Relation& rel, const TupleData&
         break;
       case TupleColumn::Kind::kText:
         row.push_back(ColumnValue{columns[i].name, t.value, rel.is_json[i]});
+        if (rel.is_json[i]) one_line_json(*row.back().text);
         break;
       case TupleColumn::Kind::kUnchanged:
         if (unchanged) unchanged->push_back(columns[i].name);

@@ -24,6 +24,9 @@ struct RelationDetails {
   /// Type name with modifiers per column of the message, in the message's order
   /// (format_type of the column's type oid and modifier). Empty entries mean unknown.
   std::vector<std::string> type_names;
+  /// Per column of the message, its type with domains resolved to the underlying base type
+  /// (a domain over jsonb is jsonb here). Missing or 0 entries mean the column's own type.
+  std::vector<std::uint32_t> base_type_oids;
   /// NOT NULL per column of the message (false when unknown).
   std::vector<bool> not_null;
   /// The table's primary key column names in key order (empty: no primary key).

@@ -8,8 +8,12 @@ namespace cppcdc::pg {
 
 std::string session_options() {
   // Each -c sets one GUC for the session; spaces inside a value are escaped with a backslash.
+  // client_encoding matters as much as the others: pgoutput converts every value (and every
+  // name) to the walsender's client encoding, and the envelope is UTF-8 JSON. connect() also
+  // passes it as a libpq keyword, so a client_encoding in the DSN cannot override it.
   return "-c DateStyle=ISO,\\ MDY -c TimeZone=UTC -c IntervalStyle=postgres "
-         "-c extra_float_digits=1 -c bytea_output=hex -c lc_monetary=C";
+         "-c extra_float_digits=1 -c bytea_output=hex -c lc_monetary=C "
+         "-c client_encoding=UTF8";
 }
 
 namespace detail {
@@ -23,8 +27,16 @@ std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   // libpq messages may span lines; keep them on one.
   std::string out;
-  for (char c : s) {
-    if (c == '\n' || c == '\t') c = ' ';
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    if (c == '\n') {
+      // libpq puts a hint on its own line ("...refused\n\tIs the server running..."): keep
+      // the two apart on one line.
+      out += ';';
+      c = ' ';
+    } else if (c == '\t') {
+      c = ' ';
+    }
     if (c == ' ' && !out.empty() && out.back() == ' ') continue;
     out += c;
   }
@@ -52,8 +64,8 @@ Result<ConnPtr> connect(const std::string& dsn, bool replication) {
     PQconninfoFree(parsed);
   }
   std::vector<const char*> keys = {"dbname", "options", "application_name",
-                                   "connect_timeout"};
-  std::vector<const char*> vals = {dsn.c_str(), options.c_str(), "cppcdc", "10"};
+                                   "connect_timeout", "client_encoding"};
+  std::vector<const char*> vals = {dsn.c_str(), options.c_str(), "cppcdc", "10", "UTF8"};
   if (replication) {
     keys.push_back("replication");
     vals.push_back("database");

@@ -72,13 +72,24 @@ class SqlCatalog final : public CatalogLookup {
     }
     oids += '}';
     mods += '}';
+    // The second column follows a domain (possibly over another domain) down to its base
+    // type, which decides how the value prints (a domain over jsonb is JSON).
     auto types = exec(conn_,
-                      "select format_type(t.oid, t.mod) from unnest($1::oid[], $2::int4[]) "
-                      "with ordinality as t(oid, mod, n) order by t.n",
+                      "select format_type(t.oid, t.mod), "
+                      "(with recursive b(oid, base) as ("
+                      "   select y.oid, y.typbasetype from pg_type y where y.oid = t.oid"
+                      "   union all"
+                      "   select y.oid, y.typbasetype from b join pg_type y on y.oid = b.base"
+                      "   where b.base <> 0)"
+                      " select b.oid from b where b.base = 0) "
+                      "from unnest($1::oid[], $2::int4[]) with ordinality as t(oid, mod, n) "
+                      "order by t.n",
                       "looking up column types", {oids, mods});
     if (!types) return fail(types.error());
     for (int i = 0; i < PQntuples(types->get()); ++i) {
       d.type_names.push_back(get(types->get(), i, 0).value_or(""));
+      const auto base = get(types->get(), i, 1);
+      d.base_type_oids.push_back(base ? static_cast<std::uint32_t>(std::stoul(*base)) : 0);
     }
     auto cols = exec(conn_,
                      "select a.attname, a.attnotnull, "
@@ -140,7 +151,7 @@ class PostgresSource final : public Source {
     CPPCDC_TRY(check_server());
     CPPCDC_TRY(check_tables());
     CPPCDC_TRY(ensure_publication());
-    CPPCDC_TRY(ensure_slot());
+    CPPCDC_TRY(ensure_slot(start_lsn));
 
     auto repl = detail::connect(config_.dsn, true);
     if (!repl) return fail(repl.error());
@@ -176,6 +187,7 @@ class PostgresSource final : public Source {
       queue_.clear();
       error_.reset();
       reader_done_ = false;
+      idle_lsn_ = 0;
     }
     reader_ = std::thread([this] { read_loop(); });
     return ok();
@@ -201,6 +213,12 @@ class PostgresSource final : public Source {
       return fail(Error::source(ErrorKind::kTransient, "the replication stream ended"));
     }
     return ok();
+  }
+
+  std::optional<std::string> idle_offset() override {
+    std::lock_guard lock(mutex_);
+    if (!queue_.empty() || reader_done_ || idle_lsn_ <= confirmed_.load()) return std::nullopt;
+    return Lsn(idle_lsn_).to_string();
   }
 
   Status confirm(std::string_view offset) override {
@@ -340,14 +358,37 @@ class PostgresSource final : public Source {
     return ok();
   }
 
-  Status ensure_slot() {
+  Status ensure_slot(Lsn checkpoint) {
     auto res = exec(sql_.get(),
-                    "select plugin, database, slot_type, confirmed_flush_lsn "
-                    "from pg_replication_slots "
+                    "select plugin, database, slot_type, confirmed_flush_lsn, wal_status, "
+                    "active_pid from pg_replication_slots "
                     "where slot_name = $1",
                     "looking up replication slot " + config_.slot_name, {config_.slot_name});
     if (!res) return fail(res.error());
     if (PQntuples(res->get()) == 0) {
+      if (!checkpoint.is_zero()) {
+        // A new slot starts at the current end of WAL: everything since the checkpoint would
+        // silently be skipped.
+        const std::string what = "replication slot " + config_.slot_name +
+                                 " does not exist, but the checkpoint expects to resume it at " +
+                                 checkpoint.to_string();
+        if (!config_.accept_slot_ahead_of_checkpoint) {
+          return fail(Error::source(
+              ErrorKind::kTerminal,
+              what + "; a new slot would start at the current end of WAL and the changes in "
+                     "between would be lost. Restore the slot, point [state.offset] dir at the "
+                     "right checkpoint, or set [source] accept_slot_ahead_of_checkpoint = true "
+                     "to create a new slot and continue without them"));
+        }
+        if (!config_.create_slot) {
+          return fail(Error::source(ErrorKind::kTerminal,
+                                    what + " and create_slot = false; create the slot or set "
+                                           "create_slot = true"));
+        }
+        spdlog::warn("{}; creating a new slot and continuing without the changes in between "
+                     "(accept_slot_ahead_of_checkpoint = true)",
+                     what);
+      }
       if (!config_.create_slot) {
         return fail(Error::source(ErrorKind::kTerminal,
                                   "replication slot " + config_.slot_name +
@@ -368,6 +409,28 @@ class PostgresSource final : public Source {
     }
     const auto plugin = get(res->get(), 0, 0).value_or("");
     slot_confirmed_ = Lsn::parse(get(res->get(), 0, 3).value_or("0/0")).value_or(Lsn());
+    if (get(res->get(), 0, 4).value_or("") == "lost") {
+      return fail(Error::source(
+          ErrorKind::kTerminal,
+          "source position lost: replication slot " + config_.slot_name +
+              " was invalidated (wal_status 'lost'; max_slot_wal_keep_size let PostgreSQL "
+              "remove WAL it still needed), so changes are missing; drop the slot, let cppcdc "
+              "create a new one, and reload the tables from a snapshot"));
+    }
+    if (!checkpoint.is_zero() && slot_confirmed_ > checkpoint) {
+      const std::string what = "replication slot " + config_.slot_name +
+                               " has confirmed_flush_lsn " + slot_confirmed_.to_string() +
+                               ", past the checkpoint at " + checkpoint.to_string() +
+                               ": PostgreSQL already released the changes in between";
+      if (!config_.accept_slot_ahead_of_checkpoint) {
+        return fail(Error::source(
+            ErrorKind::kTerminal,
+            what + " (was the checkpoint restored from a backup, or another consumer using "
+                   "the slot?); they cannot be delivered. Set [source] "
+                   "accept_slot_ahead_of_checkpoint = true to continue without them"));
+      }
+      spdlog::warn("{}; continuing without them (accept_slot_ahead_of_checkpoint = true)", what);
+    }
     const auto db = get(res->get(), 0, 1).value_or("");
     if (get(res->get(), 0, 2).value_or("") != "logical" || plugin != "pgoutput") {
       return fail(Error::source(ErrorKind::kTerminal,
@@ -441,6 +504,14 @@ class PostgresSource final : public Source {
       if (status_due() && !send_status(false)) {
         return finish(detail::error_from_conn(conn, "sending a standby status update"));
       }
+      if (!assembler_->in_transaction() &&
+          std::chrono::steady_clock::now() - last_ping_ > std::chrono::seconds(1)) {
+        // Ask for a keepalive: its WAL position lets an idle pipeline release WAL.
+        last_ping_ = std::chrono::steady_clock::now();
+        if (!send_status(true)) {
+          return finish(detail::error_from_conn(conn, "sending a standby status update"));
+        }
+      }
       char* buf = nullptr;
       const int n = PQgetCopyData(conn, &buf, 1);
       if (n > 0) {
@@ -487,6 +558,13 @@ class PostgresSource final : public Source {
     auto frame = decode_copy_frame(bytes);
     if (!frame) return fail(frame.error().context("decoding a replication frame"));
     if (auto* k = std::get_if<PrimaryKeepalive>(&*frame)) {
+      if (!assembler_->in_transaction()) {
+        // Every transaction committed before this position was sent before this keepalive
+        // and has been pushed already; one still open commits later and is sent again from
+        // here. So once the queue drains, this position may be checkpointed.
+        std::lock_guard lock(mutex_);
+        idle_lsn_ = std::max(idle_lsn_, k->wal_end.value());
+      }
       if (k->reply_requested && !send_status(false)) {
         return fail(detail::error_from_conn(repl_.get(), "answering a keepalive"));
       }
@@ -521,6 +599,8 @@ class PostgresSource final : public Source {
   int wake_[2] = {-1, -1};
   std::atomic<std::uint64_t> confirmed_{0};
   std::atomic<std::uint64_t> received_{0};
+  std::uint64_t idle_lsn_ = 0;  // guarded by mutex_
+  std::chrono::steady_clock::time_point last_ping_;
   std::uint64_t sent_flush_ = 0;  // reader thread only
   std::chrono::steady_clock::time_point last_status_;
 

@@ -50,6 +50,9 @@ class ScriptedSource final : public Source {
     return ok();
   }
   void close() override { started_ = false; }
+  std::optional<std::string> idle_offset() override { return idle; }
+
+  std::optional<std::string> idle;
 
   int start_errors = 0;
   ErrorKind start_error_kind = ErrorKind::kTransient;
@@ -334,4 +337,40 @@ TEST(Invariant4, PartialCountAccumulatesAcrossBatchesOfOneTransaction) {
   auto rest = f.runtime->poll_event_batch();
   ASSERT_EQ(rest->size(), 1u);
   EXPECT_EQ(rest->events()[0].source.offset, "0/6");
+}
+
+TEST(Invariant2, IdlePositionIsCheckpointedBeforeItIsConfirmedAndOnlyWhenNothingIsInFlight) {
+  Fixture f(4);
+  ASSERT_TRUE(f.runtime->start());
+  f.source->idle = "0/IDLE";
+  auto batch = f.runtime->poll_event_batch();  // 4 events out, 2 to go
+  ASSERT_EQ(batch->size(), 4u);
+  ASSERT_TRUE(f.runtime->commit_ack(batch->ack_mode()));
+  auto rest = f.runtime->poll_event_batch();
+  ASSERT_TRUE(f.runtime->commit_ack(rest->ack_mode()));
+  EXPECT_EQ(f.checkpoint->record->offset, "0/END6");
+  f.log.steps.clear();
+  auto empty = f.runtime->poll_event_batch();
+  ASSERT_TRUE(empty && empty->empty());
+  ASSERT_EQ(f.log.steps.size(), 2u);
+  EXPECT_EQ(f.log.steps[0], "save:0/IDLE");
+  EXPECT_EQ(f.log.steps[1], "confirm:0/IDLE");
+  EXPECT_EQ(f.checkpoint->record->committed_events, 6u);
+  // Once saved, the same idle position is not saved again.
+  f.log.steps.clear();
+  ASSERT_TRUE(f.runtime->poll_event_batch());
+  EXPECT_TRUE(f.log.steps.empty());
+}
+
+TEST(Invariant1, IdlePositionIsIgnoredWhileATransactionIsPartlyAcknowledged) {
+  Fixture f(4);
+  ASSERT_TRUE(f.runtime->start());
+  auto batch = f.runtime->poll_event_batch();
+  ASSERT_TRUE(f.runtime->commit_ack(batch->ack_mode()));  // ends inside the third transaction
+  ASSERT_EQ(f.checkpoint->record->partial_tx_events, 1u);
+  f.source->idle = "0/IDLE";
+  f.log.steps.clear();
+  auto rest = f.runtime->poll_event_batch();
+  ASSERT_EQ(rest->size(), 2u);
+  EXPECT_TRUE(f.log.steps.empty());  // events were handed out: no idle save
 }

@@ -278,6 +278,23 @@ TEST(ServerConfig, LoadReadsAFileAndNamesItInErrors) {
   std::filesystem::remove(path);
 }
 
+TEST(ServerConfig, RelativePathsAreResolvedAgainstTheConfigFileNotTheWorkingDirectory) {
+  const auto dir = std::filesystem::path(::testing::TempDir()) / "cppcdc_relpaths";
+  std::filesystem::create_directories(dir);
+  const auto path = dir / "cdc.toml";
+  {
+    std::ofstream out(path);
+    out << "[source]\ntype = \"postgres\"\ndsn = \"host=127.0.0.1 dbname=app user=cdc\"\n"
+        << "tables = [\"public.orders\"]\n[sink]\ntype = \"file\"\npath = \"out/events.jsonl\"\n"
+        << "[state.offset]\nbackend = \"local_fs\"\ndir = \"state\"\n";
+  }
+  auto config = load_server_config(path);
+  ASSERT_TRUE(config) << config.error().report();
+  EXPECT_EQ(config->sink.path, std::filesystem::absolute(dir) / "out" / "events.jsonl");
+  EXPECT_EQ(config->state.offset.dir, std::filesystem::absolute(dir) / "state");
+  std::filesystem::remove_all(dir);
+}
+
 TEST(ServerConfig, DescribeConfigSummarisesWithoutThePassword) {
   auto config = parse_server_config(kExample, "cdc.toml");
   ASSERT_TRUE(config) << config.error().report();
