@@ -20,6 +20,8 @@ PACKAGES=(
   clang-format
   # PostgreSQL client library, server and tools for the integration tests and the demo
   libpq-dev postgresql-15 postgresql-client-15 postgresql-15-wal2json
+  # GNU time, for the benchmark references' CPU and peak memory (bench/run.sh)
+  time
   # libraries (DESIGN.md section 4)
   libboost-json1.81-dev libexpected-dev libtomlplusplus-dev libcli11-dev
   libspdlog-dev libfmt-dev libssl-dev

@@ -7,9 +7,8 @@
 
 namespace cppcdc::detail {
 
-/// Appends `s` as a JSON string literal (quotes included). Control characters, quote and
-/// backslash are escaped; other bytes are copied as they are (the source's text is UTF-8).
-inline void append_json_string(std::string& out, std::string_view s) {
+/// Escaping path of append_json_string.
+inline void append_json_string_escaped(std::string& out, std::string_view s) {
   static constexpr char kHex[] = "0123456789abcdef";
   out += '"';
   std::size_t run = 0;
@@ -34,6 +33,26 @@ inline void append_json_string(std::string& out, std::string_view s) {
   }
   out.append(s.data() + run, s.size() - run);
   out += '"';
+}
+
+/// Appends `s` as a JSON string literal (quotes included). Control characters, quote and
+/// backslash are escaped; other bytes are copied as they are (the source's text is UTF-8).
+/// Most values need no escaping: they are copied in one pass after a single resize.
+inline void append_json_string(std::string& out, std::string_view s) {
+  const std::size_t old = out.size();
+  out.resize(old + s.size() + 2);
+  char* p = out.data() + old;
+  *p++ = '"';
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == '"' || c == '\\') {
+      out.resize(old);
+      append_json_string_escaped(out, s);
+      return;
+    }
+    p[i] = static_cast<char>(c);
+  }
+  p[s.size()] = '"';
 }
 
 inline void append_uint(std::string& out, std::uint64_t v) {

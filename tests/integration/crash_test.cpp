@@ -106,6 +106,18 @@ bool wait_for(const std::function<bool()>& cond, int seconds) {
   return cond();
 }
 
+// Kills a still-running child when a failed assertion leaves the test early, so no orphaned
+// cppcdc keeps streaming into later tests.
+struct ChildGuard {
+  pid_t& pid;
+  ~ChildGuard() {
+    if (pid > 0) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+  }
+};
+
 std::string identity(const Event& e) {
   return e.source.offset + "/" + std::to_string(e.transaction ? e.transaction->tx_id : 0) + "/" +
          std::to_string(e.transaction ? e.transaction->event_index : 0);
@@ -185,11 +197,11 @@ TEST_F(CrashTest, SigkillAtRandomMomentsLosesNothingAndDuplicatesOnlyInFlightBat
   Work w = make_work(db_, "crash");
   it::PgSession s(it::dsn_for(db_));
   pid_t child = spawn(w);
-  // Streaming has started only once the slot is active; before that its creation may still be
+  ChildGuard guard{child};
+  // Wait until a walsender streams from the slot; before that its creation may still be
   // waiting for a consistent point, and changes committed meanwhile are not in its stream.
   ASSERT_TRUE(wait_for([&] {
-    return s.scalar("select count(*) from pg_replication_slots where slot_name = 'crash_slot' "
-                    "and active_pid is not null") == "1";
+    return s.scalar(it::streaming_sql("crash_slot")) == "1";
   }, 30)) << log_tail(w.log);
 
   std::atomic<bool> done{false};
@@ -256,6 +268,7 @@ TEST_F(CrashTest, SigkillAtRandomMomentsLosesNothingAndDuplicatesOnlyInFlightBat
   }, 120);
   kill(child, SIGTERM);
   const int code = wait_exit(child);
+  child = -1;
   ASSERT_TRUE(caught_up) << log_tail(w.log);
   EXPECT_EQ(code, 0) << log_tail(w.log);
   EXPECT_GE(static_cast<int>(kills.size()), kMinKills);
@@ -326,9 +339,9 @@ TEST_F(CrashTest, CleanStopAndRestartOfTheServerDeliversZeroDuplicates) {
   it::PgSession s(it::dsn_for(db_));
   for (int round = 0; round < 3; ++round) {
     pid_t child = spawn(w);
+    ChildGuard guard{child};
     ASSERT_TRUE(wait_for([&] {
-      return s.scalar("select count(*) from pg_replication_slots where slot_name = 'clean_slot' "
-                      "and active_pid is not null") == "1";
+      return s.scalar(it::streaming_sql("clean_slot")) == "1";
     }, 30)) << log_tail(w.log);
     s.query("begin; insert into marker values (" + std::to_string(round * 10 + 1) +
             "); insert into marker values (" + std::to_string(round * 10 + 2) + "); commit;");
@@ -341,6 +354,7 @@ TEST_F(CrashTest, CleanStopAndRestartOfTheServerDeliversZeroDuplicates) {
                     "pg_stat_replication where application_name = 'cppcdc'");
     kill(child, SIGTERM);
     EXPECT_EQ(wait_exit(child), 0) << log_tail(w.log);
+    child = -1;
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   const auto events = it::read_sink(w.sink);

@@ -36,8 +36,7 @@ TEST(EmbeddedExample, AcknowledgesAfterItsOwnDurableWriteAndResumesWithoutRepeat
       _exit(127);
     }
     for (int i = 0; i < 300; ++i) {
-      if (s.scalar("select count(*) from pg_replication_slots where slot_name = 'cppcdc_example' "
-                   "and active_pid is not null") == "1") {
+      if (s.scalar(it::streaming_sql("cppcdc_example")) == "1") {
         break;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));

@@ -395,3 +395,47 @@ TEST_F(PgCapture, CheckpointWhoseSlotVanishedIsRefusedInsteadOfSilentlySkipping)
   ASSERT_TRUE(accepted->start());
   ASSERT_TRUE(accepted->stop());
 }
+
+TEST_F(PgCapture, AlterTableMidStreamGivesANewShapeAndASchemaChangeBeforeItsFirstRow) {
+  Capture cap(db_, {"public.orders"});
+  ASSERT_TRUE(cap.runtime->start());
+  PgSession s(it::dsn_for(db_));
+  s.query("insert into orders (id, status) values (1, 'a')");
+  s.query("alter table orders add column extra int");
+  s.query("insert into orders (id, status, extra) values (2, 'b', 7)");
+  s.query("alter table orders drop column note");
+  s.query("update orders set status = 'c' where id = 2");
+  s.query("alter table orders alter column extra type bigint");
+  s.query("insert into orders (id, extra) values (3, 9000000000)");
+  s.query("insert into orders (id) values (4)");  // same shape: no announcement
+  auto events = cap.take(8);
+  ASSERT_EQ(events.size(), 8u);
+  const std::vector<Operation> ops = {Operation::kInsert,       Operation::kSchemaChange,
+                                      Operation::kInsert,       Operation::kSchemaChange,
+                                      Operation::kUpdate,       Operation::kSchemaChange,
+                                      Operation::kInsert,       Operation::kInsert};
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    EXPECT_EQ(events[i].op, ops[i]) << i << ": " << events[i].to_json().substr(0, 200);
+  }
+  // The announcement carries the new shape and shares the transaction of the row after it.
+  const Event& added = events[1];
+  EXPECT_EQ(added.table, "orders");
+  EXPECT_EQ(added.shape->content_id(), events[2].shape->content_id());
+  EXPECT_NE(added.shape->content_id(), events[0].shape->content_id());
+  EXPECT_EQ(added.transaction->tx_id, events[2].transaction->tx_id);
+  EXPECT_EQ(added.transaction->total_events, 2u);
+  EXPECT_EQ(added.transaction->event_index, 0u);
+  EXPECT_EQ(find_column(*added.after, "content_id")->text, added.shape->content_id());
+  const auto json = boost::json::parse(added.to_json()).as_object();
+  const auto& cols = json.at("after").as_object().at("columns").as_array();
+  EXPECT_EQ(cols.back().as_object().at("name").as_string(), "extra");
+  EXPECT_EQ(cols.back().as_object().at("data_type").as_string(), "integer");
+  EXPECT_EQ(json.at("before").as_object().at("columns").as_array().size() + 1, cols.size());
+  EXPECT_EQ(added.row_write().kind, RowWrite::Kind::kNone);
+  // Dropped column gone from the rows; retyped column announced with its new type.
+  EXPECT_EQ(find_column(*events[4].after, "note"), nullptr);
+  EXPECT_NE(events[5].to_json().find("\"bigint\""), std::string::npos);
+  EXPECT_EQ(find_column(*events[6].after, "extra")->text, "9000000000");
+  for (const auto& e : events) EXPECT_TRUE(e.validate()) << e.to_json();
+  ASSERT_TRUE(cap.runtime->stop());
+}

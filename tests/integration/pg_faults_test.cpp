@@ -134,8 +134,7 @@ class PgFaults : public ::testing::Test {
     }
     it::PgSession s(own_dsn("postgres"));
     ASSERT_TRUE(wait_for([&] {
-      return s.scalar("select count(*) from pg_replication_slots where slot_name = '" + name_ +
-                      "' and active_pid is not null") == "1";
+      return s.scalar(it::streaming_sql(name_)) == "1";
     }, 30)) << log_tail(dir_ / "cppcdc.log");
   }
 

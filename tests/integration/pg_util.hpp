@@ -77,6 +77,14 @@ class PgSession {
   pg::detail::ConnPtr conn_;
 };
 
+/// SQL counting the walsenders streaming from `slot` (0 or 1). A slot's active_pid alone is
+/// not enough: while pg_create_logical_replication_slot waits for a consistent point, the
+/// creating backend holds the slot, and changes committed in that window are not in its stream.
+inline std::string streaming_sql(const std::string& slot) {
+  return "select count(*) from pg_replication_slots s join pg_stat_replication r on r.pid = "
+         "s.active_pid where s.slot_name = '" + slot + "'";
+}
+
 /// A database name unique to the running test (ctest runs tests in parallel).
 inline std::string test_database(const std::string& prefix) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();

@@ -1,5 +1,7 @@
 #include "source/postgres/assembler.hpp"
 
+#include "core/json_write.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -159,11 +161,46 @@ Status TransactionAssembler::on_relation(const RelationMsg& msg) {
     cols.push_back(std::move(s));
   }
   rel.shape = std::make_shared<const RowShape>(schema, msg.relation_name, std::move(cols), key);
+  if (it != relations_.end() && it->second.captured && rel.captured &&
+      it->second.shape->content_id() != rel.shape->content_id()) {
+    // The table changed shape (a column added, dropped, retyped, or a new key) since its last
+    // row: announce the new shape before the first row that has it.
+    Event e = make_event(rel, Operation::kSchemaChange, begin_position_);
+    e.before = BeforeFull{describe_shape(*it->second.shape), {}};
+    e.after = describe_shape(*rel.shape);
+    if (in_tx_) {
+      pending_.push_back(std::move(e));
+    } else {
+      waiting_schema_changes_.push_back(std::move(e));
+    }
+  }
   relations_[msg.relation_id] = std::move(rel);
   return ok();
 }
 
-Result<Row> TransactionAssembler::make_row(const Relation& rel, const TupleData& tuple,
+Row TransactionAssembler::describe_shape(const RowShape& shape) {
+  // {"content_id": "...", "columns": [{"name", "data_type", "nullable", "primary_key"}...]}
+  std::string columns = "[";
+  for (std::size_t i = 0; i < shape.columns().size(); ++i) {
+    const auto& c = shape.columns()[i];
+    if (i) columns += ',';
+    columns += "{\"name\":";
+    detail::append_json_string(columns, c.name);
+    columns += ",\"data_type\":";
+    if (c.data_type) {
+      detail::append_json_string(columns, *c.data_type);
+    } else {
+      columns += "null";
+    }
+    columns += c.nullable ? ",\"nullable\":true" : ",\"nullable\":false";
+    columns += c.primary_key ? ",\"primary_key\":true}" : ",\"primary_key\":false}";
+  }
+  columns += ']';
+  return Row{ColumnValue{"content_id", shape.content_id(), false},
+             ColumnValue{"columns", std::move(columns), true}};
+}
+
+Result<Row> TransactionAssembler::make_row(const Relation& rel, TupleData& tuple,
                                            bool key_only, std::vector<std::string>* unchanged,
                                            const char* what) const {
   const auto& columns = rel.msg.columns;
@@ -177,13 +214,13 @@ Result<Row> TransactionAssembler::make_row(const Relation& rel, const TupleData&
   row.reserve(columns.size());
   for (std::size_t i = 0; i < columns.size(); ++i) {
     if (key_only && !columns[i].part_of_key) continue;
-    const auto& t = tuple[i];
+    auto& t = tuple[i];
     switch (t.kind) {
       case TupleColumn::Kind::kNull:
         row.push_back(ColumnValue{columns[i].name, std::nullopt, false});
         break;
       case TupleColumn::Kind::kText:
-        row.push_back(ColumnValue{columns[i].name, t.value, rel.is_json[i]});
+        row.push_back(ColumnValue{columns[i].name, std::move(t.value), rel.is_json[i]});
         if (rel.is_json[i]) one_line_json(*row.back().text);
         break;
       case TupleColumn::Kind::kUnchanged:
@@ -212,10 +249,10 @@ Event TransactionAssembler::make_event(const Relation& rel, Operation op, Lsn po
   return e;
 }
 
-Status TransactionAssembler::feed(const PgOutputMessage& message, Lsn position,
+Status TransactionAssembler::feed(PgOutputMessage message, Lsn position,
                                   std::vector<Event>& out) {
   return std::visit(
-      [&](const auto& m) -> Status {
+      [&](auto& m) -> Status {
         using T = std::decay_t<decltype(m)>;
         if constexpr (std::is_same_v<T, BeginMsg>) {
           if (in_tx_) {
@@ -225,7 +262,14 @@ Status TransactionAssembler::feed(const PgOutputMessage& message, Lsn position,
           }
           in_tx_ = true;
           begin_ = m;
+          begin_position_ = position;
           pending_.clear();
+          for (auto& e : waiting_schema_changes_) {
+            e.source.offset = position.to_string();
+            e.source.timestamp = pg_timestamp_to_unix_ms(m.commit_time);
+            pending_.push_back(std::move(e));
+          }
+          waiting_schema_changes_.clear();
           return ok();
         } else if constexpr (std::is_same_v<T, CommitMsg>) {
           if (!in_tx_) {

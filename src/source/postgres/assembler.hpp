@@ -1,12 +1,19 @@
 #pragma once
 // Turns decoded pgoutput messages into canonical events, one transaction at a time.
 //
+// When a captured table's Relation message describes a new shape (columns added, dropped or
+// retyped, another key), a schema_change event carrying the old shape in `before` and the new
+// one in `after` comes right before the first row in the new shape, inside that transaction.
+// The first Relation message after a (re)start has nothing to compare with and announces
+// nothing.
+//
 // Changes are buffered from Begin to Commit, because every event carries its transaction's
 // total_events; on Commit the whole transaction is released in commit order. The last event
 // of a transaction carries the commit's end LSN as its resume_offset (a restart from there
 // re-sends nothing of this transaction); the others carry none. Pure: no I/O except through
 // the CatalogLookup it is given, so golden tests can drive it from recorded frames.
 
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -48,7 +55,8 @@ class TransactionAssembler {
 
   /// Feeds one message; `position` is the XLogData start of the message. Completed
   /// transactions are appended to `out`. Errors (invalid_data) name the message and relation.
-  Status feed(const PgOutputMessage& message, Lsn position, std::vector<Event>& out);
+  /// The message's column values are moved into the events (hence by value).
+  Status feed(PgOutputMessage message, Lsn position, std::vector<Event>& out);
 
   /// Events buffered for the open transaction.
   std::size_t pending() const noexcept { return pending_.size(); }
@@ -73,9 +81,11 @@ class TransactionAssembler {
 
   Result<const Relation*> relation(std::uint32_t id, const char* what) const;
   Status on_relation(const RelationMsg& msg);
-  Result<Row> make_row(const Relation& rel, const TupleData& tuple, bool key_only,
+  Result<Row> make_row(const Relation& rel, TupleData& tuple, bool key_only,
                        std::vector<std::string>* unchanged, const char* what) const;
   Event make_event(const Relation& rel, Operation op, Lsn position) const;
+  /// A shape as the row of a schema_change event: content_id and the columns as JSON.
+  static Row describe_shape(const RowShape& shape);
 
   std::string source_name_;
   std::function<bool(const std::string&, const std::string&)> captured_;
@@ -84,7 +94,9 @@ class TransactionAssembler {
 
   bool in_tx_ = false;
   BeginMsg begin_;
-  std::vector<Event> pending_;
+  Lsn begin_position_;
+  std::vector<Event> waiting_schema_changes_;  // shape changes seen outside a transaction
+  std::deque<Event> pending_;  // a deque: a big transaction grows without relocating events
   Lsn last_end_lsn_;
 };
 

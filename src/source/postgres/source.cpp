@@ -576,12 +576,11 @@ class PostgresSource final : public Source {
       return fail(message.error().context("decoding the pgoutput message at " +
                                           x.data_start.to_string()));
     }
-    auto st = assembler_->feed(*message, x.data_start, ready);
+    const auto* commit = std::get_if<CommitMsg>(&*message);
+    const std::uint64_t end = commit ? commit->end_lsn.value() : 0;
+    auto st = assembler_->feed(std::move(*message), x.data_start, ready);
     if (!st) return fail(st.error().context("at WAL position " + x.data_start.to_string()));
-    if (std::holds_alternative<CommitMsg>(*message)) {
-      const auto end = std::get<CommitMsg>(*message).end_lsn.value();
-      if (end > received_.load()) received_.store(end);
-    }
+    if (end > received_.load()) received_.store(end);
     return ok();
   }
 
