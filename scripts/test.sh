@@ -8,7 +8,8 @@
 #   2. scripts/build.sh                     -> build/
 #   3. scripts/build.sh --asan              -> build-asan/
 #   4. a throwaway PostgreSQL 15 on 127.0.0.1:55440 in /tmp/cppcdc-test-pg, removed on exit
-#   5. ctest in build/ (all tests; integration tests use CPPCDC_TEST_PG_DSN / _PORT)
+#   5. ctest in build/: unit tests in parallel, then integration tests one at a time (they use
+#      CPPCDC_TEST_PG_DSN / _PORT)
 #   6. ctest -L unit in build-asan/ (unit tests under ASan + UBSan)
 #   7. scripts/fuzz-pgoutput.sh for CPPCDC_FUZZ_SECONDS (default 60), when that script exists
 #      and clang-14 can link libFuzzer
@@ -124,7 +125,10 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 
 # 5. all tests of the normal build
 if ((build_ok)); then
-  step ctest ctest --test-dir build --output-on-failure -j"$JOBS" || true
+  # Unit tests in parallel; integration tests one at a time, so that the crash, fault and
+  # restart tests do not compete with each other for the 2 cores and the one server.
+  step ctest-unit ctest --test-dir build -L unit --output-on-failure -j"$JOBS" || true
+  step ctest-integration ctest --test-dir build -L integration --output-on-failure -j1 || true
 else
   skip ctest "build failed"
 fi

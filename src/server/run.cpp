@@ -37,6 +37,8 @@ void install_signal_handlers() {
   action.sa_flags = SA_RESETHAND;
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
+  // A peer that went away must surface as an EPIPE error on the write, not kill the process.
+  std::signal(SIGPIPE, SIG_IGN);
 }
 
 // One JSON object per line: {"ts":"2026-01-01T00:00:00.000Z","level":"info","msg":"..."}.

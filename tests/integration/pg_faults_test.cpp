@@ -27,9 +27,9 @@ namespace {
 int own_port() {
   const char* p = std::getenv("CPPCDC_TEST_PG_PORT");
   const std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-  const int offset = name.find("Walsender") != std::string::npos ? 9
-                     : name.find("Fast") != std::string::npos    ? 10
-                                                                 : 11;
+  const int offset = name.find("Walsender") != std::string::npos ? 100
+                     : name.find("Fast") != std::string::npos    ? 101
+                                                                 : 102;
   return (p ? std::atoi(p) : 55440) + offset;
 }
 std::string own_dir() { return "/tmp/cppcdc-it-faults-" + std::to_string(own_port()); }
@@ -182,7 +182,10 @@ class PgFaults : public ::testing::Test {
     waitpid(child_, &status, 0);
     child_ = -1;
     ASSERT_TRUE(caught_up) << log_tail(dir_ / "cppcdc.log");
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << log_tail(dir_ / "cppcdc.log");
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << (WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
+                                : "exit code " + std::to_string(WEXITSTATUS(status)))
+        << "\n" << log_tail(dir_ / "cppcdc.log");
 
     const auto events = it::read_sink(sink.string());
     std::set<std::string> ids;
