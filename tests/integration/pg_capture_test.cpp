@@ -439,3 +439,26 @@ TEST_F(PgCapture, AlterTableMidStreamGivesANewShapeAndASchemaChangeBeforeItsFirs
   for (const auto& e : events) EXPECT_TRUE(e.validate()) << e.to_json();
   ASSERT_TRUE(cap.runtime->stop());
 }
+
+TEST_F(PgCapture, SlotHeldByAnotherProcessIsNamedAfterTheRetries) {
+  Capture holder(db_, {"public.orders"});
+  ASSERT_TRUE(holder.runtime->start());
+  pg::PostgresSourceConfig cfg;
+  cfg.dsn = it::dsn_for(db_);
+  cfg.slot_name = db_;
+  cfg.publication_name = "cap_pub";
+  cfg.tables = {"public.orders"};
+  RuntimeConfig rc;
+  rc.source = std::move(*pg::make_postgres_source(cfg));
+  rc.checkpoint = std::make_shared<InMemoryCheckpoint>();
+  rc.options.connection_retry.max_retries = 1;
+  rc.options.connection_retry.initial_delay_ms = 50;
+  auto second = std::move(*Runtime::create(std::move(rc)));
+  auto st = second->start();
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().report().find("another process is streaming from replication slot"),
+            std::string::npos)
+      << st.error().report();
+  EXPECT_NE(st.error().report().find("gave up after 1 retries"), std::string::npos);
+  ASSERT_TRUE(holder.runtime->stop());
+}

@@ -162,8 +162,16 @@ class PostgresSource final : public Source {
                             quote_literal(quote_ident(config_.publication_name)) + ")";
     detail::PgResultPtr res(PQexec(repl_.get(), cmd.c_str()));
     if (!res || PQresultStatus(res.get()) != PGRES_COPY_BOTH) {
-      return fail(detail::error_from_result(res.get(), repl_.get(),
-                                            "START_REPLICATION on slot " + config_.slot_name));
+      Error e = detail::error_from_result(res.get(), repl_.get(),
+                                          "START_REPLICATION on slot " + config_.slot_name);
+      if (e.message().find("is active for PID") != std::string::npos) {
+        // Retried (it may be the walsender of a previous run that has not noticed its client
+        // is gone), but if it persists an operator has to act.
+        e = std::move(e).context(
+            "another process is streaming from replication slot " + config_.slot_name +
+            "; stop it (see pg_stat_replication) or choose another slot_name");
+      }
+      return fail(std::move(e));
     }
     spdlog::info("streaming from slot {} at {} (publication {})", config_.slot_name,
                  start_lsn.is_zero() ? std::string("the slot's confirmed position")
