@@ -462,3 +462,35 @@ TEST_F(PgCapture, SlotHeldByAnotherProcessIsNamedAfterTheRetries) {
   EXPECT_NE(st.error().report().find("gave up after 1 retries"), std::string::npos);
   ASSERT_TRUE(holder.runtime->stop());
 }
+
+TEST_F(PgCapture, PartitionedTableIsCapturedWhetherOrNotThePublicationUsesTheRoot) {
+  PgSession s(it::dsn_for(db_));
+  s.query("create table parted (id int primary key, v text) partition by range (id);"
+          "create table parted_low partition of parted for values from (0) to (100);"
+          "create table parted_high partition of parted for values from (100) to (1000)");
+  {
+    // The publication cppcdc creates publishes through the root: events name the table.
+    Capture cap(db_, {"public.parted"});
+    ASSERT_TRUE(cap.runtime->start());
+    s.query("insert into parted values (1, 'a'), (150, 'b')");
+    s.query("update parted set v = 'c' where id = 150");
+    auto events = cap.take(3);
+    ASSERT_EQ(events.size(), 3u);
+    for (const auto& e : events) EXPECT_EQ(e.table, "parted");
+    ASSERT_TRUE(cap.runtime->stop());
+  }
+  it::drop_slots(db_);
+  s.query("drop publication cap_pub; create publication cap_pub for table parted");
+  {
+    // An existing publication without publish_via_partition_root sends partitions under their
+    // own names: they are still captured, never silently dropped.
+    Capture cap(db_, {"public.parted"});
+    ASSERT_TRUE(cap.runtime->start());
+    s.query("insert into parted values (2, 'd'), (200, 'e')");
+    auto events = cap.take(2);
+    ASSERT_EQ(events.size(), 2u);
+    EXPECT_EQ(events[0].table, "parted_low");
+    EXPECT_EQ(events[1].table, "parted_high");
+    ASSERT_TRUE(cap.runtime->stop());
+  }
+}

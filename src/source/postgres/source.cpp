@@ -182,9 +182,7 @@ class PostgresSource final : public Source {
     catalog_ = std::make_unique<SqlCatalog>(sql_.get());
     assembler_ = std::make_unique<TransactionAssembler>(
         config_.source_name,
-        [this](const std::string& s, const std::string& t) {
-          return tables_.count(TableName{s, t}) > 0;
-        },
+        [this](const std::string& s, const std::string& t) { return is_captured(s, t); },
         *catalog_);
     if (pipe(wake_) != 0) {
       return fail(Error::internal(std::string("pipe() failed: ") + std::strerror(errno)));
@@ -270,6 +268,35 @@ class PostgresSource final : public Source {
     }
   }
 
+  // Whether changes of relation schema.table become events: a configured table, or a
+  // partition of one (a publication without publish_via_partition_root sends partitions under
+  // their own names). Looked up once per relation; a failed look-up captures rather than
+  // risking a silent skip.
+  bool is_captured(const std::string& schema, const std::string& table) {
+    if (tables_.count(TableName{schema, table}) > 0) return true;
+    auto res = exec(sql_.get(),
+                    "select n.nspname, c.relname from pg_partition_ancestors(format('%I.%I', "
+                    "$1::text, $2::text)::regclass) a join pg_class c on c.oid = a.relid join "
+                    "pg_namespace n on n.oid = c.relnamespace",
+                    "looking up the partition ancestors of " + schema + "." + table,
+                    {schema, table});
+    if (!res) {
+      spdlog::warn("{}; capturing {}.{} to be safe", res.error().report(), schema, table);
+      return true;
+    }
+    for (int r = 0; r < PQntuples(res->get()); ++r) {
+      const TableName ancestor{get(res->get(), r, 0).value_or(""),
+                               get(res->get(), r, 1).value_or("")};
+      if (tables_.count(ancestor) > 0) {
+        spdlog::info("capturing partition {}.{} of {} under its own name (publication {} does "
+                     "not publish via the partition root)",
+                     schema, table, ancestor.text(), config_.publication_name);
+        return true;
+      }
+    }
+    return false;
+  }
+
   Status check_server() {
     auto res = exec(sql_.get(), "select current_setting('wal_level'), current_database(), "
                                 "current_setting('server_version_num')::int",
@@ -336,6 +363,9 @@ class PostgresSource final : public Source {
         first = false;
         sql += quote_ident(t.schema) + "." + quote_ident(t.table);
       }
+      // Changes to a partitioned table's partitions are published as the table itself, so
+      // events carry the name that was configured.
+      sql += " WITH (publish_via_partition_root = true)";
       auto created = exec(sql_.get(), sql, "creating publication " + config_.publication_name);
       if (!created) return fail(created.error());
       spdlog::info("created publication {} for {} table(s)", config_.publication_name,
@@ -356,6 +386,17 @@ class PostgresSource final : public Source {
     }
     for (const auto& t : tables_) {
       if (!published.count(t)) {
+        // pg_publication_tables lists a partitioned table's partitions instead of the table
+        // when the publication does not publish via the root: ask for the table itself.
+        auto direct = exec(sql_.get(),
+                           "select 1 from pg_publication_rel pr join pg_publication p on p.oid = "
+                           "pr.prpubid where p.pubname = $1 and pr.prrelid = format('%I.%I', "
+                           "$2::text, $3::text)::regclass",
+                           "checking whether publication " + config_.publication_name +
+                               " includes " + t.text(),
+                           {config_.publication_name, t.schema, t.table});
+        if (!direct) return fail(direct.error());
+        if (PQntuples(direct->get()) > 0) continue;
         return fail(Error::source(
             ErrorKind::kTerminal,
             "publication " + config_.publication_name + " does not include table " + t.text() +
