@@ -4,6 +4,8 @@
 
 #include <boost/json.hpp>
 
+#include <set>
+
 #include "cppcdc/pg_lsn.hpp"
 #include "cppcdc/postgres.hpp"
 #include "cppcdc/runtime.hpp"
@@ -493,4 +495,28 @@ TEST_F(PgCapture, PartitionedTableIsCapturedWhetherOrNotThePublicationUsesTheRoo
     EXPECT_EQ(events[1].table, "parted_high");
     ASSERT_TRUE(cap.runtime->stop());
   }
+}
+
+TEST_F(PgCapture, TruncateOfSeveralTablesWithCascadeAndRestartIdentityGivesOneEventPerTable) {
+  PgSession s(it::dsn_for(db_));
+  s.query("create table parent (id int primary key);"
+          "create table child (id serial primary key, parent_id int references parent(id))");
+  Capture cap(db_, {"public.parent", "public.child", "public.orders"});
+  ASSERT_TRUE(cap.runtime->start());
+  s.query("insert into parent values (1); insert into child (parent_id) values (1)");
+  s.query("insert into orders (id) values (1)");
+  s.query("truncate parent, orders restart identity cascade");
+  auto events = cap.take(6);
+  ASSERT_EQ(events.size(), 6u);
+  std::set<std::string> truncated;
+  for (std::size_t i = 3; i < 6; ++i) {
+    EXPECT_EQ(events[i].op, Operation::kTruncate);
+    EXPECT_EQ(events[i].transaction->total_events, 3u);
+    EXPECT_EQ(events[i].transaction->event_index, i - 3);
+    EXPECT_EQ(events[i].row_write().kind, RowWrite::Kind::kTruncate);
+    truncated.insert(events[i].table);
+  }
+  // The cascade empties child too, and PostgreSQL lists it in the same TRUNCATE message.
+  EXPECT_EQ(truncated, (std::set<std::string>{"parent", "child", "orders"}));
+  ASSERT_TRUE(cap.runtime->stop());
 }
