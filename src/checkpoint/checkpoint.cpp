@@ -11,6 +11,7 @@
 #include <string_view>
 #include <utility>
 
+#include "core/text_util.hpp"
 #include "cppcdc/pg_lsn.hpp"
 
 namespace cppcdc {
@@ -37,15 +38,6 @@ Error regression_error(const CheckpointRecord& previous, const CheckpointRecord&
   return Error::checkpoint(ErrorKind::kTerminal, std::move(message));
 }
 
-/// Parses a whole string of decimal digits; no sign, no blanks, no overflow.
-std::optional<std::uint64_t> parse_decimal(std::string_view text) {
-  if (text.empty()) return std::nullopt;
-  std::uint64_t value = 0;
-  const char* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, value, 10);
-  if (ec != std::errc() || ptr != end) return std::nullopt;
-  return value;
-}
 
 // --- PostgreSQL ---------------------------------------------------------------------------
 // The LSN of a pgoutput stream is not monotonic across transactions (commit order differs from
@@ -79,11 +71,11 @@ std::optional<BinlogCoordinate> parse_binlog_coordinate(std::string_view offset)
   const auto colon = offset.find(':');
   if (colon == std::string_view::npos || colon != offset.rfind(':')) return std::nullopt;
   const std::string_view file = offset.substr(0, colon);
-  const auto position = parse_decimal(offset.substr(colon + 1));
+  const auto position = detail::parse_decimal(offset.substr(colon + 1));
   if (!position) return std::nullopt;
   const auto dot = file.rfind('.');
   if (dot == std::string_view::npos || dot == 0) return std::nullopt;
-  const auto sequence = parse_decimal(file.substr(dot + 1));
+  const auto sequence = detail::parse_decimal(file.substr(dot + 1));
   if (!sequence) return std::nullopt;
   return BinlogCoordinate{file.substr(0, dot), *sequence, *position};
 }

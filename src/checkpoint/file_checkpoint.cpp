@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "core/fault.hpp"
+#include "core/text_util.hpp"
 #include "cppcdc/checkpoint.hpp"
 
 namespace cppcdc {
@@ -83,20 +84,8 @@ Error io_error(std::string_view what, const std::filesystem::path& path, int err
 }
 
 std::optional<std::string> sha256_hex(std::string_view data) {
-  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
-  unsigned int digest_size = 0;
-  if (EVP_Digest(data.data(), data.size(), digest.data(), &digest_size, EVP_sha256(), nullptr) !=
-          1 ||
-      digest_size * 2 != kShaHexLength) {
-    return std::nullopt;
-  }
-  constexpr std::string_view kHex = "0123456789abcdef";
-  std::string hex;
-  hex.reserve(kShaHexLength);
-  for (unsigned int i = 0; i < digest_size; ++i) {
-    hex.push_back(kHex[digest[i] >> 4]);
-    hex.push_back(kHex[digest[i] & 0x0f]);
-  }
+  auto hex = detail::sha256_hex(data);
+  if (hex && hex->size() != kShaHexLength) return std::nullopt;
   return hex;
 }
 
@@ -105,14 +94,6 @@ bool is_lower_hex(std::string_view text) {
                      [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
-std::optional<std::uint64_t> parse_decimal(std::string_view text) {
-  if (text.empty()) return std::nullopt;
-  std::uint64_t value = 0;
-  const char* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, value, 10);
-  if (ec != std::errc() || ptr != end) return std::nullopt;
-  return value;
-}
 
 /// Splits on single spaces.
 std::vector<std::string_view> split_words(std::string_view line) {
@@ -328,7 +309,7 @@ Result<CheckpointRecord> FileCheckpoint::decode(std::string_view bytes, const st
                                     "' header (not a cppcdc checkpoint file)"));
   }
   if (words.size() < 2) return fail(damaged(origin, "has a header without a format version"));
-  const auto version = parse_decimal(words[1]);
+  const auto version = detail::parse_decimal(words[1]);
   if (!version) {
     return fail(damaged(origin, "has a malformed format version '" + std::string(words[1]) + "'"));
   }
@@ -345,7 +326,7 @@ Result<CheckpointRecord> FileCheckpoint::decode(std::string_view bytes, const st
   if (expected_digest.size() != kShaHexLength || !is_lower_hex(expected_digest)) {
     return fail(damaged(origin, "has a malformed checksum in its header"));
   }
-  const auto length = parse_decimal(words[3].substr(kLengthPrefix.size()));
+  const auto length = detail::parse_decimal(words[3].substr(kLengthPrefix.size()));
   if (!length) return fail(damaged(origin, "has a malformed body length in its header"));
 
   if (body.size() < *length) {

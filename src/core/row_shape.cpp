@@ -1,8 +1,6 @@
 #include "cppcdc/row_shape.hpp"
 
-#include <openssl/evp.h>
-
-#include <cstdio>
+#include "core/text_util.hpp"
 
 namespace cppcdc {
 namespace {
@@ -12,20 +10,6 @@ void put(std::string& out, std::string_view s) {
   out += std::to_string(s.size());
   out += ':';
   out += s;
-}
-
-std::string sha256_hex_prefix(const std::string& data, std::size_t bytes) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr);
-  std::string hex;
-  hex.reserve(bytes * 2);
-  static constexpr char kHex[] = "0123456789abcdef";
-  for (std::size_t i = 0; i < bytes && i < len; ++i) {
-    hex += kHex[digest[i] >> 4];
-    hex += kHex[digest[i] & 15];
-  }
-  return hex;
 }
 
 }  // namespace
@@ -48,7 +32,7 @@ RowShape::RowShape(std::optional<std::string> schema, std::string table,
   }
   desc += '|';
   for (const auto& k : primary_key_) put(desc, k);
-  content_id_ = sha256_hex_prefix(desc, 16);
+  content_id_ = detail::sha256_hex(desc).value_or("").substr(0, 32);  // first 16 bytes
 }
 
 std::optional<std::size_t> RowShape::find(std::string_view name) const noexcept {

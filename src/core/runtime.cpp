@@ -88,7 +88,6 @@ struct Runtime::Impl {
   // The one outstanding delivery.
   std::uint64_t next_delivery_id = 1;
   std::optional<std::uint64_t> outstanding_id;
-  std::vector<std::string> outstanding_offsets;  // resume_offset per delivered event
   std::deque<Event> redeliver;                   // tail of a partially acknowledged batch
   std::shared_ptr<std::vector<Event>> scratch;  // the outstanding batch's events
 
@@ -288,9 +287,6 @@ Result<EventBatch> Runtime::poll_event_batch() {
   if (events.empty()) return batch;
   const std::uint64_t id = d.next_delivery_id++;
   d.outstanding_id = id;
-  d.outstanding_offsets.clear();
-  d.outstanding_offsets.reserve(events.size());
-  for (const auto& e : events) d.outstanding_offsets.push_back(e.resume_offset);
   d.events_delivered += events.size();
   batch.token_ = AckToken(id, events.size(), std::make_shared<std::atomic<bool>>(false));
   // A partial acknowledgement needs the tail again: share the events with the batch.
@@ -326,8 +322,9 @@ Status Runtime::commit_ack(const AckToken& token) {
   std::optional<std::string> boundary;
   std::size_t after_boundary = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    if (!d.outstanding_offsets[i].empty()) {
-      boundary = d.outstanding_offsets[i];
+    const std::string& resume = (*d.scratch)[i].resume_offset;
+    if (!resume.empty()) {
+      boundary = resume;
       after_boundary = 0;
     } else {
       ++after_boundary;
@@ -335,7 +332,7 @@ Status Runtime::commit_ack(const AckToken& token) {
   }
   std::uint64_t partial_events = 0;
   std::uint64_t partial_tx = 0;
-  if (after_boundary > 0 && d.scratch) {
+  if (after_boundary > 0) {
     const auto& last_tx = (*d.scratch)[n - 1].transaction;
     if (last_tx) {
       partial_tx = last_tx->tx_id;
@@ -351,7 +348,6 @@ Status Runtime::commit_ack(const AckToken& token) {
   }
   d.scratch.reset();
   d.outstanding_id.reset();
-  d.outstanding_offsets.clear();
 
   const std::uint64_t committed = d.events_committed + n;
   const std::string offset =

@@ -19,6 +19,8 @@
 #include "replay.hpp"
 
 using namespace cppcdc;
+using cppcdc::it::log_tail;
+using cppcdc::it::wait_for;
 namespace fs = std::filesystem;
 
 namespace {
@@ -89,21 +91,6 @@ std::size_t complete_lines(const fs::path& p) {
     n += static_cast<std::size_t>(std::count(buf, buf + in.gcount(), '\n'));
   }
   return n;
-}
-
-std::string log_tail(const fs::path& p) {
-  std::ifstream in(p);
-  std::string s((std::istreambuf_iterator<char>(in)), {});
-  return s.size() > 3000 ? s.substr(s.size() - 3000) : s;
-}
-
-bool wait_for(const std::function<bool()>& cond, int seconds) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return cond();
 }
 
 // Kills a still-running child when a failed assertion leaves the test early, so no orphaned

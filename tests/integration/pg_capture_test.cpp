@@ -16,25 +16,37 @@ using cppcdc::it::PgSession;
 
 namespace {
 
+struct CaptureOptions {
+  std::shared_ptr<Checkpoint> checkpoint = nullptr;  // a fresh in-memory one when null
+  bool accept_slot_ahead_of_checkpoint = false;
+  std::optional<std::uint32_t> max_retries = 5;
+  std::uint32_t initial_delay_ms = 300;
+};
+
 struct Capture {
   std::string db;
-  std::shared_ptr<Checkpoint> checkpoint = std::make_shared<InMemoryCheckpoint>();
+  std::shared_ptr<Checkpoint> checkpoint;
   std::unique_ptr<Runtime> runtime;
 
-  explicit Capture(std::string database, std::vector<std::string> tables)
-      : db(std::move(database)) {
+  Capture(std::string database, std::vector<std::string> tables, CaptureOptions options = {})
+      : db(std::move(database)),
+        checkpoint(options.checkpoint ? options.checkpoint
+                                      : std::make_shared<InMemoryCheckpoint>()) {
     const std::string slot = db;  // slots are cluster-wide: one per test database
     pg::PostgresSourceConfig cfg;
     cfg.dsn = it::dsn_for(db);
     cfg.slot_name = slot;
     cfg.publication_name = "cap_pub";
     cfg.tables = std::move(tables);
+    cfg.accept_slot_ahead_of_checkpoint = options.accept_slot_ahead_of_checkpoint;
     auto src = pg::make_postgres_source(cfg);
     EXPECT_TRUE(src) << src.error().report();
     RuntimeConfig rc;
     rc.source = std::move(*src);
     rc.checkpoint = checkpoint;
     rc.options.max_poll_wait_ms = 200;
+    rc.options.connection_retry.max_retries = options.max_retries;
+    rc.options.connection_retry.initial_delay_ms = options.initial_delay_ms;
     auto rt = Runtime::create(std::move(rc));
     EXPECT_TRUE(rt);
     runtime = std::move(*rt);
@@ -223,19 +235,7 @@ TEST_F(PgCapture, CleanStopAndRestartDeliversZeroDuplicates) {
   ASSERT_TRUE(record && *record);
   EXPECT_EQ((*record)->committed_events, 3u);
   {
-    Capture cap(db_, {"public.orders"});
-    cap.checkpoint = checkpoint;
-    // Rebuild the runtime around the saved checkpoint.
-    pg::PostgresSourceConfig cfg;
-    cfg.dsn = it::dsn_for(db_);
-    cfg.slot_name = db_;
-    cfg.publication_name = "cap_pub";
-    cfg.tables = {"public.orders"};
-    RuntimeConfig rc;
-    rc.source = std::move(*pg::make_postgres_source(cfg));
-    rc.checkpoint = checkpoint;
-    rc.options.max_poll_wait_ms = 200;
-    cap.runtime = std::move(*Runtime::create(std::move(rc)));
+    Capture cap(db_, {"public.orders"}, {.checkpoint = checkpoint});  // the saved checkpoint
     ASSERT_TRUE(cap.runtime->start());
     PgSession s(it::dsn_for(db_));
     s.query("insert into orders (id) values (4)");
@@ -335,17 +335,11 @@ TEST_F(PgCapture, CheckpointBehindTheSlotIsRefusedUnlessAccepted) {
   rec.offset = early;
   ASSERT_TRUE(checkpoint->save(rec));
   auto make = [&](bool accept) {
-    pg::PostgresSourceConfig cfg;
-    cfg.dsn = it::dsn_for(db_);
-    cfg.slot_name = db_;
-    cfg.publication_name = "cap_pub";
-    cfg.tables = {"public.orders"};
-    cfg.accept_slot_ahead_of_checkpoint = accept;
-    RuntimeConfig rc;
-    rc.source = std::move(*pg::make_postgres_source(cfg));
-    rc.checkpoint = checkpoint;
-    rc.options.connection_retry.max_retries = 0;
-    return std::move(*Runtime::create(std::move(rc)));
+    return std::move(Capture(db_, {"public.orders"},
+                             {.checkpoint = checkpoint,
+                              .accept_slot_ahead_of_checkpoint = accept,
+                              .max_retries = 0})
+                         .runtime);
   };
   auto refused = make(false);
   auto st = refused->start();
@@ -372,17 +366,11 @@ TEST_F(PgCapture, CheckpointWhoseSlotVanishedIsRefusedInsteadOfSilentlySkipping)
   }
   it::drop_slots(db_);
   auto make = [&](bool accept) {
-    pg::PostgresSourceConfig cfg;
-    cfg.dsn = it::dsn_for(db_);
-    cfg.slot_name = db_;
-    cfg.publication_name = "cap_pub";
-    cfg.tables = {"public.orders"};
-    cfg.accept_slot_ahead_of_checkpoint = accept;
-    RuntimeConfig rc;
-    rc.source = std::move(*pg::make_postgres_source(cfg));
-    rc.checkpoint = checkpoint;
-    rc.options.connection_retry.max_retries = 0;
-    return std::move(*Runtime::create(std::move(rc)));
+    return std::move(Capture(db_, {"public.orders"},
+                             {.checkpoint = checkpoint,
+                              .accept_slot_ahead_of_checkpoint = accept,
+                              .max_retries = 0})
+                         .runtime);
   };
   auto refused = make(false);
   auto st = refused->start();
@@ -445,17 +433,8 @@ TEST_F(PgCapture, AlterTableMidStreamGivesANewShapeAndASchemaChangeBeforeItsFirs
 TEST_F(PgCapture, SlotHeldByAnotherProcessIsNamedAfterTheRetries) {
   Capture holder(db_, {"public.orders"});
   ASSERT_TRUE(holder.runtime->start());
-  pg::PostgresSourceConfig cfg;
-  cfg.dsn = it::dsn_for(db_);
-  cfg.slot_name = db_;
-  cfg.publication_name = "cap_pub";
-  cfg.tables = {"public.orders"};
-  RuntimeConfig rc;
-  rc.source = std::move(*pg::make_postgres_source(cfg));
-  rc.checkpoint = std::make_shared<InMemoryCheckpoint>();
-  rc.options.connection_retry.max_retries = 1;
-  rc.options.connection_retry.initial_delay_ms = 50;
-  auto second = std::move(*Runtime::create(std::move(rc)));
+  auto second =
+      std::move(Capture(db_, {"public.orders"}, {.max_retries = 1, .initial_delay_ms = 50}).runtime);
   auto st = second->start();
   ASSERT_FALSE(st);
   EXPECT_NE(st.error().report().find("another process is streaming from replication slot"),

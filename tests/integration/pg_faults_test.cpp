@@ -19,6 +19,8 @@
 
 namespace fs = std::filesystem;
 using namespace cppcdc;
+using cppcdc::it::log_tail;
+using cppcdc::it::wait_for;
 
 namespace {
 
@@ -37,15 +39,6 @@ std::string own_dsn(const std::string& db) {
   return "host=127.0.0.1 port=" + std::to_string(own_port()) + " dbname=" + db + " user=postgres";
 }
 std::string script() { return std::string(CPPCDC_SOURCE_DIR) + "/scripts/pg.sh"; }
-
-bool wait_for(const std::function<bool()>& cond, int seconds) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return cond();
-}
 
 // A connection that survives server restarts: every statement is retried on a fresh
 // connection until it runs (or 60 s pass). A commit whose outcome was lost in a crash is not
@@ -76,12 +69,6 @@ class Resilient {
   std::string dsn_;
   pg::detail::ConnPtr conn_;
 };
-
-std::string log_tail(const fs::path& p) {
-  std::ifstream in(p);
-  std::string s((std::istreambuf_iterator<char>(in)), {});
-  return s.size() > 3000 ? s.substr(s.size() - 3000) : s;
-}
 
 class PgFaults : public ::testing::Test {
  protected:

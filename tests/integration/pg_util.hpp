@@ -7,6 +7,9 @@
 
 #include <cctype>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -76,6 +79,23 @@ class PgSession {
  private:
   pg::detail::ConnPtr conn_;
 };
+
+/// Polls `cond` every 50 ms until it holds or `seconds` pass; returns its last value.
+inline bool wait_for(const std::function<bool()>& cond, int seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return cond();
+}
+
+/// The last 3,000 bytes of a log file, for failure messages.
+inline std::string log_tail(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::string s((std::istreambuf_iterator<char>(in)), {});
+  return s.size() > 3000 ? s.substr(s.size() - 3000) : s;
+}
 
 /// SQL counting the walsenders streaming from `slot` (0 or 1). A slot's active_pid alone is
 /// not enough: while pg_create_logical_replication_slot waits for a consistent point, the
