@@ -38,6 +38,12 @@ struct PostgresSourceConfig {
   /// checkpoint, or another consumer on the slot). That is refused unless this is true, in
   /// which case the changes in between are skipped knowingly and a warning is logged.
   bool accept_slot_ahead_of_checkpoint = false;
+  /// Deliver logical decoding messages written with pg_logical_emit_message() as events of
+  /// op `message` on the synthetic table "<prefix>__messages" (no schema, no primary key,
+  /// `after` = {prefix, content, transactional}). Asks pgoutput for them with the
+  /// `messages` option (PostgreSQL 14 or later). Transactional messages arrive inside their
+  /// transaction, in WAL order with its changes; non-transactional ones on their own.
+  bool capture_logical_messages = false;
   /// source.source_name in the envelope.
   std::string source_name = "postgres";
   /// Standby status update interval while idle, ms.

@@ -269,6 +269,7 @@ Status read_source(Section& source, pg::PostgresSourceConfig& out) {
   CPPCDC_CFG_ASSIGN(out.create_publication, source.get_bool("create_publication"));
   CPPCDC_CFG_ASSIGN(out.accept_slot_ahead_of_checkpoint,
                     source.get_bool("accept_slot_ahead_of_checkpoint"));
+  CPPCDC_CFG_ASSIGN(out.capture_logical_messages, source.get_bool("capture_logical_messages"));
   CPPCDC_CFG_ASSIGN(out.source_name, source.get_string("source_name"));
   if (out.source_name.empty()) {
     return fail(source.error("source_name", source.take("source_name"),
@@ -566,6 +567,9 @@ std::string describe_config(const ServerConfig& config) {
   for (const auto& t : src.tables) tables += (tables.empty() ? "" : ", ") + t;
   line("  tables:           " + tables);
   line("  status interval:  " + std::to_string(src.status_interval_ms) + " ms");
+  line(std::string("  logical messages: ") +
+       (src.capture_logical_messages ? "captured (op message, table <prefix>__messages)"
+                                     : "not captured"));
   if (config.sink.type == "file") {
     line("sink:               file " + config.sink.path.string());
   } else {

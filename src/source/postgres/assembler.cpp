@@ -1,6 +1,7 @@
 #include "source/postgres/assembler.hpp"
 
 #include "core/json_write.hpp"
+#include "core/text_util.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -249,6 +250,43 @@ Event TransactionAssembler::make_event(const Relation& rel, Operation op, Lsn po
   return e;
 }
 
+Event TransactionAssembler::make_message_event(const LogicalMessageMsg& m, Lsn position) {
+  const bool text = cppcdc::detail::is_valid_utf8(m.content);
+  auto& shapes = message_shapes_[m.prefix];
+  RowShapePtr& shape = text ? shapes.text : shapes.bytea;
+  if (!shape) {
+    auto column = [](std::string name, std::string type, std::uint32_t oid) {
+      ColumnShape c;
+      c.name = std::move(name);
+      c.data_type = std::move(type);
+      c.nullable = false;
+      c.type_oid = oid;
+      return c;
+    };
+    shape = std::make_shared<const RowShape>(
+        std::nullopt, m.prefix + "__messages",
+        std::vector<ColumnShape>{column("prefix", "text", 25),
+                                 column("content", text ? "text" : "bytea", text ? 25 : 17),
+                                 column("transactional", "boolean", 16)},
+        std::vector<std::string>{});
+  }
+  Event e;
+  e.op = Operation::kMessage;
+  e.source.source_name = source_name_;
+  e.source.offset = (position.is_zero() ? m.lsn : position).to_string();
+  e.ts = clock();
+  // A transactional message takes its transaction's commit time; a non-transactional one has
+  // no commit, so it carries the time cppcdc decoded it.
+  e.source.timestamp = m.transactional && in_tx_ ? pg_timestamp_to_unix_ms(begin_.commit_time)
+                                                 : e.ts;
+  e.table = shape->table();
+  e.shape = shape;
+  e.after = Row{ColumnValue{"prefix", m.prefix, false},
+                ColumnValue{"content", text ? m.content : cppcdc::detail::bytea_hex(m.content), false},
+                ColumnValue{"transactional", m.transactional ? "t" : "f", false}};
+  return e;
+}
+
 Status TransactionAssembler::feed(PgOutputMessage message, Lsn position,
                                   std::vector<Event>& out) {
   return std::visit(
@@ -367,8 +405,26 @@ Status TransactionAssembler::feed(PgOutputMessage message, Lsn position,
             pending_.push_back(make_event(**rel, Operation::kTruncate, position));
           }
           return ok();
+        } else if constexpr (std::is_same_v<T, LogicalMessageMsg>) {
+          if (!capture_messages) return ok();
+          Event e = make_message_event(m, position);
+          if (m.transactional && in_tx_) {
+            pending_.push_back(std::move(e));
+          } else if (m.transactional) {
+            return fail(Error::invalid_data("pgoutput transactional Message at " +
+                                            m.lsn.to_string() + " arrived outside a transaction"));
+          } else {
+            // Not part of any transaction: delivered on its own, at once. The LSN pgoutput
+            // gives a message is the end of its WAL record, and decoding skips a message whose
+            // record starts before the start position: resuming at that end skips this
+            // message after a restart, and nothing that follows (the next record starts there
+            // or later).
+            e.resume_offset = m.lsn.to_string();
+            out.push_back(std::move(e));
+          }
+          return ok();
         } else {
-          // Origin, Type and logical decoding messages carry nothing for the envelope here.
+          // Origin and Type messages carry nothing for the envelope.
           return ok();
         }
       },

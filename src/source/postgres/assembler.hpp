@@ -69,6 +69,16 @@ class TransactionAssembler {
   /// Clock for the envelope's `ts` (ms since the Unix epoch); tests replace it.
   std::function<std::int64_t()> clock;
 
+  /// Whether logical decoding messages (pg_logical_emit_message) become events of op
+  /// `message` on the synthetic table "<prefix>__messages", with `after` holding the columns
+  /// prefix, content and transactional. Content that is valid UTF-8 is delivered as text,
+  /// anything else as bytea hex ("\x..."), and the row shape says which (text or bytea).
+  /// A transactional message belongs to its transaction; a non-transactional one is a unit
+  /// of its own whose resume_offset is its LSN, which pgoutput sets to the end of the
+  /// message's WAL record: a restart from there does not send it again (PostgreSQL skips a
+  /// message whose record starts before the start position) and misses nothing after it.
+  bool capture_messages = false;
+
  private:
   struct Relation {
     RelationMsg msg;
@@ -86,6 +96,13 @@ class TransactionAssembler {
   Event make_event(const Relation& rel, Operation op, Lsn position) const;
   /// A shape as the row of a schema_change event: content_id and the columns as JSON.
   static Row describe_shape(const RowShape& shape);
+  Event make_message_event(const LogicalMessageMsg& m, Lsn position);
+
+  struct MessageShapes {
+    RowShapePtr text;
+    RowShapePtr bytea;
+  };
+  std::unordered_map<std::string, MessageShapes> message_shapes_;  // by prefix
 
   std::string source_name_;
   std::function<bool(const std::string&, const std::string&)> captured_;

@@ -5,6 +5,7 @@
 #include <string_view>
 #include <utility>
 
+#include "core/text_util.hpp"
 #include "source/postgres/byte_reader.hpp"
 
 namespace cppcdc::pg {
@@ -349,45 +350,6 @@ Error unknown_tag(std::uint8_t tag) {
 
 // ---- describe ----------------------------------------------------------------------------
 
-// Strict UTF-8 check (no overlong forms, no surrogates, nothing above U+10FFFF).
-bool is_valid_utf8(std::string_view s) {
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  const std::size_t n = s.size();
-  std::size_t i = 0;
-  while (i < n) {
-    const unsigned char c = p[i];
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    std::size_t extra = 0;
-    unsigned char lo = 0x80, hi = 0xbf;  // allowed range of the first continuation byte
-    if (c >= 0xc2 && c <= 0xdf) {
-      extra = 1;
-    } else if (c == 0xe0) {
-      extra = 2, lo = 0xa0;
-    } else if ((c >= 0xe1 && c <= 0xec) || c == 0xee || c == 0xef) {
-      extra = 2;
-    } else if (c == 0xed) {
-      extra = 2, hi = 0x9f;
-    } else if (c == 0xf0) {
-      extra = 3, lo = 0x90;
-    } else if (c >= 0xf1 && c <= 0xf3) {
-      extra = 3;
-    } else if (c == 0xf4) {
-      extra = 3, hi = 0x8f;
-    } else {
-      return false;
-    }
-    if (n - i - 1 < extra) return false;
-    if (p[i + 1] < lo || p[i + 1] > hi) return false;
-    for (std::size_t k = 2; k <= extra; ++k) {
-      if ((p[i + k] & 0xc0) != 0x80) return false;
-    }
-    i += extra + 1;
-  }
-  return true;
-}
 
 std::string to_hex(std::string_view s) {
   static constexpr char kHex[] = "0123456789abcdef";
@@ -404,7 +366,7 @@ std::string to_hex(std::string_view s) {
 // Valid UTF-8 becomes a JSON string; anything else becomes {"hex": "..."} so that the
 // output stays valid JSON whatever the bytes.
 boost::json::value text_value(std::string_view s) {
-  if (is_valid_utf8(s)) return boost::json::string(s);
+  if (cppcdc::detail::is_valid_utf8(s)) return boost::json::string(s);
   boost::json::object o;
   o["hex"] = to_hex(s);
   return o;

@@ -159,7 +159,8 @@ class PostgresSource final : public Source {
     const std::string cmd = "START_REPLICATION SLOT " + quote_ident(config_.slot_name) +
                             " LOGICAL " + start_lsn.to_string() +
                             " (proto_version '1', publication_names " +
-                            quote_literal(quote_ident(config_.publication_name)) + ")";
+                            quote_literal(quote_ident(config_.publication_name)) +
+                            (config_.capture_logical_messages ? ", messages 'true'" : "") + ")";
     detail::PgResultPtr res(PQexec(repl_.get(), cmd.c_str()));
     if (!res || PQresultStatus(res.get()) != PGRES_COPY_BOTH) {
       Error e = detail::error_from_result(res.get(), repl_.get(),
@@ -184,6 +185,7 @@ class PostgresSource final : public Source {
         config_.source_name,
         [this](const std::string& s, const std::string& t) { return is_captured(s, t); },
         *catalog_);
+    assembler_->capture_messages = config_.capture_logical_messages;
     if (pipe(wake_) != 0) {
       return fail(Error::internal(std::string("pipe() failed: ") + std::strerror(errno)));
     }
@@ -316,6 +318,13 @@ class PostgresSource final : public Source {
       return fail(Error::source(ErrorKind::kTerminal,
                                 "PostgreSQL " + std::to_string(version) +
                                     " has no pgoutput; cppcdc needs PostgreSQL 10 or later"));
+    }
+    if (config_.capture_logical_messages && version < 140000) {
+      return fail(Error::source(ErrorKind::kTerminal,
+                                "capture_logical_messages needs PostgreSQL 14 or later (pgoutput "
+                                "sends messages from 14 on); this server is " +
+                                    std::to_string(version) +
+                                    ": upgrade it or set capture_logical_messages = false"));
     }
     return ok();
   }

@@ -228,4 +228,40 @@ TEST(Assembler, UncapturedTablesProduceNoEventsAndDoNotCount) {
   EXPECT_EQ(out[0].source.offset, "0/3");
   EXPECT_EQ(out[0].resume_offset, "0/78");
 }
+
+TEST(Assembler, LogicalMessagesFollowTheCaptureSwitchAndTheirTransaction) {
+  StandInCatalog catalog;
+  TransactionAssembler a("postgres", [](const std::string&, const std::string&) { return true; },
+                         catalog);
+  std::vector<Event> out;
+  LogicalMessageMsg loose{false, Lsn(0x50), "audit", "hello"};
+  ASSERT_TRUE(a.feed(loose, Lsn(0x50), out));
+  EXPECT_TRUE(out.empty());  // off by default
+
+  a.capture_messages = true;
+  ASSERT_TRUE(a.feed(loose, Lsn(0x50), out));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].op, Operation::kMessage);
+  EXPECT_EQ(out[0].table, "audit__messages");
+  EXPECT_FALSE(out[0].transaction);
+  EXPECT_EQ(out[0].resume_offset, "0/50");
+  EXPECT_TRUE(out[0].validate());
+  EXPECT_EQ(out[0].row_write().kind, RowWrite::Kind::kNone);
+
+  out.clear();
+  ASSERT_TRUE(a.feed(BeginMsg{Lsn(0x100), 0, 9}, Lsn(0x60), out));
+  ASSERT_TRUE(a.feed(LogicalMessageMsg{true, Lsn(0x70), "ob", std::string("\x00\xff", 2)},
+                     Lsn(0x70), out));
+  EXPECT_TRUE(out.empty());  // a transactional message waits for its commit
+  ASSERT_TRUE(a.feed(CommitMsg{0, Lsn(0x100), Lsn(0x120), 0}, Lsn(0x100), out));
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_TRUE(out[0].transaction);
+  EXPECT_EQ(out[0].transaction->tx_id, 9u);
+  EXPECT_EQ(out[0].resume_offset, "0/120");
+  EXPECT_EQ(find_column(*out[0].after, "content")->text, "\\x00ff");
+  EXPECT_EQ(out[0].shape->columns()[1].data_type, "bytea");
+
+  // A transactional message outside any transaction is a protocol surprise, not a guess.
+  EXPECT_FALSE(a.feed(LogicalMessageMsg{true, Lsn(0x130), "ob", "x"}, Lsn(0x130), out));
+}
 }  // namespace cppcdc::pg
