@@ -50,6 +50,18 @@ struct PostgresSourceConfig {
   std::uint32_t status_interval_ms = 10'000;
   /// Most events decoded ahead of the consumer (backpressure bound).
   std::size_t max_queued_events = 100'000;
+  /// Most bytes of events (estimated in-memory size) decoded ahead of the consumer. A
+  /// transaction held in memory is handed over whole, so the queue may exceed this by at
+  /// most one transaction of up to spill_threshold_bytes.
+  std::size_t max_queued_bytes = std::size_t{32} << 20;
+  /// A transaction whose events take more memory than this (bytes, estimated) while waiting
+  /// for its commit is spilled to a temporary file and read back in pieces after the commit,
+  /// so one huge transaction does not need its size in memory. 0 spills every transaction.
+  std::size_t spill_threshold_bytes = std::size_t{32} << 20;
+  /// Directory of the spill files; empty means the system's temporary directory ($TMPDIR or
+  /// /tmp). Spill files are unlinked as soon as they are created: they vanish when done, and
+  /// also when the process is killed.
+  std::string spill_dir;
 };
 
 /// The session settings listed above, as libpq `options` text.

@@ -278,6 +278,22 @@ Status read_source(Section& source, pg::PostgresSourceConfig& out) {
   std::optional<std::int64_t> interval;
   CPPCDC_CFG_ASSIGN(interval, source.get_int("status_interval_ms", 1, kMaxU32));
   if (interval) out.status_interval_ms = static_cast<std::uint32_t>(*interval);
+  constexpr std::int64_t kMaxBytes = std::int64_t{1} << 40;
+  std::optional<std::int64_t> bytes;
+  CPPCDC_CFG_ASSIGN(bytes, source.get_int("spill_threshold_bytes", 0, kMaxBytes));
+  if (bytes) out.spill_threshold_bytes = static_cast<std::size_t>(*bytes);
+  CPPCDC_CFG_ASSIGN(bytes, source.get_int("max_queued_bytes", 1, kMaxBytes));
+  if (bytes) out.max_queued_bytes = static_cast<std::size_t>(*bytes);
+  std::optional<std::string> spill_dir;
+  CPPCDC_CFG_ASSIGN(spill_dir, source.get_string("spill_dir"));
+  if (spill_dir) {
+    if (spill_dir->empty()) {
+      return fail(source.error("spill_dir", source.take("spill_dir"),
+                               "expected a directory, found an empty string (leave the key out "
+                               "for the system's temporary directory)"));
+    }
+    out.spill_dir = *spill_dir;
+  }
   return source.reject_unknown();
 }
 
@@ -544,6 +560,10 @@ Result<ServerConfig> load_server_config(const std::filesystem::path& path) {
   }
   auto& dir = config->state.offset.dir;
   if (!dir.empty() && dir.is_relative()) dir = (base / dir).lexically_normal();
+  auto& spill = config->source.spill_dir;
+  if (!spill.empty() && std::filesystem::path(spill).is_relative()) {
+    spill = (base / spill).lexically_normal().string();
+  }
   return config;
 }
 
@@ -567,6 +587,10 @@ std::string describe_config(const ServerConfig& config) {
   for (const auto& t : src.tables) tables += (tables.empty() ? "" : ", ") + t;
   line("  tables:           " + tables);
   line("  status interval:  " + std::to_string(src.status_interval_ms) + " ms");
+  line("  spill:            transactions over " + std::to_string(src.spill_threshold_bytes) +
+       " bytes go to " +
+       (src.spill_dir.empty() ? std::string("the system's temporary directory")
+                              : src.spill_dir));
   line(std::string("  logical messages: ") +
        (src.capture_logical_messages ? "captured (op message, table <prefix>__messages)"
                                      : "not captured"));

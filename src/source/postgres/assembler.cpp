@@ -65,6 +65,54 @@ TransactionAssembler::TransactionAssembler(
 void TransactionAssembler::reset_transaction() {
   in_tx_ = false;
   pending_.clear();
+  pending_bytes_ = 0;
+  spill_.reset();
+  ready_spill_ = ReadySpill{};
+}
+
+Status TransactionAssembler::add_pending(Event e) {
+  if (spill_) return spill_->append(e);
+  pending_bytes_ += detail::approx_event_bytes(e);
+  pending_.push_back(std::move(e));
+  if (pending_bytes_ <= spill_threshold_bytes) return ok();
+  auto spill = detail::EventSpill::create(spill_dir);
+  if (!spill) {
+    return fail(spill.error().context("transaction " + std::to_string(begin_.xid) +
+                                      " outgrew spill_threshold_bytes (" +
+                                      std::to_string(spill_threshold_bytes) + ")"));
+  }
+  spill_ = std::move(*spill);
+  spdlog::info("transaction {} holds more than {} bytes of events ({} events so far): spilling "
+               "it to a temporary file in {} until its commit",
+               begin_.xid, spill_threshold_bytes, pending_.size(), spill_dir.string());
+  for (const auto& p : pending_) CPPCDC_TRY(spill_->append(p));
+  pending_.clear();
+  pending_bytes_ = 0;
+  return ok();
+}
+
+Status TransactionAssembler::drain_spilled(std::vector<Event>& out, std::size_t max_events) {
+  auto& r = ready_spill_;
+  if (!r.file) return ok();
+  for (std::size_t n = 0; n < max_events && r.next_index < r.total; ++n) {
+    Event e;
+    auto got = r.file->next(e);
+    if (!got) return fail(got.error().context("reading back transaction " + std::to_string(r.xid)));
+    if (!*got) {
+      return fail(Error::internal("spill file of transaction " + std::to_string(r.xid) +
+                                  " ended after " + std::to_string(r.next_index) + " of " +
+                                  std::to_string(r.total) + " events"));
+    }
+    e.transaction = TransactionMetadata{r.xid, r.total, r.next_index};
+    if (++r.next_index == r.total) e.resume_offset = r.end_lsn.to_string();
+    out.push_back(std::move(e));
+  }
+  if (r.next_index == r.total) {
+    spdlog::info("transaction {}: all {} spilled events read back ({} bytes on disk, released)",
+                 r.xid, r.total, r.file->bytes_written());
+    r = ReadySpill{};
+  }
+  return ok();
 }
 
 Result<const TransactionAssembler::Relation*> TransactionAssembler::relation(
@@ -170,7 +218,7 @@ Status TransactionAssembler::on_relation(const RelationMsg& msg) {
     e.before = BeforeFull{describe_shape(*it->second.shape), {}};
     e.after = describe_shape(*rel.shape);
     if (in_tx_) {
-      pending_.push_back(std::move(e));
+      CPPCDC_TRY(add_pending(std::move(e)));
     } else {
       waiting_schema_changes_.push_back(std::move(e));
     }
@@ -289,6 +337,10 @@ Event TransactionAssembler::make_message_event(const LogicalMessageMsg& m, Lsn p
 
 Status TransactionAssembler::feed(PgOutputMessage message, Lsn position,
                                   std::vector<Event>& out) {
+  if (ready_spill_.file) {
+    return fail(Error::invalid_state("a spilled transaction must be drained before the next "
+                                     "pgoutput message is fed"));
+  }
   return std::visit(
       [&](auto& m) -> Status {
         using T = std::decay_t<decltype(m)>;
@@ -302,6 +354,8 @@ Status TransactionAssembler::feed(PgOutputMessage message, Lsn position,
           begin_ = m;
           begin_position_ = position;
           pending_.clear();
+          pending_bytes_ = 0;
+          spill_.reset();
           for (auto& e : waiting_schema_changes_) {
             e.source.offset = position.to_string();
             e.source.timestamp = pg_timestamp_to_unix_ms(m.commit_time);
@@ -314,6 +368,18 @@ Status TransactionAssembler::feed(PgOutputMessage message, Lsn position,
             return fail(Error::invalid_data("pgoutput Commit at " + m.end_lsn.to_string() +
                                             " arrived outside a transaction"));
           }
+          in_tx_ = false;
+          last_end_lsn_ = m.end_lsn;
+          if (spill_) {
+            // Read back in pieces by drain_spilled(), which sets the metadata.
+            CPPCDC_TRY(spill_->start_reading());
+            ready_spill_.xid = begin_.xid;
+            ready_spill_.total = spill_->events_written();
+            ready_spill_.next_index = 0;
+            ready_spill_.end_lsn = m.end_lsn;
+            ready_spill_.file = std::move(spill_);
+            return ok();
+          }
           const std::uint64_t total = pending_.size();
           for (std::uint64_t i = 0; i < total; ++i) {
             pending_[i].transaction = TransactionMetadata{begin_.xid, total, i};
@@ -321,8 +387,7 @@ Status TransactionAssembler::feed(PgOutputMessage message, Lsn position,
           if (total > 0) pending_.back().resume_offset = m.end_lsn.to_string();
           for (auto& e : pending_) out.push_back(std::move(e));
           pending_.clear();
-          in_tx_ = false;
-          last_end_lsn_ = m.end_lsn;
+          pending_bytes_ = 0;
           return ok();
         } else if constexpr (std::is_same_v<T, RelationMsg>) {
           return on_relation(m);
@@ -334,8 +399,7 @@ Status TransactionAssembler::feed(PgOutputMessage message, Lsn position,
           auto row = make_row(**rel, m.new_tuple, false, &e.unavailable_columns, "Insert");
           if (!row) return fail(row.error());
           e.after = std::move(*row);
-          pending_.push_back(std::move(e));
-          return ok();
+          return add_pending(std::move(e));
         } else if constexpr (std::is_same_v<T, UpdateMsg>) {
           auto rel = relation(m.relation_id, "Update");
           if (!rel) return fail(rel.error());
@@ -377,8 +441,7 @@ Status TransactionAssembler::feed(PgOutputMessage message, Lsn position,
           }
           e.after = std::move(*row);
           e.unavailable_columns = std::move(unchanged);
-          pending_.push_back(std::move(e));
-          return ok();
+          return add_pending(std::move(e));
         } else if constexpr (std::is_same_v<T, DeleteMsg>) {
           auto rel = relation(m.relation_id, "Delete");
           if (!rel) return fail(rel.error());
@@ -395,21 +458,20 @@ Status TransactionAssembler::feed(PgOutputMessage message, Lsn position,
             if (!key) return fail(key.error());
             e.before = BeforeKeyOnly{std::move(*key)};
           }
-          pending_.push_back(std::move(e));
-          return ok();
+          return add_pending(std::move(e));
         } else if constexpr (std::is_same_v<T, TruncateMsg>) {
           for (auto id : m.relation_ids) {
             auto rel = relation(id, "Truncate");
             if (!rel) return fail(rel.error());
             if (!(*rel)->captured) continue;
-            pending_.push_back(make_event(**rel, Operation::kTruncate, position));
+            CPPCDC_TRY(add_pending(make_event(**rel, Operation::kTruncate, position)));
           }
           return ok();
         } else if constexpr (std::is_same_v<T, LogicalMessageMsg>) {
           if (!capture_messages) return ok();
           Event e = make_message_event(m, position);
           if (m.transactional && in_tx_) {
-            pending_.push_back(std::move(e));
+            return add_pending(std::move(e));
           } else if (m.transactional) {
             return fail(Error::invalid_data("pgoutput transactional Message at " +
                                             m.lsn.to_string() + " arrived outside a transaction"));

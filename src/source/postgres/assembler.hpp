@@ -14,6 +14,7 @@
 // the CatalogLookup it is given, so golden tests can drive it from recorded frames.
 
 #include <deque>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -21,6 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/event_spill.hpp"
 #include "cppcdc/event.hpp"
 #include "source/postgres/pgoutput.hpp"
 
@@ -54,12 +56,23 @@ class TransactionAssembler {
                        CatalogLookup& catalog);
 
   /// Feeds one message; `position` is the XLogData start of the message. Completed
-  /// transactions are appended to `out`. Errors (invalid_data) name the message and relation.
+  /// transactions are appended to `out`, except one that was spilled to disk: that one waits
+  /// in spilled_ready() and is taken with drain_spilled(), which must finish before the next
+  /// feed (invalid_state otherwise). Errors (invalid_data) name the message and relation.
   /// The message's column values are moved into the events (hence by value).
   Status feed(PgOutputMessage message, Lsn position, std::vector<Event>& out);
 
-  /// Events buffered for the open transaction.
-  std::size_t pending() const noexcept { return pending_.size(); }
+  /// Whether a committed transaction waits in a spill file.
+  bool spilled_ready() const noexcept { return static_cast<bool>(ready_spill_.file); }
+  /// Appends up to `max_events` events of the committed spilled transaction to `out`, in
+  /// order, with their transaction metadata (and the commit's end LSN on the last). The
+  /// spill file is closed (and its space released) after the last event.
+  Status drain_spilled(std::vector<Event>& out, std::size_t max_events);
+
+  /// Events buffered for the open transaction (in memory and spilled).
+  std::size_t pending() const noexcept {
+    return pending_.size() + (spill_ ? spill_->events_written() : 0);
+  }
   bool in_transaction() const noexcept { return in_tx_; }
   /// Forgets the open transaction (after a reconnect the server sends it again).
   void reset_transaction();
@@ -79,6 +92,12 @@ class TransactionAssembler {
   /// message whose record starts before the start position) and misses nothing after it.
   bool capture_messages = false;
 
+  /// Once the open transaction's events take more than this many bytes in memory (estimated
+  /// by detail::approx_event_bytes), they and all later events of the transaction go to a
+  /// spill file in `spill_dir`, and are read back after the commit in bounded pieces.
+  std::size_t spill_threshold_bytes = std::size_t{32} << 20;
+  std::filesystem::path spill_dir = cppcdc::detail::default_spill_dir();
+
  private:
   struct Relation {
     RelationMsg msg;
@@ -97,6 +116,8 @@ class TransactionAssembler {
   /// A shape as the row of a schema_change event: content_id and the columns as JSON.
   static Row describe_shape(const RowShape& shape);
   Event make_message_event(const LogicalMessageMsg& m, Lsn position);
+  /// Adds an event to the open transaction, spilling past the threshold.
+  Status add_pending(Event e);
 
   struct MessageShapes {
     RowShapePtr text;
@@ -114,6 +135,16 @@ class TransactionAssembler {
   Lsn begin_position_;
   std::vector<Event> waiting_schema_changes_;  // shape changes seen outside a transaction
   std::deque<Event> pending_;  // a deque: a big transaction grows without relocating events
+  std::size_t pending_bytes_ = 0;
+  std::unique_ptr<cppcdc::detail::EventSpill> spill_;  // the open transaction's events, once spilled
+  struct ReadySpill {
+    std::unique_ptr<cppcdc::detail::EventSpill> file;
+    std::uint64_t xid = 0;
+    std::uint64_t total = 0;
+    std::uint64_t next_index = 0;
+    Lsn end_lsn;
+  };
+  ReadySpill ready_spill_;  // a committed spilled transaction not yet drained
   Lsn last_end_lsn_;
 };
 

@@ -15,6 +15,7 @@
 #include <set>
 #include <thread>
 
+#include "core/event_spill.hpp"
 #include "core/fault.hpp"
 #include "cppcdc/postgres.hpp"
 #include "source/postgres/assembler.hpp"
@@ -145,6 +146,16 @@ class PostgresSource final : public Source {
       }
       start_lsn = *parsed;
     }
+    {
+      // The spill directory is checked now, not when the first huge transaction arrives.
+      const std::filesystem::path dir = config_.spill_dir.empty()
+                                            ? cppcdc::detail::default_spill_dir()
+                                            : std::filesystem::path(config_.spill_dir);
+      auto probe = cppcdc::detail::EventSpill::create(dir);
+      if (!probe) {
+        return fail(Error::configuration("[source] spill_dir: " + probe.error().message()));
+      }
+    }
     auto sql = detail::connect(config_.dsn, false);
     if (!sql) return fail(sql.error());
     sql_ = std::move(*sql);
@@ -186,6 +197,8 @@ class PostgresSource final : public Source {
         [this](const std::string& s, const std::string& t) { return is_captured(s, t); },
         *catalog_);
     assembler_->capture_messages = config_.capture_logical_messages;
+    assembler_->spill_threshold_bytes = config_.spill_threshold_bytes;
+    if (!config_.spill_dir.empty()) assembler_->spill_dir = config_.spill_dir;
     if (pipe(wake_) != 0) {
       return fail(Error::internal(std::string("pipe() failed: ") + std::strerror(errno)));
     }
@@ -193,6 +206,7 @@ class PostgresSource final : public Source {
     {
       std::lock_guard lock(mutex_);
       queue_.clear();
+      queued_bytes_ = 0;
       error_.reset();
       reader_done_ = false;
       idle_lsn_ = 0;
@@ -208,7 +222,8 @@ class PostgresSource final : public Source {
     not_empty_.wait_for(lock, wait, [&] { return !queue_.empty() || reader_done_; });
     std::size_t n = 0;
     while (!queue_.empty() && n < max_events) {
-      out.push_back(std::move(queue_.front()));
+      queued_bytes_ -= std::min(queued_bytes_, queue_.front().bytes);
+      out.push_back(std::move(queue_.front().event));
       queue_.pop_front();
       ++n;
     }
@@ -532,9 +547,17 @@ class PostgresSource final : public Source {
   // Pushes a whole transaction; waits while the queue is over its bound (a transaction
   // larger than the bound waits for an empty queue). Keeps feedback flowing while waiting.
   bool push(std::vector<Event>& events) {
+    std::size_t bytes = 0;
+    std::vector<std::size_t> sizes;
+    sizes.reserve(events.size());
+    for (const auto& e : events) {
+      sizes.push_back(cppcdc::detail::approx_event_bytes(e));
+      bytes += sizes.back();
+    }
     std::unique_lock lock(mutex_);
     while (!stop_.load() && !queue_.empty() &&
-           queue_.size() + events.size() > config_.max_queued_events) {
+           (queue_.size() + events.size() > config_.max_queued_events ||
+            queued_bytes_ + bytes > config_.max_queued_bytes)) {
       not_full_.wait_for(lock, std::chrono::milliseconds(100));
       if (status_due()) {
         lock.unlock();
@@ -542,7 +565,10 @@ class PostgresSource final : public Source {
         lock.lock();
       }
     }
-    for (auto& e : events) queue_.push_back(std::move(e));
+    for (std::size_t i = 0; i < events.size(); ++i) {
+      queue_.push_back(Queued{std::move(events[i]), sizes[i]});
+    }
+    queued_bytes_ += bytes;
     events.clear();
     not_empty_.notify_all();
     return true;
@@ -580,6 +606,15 @@ class PostgresSource final : public Source {
         if (!st) return finish(st.error());
         if (!ready.empty() && !push(ready)) {
           return finish(detail::error_from_conn(conn, "sending a standby status update"));
+        }
+        // A spilled transaction is handed over in pieces, each waiting for room in the
+        // queue, so memory stays bounded however large the transaction is.
+        while (assembler_->spilled_ready() && !stop_.load()) {
+          auto drained = assembler_->drain_spilled(ready, kSpillPiece);
+          if (!drained) return finish(drained.error());
+          if (!push(ready)) {
+            return finish(detail::error_from_conn(conn, "sending a standby status update"));
+          }
         }
         continue;
       }
@@ -664,7 +699,13 @@ class PostgresSource final : public Source {
   std::mutex mutex_;
   std::condition_variable not_empty_;
   std::condition_variable not_full_;
-  std::deque<Event> queue_;
+  struct Queued {
+    Event event;
+    std::size_t bytes;  // detail::approx_event_bytes(event)
+  };
+  static constexpr std::size_t kSpillPiece = 1000;  // events read back per push
+  std::deque<Queued> queue_;
+  std::size_t queued_bytes_ = 0;
   std::optional<Error> error_;
   bool reader_done_ = false;
 };

@@ -58,12 +58,16 @@ struct Replayed {
   std::vector<std::string> lines;
 };
 
-Replayed replay(const fs::path& frames) {
+// `spill_threshold`: bytes of a transaction kept in memory before it goes to a spill file
+// (nullopt: the assembler's default). `drain_piece`: events taken per drain_spilled() call.
+Replayed replay(const fs::path& frames, std::optional<std::size_t> spill_threshold = std::nullopt,
+                std::size_t drain_piece = 1000) {
   Replayed out;
   StandInCatalog catalog;
   TransactionAssembler assembler("postgres", [](const std::string&, const std::string&) { return true; },
                                  catalog);
   assembler.clock = [] { return std::int64_t{1700000000000}; };
+  if (spill_threshold) assembler.spill_threshold_bytes = *spill_threshold;
   std::ifstream in(frames);
   std::string line;
   int n = 0;
@@ -82,6 +86,13 @@ Replayed replay(const fs::path& frames) {
     const std::size_t before = out.events.size();
     auto st = assembler.feed(*message, x->data_start, out.events);
     EXPECT_TRUE(st) << frames << ":" << n << ": " << st.error().report();
+    while (assembler.spilled_ready()) {
+      const std::size_t had = out.events.size();
+      auto drained = assembler.drain_spilled(out.events, drain_piece);
+      EXPECT_TRUE(drained) << drained.error().report();
+      if (!drained) break;
+      EXPECT_LE(out.events.size() - had, drain_piece);
+    }
     for (std::size_t i = before; i < out.events.size(); ++i) {
       out.lines.push_back(out.events[i].to_json());
     }
@@ -169,6 +180,52 @@ TEST(EnvelopeGolden, FullIdentityCompletesUnchangedToastAndDefaultKeepsKeyOnly) 
   }
   EXPECT_TRUE(saw_docs_update);
   EXPECT_TRUE(saw_key_change);
+}
+
+TEST(EnvelopeGolden, SpilledTransactionsGiveTheSameEnvelopesAsInMemoryOnes) {
+  for (const auto& frames : frame_files()) {
+    const Replayed memory = replay(frames, std::size_t{1} << 40);
+    for (std::size_t threshold : {std::size_t{0}, std::size_t{2000}}) {
+      for (std::size_t piece : {std::size_t{1}, std::size_t{3}, std::size_t{1000}}) {
+        const Replayed spilled = replay(frames, threshold, piece);
+        ASSERT_EQ(spilled.lines, memory.lines) << frames << " threshold " << threshold
+                                               << " piece " << piece;
+        for (std::size_t i = 0; i < memory.events.size(); ++i) {
+          EXPECT_EQ(spilled.events[i].shape->content_id(), memory.events[i].shape->content_id());
+        }
+      }
+    }
+  }
+}
+
+TEST(Assembler, ASpilledTransactionMustBeDrainedBeforeTheNextMessage) {
+  StandInCatalog catalog;
+  TransactionAssembler a("postgres", [](const std::string&, const std::string&) { return true; },
+                         catalog);
+  a.spill_threshold_bytes = 0;
+  std::vector<Event> out;
+  RelationMsg rel{1, "public", "t", 'd', {{true, "id", 23, -1}}};
+  ASSERT_TRUE(a.feed(rel, Lsn(0), out));
+  ASSERT_TRUE(a.feed(BeginMsg{Lsn(100), 0, 7}, Lsn(1), out));
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(a.feed(InsertMsg{1, {TupleColumn{TupleColumn::Kind::kText, std::to_string(i)}}},
+                       Lsn(2 + i), out));
+  }
+  EXPECT_EQ(a.pending(), 5u);
+  ASSERT_TRUE(a.feed(CommitMsg{0, Lsn(100), Lsn(120), 0}, Lsn(100), out));
+  EXPECT_TRUE(out.empty());
+  ASSERT_TRUE(a.spilled_ready());
+  EXPECT_FALSE(a.feed(BeginMsg{Lsn(200), 0, 8}, Lsn(150), out));
+  ASSERT_TRUE(a.drain_spilled(out, 2));
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[1].transaction->event_index, 1u);
+  EXPECT_EQ(out[1].transaction->total_events, 5u);
+  EXPECT_TRUE(out[1].resume_offset.empty());
+  ASSERT_TRUE(a.drain_spilled(out, 100));
+  ASSERT_EQ(out.size(), 5u);
+  EXPECT_EQ(out[4].resume_offset, "0/78");
+  EXPECT_FALSE(a.spilled_ready());
+  EXPECT_TRUE(a.feed(BeginMsg{Lsn(200), 0, 8}, Lsn(150), out));
 }
 
 TEST(Assembler, ChangeForUnknownRelationIsAnErrorNotAGuess) {
