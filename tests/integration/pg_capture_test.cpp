@@ -369,6 +369,66 @@ line two');
   }
 }
 
+TEST_F(PgCapture, InterleavedTransactionsArriveInCommitOrderAndResumeWithoutLoss) {
+  // T1 writes first (lower LSN) but commits after T2: pgoutput sends T2 first, so change
+  // offsets go backwards in the stream while resume offsets (commit ends) only go forwards.
+  std::shared_ptr<Checkpoint> checkpoint;
+  std::string t2_resume, t1_resume;
+  {
+    Capture cap(db_, {"public.orders"});
+    checkpoint = cap.checkpoint;
+    ASSERT_TRUE(cap.runtime->start());
+    PgSession admin(it::dsn_for(db_));
+    ASSERT_TRUE(it::wait_for([&] { return admin.scalar(it::streaming_sql(db_)) == "1"; }, 20));
+    PgSession t1(it::dsn_for(db_)), t2(it::dsn_for(db_));
+    t1.query("begin; insert into orders (id, status) values (1, 't1-first')");
+    t2.query("begin; insert into orders (id, status) values (2, 't2')");
+    t1.query("insert into orders (id, status) values (3, 't1-second')");
+    t2.query("commit");
+    t1.query("commit");
+
+    // Take T2 alone and acknowledge it; T1 stays unacknowledged.
+    std::vector<Event> got;
+    for (int i = 0; i < 100 && got.size() < 3; ++i) {
+      auto batch = cap.runtime->poll_event_batch();
+      ASSERT_TRUE(batch) << batch.error().report();
+      for (const auto& e : batch->events()) got.push_back(e);
+      if (batch->empty()) continue;
+      auto first = batch->ack_mode().token->accept_prefix(std::min<std::size_t>(1, batch->size()));
+      ASSERT_TRUE(first);
+      ASSERT_TRUE(cap.runtime->commit_ack(AckMode{*first}));
+      break;
+    }
+    ASSERT_GE(got.size(), 1u);
+    EXPECT_EQ(value(*got[0].after, "id"), "2");
+    t2_resume = got[0].resume_offset;
+    EXPECT_EQ((*checkpoint->load())->offset, t2_resume);
+    cap.runtime->force_stop();
+  }
+  {
+    // T1 committed after T2's commit end, so resuming there sends T1 (both rows), even though
+    // its changes lie before that position in the WAL.
+    Capture cap(db_, {"public.orders"}, {.checkpoint = checkpoint});
+    ASSERT_TRUE(cap.runtime->start());
+    auto events = cap.take(3, 5);
+    ASSERT_EQ(events.size(), 2u);
+    EXPECT_EQ(value(*events[0].after, "id"), "1");
+    EXPECT_EQ(value(*events[1].after, "id"), "3");
+    EXPECT_LT(*pg::Lsn::parse(events[0].source.offset), *pg::Lsn::parse(t2_resume));
+    t1_resume = events[1].resume_offset;
+    EXPECT_GT(*pg::Lsn::parse(t1_resume), *pg::Lsn::parse(t2_resume));
+    // At T1's commit end, or past it once the idle slot followed the server's WAL end.
+    EXPECT_GE(*pg::Lsn::parse((*checkpoint->load())->offset), *pg::Lsn::parse(t1_resume));
+    ASSERT_TRUE(cap.runtime->stop());
+  }
+  {
+    Capture cap(db_, {"public.orders"}, {.checkpoint = checkpoint});
+    ASSERT_TRUE(cap.runtime->start());
+    EXPECT_TRUE(cap.take(1, 3).empty());
+    ASSERT_TRUE(cap.runtime->stop());
+  }
+}
+
 TEST_F(PgCapture, LogicalMessagesAreDroppedUnlessCaptureIsOn) {
   Capture cap(db_, {"public.orders"});
   ASSERT_TRUE(cap.runtime->start());
