@@ -20,6 +20,19 @@
 
 namespace cppcdc::pg {
 
+/// How WAL changes travel from PostgreSQL (architecture document, "WAL transport").
+enum class WalTransport {
+  /// START_REPLICATION ... LOGICAL over a replication connection: the server pushes changes
+  /// as they are written; progress goes back in standby status updates. The default.
+  kStreamingReplication,
+  /// pg_logical_slot_peek_binary_changes() over ordinary SQL connections, polled. For setups
+  /// where a replication connection cannot be made (a pooler in the way). The role still
+  /// needs the REPLICATION attribute (PostgreSQL requires it for any slot function). Each
+  /// peek re-decodes from the slot's restart_lsn, so it costs more as unconfirmed WAL grows;
+  /// the slot is moved on with pg_replication_slot_advance() once a position is checkpointed.
+  kSqlPeek,
+};
+
 struct PostgresSourceConfig {
   /// libpq connection string or URI ("host=... dbname=... user=..."). `replication=database`
   /// is added for the replication connection.
@@ -44,6 +57,18 @@ struct PostgresSourceConfig {
   /// `messages` option (PostgreSQL 14 or later). Transactional messages arrive inside their
   /// transaction, in WAL order with its changes; non-transactional ones on their own.
   bool capture_logical_messages = false;
+  /// The WAL transport. Both give identical events (offsets included), so a checkpoint made
+  /// with one resumes with the other.
+  WalTransport transport = WalTransport::kStreamingReplication;
+  /// kSqlPeek: pause between peeks that found nothing new, ms.
+  std::uint32_t peek_interval_ms = 200;
+  /// kSqlPeek: server-side statement_timeout of each peek, ms. A peek that runs over it is
+  /// cancelled by the server and the next one asks for half as many changes; a single
+  /// transaction that cannot be decoded within it is an error naming this setting.
+  std::uint32_t peek_statement_timeout_ms = 30'000;
+  /// kSqlPeek: changes asked for per peek (upto_nchanges; PostgreSQL always finishes the
+  /// transaction it is in, so a peek returns whole transactions).
+  std::uint32_t peek_max_changes = 10'000;
   /// source.source_name in the envelope.
   std::string source_name = "postgres";
   /// Standby status update interval while idle, ms.

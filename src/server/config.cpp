@@ -278,6 +278,25 @@ Status read_source(Section& source, pg::PostgresSourceConfig& out) {
   std::optional<std::int64_t> interval;
   CPPCDC_CFG_ASSIGN(interval, source.get_int("status_interval_ms", 1, kMaxU32));
   if (interval) out.status_interval_ms = static_cast<std::uint32_t>(*interval);
+  std::optional<std::string> transport;
+  CPPCDC_CFG_ASSIGN(transport, source.get_string("wal_transport"));
+  if (transport) {
+    if (*transport == "streaming_replication") {
+      out.transport = pg::WalTransport::kStreamingReplication;
+    } else if (*transport == "sql_peek") {
+      out.transport = pg::WalTransport::kSqlPeek;
+    } else {
+      return fail(source.error("wal_transport", source.take("wal_transport"),
+                               "expected \"streaming_replication\" or \"sql_peek\", found " +
+                                   in_quotes(*transport)));
+    }
+  }
+  CPPCDC_CFG_ASSIGN(interval, source.get_int("peek_interval_ms", 1, kMaxU32));
+  if (interval) out.peek_interval_ms = static_cast<std::uint32_t>(*interval);
+  CPPCDC_CFG_ASSIGN(interval, source.get_int("peek_statement_timeout_ms", 100, kMaxU32));
+  if (interval) out.peek_statement_timeout_ms = static_cast<std::uint32_t>(*interval);
+  CPPCDC_CFG_ASSIGN(interval, source.get_int("peek_max_changes", 1, kMaxU32));
+  if (interval) out.peek_max_changes = static_cast<std::uint32_t>(*interval);
   constexpr std::int64_t kMaxBytes = std::int64_t{1} << 40;
   std::optional<std::int64_t> bytes;
   CPPCDC_CFG_ASSIGN(bytes, source.get_int("spill_threshold_bytes", 0, kMaxBytes));
@@ -586,6 +605,14 @@ std::string describe_config(const ServerConfig& config) {
   std::string tables;
   for (const auto& t : src.tables) tables += (tables.empty() ? "" : ", ") + t;
   line("  tables:           " + tables);
+  if (src.transport == pg::WalTransport::kSqlPeek) {
+    line("  wal transport:    sql_peek (every " + std::to_string(src.peek_interval_ms) +
+         " ms when idle, up to " + std::to_string(src.peek_max_changes) +
+         " changes per peek, statement_timeout " + std::to_string(src.peek_statement_timeout_ms) +
+         " ms)");
+  } else {
+    line("  wal transport:    streaming_replication");
+  }
   line("  status interval:  " + std::to_string(src.status_interval_ms) + " ms");
   line("  spill:            transactions over " + std::to_string(src.spill_threshold_bytes) +
        " bytes go to " +

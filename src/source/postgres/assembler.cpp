@@ -126,7 +126,7 @@ Result<const TransactionAssembler::Relation*> TransactionAssembler::relation(
   return &it->second;
 }
 
-Status TransactionAssembler::on_relation(const RelationMsg& msg) {
+Status TransactionAssembler::on_relation(const RelationMsg& msg, bool announce) {
   auto it = relations_.find(msg.relation_id);
   if (it != relations_.end() && same_relation(it->second.msg, msg)) return ok();  // a repeat
 
@@ -210,7 +210,7 @@ Status TransactionAssembler::on_relation(const RelationMsg& msg) {
     cols.push_back(std::move(s));
   }
   rel.shape = std::make_shared<const RowShape>(schema, msg.relation_name, std::move(cols), key);
-  if (it != relations_.end() && it->second.captured && rel.captured &&
+  if (announce && it != relations_.end() && it->second.captured && rel.captured &&
       it->second.shape->content_id() != rel.shape->content_id()) {
     // The table changed shape (a column added, dropped, retyped, or a new key) since its last
     // row: announce the new shape before the first row that has it.

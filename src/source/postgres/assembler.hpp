@@ -62,6 +62,12 @@ class TransactionAssembler {
   /// The message's column values are moved into the events (hence by value).
   Status feed(PgOutputMessage message, Lsn position, std::vector<Event>& out);
 
+  /// Takes in a Relation message without announcing a shape change: for a Relation message
+  /// inside a transaction that was already handed over and is being skipped (the SqlPeek
+  /// transport re-reads such transactions until the slot moves past them). Keeps the relation
+  /// cache where pgoutput believes it is, so later changes that rely on it decode.
+  Status observe_relation(const RelationMsg& relation) { return on_relation(relation, false); }
+
   /// Whether a committed transaction waits in a spill file.
   bool spilled_ready() const noexcept { return static_cast<bool>(ready_spill_.file); }
   /// Appends up to `max_events` events of the committed spilled transaction to `out`, in
@@ -109,7 +115,7 @@ class TransactionAssembler {
   };
 
   Result<const Relation*> relation(std::uint32_t id, const char* what) const;
-  Status on_relation(const RelationMsg& msg);
+  Status on_relation(const RelationMsg& msg, bool announce = true);
   Result<Row> make_row(const Relation& rel, TupleData& tuple, bool key_only,
                        std::vector<std::string>* unchanged, const char* what) const;
   Event make_event(const Relation& rel, Operation op, Lsn position) const;

@@ -163,7 +163,41 @@ class PostgresSource final : public Source {
     CPPCDC_TRY(check_tables());
     CPPCDC_TRY(ensure_publication());
     CPPCDC_TRY(ensure_slot(start_lsn));
+    if (config_.transport == WalTransport::kSqlPeek) {
+      CPPCDC_TRY(start_peek(start_lsn));
+    } else {
+      CPPCDC_TRY(start_streaming(start_lsn));
+    }
+    catalog_ = std::make_unique<SqlCatalog>(sql_.get());
+    assembler_ = std::make_unique<TransactionAssembler>(
+        config_.source_name,
+        [this](const std::string& s, const std::string& t) { return is_captured(s, t); },
+        *catalog_);
+    assembler_->capture_messages = config_.capture_logical_messages;
+    assembler_->spill_threshold_bytes = config_.spill_threshold_bytes;
+    if (!config_.spill_dir.empty()) assembler_->spill_dir = config_.spill_dir;
+    if (pipe(wake_) != 0) {
+      return fail(Error::internal(std::string("pipe() failed: ") + std::strerror(errno)));
+    }
+    stop_.store(false);
+    {
+      std::lock_guard lock(mutex_);
+      queue_.clear();
+      queued_bytes_ = 0;
+      error_.reset();
+      reader_done_ = false;
+      idle_lsn_ = 0;
+    }
+    if (config_.transport == WalTransport::kSqlPeek) {
+      reader_ = std::thread([this] { peek_loop(); });
+    } else {
+      reader_ = std::thread([this] { read_loop(); });
+    }
+    return ok();
+  }
 
+ private:
+  Status start_streaming(Lsn start_lsn) {
     auto repl = detail::connect(config_.dsn, true);
     if (!repl) return fail(repl.error());
     repl_ = std::move(*repl);
@@ -191,27 +225,42 @@ class PostgresSource final : public Source {
                  config_.publication_name);
     confirmed_.store(start_lsn.value());
     sent_flush_ = 0;
-    catalog_ = std::make_unique<SqlCatalog>(sql_.get());
-    assembler_ = std::make_unique<TransactionAssembler>(
-        config_.source_name,
-        [this](const std::string& s, const std::string& t) { return is_captured(s, t); },
-        *catalog_);
-    assembler_->capture_messages = config_.capture_logical_messages;
-    assembler_->spill_threshold_bytes = config_.spill_threshold_bytes;
-    if (!config_.spill_dir.empty()) assembler_->spill_dir = config_.spill_dir;
-    if (pipe(wake_) != 0) {
-      return fail(Error::internal(std::string("pipe() failed: ") + std::strerror(errno)));
+    return ok();
+  }
+
+  // SqlPeek: a connection of its own for the peeks (its results stream row by row while
+  // catalog look-ups use sql_), and the start-up repair: a checkpoint ahead of the slot's
+  // confirmed_flush_lsn (cppcdc stopped between saving a checkpoint and advancing the slot)
+  // moves the slot there, since a peek cannot be told where to start.
+  Status start_peek(Lsn start_lsn) {
+    auto peek = detail::connect(config_.dsn, false);
+    if (!peek) return fail(peek.error());
+    peek_ = std::move(*peek);
+    auto timeout = exec(peek_.get(),
+                        "select set_config('statement_timeout', $1, false)",
+                        "setting statement_timeout for the peek connection",
+                        {std::to_string(config_.peek_statement_timeout_ms)});
+    if (!timeout) return fail(timeout.error());
+    if (!start_lsn.is_zero() && start_lsn > slot_confirmed_) {
+      CPPCDC_TRY(advance_slot(start_lsn));
+      spdlog::info("advanced replication slot {} from {} to the checkpoint at {}",
+                   config_.slot_name, slot_confirmed_.to_string(), start_lsn.to_string());
+      slot_confirmed_ = start_lsn;
     }
-    stop_.store(false);
-    {
-      std::lock_guard lock(mutex_);
-      queue_.clear();
-      queued_bytes_ = 0;
-      error_.reset();
-      reader_done_ = false;
-      idle_lsn_ = 0;
-    }
-    reader_ = std::thread([this] { read_loop(); });
+    high_water_ = std::max(start_lsn, slot_confirmed_);
+    advanced_ = high_water_.value();
+    confirmed_.store(high_water_.value());
+    window_ = config_.peek_max_changes;
+    spdlog::info("peeking slot {} from {} (publication {}, sql_peek transport)",
+                 config_.slot_name, high_water_.to_string(), config_.publication_name);
+    return ok();
+  }
+
+  Status advance_slot(Lsn to) {
+    auto res = exec(sql_.get(), "select pg_replication_slot_advance($1, $2::pg_lsn)",
+                    "advancing replication slot " + config_.slot_name + " to " + to.to_string(),
+                    {config_.slot_name, to.to_string()});
+    if (!res) return fail(res.error());
     return ok();
   }
 
@@ -272,6 +321,8 @@ class PostgresSource final : public Source {
       PQflush(repl_.get());
     }
     repl_.reset();
+    peek_.reset();
+    skipping_ = false;
     assembler_.reset();
     catalog_.reset();
     sql_.reset();
@@ -559,7 +610,7 @@ class PostgresSource final : public Source {
            (queue_.size() + events.size() > config_.max_queued_events ||
             queued_bytes_ + bytes > config_.max_queued_bytes)) {
       not_full_.wait_for(lock, std::chrono::milliseconds(100));
-      if (status_due()) {
+      if (repl_ && status_due()) {
         lock.unlock();
         if (!send_status(false)) return false;
         lock.lock();
@@ -647,6 +698,197 @@ class PostgresSource final : public Source {
     finish(std::nullopt);
   }
 
+  // ---- SqlPeek -------------------------------------------------------------------------
+
+  // Waits up to `ms` for a wake-up (confirm or close).
+  void nap(std::uint32_t ms) {
+    pollfd fd{wake_[0], POLLIN, 0};
+    if (::poll(&fd, 1, static_cast<int>(ms)) > 0 && (fd.revents & POLLIN)) {
+      char drain[64];
+      [[maybe_unused]] auto d = ::read(wake_[0], drain, sizeof drain);
+    }
+  }
+
+  void peek_loop() {
+    std::vector<Event> ready;
+    while (!stop_.load()) {
+      // The slot follows what is checkpointed (confirm() stores it), before each peek.
+      const std::uint64_t confirmed = confirmed_.load();
+      if (confirmed > advanced_) {
+        if (auto st = advance_slot(Lsn(confirmed)); !st) return finish(st.error());
+        advanced_ = confirmed;
+      }
+      // Everything committed before this position is in the peek unless the window cuts it.
+      auto flush = exec(sql_.get(), "select pg_current_wal_flush_lsn()",
+                        "reading the server's WAL flush position");
+      if (!flush) return finish(flush.error());
+      const Lsn flushed = Lsn::parse(get(flush->get(), 0, 0).value_or("0/0")).value_or(Lsn());
+
+      std::uint64_t rows = 0, fresh = 0;
+      auto st = peek_once(ready, rows, fresh);
+      if (stop_.load()) break;
+      if (!st) {
+        if (st.error().message().find("SQLSTATE 57014") == std::string::npos) {
+          return finish(st.error());
+        }
+        // statement_timeout: what was fed of an unfinished transaction is dropped (it comes
+        // again whole), and the next peek asks for half as much. Not an idle slot.
+        assembler_->reset_transaction();
+        skipping_ = false;
+        if (window_ <= 1) {
+          return finish(Error::source(
+              ErrorKind::kTerminal,
+              "a single transaction in replication slot " + config_.slot_name +
+                  " cannot be decoded within peek_statement_timeout_ms (" +
+                  std::to_string(config_.peek_statement_timeout_ms) +
+                  " ms); raise [source] peek_statement_timeout_ms or use the "
+                  "streaming_replication transport"));
+        }
+        window_ = std::max<std::uint32_t>(1, window_ / 2);
+        spdlog::warn("a peek of slot {} ran over statement_timeout ({} ms); asking for {} "
+                     "changes per peek from now on",
+                     config_.slot_name, config_.peek_statement_timeout_ms, window_);
+        continue;
+      }
+      if (rows < window_ && !assembler_->in_transaction()) {
+        // The peek was not cut short: nothing committed before `flushed` is still to come.
+        std::lock_guard lock(mutex_);
+        if (flushed > high_water_) high_water_ = flushed;
+        idle_lsn_ = std::max(idle_lsn_, high_water_.value());
+      }
+      if (fresh > 0) {
+        window_ = static_cast<std::uint32_t>(
+            std::min<std::uint64_t>(config_.peek_max_changes, std::uint64_t{window_} * 2));
+        // Let the consumer take what was found before peeking again: a peek re-reads
+        // everything the slot has not been advanced past.
+        std::unique_lock lock(mutex_);
+        not_full_.wait_for(lock, std::chrono::milliseconds(config_.peek_interval_ms),
+                           [&] { return stop_.load() || queue_.empty(); });
+      } else {
+        nap(config_.peek_interval_ms);
+      }
+    }
+    finish(std::nullopt);
+  }
+
+  // One peek, fed row by row (single-row mode) into the assembler. `rows`: rows returned;
+  // `fresh`: rows that were new (not already handed over by an earlier peek).
+  Status peek_once(std::vector<Event>& ready, std::uint64_t& rows, std::uint64_t& fresh) {
+    PGconn* conn = peek_.get();
+    std::string sql =
+        "select lsn, data from pg_logical_slot_peek_binary_changes($1, NULL, $2::int, "
+        "'proto_version', '1', 'publication_names', $3";
+    if (config_.capture_logical_messages) sql += ", 'messages', 'true'";
+    sql += ")";
+    const std::string window = std::to_string(window_);
+    const std::string pubs = quote_ident(config_.publication_name);
+    const char* values[3] = {config_.slot_name.c_str(), window.c_str(), pubs.c_str()};
+    if (PQsendQueryParams(conn, sql.c_str(), 3, nullptr, values, nullptr, nullptr, 1) != 1) {
+      return fail(detail::error_from_conn(conn, "peeking replication slot " + config_.slot_name));
+    }
+    PQsetSingleRowMode(conn);
+    std::optional<Error> error;
+    bool cancelled = false;
+    for (;;) {
+      while (PQisBusy(conn)) {
+        if (stop_.load() && !cancelled) {
+          // close(): cancel the peek rather than wait for it.
+          if (PGcancel* c = PQgetCancel(conn)) {
+            char buf[256];
+            PQcancel(c, buf, sizeof buf);
+            PQfreeCancel(c);
+          }
+          cancelled = true;
+        }
+        pollfd fds[2] = {{PQsocket(conn), POLLIN, 0}, {wake_[0], POLLIN, 0}};
+        if (::poll(fds, 2, 1000) < 0 && errno != EINTR) {
+          return fail(Error::source(ErrorKind::kTransient,
+                                    std::string("poll() failed: ") + std::strerror(errno)));
+        }
+        if (fds[1].revents & POLLIN) {
+          char drain[64];
+          [[maybe_unused]] auto d = ::read(wake_[0], drain, sizeof drain);
+        }
+        if (PQconsumeInput(conn) == 0) {
+          return fail(detail::error_from_conn(conn, "reading a peek of slot " + config_.slot_name));
+        }
+      }
+      detail::PgResultPtr res(PQgetResult(conn));
+      if (!res) break;
+      const auto status = PQresultStatus(res.get());
+      if (status == PGRES_SINGLE_TUPLE) {
+        if (error || cancelled) continue;  // drain the rest
+        ++rows;
+        auto st = peek_row(res.get(), ready, fresh);
+        if (!st) {
+          error = st.error();
+          continue;
+        }
+        if (!ready.empty() && !push(ready)) error = Error::internal("stopped");
+        while (!error && assembler_->spilled_ready() && !stop_.load()) {
+          auto drained = assembler_->drain_spilled(ready, kSpillPiece);
+          if (!drained) error = drained.error();
+          if (!error && !push(ready)) error = Error::internal("stopped");
+        }
+      } else if (status != PGRES_TUPLES_OK && !error) {
+        error = detail::error_from_result(res.get(), conn, "peeking replication slot " +
+                                                               config_.slot_name);
+      }
+    }
+    if (error) return fail(*error);
+    return ok();
+  }
+
+  Status peek_row(const PGresult* res, std::vector<Event>& ready, std::uint64_t& fresh) {
+    if (PQgetisnull(res, 0, 0) || PQgetisnull(res, 0, 1) || PQgetlength(res, 0, 0) != 8) {
+      return fail(Error::invalid_data("a peek of slot " + config_.slot_name +
+                                      " returned a row without an LSN or data"));
+    }
+    std::uint64_t lsn = 0;
+    const auto* p = reinterpret_cast<const std::uint8_t*>(PQgetvalue(res, 0, 0));
+    for (int i = 0; i < 8; ++i) lsn = (lsn << 8) | p[i];
+    const Lsn position(lsn);
+    std::span<const std::uint8_t> bytes(reinterpret_cast<const std::uint8_t*>(PQgetvalue(res, 0, 1)),
+                                        static_cast<std::size_t>(PQgetlength(res, 0, 1)));
+    auto message = decode_pgoutput(bytes);
+    if (!message) {
+      return fail(message.error().context("decoding the pgoutput message peeked at " +
+                                          position.to_string()));
+    }
+    // A peek starts again at the slot's confirmed position, so it returns transactions already
+    // handed over until the slot is advanced past them: skip whole transactions whose commit
+    // lies before the high-water mark, and non-transactional messages at or before it.
+    if (skipping_) {
+      if (std::holds_alternative<CommitMsg>(*message)) skipping_ = false;
+      if (const auto* r = std::get_if<RelationMsg>(&*message)) {
+        // This peek's pgoutput will not describe the relation again, and after a restart
+        // the assembler has not seen it yet: take it in, silently (it was announced when the
+        // transaction was first handed over).
+        return assembler_->observe_relation(*r);
+      }
+      return ok();
+    }
+    if (const auto* b = std::get_if<BeginMsg>(&*message); b && b->final_lsn < high_water_) {
+      skipping_ = true;
+      return ok();
+    }
+    if (const auto* m = std::get_if<LogicalMessageMsg>(&*message);
+        m && !m->transactional && !(m->lsn > high_water_)) {
+      return ok();
+    }
+    ++fresh;
+    const auto* commit = std::get_if<CommitMsg>(&*message);
+    const auto* loose = std::get_if<LogicalMessageMsg>(&*message);
+    const Lsn mark = commit ? commit->end_lsn : (loose && !loose->transactional ? loose->lsn : Lsn());
+    auto st = assembler_->feed(std::move(*message), position, ready);
+    if (!st) return fail(st.error().context("at WAL position " + position.to_string()));
+    if (mark > high_water_) {
+      std::lock_guard lock(mutex_);
+      high_water_ = mark;
+    }
+    return ok();
+  }
+
   Status handle_frame(std::span<const std::uint8_t> bytes, std::vector<Event>& ready) {
     auto frame = decode_copy_frame(bytes);
     if (!frame) return fail(frame.error().context("decoding a replication frame"));
@@ -683,6 +925,11 @@ class PostgresSource final : public Source {
   Lsn slot_confirmed_;  // the slot's confirmed_flush_lsn at start
   ConnPtr sql_;
   ConnPtr repl_;
+  ConnPtr peek_;               // kSqlPeek only
+  Lsn high_water_;             // kSqlPeek: everything before it was handed over (mutex_)
+  std::uint64_t advanced_ = 0;  // kSqlPeek: where the slot was last advanced to
+  std::uint32_t window_ = 0;    // kSqlPeek: upto_nchanges of the next peek
+  bool skipping_ = false;       // kSqlPeek: inside a transaction handed over before
   std::unique_ptr<SqlCatalog> catalog_;
   std::unique_ptr<TransactionAssembler> assembler_;
 

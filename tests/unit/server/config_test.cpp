@@ -26,6 +26,14 @@ create_slot = true
 create_publication = false
 source_name = "shop-db"
 status_interval_ms = 5000
+capture_logical_messages = true
+wal_transport = "sql_peek"
+peek_interval_ms = 150
+peek_statement_timeout_ms = 9000
+peek_max_changes = 2000
+spill_threshold_bytes = 1048576
+spill_dir = "/var/tmp/cppcdc"
+max_queued_bytes = 4194304
 
 [sink]
 type = "file"
@@ -88,6 +96,14 @@ TEST(ServerConfig, ExampleConfigParsesEveryKey) {
   EXPECT_FALSE(src.create_publication);
   EXPECT_EQ(src.source_name, "shop-db");
   EXPECT_EQ(src.status_interval_ms, 5000u);
+  EXPECT_TRUE(src.capture_logical_messages);
+  EXPECT_EQ(src.transport, pg::WalTransport::kSqlPeek);
+  EXPECT_EQ(src.peek_interval_ms, 150u);
+  EXPECT_EQ(src.peek_statement_timeout_ms, 9000u);
+  EXPECT_EQ(src.peek_max_changes, 2000u);
+  EXPECT_EQ(src.spill_threshold_bytes, 1048576u);
+  EXPECT_EQ(src.spill_dir, "/var/tmp/cppcdc");
+  EXPECT_EQ(src.max_queued_bytes, 4194304u);
   EXPECT_EQ(config->sink.type, "file");
   EXPECT_EQ(config->sink.path, "/var/lib/cppcdc/out/events.jsonl");
   EXPECT_EQ(config->state.offset.backend, "local_fs");
@@ -110,6 +126,10 @@ TEST(ServerConfig, MinimalConfigTakesTheDefaults) {
   EXPECT_EQ(config->source.publication_name, pg_defaults.publication_name);
   EXPECT_EQ(config->source.create_slot, pg_defaults.create_slot);
   EXPECT_EQ(config->source.source_name, "postgres");
+  EXPECT_EQ(config->source.transport, pg::WalTransport::kStreamingReplication);
+  EXPECT_FALSE(config->source.capture_logical_messages);
+  EXPECT_EQ(config->source.spill_threshold_bytes, pg_defaults.spill_threshold_bytes);
+  EXPECT_TRUE(config->source.spill_dir.empty());
   EXPECT_EQ(config->sink.type, "stdout");
   EXPECT_EQ(config->state.offset.backend, "local_fs");
   EXPECT_EQ(config->runtime.max_buffer_size, rt_defaults.max_buffer_size);
@@ -183,6 +203,12 @@ TEST(ServerConfig, OutOfRangeAndBadValuesAreNamed) {
                   "[state.offset] backend");
   EXPECT_CONTAINS(error_of(edit(example, "format = \"json\"", "format = \"xml\"")), "[log] format");
   EXPECT_CONTAINS(error_of(edit(example, "level = \"debug\"", "level = \"loud\"")), "[log] level");
+  EXPECT_CONTAINS(error_of(edit(example, "\"sql_peek\"", "\"peek\"")),
+                  "[source] wal_transport: expected \"streaming_replication\" or \"sql_peek\"");
+  EXPECT_CONTAINS(error_of(edit(example, "spill_dir = \"/var/tmp/cppcdc\"", "spill_dir = \"\"")),
+                  "[source] spill_dir");
+  EXPECT_CONTAINS(error_of(edit(example, "peek_max_changes = 2000", "peek_max_changes = 0")),
+                  "[source] peek_max_changes");
   EXPECT_CONTAINS(error_of(edit(example, "connection_retry_max_delay_ms = 8000",
                                 "connection_retry_max_delay_ms = 100")),
                   "[runtime] connection_retry_max_delay_ms");
@@ -292,6 +318,17 @@ TEST(ServerConfig, RelativePathsAreResolvedAgainstTheConfigFileNotTheWorkingDire
   ASSERT_TRUE(config) << config.error().report();
   EXPECT_EQ(config->sink.path, std::filesystem::absolute(dir) / "out" / "events.jsonl");
   EXPECT_EQ(config->state.offset.dir, std::filesystem::absolute(dir) / "state");
+  std::filesystem::remove_all(dir);
+  {
+    std::filesystem::create_directories(dir);
+    std::ofstream out(path);
+    out << "[source]\ndsn = \"host=127.0.0.1 dbname=app user=cdc\"\n"
+        << "tables = [\"public.orders\"]\nspill_dir = \"spill\"\n"
+        << "[state.offset]\ndir = \"state\"\n";
+  }
+  config = load_server_config(path);
+  ASSERT_TRUE(config) << config.error().report();
+  EXPECT_EQ(config->source.spill_dir, (std::filesystem::absolute(dir) / "spill").string());
   std::filesystem::remove_all(dir);
 }
 
