@@ -34,6 +34,10 @@ struct CheckpointRecord {
   /// acknowledged events end on a transaction boundary.
   std::uint64_t partial_tx_events = 0;
   std::uint64_t partial_tx_id = 0;
+  /// Source-defined progress that belongs with `offset`, opaque to the runtime (PostgreSQL:
+  /// the snapshot in progress, as JSON). Empty when there is none. It comes from the
+  /// resume_state of the event whose resume_offset became `offset`.
+  std::string source_state;
   /// Wall-clock time of the save, ms since the Unix epoch.
   std::int64_t saved_at_ms = 0;
 

@@ -154,6 +154,10 @@ class Event {
   /// Empty when this event is not a resumable boundary (e.g. not the last event of its
   /// transaction); the runtime then keeps the previous boundary. Not part of the envelope.
   std::string resume_offset;
+  /// Source progress to store with resume_offset in the checkpoint (CheckpointRecord::
+  /// source_state), e.g. a snapshot's cursor. Meaningful only where resume_offset is set; empty
+  /// means no such progress. Not part of the envelope.
+  std::string resume_state;
 
   bool before_is_key_only() const noexcept { return before.is_key_only(); }
   bool has_full_before() const noexcept { return before.is_full(); }

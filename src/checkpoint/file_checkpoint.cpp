@@ -3,8 +3,8 @@
 // On-disk format, version 1:
 //   line 1: "cppcdc-checkpoint 1 sha256=<64 lower-case hex> length=<body size in bytes>"
 //   body:   one line holding a JSON object with the record's fields, ending in '\n'. The keys
-//           partial_tx_events and partial_tx_id may be absent (read as 0); all others are
-//           required.
+//           partial_tx_events and partial_tx_id may be absent (read as 0), source_state
+//           too (read as empty, and written only when not empty); all others are required.
 // The digest and the length both cover the body exactly (its final newline included), so a
 // torn or shortened file is told apart from a damaged one, and neither is ever read as "no
 // checkpoint".
@@ -56,6 +56,7 @@ constexpr std::string_view kKeyCommittedEvents = "committed_events";
 constexpr std::string_view kKeyPartialTxEvents = "partial_tx_events";
 constexpr std::string_view kKeyPartialTxId = "partial_tx_id";
 constexpr std::string_view kKeySavedAtMs = "saved_at_ms";
+constexpr std::string_view kKeySourceState = "source_state";
 
 std::string quoted(const std::filesystem::path& path) { return "'" + path.string() + "'"; }
 
@@ -271,6 +272,7 @@ std::string FileCheckpoint::encode(const CheckpointRecord& record) {
   object[kKeyPartialTxEvents] = record.partial_tx_events;
   object[kKeyPartialTxId] = record.partial_tx_id;
   object[kKeySavedAtMs] = record.saved_at_ms;
+  if (!record.source_state.empty()) object[kKeySourceState] = record.source_state;
   std::string body = boost::json::serialize(object);
   body.push_back('\n');
 
@@ -383,6 +385,11 @@ Result<CheckpointRecord> FileCheckpoint::decode(std::string_view bytes, const st
   const auto saved_at = signed_field(object, kKeySavedAtMs, origin);
   if (!saved_at) return fail(saved_at.error());
   record.saved_at_ms = *saved_at;
+  if (object.contains(kKeySourceState)) {
+    auto state = string_field(object, kKeySourceState, origin);
+    if (!state) return fail(std::move(state).error());
+    record.source_state = std::move(*state);
+  }
   return record;
 }
 

@@ -119,7 +119,8 @@ std::size_t approx_event_bytes(const Event& e) noexcept {
   if (const Row* b = e.before.row()) n += row_bytes(*b);
   if (e.after) n += row_bytes(*e.after);
   n += string_bytes(e.source.source_name) + string_bytes(e.source.offset) +
-       string_bytes(e.table) + string_bytes(e.resume_offset);
+       string_bytes(e.table) + string_bytes(e.resume_offset) +
+       string_bytes(e.resume_state);
   if (e.schema) n += string_bytes(*e.schema);
   if (e.primary_key) {
     for (const auto& k : *e.primary_key) n += string_bytes(k);
@@ -218,6 +219,7 @@ Status EventSpill::append(const Event& e) {
   }
   put_varint(out, shape);
   put_string(out, e.resume_offset);
+  put_string(out, e.resume_state);
 
   const std::size_t body = buffer_.size() - start - 4;
   if (body > 0xffffffffu) {
@@ -332,6 +334,7 @@ Result<bool> EventSpill::next(Event& e) {
   if (shape > shapes_.size()) return fail(corrupt("unknown row shape"));
   if (shape > 0) e.shape = shapes_[shape - 1];
   e.resume_offset = r.string();
+  e.resume_state = r.string();
   if (!r.ok() || !r.at_end()) return fail(corrupt("malformed record"));
   read_pos_ += 4 + static_cast<std::size_t>(body);
   ++read_;

@@ -263,6 +263,9 @@ Result<EventBatch> Runtime::poll_event_batch() {
       record.source_id = d.config.source->source_id();
       record.offset = *idle;
       record.committed_events = d.events_committed;
+      // A source reports an idle position only when nothing of its own progress is pending;
+      // keep what the last checkpoint said all the same.
+      if (d.checkpoint) record.source_state = d.checkpoint->source_state;
       record.saved_at_ms = now_ms();
       auto saved = d.config.checkpoint->save(record);
       if (!saved) {
@@ -320,11 +323,13 @@ Status Runtime::commit_ack(const AckToken& token) {
   // The last resumable boundary inside the acknowledged prefix, and how far the prefix
   // reaches into the transaction after it.
   std::optional<std::string> boundary;
+  std::string boundary_state;
   std::size_t after_boundary = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const std::string& resume = (*d.scratch)[i].resume_offset;
     if (!resume.empty()) {
       boundary = resume;
+      boundary_state = (*d.scratch)[i].resume_state;
       after_boundary = 0;
     } else {
       ++after_boundary;
@@ -352,7 +357,10 @@ Status Runtime::commit_ack(const AckToken& token) {
   const std::uint64_t committed = d.events_committed + n;
   const std::string offset =
       boundary ? *boundary : (d.checkpoint ? d.checkpoint->offset : d.initial_offset);
-  const bool moved = boundary && (!d.checkpoint || d.checkpoint->offset != *boundary);
+  const std::string state =
+      boundary ? boundary_state : (d.checkpoint ? d.checkpoint->source_state : std::string());
+  const bool moved = boundary && (!d.checkpoint || d.checkpoint->offset != *boundary ||
+                                  d.checkpoint->source_state != state);
   const bool partial_changed =
       d.checkpoint ? (d.checkpoint->partial_tx_events != partial_events ||
                       d.checkpoint->partial_tx_id != partial_tx)
@@ -365,6 +373,7 @@ Status Runtime::commit_ack(const AckToken& token) {
     record.committed_events = committed;
     record.partial_tx_events = partial_events;
     record.partial_tx_id = partial_tx;
+    record.source_state = state;
     record.saved_at_ms = now_ms();
     CPPCDC_FAULT_POINT("runtime.before_checkpoint");
     auto saved = d.config.checkpoint->save(record);

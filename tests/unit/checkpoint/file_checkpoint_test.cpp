@@ -126,6 +126,7 @@ TEST_F(FileCheckpointTest, RoundTripKeepsExtremeValuesAndUnusualText) {
   record.saved_at_ms = std::numeric_limits<std::int64_t>::min();
   record.partial_tx_events = std::numeric_limits<std::uint64_t>::max();
   record.partial_tx_id = 4294967296;
+  record.source_state = R"({"snapshot": {"cursor": ["a\"b", null]}})";
   auto checkpoint = open(record.source_id);
   ASSERT_TRUE(checkpoint);
   ASSERT_TRUE(checkpoint->save(record));

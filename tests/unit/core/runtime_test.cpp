@@ -101,6 +101,7 @@ std::vector<Event> script() {
                                   static_cast<std::uint64_t>(i)})
                     .build();
       if (i == tx - 1) e.resume_offset = "0/END" + std::to_string(n);
+      if (n == 2) e.resume_state = "state-after-first";  // as a snapshot chunk would carry
       out.push_back(std::move(e));
     }
   }
@@ -156,7 +157,7 @@ TEST(Invariant2, SourceIsConfirmedOnlyAfterTheCheckpointIsSaved) {
 }
 
 TEST(Invariant3, RestartBeginsFromThePersistedCheckpoint) {
-  Fixture f(100, CheckpointRecord{"postgres", "slot", "0/END3", 3, 0});
+  Fixture f(100, CheckpointRecord{"postgres", "slot", "0/END3", 3, 0, 0, "", 0});
   ASSERT_TRUE(f.runtime->start());
   EXPECT_EQ(f.log.steps[0], "start:0/END3");
   auto batch = f.runtime->poll_event_batch();
@@ -293,7 +294,7 @@ TEST(Checkpoint, UnreadableCheckpointFailsStartInsteadOfStartingFresh) {
 }
 
 TEST(Checkpoint, RecordOfAnotherSlotIsRefused) {
-  Fixture f(100, CheckpointRecord{"postgres", "other_slot", "0/END3", 3, 0});
+  Fixture f(100, CheckpointRecord{"postgres", "other_slot", "0/END3", 3, 0, 0, "", 0});
   auto st = f.runtime->start();
   ASSERT_FALSE(st);
   EXPECT_NE(st.error().message().find("other_slot"), std::string::npos);
@@ -373,4 +374,21 @@ TEST(Invariant1, IdlePositionIsIgnoredWhileATransactionIsPartlyAcknowledged) {
   auto rest = f.runtime->poll_event_batch();
   ASSERT_EQ(rest->size(), 2u);
   EXPECT_TRUE(f.log.steps.empty());  // events were handed out: no idle save
+}
+
+TEST(CommitBarrier, TheBoundaryEventsResumeStateIsSavedWithItsOffset) {
+  Fixture f(2);
+  ASSERT_TRUE(f.runtime->start());
+  auto batch = f.runtime->poll_event_batch();
+  ASSERT_TRUE(batch && batch->size() == 2u);
+  ASSERT_TRUE(f.runtime->commit_ack(batch->ack_mode()));
+  ASSERT_TRUE(f.checkpoint->record);
+  EXPECT_EQ(f.checkpoint->record->offset, "0/END2");
+  EXPECT_EQ(f.checkpoint->record->source_state, "state-after-first");
+  // The next boundary has no state: the checkpoint then carries none.
+  batch = f.runtime->poll_event_batch();
+  ASSERT_TRUE(batch && batch->size() == 2u);  // the second transaction and one more event
+  ASSERT_TRUE(f.runtime->commit_ack(batch->ack_mode()));
+  EXPECT_EQ(f.checkpoint->record->offset, "0/END3");
+  EXPECT_EQ(f.checkpoint->record->source_state, "");
 }
