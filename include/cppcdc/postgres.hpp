@@ -33,6 +33,13 @@ enum class WalTransport {
   kSqlPeek,
 };
 
+/// When the rows that exist before capture starts are read ([source.snapshot] mode).
+enum class SnapshotMode {
+  kNever,        ///< only changes committed after the slot exists
+  kInitial,      ///< a snapshot when there is no checkpoint, then the stream (the default)
+  kInitialOnly,  ///< a snapshot when there is no checkpoint, then stop; no slot is needed
+};
+
 struct PostgresSourceConfig {
   /// libpq connection string or URI ("host=... dbname=... user=..."). `replication=database`
   /// is added for the replication connection.
@@ -69,6 +76,15 @@ struct PostgresSourceConfig {
   /// kSqlPeek: changes asked for per peek (upto_nchanges; PostgreSQL always finishes the
   /// transaction it is in, so a peek returns whole transactions).
   std::uint32_t peek_max_changes = 10'000;
+  /// Snapshot of existing rows (op `read`) before the stream: see SnapshotMode. An
+  /// interrupted snapshot resumes from the checkpoint whatever the mode.
+  SnapshotMode snapshot_mode = SnapshotMode::kInitial;
+  /// Rows per snapshot chunk (one keyset query; progress is saved after each chunk).
+  std::uint32_t snapshot_chunk_size = 1024;
+  /// Tables to snapshot as "schema.table" (default: all of `tables`); each must be captured.
+  std::vector<std::string> snapshot_tables;
+  /// Optional SQL condition per "schema.table" restricting its snapshot rows.
+  std::vector<std::pair<std::string, std::string>> snapshot_table_conditions;
   /// source.source_name in the envelope.
   std::string source_name = "postgres";
   /// Standby status update interval while idle, ms.

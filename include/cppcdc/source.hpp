@@ -56,6 +56,10 @@ class Source {
   /// there is no such position beyond what was confirmed.
   virtual std::optional<std::string> idle_offset() { return std::nullopt; }
 
+  /// True once the source has handed over everything it will ever produce (a snapshot-only
+  /// run that is complete) and nothing is left to poll. The runtime's run loop then ends.
+  virtual bool finished() { return false; }
+
   /// Closes connections and stops any reader thread. Idempotent.
   virtual void close() = 0;
 };

@@ -436,7 +436,10 @@ Result<std::uint64_t> Runtime::run_to_completion(Sink& sink, const std::atomic<b
   while (!cancel.load()) {
     auto batch = poll_event_batch();
     if (!batch) return fail(batch.error());
-    if (batch->empty()) continue;
+    if (batch->empty()) {
+      if (impl_->config.source->finished()) break;
+      continue;
+    }
     auto written = sink.write(batch->events());
     if (!written) {
       return fail(written.error().context("writing a batch of " +

@@ -223,6 +223,66 @@ Status read_tables(Section& source, std::vector<std::string>& out) {
   return ok();
 }
 
+// [source.snapshot]: mode, chunk_size, tables (each also captured), table_conditions.
+Status read_snapshot(Section& snap, pg::PostgresSourceConfig& out) {
+  std::optional<std::string> mode;
+  CPPCDC_CFG_ASSIGN(mode, snap.get_string("mode"));
+  if (mode) {
+    if (*mode == "initial") {
+      out.snapshot_mode = pg::SnapshotMode::kInitial;
+    } else if (*mode == "never") {
+      out.snapshot_mode = pg::SnapshotMode::kNever;
+    } else if (*mode == "initial_only") {
+      out.snapshot_mode = pg::SnapshotMode::kInitialOnly;
+    } else if (*mode == "when_needed" || *mode == "incremental") {
+      return fail(snap.error("mode", snap.take("mode"),
+                             in_quotes(*mode) + " is not built yet; use \"initial\", "
+                             "\"initial_only\" or \"never\""));
+    } else {
+      return fail(snap.error("mode", snap.take("mode"),
+                             "expected \"initial\", \"never\" or \"initial_only\", found " +
+                                 in_quotes(*mode)));
+    }
+  }
+  std::optional<std::int64_t> chunk;
+  CPPCDC_CFG_ASSIGN(chunk, snap.get_int("chunk_size", 1, 10'000'000));
+  if (chunk) out.snapshot_chunk_size = static_cast<std::uint32_t>(*chunk);
+  if (snap.present() && snap.take("tables") != nullptr) {
+    CPPCDC_TRY(read_tables(snap, out.snapshot_tables));
+    for (const auto& t : out.snapshot_tables) {
+      if (std::find(out.tables.begin(), out.tables.end(), t) == out.tables.end()) {
+        return fail(snap.error("tables", snap.take("tables"),
+                               "table " + in_quotes(t) +
+                                   " is not captured; add it to [source] tables first"));
+      }
+    }
+  }
+  const toml::node* conditions = snap.take("table_conditions");
+  if (conditions != nullptr) {
+    const auto* table = conditions->as_table();
+    if (table == nullptr) {
+      return fail(snap.error("table_conditions", conditions,
+                             "expected a table of \"schema.table\" = \"SQL condition\""));
+    }
+    for (auto&& [key, node] : *table) {
+      const auto* text = node.as_string();
+      std::string name(key.str());
+      if (name.find('.') == std::string::npos) name = "public." + name;
+      if (text == nullptr || text->get().empty()) {
+        return fail(snap.error("table_conditions", &node,
+                               "the condition for " + in_quotes(name) +
+                                   " must be a non-empty SQL string"));
+      }
+      if (std::find(out.tables.begin(), out.tables.end(), name) == out.tables.end()) {
+        return fail(snap.error("table_conditions", &node,
+                               "table " + in_quotes(name) + " is not captured"));
+      }
+      out.snapshot_table_conditions.emplace_back(name, text->get());
+    }
+  }
+  return snap.reject_unknown();
+}
+
 Status read_source(Section& source, pg::PostgresSourceConfig& out) {
   if (!source.present()) {
     return fail(source.missing_section("with type = \"postgres\", dsn and tables"));
@@ -270,6 +330,11 @@ Status read_source(Section& source, pg::PostgresSourceConfig& out) {
   CPPCDC_CFG_ASSIGN(out.accept_slot_ahead_of_checkpoint,
                     source.get_bool("accept_slot_ahead_of_checkpoint"));
   CPPCDC_CFG_ASSIGN(out.capture_logical_messages, source.get_bool("capture_logical_messages"));
+  {
+    auto snap = source.get_table("snapshot");
+    if (!snap) return fail(snap.error());
+    CPPCDC_TRY(read_snapshot(*snap, out));
+  }
   CPPCDC_CFG_ASSIGN(out.source_name, source.get_string("source_name"));
   if (out.source_name.empty()) {
     return fail(source.error("source_name", source.take("source_name"),
@@ -618,6 +683,14 @@ std::string describe_config(const ServerConfig& config) {
        " bytes go to " +
        (src.spill_dir.empty() ? std::string("the system's temporary directory")
                               : src.spill_dir));
+  {
+    const char* modes[] = {"never", "initial", "initial_only"};
+    std::string tables;
+    for (const auto& t : src.snapshot_tables) tables += (tables.empty() ? "" : ", ") + t;
+    line(std::string("  snapshot:         ") + modes[static_cast<int>(src.snapshot_mode)] +
+         ", chunks of " + std::to_string(src.snapshot_chunk_size) + " rows" +
+         (tables.empty() ? std::string(", all captured tables") : ", tables " + tables));
+  }
   line(std::string("  logical messages: ") +
        (src.capture_logical_messages ? "captured (op message, table <prefix>__messages)"
                                      : "not captured"));

@@ -298,6 +298,18 @@ Event TransactionAssembler::make_event(const Relation& rel, Operation op, Lsn po
   return e;
 }
 
+Result<Event> TransactionAssembler::make_read(std::uint32_t relation_id, TupleData tuple,
+                                              Lsn position, std::int64_t timestamp_ms) {
+  auto rel = relation(relation_id, "snapshot row");
+  if (!rel) return fail(rel.error());
+  Event e = make_event(**rel, Operation::kRead, position);
+  e.source.timestamp = timestamp_ms;
+  auto row = make_row(**rel, tuple, false, &e.unavailable_columns, "snapshot row");
+  if (!row) return fail(row.error());
+  e.after = std::move(*row);
+  return e;
+}
+
 Event TransactionAssembler::make_message_event(const LogicalMessageMsg& m, Lsn position) {
   const bool text = cppcdc::detail::is_valid_utf8(m.content);
   auto& shapes = message_shapes_[m.prefix];

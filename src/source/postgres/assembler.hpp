@@ -68,6 +68,14 @@ class TransactionAssembler {
   /// cache where pgoutput believes it is, so later changes that rely on it decode.
   Status observe_relation(const RelationMsg& relation) { return on_relation(relation, false); }
 
+  /// A snapshot row of relation `relation_id` (described before with observe_relation) as an
+  /// event of op `read`: the values go through the same path as a streamed insert, so they
+  /// are character for character what the stream would emit. `position` becomes
+  /// source.offset and `timestamp_ms` source.timestamp. invalid_data when the relation is
+  /// unknown or the tuple does not match it.
+  Result<Event> make_read(std::uint32_t relation_id, TupleData tuple, Lsn position,
+                          std::int64_t timestamp_ms);
+
   /// Whether a committed transaction waits in a spill file.
   bool spilled_ready() const noexcept { return static_cast<bool>(ready_spill_.file); }
   /// Appends up to `max_events` events of the committed spilled transaction to `out`, in

@@ -21,6 +21,7 @@
 #include "source/postgres/assembler.hpp"
 #include "source/postgres/pg_conn.hpp"
 #include "source/postgres/pgoutput.hpp"
+#include "source/postgres/snapshot.hpp"
 
 namespace cppcdc::pg {
 namespace {
@@ -136,6 +137,7 @@ class PostgresSource final : public Source {
 
   Status start(const std::optional<CheckpointRecord>& resume) override {
     close();
+    confirmed_.store(0);
     Lsn start_lsn;
     if (resume) {
       auto parsed = Lsn::parse(resume->offset);
@@ -162,11 +164,57 @@ class PostgresSource final : public Source {
     CPPCDC_TRY(check_server());
     CPPCDC_TRY(check_tables());
     CPPCDC_TRY(ensure_publication());
-    CPPCDC_TRY(ensure_slot(start_lsn));
-    if (config_.transport == WalTransport::kSqlPeek) {
-      CPPCDC_TRY(start_peek(start_lsn));
+    // The snapshot: one in progress in the checkpoint goes on; without a checkpoint the mode
+    // decides. initial_only needs no slot and never streams.
+    snapshot_.reset();
+    finished_.store(false);
+    if (resume) {
+      auto pending = SnapshotProgress::from_state(resume->source_state);
+      if (!pending) return fail(pending.error());
+      snapshot_ = std::move(*pending);
+    } else if (config_.snapshot_mode != SnapshotMode::kNever) {
+      SnapshotProgress p;
+      p.tables = config_.snapshot_tables.empty() ? config_.tables : config_.snapshot_tables;
+      for (auto& t : p.tables) t = split_table(t).text();
+      p.started_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+      snapshot_ = std::move(p);
+    }
+    const bool only = config_.snapshot_mode == SnapshotMode::kInitialOnly;
+    if (only && !snapshot_) {
+      spdlog::info("snapshot_mode initial_only: the snapshot was completed before; nothing to do");
+      finished_.store(true);
+    }
+    if (only) {
+      if (snapshot_ && !resume) {
+        auto lsn = exec(sql_.get(), "select pg_current_wal_lsn()", "reading the WAL position");
+        if (!lsn) return fail(lsn.error());
+        snapshot_->stream_start = Lsn::parse(get(lsn->get(), 0, 0).value_or("0/0")).value_or(Lsn());
+      }
     } else {
-      CPPCDC_TRY(start_streaming(start_lsn));
+      const bool export_snapshot = snapshot_ && !resume &&
+                                   config_.transport == WalTransport::kStreamingReplication;
+      CPPCDC_TRY(ensure_slot(start_lsn, export_snapshot ? &*snapshot_ : nullptr));
+      if (snapshot_ && !resume) {
+        // Without an exported snapshot (the slot already existed, or sql_peek) the stream
+        // starts at the slot's position, before the snapshot's view.
+        if (snapshot_->stream_start.is_zero()) snapshot_->stream_start = slot_confirmed_;
+        start_lsn = snapshot_->stream_start;
+      }
+      if (snapshot_ && snapshot_->id.empty()) {
+        snapshot_->id = config_.slot_name + "@" + snapshot_->stream_start.to_string();
+      }
+      if (config_.transport == WalTransport::kSqlPeek) {
+        CPPCDC_TRY(start_peek(start_lsn));
+      } else if (!snapshot_) {
+        CPPCDC_TRY(start_streaming(start_lsn));
+      } else {
+        confirmed_.store(start_lsn.value());  // streaming starts after the snapshot
+      }
+    }
+    if (only && snapshot_ && snapshot_->id.empty()) {
+      snapshot_->id = "snapshot@" + snapshot_->stream_start.to_string();
     }
     catalog_ = std::make_unique<SqlCatalog>(sql_.get());
     assembler_ = std::make_unique<TransactionAssembler>(
@@ -188,19 +236,31 @@ class PostgresSource final : public Source {
       reader_done_ = false;
       idle_lsn_ = 0;
     }
-    if (config_.transport == WalTransport::kSqlPeek) {
-      reader_ = std::thread([this] { peek_loop(); });
-    } else {
-      reader_ = std::thread([this] { read_loop(); });
-    }
+    reader_ = std::thread([this] {
+      if (snapshot_ && snapshot_phase_ends_reader()) return;
+      if (finished_.load()) return finish(std::nullopt);
+      if (config_.transport == WalTransport::kSqlPeek) {
+        peek_loop();
+      } else {
+        read_loop();
+      }
+    });
     return ok();
+  }
+
+  bool finished() override {
+    if (!finished_.load()) return false;
+    std::lock_guard lock(mutex_);
+    return queue_.empty();
   }
 
  private:
   Status start_streaming(Lsn start_lsn) {
-    auto repl = detail::connect(config_.dsn, true);
-    if (!repl) return fail(repl.error());
-    repl_ = std::move(*repl);
+    if (!repl_) {  // the connection that created the slot with a snapshot is reused
+      auto repl = detail::connect(config_.dsn, true);
+      if (!repl) return fail(repl.error());
+      repl_ = std::move(*repl);
+    }
     const std::string cmd = "START_REPLICATION SLOT " + quote_ident(config_.slot_name) +
                             " LOGICAL " + start_lsn.to_string() +
                             " (proto_version '1', publication_names " +
@@ -223,8 +283,9 @@ class PostgresSource final : public Source {
                  start_lsn.is_zero() ? std::string("the slot's confirmed position")
                                      : start_lsn.to_string(),
                  config_.publication_name);
-    confirmed_.store(start_lsn.value());
+    confirmed_.store(std::max(confirmed_.load(), start_lsn.value()));
     sent_flush_ = 0;
+    streaming_ = true;
     return ok();
   }
 
@@ -281,6 +342,7 @@ class PostgresSource final : public Source {
       return ok();
     }
     if (reader_done_ && error_) return fail(*error_);
+    if (reader_done_ && finished_.load()) return ok();
     if (reader_done_) {
       return fail(Error::source(ErrorKind::kTransient, "the replication stream ended"));
     }
@@ -314,13 +376,14 @@ class PostgresSource final : public Source {
       if (fd >= 0) ::close(fd);
       fd = -1;
     }
-    if (repl_) {
+    if (repl_ && streaming_) {
       // Tell the server where we are before leaving, then end the copy politely.
       send_status(false);
       PQputCopyEnd(repl_.get(), nullptr);
       PQflush(repl_.get());
     }
     repl_.reset();
+    streaming_ = false;
     peek_.reset();
     skipping_ = false;
     assembler_.reset();
@@ -482,7 +545,10 @@ class PostgresSource final : public Source {
     return ok();
   }
 
-  Status ensure_slot(Lsn checkpoint) {
+  // `exported`: when the slot has to be created, create it over a replication connection
+  // with an exported snapshot and record its name and consistent point there (the
+  // connection stays open and idle in repl_ until the snapshot has been read).
+  Status ensure_slot(Lsn checkpoint, SnapshotProgress* exported = nullptr) {
     auto res = exec(sql_.get(),
                     "select plugin, database, slot_type, confirmed_flush_lsn, wal_status, "
                     "active_pid from pg_replication_slots "
@@ -521,6 +587,7 @@ class PostgresSource final : public Source {
                                       config_.slot_name + "', 'pgoutput')) or set "
                                       "create_slot = true"));
       }
+      if (exported != nullptr) return create_slot_exporting(*exported);
       auto created = exec(sql_.get(),
                           "select lsn from pg_create_logical_replication_slot($1, 'pgoutput')",
                           "creating replication slot " + config_.slot_name,
@@ -571,6 +638,27 @@ class PostgresSource final : public Source {
     return ok();
   }
 
+  Status create_slot_exporting(SnapshotProgress& snapshot) {
+    auto repl = detail::connect(config_.dsn, true);
+    if (!repl) return fail(repl.error());
+    repl_ = std::move(*repl);
+    const std::string cmd = "CREATE_REPLICATION_SLOT " + quote_ident(config_.slot_name) +
+                            " LOGICAL pgoutput (SNAPSHOT 'export')";
+    detail::PgResultPtr res(PQexec(repl_.get(), cmd.c_str()));
+    if (!res || PQresultStatus(res.get()) != PGRES_TUPLES_OK || PQntuples(res.get()) != 1) {
+      return fail(detail::error_from_result(res.get(), repl_.get(),
+                                            "creating replication slot " + config_.slot_name +
+                                                " with an exported snapshot"));
+    }
+    const auto lsn = get(res.get(), 0, 1).value_or("0/0");
+    snapshot.exported_snapshot = get(res.get(), 0, 2).value_or("");
+    snapshot.stream_start = Lsn::parse(lsn).value_or(Lsn());
+    slot_confirmed_ = snapshot.stream_start;
+    spdlog::info("created replication slot {} (pgoutput) at {} with exported snapshot {}",
+                 config_.slot_name, lsn, snapshot.exported_snapshot);
+    return ok();
+  }
+
   bool send_status(bool reply_requested) {
     const Lsn flushed(confirmed_.load());
     const Lsn written(std::max(received_.load(), flushed.value()));
@@ -610,7 +698,7 @@ class PostgresSource final : public Source {
            (queue_.size() + events.size() > config_.max_queued_events ||
             queued_bytes_ + bytes > config_.max_queued_bytes)) {
       not_full_.wait_for(lock, std::chrono::milliseconds(100));
-      if (repl_ && status_due()) {
+      if (streaming_ && status_due()) {
         lock.unlock();
         if (!send_status(false)) return false;
         lock.lock();
@@ -696,6 +784,50 @@ class PostgresSource final : public Source {
       return finish(detail::error_from_conn(conn, "reading the replication stream"));
     }
     finish(std::nullopt);
+  }
+
+  // ---- snapshot --------------------------------------------------------------------------
+
+  // Runs the snapshot on a connection of its own, then (unless initial_only) starts the
+  // stream where it ends. Returns true when the reader thread is to end here (error, stop or
+  // initial_only; finish() was called), false when it goes on to stream.
+  bool snapshot_phase_ends_reader() {
+    auto conn = detail::connect(config_.dsn, false);
+    if (!conn) {
+      finish(conn.error());
+      return true;
+    }
+    SnapshotOptions options;
+    options.chunk_size = config_.snapshot_chunk_size;
+    for (const auto& [table, condition] : config_.snapshot_table_conditions) {
+      options.table_conditions[split_table(table).text()] = condition;
+    }
+    spdlog::info("snapshot {}: reading {} table(s) in chunks of {} rows before streaming from {}",
+                 snapshot_->id, snapshot_->tables.size() - snapshot_->table_index,
+                 options.chunk_size, snapshot_->stream_start.to_string());
+    auto st = run_snapshot(
+        conn->get(), *assembler_, *snapshot_, options,
+        [this](std::vector<Event>& events) { return push(events) && !stop_.load(); }, stop_);
+    conn->reset();
+    if (!st) {
+      finish(st.error().context("snapshot " + snapshot_->id));
+      return true;
+    }
+    if (stop_.load()) {
+      finish(std::nullopt);
+      return true;
+    }
+    if (config_.snapshot_mode == SnapshotMode::kInitialOnly) {
+      finished_.store(true);
+      finish(std::nullopt);
+      return true;
+    }
+    if (config_.transport == WalTransport::kSqlPeek) return false;
+    if (auto started = start_streaming(snapshot_->stream_start); !started) {
+      finish(started.error());
+      return true;
+    }
+    return false;
   }
 
   // ---- SqlPeek -------------------------------------------------------------------------
@@ -926,6 +1058,9 @@ class PostgresSource final : public Source {
   ConnPtr sql_;
   ConnPtr repl_;
   ConnPtr peek_;               // kSqlPeek only
+  std::optional<SnapshotProgress> snapshot_;  // to read before streaming
+  std::atomic<bool> finished_{false};         // initial_only: all handed over
+  bool streaming_ = false;  // repl_ is in COPY mode (START_REPLICATION succeeded)
   Lsn high_water_;             // kSqlPeek: everything before it was handed over (mutex_)
   std::uint64_t advanced_ = 0;  // kSqlPeek: where the slot was last advanced to
   std::uint32_t window_ = 0;    // kSqlPeek: upto_nchanges of the next peek

@@ -1,0 +1,339 @@
+#include "source/postgres/snapshot.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/json.hpp>
+#include <chrono>
+
+#include "source/postgres/pg_conn.hpp"
+
+namespace cppcdc::pg {
+namespace {
+
+using detail::exec;
+using detail::get;
+using detail::quote_ident;
+
+Error bad_state(const std::string& what) {
+  return Error::checkpoint(ErrorKind::kTerminal,
+                           "the checkpoint's snapshot progress is unreadable (" + what +
+                               "); move the checkpoint file away to snapshot again from the start");
+}
+
+struct TableDescription {
+  RelationMsg relation;
+  std::vector<std::string> key;        // primary key column names, key order
+  std::vector<std::string> key_types;  // their format_type, for casting cursor values
+  double estimated_rows = 0;           // pg_class.reltuples (-1 or 0 when never analysed)
+};
+
+Result<TableDescription> describe(PGconn* conn, const std::string& qualified) {
+  const auto dot = qualified.find('.');
+  const std::string schema = qualified.substr(0, dot);
+  const std::string table = qualified.substr(dot + 1);
+  auto rel = exec(conn,
+                  "select c.oid, c.relreplident, c.reltuples from pg_class c join pg_namespace n "
+                  "on n.oid = c.relnamespace where n.nspname = $1 and c.relname = $2",
+                  "looking up " + qualified + " for the snapshot", {schema, table});
+  if (!rel) return fail(rel.error());
+  if (PQntuples(rel->get()) == 0) {
+    return fail(Error::source(ErrorKind::kTerminal, "table " + qualified +
+                                                        " of the snapshot does not exist"));
+  }
+  TableDescription d;
+  d.relation.relation_id = static_cast<std::uint32_t>(std::stoul(get(rel->get(), 0, 0).value_or("0")));
+  d.relation.namespace_name = schema;
+  d.relation.relation_name = table;
+  d.relation.replica_identity = get(rel->get(), 0, 1).value_or("d")[0];
+  d.estimated_rows = std::stod(get(rel->get(), 0, 2).value_or("0"));
+  // The columns pgoutput publishes: not dropped, not generated, in attribute order; flagged
+  // as it flags them (every column under FULL, the identity index's under USING INDEX, the
+  // primary key's under DEFAULT).
+  auto cols = exec(conn,
+                   "select a.attname, a.atttypid, a.atttypmod, format_type(a.atttypid, "
+                   "a.atttypmod), array_position(pk.indkey::int2[], a.attnum), "
+                   "coalesce(a.attnum = any(ri.indkey::int2[]), false) "
+                   "from pg_attribute a "
+                   "left join pg_index pk on pk.indrelid = a.attrelid and pk.indisprimary "
+                   "left join pg_index ri on ri.indrelid = a.attrelid and ri.indisreplident "
+                   "where a.attrelid = $1::oid and a.attnum > 0 and not a.attisdropped "
+                   "and a.attgenerated = '' order by a.attnum",
+                   "looking up the columns of " + qualified,
+                   {std::to_string(d.relation.relation_id)});
+  if (!cols) return fail(cols.error());
+  std::vector<std::pair<int, std::pair<std::string, std::string>>> key;
+  for (int r = 0; r < PQntuples(cols->get()); ++r) {
+    RelationColumn c;
+    c.name = get(cols->get(), r, 0).value_or("");
+    c.type_oid = static_cast<std::uint32_t>(std::stoul(get(cols->get(), r, 1).value_or("0")));
+    c.type_modifier = std::stoi(get(cols->get(), r, 2).value_or("-1"));
+    const auto pk_pos = get(cols->get(), r, 4);
+    const bool in_identity_index = get(cols->get(), r, 5).value_or("f") == "t";
+    switch (d.relation.replica_identity) {
+      case 'f':
+        c.part_of_key = true;
+        break;
+      case 'i':
+        c.part_of_key = in_identity_index;
+        break;
+      case 'd':
+        c.part_of_key = pk_pos.has_value();
+        break;
+      default:
+        c.part_of_key = false;
+    }
+    if (pk_pos) {
+      key.push_back({std::stoi(*pk_pos), {c.name, get(cols->get(), r, 3).value_or("text")}});
+    }
+    d.relation.columns.push_back(std::move(c));
+  }
+  std::sort(key.begin(), key.end());
+  for (auto& [pos, kt] : key) {
+    d.key.push_back(kt.first);
+    d.key_types.push_back(kt.second);
+  }
+  return d;
+}
+
+std::string column_list(const TableDescription& d) {
+  std::string out;
+  for (std::size_t i = 0; i < d.relation.columns.size(); ++i) {
+    if (i) out += ", ";
+    out += quote_ident(d.relation.columns[i].name);
+  }
+  return out;
+}
+
+std::string table_ref(const TableDescription& d) {
+  return quote_ident(d.relation.namespace_name) + "." + quote_ident(d.relation.relation_name);
+}
+
+// Progress for a person: rows done of the estimate, rate and time left, every few seconds.
+class ProgressLog {
+ public:
+  ProgressLog(std::string table, double estimate, std::uint64_t done)
+      : table_(std::move(table)), estimate_(estimate), start_done_(done) {}
+  void update(std::uint64_t done, bool final) {
+    const auto now = std::chrono::steady_clock::now();
+    if (!final && now - last_ < std::chrono::seconds(5)) return;
+    last_ = now;
+    const double secs = std::chrono::duration<double>(now - start_).count();
+    const double rate = secs > 0 ? static_cast<double>(done - start_done_) / secs : 0;
+    std::string of = estimate_ > 0 ? " of about " + std::to_string(static_cast<std::uint64_t>(estimate_))
+                                   : "";
+    std::string eta;
+    if (!final && estimate_ > static_cast<double>(done) && rate > 0) {
+      eta = ", about " + std::to_string(static_cast<std::uint64_t>((estimate_ - static_cast<double>(done)) / rate)) +
+            " s left";
+    }
+    spdlog::info("snapshot of {}: {} rows{}{} ({:.0f} rows/s){}", table_, done, of,
+                 final ? " read, complete" : " read", rate, eta);
+  }
+
+ private:
+  std::string table_;
+  double estimate_;
+  std::uint64_t start_done_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_ = start_;
+};
+
+}  // namespace
+
+std::string SnapshotProgress::to_state() const {
+  if (done()) return "";
+  boost::json::object s;
+  s["id"] = id;
+  s["stream_start"] = stream_start.to_string();
+  boost::json::array t;
+  for (const auto& name : tables) t.emplace_back(name);
+  s["tables"] = std::move(t);
+  s["table_index"] = table_index;
+  if (cursor) {
+    boost::json::array c;
+    for (const auto& v : *cursor) c.emplace_back(v);
+    s["cursor"] = std::move(c);
+  } else {
+    s["cursor"] = nullptr;
+  }
+  s["chunk"] = chunk;
+  s["rows"] = rows;
+  s["started_ms"] = started_ms;
+  boost::json::object root;
+  root["snapshot"] = std::move(s);
+  return boost::json::serialize(root);
+}
+
+Result<std::optional<SnapshotProgress>> SnapshotProgress::from_state(const std::string& state) {
+  if (state.empty()) return std::optional<SnapshotProgress>();
+  boost::system::error_code ec;
+  const boost::json::value v = boost::json::parse(state, ec);
+  if (ec || !v.is_object()) return fail(bad_state("not a JSON object"));
+  const auto* snap = v.as_object().if_contains("snapshot");
+  if (!snap || !snap->is_object()) return fail(bad_state("no snapshot object"));
+  const auto& o = snap->as_object();
+  SnapshotProgress p;
+  try {
+    p.id = std::string(o.at("id").as_string());
+    auto lsn = Lsn::parse(std::string(o.at("stream_start").as_string()));
+    if (!lsn) return fail(bad_state("stream_start is not an LSN"));
+    p.stream_start = *lsn;
+    for (const auto& t : o.at("tables").as_array()) p.tables.emplace_back(t.as_string());
+    p.table_index = static_cast<std::size_t>(o.at("table_index").to_number<std::uint64_t>());
+    if (!o.at("cursor").is_null()) {
+      std::vector<std::string> c;
+      for (const auto& k : o.at("cursor").as_array()) c.emplace_back(k.as_string());
+      p.cursor = std::move(c);
+    }
+    p.chunk = o.at("chunk").to_number<std::uint64_t>();
+    p.rows = o.at("rows").to_number<std::uint64_t>();
+    p.started_ms = o.at("started_ms").to_number<std::int64_t>();
+  } catch (const std::exception& e) {
+    return fail(bad_state(e.what()));
+  }
+  if (p.table_index > p.tables.size()) return fail(bad_state("table_index out of range"));
+  return std::optional<SnapshotProgress>(std::move(p));
+}
+
+Status run_snapshot(PGconn* conn, TransactionAssembler& assembler, SnapshotProgress progress,
+                    const SnapshotOptions& options,
+                    const std::function<bool(std::vector<Event>&)>& emit,
+                    const std::atomic<bool>& stop) {
+  auto begin = exec(conn, "begin isolation level repeatable read read only",
+                    "starting the snapshot transaction");
+  if (!begin) return fail(begin.error());
+  if (!progress.exported_snapshot.empty()) {
+    // The snapshot the slot was created with: the stream starts exactly where it ends.
+    auto set = exec(conn, "set transaction snapshot " +
+                              detail::quote_literal(progress.exported_snapshot),
+                    "importing the slot's exported snapshot");
+    if (!set) return fail(set.error());
+  }
+  const std::uint32_t n = std::max<std::uint32_t>(1, options.chunk_size);
+  const std::string limit = std::to_string(n + 1);  // one more, to know the last chunk
+  std::vector<Event> chunk;
+  while (!progress.done() && !stop.load()) {
+    const std::string& name = progress.tables[progress.table_index];
+    auto d = describe(conn, name);
+    if (!d) return fail(d.error());
+    CPPCDC_TRY(assembler.observe_relation(d->relation));
+    std::string where;
+    if (auto it = options.table_conditions.find(name); it != options.table_conditions.end()) {
+      where = "(" + it->second + ")";
+    }
+    const bool keyed = !d->key.empty();
+    if (!keyed) {
+      // No key to continue from: the table is read again from its start.
+      progress.cursor.reset();
+      progress.rows = 0;
+      progress.chunk = 0;
+      spdlog::warn("table {} has no primary key: its snapshot cannot resume mid-table and is "
+                   "read again from the start after a restart",
+                   name);
+      auto declared = exec(conn, "declare cppcdc_snapshot no scroll cursor for select " +
+                                     column_list(*d) + " from " + table_ref(*d) +
+                                     (where.empty() ? "" : " where " + where),
+                           "opening the snapshot cursor of " + name);
+      if (!declared) return fail(declared.error());
+    }
+    ProgressLog log(name, d->estimated_rows, progress.rows);
+    bool table_done = false;
+    while (!table_done && !stop.load()) {
+      detail::PgResultPtr res;
+      if (keyed) {
+        std::string sql = "select " + column_list(*d) + " from " + table_ref(*d);
+        std::vector<std::optional<std::string>> params;
+        std::string conds = where;
+        if (progress.cursor) {
+          std::string lhs = "(", rhs = "(";
+          for (std::size_t k = 0; k < d->key.size(); ++k) {
+            if (k) lhs += ", ", rhs += ", ";
+            lhs += quote_ident(d->key[k]);
+            rhs += "$" + std::to_string(k + 1) + "::" + d->key_types[k];
+            params.emplace_back(k < progress.cursor->size() ? (*progress.cursor)[k] : "");
+          }
+          conds += (conds.empty() ? "" : " and ") + lhs + ") > " + rhs + ")";
+        }
+        if (!conds.empty()) sql += " where " + conds;
+        sql += " order by ";
+        for (std::size_t k = 0; k < d->key.size(); ++k) sql += (k ? ", " : "") + quote_ident(d->key[k]);
+        sql += " limit " + limit;
+        auto r = exec(conn, sql, "reading a snapshot chunk of " + name, params);
+        if (!r) return fail(r.error());
+        res = std::move(*r);
+      } else {
+        auto r = exec(conn, "fetch " + limit + " from cppcdc_snapshot",
+                      "reading a snapshot chunk of " + name);
+        if (!r) return fail(r.error());
+        res = std::move(*r);
+      }
+      const int got = PQntuples(res.get());
+      const int take = std::min<int>(got, static_cast<int>(n));
+      table_done = got <= static_cast<int>(n);
+      if (!keyed && !table_done) {
+        // FETCH moved past the look-ahead row: step back over it.
+        auto back = exec(conn, "move backward 1 in cppcdc_snapshot", "rewinding the cursor");
+        if (!back) return fail(back.error());
+      }
+      const int ncols = PQnfields(res.get());
+      for (int r = 0; r < take; ++r) {
+        TupleData tuple(static_cast<std::size_t>(ncols));
+        for (int c = 0; c < ncols; ++c) {
+          if (!PQgetisnull(res.get(), r, c)) {
+            tuple[c].kind = TupleColumn::Kind::kText;
+            tuple[c].value.assign(PQgetvalue(res.get(), r, c),
+                                  static_cast<std::size_t>(PQgetlength(res.get(), r, c)));
+          }
+        }
+        auto e = assembler.make_read(d->relation.relation_id, std::move(tuple),
+                                     progress.stream_start, progress.started_ms);
+        if (!e) return fail(e.error().context("snapshot of " + name));
+        e->snapshot = SnapshotMetadata{progress.id, progress.chunk, table_done};
+        chunk.push_back(std::move(*e));
+      }
+      // The progress after this chunk rides on its last event, so it is saved only once the
+      // chunk is acknowledged.
+      progress.rows += static_cast<std::uint64_t>(take);
+      ++progress.chunk;
+      if (take > 0 && keyed) {
+        std::vector<std::string> cursor;
+        for (const auto& k : d->key) {
+          const auto idx = static_cast<int>(
+              std::find_if(d->relation.columns.begin(), d->relation.columns.end(),
+                           [&](const RelationColumn& c) { return c.name == k; }) -
+              d->relation.columns.begin());
+          cursor.emplace_back(PQgetvalue(res.get(), take - 1, idx));
+        }
+        progress.cursor = std::move(cursor);
+      }
+      if (table_done) {
+        ++progress.table_index;
+        progress.cursor.reset();
+        log.update(progress.rows, true);
+        progress.rows = 0;
+        progress.chunk = 0;
+        if (!keyed) {
+          auto closed = exec(conn, "close cppcdc_snapshot", "closing the snapshot cursor");
+          if (!closed) return fail(closed.error());
+        }
+      } else {
+        log.update(progress.rows, false);
+      }
+      if (!chunk.empty()) {
+        chunk.back().resume_offset = progress.stream_start.to_string();
+        chunk.back().resume_state = progress.to_state();
+        if (!emit(chunk)) return ok();
+        chunk.clear();
+      }
+    }
+  }
+  auto end = exec(conn, "commit", "ending the snapshot transaction");
+  if (!end) return fail(end.error());
+  if (progress.done()) {
+    spdlog::info("snapshot {} complete ({} table(s)); streaming from {}", progress.id,
+                 progress.tables.size(), progress.stream_start.to_string());
+  }
+  return ok();
+}
+
+}  // namespace cppcdc::pg

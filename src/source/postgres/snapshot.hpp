@@ -1,0 +1,70 @@
+#pragma once
+// The blocking snapshot of the PostgreSQL source: reads the captured tables' existing rows in
+// keyset chunks inside one REPEATABLE READ transaction and hands them over as events of op
+// `read`, before the stream starts (architecture document, "Snapshot And Stream Handoff").
+//
+// On the first run the transaction imports the snapshot exported by CREATE_REPLICATION_SLOT,
+// so the stream starts exactly where the snapshot's view ends. After a restart mid-snapshot
+// the exported snapshot is gone: the remaining chunks are read in a new transaction while the
+// stream still starts at the slot's original position, so every change after that position is
+// streamed again on top of the rows read. Applied with row_write() semantics, the result is
+// the same; in between, a consumer may see a row newer than the stream has reached.
+//
+// Progress (table, cursor, chunk) is saved in the checkpoint's source_state after each chunk
+// is acknowledged, so a restart re-reads at most one chunk (a table without a primary key has
+// no cursor and is read again from its start).
+
+#include <libpq-fe.h>
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cppcdc/event.hpp"
+#include "cppcdc/pg_lsn.hpp"
+#include "cppcdc/result.hpp"
+#include "source/postgres/assembler.hpp"
+
+namespace cppcdc::pg {
+
+/// Where a snapshot stands; kept as JSON in CheckpointRecord::source_state.
+struct SnapshotProgress {
+  std::string id;                   ///< snapshot.snapshot_id of its events
+  Lsn stream_start;                 ///< the stream resumes here once the snapshot is done
+  std::vector<std::string> tables;  ///< "schema.table", read in this order
+  std::size_t table_index = 0;      ///< the table being read
+  /// Key values (text) of the last row delivered from that table; nullopt: from its start.
+  std::optional<std::vector<std::string>> cursor;
+  std::uint64_t chunk = 0;  ///< chunks of that table delivered
+  std::uint64_t rows = 0;   ///< rows of that table delivered
+  /// The exported snapshot to import (first run only; never saved).
+  std::string exported_snapshot;
+  std::int64_t started_ms = 0;  ///< wall-clock start, ms since the Unix epoch
+
+  bool done() const noexcept { return table_index >= tables.size(); }
+  /// {"snapshot": {...}}; the empty string once done().
+  std::string to_state() const;
+  /// Parses a source_state; nullopt for an empty state. Errors (checkpoint, terminal) name
+  /// what is wrong.
+  static Result<std::optional<SnapshotProgress>> from_state(const std::string& state);
+};
+
+struct SnapshotOptions {
+  std::uint32_t chunk_size = 1024;
+  /// Optional WHERE condition per "schema.table".
+  std::map<std::string, std::string> table_conditions;
+};
+
+/// Reads the snapshot described by `progress` on `conn` (a connection of its own). `emit`
+/// hands a chunk's events over and returns false when the source is stopping. Returns when
+/// every table is read, `stop` is set, or on error (kinds from libpq's classification;
+/// invalid_data for a row that does not fit its table's description).
+Status run_snapshot(PGconn* conn, TransactionAssembler& assembler, SnapshotProgress progress,
+                    const SnapshotOptions& options,
+                    const std::function<bool(std::vector<Event>&)>& emit,
+                    const std::atomic<bool>& stop);
+
+}  // namespace cppcdc::pg
