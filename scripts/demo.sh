@@ -8,10 +8,11 @@
 #   1. installs the Debian packages and builds cppcdc (release build in build/)
 #   2. starts PostgreSQL 15 on 127.0.0.1:55432 (data in /tmp/cppcdc-demo-pg)
 #   3. creates database `app`, role `cdc` (LOGIN REPLICATION) and tables public.orders and
-#      public.customers owned by `cdc`
+#      public.customers owned by `cdc`, with one customer that already exists (it arrives
+#      through the initial snapshot as op `read`)
 #   4. writes /tmp/cppcdc-demo/cdc.toml and runs `cppcdc run` with it in the background
 #   5. makes a few changes (2 customers + 3 orders in one transaction, an update, a delete)
-#   6. waits for the 7 events in /tmp/cppcdc-demo/events.jsonl, stops cppcdc, prints them
+#   6. waits for the 8 events in /tmp/cppcdc-demo/events.jsonl, stops cppcdc, prints them
 # Every run starts from scratch: the old slot, database and /tmp/cppcdc-demo are removed.
 # PostgreSQL keeps running afterwards; the script prints how to stop it.
 set -euo pipefail
@@ -26,7 +27,7 @@ CDC_LOG=$DEMO_DIR/cppcdc.log
 PID_FILE=$DEMO_DIR/cppcdc.pid
 SLOT=cppcdc_demo
 PUBLICATION=cppcdc_demo_pub
-EXPECTED_EVENTS=7
+EXPECTED_EVENTS=8
 WAIT_SECONDS=30
 PSQL_BIN=/usr/lib/postgresql/15/bin/psql
 # How to name our scripts in the instructions we print: short when run from the repo root.
@@ -40,7 +41,7 @@ setup_only=0
 for a in "$@"; do
   case "$a" in
     --setup-only) setup_only=1 ;;
-    -h | --help) sed -n '4,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '4,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$a' (see --help)" ;;
   esac
 done
@@ -160,6 +161,8 @@ grant select on public.customers, public.orders to cdc;
 -- Only a table's owner may add it to a publication.
 alter table public.customers owner to cdc;
 alter table public.orders owner to cdc;
+-- A row that exists before cppcdc starts: it arrives through the initial snapshot (op read).
+insert into public.customers (id, name, email) values (0, 'Grace Hopper', 'grace@example.com');
 SQL
 info "$(sql_value cdc app "select string_agg(schemaname || '.' || tablename || ' (owner ' || tableowner || ')', ', ' order by tablename) from pg_tables where schemaname = 'public'")"
 

@@ -32,6 +32,7 @@ struct Reader {
     cfg.tables = {"public.orders", "public.full_t"};
     cfg.create_slot = false;
     cfg.capture_logical_messages = true;
+    cfg.snapshot_mode = pg::SnapshotMode::kNever;  // the stream alone is compared here
     cfg.transport = transport;
     cfg.peek_interval_ms = 50;
     cfg.peek_statement_timeout_ms = statement_timeout_ms;

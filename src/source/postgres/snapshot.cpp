@@ -209,6 +209,20 @@ Status run_snapshot(PGconn* conn, TransactionAssembler& assembler, SnapshotProgr
                     "importing the slot's exported snapshot");
     if (!set) return fail(set.error());
   }
+  if (!progress.done()) {
+    // ACCESS SHARE: writes go on, but no ALTER TABLE can change a table while its rows are
+    // read with a description taken from the snapshot's catalog.
+    std::string tables;
+    for (std::size_t i = progress.table_index; i < progress.tables.size(); ++i) {
+      const auto& t = progress.tables[i];
+      const auto dot = t.find('.');
+      tables += (tables.empty() ? "" : ", ") + quote_ident(t.substr(0, dot)) + "." +
+                quote_ident(t.substr(dot + 1));
+    }
+    auto locked = exec(conn, "lock table " + tables + " in access share mode",
+                       "locking the snapshot's tables against schema changes");
+    if (!locked) return fail(locked.error());
+  }
   const std::uint32_t n = std::max<std::uint32_t>(1, options.chunk_size);
   const std::string limit = std::to_string(n + 1);  // one more, to know the last chunk
   std::vector<Event> chunk;

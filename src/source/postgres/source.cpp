@@ -176,6 +176,9 @@ class PostgresSource final : public Source {
       SnapshotProgress p;
       p.tables = config_.snapshot_tables.empty() ? config_.tables : config_.snapshot_tables;
       for (auto& t : p.tables) t = split_table(t).text();
+      auto leaves = snapshot_leaf_tables(p.tables);
+      if (!leaves) return fail(leaves.error());
+      p.tables = std::move(*leaves);
       p.started_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                          std::chrono::system_clock::now().time_since_epoch())
                          .count();
@@ -600,6 +603,16 @@ class PostgresSource final : public Source {
     }
     const auto plugin = get(res->get(), 0, 0).value_or("");
     slot_confirmed_ = Lsn::parse(get(res->get(), 0, 3).value_or("0/0")).value_or(Lsn());
+    if (snapshot_ && get(res->get(), 0, 5)) {
+      // With a snapshot first, START_REPLICATION comes only after it: check now that nobody
+      // else streams from the slot (retried: it may be the walsender of a previous run).
+      return fail(Error::source(
+          ErrorKind::kTransient,
+          "replication slot " + config_.slot_name + " is active for PID " +
+              get(res->get(), 0, 5).value_or("?") +
+              ": another process is streaming from replication slot " + config_.slot_name +
+              "; stop it (see pg_stat_replication) or choose another slot_name"));
+    }
     if (get(res->get(), 0, 4).value_or("") == "lost") {
       return fail(Error::source(
           ErrorKind::kTerminal,
@@ -787,6 +800,38 @@ class PostgresSource final : public Source {
   }
 
   // ---- snapshot --------------------------------------------------------------------------
+
+  // The tables the snapshot reads, named as the stream names their rows: a partitioned table
+  // is read as itself when the publication publishes through the root, and as its leaf
+  // partitions otherwise. Called after ensure_publication().
+  Result<std::vector<std::string>> snapshot_leaf_tables(const std::vector<std::string>& tables) {
+    auto via = exec(sql_.get(), "select pubviaroot from pg_publication where pubname = $1",
+                    "looking up publication " + config_.publication_name,
+                    {config_.publication_name});
+    if (!via) return fail(via.error());
+    const bool via_root = PQntuples(via->get()) > 0 && get(via->get(), 0, 0).value_or("f") == "t";
+    std::vector<std::string> out;
+    for (const auto& t : tables) {
+      const TableName name = split_table(t);
+      auto leaves = exec(sql_.get(),
+                         "select n.nspname, c.relname from pg_partition_tree(format('%I.%I', "
+                         "$1::text, $2::text)::regclass) p join pg_class c on c.oid = p.relid "
+                         "join pg_namespace n on n.oid = c.relnamespace where p.isleaf and "
+                         "p.level > 0 order by c.relname",
+                         "listing the partitions of " + t, {name.schema, name.table});
+      if (!leaves) return fail(leaves.error());
+      if (via_root || PQntuples(leaves->get()) == 0) {
+        out.push_back(t);
+        continue;
+      }
+      for (int r = 0; r < PQntuples(leaves->get()); ++r) {
+        out.push_back(TableName{get(leaves->get(), r, 0).value_or(""),
+                                get(leaves->get(), r, 1).value_or("")}
+                          .text());
+      }
+    }
+    return out;
+  }
 
   // Runs the snapshot on a connection of its own, then (unless initial_only) starts the
   // stream where it ends. Returns true when the reader thread is to end here (error, stop or

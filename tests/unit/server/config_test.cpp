@@ -35,6 +35,12 @@ spill_threshold_bytes = 1048576
 spill_dir = "/var/tmp/cppcdc"
 max_queued_bytes = 4194304
 
+[source.snapshot]
+mode = "initial_only"
+chunk_size = 500
+tables = ["public.orders"]
+table_conditions = { "public.orders" = "region = 'eu'" }
+
 [sink]
 type = "file"
 path = "/var/lib/cppcdc/out/events.jsonl"
@@ -104,6 +110,12 @@ TEST(ServerConfig, ExampleConfigParsesEveryKey) {
   EXPECT_EQ(src.spill_threshold_bytes, 1048576u);
   EXPECT_EQ(src.spill_dir, "/var/tmp/cppcdc");
   EXPECT_EQ(src.max_queued_bytes, 4194304u);
+  EXPECT_EQ(src.snapshot_mode, pg::SnapshotMode::kInitialOnly);
+  EXPECT_EQ(src.snapshot_chunk_size, 500u);
+  EXPECT_EQ(src.snapshot_tables, std::vector<std::string>{"public.orders"});
+  ASSERT_EQ(src.snapshot_table_conditions.size(), 1u);
+  EXPECT_EQ(src.snapshot_table_conditions[0].first, "public.orders");
+  EXPECT_EQ(src.snapshot_table_conditions[0].second, "region = 'eu'");
   EXPECT_EQ(config->sink.type, "file");
   EXPECT_EQ(config->sink.path, "/var/lib/cppcdc/out/events.jsonl");
   EXPECT_EQ(config->state.offset.backend, "local_fs");
@@ -130,6 +142,7 @@ TEST(ServerConfig, MinimalConfigTakesTheDefaults) {
   EXPECT_FALSE(config->source.capture_logical_messages);
   EXPECT_EQ(config->source.spill_threshold_bytes, pg_defaults.spill_threshold_bytes);
   EXPECT_TRUE(config->source.spill_dir.empty());
+  EXPECT_EQ(config->source.snapshot_mode, pg::SnapshotMode::kInitial);
   EXPECT_EQ(config->sink.type, "stdout");
   EXPECT_EQ(config->state.offset.backend, "local_fs");
   EXPECT_EQ(config->runtime.max_buffer_size, rt_defaults.max_buffer_size);
@@ -203,6 +216,15 @@ TEST(ServerConfig, OutOfRangeAndBadValuesAreNamed) {
                   "[state.offset] backend");
   EXPECT_CONTAINS(error_of(edit(example, "format = \"json\"", "format = \"xml\"")), "[log] format");
   EXPECT_CONTAINS(error_of(edit(example, "level = \"debug\"", "level = \"loud\"")), "[log] level");
+  EXPECT_CONTAINS(error_of(edit(example, "mode = \"initial_only\"", "mode = \"incremental\"")),
+                  "[source.snapshot] mode: \"incremental\" is not built yet");
+  EXPECT_CONTAINS(error_of(edit(example, "tables = [\"public.orders\"]\ntable_conditions",
+                                "tables = [\"public.other\"]\ntable_conditions")),
+                  "is not captured");
+  EXPECT_CONTAINS(error_of(edit(example, "chunk_size = 500", "chunk_size = 0")),
+                  "[source.snapshot] chunk_size");
+  EXPECT_CONTAINS(error_of(edit(example, "chunk_size = 500", "chunk_sise = 500")),
+                  "[source.snapshot] chunk_sise: unknown key");
   EXPECT_CONTAINS(error_of(edit(example, "\"sql_peek\"", "\"peek\"")),
                   "[source] wal_transport: expected \"streaming_replication\" or \"sql_peek\"");
   EXPECT_CONTAINS(error_of(edit(example, "spill_dir = \"/var/tmp/cppcdc\"", "spill_dir = \"\"")),
