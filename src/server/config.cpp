@@ -278,6 +278,9 @@ Status read_source(Section& source, pg::PostgresSourceConfig& out) {
   std::optional<std::int64_t> interval;
   CPPCDC_CFG_ASSIGN(interval, source.get_int("status_interval_ms", 1, kMaxU32));
   if (interval) out.status_interval_ms = static_cast<std::uint32_t>(*interval);
+  std::optional<std::int64_t> receiver_timeout;
+  CPPCDC_CFG_ASSIGN(receiver_timeout, source.get_int("wal_receiver_timeout_ms", 0, kMaxU32));
+  if (receiver_timeout) out.wal_receiver_timeout_ms = static_cast<std::uint32_t>(*receiver_timeout);
   std::optional<std::string> transport;
   CPPCDC_CFG_ASSIGN(transport, source.get_string("wal_transport"));
   if (transport) {
@@ -602,6 +605,9 @@ std::string describe_config(const ServerConfig& config) {
        ")");
   line("  publication:      " + src.publication_name +
        " (create if missing: " + yes_no(src.create_publication) + ")");
+  line("  receiver timeout: " + (src.wal_receiver_timeout_ms
+                                     ? std::to_string(src.wal_receiver_timeout_ms) + " ms"
+                                     : std::string("none (wait forever)")));
   std::string tables;
   for (const auto& t : src.tables) tables += (tables.empty() ? "" : ", ") + t;
   line("  tables:           " + tables);

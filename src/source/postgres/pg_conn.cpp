@@ -1,6 +1,7 @@
 #include "source/postgres/pg_conn.hpp"
 
 #include <cstring>
+#include <utility>
 
 #include "cppcdc/postgres.hpp"
 
@@ -49,12 +50,35 @@ Result<ConnPtr> connect(const std::string& dsn, bool replication) {
   // expand_dbname lets `dbname` carry a whole connection string or URI; later keys win over
   // it, and "options" is appended to whatever options the DSN carries.
   std::string options = session_options();
+  std::vector<const char*> keys = {"dbname", "options", "client_encoding"};
+  std::vector<const char*> vals = {dsn.c_str(), options.c_str(), "UTF8"};
   {
     PQconninfoOption* parsed = PQconninfoParse(dsn.c_str(), nullptr);
     if (parsed == nullptr) {
       return fail(Error::configuration(
           "[source] dsn is not a valid libpq connection string or URI (check quoting and "
           "key names)"));
+    }
+    // Defaults, each only where the DSN does not set it. A connection attempt that never
+    // completes (an address that drops packets, a server that accepted the TCP connection
+    // but never answers) gives up after connect_timeout seconds, and TCP keepalives notice a
+    // dead peer of an idle connection (the SQL connection between catalog look-ups) within
+    // about a minute instead of the system's two hours.
+    static constexpr std::pair<const char*, const char*> kDefaults[] = {
+        {"application_name", "cppcdc"},
+        {"connect_timeout", "10"},
+        {"keepalives_idle", "30"},
+        {"keepalives_interval", "10"},
+        {"keepalives_count", "3"}};
+    for (const auto& [key, value] : kDefaults) {
+      bool set = false;
+      for (auto* o = parsed; o->keyword != nullptr; ++o) {
+        if (std::strcmp(o->keyword, key) == 0) set = o->val != nullptr && *o->val;
+      }
+      if (!set) {
+        keys.push_back(key);
+        vals.push_back(value);
+      }
     }
     for (auto* o = parsed; o->keyword != nullptr; ++o) {
       if (std::strcmp(o->keyword, "options") == 0 && o->val != nullptr && *o->val) {
@@ -63,9 +87,7 @@ Result<ConnPtr> connect(const std::string& dsn, bool replication) {
     }
     PQconninfoFree(parsed);
   }
-  std::vector<const char*> keys = {"dbname", "options", "application_name",
-                                   "connect_timeout", "client_encoding"};
-  std::vector<const char*> vals = {dsn.c_str(), options.c_str(), "cppcdc", "10", "UTF8"};
+  vals[1] = options.c_str();
   if (replication) {
     keys.push_back("replication");
     vals.push_back("database");
