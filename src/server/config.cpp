@@ -471,7 +471,13 @@ bool iequals(std::string_view a, std::string_view b) {
 
 bool is_space(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
 
-// key=value connection string: replaces the value of every `password` keyword.
+// libpq keywords whose value is a secret: the password, and the passphrase of an encrypted
+// client key (sslpassword).
+bool is_secret_key(std::string_view key) {
+  return iequals(key, "password") || iequals(key, "sslpassword");
+}
+
+// key=value connection string: replaces the value of every secret keyword.
 std::string redact_keyword_dsn(std::string_view dsn) {
   std::string out;
   out.reserve(dsn.size());
@@ -496,7 +502,7 @@ std::string redact_keyword_dsn(std::string_view dsn) {
       while (i < dsn.size() && !is_space(dsn[i]))
         i += (dsn[i] == '\\' && i + 1 < dsn.size()) ? 2 : 1;
     }
-    if (iequals(key, "password")) {
+    if (is_secret_key(key)) {
       out += "****";
     } else {
       out.append(dsn.substr(value_start, i - value_start));
@@ -524,7 +530,7 @@ std::string redact_uri_dsn(std::string_view dsn, std::size_t authority_start) {
     std::size_t end = out.find('&', name_start);
     if (end == std::string::npos) end = out.size();
     if (eq != std::string::npos && eq < end &&
-        iequals(std::string_view(out).substr(name_start, eq - name_start), "password")) {
+        is_secret_key(std::string_view(out).substr(name_start, eq - name_start))) {
       out.replace(eq + 1, end - eq - 1, "****");
       end = eq + 1 + 4;
     }

@@ -44,6 +44,25 @@ std::string trim(std::string s) {
   return out;
 }
 
+// libpq's messages for a TLS set-up that can never succeed as configured. Not "SSL SYSCALL
+// error" or "SSL connection has been closed unexpectedly": those are a dropped connection.
+bool is_tls_setup_failure(const std::string& msg) {
+  for (const char* needle : {
+           "certificate verify failed",            // the server's chain is not trusted
+           "does not match host name",             // verify-full: it names another host
+           "certificate file",                     // sslrootcert / sslcert missing or unreadable
+           "private key file",                     // sslkey missing, unreadable, too open, wrong
+           "requires a valid client certificate",  // hostssl ... cert, and no sslcert
+           "alert unknown ca",                     // the server does not trust our certificate
+           "alert bad certificate",                //   or refuses it for another reason
+           "alert certificate",                    //   (expired, revoked, required, ...)
+           "server does not support SSL",          // sslmode require or stricter, ssl = off
+       }) {
+    if (contains(msg, needle)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 Result<ConnPtr> connect(const std::string& dsn, bool replication) {
@@ -127,6 +146,12 @@ Error error_from_conn(PGconn* conn, const std::string& what) {
   } else if (contains(msg, "must have replication") || contains(msg, "permission denied")) {
     kind = ErrorKind::kTerminal;
     remedy = "grant the REPLICATION attribute: ALTER ROLE <user> REPLICATION";
+  } else if (is_tls_setup_failure(msg)) {
+    // An untrusted or mismatched certificate, a missing or unreadable certificate or key
+    // file, a server without TLS where the DSN requires it: retrying cannot fix any of them.
+    kind = ErrorKind::kTerminal;
+    remedy = "fix the TLS settings (sslmode, sslrootcert, sslcert, sslkey) in [source] dsn or "
+             "the server's certificates; a certificate problem does not go away by retrying";
   }
   return Error::source(kind, what + " to " + where + " failed: " + msg + " (" + remedy + ")");
 }

@@ -377,6 +377,14 @@ TEST(RedactDsn, UriFormHidesThePassword) {
   EXPECT_EQ(both.find("hunter"), std::string::npos) << both;
 }
 
+TEST(RedactDsn, SslPasswordIsHiddenToo) {
+  EXPECT_EQ(redact_dsn("host=db sslkey=/k sslpassword=hunter2 sslmode=verify-full"),
+            "host=db sslkey=/k sslpassword=**** sslmode=verify-full");
+  EXPECT_EQ(redact_dsn("SSLPassword='a b' password=x"), "SSLPassword=**** password=****");
+  EXPECT_EQ(redact_dsn("postgresql://db/app?sslkey=/k&sslpassword=hunter2"),
+            "postgresql://db/app?sslkey=/k&sslpassword=****");
+}
+
 TEST(ServerConfig, WalReceiverTimeoutDefaultsToAMinuteAndZeroDisablesIt) {
   auto config = parse_server_config(kMinimal, "cdc.toml");
   ASSERT_TRUE(config) << config.error().report();
