@@ -10,7 +10,10 @@
 // (/tmp/cppcdc-it-own_<test>: cdc.toml, cppcdc.log, the sink) is kept when a test fails, or
 // always with CPPCDC_IT_KEEP set.
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -81,6 +84,20 @@ class OwnServerTest : public ::testing::Test {
     return "host=127.0.0.1 port=" + std::to_string(port_) + " dbname=" + db +
            " user=postgres application_name=cppcdc_it";
   }
+  // Whether a listening socket could bind 127.0.0.1:port now (as PostgreSQL does it, with
+  // SO_REUSEADDR).
+  static bool port_bindable(int port) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<std::uint16_t>(port));
+    const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    ::close(fd);
+    return ok;
+  }
   static std::string script(const std::string& name) {
     return std::string(CPPCDC_SOURCE_DIR) + "/scripts/" + name;
   }
@@ -91,9 +108,18 @@ class OwnServerTest : public ::testing::Test {
     const char* p = std::getenv("CPPCDC_TEST_PG_PORT");
     port_ = (p ? std::atoi(p) : 55440) +
             port_offset(::testing::UnitTest::GetInstance()->current_test_info()->name());
-    ASSERT_EQ(std::system((script("pg.sh") + " stop " + pg_dir() + " --purge >/dev/null 2>&1; " +
-                           script("pg.sh") + " start " + pg_dir() + " " + std::to_string(port_) +
-                           " >/dev/null 2>&1").c_str()), 0) << "could not start " << pg_dir();
+    std::system((script("pg.sh") + " stop " + pg_dir() + " --purge >/dev/null 2>&1").c_str());
+    // The port lies inside the kernel's ephemeral range (32768-60999), so any process's
+    // client connection may have been given it as its local port, and holds it (also in
+    // TIME_WAIT, up to a minute after it closed): PostgreSQL then cannot bind it. Rare, but
+    // the tests open thousands of connections. Wait for it rather than fail.
+    ASSERT_TRUE(wait_for([&] { return port_bindable(port_); }, 70))
+        << "127.0.0.1:" << port_ << " stayed in use for 70 s";
+    const std::string out = "/tmp/cppcdc-it-own-" + std::to_string(port_) + ".start.log";
+    ASSERT_EQ(std::system((script("pg.sh") + " start " + pg_dir() + " " + std::to_string(port_) +
+                           " >" + out + " 2>&1").c_str()), 0)
+        << "could not start " << pg_dir() << ":\n" << log_tail(out);
+    fs::remove(out);
     name_ = test_database("own");
     dir_ = fs::temp_directory_path() / ("cppcdc-it-" + name_);
     fs::remove_all(dir_);
