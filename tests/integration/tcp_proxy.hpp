@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <list>
@@ -91,6 +92,11 @@ class TcpProxy {
   int accepted() const { return accepted_.load(); }
   /// Bytes forwarded so far, both directions.
   std::uint64_t bytes_forwarded() const { return bytes_.load(); }
+  /// When bytes were last forwarded (either direction).
+  std::chrono::steady_clock::time_point last_forwarded() const {
+    return std::chrono::steady_clock::time_point(
+        std::chrono::steady_clock::duration(last_forward_.load()));
+  }
 
  private:
   struct Direction {
@@ -175,6 +181,7 @@ class TcpProxy {
       if (n > 0) {
         d.off += static_cast<std::size_t>(n);
         bytes_ += static_cast<std::uint64_t>(n);
+        last_forward_.store(std::chrono::steady_clock::now().time_since_epoch().count());
       } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
         return false;
       }
@@ -250,6 +257,7 @@ class TcpProxy {
   std::atomic<bool> blackhole_{false};
   std::atomic<int> accepted_{0};
   std::atomic<std::uint64_t> bytes_{0};
+  std::atomic<std::chrono::steady_clock::rep> last_forward_{0};
   std::list<Conn> conns_;  // proxy thread only (and the destructor after the join)
 
   std::mutex mutex_;
