@@ -89,6 +89,12 @@ struct PostgresSourceConfig {
   std::string source_name = "postgres";
   /// Standby status update interval while idle, ms.
   std::uint32_t status_interval_ms = 10'000;
+  /// The replication connection is presumed dead, and the source fails with a transient
+  /// error (the runtime reconnects), when nothing has arrived on it for this long, ms. A
+  /// keepalive is requested every second, so a live server answers well within it unless it
+  /// is busy decoding: it then answers after half its wal_sender_timeout at the latest (30 s
+  /// by default), so keep this above that. 0: wait forever.
+  std::uint32_t wal_receiver_timeout_ms = 60'000;
   /// Most events decoded ahead of the consumer (backpressure bound).
   std::size_t max_queued_events = 100'000;
   /// Most bytes of events (estimated in-memory size) decoded ahead of the consumer. A

@@ -343,6 +343,9 @@ Status read_source(Section& source, pg::PostgresSourceConfig& out) {
   std::optional<std::int64_t> interval;
   CPPCDC_CFG_ASSIGN(interval, source.get_int("status_interval_ms", 1, kMaxU32));
   if (interval) out.status_interval_ms = static_cast<std::uint32_t>(*interval);
+  std::optional<std::int64_t> receiver_timeout;
+  CPPCDC_CFG_ASSIGN(receiver_timeout, source.get_int("wal_receiver_timeout_ms", 0, kMaxU32));
+  if (receiver_timeout) out.wal_receiver_timeout_ms = static_cast<std::uint32_t>(*receiver_timeout);
   std::optional<std::string> transport;
   CPPCDC_CFG_ASSIGN(transport, source.get_string("wal_transport"));
   if (transport) {
@@ -533,7 +536,13 @@ bool iequals(std::string_view a, std::string_view b) {
 
 bool is_space(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
 
-// key=value connection string: replaces the value of every `password` keyword.
+// libpq keywords whose value is a secret: the password, and the passphrase of an encrypted
+// client key (sslpassword).
+bool is_secret_key(std::string_view key) {
+  return iequals(key, "password") || iequals(key, "sslpassword");
+}
+
+// key=value connection string: replaces the value of every secret keyword.
 std::string redact_keyword_dsn(std::string_view dsn) {
   std::string out;
   out.reserve(dsn.size());
@@ -558,7 +567,7 @@ std::string redact_keyword_dsn(std::string_view dsn) {
       while (i < dsn.size() && !is_space(dsn[i]))
         i += (dsn[i] == '\\' && i + 1 < dsn.size()) ? 2 : 1;
     }
-    if (iequals(key, "password")) {
+    if (is_secret_key(key)) {
       out += "****";
     } else {
       out.append(dsn.substr(value_start, i - value_start));
@@ -586,7 +595,7 @@ std::string redact_uri_dsn(std::string_view dsn, std::size_t authority_start) {
     std::size_t end = out.find('&', name_start);
     if (end == std::string::npos) end = out.size();
     if (eq != std::string::npos && eq < end &&
-        iequals(std::string_view(out).substr(name_start, eq - name_start), "password")) {
+        is_secret_key(std::string_view(out).substr(name_start, eq - name_start))) {
       out.replace(eq + 1, end - eq - 1, "****");
       end = eq + 1 + 4;
     }
@@ -667,6 +676,9 @@ std::string describe_config(const ServerConfig& config) {
        ")");
   line("  publication:      " + src.publication_name +
        " (create if missing: " + yes_no(src.create_publication) + ")");
+  line("  receiver timeout: " + (src.wal_receiver_timeout_ms
+                                     ? std::to_string(src.wal_receiver_timeout_ms) + " ms"
+                                     : std::string("none (wait forever)")));
   std::string tables;
   for (const auto& t : src.tables) tables += (tables.empty() ? "" : ", ") + t;
   line("  tables:           " + tables);

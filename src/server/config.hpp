@@ -55,9 +55,9 @@ Result<ServerConfig> parse_server_config(std::string_view toml_text, const std::
 /// `cppcdc check-config`. The DSN's password is redacted.
 std::string describe_config(const ServerConfig& config);
 
-/// `dsn` with every password value replaced by "****": the `password=` keyword of a
-/// key=value connection string (quoted or not), and the user-info password and `password`
-/// query parameter of a postgres:// or postgresql:// URI. Safe to log.
+/// `dsn` with every secret replaced by "****": the `password=` and `sslpassword=` keywords of
+/// a key=value connection string (quoted or not), and the user-info password and `password` /
+/// `sslpassword` query parameters of a postgres:// or postgresql:// URI. Safe to log.
 std::string redact_dsn(std::string_view dsn);
 
 }  // namespace cppcdc::server

@@ -1,6 +1,7 @@
 #include "source/postgres/pg_conn.hpp"
 
 #include <cstring>
+#include <utility>
 
 #include "cppcdc/postgres.hpp"
 
@@ -43,18 +44,60 @@ std::string trim(std::string s) {
   return out;
 }
 
+// libpq's messages for a TLS set-up that can never succeed as configured. Not "SSL SYSCALL
+// error" or "SSL connection has been closed unexpectedly": those are a dropped connection.
+bool is_tls_setup_failure(const std::string& msg) {
+  for (const char* needle : {
+           "certificate verify failed",            // the server's chain is not trusted
+           "does not match host name",             // verify-full: it names another host
+           "certificate file",                     // sslrootcert / sslcert missing or unreadable
+           "private key file",                     // sslkey missing, unreadable, too open, wrong
+           "requires a valid client certificate",  // hostssl ... cert, and no sslcert
+           "alert unknown ca",                     // the server does not trust our certificate
+           "alert bad certificate",                //   or refuses it for another reason
+           "alert certificate",                    //   (expired, revoked, required, ...)
+           "server does not support SSL",          // sslmode require or stricter, ssl = off
+       }) {
+    if (contains(msg, needle)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 Result<ConnPtr> connect(const std::string& dsn, bool replication) {
   // expand_dbname lets `dbname` carry a whole connection string or URI; later keys win over
   // it, and "options" is appended to whatever options the DSN carries.
   std::string options = session_options();
+  std::vector<const char*> keys = {"dbname", "options", "client_encoding"};
+  std::vector<const char*> vals = {dsn.c_str(), options.c_str(), "UTF8"};
   {
     PQconninfoOption* parsed = PQconninfoParse(dsn.c_str(), nullptr);
     if (parsed == nullptr) {
       return fail(Error::configuration(
           "[source] dsn is not a valid libpq connection string or URI (check quoting and "
           "key names)"));
+    }
+    // Defaults, each only where the DSN does not set it. A connection attempt that never
+    // completes (an address that drops packets, a server that accepted the TCP connection
+    // but never answers) gives up after connect_timeout seconds, and TCP keepalives notice a
+    // dead peer of an idle connection (the SQL connection between catalog look-ups) within
+    // about a minute instead of the system's two hours.
+    static constexpr std::pair<const char*, const char*> kDefaults[] = {
+        {"application_name", "cppcdc"},
+        {"connect_timeout", "10"},
+        {"keepalives_idle", "30"},
+        {"keepalives_interval", "10"},
+        {"keepalives_count", "3"}};
+    for (const auto& [key, value] : kDefaults) {
+      bool set = false;
+      for (auto* o = parsed; o->keyword != nullptr; ++o) {
+        if (std::strcmp(o->keyword, key) == 0) set = o->val != nullptr && *o->val;
+      }
+      if (!set) {
+        keys.push_back(key);
+        vals.push_back(value);
+      }
     }
     for (auto* o = parsed; o->keyword != nullptr; ++o) {
       if (std::strcmp(o->keyword, "options") == 0 && o->val != nullptr && *o->val) {
@@ -63,9 +106,7 @@ Result<ConnPtr> connect(const std::string& dsn, bool replication) {
     }
     PQconninfoFree(parsed);
   }
-  std::vector<const char*> keys = {"dbname", "options", "application_name",
-                                   "connect_timeout", "client_encoding"};
-  std::vector<const char*> vals = {dsn.c_str(), options.c_str(), "cppcdc", "10", "UTF8"};
+  vals[1] = options.c_str();
   if (replication) {
     keys.push_back("replication");
     vals.push_back("database");
@@ -105,6 +146,12 @@ Error error_from_conn(PGconn* conn, const std::string& what) {
   } else if (contains(msg, "must have replication") || contains(msg, "permission denied")) {
     kind = ErrorKind::kTerminal;
     remedy = "grant the REPLICATION attribute: ALTER ROLE <user> REPLICATION";
+  } else if (is_tls_setup_failure(msg)) {
+    // An untrusted or mismatched certificate, a missing or unreadable certificate or key
+    // file, a server without TLS where the DSN requires it: retrying cannot fix any of them.
+    kind = ErrorKind::kTerminal;
+    remedy = "fix the TLS settings (sslmode, sslrootcert, sslcert, sslkey) in [source] dsn or "
+             "the server's certificates; a certificate problem does not go away by retrying";
   }
   return Error::source(kind, what + " to " + where + " failed: " + msg + " (" + remedy + ")");
 }

@@ -24,9 +24,13 @@ struct ResultDeleter {
 using PgResultPtr = std::unique_ptr<PGresult, ResultDeleter>;
 
 /// Opens a connection. `replication` adds replication=database. The session settings of
-/// session_options() are always applied. Errors are classified: authentication failures and
-/// a missing database or role are terminal; everything else (refused, timeout, server
-/// starting up or shutting down) is transient. The message never contains the password.
+/// session_options() are always applied; application_name (cppcdc), connect_timeout (10 s)
+/// and TCP keepalives (idle 30 s, interval 10 s, count 3) are added unless the DSN sets them.
+/// Errors are classified: authentication failures, a missing database or role, and TLS
+/// set-ups that cannot succeed (untrusted or mismatched certificate, missing or unreadable
+/// certificate or key files, TLS required but not offered) are terminal; everything else
+/// (refused, timeout, server starting up or shutting down) is transient. The message never
+/// contains the password.
 Result<ConnPtr> connect(const std::string& dsn, bool replication);
 
 /// Runs a statement (optionally with text parameters) and expects PGRES_TUPLES_OK or

@@ -726,6 +726,12 @@ class PostgresSource final : public Source {
     return true;
   }
 
+  bool receiver_timed_out() const {
+    return config_.wal_receiver_timeout_ms > 0 &&
+           std::chrono::steady_clock::now() - last_received_ >
+               std::chrono::milliseconds(config_.wal_receiver_timeout_ms);
+  }
+
   bool status_due() const {
     return confirmed_.load() != sent_flush_ ||
            std::chrono::steady_clock::now() - last_status_ >
@@ -736,14 +742,18 @@ class PostgresSource final : public Source {
     PGconn* conn = repl_.get();
     std::vector<Event> ready;
     last_status_ = std::chrono::steady_clock::now();
+    last_received_ = last_status_;
     while (!stop_.load()) {
       if (status_due() && !send_status(false)) {
         return finish(detail::error_from_conn(conn, "sending a standby status update"));
       }
-      if (!assembler_->in_transaction() &&
-          std::chrono::steady_clock::now() - last_ping_ > std::chrono::seconds(1)) {
-        // Ask for a keepalive: its WAL position lets an idle pipeline release WAL.
-        last_ping_ = std::chrono::steady_clock::now();
+      const auto now = std::chrono::steady_clock::now();
+      if ((!assembler_->in_transaction() || now - last_received_ > std::chrono::seconds(1)) &&
+          now - last_ping_ > std::chrono::seconds(1)) {
+        // Ask for a keepalive: its WAL position lets an idle pipeline release WAL, and its
+        // arrival shows the connection is alive (also inside a transaction that has gone
+        // quiet, e.g. while the walsender skips a long run of unpublished changes).
+        last_ping_ = now;
         if (!send_status(true)) {
           return finish(detail::error_from_conn(conn, "sending a standby status update"));
         }
@@ -768,6 +778,9 @@ class PostgresSource final : public Source {
             return finish(detail::error_from_conn(conn, "sending a standby status update"));
           }
         }
+        // After the frame was handled: time spent on catalog look-ups or waiting for the
+        // consumer is not silence of the server.
+        last_received_ = std::chrono::steady_clock::now();
         continue;
       }
       if (n == 0) {
@@ -783,6 +796,17 @@ class PostgresSource final : public Source {
         }
         if (PQconsumeInput(conn) == 0) {
           return finish(detail::error_from_conn(conn, "reading the replication stream"));
+        }
+        if ((fds[0].revents & POLLIN) == 0 && receiver_timed_out()) {
+          // A connection whose packets go nowhere (a dead route, a firewall dropping them)
+          // raises no error while we only write to it: without this, the pipeline would
+          // wait forever. The runtime reconnects under its retry policy.
+          return finish(Error::source(
+              ErrorKind::kTransient,
+              "nothing received on the replication connection for " +
+                  std::to_string(config_.wal_receiver_timeout_ms) +
+                  " ms (wal_receiver_timeout_ms) although a keepalive was requested every "
+                  "second; the connection is presumed dead"));
         }
         continue;
       }
@@ -1120,6 +1144,7 @@ class PostgresSource final : public Source {
   std::atomic<std::uint64_t> received_{0};
   std::uint64_t idle_lsn_ = 0;  // guarded by mutex_
   std::chrono::steady_clock::time_point last_ping_;
+  std::chrono::steady_clock::time_point last_received_;  // reader thread only
   std::uint64_t sent_flush_ = 0;  // reader thread only
   std::chrono::steady_clock::time_point last_status_;
 

@@ -399,6 +399,36 @@ TEST(RedactDsn, UriFormHidesThePassword) {
   EXPECT_EQ(both.find("hunter"), std::string::npos) << both;
 }
 
+TEST(RedactDsn, SslPasswordIsHiddenToo) {
+  EXPECT_EQ(redact_dsn("host=db sslkey=/k sslpassword=hunter2 sslmode=verify-full"),
+            "host=db sslkey=/k sslpassword=**** sslmode=verify-full");
+  EXPECT_EQ(redact_dsn("SSLPassword='a b' password=x"), "SSLPassword=**** password=****");
+  EXPECT_EQ(redact_dsn("postgresql://db/app?sslkey=/k&sslpassword=hunter2"),
+            "postgresql://db/app?sslkey=/k&sslpassword=****");
+}
+
+TEST(ServerConfig, WalReceiverTimeoutDefaultsToAMinuteAndZeroDisablesIt) {
+  auto config = parse_server_config(kMinimal, "cdc.toml");
+  ASSERT_TRUE(config) << config.error().report();
+  EXPECT_EQ(config->source.wal_receiver_timeout_ms, 60'000u);
+  EXPECT_CONTAINS(describe_config(*config), "receiver timeout: 60000 ms");
+
+  const std::string with = edit(kMinimal, "tables = [\"public.t\"]\n",
+                                "tables = [\"public.t\"]\nwal_receiver_timeout_ms = 2500\n");
+  config = parse_server_config(with, "cdc.toml");
+  ASSERT_TRUE(config) << config.error().report();
+  EXPECT_EQ(config->source.wal_receiver_timeout_ms, 2500u);
+
+  config = parse_server_config(edit(with, "= 2500", "= 0"), "cdc.toml");
+  ASSERT_TRUE(config) << config.error().report();
+  EXPECT_EQ(config->source.wal_receiver_timeout_ms, 0u);
+  EXPECT_CONTAINS(describe_config(*config), "receiver timeout: none");
+
+  const std::string negative = error_of(edit(with, "= 2500", "= -1"));
+  EXPECT_CONTAINS(negative, "wal_receiver_timeout_ms");
+  EXPECT_CONTAINS(negative, "from 0 to");
+}
+
 TEST(RunServer, ExitCodesFollowTheErrorKind) {
   EXPECT_EQ(exit_code_for(ErrorKind::kConfiguration), 2);
   EXPECT_EQ(exit_code_for(ErrorKind::kTerminal), 3);
