@@ -38,6 +38,10 @@ enum class SnapshotMode {
   kNever,        ///< only changes committed after the slot exists
   kInitial,      ///< a snapshot when there is no checkpoint, then the stream (the default)
   kInitialOnly,  ///< a snapshot when there is no checkpoint, then stop; no slot is needed
+  /// as kInitial, and also when the checkpoint cannot be resumed: its slot is gone, was
+  /// invalidated (wal_status lost), or is past it. The checkpoint is then set aside (with a
+  /// warning naming why), a lost slot is dropped and made again, and a new snapshot is taken.
+  kWhenNeeded,
 };
 
 struct PostgresSourceConfig {

@@ -234,13 +234,16 @@ Status read_snapshot(Section& snap, pg::PostgresSourceConfig& out) {
       out.snapshot_mode = pg::SnapshotMode::kNever;
     } else if (*mode == "initial_only") {
       out.snapshot_mode = pg::SnapshotMode::kInitialOnly;
-    } else if (*mode == "when_needed" || *mode == "incremental") {
+    } else if (*mode == "when_needed") {
+      out.snapshot_mode = pg::SnapshotMode::kWhenNeeded;
+    } else if (*mode == "incremental") {
       return fail(snap.error("mode", snap.take("mode"),
                              in_quotes(*mode) + " is not built yet; use \"initial\", "
-                             "\"initial_only\" or \"never\""));
+                             "\"initial_only\", \"when_needed\" or \"never\""));
     } else {
       return fail(snap.error("mode", snap.take("mode"),
-                             "expected \"initial\", \"never\" or \"initial_only\", found " +
+                             "expected \"initial\", \"never\", \"initial_only\" or "
+                             "\"when_needed\", found " +
                                  in_quotes(*mode)));
     }
   }
@@ -696,7 +699,7 @@ std::string describe_config(const ServerConfig& config) {
        (src.spill_dir.empty() ? std::string("the system's temporary directory")
                               : src.spill_dir));
   {
-    const char* modes[] = {"never", "initial", "initial_only"};
+    const char* modes[] = {"never", "initial", "initial_only", "when_needed"};
     std::string tables;
     for (const auto& t : src.snapshot_tables) tables += (tables.empty() ? "" : ", ") + t;
     line(std::string("  snapshot:         ") + modes[static_cast<int>(src.snapshot_mode)] +

@@ -628,6 +628,9 @@ TEST_F(PgCapture, AlterTableMidStreamGivesANewShapeAndASchemaChangeBeforeItsFirs
 TEST_F(PgCapture, SlotHeldByAnotherProcessIsNamedAfterTheRetries) {
   Capture holder(db_, {"public.orders"});
   ASSERT_TRUE(holder.runtime->start());
+  // The holder streams once its (empty) snapshot is read.
+  PgSession s(it::dsn_for(db_));
+  ASSERT_TRUE(it::wait_for([&] { return s.scalar(it::streaming_sql(db_)) == "1"; }, 20));
   auto second =
       std::move(Capture(db_, {"public.orders"}, {.max_retries = 1, .initial_delay_ms = 50}).runtime);
   auto st = second->start();

@@ -258,3 +258,34 @@ TEST_F(PgSnapshot, ModesTablesAndConditions) {
     ASSERT_TRUE(r.runtime->stop());
   }
 }
+
+TEST_F(PgSnapshot, WhenNeededSetsAnUnusableCheckpointAsideAndSnapshotsAgain) {
+  // A checkpoint whose slot is gone: `initial` refuses it (changes would be lost), while
+  // `when_needed` takes a new snapshot instead.
+  auto checkpoint = std::make_shared<InMemoryCheckpoint>();
+  CheckpointRecord record;
+  record.source_type = "postgres";
+  record.source_id = db_;
+  record.offset = "0/1000";
+  record.committed_events = 5;
+  ASSERT_TRUE(checkpoint->save(record));
+  {
+    Reader r(db_, config({"public.untouched"}), checkpoint);
+    auto st = r.runtime->start();
+    ASSERT_FALSE(st);
+    EXPECT_NE(st.error().report().find("does not exist"), std::string::npos) << st.error().report();
+  }
+  auto cfg = config({"public.untouched"});
+  cfg.snapshot_mode = pg::SnapshotMode::kWhenNeeded;
+  Reader r(db_, cfg, checkpoint);
+  ASSERT_TRUE(r.runtime->start());
+  auto events = r.take(2, 20);
+  ASSERT_EQ(events.size(), 2u);
+  for (const auto& e : events) EXPECT_EQ(e.op, Operation::kRead);
+  PgSession s(it::dsn_for(db_));
+  s.query("insert into untouched values (3)");
+  auto more = r.take(1, 20);
+  ASSERT_EQ(more.size(), 1u);
+  EXPECT_EQ(more[0].op, Operation::kInsert);
+  ASSERT_TRUE(r.runtime->stop());
+}

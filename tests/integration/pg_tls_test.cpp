@@ -73,7 +73,8 @@ class PgTls : public it::OwnServerTest {
     admin.query(std::string("create role cppcdc_pw login replication password '") + kPassword +
                 "'");
     admin.query("select pg_reload_conf()");
-    it::PgSession(dsn(name_)).query("create publication own_pub for table acct, marker");
+    it::PgSession(dsn(name_)).query("create publication own_pub for table acct, marker; "
+                                    "grant select on acct, marker to cppcdc_cert, cppcdc_pw");
     // The reload is asynchronous: wait until a verified TLS connection works.
     ASSERT_TRUE(wait_for([&] {
       return pg::detail::connect(tls_dsn(), false).has_value();

@@ -221,7 +221,14 @@ Status run_snapshot(PGconn* conn, TransactionAssembler& assembler, SnapshotProgr
     }
     auto locked = exec(conn, "lock table " + tables + " in access share mode",
                        "locking the snapshot's tables against schema changes");
-    if (!locked) return fail(locked.error());
+    if (!locked) {
+      if (locked.error().message().find("42501") != std::string::npos) {
+        return fail(locked.error().context(
+            "the snapshot reads the tables: GRANT SELECT on them to the role in [source] dsn, "
+            "or set [source.snapshot] mode = \"never\" to stream changes only"));
+      }
+      return fail(locked.error());
+    }
   }
   const std::uint32_t n = std::max<std::uint32_t>(1, options.chunk_size);
   const std::string limit = std::to_string(n + 1);  // one more, to know the last chunk

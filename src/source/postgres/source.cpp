@@ -135,9 +135,10 @@ class PostgresSource final : public Source {
     return slot_confirmed_.to_string();
   }
 
-  Status start(const std::optional<CheckpointRecord>& resume) override {
+  Status start(const std::optional<CheckpointRecord>& checkpoint) override {
     close();
     confirmed_.store(0);
+    std::optional<CheckpointRecord> resume = checkpoint;
     Lsn start_lsn;
     if (resume) {
       auto parsed = Lsn::parse(resume->offset);
@@ -164,6 +165,17 @@ class PostgresSource final : public Source {
     CPPCDC_TRY(check_server());
     CPPCDC_TRY(check_tables());
     CPPCDC_TRY(ensure_publication());
+    if (resume && config_.snapshot_mode == SnapshotMode::kWhenNeeded) {
+      auto usable = checkpoint_usable(start_lsn);
+      if (!usable) return fail(usable.error());
+      if (!usable->empty()) {
+        spdlog::warn("the checkpoint at {} cannot be resumed: {}; snapshot mode when_needed: "
+                     "setting it aside and taking a new snapshot",
+                     resume->offset, *usable);
+        resume.reset();
+        start_lsn = Lsn();
+      }
+    }
     // The snapshot: one in progress in the checkpoint goes on; without a checkpoint the mode
     // decides. initial_only needs no slot and never streams.
     snapshot_.reset();
@@ -824,6 +836,39 @@ class PostgresSource final : public Source {
   }
 
   // ---- snapshot --------------------------------------------------------------------------
+
+  // when_needed: why the checkpoint at `checkpoint` cannot be resumed ("" when it can). A
+  // slot that was invalidated is dropped here, so that it is made again with a snapshot.
+  Result<std::string> checkpoint_usable(Lsn checkpoint) {
+    auto res = exec(sql_.get(),
+                    "select confirmed_flush_lsn, wal_status, active_pid from "
+                    "pg_replication_slots where slot_name = $1",
+                    "looking up replication slot " + config_.slot_name, {config_.slot_name});
+    if (!res) return fail(res.error());
+    if (PQntuples(res->get()) == 0) {
+      return std::string("replication slot " + config_.slot_name + " does not exist");
+    }
+    if (get(res->get(), 0, 1).value_or("") == "lost") {
+      if (get(res->get(), 0, 2)) {
+        return fail(Error::source(ErrorKind::kTransient,
+                                  "replication slot " + config_.slot_name +
+                                      " was invalidated but is still held by PID " +
+                                      get(res->get(), 0, 2).value_or("?")));
+      }
+      auto dropped = exec(sql_.get(), "select pg_drop_replication_slot($1)",
+                          "dropping the invalidated replication slot " + config_.slot_name,
+                          {config_.slot_name});
+      if (!dropped) return fail(dropped.error());
+      return std::string("replication slot " + config_.slot_name +
+                         " was invalidated (wal_status lost); it was dropped and is made again");
+    }
+    const Lsn confirmed = Lsn::parse(get(res->get(), 0, 0).value_or("0/0")).value_or(Lsn());
+    if (!checkpoint.is_zero() && confirmed > checkpoint) {
+      return std::string("replication slot " + config_.slot_name + " is at " +
+                         confirmed.to_string() + ", past it: changes in between were released");
+    }
+    return std::string();
+  }
 
   // The tables the snapshot reads, named as the stream names their rows: a partitioned table
   // is read as itself when the publication publishes through the root, and as its leaf
