@@ -184,6 +184,9 @@ class PostgresSource final : public Source {
       auto pending = SnapshotProgress::from_state(resume->source_state);
       if (!pending) return fail(pending.error());
       snapshot_ = std::move(*pending);
+      // The checkpoint may have moved past where the snapshot's stream was to start (an
+      // idle position saved after its last chunk): the stream resumes at the checkpoint.
+      if (snapshot_ && snapshot_->stream_start < start_lsn) snapshot_->stream_start = start_lsn;
     } else if (config_.snapshot_mode != SnapshotMode::kNever) {
       SnapshotProgress p;
       p.tables = config_.snapshot_tables.empty() ? config_.tables : config_.snapshot_tables;
