@@ -1,6 +1,7 @@
 #include "source/postgres/snapshot.hpp"
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <boost/json.hpp>
 #include <chrono>
@@ -108,13 +109,39 @@ std::string table_ref(const TableDescription& d) {
   return quote_ident(d.relation.namespace_name) + "." + quote_ident(d.relation.relation_name);
 }
 
-// Progress for a person: rows done of the estimate, rate and time left, every few seconds.
+// Progress for a person: rows done of the estimate, rate and time left. On a terminal, a
+// line redrawn in place twice a second; otherwise a log line every 5 s.
 class ProgressLog {
  public:
   ProgressLog(std::string table, double estimate, std::uint64_t done)
-      : table_(std::move(table)), estimate_(estimate), start_done_(done) {}
+      : table_(std::move(table)), estimate_(estimate), start_done_(done),
+        tty_(::isatty(STDERR_FILENO) == 1) {}
   void update(std::uint64_t done, bool final) {
     const auto now = std::chrono::steady_clock::now();
+    if (tty_ && !final && now - last_ >= std::chrono::milliseconds(500)) {
+      last_ = now;
+      const double secs = std::chrono::duration<double>(now - start_).count();
+      const double rate = secs > 0 ? static_cast<double>(done - start_done_) / secs : 0;
+      std::string line = "\r\033[Ksnapshot " + table_ + ": " + std::to_string(done);
+      if (estimate_ > 0) {
+        line += " / ~" + std::to_string(static_cast<std::uint64_t>(estimate_)) + " rows (" +
+                std::to_string(static_cast<int>(std::min(100.0, 100.0 * static_cast<double>(done) / estimate_))) +
+                "%)";
+      } else {
+        line += " rows";
+      }
+      line += ", " + std::to_string(static_cast<std::uint64_t>(rate)) + " rows/s";
+      if (estimate_ > static_cast<double>(done) && rate > 0) {
+        line += ", ~" + std::to_string(static_cast<std::uint64_t>((estimate_ - static_cast<double>(done)) / rate)) + " s left";
+      }
+      [[maybe_unused]] auto w = ::write(STDERR_FILENO, line.data(), line.size());
+      drawn_ = true;
+      return;
+    }
+    if (tty_ && drawn_ && final) {
+      [[maybe_unused]] auto w = ::write(STDERR_FILENO, "\r\033[K", 4);
+    }
+    if (tty_ && !final) return;
     if (!final && now - last_ < std::chrono::seconds(5)) return;
     last_ = now;
     const double secs = std::chrono::duration<double>(now - start_).count();
@@ -134,6 +161,8 @@ class ProgressLog {
   std::string table_;
   double estimate_;
   std::uint64_t start_done_;
+  bool tty_;
+  bool drawn_ = false;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point last_ = start_;
 };
@@ -351,8 +380,7 @@ Status run_snapshot(PGconn* conn, TransactionAssembler& assembler, SnapshotProgr
   auto end = exec(conn, "commit", "ending the snapshot transaction");
   if (!end) return fail(end.error());
   if (progress.done()) {
-    spdlog::info("snapshot {} complete ({} table(s)); streaming from {}", progress.id,
-                 progress.tables.size(), progress.stream_start.to_string());
+    spdlog::info("snapshot {} complete ({} table(s))", progress.id, progress.tables.size());
   }
   return ok();
 }
