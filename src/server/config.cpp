@@ -173,6 +173,18 @@ class Section {
     if (cfg_value_->has_value()) target = **cfg_value_; \
   } while (false)
 
+// Reads an optional integer key into `target` (left alone when the key is absent). One call
+// per key: no temporary is shared between keys, so an absent key can never take the value
+// of the key read before it.
+template <typename T>
+Status assign_int(Section& section, std::string_view key, std::int64_t min, std::int64_t max,
+                  T& target) {
+  auto value = section.get_int(key, min, max);
+  if (!value) return fail(value.error());
+  if (value->has_value()) target = static_cast<T>(**value);
+  return ok();
+}
+
 bool is_slot_char(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; }
 
 Status read_tables(Section& source, std::vector<std::string>& out) {
@@ -247,9 +259,7 @@ Status read_snapshot(Section& snap, pg::PostgresSourceConfig& out) {
                                  in_quotes(*mode)));
     }
   }
-  std::optional<std::int64_t> chunk;
-  CPPCDC_CFG_ASSIGN(chunk, snap.get_int("chunk_size", 1, 10'000'000));
-  if (chunk) out.snapshot_chunk_size = static_cast<std::uint32_t>(*chunk);
+  CPPCDC_TRY(assign_int(snap, "chunk_size", 1, 10'000'000, out.snapshot_chunk_size));
   if (snap.present() && snap.take("tables") != nullptr) {
     CPPCDC_TRY(read_tables(snap, out.snapshot_tables));
     for (const auto& t : out.snapshot_tables) {
@@ -343,12 +353,9 @@ Status read_source(Section& source, pg::PostgresSourceConfig& out) {
     return fail(source.error("source_name", source.take("source_name"),
                              "expected a non-empty name, found an empty string"));
   }
-  std::optional<std::int64_t> interval;
-  CPPCDC_CFG_ASSIGN(interval, source.get_int("status_interval_ms", 1, kMaxU32));
-  if (interval) out.status_interval_ms = static_cast<std::uint32_t>(*interval);
-  std::optional<std::int64_t> receiver_timeout;
-  CPPCDC_CFG_ASSIGN(receiver_timeout, source.get_int("wal_receiver_timeout_ms", 0, kMaxU32));
-  if (receiver_timeout) out.wal_receiver_timeout_ms = static_cast<std::uint32_t>(*receiver_timeout);
+  CPPCDC_TRY(assign_int(source, "status_interval_ms", 1, kMaxU32, out.status_interval_ms));
+  CPPCDC_TRY(assign_int(source, "wal_receiver_timeout_ms", 0, kMaxU32,
+                        out.wal_receiver_timeout_ms));
   std::optional<std::string> transport;
   CPPCDC_CFG_ASSIGN(transport, source.get_string("wal_transport"));
   if (transport) {
@@ -362,18 +369,13 @@ Status read_source(Section& source, pg::PostgresSourceConfig& out) {
                                    in_quotes(*transport)));
     }
   }
-  CPPCDC_CFG_ASSIGN(interval, source.get_int("peek_interval_ms", 1, kMaxU32));
-  if (interval) out.peek_interval_ms = static_cast<std::uint32_t>(*interval);
-  CPPCDC_CFG_ASSIGN(interval, source.get_int("peek_statement_timeout_ms", 100, kMaxU32));
-  if (interval) out.peek_statement_timeout_ms = static_cast<std::uint32_t>(*interval);
-  CPPCDC_CFG_ASSIGN(interval, source.get_int("peek_max_changes", 1, kMaxU32));
-  if (interval) out.peek_max_changes = static_cast<std::uint32_t>(*interval);
+  CPPCDC_TRY(assign_int(source, "peek_interval_ms", 1, kMaxU32, out.peek_interval_ms));
+  CPPCDC_TRY(assign_int(source, "peek_statement_timeout_ms", 100, kMaxU32,
+                        out.peek_statement_timeout_ms));
+  CPPCDC_TRY(assign_int(source, "peek_max_changes", 1, kMaxU32, out.peek_max_changes));
   constexpr std::int64_t kMaxBytes = std::int64_t{1} << 40;
-  std::optional<std::int64_t> bytes;
-  CPPCDC_CFG_ASSIGN(bytes, source.get_int("spill_threshold_bytes", 0, kMaxBytes));
-  if (bytes) out.spill_threshold_bytes = static_cast<std::size_t>(*bytes);
-  CPPCDC_CFG_ASSIGN(bytes, source.get_int("max_queued_bytes", 1, kMaxBytes));
-  if (bytes) out.max_queued_bytes = static_cast<std::size_t>(*bytes);
+  CPPCDC_TRY(assign_int(source, "spill_threshold_bytes", 0, kMaxBytes, out.spill_threshold_bytes));
+  CPPCDC_TRY(assign_int(source, "max_queued_bytes", 1, kMaxBytes, out.max_queued_bytes));
   std::optional<std::string> spill_dir;
   CPPCDC_CFG_ASSIGN(spill_dir, source.get_string("spill_dir"));
   if (spill_dir) {
@@ -440,24 +442,18 @@ Status read_state(Section& state, StateConfig& out) {
 }
 
 Status read_runtime(Section& runtime, RuntimeOptions& out) {
-  std::optional<std::int64_t> v;
-  CPPCDC_CFG_ASSIGN(v, runtime.get_int("max_buffer_size", 1, 100'000'000));
-  if (v) out.max_buffer_size = static_cast<std::size_t>(*v);
-  v.reset();
-  CPPCDC_CFG_ASSIGN(v, runtime.get_int("max_poll_wait_ms", 0, kMaxU32));
-  if (v) out.max_poll_wait_ms = static_cast<std::uint32_t>(*v);
-  v.reset();
-  CPPCDC_CFG_ASSIGN(v, runtime.get_int("connection_retry_max_retries", -1, kMaxU32));
-  if (v) {
-    out.connection_retry.max_retries =
-        *v < 0 ? std::nullopt : std::optional<std::uint32_t>(static_cast<std::uint32_t>(*v));
-  }
-  v.reset();
-  CPPCDC_CFG_ASSIGN(v, runtime.get_int("connection_retry_initial_delay_ms", 0, kMaxU32));
-  if (v) out.connection_retry.initial_delay_ms = static_cast<std::uint32_t>(*v);
-  v.reset();
-  CPPCDC_CFG_ASSIGN(v, runtime.get_int("connection_retry_max_delay_ms", 0, kMaxU32));
-  if (v) out.connection_retry.max_delay_ms = static_cast<std::uint32_t>(*v);
+  CPPCDC_TRY(assign_int(runtime, "max_buffer_size", 1, 100'000'000, out.max_buffer_size));
+  CPPCDC_TRY(assign_int(runtime, "max_poll_wait_ms", 0, kMaxU32, out.max_poll_wait_ms));
+  std::int64_t retries = out.connection_retry.max_retries
+                             ? static_cast<std::int64_t>(*out.connection_retry.max_retries)
+                             : -1;
+  CPPCDC_TRY(assign_int(runtime, "connection_retry_max_retries", -1, kMaxU32, retries));
+  out.connection_retry.max_retries =
+      retries < 0 ? std::nullopt : std::optional<std::uint32_t>(static_cast<std::uint32_t>(retries));
+  CPPCDC_TRY(assign_int(runtime, "connection_retry_initial_delay_ms", 0, kMaxU32,
+                        out.connection_retry.initial_delay_ms));
+  CPPCDC_TRY(assign_int(runtime, "connection_retry_max_delay_ms", 0, kMaxU32,
+                        out.connection_retry.max_delay_ms));
   if (out.connection_retry.max_delay_ms < out.connection_retry.initial_delay_ms) {
     return fail(runtime.error("connection_retry_max_delay_ms",
                               runtime.take("connection_retry_max_delay_ms"),

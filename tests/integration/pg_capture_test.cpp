@@ -77,6 +77,12 @@ std::optional<std::string> value(const Row& row, const std::string& name) {
   return v->text;
 }
 
+std::string key_text_of(const Row& key) {
+  std::string out;
+  for (const auto& c : key) out += c.name + "=" + c.text.value_or("\\N") + ";";
+  return out;
+}
+
 std::string big_text(int kb) {
   // Hex of a simple generator: does not compress well enough to stay inline.
   std::string s;
@@ -677,6 +683,81 @@ TEST_F(PgCapture, PartitionedTableIsCapturedWhetherOrNotThePublicationUsesTheRoo
     EXPECT_EQ(events[3].table, "parted_high");
     ASSERT_TRUE(cap.runtime->stop());
   }
+}
+
+TEST_F(PgCapture, ReplicaIdentitiesAndKeysShapeTheEvents) {
+  PgSession s(it::dsn_for(db_));
+  s.query(R"(
+    create table by_index (id int not null, code text not null, v text);
+    create unique index by_index_code on by_index (code);
+    alter table by_index replica identity using index by_index_code;
+    create table composite (a int, b text, v text, primary key (a, b));
+    create table keyless_full (x int, y text);
+    alter table keyless_full replica identity full;
+    insert into by_index values (1, 'c1', 'old');
+    insert into composite values (1, 'x', 'old');
+    insert into keyless_full values (1, 'one');
+  )");
+  Capture cap(db_, {"public.by_index", "public.composite", "public.keyless_full"});
+  ASSERT_TRUE(cap.runtime->start());
+  auto reads = cap.take(3);
+  ASSERT_EQ(reads.size(), 3u);
+  ASSERT_TRUE(it::wait_for([&] { return s.scalar(it::streaming_sql(db_)) == "1"; }, 20));
+  s.query(R"(
+    update by_index set code = 'c2' where id = 1;
+    update composite set b = 'y' where a = 1;
+    update keyless_full set y = 'uno' where x = 1;
+    delete from keyless_full;
+  )");
+  auto events = cap.take(4);
+  ASSERT_EQ(events.size(), 4u);
+  // USING INDEX: the identity index's columns are the key; the old key comes key-only.
+  EXPECT_EQ(events[0].primary_key, std::vector<std::string>{"code"});
+  ASSERT_TRUE(events[0].before.is_key_only());
+  EXPECT_EQ(value(*events[0].before.row(), "code"), "c1");
+  EXPECT_EQ(events[0].row_write().previous_key->at(0).text, "c1");
+  // Composite primary key, in key order; a change of one part gives the previous key.
+  EXPECT_EQ(events[1].primary_key, (std::vector<std::string>{"a", "b"}));
+  auto w = events[1].row_write();
+  ASSERT_TRUE(w.previous_key);
+  EXPECT_EQ(key_text_of(*w.previous_key), "a=1;b=x;");
+  EXPECT_EQ(key_text_of(*w.key), "a=1;b=y;");
+  // No primary key (FULL): whole before images, but no key to address the row by.
+  EXPECT_FALSE(events[2].primary_key);
+  EXPECT_TRUE(events[2].before.is_full());
+  EXPECT_EQ(events[2].row_write().reason, NoRowWrite::kNoPrimaryKey);
+  EXPECT_EQ(events[3].op, Operation::kDelete);
+  EXPECT_EQ(value(*events[3].before.row(), "y"), "uno");
+  ASSERT_TRUE(cap.runtime->stop());
+}
+
+TEST_F(PgCapture, ATableWithoutReplicaIdentityIsNotPutIntoAPublication) {
+  // In a publication that publishes updates, such a table would make PostgreSQL refuse the
+  // application's own UPDATE and DELETE: cppcdc refuses to create that publication.
+  PgSession s(it::dsn_for(db_));
+  s.query("create table nopk (a int, b text); create table nothing_t (id int primary key);"
+          "alter table nothing_t replica identity nothing");
+  for (const std::string table : {"public.nopk", "public.nothing_t"}) {
+    Capture cap(db_, {table}, {.max_retries = 0});
+    auto st = cap.runtime->start();
+    ASSERT_FALSE(st);
+    EXPECT_NE(st.error().report().find("has no replica identity"), std::string::npos)
+        << st.error().report();
+    EXPECT_NE(st.error().report().find("REPLICA IDENTITY FULL"), std::string::npos);
+  }
+  EXPECT_EQ(s.scalar("select count(*) from pg_publication where pubname = 'cap_pub'"), "0");
+  s.query("update nopk set b = 'still writable'");  // the application is unharmed
+  // With a publication the operator made for inserts only, NOTHING works: no key, inserts.
+  s.query("create publication cap_pub for table nothing_t with (publish = 'insert')");
+  Capture cap(db_, {"public.nothing_t"});
+  ASSERT_TRUE(cap.runtime->start());
+  ASSERT_TRUE(it::wait_for([&] { return s.scalar(it::streaming_sql(db_)) == "1"; }, 20));
+  s.query("insert into nothing_t values (7)");
+  auto events = cap.take(1);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].op, Operation::kInsert);
+  EXPECT_FALSE(events[0].primary_key);
+  ASSERT_TRUE(cap.runtime->stop());
 }
 
 TEST_F(PgCapture, TruncateOfSeveralTablesWithCascadeAndRestartIdentityGivesOneEventPerTable) {

@@ -82,6 +82,7 @@ class PgSnapshot : public ::testing::Test {
                               case when g % 3 = 0 then 'eu' else 'us' end
                        from generate_series(1, 2500) g;
       create table keyless (a int, b text);
+      alter table keyless replica identity full;
       insert into keyless select g, 'k' || g from generate_series(1, 250) g;
       create table untouched (id int primary key);
       insert into untouched values (1), (2);

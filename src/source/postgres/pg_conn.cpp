@@ -143,7 +143,8 @@ Error error_from_conn(PGconn* conn, const std::string& what) {
   } else if (contains(msg, "role") && contains(msg, "does not exist")) {
     kind = ErrorKind::kTerminal;
     remedy = "create the role or fix user in [source] dsn";
-  } else if (contains(msg, "must have replication") || contains(msg, "permission denied")) {
+  } else if (contains(msg, "must have replication") || contains(msg, "replication role") ||
+             contains(msg, "permission denied")) {
     kind = ErrorKind::kTerminal;
     remedy = "grant the REPLICATION attribute: ALTER ROLE <user> REPLICATION";
   } else if (is_tls_setup_failure(msg)) {
@@ -170,6 +171,9 @@ Error error_from_result(const PGresult* res, PGconn* conn, const std::string& wh
   if (conn && PQstatus(conn) == CONNECTION_BAD) kind = ErrorKind::kTransient;
   std::string text = what + " failed: " + msg;
   if (!sqlstate.empty()) text += " (SQLSTATE " + sqlstate + ")";
+  if (contains(msg, "replication role")) {
+    text += "; grant the REPLICATION attribute: ALTER ROLE <user> REPLICATION";
+  }
   return Error::source(kind, text);
 }
 

@@ -164,7 +164,8 @@ class PostgresSource final : public Source {
     sql_ = std::move(*sql);
     CPPCDC_TRY(check_server());
     CPPCDC_TRY(check_tables());
-    CPPCDC_TRY(ensure_publication());
+    // initial_only never streams: it needs neither a publication nor a slot.
+    if (config_.snapshot_mode != SnapshotMode::kInitialOnly) CPPCDC_TRY(ensure_publication());
     if (resume && config_.snapshot_mode == SnapshotMode::kWhenNeeded) {
       auto usable = checkpoint_usable(start_lsn);
       if (!usable) return fail(usable.error());
@@ -232,7 +233,7 @@ class PostgresSource final : public Source {
       }
     }
     if (only && snapshot_ && snapshot_->id.empty()) {
-      snapshot_->id = "snapshot@" + snapshot_->stream_start.to_string();
+      snapshot_->id = config_.slot_name + "@" + snapshot_->stream_start.to_string();
     }
     catalog_ = std::make_unique<SqlCatalog>(sql_.get());
     assembler_ = std::make_unique<TransactionAssembler>(
@@ -511,6 +512,7 @@ class PostgresSource final : public Source {
                                       " does not exist; create it (CREATE PUBLICATION ... FOR "
                                       "TABLE ...) or set create_publication = true"));
       }
+      CPPCDC_TRY(check_replica_identities());
       std::string sql = "CREATE PUBLICATION " + quote_ident(config_.publication_name) +
                         " FOR TABLE ";
       bool first = true;
@@ -523,7 +525,16 @@ class PostgresSource final : public Source {
       // events carry the name that was configured.
       sql += " WITH (publish_via_partition_root = true)";
       auto created = exec(sql_.get(), sql, "creating publication " + config_.publication_name);
-      if (!created) return fail(created.error());
+      if (!created) {
+        const auto& m = created.error().message();
+        if (m.find("42501") != std::string::npos || m.find("must be owner") != std::string::npos) {
+          return fail(created.error().context(
+              "only the owner of every table may create a publication for them: run cppcdc as "
+              "the owner, or create the publication yourself (CREATE PUBLICATION " +
+              config_.publication_name + " FOR TABLE ...) and set create_publication = false"));
+        }
+        return fail(created.error());
+      }
       spdlog::info("created publication {} for {} table(s)", config_.publication_name,
                    tables_.size());
       return ok();
@@ -566,6 +577,43 @@ class PostgresSource final : public Source {
   // `exported`: when the slot has to be created, create it over a replication connection
   // with an exported snapshot and record its name and consistent point there (the
   // connection stays open and idle in repl_ until the snapshot has been read).
+  // Before cppcdc puts tables into a publication that publishes updates and deletes: a table
+  // without a replica identity (no primary key under DEFAULT, NOTHING, or a missing identity
+  // index) would then make PostgreSQL refuse the application's own UPDATE and DELETE on it.
+  Status check_replica_identities() {
+    for (const auto& t : tables_) {
+      auto res = exec(sql_.get(),
+                      "select c.relkind, c.relreplident, "
+                      "exists (select 1 from pg_index i where i.indrelid = c.oid and "
+                      "i.indisprimary), "
+                      "exists (select 1 from pg_index i where i.indrelid = c.oid and "
+                      "i.indisreplident) "
+                      "from pg_class c join pg_namespace n on n.oid = c.relnamespace "
+                      "where n.nspname = $1 and c.relname = $2",
+                      "checking the replica identity of " + t.text(), {t.schema, t.table});
+      if (!res) return fail(res.error());
+      if (PQntuples(res->get()) == 0) continue;
+      if (get(res->get(), 0, 0).value_or("") != "r") continue;
+      const char ident = get(res->get(), 0, 1).value_or("d")[0];
+      const bool pk = get(res->get(), 0, 2).value_or("f") == "t";
+      const bool index = get(res->get(), 0, 3).value_or("f") == "t";
+      const bool usable = ident == 'f' || (ident == 'd' && pk) || (ident == 'i' && index);
+      if (usable) continue;
+      return fail(Error::source(
+          ErrorKind::kTerminal,
+          "table " + t.text() + " has no replica identity (" +
+              (ident == 'n' ? std::string("REPLICA IDENTITY NOTHING")
+                            : std::string("no primary key")) +
+              "): in a publication that publishes updates and deletes, PostgreSQL would refuse "
+              "the application's UPDATE and DELETE on it. Add a primary key, or run ALTER TABLE " +
+              t.text() + " REPLICA IDENTITY FULL, or create publication " +
+              config_.publication_name +
+              " yourself (for example WITH (publish = 'insert, truncate')) and set "
+              "create_publication = false"));
+    }
+    return ok();
+  }
+
   Status ensure_slot(Lsn checkpoint, SnapshotProgress* exported = nullptr) {
     auto res = exec(sql_.get(),
                     "select plugin, database, slot_type, confirmed_flush_lsn, wal_status, "
@@ -585,7 +633,8 @@ class PostgresSource final : public Source {
               ErrorKind::kTerminal,
               what + "; a new slot would start at the current end of WAL and the changes in "
                      "between would be lost. Restore the slot, point [state.offset] dir at the "
-                     "right checkpoint, or set [source] accept_slot_ahead_of_checkpoint = true "
+                     "right checkpoint, set [source.snapshot] mode = \"when_needed\" to take a "
+                     "new snapshot, or set [source] accept_slot_ahead_of_checkpoint = true "
                      "to create a new slot and continue without them"));
         }
         if (!config_.create_slot) {
@@ -881,7 +930,8 @@ class PostgresSource final : public Source {
                     "looking up publication " + config_.publication_name,
                     {config_.publication_name});
     if (!via) return fail(via.error());
-    const bool via_root = PQntuples(via->get()) > 0 && get(via->get(), 0, 0).value_or("f") == "t";
+    // No publication (initial_only): read as cppcdc would publish, through the root.
+    const bool via_root = PQntuples(via->get()) == 0 || get(via->get(), 0, 0).value_or("f") == "t";
     std::vector<std::string> out;
     for (const auto& t : tables) {
       const TableName name = split_table(t);
@@ -919,9 +969,11 @@ class PostgresSource final : public Source {
     for (const auto& [table, condition] : config_.snapshot_table_conditions) {
       options.table_conditions[split_table(table).text()] = condition;
     }
-    spdlog::info("snapshot {}: reading {} table(s) in chunks of {} rows before streaming from {}",
-                 snapshot_->id, snapshot_->tables.size() - snapshot_->table_index,
-                 options.chunk_size, snapshot_->stream_start.to_string());
+    const bool only = config_.snapshot_mode == SnapshotMode::kInitialOnly;
+    spdlog::info("snapshot {}: reading {} table(s) in chunks of {} rows{}", snapshot_->id,
+                 snapshot_->tables.size() - snapshot_->table_index, options.chunk_size,
+                 only ? std::string(" (initial_only: cppcdc stops when it is done)")
+                      : " before streaming from " + snapshot_->stream_start.to_string());
     auto st = run_snapshot(
         conn->get(), *assembler_, *snapshot_, options,
         [this](std::vector<Event>& events) { return push(events) && !stop_.load(); }, stop_);

@@ -152,6 +152,57 @@ TEST(ServerConfig, MinimalConfigTakesTheDefaults) {
   EXPECT_EQ(config->log_level, "info");
 }
 
+TEST(ServerConfig, EachIntegerKeyAloneLeavesEveryOtherAtItsDefault) {
+  // A key set on its own must not leak into the keys read after it.
+  const pg::PostgresSourceConfig d;
+  const RuntimeOptions r;
+  auto defaults_except = [&](const ServerConfig& c, const std::string& key) {
+    const auto& s = c.source;
+    std::vector<std::pair<std::string, bool>> same = {
+        {"status_interval_ms", s.status_interval_ms == d.status_interval_ms},
+        {"wal_receiver_timeout_ms", s.wal_receiver_timeout_ms == d.wal_receiver_timeout_ms},
+        {"peek_interval_ms", s.peek_interval_ms == d.peek_interval_ms},
+        {"peek_statement_timeout_ms", s.peek_statement_timeout_ms == d.peek_statement_timeout_ms},
+        {"peek_max_changes", s.peek_max_changes == d.peek_max_changes},
+        {"spill_threshold_bytes", s.spill_threshold_bytes == d.spill_threshold_bytes},
+        {"max_queued_bytes", s.max_queued_bytes == d.max_queued_bytes},
+        {"chunk_size", s.snapshot_chunk_size == d.snapshot_chunk_size},
+        {"max_buffer_size", c.runtime.max_buffer_size == r.max_buffer_size},
+        {"max_poll_wait_ms", c.runtime.max_poll_wait_ms == r.max_poll_wait_ms},
+        {"connection_retry_max_retries",
+         c.runtime.connection_retry.max_retries == std::optional<std::uint32_t>(5)},
+        {"connection_retry_initial_delay_ms",
+         c.runtime.connection_retry.initial_delay_ms == r.connection_retry.initial_delay_ms},
+        {"connection_retry_max_delay_ms",
+         c.runtime.connection_retry.max_delay_ms == r.connection_retry.max_delay_ms}};
+    for (const auto& [name, equal] : same) {
+      if (name != key) {
+        EXPECT_TRUE(equal) << name << " changed when only " << key << " was set";
+      }
+    }
+  };
+  const std::vector<std::pair<std::string, std::string>> keys = {
+      {"source", "status_interval_ms = 4321"},  {"source", "wal_receiver_timeout_ms = 4321"},
+      {"source", "peek_interval_ms = 4321"},    {"source", "peek_statement_timeout_ms = 4321"},
+      {"source", "peek_max_changes = 4321"},    {"source", "spill_threshold_bytes = 0"},
+      {"source", "max_queued_bytes = 4321"},    {"source.snapshot", "chunk_size = 4321"},
+      {"runtime", "max_buffer_size = 4321"},    {"runtime", "max_poll_wait_ms = 4321"},
+      {"runtime", "connection_retry_max_retries = 4321"},
+      {"runtime", "connection_retry_initial_delay_ms = 1"},
+      {"runtime", "connection_retry_max_delay_ms = 43210"}};
+  for (const auto& [section, line] : keys) {
+    std::string text;
+    if (section == "source") {
+      text = edit(kMinimal, "tables = [\"public.t\"]", "tables = [\"public.t\"]\n" + line);
+    } else {
+      text = std::string(kMinimal) + "\n[" + section + "]\n" + line + "\n";
+    }
+    auto config = parse_server_config(text, "cdc.toml");
+    ASSERT_TRUE(config) << line << ": " << config.error().report();
+    defaults_except(*config, line.substr(0, line.find(' ')));
+  }
+}
+
 TEST(ServerConfig, DottedStateKeysAreAccepted) {
   auto config = parse_server_config(R"(state.offset.backend = "memory"
 [source]
