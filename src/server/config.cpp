@@ -55,6 +55,22 @@ std::string locate(const std::string& origin, const toml::source_region& where) 
   return out;
 }
 
+// Levenshtein distance, for "did you mean" hints on short key names.
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
 // One table of the document. Reading a key through it records the key as known, so that
 // reject_unknown() can refuse everything else (typos must not fall back to defaults).
 class Section {
@@ -76,8 +92,19 @@ class Section {
   }
 
   Error missing(std::string_view key, const std::string& why) const {
+    std::string hint;
+    if (table_ != nullptr) {
+      // A required key is often missing because it was misspelled: name the look-alike.
+      for (auto&& [present, node] : *table_) {
+        if (present.str() != key && edit_distance(present.str(), key) <= 2) {
+          hint = "; did you mean " + std::string(key) + " where the file says " +
+                 std::string(present.str()) + " (" + locate(origin_, present.source()) + ")?";
+          break;
+        }
+      }
+    }
     return Error::configuration(origin_ + ": " + label(key) + ": required" +
-                                (why.empty() ? std::string() : " " + why));
+                                (why.empty() ? std::string() : " " + why) + hint);
   }
 
   Error missing_section(const std::string& what) const {
@@ -690,6 +717,8 @@ std::string describe_config(const ServerConfig& config) {
     line("  wal transport:    streaming_replication");
   }
   line("  status interval:  " + std::to_string(src.status_interval_ms) + " ms");
+  line("  queue:            up to " + std::to_string(src.max_queued_bytes) +
+       " bytes of decoded events waiting for the sink");
   line("  spill:            transactions over " + std::to_string(src.spill_threshold_bytes) +
        " bytes go to " +
        (src.spill_dir.empty() ? std::string("the system's temporary directory")
@@ -701,6 +730,9 @@ std::string describe_config(const ServerConfig& config) {
     line(std::string("  snapshot:         ") + modes[static_cast<int>(src.snapshot_mode)] +
          ", chunks of " + std::to_string(src.snapshot_chunk_size) + " rows" +
          (tables.empty() ? std::string(", all captured tables") : ", tables " + tables));
+    for (const auto& [table, condition] : src.snapshot_table_conditions) {
+      line("    only rows of " + table + " where " + condition);
+    }
   }
   line(std::string("  logical messages: ") +
        (src.capture_logical_messages ? "captured (op message, table <prefix>__messages)"

@@ -248,6 +248,21 @@ TEST_F(PgSnapshot, ModesTablesAndConditions) {
     EXPECT_TRUE(done) << done.error().report();
   }
   {
+    // A condition that does not parse stops the start before any slot is made.
+    auto cfg = config({"public.docs"});
+    cfg.snapshot_table_conditions = {{"public.docs", "regoin = 'eu'"}};
+    Reader r(db_, cfg);
+    auto st = r.runtime->start();
+    ASSERT_FALSE(st);
+    EXPECT_EQ(st.error().kind(), ErrorKind::kConfiguration);
+    EXPECT_NE(st.error().report().find("[source.snapshot] table_conditions for public.docs"),
+              std::string::npos)
+        << st.error().report();
+    EXPECT_EQ(s.scalar("select count(*) from pg_replication_slots where slot_name = '" + db_ + "'"),
+              "0");
+    EXPECT_EQ(s.scalar("select count(*) from pg_publication where pubname = 'snap_pub'"), "0");
+  }
+  {
     auto cfg = config({"public.untouched"});
     cfg.snapshot_mode = pg::SnapshotMode::kNever;
     Reader r(db_, cfg);

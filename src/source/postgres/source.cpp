@@ -164,6 +164,22 @@ class PostgresSource final : public Source {
     sql_ = std::move(*sql);
     CPPCDC_TRY(check_server());
     CPPCDC_TRY(check_tables());
+    if (config_.snapshot_mode != SnapshotMode::kNever || resume) {
+      // A condition that does not parse is found now, before a publication or a slot is
+      // made for nothing.
+      for (const auto& [table, condition] : config_.snapshot_table_conditions) {
+        const TableName t = split_table(table);
+        auto probe = exec(sql_.get(),
+                          "select 1 from " + quote_ident(t.schema) + "." + quote_ident(t.table) +
+                              " where (" + condition + ") limit 0",
+                          "checking the snapshot condition of " + t.text());
+        if (!probe) {
+          return fail(Error::configuration("[source.snapshot] table_conditions for " + t.text() +
+                                           " (\"" + condition + "\"): " +
+                                           probe.error().message()));
+        }
+      }
+    }
     // initial_only never streams: it needs neither a publication nor a slot.
     if (config_.snapshot_mode != SnapshotMode::kInitialOnly) CPPCDC_TRY(ensure_publication());
     if (resume && config_.snapshot_mode == SnapshotMode::kWhenNeeded) {

@@ -231,6 +231,13 @@ TEST(ServerConfig, MissingRequiredKeysAreNamed) {
   EXPECT_CONTAINS(error_of("[state.offset]\nbackend = \"memory\"\n"), "cdc.toml: [source]");
 }
 
+TEST(ServerConfig, AMisspelledRequiredKeyIsNamedWithItsLine) {
+  const std::string text = edit(kMinimal, "tables = [", "tabels = [");
+  const std::string report = error_of(text);
+  EXPECT_CONTAINS(report, "[source] tables: required");
+  EXPECT_CONTAINS(report, "did you mean tables where the file says tabels (cdc.toml:3:1)");
+}
+
 TEST(ServerConfig, WrongTypeNamesKeyAndLine) {
   const std::string example = kExample;
   // create_slot sits on line 9, its value at column 15.
