@@ -591,6 +591,9 @@ TEST_F(PgCapture, AlterTableMidStreamGivesANewShapeAndASchemaChangeBeforeItsFirs
   Capture cap(db_, {"public.orders"});
   ASSERT_TRUE(cap.runtime->start());
   PgSession s(it::dsn_for(db_));
+  // Mid-stream: after the (empty) snapshot, once the stream runs. DDL committed while the
+  // snapshot starts would be announced too, against the shape the snapshot described.
+  ASSERT_TRUE(it::wait_for([&] { return s.scalar(it::streaming_sql(db_)) == "1"; }, 20));
   s.query("insert into orders (id, status) values (1, 'a')");
   s.query("alter table orders add column extra int");
   s.query("insert into orders (id, status, extra) values (2, 'b', 7)");

@@ -224,7 +224,8 @@ Result<std::optional<SnapshotProgress>> SnapshotProgress::from_state(const std::
   return std::optional<SnapshotProgress>(std::move(p));
 }
 
-Status run_snapshot(PGconn* conn, TransactionAssembler& assembler, SnapshotProgress progress,
+Status run_snapshot(PGconn* conn, PGconn* catalog, TransactionAssembler& assembler,
+                    SnapshotProgress progress,
                     const SnapshotOptions& options,
                     const std::function<bool(std::vector<Event>&)>& emit,
                     const std::atomic<bool>& stop) {
@@ -240,7 +241,7 @@ Status run_snapshot(PGconn* conn, TransactionAssembler& assembler, SnapshotProgr
   }
   if (!progress.done()) {
     // ACCESS SHARE: writes go on, but no ALTER TABLE can change a table while its rows are
-    // read with a description taken from the snapshot's catalog.
+    // read (each is described, after this, from the current catalog).
     std::string tables;
     for (std::size_t i = progress.table_index; i < progress.tables.size(); ++i) {
       const auto& t = progress.tables[i];
@@ -264,7 +265,7 @@ Status run_snapshot(PGconn* conn, TransactionAssembler& assembler, SnapshotProgr
   std::vector<Event> chunk;
   while (!progress.done() && !stop.load()) {
     const std::string& name = progress.tables[progress.table_index];
-    auto d = describe(conn, name);
+    auto d = describe(catalog, name);
     if (!d) return fail(d.error());
     CPPCDC_TRY(assembler.observe_relation(d->relation));
     std::string where;

@@ -58,11 +58,16 @@ struct SnapshotOptions {
   std::map<std::string, std::string> table_conditions;
 };
 
-/// Reads the snapshot described by `progress` on `conn` (a connection of its own). `emit`
+/// Reads the snapshot described by `progress` on `conn` (a connection of its own). Tables are
+/// described on `catalog` (another connection, outside the snapshot, after the tables are
+/// locked), so the description matches the table's current definition, which is what the
+/// snapshot transaction's queries use even when DDL committed after the snapshot was taken.
+/// `emit`
 /// hands a chunk's events over and returns false when the source is stopping. Returns when
 /// every table is read, `stop` is set, or on error (kinds from libpq's classification;
 /// invalid_data for a row that does not fit its table's description).
-Status run_snapshot(PGconn* conn, TransactionAssembler& assembler, SnapshotProgress progress,
+Status run_snapshot(PGconn* conn, PGconn* catalog, TransactionAssembler& assembler,
+                    SnapshotProgress progress,
                     const SnapshotOptions& options,
                     const std::function<bool(std::vector<Event>&)>& emit,
                     const std::atomic<bool>& stop);

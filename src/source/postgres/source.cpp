@@ -991,7 +991,7 @@ class PostgresSource final : public Source {
                  only ? std::string(" (initial_only: cppcdc stops when it is done)")
                       : " before streaming from " + snapshot_->stream_start.to_string());
     auto st = run_snapshot(
-        conn->get(), *assembler_, *snapshot_, options,
+        conn->get(), sql_.get(), *assembler_, *snapshot_, options,
         [this](std::vector<Event>& events) { return push(events) && !stop_.load(); }, stop_);
     conn->reset();
     if (!st) {
