@@ -226,6 +226,10 @@ tables = ["public.$table"]
 create_slot = false
 create_publication = false
 
+# The slot was made before the load: the stream alone carries every row (no snapshot).
+[source.snapshot]
+mode = "never"
+
 [sink]
 type = "file"
 path = "$dir/events.jsonl"
@@ -415,6 +419,10 @@ publication_name = "$PUB"
 tables = ["public.bench_lat"]
 create_slot = false
 create_publication = false
+
+# The slot was made before the load: the stream alone carries every row (no snapshot).
+[source.snapshot]
+mode = "never"
 
 [sink]
 type = "file"
