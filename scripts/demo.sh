@@ -214,7 +214,7 @@ say "Waiting for cppcdc to create replication slot $SLOT and start streaming (up
 # The slot is listed (and held by the creating session) as soon as its creation begins, but only
 # changes committed after it is ready are in its stream: wait for a walsender streaming from it.
 deadline=$((SECONDS + WAIT_SECONDS))
-until [[ "$(sql_value postgres postgres "select count(*) from pg_replication_slots s join pg_stat_replication r on r.pid = s.active_pid where s.slot_name = '$SLOT'")" == 1 ]]; do
+until [[ "$(sql_value postgres postgres "select count(*) from pg_replication_slots s join pg_stat_replication r on r.pid = s.active_pid where s.slot_name = '$SLOT' and r.state in ('catchup', 'streaming')")" == 1 ]]; do
   alive_or_die
   ((SECONDS < deadline)) || die "slot $SLOT did not appear within ${WAIT_SECONDS}s"
   sleep 0.2

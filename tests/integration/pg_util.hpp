@@ -98,11 +98,13 @@ inline std::string log_tail(const std::filesystem::path& p) {
 }
 
 /// SQL counting the walsenders streaming from `slot` (0 or 1). A slot's active_pid alone is
-/// not enough: while pg_create_logical_replication_slot waits for a consistent point, the
-/// creating backend holds the slot, and changes committed in that window are not in its stream.
+/// not enough: while a slot is being created, the creating backend or walsender holds it (a
+/// walsender in state startup), and after CREATE_REPLICATION_SLOT ... (SNAPSHOT 'export') the
+/// slot is free again until the snapshot is read and START_REPLICATION runs.
 inline std::string streaming_sql(const std::string& slot) {
   return "select count(*) from pg_replication_slots s join pg_stat_replication r on r.pid = "
-         "s.active_pid where s.slot_name = '" + slot + "'";
+         "s.active_pid where s.slot_name = '" + slot + "' and r.state in ('catchup', "
+         "'streaming')";
 }
 
 /// A database name unique to the running test (ctest runs tests in parallel).
