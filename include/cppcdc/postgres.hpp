@@ -42,6 +42,9 @@ enum class SnapshotMode {
   /// invalidated (wal_status lost), or is past it. The checkpoint is then set aside (with a
   /// warning naming why), a lost slot is dropped and made again, and a new snapshot is taken.
   kWhenNeeded,
+  /// no blocking snapshot: when there is no checkpoint, an incremental snapshot (DBLog
+  /// watermarks, incremental_snapshot.hpp) of the snapshot tables runs alongside the stream.
+  kIncremental,
 };
 
 struct PostgresSourceConfig {
@@ -83,7 +86,8 @@ struct PostgresSourceConfig {
   /// Snapshot of existing rows (op `read`) before the stream: see SnapshotMode. An
   /// interrupted snapshot resumes from the checkpoint whatever the mode.
   SnapshotMode snapshot_mode = SnapshotMode::kInitial;
-  /// Rows per snapshot chunk (one keyset query; progress is saved after each chunk).
+  /// Rows per snapshot chunk (one keyset query; progress is saved after each chunk), for the
+  /// blocking and the incremental snapshot.
   std::uint32_t snapshot_chunk_size = 1024;
   /// Tables to snapshot as "schema.table" (default: all of `tables`); each must be captured.
   std::vector<std::string> snapshot_tables;
@@ -119,7 +123,9 @@ struct PostgresSourceConfig {
 std::string session_options();
 
 /// Validates the config (error kind configuration naming the field) and builds the source.
-/// Nothing connects until Source::start().
+/// Nothing connects until Source::start(). Unless the mode is kInitialOnly, the source runs
+/// incremental snapshots on request (Source::incremental_snapshot_control(), or
+/// Runtime::incremental_snapshot_control()), and in mode kIncremental from the start.
 Result<std::unique_ptr<Source>> make_postgres_source(PostgresSourceConfig config);
 
 }  // namespace cppcdc::pg

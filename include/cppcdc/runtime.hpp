@@ -12,7 +12,8 @@
 //   }
 //   rt->stop();                                     // refused while a batch is unacknowledged
 //
-// Threading: one thread drives a Runtime. admin_snapshot() may be called from any thread.
+// Threading: one thread drives a Runtime. admin_snapshot() and the incremental snapshot
+// control may be used from any thread.
 
 #include <atomic>
 #include <chrono>
@@ -24,6 +25,7 @@
 
 #include "cppcdc/checkpoint.hpp"
 #include "cppcdc/event.hpp"
+#include "cppcdc/incremental_snapshot.hpp"
 #include "cppcdc/result.hpp"
 #include "cppcdc/sink.hpp"
 #include "cppcdc/source.hpp"
@@ -110,6 +112,8 @@ struct RuntimeAdminSnapshot {
   std::optional<std::string> checkpoint_offset;  ///< last durable resume position
   std::int64_t last_poll_at_ms = 0;
   std::int64_t last_commit_at_ms = 0;
+  /// The incremental snapshot's state as of the last poll; nullopt when the source has none.
+  std::optional<IncrementalSnapshotState> incremental_snapshot;
 };
 
 class Runtime {
@@ -151,6 +155,11 @@ class Runtime {
 
   RuntimeState state() const noexcept;
   RuntimeAdminSnapshot admin_snapshot() const;
+
+  /// The handle that requests, pauses, resumes and stops incremental snapshots and reads
+  /// their state; usable from any thread (incremental_snapshot.hpp). nullptr when the source
+  /// has no incremental snapshot support.
+  std::shared_ptr<IncrementalSnapshotControl> incremental_snapshot_control() const;
 
  private:
   explicit Runtime(RuntimeConfig config);

@@ -6,6 +6,7 @@
 // log on a thread of its own (the PostgreSQL source does) and hand events over in poll().
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,6 +17,8 @@
 #include "cppcdc/result.hpp"
 
 namespace cppcdc {
+
+class IncrementalSnapshotControl;
 
 class Source {
  public:
@@ -55,6 +58,18 @@ class Source {
   /// is queued. Lets a quiet pipeline stop pinning log that other tables write. nullopt when
   /// there is no such position beyond what was confirmed.
   virtual std::optional<std::string> idle_offset() { return std::nullopt; }
+
+  /// The source_state to save with idle_offset() (or, when that is nullopt, with the last
+  /// checkpointed offset) when it differs from the checkpoint's; nullopt keeps the
+  /// checkpoint's. Lets progress that no event carried (an incremental snapshot's table
+  /// completing on a quiet stream) become durable.
+  virtual std::optional<std::string> idle_state() { return std::nullopt; }
+
+  /// The handle steering this source's incremental snapshots (incremental_snapshot.hpp), or
+  /// nullptr when it has none.
+  virtual std::shared_ptr<IncrementalSnapshotControl> incremental_snapshot_control() {
+    return nullptr;
+  }
 
   /// True once the source has handed over everything it will ever produce (a snapshot-only
   /// run that is complete) and nothing is left to poll. The runtime's run loop then ends.

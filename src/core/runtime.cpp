@@ -1,4 +1,5 @@
 #include "cppcdc/runtime.hpp"
+#include "cppcdc/incremental_snapshot.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -256,16 +257,21 @@ Result<EventBatch> Runtime::poll_event_batch() {
       (!d.checkpoint || d.checkpoint->partial_tx_events == 0)) {
     // Nothing in flight and everything delivered is acknowledged: let the checkpoint (and so
     // the slot) follow the source's idle position, checkpointed before it is confirmed.
-    if (auto idle = d.config.source->idle_offset();
-        idle && (!d.checkpoint || d.checkpoint->offset != *idle)) {
+    auto idle = d.config.source->idle_offset();
+    // A source reports an idle position only when nothing of its own progress is pending; the
+    // last checkpoint's state stands unless the source reports a newer one.
+    std::string idle_state = d.checkpoint ? d.checkpoint->source_state : std::string();
+    if (idle) {
+      if (auto s = d.config.source->idle_state()) idle_state = std::move(*s);
+    }
+    if (idle && (!d.checkpoint || d.checkpoint->offset != *idle ||
+                 d.checkpoint->source_state != idle_state)) {
       CheckpointRecord record;
       record.source_type = d.config.source->type();
       record.source_id = d.config.source->source_id();
       record.offset = *idle;
       record.committed_events = d.events_committed;
-      // A source reports an idle position only when nothing of its own progress is pending;
-      // keep what the last checkpoint said all the same.
-      if (d.checkpoint) record.source_state = d.checkpoint->source_state;
+      record.source_state = idle_state;
       record.saved_at_ms = now_ms();
       auto saved = d.config.checkpoint->save(record);
       if (!saved) {
@@ -476,7 +482,14 @@ RuntimeAdminSnapshot Runtime::admin_snapshot() const {
   if (d.checkpoint) s.checkpoint_offset = d.checkpoint->offset;
   s.last_poll_at_ms = d.last_poll_at_ms;
   s.last_commit_at_ms = d.last_commit_at_ms;
+  if (auto control = d.config.source->incremental_snapshot_control()) {
+    s.incremental_snapshot = control->state();
+  }
   return s;
+}
+
+std::shared_ptr<IncrementalSnapshotControl> Runtime::incremental_snapshot_control() const {
+  return impl_->config.source->incremental_snapshot_control();
 }
 
 }  // namespace cppcdc

@@ -276,13 +276,11 @@ Status read_snapshot(Section& snap, pg::PostgresSourceConfig& out) {
     } else if (*mode == "when_needed") {
       out.snapshot_mode = pg::SnapshotMode::kWhenNeeded;
     } else if (*mode == "incremental") {
-      return fail(snap.error("mode", snap.take("mode"),
-                             in_quotes(*mode) + " is not built yet; use \"initial\", "
-                             "\"initial_only\", \"when_needed\" or \"never\""));
+      out.snapshot_mode = pg::SnapshotMode::kIncremental;
     } else {
       return fail(snap.error("mode", snap.take("mode"),
-                             "expected \"initial\", \"never\", \"initial_only\" or "
-                             "\"when_needed\", found " +
+                             "expected \"initial\", \"never\", \"initial_only\", "
+                             "\"when_needed\" or \"incremental\", found " +
                                  in_quotes(*mode)));
     }
   }
@@ -724,7 +722,7 @@ std::string describe_config(const ServerConfig& config) {
        (src.spill_dir.empty() ? std::string("the system's temporary directory")
                               : src.spill_dir));
   {
-    const char* modes[] = {"never", "initial", "initial_only", "when_needed"};
+    const char* modes[] = {"never", "initial", "initial_only", "when_needed", "incremental"};
     std::string tables;
     for (const auto& t : src.snapshot_tables) tables += (tables.empty() ? "" : ", ") + t;
     line(std::string("  snapshot:         ") + modes[static_cast<int>(src.snapshot_mode)] +

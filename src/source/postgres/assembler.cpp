@@ -104,6 +104,7 @@ Status TransactionAssembler::drain_spilled(std::vector<Event>& out, std::size_t 
                                   std::to_string(r.total) + " events"));
     }
     e.transaction = TransactionMetadata{r.xid, r.total, r.next_index};
+    e.log_position = r.commit_lsn.value();
     if (++r.next_index == r.total) e.resume_offset = r.end_lsn.to_string();
     out.push_back(std::move(e));
   }
@@ -389,12 +390,14 @@ Status TransactionAssembler::feed(PgOutputMessage message, Lsn position,
             ready_spill_.total = spill_->events_written();
             ready_spill_.next_index = 0;
             ready_spill_.end_lsn = m.end_lsn;
+            ready_spill_.commit_lsn = begin_.final_lsn;
             ready_spill_.file = std::move(spill_);
             return ok();
           }
           const std::uint64_t total = pending_.size();
           for (std::uint64_t i = 0; i < total; ++i) {
             pending_[i].transaction = TransactionMetadata{begin_.xid, total, i};
+            pending_[i].log_position = begin_.final_lsn.value();
           }
           if (total > 0) pending_.back().resume_offset = m.end_lsn.to_string();
           for (auto& e : pending_) out.push_back(std::move(e));
@@ -494,6 +497,7 @@ Status TransactionAssembler::feed(PgOutputMessage message, Lsn position,
             // message after a restart, and nothing that follows (the next record starts there
             // or later).
             e.resume_offset = m.lsn.to_string();
+            e.log_position = m.lsn.value();
             out.push_back(std::move(e));
           }
           return ok();

@@ -157,6 +157,7 @@ class TransactionAssembler {
     std::uint64_t total = 0;
     std::uint64_t next_index = 0;
     Lsn end_lsn;
+    Lsn commit_lsn;
   };
   ReadySpill ready_spill_;  // a committed spilled transaction not yet drained
   Lsn last_end_lsn_;

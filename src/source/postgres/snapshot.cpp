@@ -6,6 +6,7 @@
 #include <boost/json.hpp>
 #include <chrono>
 
+#include "core/progress_log.hpp"
 #include "source/postgres/pg_conn.hpp"
 
 namespace cppcdc::pg {
@@ -21,14 +22,9 @@ Error bad_state(const std::string& what) {
                                "); move the checkpoint file away to snapshot again from the start");
 }
 
-struct TableDescription {
-  RelationMsg relation;
-  std::vector<std::string> key;        // primary key column names, key order
-  std::vector<std::string> key_types;  // their format_type, for casting cursor values
-  double estimated_rows = 0;           // pg_class.reltuples (-1 or 0 when never analysed)
-};
+}  // namespace
 
-Result<TableDescription> describe(PGconn* conn, const std::string& qualified) {
+Result<TableDescription> describe_snapshot_table(PGconn* conn, const std::string& qualified) {
   const auto dot = qualified.find('.');
   const std::string schema = qualified.substr(0, dot);
   const std::string table = qualified.substr(dot + 1);
@@ -96,6 +92,8 @@ Result<TableDescription> describe(PGconn* conn, const std::string& qualified) {
   return d;
 }
 
+namespace {
+
 std::string column_list(const TableDescription& d) {
   std::string out;
   for (std::size_t i = 0; i < d.relation.columns.size(); ++i) {
@@ -109,65 +107,82 @@ std::string table_ref(const TableDescription& d) {
   return quote_ident(d.relation.namespace_name) + "." + quote_ident(d.relation.relation_name);
 }
 
-// Progress for a person: rows done of the estimate, rate and time left. On a terminal, a
-// line redrawn in place twice a second; otherwise a log line every 5 s.
-class ProgressLog {
- public:
-  ProgressLog(std::string table, double estimate, std::uint64_t done)
-      : table_(std::move(table)), estimate_(estimate), start_done_(done),
-        tty_(::isatty(STDERR_FILENO) == 1) {}
-  void update(std::uint64_t done, bool final) {
-    const auto now = std::chrono::steady_clock::now();
-    if (tty_ && !final && now - last_ >= std::chrono::milliseconds(500)) {
-      last_ = now;
-      const double secs = std::chrono::duration<double>(now - start_).count();
-      const double rate = secs > 0 ? static_cast<double>(done - start_done_) / secs : 0;
-      std::string line = "\r\033[Ksnapshot " + table_ + ": " + std::to_string(done);
-      if (estimate_ > 0) {
-        line += " / ~" + std::to_string(static_cast<std::uint64_t>(estimate_)) + " rows (" +
-                std::to_string(static_cast<int>(std::min(100.0, 100.0 * static_cast<double>(done) / estimate_))) +
-                "%)";
-      } else {
-        line += " rows";
-      }
-      line += ", " + std::to_string(static_cast<std::uint64_t>(rate)) + " rows/s";
-      if (estimate_ > static_cast<double>(done) && rate > 0) {
-        line += ", ~" + std::to_string(static_cast<std::uint64_t>((estimate_ - static_cast<double>(done)) / rate)) + " s left";
-      }
-      [[maybe_unused]] auto w = ::write(STDERR_FILENO, line.data(), line.size());
-      drawn_ = true;
-      return;
-    }
-    if (tty_ && drawn_ && final) {
-      [[maybe_unused]] auto w = ::write(STDERR_FILENO, "\r\033[K", 4);
-    }
-    if (tty_ && !final) return;
-    if (!final && now - last_ < std::chrono::seconds(5)) return;
-    last_ = now;
-    const double secs = std::chrono::duration<double>(now - start_).count();
-    const double rate = secs > 0 ? static_cast<double>(done - start_done_) / secs : 0;
-    std::string of = estimate_ > 0 ? " of about " + std::to_string(static_cast<std::uint64_t>(estimate_))
-                                   : "";
-    std::string eta;
-    if (!final && estimate_ > static_cast<double>(done) && rate > 0) {
-      eta = ", about " + std::to_string(static_cast<std::uint64_t>((estimate_ - static_cast<double>(done)) / rate)) +
-            " s left";
-    }
-    spdlog::info("snapshot of {}: {} rows{}{} ({:.0f} rows/s){}", table_, done, of,
-                 final ? " read, complete" : " read", rate, eta);
-  }
-
- private:
-  std::string table_;
-  double estimate_;
-  std::uint64_t start_done_;
-  bool tty_;
-  bool drawn_ = false;
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-  std::chrono::steady_clock::time_point last_ = start_;
-};
-
 }  // namespace
+
+std::string keyset_chunk_query(const TableDescription& d, const std::string& where,
+                               bool after_cursor, std::size_t limit) {
+  std::string sql = "select " + column_list(d) + " from " + table_ref(d);
+  std::string conds = where;
+  if (after_cursor) {
+    std::string lhs = "(", rhs = "(";
+    for (std::size_t k = 0; k < d.key.size(); ++k) {
+      if (k) lhs += ", ", rhs += ", ";
+      lhs += quote_ident(d.key[k]);
+      rhs += "$" + std::to_string(k + 1) + "::" + d.key_types[k];
+    }
+    conds += (conds.empty() ? "" : " and ") + lhs + ") > " + rhs + ")";
+  }
+  if (!conds.empty()) sql += " where " + conds;
+  sql += " order by ";
+  for (std::size_t k = 0; k < d.key.size(); ++k) sql += (k ? ", " : "") + quote_ident(d.key[k]);
+  sql += " limit " + std::to_string(limit);
+  return sql;
+}
+
+TupleData tuple_of(const PGresult* res, int row) {
+  const int ncols = PQnfields(res);
+  TupleData tuple(static_cast<std::size_t>(ncols));
+  for (int c = 0; c < ncols; ++c) {
+    if (!PQgetisnull(res, row, c)) {
+      tuple[c].kind = TupleColumn::Kind::kText;
+      tuple[c].value.assign(PQgetvalue(res, row, c), static_cast<std::size_t>(PQgetlength(res, row, c)));
+    }
+  }
+  return tuple;
+}
+
+std::vector<std::string> key_values(const TableDescription& d, const PGresult* res, int row) {
+  std::vector<std::string> out;
+  for (const auto& k : d.key) {
+    const auto idx = static_cast<int>(
+        std::find_if(d.relation.columns.begin(), d.relation.columns.end(),
+                     [&](const RelationColumn& c) { return c.name == k; }) -
+        d.relation.columns.begin());
+    out.emplace_back(PQgetvalue(res, row, idx));
+  }
+  return out;
+}
+
+Result<std::vector<std::string>> leaf_tables(PGconn* conn, const std::string& publication,
+                                             const std::vector<std::string>& tables) {
+  auto via = exec(conn, "select pubviaroot from pg_publication where pubname = $1",
+                  "looking up publication " + publication, {publication});
+  if (!via) return fail(via.error());
+  // No publication (initial_only): read as cppcdc would publish, through the root.
+  const bool via_root = PQntuples(via->get()) == 0 || get(via->get(), 0, 0).value_or("f") == "t";
+  std::vector<std::string> out;
+  for (const auto& t : tables) {
+    const auto dot = t.find('.');
+    const std::string schema = dot == std::string::npos ? "public" : t.substr(0, dot);
+    const std::string table = dot == std::string::npos ? t : t.substr(dot + 1);
+    auto leaves = exec(conn,
+                       "select n.nspname, c.relname from pg_partition_tree(format('%I.%I', "
+                       "$1::text, $2::text)::regclass) p join pg_class c on c.oid = p.relid "
+                       "join pg_namespace n on n.oid = c.relnamespace where p.isleaf and "
+                       "p.level > 0 order by c.relname",
+                       "listing the partitions of " + t, {schema, table});
+    if (!leaves) return fail(leaves.error());
+    if (via_root || PQntuples(leaves->get()) == 0) {
+      out.push_back(schema + "." + table);
+      continue;
+    }
+    for (int r = 0; r < PQntuples(leaves->get()); ++r) {
+      out.push_back(get(leaves->get(), r, 0).value_or("") + "." +
+                    get(leaves->get(), r, 1).value_or(""));
+    }
+  }
+  return out;
+}
 
 std::string SnapshotProgress::to_state() const {
   if (done()) return "";
@@ -261,11 +276,11 @@ Status run_snapshot(PGconn* conn, PGconn* catalog, TransactionAssembler& assembl
     }
   }
   const std::uint32_t n = std::max<std::uint32_t>(1, options.chunk_size);
-  const std::string limit = std::to_string(n + 1);  // one more, to know the last chunk
+  const std::string limit = std::to_string(n + 1);  // one more, to know the last chunk (FETCH)
   std::vector<Event> chunk;
   while (!progress.done() && !stop.load()) {
     const std::string& name = progress.tables[progress.table_index];
-    auto d = describe(catalog, name);
+    auto d = describe_snapshot_table(catalog, name);
     if (!d) return fail(d.error());
     CPPCDC_TRY(assembler.observe_relation(d->relation));
     std::string where;
@@ -287,29 +302,15 @@ Status run_snapshot(PGconn* conn, PGconn* catalog, TransactionAssembler& assembl
                            "opening the snapshot cursor of " + name);
       if (!declared) return fail(declared.error());
     }
-    ProgressLog log(name, d->estimated_rows, progress.rows);
+    cppcdc::detail::ProgressLog log(name, d->estimated_rows, progress.rows);
     bool table_done = false;
     while (!table_done && !stop.load()) {
       detail::PgResultPtr res;
       if (keyed) {
-        std::string sql = "select " + column_list(*d) + " from " + table_ref(*d);
         std::vector<std::optional<std::string>> params;
-        std::string conds = where;
-        if (progress.cursor) {
-          std::string lhs = "(", rhs = "(";
-          for (std::size_t k = 0; k < d->key.size(); ++k) {
-            if (k) lhs += ", ", rhs += ", ";
-            lhs += quote_ident(d->key[k]);
-            rhs += "$" + std::to_string(k + 1) + "::" + d->key_types[k];
-            params.emplace_back(k < progress.cursor->size() ? (*progress.cursor)[k] : "");
-          }
-          conds += (conds.empty() ? "" : " and ") + lhs + ") > " + rhs + ")";
-        }
-        if (!conds.empty()) sql += " where " + conds;
-        sql += " order by ";
-        for (std::size_t k = 0; k < d->key.size(); ++k) sql += (k ? ", " : "") + quote_ident(d->key[k]);
-        sql += " limit " + limit;
-        auto r = exec(conn, sql, "reading a snapshot chunk of " + name, params);
+        if (progress.cursor) params.assign(progress.cursor->begin(), progress.cursor->end());
+        auto r = exec(conn, keyset_chunk_query(*d, where, progress.cursor.has_value(), n + 1),
+                      "reading a snapshot chunk of " + name, params);
         if (!r) return fail(r.error());
         res = std::move(*r);
       } else {
@@ -326,17 +327,8 @@ Status run_snapshot(PGconn* conn, PGconn* catalog, TransactionAssembler& assembl
         auto back = exec(conn, "move backward 1 in cppcdc_snapshot", "rewinding the cursor");
         if (!back) return fail(back.error());
       }
-      const int ncols = PQnfields(res.get());
       for (int r = 0; r < take; ++r) {
-        TupleData tuple(static_cast<std::size_t>(ncols));
-        for (int c = 0; c < ncols; ++c) {
-          if (!PQgetisnull(res.get(), r, c)) {
-            tuple[c].kind = TupleColumn::Kind::kText;
-            tuple[c].value.assign(PQgetvalue(res.get(), r, c),
-                                  static_cast<std::size_t>(PQgetlength(res.get(), r, c)));
-          }
-        }
-        auto e = assembler.make_read(d->relation.relation_id, std::move(tuple),
+        auto e = assembler.make_read(d->relation.relation_id, tuple_of(res.get(), r),
                                      progress.stream_start, progress.started_ms);
         if (!e) return fail(e.error().context("snapshot of " + name));
         e->snapshot = SnapshotMetadata{progress.id, progress.chunk, table_done};
@@ -346,17 +338,7 @@ Status run_snapshot(PGconn* conn, PGconn* catalog, TransactionAssembler& assembl
       // chunk is acknowledged.
       progress.rows += static_cast<std::uint64_t>(take);
       ++progress.chunk;
-      if (take > 0 && keyed) {
-        std::vector<std::string> cursor;
-        for (const auto& k : d->key) {
-          const auto idx = static_cast<int>(
-              std::find_if(d->relation.columns.begin(), d->relation.columns.end(),
-                           [&](const RelationColumn& c) { return c.name == k; }) -
-              d->relation.columns.begin());
-          cursor.emplace_back(PQgetvalue(res.get(), take - 1, idx));
-        }
-        progress.cursor = std::move(cursor);
-      }
+      if (take > 0 && keyed) progress.cursor = key_values(*d, res.get(), take - 1);
       if (table_done) {
         ++progress.table_index;
         progress.cursor.reset();

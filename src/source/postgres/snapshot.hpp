@@ -52,6 +52,35 @@ struct SnapshotProgress {
   static Result<std::optional<SnapshotProgress>> from_state(const std::string& state);
 };
 
+/// A table as the snapshot reads it, described from the current catalog.
+struct TableDescription {
+  RelationMsg relation;                ///< columns as pgoutput publishes them, flagged likewise
+  std::vector<std::string> key;        ///< primary key column names, key order
+  std::vector<std::string> key_types;  ///< their format_type, for casting cursor values
+  double estimated_rows = 0;           ///< pg_class.reltuples (-1 or 0 when never analysed)
+};
+
+/// Describes "schema.table" on `conn`. Terminal error when the table does not exist.
+Result<TableDescription> describe_snapshot_table(PGconn* conn, const std::string& qualified);
+
+/// SELECT of the table's published columns in key order, at most `limit` rows; with
+/// `after_cursor` only keys above the cursor, passed as parameters $1..$k (text, key order).
+/// `where` (may be empty) is an extra condition in parentheses.
+std::string keyset_chunk_query(const TableDescription& d, const std::string& where,
+                               bool after_cursor, std::size_t limit);
+
+/// Row `row` of a text-format result as a pgoutput tuple (NULLs stay null).
+TupleData tuple_of(const PGresult* res, int row);
+
+/// The key values (text, key order) of row `row` of a keyset query result.
+std::vector<std::string> key_values(const TableDescription& d, const PGresult* res, int row);
+
+/// The tables a snapshot of `tables` reads, named as the stream names their rows: a
+/// partitioned table as itself when `publication` publishes through the root (or does not
+/// exist), else as its leaf partitions. Errors from libpq (a table that does not exist).
+Result<std::vector<std::string>> leaf_tables(PGconn* conn, const std::string& publication,
+                                             const std::vector<std::string>& tables);
+
 struct SnapshotOptions {
   std::uint32_t chunk_size = 1024;
   /// Optional WHERE condition per "schema.table".

@@ -19,9 +19,11 @@
 #include "core/fault.hpp"
 #include "cppcdc/postgres.hpp"
 #include "source/postgres/assembler.hpp"
+#include "source/postgres/incremental_backend.hpp"
 #include "source/postgres/pg_conn.hpp"
 #include "source/postgres/pgoutput.hpp"
 #include "source/postgres/snapshot.hpp"
+#include "source/postgres/sql_catalog.hpp"
 
 namespace cppcdc::pg {
 namespace {
@@ -53,73 +55,6 @@ TableName split_table(const std::string& name) {
   if (dot == std::string::npos) return {"public", name};
   return {name.substr(0, dot), name.substr(dot + 1)};
 }
-
-/// Catalog look-ups over the SQL connection.
-class SqlCatalog final : public CatalogLookup {
- public:
-  explicit SqlCatalog(PGconn* conn) : conn_(conn) {}
-
-  Result<RelationDetails> describe(const RelationMsg& rel) override {
-    RelationDetails d;
-    // Type names from the message's own oids and modifiers, so they describe the tuple that
-    // was decoded even if the table changed since.
-    std::string oids = "{", mods = "{";
-    for (std::size_t i = 0; i < rel.columns.size(); ++i) {
-      if (i) {
-        oids += ',';
-        mods += ',';
-      }
-      oids += std::to_string(rel.columns[i].type_oid);
-      mods += std::to_string(rel.columns[i].type_modifier);
-    }
-    oids += '}';
-    mods += '}';
-    // The second column follows a domain (possibly over another domain) down to its base
-    // type, which decides how the value prints (a domain over jsonb is JSON).
-    auto types = exec(conn_,
-                      "select format_type(t.oid, t.mod), "
-                      "(with recursive b(oid, base) as ("
-                      "   select y.oid, y.typbasetype from pg_type y where y.oid = t.oid"
-                      "   union all"
-                      "   select y.oid, y.typbasetype from b join pg_type y on y.oid = b.base"
-                      "   where b.base <> 0)"
-                      " select b.oid from b where b.base = 0) "
-                      "from unnest($1::oid[], $2::int4[]) with ordinality as t(oid, mod, n) "
-                      "order by t.n",
-                      "looking up column types", {oids, mods});
-    if (!types) return fail(types.error());
-    for (int i = 0; i < PQntuples(types->get()); ++i) {
-      d.type_names.push_back(get(types->get(), i, 0).value_or(""));
-      const auto base = get(types->get(), i, 1);
-      d.base_type_oids.push_back(base ? static_cast<std::uint32_t>(std::stoul(*base)) : 0);
-    }
-    auto cols = exec(conn_,
-                     "select a.attname, a.attnotnull, "
-                     "array_position(i.indkey::int2[], a.attnum) "
-                     "from pg_attribute a left join pg_index i "
-                     "on i.indrelid = a.attrelid and i.indisprimary "
-                     "where a.attrelid = $1::oid and a.attnum > 0 and not a.attisdropped",
-                     "looking up columns and primary key",
-                     {std::to_string(rel.relation_id)});
-    if (!cols) return fail(cols.error());
-    std::vector<std::pair<int, std::string>> key;
-    d.not_null.assign(rel.columns.size(), false);
-    for (int r = 0; r < PQntuples(cols->get()); ++r) {
-      const std::string name = get(cols->get(), r, 0).value_or("");
-      const bool not_null = get(cols->get(), r, 1).value_or("f") == "t";
-      for (std::size_t i = 0; i < rel.columns.size(); ++i) {
-        if (rel.columns[i].name == name) d.not_null[i] = not_null;
-      }
-      if (auto pos = get(cols->get(), r, 2)) key.emplace_back(std::stoi(*pos), name);
-    }
-    std::sort(key.begin(), key.end());
-    for (auto& [pos, name] : key) d.primary_key.push_back(std::move(name));
-    return d;
-  }
-
- private:
-  PGconn* conn_;
-};
 
 class PostgresSource final : public Source {
  public:
@@ -204,7 +139,8 @@ class PostgresSource final : public Source {
       // The checkpoint may have moved past where the snapshot's stream was to start (an
       // idle position saved after its last chunk): the stream resumes at the checkpoint.
       if (snapshot_ && snapshot_->stream_start < start_lsn) snapshot_->stream_start = start_lsn;
-    } else if (config_.snapshot_mode != SnapshotMode::kNever) {
+    } else if (config_.snapshot_mode != SnapshotMode::kNever &&
+               config_.snapshot_mode != SnapshotMode::kIncremental) {
       SnapshotProgress p;
       p.tables = config_.snapshot_tables.empty() ? config_.tables : config_.snapshot_tables;
       for (auto& t : p.tables) t = split_table(t).text();
@@ -282,6 +218,24 @@ class PostgresSource final : public Source {
     });
     return ok();
   }
+
+  // For the incremental snapshot backend: see IncrementalHooks.
+  std::optional<Lsn> drained_through() {
+    std::lock_guard lock(mutex_);
+    if (!queue_.empty() || reader_done_ || idle_lsn_ == 0) return std::nullopt;
+    return Lsn(idle_lsn_);
+  }
+  void request_progress() {
+    if (config_.transport != WalTransport::kStreamingReplication) return;  // peeks come anyway
+    ping_now_.store(true);
+    wake();
+  }
+  // Only the configured names (a partition is captured through its configured parent); no
+  // catalog query, since the SQL connection belongs to the reader thread.
+  bool captured(const std::string& qualified) const {
+    return tables_.count(split_table(qualified)) > 0;
+  }
+  const PostgresSourceConfig& config() const { return config_; }
 
   bool finished() override {
     if (!finished_.load()) return false;
@@ -828,8 +782,9 @@ class PostgresSource final : public Source {
         return finish(detail::error_from_conn(conn, "sending a standby status update"));
       }
       const auto now = std::chrono::steady_clock::now();
+      const bool asked = ping_now_.exchange(false);  // an incremental snapshot's chunk waits
       if ((!assembler_->in_transaction() || now - last_received_ > std::chrono::seconds(1)) &&
-          now - last_ping_ > std::chrono::seconds(1)) {
+          (asked || now - last_ping_ > std::chrono::seconds(1))) {
         // Ask for a keepalive: its WAL position lets an idle pipeline release WAL, and its
         // arrival shows the connection is alive (also inside a transaction that has gone
         // quiet, e.g. while the walsender skips a long run of unpublished changes).
@@ -938,37 +893,10 @@ class PostgresSource final : public Source {
     return std::string();
   }
 
-  // The tables the snapshot reads, named as the stream names their rows: a partitioned table
-  // is read as itself when the publication publishes through the root, and as its leaf
-  // partitions otherwise. Called after ensure_publication().
+  // The tables the snapshot reads, named as the stream names their rows. Called after
+  // ensure_publication().
   Result<std::vector<std::string>> snapshot_leaf_tables(const std::vector<std::string>& tables) {
-    auto via = exec(sql_.get(), "select pubviaroot from pg_publication where pubname = $1",
-                    "looking up publication " + config_.publication_name,
-                    {config_.publication_name});
-    if (!via) return fail(via.error());
-    // No publication (initial_only): read as cppcdc would publish, through the root.
-    const bool via_root = PQntuples(via->get()) == 0 || get(via->get(), 0, 0).value_or("f") == "t";
-    std::vector<std::string> out;
-    for (const auto& t : tables) {
-      const TableName name = split_table(t);
-      auto leaves = exec(sql_.get(),
-                         "select n.nspname, c.relname from pg_partition_tree(format('%I.%I', "
-                         "$1::text, $2::text)::regclass) p join pg_class c on c.oid = p.relid "
-                         "join pg_namespace n on n.oid = c.relnamespace where p.isleaf and "
-                         "p.level > 0 order by c.relname",
-                         "listing the partitions of " + t, {name.schema, name.table});
-      if (!leaves) return fail(leaves.error());
-      if (via_root || PQntuples(leaves->get()) == 0) {
-        out.push_back(t);
-        continue;
-      }
-      for (int r = 0; r < PQntuples(leaves->get()); ++r) {
-        out.push_back(TableName{get(leaves->get(), r, 0).value_or(""),
-                                get(leaves->get(), r, 1).value_or("")}
-                          .text());
-      }
-    }
-    return out;
+    return leaf_tables(sql_.get(), config_.publication_name, tables);
   }
 
   // Runs the snapshot on a connection of its own, then (unless initial_only) starts the
@@ -1260,6 +1188,7 @@ class PostgresSource final : public Source {
   std::atomic<std::uint64_t> received_{0};
   std::uint64_t idle_lsn_ = 0;  // guarded by mutex_
   std::chrono::steady_clock::time_point last_ping_;
+  std::atomic<bool> ping_now_{false};
   std::chrono::steady_clock::time_point last_received_;  // reader thread only
   std::uint64_t sent_flush_ = 0;  // reader thread only
   std::chrono::steady_clock::time_point last_status_;
@@ -1294,7 +1223,31 @@ Result<std::unique_ptr<Source>> make_postgres_source(PostgresSourceConfig config
     return fail(Error::configuration("[source] tables: list at least one \"schema.table\""));
   }
   if (config.max_queued_events == 0) config.max_queued_events = 1;
-  return std::unique_ptr<Source>(new PostgresSource(std::move(config)));
+  auto source = std::unique_ptr<PostgresSource>(new PostgresSource(std::move(config)));
+  const PostgresSourceConfig& c = source->config();
+  // initial_only never streams, so it has nothing to interleave chunks with.
+  if (c.snapshot_mode == SnapshotMode::kInitialOnly) return std::unique_ptr<Source>(std::move(source));
+  PostgresSource* raw = source.get();  // owned by the driver, which outlives its backend
+  IncrementalBackendConfig backend;
+  backend.dsn = c.dsn;
+  backend.publication = c.publication_name;
+  backend.source_name = c.source_name;
+  for (const auto& [table, condition] : c.snapshot_table_conditions) {
+    backend.table_conditions[split_table(table).text()] = condition;
+  }
+  IncrementalHooks hooks;
+  hooks.drained_through = [raw] { return raw->drained_through(); };
+  hooks.request_progress = [raw] { raw->request_progress(); };
+  hooks.captured = [raw](const std::string& t) { return raw->captured(t); };
+  IncrementalSnapshotOptions options;
+  options.chunk_size = c.snapshot_chunk_size;
+  options.id_prefix = c.slot_name;
+  if (c.snapshot_mode == SnapshotMode::kIncremental) {
+    options.tables = c.snapshot_tables.empty() ? c.tables : c.snapshot_tables;
+  }
+  return make_incremental_snapshot_source(std::move(source),
+                                          make_incremental_backend(std::move(backend), std::move(hooks)),
+                                          std::move(options));
 }
 
 }  // namespace cppcdc::pg

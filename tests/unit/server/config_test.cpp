@@ -274,8 +274,9 @@ TEST(ServerConfig, OutOfRangeAndBadValuesAreNamed) {
                   "[state.offset] backend");
   EXPECT_CONTAINS(error_of(edit(example, "format = \"json\"", "format = \"xml\"")), "[log] format");
   EXPECT_CONTAINS(error_of(edit(example, "level = \"debug\"", "level = \"loud\"")), "[log] level");
-  EXPECT_CONTAINS(error_of(edit(example, "mode = \"initial_only\"", "mode = \"incremental\"")),
-                  "[source.snapshot] mode: \"incremental\" is not built yet");
+  EXPECT_CONTAINS(error_of(edit(example, "mode = \"initial_only\"", "mode = \"gradual\"")),
+                  "[source.snapshot] mode: expected \"initial\", \"never\", \"initial_only\", "
+                  "\"when_needed\" or \"incremental\", found \"gradual\"");
   EXPECT_CONTAINS(error_of(edit(example, "tables = [\"public.orders\"]\ntable_conditions",
                                 "tables = [\"public.other\"]\ntable_conditions")),
                   "is not captured");

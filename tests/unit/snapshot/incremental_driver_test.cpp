@@ -1,0 +1,442 @@
+// The incremental snapshot driver against a scripted stream and an in-memory table: the
+// watermark bracket, the batch split, TOAST repair, generations, control and resume. The
+// database half is faked here on purpose (the driver is source-agnostic); the PostgreSQL
+// backend is tested against a real server in tests/integration/pg_incremental_test.cpp.
+
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <map>
+#include <thread>
+
+#include "cppcdc/incremental_snapshot.hpp"
+#include "cppcdc/runtime.hpp"
+
+using namespace cppcdc;
+
+namespace {
+
+Row row(int id, const std::string& v, const std::string& big = "") {
+  Row r{ColumnValue{"id", std::to_string(id)}, ColumnValue{"v", v}};
+  if (!big.empty()) r.push_back(ColumnValue{"big", big});
+  return r;
+}
+
+Event change(Operation op, int id, const std::string& v, std::uint64_t position,
+             std::string resume = "") {
+  Event e;
+  e.op = op;
+  e.schema = "public";
+  e.table = "t";
+  e.primary_key = std::vector<std::string>{"id"};
+  if (op == Operation::kDelete) {
+    e.before = BeforeKeyOnly{Row{ColumnValue{"id", std::to_string(id)}}};
+  } else {
+    e.after = row(id, v, "B" + v);
+  }
+  e.log_position = position;
+  e.transaction = TransactionMetadata{position, 1, 0};
+  e.resume_offset = resume.empty() ? "0/" + std::to_string(position) : resume;
+  return e;
+}
+
+struct Stream final : Source {
+  std::deque<Event> queue;
+  std::optional<CheckpointRecord> started_with;
+  std::string type() const override { return "fake"; }
+  std::string source_id() const override { return "slot"; }
+  Status start(const std::optional<CheckpointRecord>& resume) override {
+    started_with = resume;
+    return ok();
+  }
+  Status poll(std::vector<Event>& out, std::size_t max, std::chrono::milliseconds) override {
+    while (!queue.empty() && out.size() < max) {
+      out.push_back(queue.front());
+      queue.pop_front();
+    }
+    return ok();
+  }
+  Status confirm(std::string_view) override { return ok(); }
+  std::optional<std::string> initial_offset() const override { return "0/1"; }
+  void close() override {}
+};
+
+struct Table final : IncrementalSnapshotBackend {
+  std::map<int, Row> rows;                  // the table as a chunk read sees it
+  std::vector<std::string> key = {"id"};
+  std::deque<std::uint64_t> positions;      // watermarks to hand out, in order
+  std::uint64_t reached = 0;                // the stream has passed this position
+  std::vector<std::optional<std::vector<std::string>>> cursors;  // each fetch's cursor
+  Status open() override { return ok(); }
+  void close() override {}
+  Result<SnapshotTableInfo> describe_table(const std::string& t) override {
+    if (t != "public.t") return fail(Error::configuration("table " + t + " does not exist"));
+    return SnapshotTableInfo{t, key, static_cast<double>(rows.size())};
+  }
+  Result<Watermark> current_position() override {
+    const std::uint64_t p = positions.empty() ? 1000 : positions.front();
+    if (!positions.empty()) positions.pop_front();
+    return Watermark{p, {}};
+  }
+  Result<std::vector<Event>> fetch_chunk(const SnapshotTableInfo&,
+                                         const std::optional<std::vector<std::string>>& cursor,
+                                         std::size_t limit) override {
+    cursors.push_back(cursor);
+    std::vector<Event> out;
+    for (auto it = cursor ? rows.upper_bound(std::stoi((*cursor)[0])) : rows.begin();
+         it != rows.end() && out.size() < limit; ++it) {
+      Event e;
+      e.op = Operation::kRead;
+      e.schema = "public";
+      e.table = "t";
+      e.primary_key = key;
+      e.after = it->second;
+      out.push_back(std::move(e));
+    }
+    return out;
+  }
+  std::optional<std::uint64_t> position_of_event(const Event& e) const override {
+    return e.log_position ? std::optional<std::uint64_t>(e.log_position) : std::nullopt;
+  }
+  bool stream_reached(const Watermark& high) override { return reached >= high.position; }
+
+  // An in-flight set as a list of transaction ids ("7,9"), like PostgreSQL's xip.
+  std::string in_flight_set;
+  Result<std::string> in_flight() override { return in_flight_set; }
+  static bool listed(const Event& e, const std::string& set) {
+    return e.transaction && ("," + set + ",").find("," + std::to_string(e.transaction->tx_id) +
+                                                   ",") != std::string::npos;
+  }
+  BracketPosition event_in_bracket(const Event& e, std::uint64_t position, const Watermark& low,
+                                   const std::string& set, const Watermark& high) const override {
+    auto ordinal = IncrementalSnapshotBackend::event_in_bracket(e, position, low, set, high);
+    if (ordinal == BracketPosition::kBefore && listed(e, set)) return BracketPosition::kInside;
+    return ordinal;
+  }
+  bool may_be_in_flight_later(const Event& e, const std::string& set) const override {
+    return listed(e, set);
+  }
+};
+
+struct Harness {
+  Stream* stream = nullptr;
+  Table* table = nullptr;
+  std::shared_ptr<IncrementalSnapshotControl> control;
+  std::unique_ptr<Source> source;
+
+  explicit Harness(std::uint32_t chunk_size, std::vector<std::string> tables = {"public.t"}) {
+    auto s = std::make_unique<Stream>();
+    auto t = std::make_unique<Table>();
+    stream = s.get();
+    table = t.get();
+    IncrementalSnapshotOptions options;
+    options.chunk_size = chunk_size;
+    options.tables = std::move(tables);
+    source = make_incremental_snapshot_source(std::move(s), std::move(t), options, &control);
+  }
+  std::vector<Event> poll(std::size_t max = 100) {
+    std::vector<Event> out;
+    EXPECT_TRUE(source->poll(out, max, std::chrono::milliseconds(0)));
+    return out;
+  }
+};
+
+// "r:1" for a read of id 1, "u:2" for an update, "i:9", "d:3".
+std::vector<std::string> names(const std::vector<Event>& events) {
+  std::vector<std::string> out;
+  for (const auto& e : events) {
+    const Row* r = e.after ? &*e.after : e.before.row();
+    out.push_back(std::string(to_string(e.op)).substr(0, 1) + ":" + *find_column(*r, "id")->text);
+  }
+  return out;
+}
+
+std::vector<std::string> expected(std::initializer_list<const char*> v) {
+  return std::vector<std::string>(v.begin(), v.end());
+}
+
+TEST(IncrementalSnapshot, StraddlingBatchIsSplitIntoHeadChunkTail) {
+  Harness h(10);
+  for (int id = 1; id <= 3; ++id) h.table->rows[id] = row(id, "old", "Bold");
+  h.table->positions = {100, 200};
+  ASSERT_TRUE(h.source->start(std::nullopt));
+  // One batch: an update inside the bracket (150), then two events past it (250, 260).
+  h.stream->queue = {change(Operation::kUpdate, 1, "new1", 150),
+                     change(Operation::kUpdate, 2, "new2", 250),
+                     change(Operation::kInsert, 9, "new9", 260)};
+  const auto out = h.poll();
+  // Head (the update of 1 wins over its chunk row), chunk, then the tail: the chunk row of 2
+  // lands before the newer update of 2, never after it.
+  EXPECT_EQ(names(out), expected({"u:1", "r:2", "r:3", "u:2", "i:9"}));
+  EXPECT_EQ(*find_column(*out[3].after, "v")->text, "new2");
+  const auto state = h.control->state();
+  ASSERT_EQ(state.tables.size(), 1u);
+  EXPECT_EQ(state.tables[0].rows, 2u);
+  EXPECT_TRUE(state.tables[0].complete);
+  EXPECT_TRUE(state.is_complete());
+}
+
+TEST(IncrementalSnapshot, ChunkWaitsForTheStreamToPassTheHighWatermark) {
+  Harness h(10);
+  h.table->rows[1] = row(1, "old", "Bold");
+  h.table->positions = {100, 200};
+  ASSERT_TRUE(h.source->start(std::nullopt));
+  EXPECT_TRUE(h.poll().empty());  // the stream has not reached 200 yet
+  h.stream->queue = {change(Operation::kUpdate, 7, "x", 150)};
+  EXPECT_EQ(names(h.poll()), expected({"u:7"}));
+  h.table->reached = 200;
+  const auto out = h.poll();
+  EXPECT_EQ(names(out), expected({"r:1"}));
+  // The chunk row is a read with snapshot metadata, and its offset names the generation.
+  EXPECT_EQ(out[0].op, Operation::kRead);
+  ASSERT_TRUE(out[0].snapshot);
+  EXPECT_EQ(out[0].snapshot->snapshot_id, "slot-incremental-1");
+  EXPECT_FALSE(out[0].snapshot->is_last_chunk);
+  EXPECT_EQ(out[0].source.offset, "incremental:1:public.t:[\"1\"]");
+}
+
+TEST(IncrementalSnapshot, EventsInsideTheBracketSuppressTheirChunkRows) {
+  Harness h(10);
+  for (int id = 1; id <= 4; ++id) h.table->rows[id] = row(id, "old", "Bold");
+  h.table->positions = {100, 200};
+  ASSERT_TRUE(h.source->start(std::nullopt));
+  h.stream->queue = {change(Operation::kDelete, 2, "", 120),
+                     change(Operation::kInsert, 3, "re", 130),
+                     change(Operation::kUpdate, 9, "other-key", 140),
+                     change(Operation::kUpdate, 4, "before-low", 50)};
+  h.table->reached = 200;
+  // 2 and 3 were changed inside the bracket; 4 changed before the low watermark, so the chunk
+  // saw it and its row stays; 9 is not in the chunk at all.
+  EXPECT_EQ(names(h.poll()), expected({"d:2", "i:3", "u:9", "u:4", "r:1", "r:4"}));
+}
+
+TEST(IncrementalSnapshot, ACommitInTheLogButNotYetVisibleMakesTheChunkWait) {
+  // Transaction 40 committed at position 50 and its event went out before any snapshot was
+  // requested, but it is not yet visible: a chunk read now would hold the old value of row 2
+  // and deliver it after the update. The in-flight set lists 40, so the chunk is read again
+  // once 40 is visible.
+  Harness h(10, {});
+  for (int id = 1; id <= 3; ++id) h.table->rows[id] = row(id, "old", "Bold");
+  h.table->reached = 1'000'000;
+  ASSERT_TRUE(h.source->start(std::nullopt));
+  Event update = change(Operation::kUpdate, 2, "new", 50);
+  update.transaction->tx_id = 40;
+  h.stream->queue = {update};
+  ASSERT_EQ(names(h.poll()), expected({"u:2"}));
+  h.table->in_flight_set = "40";
+  h.table->positions = {100, 200, 300, 400};
+  std::thread requester([&] { EXPECT_TRUE(h.control->request({"public.t"})); });
+  while (h.control->state().tables.empty()) EXPECT_TRUE(h.poll().empty());
+  requester.join();
+  EXPECT_EQ(h.table->cursors.size(), 1u);  // read once, and set aside
+  EXPECT_TRUE(h.poll().empty());
+  // Transaction 40 becomes visible: the next read has its value.
+  h.table->in_flight_set = "";
+  h.table->rows[2] = row(2, "new", "Bnew");
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  const auto chunk = h.poll();
+  ASSERT_EQ(names(chunk), expected({"r:1", "r:2", "r:3"}));
+  EXPECT_EQ(*find_column(*chunk[1].after, "v")->text, "new");
+}
+
+TEST(IncrementalSnapshot, UnchangedToastUpdateInsideTheBracketIsRepairedFromTheChunk) {
+  Harness h(10);
+  h.table->rows[1] = row(1, "old", "BIG-VALUE");
+  h.table->positions = {100, 200};
+  ASSERT_TRUE(h.source->start(std::nullopt));
+  Event first = change(Operation::kUpdate, 1, "v2", 150);
+  first.after = Row{ColumnValue{"id", "1"}, ColumnValue{"v", "v2"}};
+  first.unavailable_columns = {"big"};
+  Event second = first;  // a second update leaving big out again
+  second.after = Row{ColumnValue{"id", "1"}, ColumnValue{"v", "v3"}};
+  second.log_position = 160;
+  h.stream->queue = {first, second};
+  h.table->reached = 200;
+  const auto out = h.poll();
+  ASSERT_EQ(names(out), expected({"u:1", "u:1"}));
+  for (const auto& e : out) {
+    EXPECT_TRUE(e.unavailable_columns.empty());
+    ASSERT_NE(find_column(*e.after, "big"), nullptr);
+    EXPECT_EQ(*find_column(*e.after, "big")->text, "BIG-VALUE");
+    EXPECT_EQ(e.row_write().kind, RowWrite::Kind::kReplace);
+  }
+  EXPECT_EQ(*find_column(*out[1].after, "v")->text, "v3");
+}
+
+TEST(IncrementalSnapshot, ChunksAdvanceTheCursorOnlyWhenHandedOut) {
+  Harness h(2);
+  for (int id = 1; id <= 5; ++id) h.table->rows[id] = row(id, "v", "B");
+  h.table->reached = 1'000'000;
+  ASSERT_TRUE(h.source->start(std::nullopt));
+  std::vector<Event> all;
+  std::string last_state;
+  for (int i = 0; i < 10; ++i) {
+    auto out = h.poll();
+    for (auto& e : out) {
+      if (!e.resume_offset.empty()) last_state = e.resume_state;
+      all.push_back(std::move(e));
+    }
+  }
+  EXPECT_EQ(names(all), expected({"r:1", "r:2", "r:3", "r:4", "r:5"}));
+  ASSERT_EQ(h.table->cursors.size(), 3u);
+  EXPECT_FALSE(h.table->cursors[0]);
+  EXPECT_EQ(*h.table->cursors[1], std::vector<std::string>{"2"});
+  EXPECT_EQ(*h.table->cursors[2], std::vector<std::string>{"4"});
+  // The last chunk's last row carries the state with the final cursor, at the stream position.
+  EXPECT_NE(last_state.find("\"incremental\""), std::string::npos);
+  EXPECT_NE(last_state.find("\"complete\":true"), std::string::npos);
+}
+
+TEST(IncrementalSnapshot, RestartResumesAtTheSavedCursorAndAdoptsUnfinishedTables) {
+  // A checkpoint saved after the first chunk of 2 rows; the config's table list is empty,
+  // the table came from a request: it is adopted from the checkpoint all the same.
+  IncrementalSnapshotState saved;
+  saved.snapshot_id = "slot-incremental-4";
+  saved.generation = 4;
+  IncrementalSnapshotTableState t;
+  t.table = "public.t";
+  t.key_columns = {"id"};
+  t.cursor = std::vector<std::string>{"2"};
+  t.generation = 4;
+  t.chunks = 1;
+  t.rows = 2;
+  saved.tables.push_back(t);
+  CheckpointRecord record;
+  record.offset = "0/50";
+  record.source_state = "{\"snapshot\":{\"x\":1},\"incremental\":" + saved.to_json() + "}";
+
+  Harness h(2, {});
+  for (int id = 1; id <= 5; ++id) h.table->rows[id] = row(id, "v", "B");
+  h.table->reached = 1'000'000;
+  ASSERT_TRUE(h.source->start(record));
+  // The wrapped source sees its own state only.
+  EXPECT_EQ(h.stream->started_with->source_state, "{\"snapshot\":{\"x\":1}}");
+  std::vector<Event> all;
+  for (int i = 0; i < 5; ++i) {
+    for (auto& e : h.poll()) all.push_back(std::move(e));
+  }
+  EXPECT_EQ(names(all), expected({"r:3", "r:4", "r:5"}));
+  EXPECT_EQ(all[0].source.offset, "incremental:4:public.t:[\"3\"]");
+  EXPECT_EQ(*h.table->cursors[0], std::vector<std::string>{"2"});
+  // The chunk rows resume where the checkpoint was: the stream has not moved.
+  EXPECT_EQ(all.back().resume_offset, "0/50");
+  EXPECT_NE(all.back().resume_state.find("\"snapshot\":{\"x\":1}"), std::string::npos);
+
+  // A key that changed since the cursor was saved is refused with the remedy.
+  Harness k(2, {});
+  k.table->key = {"id", "v"};
+  auto st = k.source->start(record);
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().report().find("primary key of public.t changed"), std::string::npos);
+  EXPECT_NE(st.error().report().find("cppcdc snapshot forget"), std::string::npos);
+}
+
+TEST(IncrementalSnapshot, AReRequestedTableIsANewGenerationNotAReplay) {
+  Harness h(10, {});
+  h.table->rows[1] = row(1, "v", "B");
+  h.table->reached = 1'000'000;
+  ASSERT_TRUE(h.source->start(std::nullopt));
+  EXPECT_EQ(h.control->state().status(), "idle");
+  std::thread requester([&] { EXPECT_TRUE(h.control->request({"public.t"})); });
+  std::vector<Event> first;
+  while (first.empty()) first = h.poll();
+  requester.join();
+  EXPECT_EQ(h.control->state().status(), "complete");
+  std::thread again([&] { EXPECT_TRUE(h.control->request({"public.t"})); });
+  std::vector<Event> second;
+  while (second.empty()) second = h.poll();
+  again.join();
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(first[0].source.offset, "incremental:1:public.t:[\"1\"]");
+  EXPECT_EQ(second[0].source.offset, "incremental:2:public.t:[\"1\"]");
+  EXPECT_NE(first[0].snapshot->snapshot_id, second[0].snapshot->snapshot_id);
+  // A stop advances the generation too, so the next request cannot collide with it.
+  h.control->stop();
+  h.poll();
+  EXPECT_EQ(h.control->state().generation, 3u);
+  EXPECT_EQ(h.control->state().status(), "stopped");
+}
+
+TEST(IncrementalSnapshot, BadRequestsAreRefusedByName) {
+  Harness h(10, {});
+  h.table->key = {};
+  ASSERT_TRUE(h.source->start(std::nullopt));
+  std::thread poller([&] {
+    for (int i = 0; i < 200; ++i) {
+      h.poll();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  auto keyless = h.control->request({"public.t"});
+  auto missing = h.control->request({"public.nope"});
+  poller.join();
+  ASSERT_FALSE(keyless);
+  EXPECT_NE(keyless.error().report().find("public.t has no primary key"), std::string::npos);
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().report().find("public.nope does not exist"), std::string::npos);
+  // Nobody polling: the request times out with the reason, instead of hanging.
+  auto unpolled = h.control->request({"public.t"}, std::chrono::milliseconds(20));
+  ASSERT_FALSE(unpolled);
+  EXPECT_NE(unpolled.error().report().find("not polling"), std::string::npos);
+}
+
+TEST(IncrementalSnapshot, PauseHoldsNewChunksAndResumeGoesOn) {
+  Harness h(1);
+  for (int id = 1; id <= 3; ++id) h.table->rows[id] = row(id, "v", "B");
+  h.table->reached = 1'000'000;
+  ASSERT_TRUE(h.source->start(std::nullopt));
+  EXPECT_EQ(names(h.poll()), expected({"r:1"}));
+  h.control->pause();
+  EXPECT_TRUE(h.poll().empty());
+  EXPECT_TRUE(h.poll().empty());
+  EXPECT_EQ(h.control->state().status(), "paused");
+  EXPECT_FALSE(h.control->state().is_complete());
+  h.control->resume();
+  EXPECT_EQ(names(h.poll()), expected({"r:2"}));
+  EXPECT_EQ(names(h.poll()), expected({"r:3"}));
+  h.poll();
+  EXPECT_EQ(h.control->state().status(), "complete");
+}
+
+TEST(IncrementalSnapshot, AQuietStreamStillCheckpointsACompletedTable) {
+  // The last chunk is empty (the table size is a multiple of the chunk): no row carries the
+  // completion, so the runtime saves it with the idle state.
+  auto s = std::make_unique<Stream>();
+  auto t = std::make_unique<Table>();
+  t->rows[1] = row(1, "v", "B");
+  t->reached = 1'000'000;
+  IncrementalSnapshotOptions options;
+  options.chunk_size = 1;
+  options.tables = {"public.t"};
+  struct Memory final : Checkpoint {
+    std::optional<CheckpointRecord> record;
+    Result<std::optional<CheckpointRecord>> load() override { return record; }
+    Status save(const CheckpointRecord& r) override {
+      record = r;
+      return ok();
+    }
+    std::string name() const override { return "memory"; }
+  };
+  auto checkpoint = std::make_shared<Memory>();
+  RuntimeConfig config;
+  config.source = make_incremental_snapshot_source(std::move(s), std::move(t), options);
+  config.checkpoint = checkpoint;
+  config.options.max_poll_wait_ms = 1;
+  auto rt = Runtime::create(std::move(config));
+  ASSERT_TRUE(rt);
+  ASSERT_TRUE((*rt)->start());
+  for (int i = 0; i < 5; ++i) {
+    auto batch = (*rt)->poll_event_batch();
+    ASSERT_TRUE(batch);
+    ASSERT_TRUE((*rt)->commit_ack(batch->ack_mode()));
+  }
+  ASSERT_TRUE(checkpoint->record);
+  auto state = (*rt)->admin_snapshot().incremental_snapshot;
+  ASSERT_TRUE(state);
+  EXPECT_TRUE(state->is_complete());
+  EXPECT_NE(checkpoint->record->source_state.find("\"complete\":true"), std::string::npos)
+      << checkpoint->record->source_state;
+}
+
+}  // namespace
