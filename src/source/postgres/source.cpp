@@ -778,14 +778,18 @@ class PostgresSource final : public Source {
 
   // Pushes a whole transaction; waits while the queue is over its bound (a transaction
   // larger than the bound waits for an empty queue). Keeps feedback flowing while waiting.
-  bool push(std::vector<Event>& events) {
-    std::size_t bytes = 0;
-    std::vector<std::size_t> sizes;
+  // `known_sizes`: detail::approx_event_bytes of the first known_sizes->size() events, as the
+  // assembler measured them; the others (snapshot chunks, pieces of a spilled transaction)
+  // are measured here. Empties both.
+  bool push(std::vector<Event>& events, std::vector<std::size_t>* known_sizes = nullptr) {
+    std::vector<std::size_t> measured;
+    std::vector<std::size_t>& sizes = known_sizes ? *known_sizes : measured;
     sizes.reserve(events.size());
-    for (const auto& e : events) {
-      sizes.push_back(cppcdc::detail::approx_event_bytes(e));
-      bytes += sizes.back();
+    for (std::size_t i = sizes.size(); i < events.size(); ++i) {
+      sizes.push_back(cppcdc::detail::approx_event_bytes(events[i]));
     }
+    std::size_t bytes = 0;
+    for (std::size_t i = 0; i < events.size(); ++i) bytes += sizes[i];
     std::unique_lock lock(mutex_);
     while (!stop_.load() && !queue_.empty() &&
            (queue_.size() + events.size() > config_.max_queued_events ||
@@ -802,6 +806,7 @@ class PostgresSource final : public Source {
     }
     queued_bytes_ += bytes;
     events.clear();
+    sizes.clear();
     not_empty_.notify_all();
     return true;
   }
@@ -821,6 +826,7 @@ class PostgresSource final : public Source {
   void read_loop() {
     PGconn* conn = repl_.get();
     std::vector<Event> ready;
+    std::vector<std::size_t> ready_bytes;  // the assembler's measure of each of `ready`
     last_status_ = std::chrono::steady_clock::now();
     last_received_ = last_status_;
     while (!stop_.load()) {
@@ -843,10 +849,10 @@ class PostgresSource final : public Source {
       if (n > 0) {
         std::span<const std::uint8_t> bytes(reinterpret_cast<const std::uint8_t*>(buf),
                                             static_cast<std::size_t>(n));
-        auto st = handle_frame(bytes, ready);
+        auto st = handle_frame(bytes, ready, ready_bytes);
         PQfreemem(buf);
         if (!st) return finish(st.error());
-        if (!ready.empty() && !push(ready)) {
+        if (!ready.empty() && !push(ready, &ready_bytes)) {
           return finish(detail::error_from_conn(conn, "sending a standby status update"));
         }
         // A spilled transaction is handed over in pieces, each waiting for room in the
@@ -854,7 +860,7 @@ class PostgresSource final : public Source {
         while (assembler_->spilled_ready() && !stop_.load()) {
           auto drained = assembler_->drain_spilled(ready, kSpillPiece);
           if (!drained) return finish(drained.error());
-          if (!push(ready)) {
+          if (!push(ready, &ready_bytes)) {
             return finish(detail::error_from_conn(conn, "sending a standby status update"));
           }
         }
@@ -1028,6 +1034,7 @@ class PostgresSource final : public Source {
 
   void peek_loop() {
     std::vector<Event> ready;
+    std::vector<std::size_t> ready_bytes;  // the assembler's measure of each of `ready`
     while (!stop_.load()) {
       // The slot follows what is checkpointed (confirm() stores it), before each peek.
       const std::uint64_t confirmed = confirmed_.load();
@@ -1042,7 +1049,7 @@ class PostgresSource final : public Source {
       const Lsn flushed = Lsn::parse(get(flush->get(), 0, 0).value_or("0/0")).value_or(Lsn());
 
       std::uint64_t rows = 0, fresh = 0;
-      auto st = peek_once(ready, rows, fresh);
+      auto st = peek_once(ready, ready_bytes, rows, fresh);
       if (stop_.load()) break;
       if (!st) {
         if (st.error().message().find("SQLSTATE 57014") == std::string::npos) {
@@ -1090,7 +1097,8 @@ class PostgresSource final : public Source {
 
   // One peek, fed row by row (single-row mode) into the assembler. `rows`: rows returned;
   // `fresh`: rows that were new (not already handed over by an earlier peek).
-  Status peek_once(std::vector<Event>& ready, std::uint64_t& rows, std::uint64_t& fresh) {
+  Status peek_once(std::vector<Event>& ready, std::vector<std::size_t>& ready_bytes,
+                   std::uint64_t& rows, std::uint64_t& fresh) {
     PGconn* conn = peek_.get();
     std::string sql =
         "select lsn, data from pg_logical_slot_peek_binary_changes($1, NULL, $2::int, "
@@ -1136,16 +1144,16 @@ class PostgresSource final : public Source {
       if (status == PGRES_SINGLE_TUPLE) {
         if (error || cancelled) continue;  // drain the rest
         ++rows;
-        auto st = peek_row(res.get(), ready, fresh);
+        auto st = peek_row(res.get(), ready, ready_bytes, fresh);
         if (!st) {
           error = st.error();
           continue;
         }
-        if (!ready.empty() && !push(ready)) error = Error::internal("stopped");
+        if (!ready.empty() && !push(ready, &ready_bytes)) error = Error::internal("stopped");
         while (!error && assembler_->spilled_ready() && !stop_.load()) {
           auto drained = assembler_->drain_spilled(ready, kSpillPiece);
           if (!drained) error = drained.error();
-          if (!error && !push(ready)) error = Error::internal("stopped");
+          if (!error && !push(ready, &ready_bytes)) error = Error::internal("stopped");
         }
       } else if (status != PGRES_TUPLES_OK && !error) {
         error = detail::error_from_result(res.get(), conn, "peeking replication slot " +
@@ -1156,7 +1164,8 @@ class PostgresSource final : public Source {
     return ok();
   }
 
-  Status peek_row(const PGresult* res, std::vector<Event>& ready, std::uint64_t& fresh) {
+  Status peek_row(const PGresult* res, std::vector<Event>& ready,
+                  std::vector<std::size_t>& ready_bytes, std::uint64_t& fresh) {
     if (PQgetisnull(res, 0, 0) || PQgetisnull(res, 0, 1) || PQgetlength(res, 0, 0) != 8) {
       return fail(Error::invalid_data("a peek of slot " + config_.slot_name +
                                       " returned a row without an LSN or data"));
@@ -1197,7 +1206,7 @@ class PostgresSource final : public Source {
     const auto* commit = std::get_if<CommitMsg>(&*message);
     const auto* loose = std::get_if<LogicalMessageMsg>(&*message);
     const Lsn mark = commit ? commit->end_lsn : (loose && !loose->transactional ? loose->lsn : Lsn());
-    auto st = assembler_->feed(std::move(*message), position, ready);
+    auto st = assembler_->feed(std::move(*message), position, ready, &ready_bytes);
     if (!st) return fail(st.error().context("at WAL position " + position.to_string()));
     if (mark > high_water_) {
       std::lock_guard lock(mutex_);
@@ -1206,7 +1215,8 @@ class PostgresSource final : public Source {
     return ok();
   }
 
-  Status handle_frame(std::span<const std::uint8_t> bytes, std::vector<Event>& ready) {
+  Status handle_frame(std::span<const std::uint8_t> bytes, std::vector<Event>& ready,
+                      std::vector<std::size_t>& ready_bytes) {
     auto frame = decode_copy_frame(bytes);
     if (!frame) return fail(frame.error().context("decoding a replication frame"));
     if (auto* k = std::get_if<PrimaryKeepalive>(&*frame)) {
@@ -1230,7 +1240,7 @@ class PostgresSource final : public Source {
     }
     const auto* commit = std::get_if<CommitMsg>(&*message);
     const std::uint64_t end = commit ? commit->end_lsn.value() : 0;
-    auto st = assembler_->feed(std::move(*message), x.data_start, ready);
+    auto st = assembler_->feed(std::move(*message), x.data_start, ready, &ready_bytes);
     if (!st) return fail(st.error().context("at WAL position " + x.data_start.to_string()));
     if (end > received_.load()) received_.store(end);
     return ok();
