@@ -54,6 +54,21 @@ TableName split_table(const std::string& name) {
   return {name.substr(0, dot), name.substr(dot + 1)};
 }
 
+// Another process streams from replication slot `slot`: `refusal` is the server's error for
+// START_REPLICATION, which gets what to do as context; without one, the start-up check saw
+// the slot active for PID `active_pid`. Either way it is retried (it may be the walsender of
+// a previous run that has not noticed its client is gone), but if it persists an operator
+// has to act.
+Error slot_in_use_error(const std::string& slot, std::optional<Error> refusal,
+                        const std::string& active_pid = "?") {
+  const std::string remedy = "another process is streaming from replication slot " + slot +
+                             "; stop it (see pg_stat_replication) or choose another slot_name";
+  if (refusal) return std::move(*refusal).context(remedy);
+  return Error::source(ErrorKind::kTransient,
+                       "replication slot " + slot + " is active for PID " + active_pid + ": " +
+                           remedy);
+}
+
 /// Catalog look-ups over the SQL connection.
 class SqlCatalog final : public CatalogLookup {
  public:
@@ -306,11 +321,7 @@ class PostgresSource final : public Source {
       Error e = detail::error_from_result(res.get(), repl_.get(),
                                           "START_REPLICATION on slot " + config_.slot_name);
       if (e.message().find("is active for PID") != std::string::npos) {
-        // Retried (it may be the walsender of a previous run that has not noticed its client
-        // is gone), but if it persists an operator has to act.
-        e = std::move(e).context(
-            "another process is streaming from replication slot " + config_.slot_name +
-            "; stop it (see pg_stat_replication) or choose another slot_name");
+        e = slot_in_use_error(config_.slot_name, std::move(e));
       }
       return fail(std::move(e));
     }
@@ -686,12 +697,8 @@ class PostgresSource final : public Source {
     if (snapshot_ && get(res->get(), 0, 5)) {
       // With a snapshot first, START_REPLICATION comes only after it: check now that nobody
       // else streams from the slot (retried: it may be the walsender of a previous run).
-      return fail(Error::source(
-          ErrorKind::kTransient,
-          "replication slot " + config_.slot_name + " is active for PID " +
-              get(res->get(), 0, 5).value_or("?") +
-              ": another process is streaming from replication slot " + config_.slot_name +
-              "; stop it (see pg_stat_replication) or choose another slot_name"));
+      return fail(slot_in_use_error(config_.slot_name, std::nullopt,
+                                    get(res->get(), 0, 5).value_or("?")));
     }
     if (get(res->get(), 0, 4).value_or("") == "lost") {
       return fail(Error::source(
