@@ -445,6 +445,22 @@ class PostgresSource final : public Source {
     }
   }
 
+  // Waits up to `timeout_ms` for `fd` to become readable or for a wake() (the wake pipe is
+  // drained); whether `fd` is readable. A negative `fd` waits for a wake() alone. A signal
+  // ends the wait early; poll() failing otherwise is a transient error.
+  Result<bool> wait_readable(int fd, int timeout_ms) {
+    pollfd fds[2] = {{fd, POLLIN, 0}, {wake_[0], POLLIN, 0}};
+    if (::poll(fds, 2, timeout_ms) < 0 && errno != EINTR) {
+      return fail(Error::source(ErrorKind::kTransient,
+                                std::string("poll() failed: ") + std::strerror(errno)));
+    }
+    if (fds[1].revents & POLLIN) {
+      char drain[64];
+      [[maybe_unused]] auto d = ::read(wake_[0], drain, sizeof drain);
+    }
+    return (fds[0].revents & POLLIN) != 0;
+  }
+
   // Whether changes of relation schema.table become events: a configured table, or a
   // partition of one (a publication without publish_via_partition_root sends partitions under
   // their own names). Looked up once per relation; a failed look-up captures rather than
@@ -877,20 +893,12 @@ class PostgresSource final : public Source {
         continue;
       }
       if (n == 0) {
-        pollfd fds[2] = {{PQsocket(conn), POLLIN, 0}, {wake_[0], POLLIN, 0}};
-        const int r = ::poll(fds, 2, 1000);
-        if (r < 0 && errno != EINTR) {
-          return finish(Error::source(ErrorKind::kTransient,
-                                      std::string("poll() failed: ") + std::strerror(errno)));
-        }
-        if (fds[1].revents & POLLIN) {
-          char drain[64];
-          [[maybe_unused]] auto d = ::read(wake_[0], drain, sizeof drain);
-        }
+        const auto readable = wait_readable(PQsocket(conn), 1000);
+        if (!readable) return finish(readable.error());
         if (PQconsumeInput(conn) == 0) {
           return finish(detail::error_from_conn(conn, "reading the replication stream"));
         }
-        if ((fds[0].revents & POLLIN) == 0 && receiver_timed_out()) {
+        if (!*readable && receiver_timed_out()) {
           // A connection whose packets go nowhere (a dead route, a firewall dropping them)
           // raises no error while we only write to it: without this, the pipeline would
           // wait forever. The runtime reconnects under its retry policy.
@@ -1032,11 +1040,7 @@ class PostgresSource final : public Source {
 
   // Waits up to `ms` for a wake-up (confirm or close).
   void nap(std::uint32_t ms) {
-    pollfd fd{wake_[0], POLLIN, 0};
-    if (::poll(&fd, 1, static_cast<int>(ms)) > 0 && (fd.revents & POLLIN)) {
-      char drain[64];
-      [[maybe_unused]] auto d = ::read(wake_[0], drain, sizeof drain);
-    }
+    [[maybe_unused]] auto woken = wait_readable(-1, static_cast<int>(ms));
   }
 
   void peek_loop() {
@@ -1132,14 +1136,8 @@ class PostgresSource final : public Source {
           }
           cancelled = true;
         }
-        pollfd fds[2] = {{PQsocket(conn), POLLIN, 0}, {wake_[0], POLLIN, 0}};
-        if (::poll(fds, 2, 1000) < 0 && errno != EINTR) {
-          return fail(Error::source(ErrorKind::kTransient,
-                                    std::string("poll() failed: ") + std::strerror(errno)));
-        }
-        if (fds[1].revents & POLLIN) {
-          char drain[64];
-          [[maybe_unused]] auto d = ::read(wake_[0], drain, sizeof drain);
+        if (auto readable = wait_readable(PQsocket(conn), 1000); !readable) {
+          return fail(readable.error());
         }
         if (PQconsumeInput(conn) == 0) {
           return fail(detail::error_from_conn(conn, "reading a peek of slot " + config_.slot_name));
