@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cppcdc/result.hpp"
@@ -43,6 +44,10 @@ enum class SnapshotMode {
   /// warning naming why), a lost slot is dropped and made again, and a new snapshot is taken.
   kWhenNeeded,
 };
+
+/// The mode's name in [source.snapshot] mode: "never", "initial", "initial_only" or
+/// "when_needed".
+std::string_view to_string(SnapshotMode mode) noexcept;
 
 struct PostgresSourceConfig {
   /// libpq connection string or URI ("host=... dbname=... user=..."). `replication=database`

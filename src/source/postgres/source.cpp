@@ -1295,6 +1295,20 @@ class PostgresSource final : public Source {
 
 }  // namespace
 
+std::string_view to_string(SnapshotMode mode) noexcept {
+  switch (mode) {
+    case SnapshotMode::kNever:
+      return "never";
+    case SnapshotMode::kInitial:
+      return "initial";
+    case SnapshotMode::kInitialOnly:
+      return "initial_only";
+    case SnapshotMode::kWhenNeeded:
+      return "when_needed";
+  }
+  return "unknown";
+}
+
 Result<std::unique_ptr<Source>> make_postgres_source(PostgresSourceConfig config) {
   if (config.dsn.empty()) return fail(Error::configuration("[source] dsn: required"));
   static const std::regex kSlot("[a-z0-9_]{1,63}");
