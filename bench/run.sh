@@ -208,14 +208,10 @@ record "$(printf '{"kind":"meta","mode":"%s","rows":%d,"updates":%d,"wide_rows":
   "$(git -C "$ROOT" status --porcelain -- src include apps CMakeLists.txt 2>/dev/null | wc -l)")"
 
 # ---- decoders -------------------------------------------------------------------------------
-# cppcdc end to end: slot -> file sink (fsync per batch) -> file checkpoint, defaults for
-# batching. Wall time: from just before exec to the mtime of the checkpoint that records all
-# N events (the last batch written, fsynced, acknowledged and checkpointed).
-run_cppcdc() { # workload rep slot table events
-  local w=$1 r=$2 slot=$3 table=$4 n=$5
-  local dir=$WORK/$slot
-  mkdir -p "$dir/state"
-  : >"$dir/events.jsonl"
+# cppcdc's config: slot $2 (made before the load) on public.$3, events to $1/events.jsonl and
+# the checkpoint in $1/state; written to $1/cdc.toml.
+write_cdc_config() { # dir slot table
+  local dir=$1 slot=$2 table=$3
   cat >"$dir/cdc.toml" <<EOF
 [source]
 type = "postgres"
@@ -238,6 +234,17 @@ path = "$dir/events.jsonl"
 backend = "local_fs"
 dir = "$dir/state"
 EOF
+}
+
+# cppcdc end to end: slot -> file sink (fsync per batch) -> file checkpoint, defaults for
+# batching. Wall time: from just before exec to the mtime of the checkpoint that records all
+# N events (the last batch written, fsynced, acknowledged and checkpointed).
+run_cppcdc() { # workload rep slot table events
+  local w=$1 r=$2 slot=$3 table=$4 n=$5
+  local dir=$WORK/$slot
+  mkdir -p "$dir/state"
+  : >"$dir/events.jsonl"
+  write_cdc_config "$dir" "$slot" "$table"
   local t0 watch rc=0
   t0=$(now_ns)
   "$CPPCDC" run --config "$dir/cdc.toml" 2>"$dir/cppcdc.log" &
@@ -410,28 +417,7 @@ if wants latency; then
   : >"$dir/reference.jsonl"
   val "select 1 from pg_create_logical_replication_slot('$slot', 'pgoutput')" >/dev/null
   val "select 1 from pg_create_logical_replication_slot('w2j_lat', 'wal2json')" >/dev/null
-  cat >"$dir/cdc.toml" <<EOF
-[source]
-type = "postgres"
-dsn = "$DSN"
-slot_name = "$slot"
-publication_name = "$PUB"
-tables = ["public.bench_lat"]
-create_slot = false
-create_publication = false
-
-# The slot was made before the load: the stream alone carries every row (no snapshot).
-[source.snapshot]
-mode = "never"
-
-[sink]
-type = "file"
-path = "$dir/events.jsonl"
-
-[state.offset]
-backend = "local_fs"
-dir = "$dir/state"
-EOF
+  write_cdc_config "$dir" "$slot" bench_lat
   "$CPPCDC" run --config "$dir/cdc.toml" 2>"$dir/cppcdc.log" &
   cdc_pid=$!
   pg_recvlogical -h 127.0.0.1 -p "$PORT" -U postgres -d postgres --slot=w2j_lat --start \

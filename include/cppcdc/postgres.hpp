@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cppcdc/result.hpp"
@@ -46,6 +47,10 @@ enum class SnapshotMode {
   /// watermarks, incremental_snapshot.hpp) of the snapshot tables runs alongside the stream.
   kIncremental,
 };
+
+/// The mode's name in [source.snapshot] mode: "never", "initial", "initial_only" or
+/// "when_needed".
+std::string_view to_string(SnapshotMode mode) noexcept;
 
 struct PostgresSourceConfig {
   /// libpq connection string or URI ("host=... dbname=... user=..."). `replication=database`

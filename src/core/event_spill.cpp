@@ -114,6 +114,8 @@ std::size_t row_bytes(const Row& row) {
 
 }  // namespace
 
+std::size_t approx_string_bytes(const std::string& s) noexcept { return string_bytes(s); }
+
 std::size_t approx_event_bytes(const Event& e) noexcept {
   std::size_t n = sizeof(Event);
   if (const Row* b = e.before.row()) n += row_bytes(*b);

@@ -28,6 +28,10 @@ namespace cppcdc::detail {
 /// Rough heap and inline footprint of an event in bytes (strings, rows, the object itself),
 /// for memory bounds; not exact, but proportional to what the event holds.
 std::size_t approx_event_bytes(const Event& e) noexcept;
+/// What one std::string field adds to approx_event_bytes (the object, and its heap block past
+/// the small-string buffer): lets a caller that changes a measured event's string field
+/// adjust the measure instead of measuring the event again.
+std::size_t approx_string_bytes(const std::string& s) noexcept;
 
 /// The system's temporary directory ($TMPDIR, else /tmp), without throwing.
 inline std::filesystem::path default_spill_dir() {

@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <set>
@@ -262,26 +264,34 @@ Status read_tables(Section& source, std::vector<std::string>& out) {
   return ok();
 }
 
+// Snapshot mode names in quotes, in the given order: "a", "b" or "c".
+std::string quoted_modes(std::initializer_list<pg::SnapshotMode> modes) {
+  std::string out;
+  for (std::size_t i = 0; i < modes.size(); ++i) {
+    if (i > 0) out += i + 1 == modes.size() ? " or " : ", ";
+    out += in_quotes(pg::to_string(modes.begin()[i]));
+  }
+  return out;
+}
+
 // [source.snapshot]: mode, chunk_size, tables (each also captured), table_conditions.
 Status read_snapshot(Section& snap, pg::PostgresSourceConfig& out) {
   std::optional<std::string> mode;
   CPPCDC_CFG_ASSIGN(mode, snap.get_string("mode"));
   if (mode) {
-    if (*mode == "initial") {
-      out.snapshot_mode = pg::SnapshotMode::kInitial;
-    } else if (*mode == "never") {
-      out.snapshot_mode = pg::SnapshotMode::kNever;
-    } else if (*mode == "initial_only") {
-      out.snapshot_mode = pg::SnapshotMode::kInitialOnly;
-    } else if (*mode == "when_needed") {
-      out.snapshot_mode = pg::SnapshotMode::kWhenNeeded;
-    } else if (*mode == "incremental") {
-      out.snapshot_mode = pg::SnapshotMode::kIncremental;
+    using M = pg::SnapshotMode;
+    constexpr M kModes[] = {M::kNever, M::kInitial, M::kInitialOnly, M::kWhenNeeded,
+                            M::kIncremental};
+    const auto* known = std::find_if(std::begin(kModes), std::end(kModes),
+                                     [&](M m) { return *mode == pg::to_string(m); });
+    if (known != std::end(kModes)) {
+      out.snapshot_mode = *known;
     } else {
       return fail(snap.error("mode", snap.take("mode"),
-                             "expected \"initial\", \"never\", \"initial_only\", "
-                             "\"when_needed\" or \"incremental\", found " +
-                                 in_quotes(*mode)));
+                             "expected " +
+                                 quoted_modes({M::kInitial, M::kNever, M::kInitialOnly,
+                                               M::kWhenNeeded, M::kIncremental}) +
+                                 ", found " + in_quotes(*mode)));
     }
   }
   CPPCDC_TRY(assign_int(snap, "chunk_size", 1, 10'000'000, out.snapshot_chunk_size));
@@ -722,10 +732,9 @@ std::string describe_config(const ServerConfig& config) {
        (src.spill_dir.empty() ? std::string("the system's temporary directory")
                               : src.spill_dir));
   {
-    const char* modes[] = {"never", "initial", "initial_only", "when_needed", "incremental"};
     std::string tables;
     for (const auto& t : src.snapshot_tables) tables += (tables.empty() ? "" : ", ") + t;
-    line(std::string("  snapshot:         ") + modes[static_cast<int>(src.snapshot_mode)] +
+    line("  snapshot:         " + std::string(pg::to_string(src.snapshot_mode)) +
          ", chunks of " + std::to_string(src.snapshot_chunk_size) + " rows" +
          (tables.empty() ? std::string(", all captured tables") : ", tables " + tables));
     for (const auto& [table, condition] : src.snapshot_table_conditions) {

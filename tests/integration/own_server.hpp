@@ -134,11 +134,7 @@ class OwnServerTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    if (child_ > 0) {
-      kill(child_, SIGKILL);
-      waitpid(child_, nullptr, 0);
-      child_ = -1;
-    }
+    stop_cppcdc_process(child_, SIGKILL);
     {
       PgSession admin(dsn("postgres"));
       admin.try_exec("select pg_terminate_backend(active_pid) from pg_replication_slots where "
@@ -174,19 +170,7 @@ class OwnServerTest : public ::testing::Test {
   /// Starts `cppcdc run` in the background (output to cppcdc.log); with `wait_streaming`,
   /// returns once its walsender streams from the slot.
   void start_cppcdc(bool wait_streaming = true) {
-    child_ = fork();
-    if (child_ == 0) {
-      const std::string log = log_path().string();
-      freopen(log.c_str(), "a", stdout);
-      freopen(log.c_str(), "a", stderr);
-      execl(CPPCDC_BINARY, CPPCDC_BINARY, "run", "--config", (dir_ / "cdc.toml").c_str(),
-            nullptr);
-      _exit(127);
-    }
-    if (!wait_streaming) return;
-    PgSession s(dsn("postgres"));
-    ASSERT_TRUE(wait_for([&] { return s.scalar(streaming_sql(name_)) == "1"; }, 30))
-        << log_tail(log_path());
+    start_cppcdc_process(child_, dir_, dsn("postgres"), name_, wait_streaming ? 30 : 0);
   }
 
   /// Waits up to `seconds` for the running cppcdc to exit by itself; returns its wait status,
@@ -205,13 +189,7 @@ class OwnServerTest : public ::testing::Test {
   }
 
   /// SIGTERM to the running cppcdc; its wait status.
-  int stop_cppcdc() {
-    kill(child_, SIGTERM);
-    int status = 0;
-    waitpid(child_, &status, 0);
-    child_ = -1;
-    return status;
-  }
+  int stop_cppcdc() { return stop_cppcdc_process(child_, SIGTERM); }
 
   /// Writes 300 transactions of 10 random upserts and deletes of acct rows (ids below 1500),
   /// on a connection of its own straight to the server, 10 ms apart.

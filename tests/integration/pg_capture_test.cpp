@@ -24,50 +24,25 @@ struct CaptureOptions {
   bool capture_logical_messages = false;
 };
 
-struct Capture {
-  std::string db;
-  std::shared_ptr<Checkpoint> checkpoint;
-  std::unique_ptr<Runtime> runtime;
+// Capture of `tables` in `database` through slot <database> and publication cap_pub.
+struct Capture : it::Reader {
+  Capture(const std::string& database, std::vector<std::string> tables,
+          CaptureOptions options = {})
+      : it::Reader(database, source(database, std::move(tables), options),
+                   {.checkpoint = options.checkpoint,
+                    .max_retries = options.max_retries,
+                    .initial_delay_ms = options.initial_delay_ms}) {}
 
-  Capture(std::string database, std::vector<std::string> tables, CaptureOptions options = {})
-      : db(std::move(database)),
-        checkpoint(options.checkpoint ? options.checkpoint
-                                      : std::make_shared<InMemoryCheckpoint>()) {
-    const std::string slot = db;  // slots are cluster-wide: one per test database
+  static pg::PostgresSourceConfig source(const std::string& database,
+                                         std::vector<std::string> tables,
+                                         const CaptureOptions& options) {
     pg::PostgresSourceConfig cfg;
-    cfg.dsn = it::dsn_for(db);
-    cfg.slot_name = slot;
+    cfg.slot_name = database;  // slots are cluster-wide: one per test database
     cfg.publication_name = "cap_pub";
     cfg.tables = std::move(tables);
     cfg.accept_slot_ahead_of_checkpoint = options.accept_slot_ahead_of_checkpoint;
     cfg.capture_logical_messages = options.capture_logical_messages;
-    auto src = pg::make_postgres_source(cfg);
-    EXPECT_TRUE(src) << src.error().report();
-    RuntimeConfig rc;
-    rc.source = std::move(*src);
-    rc.checkpoint = checkpoint;
-    rc.options.max_poll_wait_ms = 200;
-    rc.options.connection_retry.max_retries = options.max_retries;
-    rc.options.connection_retry.initial_delay_ms = options.initial_delay_ms;
-    auto rt = Runtime::create(std::move(rc));
-    EXPECT_TRUE(rt);
-    runtime = std::move(*rt);
-  }
-
-  /// Polls (and acknowledges) until `n` events arrived or 20 s passed.
-  std::vector<Event> take(std::size_t n, int seconds = 20) {
-    std::vector<Event> out;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-    while (out.size() < n && std::chrono::steady_clock::now() < deadline) {
-      auto batch = runtime->poll_event_batch();
-      if (!batch) {
-        ADD_FAILURE() << batch.error().report();
-        break;
-      }
-      for (const auto& e : batch->events()) out.push_back(e);
-      EXPECT_TRUE(runtime->commit_ack(batch->ack_mode()));
-    }
-    return out;
+    return cfg;
   }
 };
 

@@ -21,42 +21,17 @@ using cppcdc::it::PgSession;
 
 namespace {
 
-struct Reader {
-  std::shared_ptr<Checkpoint> checkpoint;
-  std::unique_ptr<Runtime> runtime;
-
+// A runtime over `cfg` with slot <db> and publication snap_pub, in batches of 300 events.
+struct Reader : it::Reader {
   Reader(const std::string& db, pg::PostgresSourceConfig cfg,
          std::shared_ptr<Checkpoint> cp = nullptr)
-      : checkpoint(cp ? cp : std::make_shared<InMemoryCheckpoint>()) {
-    cfg.dsn = it::dsn_for(db);
+      : it::Reader(db, named(db, std::move(cfg)),
+                   {.checkpoint = std::move(cp), .max_buffer_size = 300, .max_retries = 2}) {}
+
+  static pg::PostgresSourceConfig named(const std::string& db, pg::PostgresSourceConfig cfg) {
     cfg.slot_name = db;
     cfg.publication_name = "snap_pub";
-    auto src = pg::make_postgres_source(cfg);
-    EXPECT_TRUE(src) << src.error().report();
-    RuntimeConfig rc;
-    rc.source = std::move(*src);
-    rc.checkpoint = checkpoint;
-    rc.options.max_poll_wait_ms = 200;
-    rc.options.max_buffer_size = 300;
-    rc.options.connection_retry.max_retries = 2;
-    auto rt = Runtime::create(std::move(rc));
-    EXPECT_TRUE(rt);
-    runtime = std::move(*rt);
-  }
-
-  std::vector<Event> take(std::size_t n, int seconds) {
-    std::vector<Event> out;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-    while (out.size() < n && std::chrono::steady_clock::now() < deadline) {
-      auto batch = runtime->poll_event_batch();
-      if (!batch) {
-        ADD_FAILURE() << batch.error().report();
-        break;
-      }
-      for (const auto& e : batch->events()) out.push_back(e);
-      EXPECT_TRUE(runtime->commit_ack(batch->ack_mode()));
-    }
-    return out;
+    return cfg;
   }
 };
 

@@ -17,16 +17,21 @@ using cppcdc::it::PgSession;
 
 namespace {
 
-struct Reader {
-  std::shared_ptr<Checkpoint> checkpoint;
-  std::unique_ptr<Runtime> runtime;
-
+// The stream alone (no snapshot) of orders and full_t through `slot` (made beforehand) and
+// publication tp_pub, messages included, over `transport`.
+struct Reader : it::Reader {
   Reader(const std::string& db, const std::string& slot, pg::WalTransport transport,
          std::shared_ptr<Checkpoint> cp = nullptr, std::uint32_t statement_timeout_ms = 30'000,
          std::uint32_t max_changes = 10'000)
-      : checkpoint(cp ? cp : std::make_shared<InMemoryCheckpoint>()) {
+      : it::Reader(db, source(slot, transport, statement_timeout_ms, max_changes),
+                   {.checkpoint = std::move(cp),
+                    .max_buffer_size = 777,  // batches that end inside transactions
+                    .max_retries = 2}) {}
+
+  static pg::PostgresSourceConfig source(const std::string& slot, pg::WalTransport transport,
+                                         std::uint32_t statement_timeout_ms,
+                                         std::uint32_t max_changes) {
     pg::PostgresSourceConfig cfg;
-    cfg.dsn = it::dsn_for(db);
     cfg.slot_name = slot;
     cfg.publication_name = "tp_pub";
     cfg.tables = {"public.orders", "public.full_t"};
@@ -37,33 +42,7 @@ struct Reader {
     cfg.peek_interval_ms = 50;
     cfg.peek_statement_timeout_ms = statement_timeout_ms;
     cfg.peek_max_changes = max_changes;
-    auto src = pg::make_postgres_source(cfg);
-    EXPECT_TRUE(src) << src.error().report();
-    RuntimeConfig rc;
-    rc.source = std::move(*src);
-    rc.checkpoint = checkpoint;
-    rc.options.max_poll_wait_ms = 200;
-    rc.options.max_buffer_size = 777;  // batches that end inside transactions
-    rc.options.connection_retry.max_retries = 2;
-    auto rt = Runtime::create(std::move(rc));
-    EXPECT_TRUE(rt);
-    runtime = std::move(*rt);
-  }
-
-  // Polls and acknowledges until `n` events or `seconds` pass.
-  std::vector<Event> take(std::size_t n, int seconds) {
-    std::vector<Event> out;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-    while (out.size() < n && std::chrono::steady_clock::now() < deadline) {
-      auto batch = runtime->poll_event_batch();
-      if (!batch) {
-        ADD_FAILURE() << batch.error().report();
-        break;
-      }
-      for (const auto& e : batch->events()) out.push_back(e);
-      EXPECT_TRUE(runtime->commit_ack(batch->ack_mode()));
-    }
-    return out;
+    return cfg;
   }
 };
 

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 #include <libpq-fe.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cctype>
 #include <chrono>
@@ -11,10 +14,14 @@
 #include <fstream>
 #include <functional>
 #include <cstdlib>
+#include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "cppcdc/postgres.hpp"
+#include "cppcdc/runtime.hpp"
 #include "source/postgres/pg_conn.hpp"
 
 namespace cppcdc::it {
@@ -114,6 +121,88 @@ inline std::string test_database(const std::string& prefix) {
   for (auto& c : name) c = static_cast<char>(std::isalnum(static_cast<unsigned char>(c)) ? std::tolower(c) : '_');
   if (name.size() > 50) name = name.substr(0, 40) + "_" + std::to_string(std::hash<std::string>{}(name) % 100000);
   return name;
+}
+
+/// A Reader's runtime settings; the rest are RuntimeOptions' defaults, but polls wait at most
+/// 200 ms.
+struct ReaderOptions {
+  std::shared_ptr<Checkpoint> checkpoint;  // a fresh in-memory one when null
+  std::size_t max_buffer_size = RuntimeOptions{}.max_buffer_size;
+  std::optional<std::uint32_t> max_retries = ConnectionRetryPolicy{}.max_retries;
+  std::uint32_t initial_delay_ms = ConnectionRetryPolicy{}.initial_delay_ms;
+};
+
+/// A library Runtime over a PostgreSQL source reading database `db` of the test server:
+/// `source` says the rest (slot, publication, tables, snapshot mode, transport, chunk size...).
+struct Reader {
+  std::shared_ptr<Checkpoint> checkpoint;
+  std::unique_ptr<Runtime> runtime;
+
+  Reader(const std::string& db, pg::PostgresSourceConfig source, ReaderOptions options = {})
+      : checkpoint(options.checkpoint ? options.checkpoint
+                                      : std::make_shared<InMemoryCheckpoint>()) {
+    source.dsn = dsn_for(db);
+    auto src = pg::make_postgres_source(std::move(source));
+    EXPECT_TRUE(src) << src.error().report();
+    RuntimeConfig rc;
+    rc.source = std::move(*src);
+    rc.checkpoint = checkpoint;
+    rc.options.max_poll_wait_ms = 200;
+    rc.options.max_buffer_size = options.max_buffer_size;
+    rc.options.connection_retry.max_retries = options.max_retries;
+    rc.options.connection_retry.initial_delay_ms = options.initial_delay_ms;
+    auto rt = Runtime::create(std::move(rc));
+    EXPECT_TRUE(rt);
+    runtime = std::move(*rt);
+  }
+
+  /// Polls (and acknowledges) until `n` events arrived or `seconds` passed.
+  std::vector<Event> take(std::size_t n, int seconds = 20) {
+    std::vector<Event> out;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+    while (out.size() < n && std::chrono::steady_clock::now() < deadline) {
+      auto batch = runtime->poll_event_batch();
+      if (!batch) {
+        ADD_FAILURE() << batch.error().report();
+        break;
+      }
+      for (const auto& e : batch->events()) out.push_back(e);
+      EXPECT_TRUE(runtime->commit_ack(batch->ack_mode()));
+    }
+    return out;
+  }
+};
+
+/// Starts the real `cppcdc run --config <dir>/cdc.toml` in the background, its output appended
+/// to <dir>/cppcdc.log, and sets `child` to its pid. With `wait_seconds` > 0, then waits that
+/// long at most until its walsender streams from `slot` on the server that `server_dsn`
+/// reaches (the shared test server, or a test's own), failing the test (fatally) otherwise.
+inline void start_cppcdc_process(pid_t& child, const std::filesystem::path& dir,
+                                 const std::string& server_dsn, const std::string& slot,
+                                 int wait_seconds = 30) {
+  child = fork();
+  if (child == 0) {
+    const std::string log = (dir / "cppcdc.log").string();
+    freopen(log.c_str(), "a", stdout);
+    freopen(log.c_str(), "a", stderr);
+    execl(CPPCDC_BINARY, CPPCDC_BINARY, "run", "--config", (dir / "cdc.toml").c_str(), nullptr);
+    _exit(127);
+  }
+  if (wait_seconds <= 0) return;
+  PgSession s(server_dsn);
+  ASSERT_TRUE(wait_for([&] { return s.scalar(streaming_sql(slot)) == "1"; }, wait_seconds))
+      << log_tail(dir / "cppcdc.log");
+}
+
+/// Sends `sig` to the process `child` started, waits for it and returns its wait status (-1
+/// when none runs); `child` becomes -1.
+inline int stop_cppcdc_process(pid_t& child, int sig) {
+  if (child <= 0) return -1;
+  kill(child, sig);
+  int status = 0;
+  waitpid(child, &status, 0);
+  child = -1;
+  return status;
 }
 
 /// Creates (or recreates) database `db`, dropping slots left in it by an earlier run.

@@ -82,28 +82,8 @@ class ReplayOracle : public ::testing::Test {
     return std::system(cmd.c_str());
   }
 
-  void start() {
-    child_ = fork();
-    if (child_ == 0) {
-      const std::string log = (dir_ / "cppcdc.log").string();
-      freopen(log.c_str(), "a", stdout);
-      freopen(log.c_str(), "a", stderr);
-      execl(CPPCDC_BINARY, CPPCDC_BINARY, "run", "--config", (dir_ / "cdc.toml").c_str(),
-            nullptr);
-      _exit(127);
-    }
-    it::PgSession s(it::admin_dsn());
-    ASSERT_TRUE(wait_for([&] { return s.scalar(it::streaming_sql(db_)) == "1"; }, 60))
-        << log_tail(dir_ / "cppcdc.log");
-  }
-  int stop(int sig) {
-    if (child_ <= 0) return -1;
-    kill(child_, sig);
-    int status = 0;
-    waitpid(child_, &status, 0);
-    child_ = -1;
-    return status;
-  }
+  void start() { it::start_cppcdc_process(child_, dir_, it::admin_dsn(), db_, 60); }
+  int stop(int sig) { return it::stop_cppcdc_process(child_, sig); }
 
   std::string db_;
   fs::path dir_;

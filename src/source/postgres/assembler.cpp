@@ -65,6 +65,7 @@ TransactionAssembler::TransactionAssembler(
 void TransactionAssembler::reset_transaction() {
   in_tx_ = false;
   pending_.clear();
+  pending_sizes_.clear();
   pending_bytes_ = 0;
   spill_.reset();
   ready_spill_ = ReadySpill{};
@@ -72,7 +73,9 @@ void TransactionAssembler::reset_transaction() {
 
 Status TransactionAssembler::add_pending(Event e) {
   if (spill_) return spill_->append(e);
-  pending_bytes_ += detail::approx_event_bytes(e);
+  const std::size_t bytes = detail::approx_event_bytes(e);
+  pending_bytes_ += bytes;
+  pending_sizes_.push_back(bytes);
   pending_.push_back(std::move(e));
   if (pending_bytes_ <= spill_threshold_bytes) return ok();
   auto spill = detail::EventSpill::create(spill_dir);
@@ -87,6 +90,7 @@ Status TransactionAssembler::add_pending(Event e) {
                begin_.xid, spill_threshold_bytes, pending_.size(), spill_dir.string());
   for (const auto& p : pending_) CPPCDC_TRY(spill_->append(p));
   pending_.clear();
+  pending_sizes_.clear();
   pending_bytes_ = 0;
   return ok();
 }
@@ -348,8 +352,8 @@ Event TransactionAssembler::make_message_event(const LogicalMessageMsg& m, Lsn p
   return e;
 }
 
-Status TransactionAssembler::feed(PgOutputMessage message, Lsn position,
-                                  std::vector<Event>& out) {
+Status TransactionAssembler::feed(PgOutputMessage message, Lsn position, std::vector<Event>& out,
+                                  std::vector<std::size_t>* out_bytes) {
   if (ready_spill_.file) {
     return fail(Error::invalid_state("a spilled transaction must be drained before the next "
                                      "pgoutput message is fed"));
@@ -367,11 +371,13 @@ Status TransactionAssembler::feed(PgOutputMessage message, Lsn position,
           begin_ = m;
           begin_position_ = position;
           pending_.clear();
+          pending_sizes_.clear();
           pending_bytes_ = 0;
           spill_.reset();
           for (auto& e : waiting_schema_changes_) {
             e.source.offset = position.to_string();
             e.source.timestamp = pg_timestamp_to_unix_ms(m.commit_time);
+            pending_sizes_.push_back(detail::approx_event_bytes(e));
             pending_.push_back(std::move(e));
           }
           waiting_schema_changes_.clear();
@@ -399,9 +405,19 @@ Status TransactionAssembler::feed(PgOutputMessage message, Lsn position,
             pending_[i].transaction = TransactionMetadata{begin_.xid, total, i};
             pending_[i].log_position = begin_.final_lsn.value();
           }
-          if (total > 0) pending_.back().resume_offset = m.end_lsn.to_string();
+          if (total > 0) {
+            // Measured without a resume_offset when it was added: adjust the measure.
+            std::string& resume = pending_.back().resume_offset;
+            pending_sizes_.back() -= detail::approx_string_bytes(resume);
+            resume = m.end_lsn.to_string();
+            pending_sizes_.back() += detail::approx_string_bytes(resume);
+          }
           for (auto& e : pending_) out.push_back(std::move(e));
+          if (out_bytes) {
+            out_bytes->insert(out_bytes->end(), pending_sizes_.begin(), pending_sizes_.end());
+          }
           pending_.clear();
+          pending_sizes_.clear();
           pending_bytes_ = 0;
           return ok();
         } else if constexpr (std::is_same_v<T, RelationMsg>) {
@@ -498,6 +514,7 @@ Status TransactionAssembler::feed(PgOutputMessage message, Lsn position,
             // or later).
             e.resume_offset = m.lsn.to_string();
             e.log_position = m.lsn.value();
+            if (out_bytes) out_bytes->push_back(detail::approx_event_bytes(e));
             out.push_back(std::move(e));
           }
           return ok();

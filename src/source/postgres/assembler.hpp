@@ -59,8 +59,12 @@ class TransactionAssembler {
   /// transactions are appended to `out`, except one that was spilled to disk: that one waits
   /// in spilled_ready() and is taken with drain_spilled(), which must finish before the next
   /// feed (invalid_state otherwise). Errors (invalid_data) name the message and relation.
-  /// The message's column values are moved into the events (hence by value).
-  Status feed(PgOutputMessage message, Lsn position, std::vector<Event>& out);
+  /// The message's column values are moved into the events (hence by value). With
+  /// `out_bytes`, the detail::approx_event_bytes of each event appended to `out` is appended
+  /// to it in step: the assembler measures events anyway (spill_threshold_bytes), so a caller
+  /// bounding memory need not measure them again.
+  Status feed(PgOutputMessage message, Lsn position, std::vector<Event>& out,
+              std::vector<std::size_t>* out_bytes = nullptr);
 
   /// Takes in a Relation message without announcing a shape change: for a Relation message
   /// inside a transaction that was already handed over and is being skipped (the SqlPeek
@@ -149,6 +153,7 @@ class TransactionAssembler {
   Lsn begin_position_;
   std::vector<Event> waiting_schema_changes_;  // shape changes seen outside a transaction
   std::deque<Event> pending_;  // a deque: a big transaction grows without relocating events
+  std::deque<std::size_t> pending_sizes_;  // approx_event_bytes of each event of pending_
   std::size_t pending_bytes_ = 0;
   std::unique_ptr<cppcdc::detail::EventSpill> spill_;  // the open transaction's events, once spilled
   struct ReadySpill {

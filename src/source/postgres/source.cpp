@@ -56,6 +56,21 @@ TableName split_table(const std::string& name) {
   return {name.substr(0, dot), name.substr(dot + 1)};
 }
 
+// Another process streams from replication slot `slot`: `refusal` is the server's error for
+// START_REPLICATION, which gets what to do as context; without one, the start-up check saw
+// the slot active for PID `active_pid`. Either way it is retried (it may be the walsender of
+// a previous run that has not noticed its client is gone), but if it persists an operator
+// has to act.
+Error slot_in_use_error(const std::string& slot, std::optional<Error> refusal,
+                        const std::string& active_pid = "?") {
+  const std::string remedy = "another process is streaming from replication slot " + slot +
+                             "; stop it (see pg_stat_replication) or choose another slot_name";
+  if (refusal) return std::move(*refusal).context(remedy);
+  return Error::source(ErrorKind::kTransient,
+                       "replication slot " + slot + " is active for PID " + active_pid + ": " +
+                           remedy);
+}
+
 class PostgresSource final : public Source {
  public:
   explicit PostgresSource(PostgresSourceConfig config) : config_(std::move(config)) {
@@ -260,11 +275,7 @@ class PostgresSource final : public Source {
       Error e = detail::error_from_result(res.get(), repl_.get(),
                                           "START_REPLICATION on slot " + config_.slot_name);
       if (e.message().find("is active for PID") != std::string::npos) {
-        // Retried (it may be the walsender of a previous run that has not noticed its client
-        // is gone), but if it persists an operator has to act.
-        e = std::move(e).context(
-            "another process is streaming from replication slot " + config_.slot_name +
-            "; stop it (see pg_stat_replication) or choose another slot_name");
+        e = slot_in_use_error(config_.slot_name, std::move(e));
       }
       return fail(std::move(e));
     }
@@ -386,6 +397,22 @@ class PostgresSource final : public Source {
       const char b = 1;
       [[maybe_unused]] auto r = ::write(wake_[1], &b, 1);
     }
+  }
+
+  // Waits up to `timeout_ms` for `fd` to become readable or for a wake() (the wake pipe is
+  // drained); whether `fd` is readable. A negative `fd` waits for a wake() alone. A signal
+  // ends the wait early; poll() failing otherwise is a transient error.
+  Result<bool> wait_readable(int fd, int timeout_ms) {
+    pollfd fds[2] = {{fd, POLLIN, 0}, {wake_[0], POLLIN, 0}};
+    if (::poll(fds, 2, timeout_ms) < 0 && errno != EINTR) {
+      return fail(Error::source(ErrorKind::kTransient,
+                                std::string("poll() failed: ") + std::strerror(errno)));
+    }
+    if (fds[1].revents & POLLIN) {
+      char drain[64];
+      [[maybe_unused]] auto d = ::read(wake_[0], drain, sizeof drain);
+    }
+    return (fds[0].revents & POLLIN) != 0;
   }
 
   // Whether changes of relation schema.table become events: a configured table, or a
@@ -640,12 +667,8 @@ class PostgresSource final : public Source {
     if (snapshot_ && get(res->get(), 0, 5)) {
       // With a snapshot first, START_REPLICATION comes only after it: check now that nobody
       // else streams from the slot (retried: it may be the walsender of a previous run).
-      return fail(Error::source(
-          ErrorKind::kTransient,
-          "replication slot " + config_.slot_name + " is active for PID " +
-              get(res->get(), 0, 5).value_or("?") +
-              ": another process is streaming from replication slot " + config_.slot_name +
-              "; stop it (see pg_stat_replication) or choose another slot_name"));
+      return fail(slot_in_use_error(config_.slot_name, std::nullopt,
+                                    get(res->get(), 0, 5).value_or("?")));
     }
     if (get(res->get(), 0, 4).value_or("") == "lost") {
       return fail(Error::source(
@@ -732,14 +755,18 @@ class PostgresSource final : public Source {
 
   // Pushes a whole transaction; waits while the queue is over its bound (a transaction
   // larger than the bound waits for an empty queue). Keeps feedback flowing while waiting.
-  bool push(std::vector<Event>& events) {
-    std::size_t bytes = 0;
-    std::vector<std::size_t> sizes;
+  // `known_sizes`: detail::approx_event_bytes of the first known_sizes->size() events, as the
+  // assembler measured them; the others (snapshot chunks, pieces of a spilled transaction)
+  // are measured here. Empties both.
+  bool push(std::vector<Event>& events, std::vector<std::size_t>* known_sizes = nullptr) {
+    std::vector<std::size_t> measured;
+    std::vector<std::size_t>& sizes = known_sizes ? *known_sizes : measured;
     sizes.reserve(events.size());
-    for (const auto& e : events) {
-      sizes.push_back(cppcdc::detail::approx_event_bytes(e));
-      bytes += sizes.back();
+    for (std::size_t i = sizes.size(); i < events.size(); ++i) {
+      sizes.push_back(cppcdc::detail::approx_event_bytes(events[i]));
     }
+    std::size_t bytes = 0;
+    for (std::size_t i = 0; i < events.size(); ++i) bytes += sizes[i];
     std::unique_lock lock(mutex_);
     while (!stop_.load() && !queue_.empty() &&
            (queue_.size() + events.size() > config_.max_queued_events ||
@@ -756,6 +783,7 @@ class PostgresSource final : public Source {
     }
     queued_bytes_ += bytes;
     events.clear();
+    sizes.clear();
     not_empty_.notify_all();
     return true;
   }
@@ -775,6 +803,7 @@ class PostgresSource final : public Source {
   void read_loop() {
     PGconn* conn = repl_.get();
     std::vector<Event> ready;
+    std::vector<std::size_t> ready_bytes;  // the assembler's measure of each of `ready`
     last_status_ = std::chrono::steady_clock::now();
     last_received_ = last_status_;
     while (!stop_.load()) {
@@ -798,10 +827,10 @@ class PostgresSource final : public Source {
       if (n > 0) {
         std::span<const std::uint8_t> bytes(reinterpret_cast<const std::uint8_t*>(buf),
                                             static_cast<std::size_t>(n));
-        auto st = handle_frame(bytes, ready);
+        auto st = handle_frame(bytes, ready, ready_bytes);
         PQfreemem(buf);
         if (!st) return finish(st.error());
-        if (!ready.empty() && !push(ready)) {
+        if (!ready.empty() && !push(ready, &ready_bytes)) {
           return finish(detail::error_from_conn(conn, "sending a standby status update"));
         }
         // A spilled transaction is handed over in pieces, each waiting for room in the
@@ -809,7 +838,7 @@ class PostgresSource final : public Source {
         while (assembler_->spilled_ready() && !stop_.load()) {
           auto drained = assembler_->drain_spilled(ready, kSpillPiece);
           if (!drained) return finish(drained.error());
-          if (!push(ready)) {
+          if (!push(ready, &ready_bytes)) {
             return finish(detail::error_from_conn(conn, "sending a standby status update"));
           }
         }
@@ -819,20 +848,12 @@ class PostgresSource final : public Source {
         continue;
       }
       if (n == 0) {
-        pollfd fds[2] = {{PQsocket(conn), POLLIN, 0}, {wake_[0], POLLIN, 0}};
-        const int r = ::poll(fds, 2, 1000);
-        if (r < 0 && errno != EINTR) {
-          return finish(Error::source(ErrorKind::kTransient,
-                                      std::string("poll() failed: ") + std::strerror(errno)));
-        }
-        if (fds[1].revents & POLLIN) {
-          char drain[64];
-          [[maybe_unused]] auto d = ::read(wake_[0], drain, sizeof drain);
-        }
+        const auto readable = wait_readable(PQsocket(conn), 1000);
+        if (!readable) return finish(readable.error());
         if (PQconsumeInput(conn) == 0) {
           return finish(detail::error_from_conn(conn, "reading the replication stream"));
         }
-        if ((fds[0].revents & POLLIN) == 0 && receiver_timed_out()) {
+        if (!*readable && receiver_timed_out()) {
           // A connection whose packets go nowhere (a dead route, a firewall dropping them)
           // raises no error while we only write to it: without this, the pipeline would
           // wait forever. The runtime reconnects under its retry policy.
@@ -947,15 +968,12 @@ class PostgresSource final : public Source {
 
   // Waits up to `ms` for a wake-up (confirm or close).
   void nap(std::uint32_t ms) {
-    pollfd fd{wake_[0], POLLIN, 0};
-    if (::poll(&fd, 1, static_cast<int>(ms)) > 0 && (fd.revents & POLLIN)) {
-      char drain[64];
-      [[maybe_unused]] auto d = ::read(wake_[0], drain, sizeof drain);
-    }
+    [[maybe_unused]] auto woken = wait_readable(-1, static_cast<int>(ms));
   }
 
   void peek_loop() {
     std::vector<Event> ready;
+    std::vector<std::size_t> ready_bytes;  // the assembler's measure of each of `ready`
     while (!stop_.load()) {
       // The slot follows what is checkpointed (confirm() stores it), before each peek.
       const std::uint64_t confirmed = confirmed_.load();
@@ -970,7 +988,7 @@ class PostgresSource final : public Source {
       const Lsn flushed = Lsn::parse(get(flush->get(), 0, 0).value_or("0/0")).value_or(Lsn());
 
       std::uint64_t rows = 0, fresh = 0;
-      auto st = peek_once(ready, rows, fresh);
+      auto st = peek_once(ready, ready_bytes, rows, fresh);
       if (stop_.load()) break;
       if (!st) {
         if (st.error().message().find("SQLSTATE 57014") == std::string::npos) {
@@ -1018,7 +1036,8 @@ class PostgresSource final : public Source {
 
   // One peek, fed row by row (single-row mode) into the assembler. `rows`: rows returned;
   // `fresh`: rows that were new (not already handed over by an earlier peek).
-  Status peek_once(std::vector<Event>& ready, std::uint64_t& rows, std::uint64_t& fresh) {
+  Status peek_once(std::vector<Event>& ready, std::vector<std::size_t>& ready_bytes,
+                   std::uint64_t& rows, std::uint64_t& fresh) {
     PGconn* conn = peek_.get();
     std::string sql =
         "select lsn, data from pg_logical_slot_peek_binary_changes($1, NULL, $2::int, "
@@ -1045,14 +1064,8 @@ class PostgresSource final : public Source {
           }
           cancelled = true;
         }
-        pollfd fds[2] = {{PQsocket(conn), POLLIN, 0}, {wake_[0], POLLIN, 0}};
-        if (::poll(fds, 2, 1000) < 0 && errno != EINTR) {
-          return fail(Error::source(ErrorKind::kTransient,
-                                    std::string("poll() failed: ") + std::strerror(errno)));
-        }
-        if (fds[1].revents & POLLIN) {
-          char drain[64];
-          [[maybe_unused]] auto d = ::read(wake_[0], drain, sizeof drain);
+        if (auto readable = wait_readable(PQsocket(conn), 1000); !readable) {
+          return fail(readable.error());
         }
         if (PQconsumeInput(conn) == 0) {
           return fail(detail::error_from_conn(conn, "reading a peek of slot " + config_.slot_name));
@@ -1064,16 +1077,16 @@ class PostgresSource final : public Source {
       if (status == PGRES_SINGLE_TUPLE) {
         if (error || cancelled) continue;  // drain the rest
         ++rows;
-        auto st = peek_row(res.get(), ready, fresh);
+        auto st = peek_row(res.get(), ready, ready_bytes, fresh);
         if (!st) {
           error = st.error();
           continue;
         }
-        if (!ready.empty() && !push(ready)) error = Error::internal("stopped");
+        if (!ready.empty() && !push(ready, &ready_bytes)) error = Error::internal("stopped");
         while (!error && assembler_->spilled_ready() && !stop_.load()) {
           auto drained = assembler_->drain_spilled(ready, kSpillPiece);
           if (!drained) error = drained.error();
-          if (!error && !push(ready)) error = Error::internal("stopped");
+          if (!error && !push(ready, &ready_bytes)) error = Error::internal("stopped");
         }
       } else if (status != PGRES_TUPLES_OK && !error) {
         error = detail::error_from_result(res.get(), conn, "peeking replication slot " +
@@ -1084,7 +1097,8 @@ class PostgresSource final : public Source {
     return ok();
   }
 
-  Status peek_row(const PGresult* res, std::vector<Event>& ready, std::uint64_t& fresh) {
+  Status peek_row(const PGresult* res, std::vector<Event>& ready,
+                  std::vector<std::size_t>& ready_bytes, std::uint64_t& fresh) {
     if (PQgetisnull(res, 0, 0) || PQgetisnull(res, 0, 1) || PQgetlength(res, 0, 0) != 8) {
       return fail(Error::invalid_data("a peek of slot " + config_.slot_name +
                                       " returned a row without an LSN or data"));
@@ -1125,7 +1139,7 @@ class PostgresSource final : public Source {
     const auto* commit = std::get_if<CommitMsg>(&*message);
     const auto* loose = std::get_if<LogicalMessageMsg>(&*message);
     const Lsn mark = commit ? commit->end_lsn : (loose && !loose->transactional ? loose->lsn : Lsn());
-    auto st = assembler_->feed(std::move(*message), position, ready);
+    auto st = assembler_->feed(std::move(*message), position, ready, &ready_bytes);
     if (!st) return fail(st.error().context("at WAL position " + position.to_string()));
     if (mark > high_water_) {
       std::lock_guard lock(mutex_);
@@ -1134,7 +1148,8 @@ class PostgresSource final : public Source {
     return ok();
   }
 
-  Status handle_frame(std::span<const std::uint8_t> bytes, std::vector<Event>& ready) {
+  Status handle_frame(std::span<const std::uint8_t> bytes, std::vector<Event>& ready,
+                      std::vector<std::size_t>& ready_bytes) {
     auto frame = decode_copy_frame(bytes);
     if (!frame) return fail(frame.error().context("decoding a replication frame"));
     if (auto* k = std::get_if<PrimaryKeepalive>(&*frame)) {
@@ -1158,7 +1173,7 @@ class PostgresSource final : public Source {
     }
     const auto* commit = std::get_if<CommitMsg>(&*message);
     const std::uint64_t end = commit ? commit->end_lsn.value() : 0;
-    auto st = assembler_->feed(std::move(*message), x.data_start, ready);
+    auto st = assembler_->feed(std::move(*message), x.data_start, ready, &ready_bytes);
     if (!st) return fail(st.error().context("at WAL position " + x.data_start.to_string()));
     if (end > received_.load()) received_.store(end);
     return ok();
@@ -1208,6 +1223,22 @@ class PostgresSource final : public Source {
 };
 
 }  // namespace
+
+std::string_view to_string(SnapshotMode mode) noexcept {
+  switch (mode) {
+    case SnapshotMode::kNever:
+      return "never";
+    case SnapshotMode::kInitial:
+      return "initial";
+    case SnapshotMode::kInitialOnly:
+      return "initial_only";
+    case SnapshotMode::kWhenNeeded:
+      return "when_needed";
+    case SnapshotMode::kIncremental:
+      return "incremental";
+  }
+  return "unknown";
+}
 
 Result<std::unique_ptr<Source>> make_postgres_source(PostgresSourceConfig config) {
   if (config.dsn.empty()) return fail(Error::configuration("[source] dsn: required"));

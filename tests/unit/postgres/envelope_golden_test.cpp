@@ -228,6 +228,38 @@ TEST(Assembler, ASpilledTransactionMustBeDrainedBeforeTheNextMessage) {
   EXPECT_TRUE(a.feed(BeginMsg{Lsn(200), 0, 8}, Lsn(150), out));
 }
 
+TEST(Assembler, HandsOutEachEventsMeasureWithIt) {
+  StandInCatalog catalog;
+  TransactionAssembler a("postgres", [](const std::string&, const std::string&) { return true; },
+                         catalog);
+  a.capture_messages = true;
+  std::vector<Event> out;
+  std::vector<std::size_t> bytes;
+  ASSERT_TRUE(a.feed(RelationMsg{1, "public", "t", 'd', {{true, "id", 23, -1}}}, Lsn(0), out,
+                     &bytes));
+  // A new shape outside a transaction waits for the next Begin as a schema_change.
+  RelationMsg wider{1, "public", "t", 'd', {{true, "id", 23, -1}, {false, "v", 25, -1}}};
+  ASSERT_TRUE(a.feed(wider, Lsn(0), out, &bytes));
+  ASSERT_TRUE(a.feed(BeginMsg{Lsn(0xFFFFFFFFFFFFFF00), 0, 7}, Lsn(1), out, &bytes));
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(a.feed(InsertMsg{1, {TupleColumn{TupleColumn::Kind::kText, std::to_string(i)},
+                                     TupleColumn{TupleColumn::Kind::kText, std::string(40, 'x')}}},
+                       Lsn(2 + i), out, &bytes));
+  }
+  // An end LSN long enough that the last event's resume_offset leaves the inline buffer.
+  ASSERT_TRUE(a.feed(CommitMsg{0, Lsn(0xFFFFFFFFFFFFFF00), Lsn(0xFFFFFFFFFFFFFF20), 0},
+                     Lsn(0xFFFFFFFFFFFFFF00), out, &bytes));
+  ASSERT_TRUE(a.feed(LogicalMessageMsg{false, Lsn(0x50), "audit", "hello"}, Lsn(0x50), out,
+                     &bytes));
+  ASSERT_EQ(out.size(), 5u);
+  EXPECT_EQ(out[0].op, Operation::kSchemaChange);
+  EXPECT_EQ(out[3].resume_offset, "FFFFFFFF/FFFFFF20");
+  ASSERT_EQ(bytes.size(), out.size());
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    EXPECT_EQ(bytes[i], cppcdc::detail::approx_event_bytes(out[i])) << "event " << i;
+  }
+}
+
 TEST(Assembler, ChangeForUnknownRelationIsAnErrorNotAGuess) {
   StandInCatalog catalog;
   TransactionAssembler a("postgres", [](const std::string&, const std::string&) { return true; },
