@@ -16,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/json.hpp>
+#include <algorithm>
 #include <deque>
 #include <future>
 #include <mutex>
@@ -212,41 +213,53 @@ class IncrementalSnapshotSource final : public Source {
   Status poll(std::vector<Event>& out, std::size_t max_events,
               std::chrono::milliseconds wait) override {
     CPPCDC_TRY(apply_commands());
-    if (!held_.empty()) {
-      drain_held(out, max_events);
-      return ok();
-    }
-    if (!chunk_ && runnable() && std::chrono::steady_clock::now() >= retry_at_) {
-      CPPCDC_TRY(begin_chunk());
-    }
-    if (!chunk_) {
-      const std::size_t first = out.size();
-      auto st = inner_->poll(out, max_events, wait);
-      for (std::size_t i = first; i < out.size(); ++i) hand_out(out[i]);
-      publish();
-      return st;
-    }
-    // A chunk waits for the stream to pass its high watermark.
-    std::vector<Event> batch;
-    auto st = inner_->poll(batch, max_events,
-                           std::min(wait, std::chrono::milliseconds(20)));
-    for (std::size_t i = 0; i < batch.size(); ++i) {
-      if (chunk_) {
-        const BracketPosition where = classify(batch[i]);
-        if (where == BracketPosition::kAfter) {
-          // Split: what came before is out, the chunk goes next, then this event and the rest.
-          finish_chunk();
-          for (std::size_t j = i; j < batch.size(); ++j) held_.push_back(Held{std::move(batch[j]), true});
-          batch.clear();
-          break;
-        }
-        if (where == BracketPosition::kInside) absorb(batch[i]);
-      }
-      hand_out(batch[i]);
-      out.push_back(std::move(batch[i]));
-    }
-    if (chunk_ && !mid_tx_ && st && backend_->stream_reached(chunk_->high)) finish_chunk();
+    // While chunks run, one poll gathers the stream and as many whole chunks as fit (for a
+    // bounded time), so a chunk costs a fraction of a delivery rather than several.
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::min(wait, std::chrono::milliseconds(200));
+    Status st = ok();
     drain_held(out, max_events);
+    while (st && out.size() < max_events && held_.empty()) {
+      if (!chunk_ && runnable() && std::chrono::steady_clock::now() >= retry_at_) {
+        CPPCDC_TRY(begin_chunk());
+      }
+      if (!chunk_) {
+        if (!out.empty()) break;
+        const std::size_t first = out.size();
+        st = inner_->poll(out, max_events, wait);
+        for (std::size_t i = first; i < out.size(); ++i) hand_out(out[i]);
+        break;
+      }
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= deadline && !out.empty()) break;
+      // The chunk waits for the stream to pass its high watermark.
+      std::vector<Event> batch;
+      st = inner_->poll(batch, max_events - out.size(),
+                        std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                       deadline - now),
+                                   std::chrono::milliseconds(0), std::chrono::milliseconds(5)));
+      for (std::size_t i = 0; i < batch.size(); ++i) {
+        if (chunk_) {
+          const BracketPosition where = classify(batch[i]);
+          if (where == BracketPosition::kAfter) {
+            // Split: what came before is out, the chunk goes next, then this event and the
+            // rest.
+            finish_chunk();
+            for (std::size_t j = i; j < batch.size(); ++j) {
+              held_.push_back(Held{std::move(batch[j]), true});
+            }
+            batch.clear();
+            break;
+          }
+          if (where == BracketPosition::kInside) absorb(batch[i]);
+        }
+        hand_out(batch[i]);
+        out.push_back(std::move(batch[i]));
+      }
+      if (chunk_ && !mid_tx_ && st && backend_->stream_reached(chunk_->high)) finish_chunk();
+      drain_held(out, max_events);
+      if (chunk_ && std::chrono::steady_clock::now() >= deadline) break;
+    }
     publish();
     return st;
   }
@@ -554,9 +567,12 @@ class IncrementalSnapshotSource final : public Source {
       const Event stub = stub_of(*it);
       if (backend_->event_in_bracket(stub, it->position, c.low, c.in_flight, c.high) ==
           BracketPosition::kInside) {
-        spdlog::info("incremental snapshot: transaction {} was handed over but is not yet "
-                     "visible to chunk {} of {}; reading the chunk again shortly",
-                     it->tx_id, t->chunks, t->table);
+        if (waiting_for_tx_ != it->tx_id) {
+          waiting_for_tx_ = it->tx_id;
+          spdlog::info("incremental snapshot: transaction {} was handed over but is not yet "
+                       "visible to new reads; chunk {} of {} waits until it is",
+                       it->tx_id, t->chunks, t->table);
+        }
         retry_at_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
         return ok();
       }
@@ -767,6 +783,7 @@ class IncrementalSnapshotSource final : public Source {
   bool recent_warned_ = false;
   std::uint64_t started_chunks_ = 0;
   std::chrono::steady_clock::time_point retry_at_;
+  std::uint64_t waiting_for_tx_ = 0;
   std::optional<detail::ProgressLog> progress_;
   std::string progress_table_;
 };

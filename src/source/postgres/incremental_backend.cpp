@@ -85,10 +85,12 @@ class PgIncrementalBackend final : public IncrementalSnapshotBackend {
   }
 
   Result<Watermark> current_position() override {
-    auto r = exec(conn_.get(), "select pg_current_wal_lsn()", "reading the WAL position");
+    // The insert position, not pg_current_wal_lsn() (the write position): that one moves in
+    // whole pages under load, which would keep every chunk waiting for the page to fill.
+    auto r = exec(conn_.get(), "select pg_current_wal_insert_lsn()", "reading the WAL position");
     if (!r) return fail(r.error());
     auto lsn = Lsn::parse(get(r->get(), 0, 0).value_or(""));
-    if (!lsn) return fail(lsn.error().context("pg_current_wal_lsn()"));
+    if (!lsn) return fail(lsn.error().context("pg_current_wal_insert_lsn()"));
     return Watermark{lsn->value(), {}};
   }
 
@@ -144,8 +146,9 @@ class PgIncrementalBackend final : public IncrementalSnapshotBackend {
   BracketPosition event_in_bracket(const Event& event, std::uint64_t position,
                                    const Watermark& low, const std::string& in_flight,
                                    const Watermark& high) const override {
-    // Positions are commit-record start LSNs; a watermark is the WAL write position, so a
-    // commit record written before it starts below it.
+    // Positions are commit-record start LSNs; a watermark is the WAL insert position, so a
+    // commit record inserted before it starts below it, and one inserted after it (a
+    // transaction that committed after the read) starts at or above it.
     if (position >= high.position) return BracketPosition::kAfter;
     if (position >= low.position) return BracketPosition::kInside;
     if (event.transaction &&

@@ -386,16 +386,16 @@ TEST(IncrementalSnapshot, PauseHoldsNewChunksAndResumeGoesOn) {
   for (int id = 1; id <= 3; ++id) h.table->rows[id] = row(id, "v", "B");
   h.table->reached = 1'000'000;
   ASSERT_TRUE(h.source->start(std::nullopt));
-  EXPECT_EQ(names(h.poll()), expected({"r:1"}));
+  EXPECT_EQ(names(h.poll(1)), expected({"r:1"}));
   h.control->pause();
-  EXPECT_TRUE(h.poll().empty());
-  EXPECT_TRUE(h.poll().empty());
+  EXPECT_TRUE(h.poll(1).empty());
+  EXPECT_TRUE(h.poll(1).empty());
   EXPECT_EQ(h.control->state().status(), "paused");
   EXPECT_FALSE(h.control->state().is_complete());
   h.control->resume();
-  EXPECT_EQ(names(h.poll()), expected({"r:2"}));
-  EXPECT_EQ(names(h.poll()), expected({"r:3"}));
-  h.poll();
+  EXPECT_EQ(names(h.poll(1)), expected({"r:2"}));
+  EXPECT_EQ(names(h.poll(1)), expected({"r:3"}));
+  h.poll(1);
   EXPECT_EQ(h.control->state().status(), "complete");
 }
 
