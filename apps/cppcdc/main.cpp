@@ -2,6 +2,8 @@
 // compile) stays in this file; everything else lives in src/server.
 
 #include <CLI/CLI.hpp>
+#include <malloc.h>
+
 #include <cstdio>
 #include <string>
 
@@ -10,6 +12,13 @@
 
 int main(int argc, char** argv) {
   namespace server = cppcdc::server;
+  // Event batches (up to max_buffer_size events of ~0.5 KB each) are allocated and freed over
+  // and over. With glibc's defaults each one above its mmap threshold is a fresh mmap whose
+  // pages fault in on first touch, and the heap top is trimmed back after every batch: a
+  // 1M-row snapshot spent 40% of its time there (perf). Keep such blocks in the heap instead;
+  // peak RSS is unchanged (measured), memory is returned to the system above 64 MiB free.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 64 << 20);
 
   CLI::App app{"cppcdc: change data capture from PostgreSQL to JSON lines", "cppcdc"};
   app.require_subcommand(1);

@@ -1,0 +1,215 @@
+#!/usr/bin/env bash
+# Snapshot read speed: cppcdc's blocking and incremental snapshots of one table, against
+# PostgreSQL's own COPY (SELECT ...) TO STDOUT of the same rows as the reference, in one run.
+#
+# Usage: bench/snapshot.sh [--rows N] [--chunk-size N] [--repeat R] [--no-build]
+#                          [--build-dir DIR] [--keep] [--out FILE]
+#   --rows N        rows in the table (default 5,000,000)
+#   --chunk-size N  [source.snapshot] chunk_size for both cppcdc runs (default 1024)
+#   --repeat R      runs of each reader (interleaved); the median is reported (default 1)
+#   --no-build      use the binaries already built
+#   --build-dir DIR build with CMake into DIR instead of scripts/build.sh into build/
+#   --keep          keep the cluster and the work files
+#   --out FILE      result JSON (default bench/results/snapshot-latest.json)
+# The table has 6 columns (bigint key, int, text, numeric, timestamptz, boolean). Each cppcdc
+# run goes from the table to the file sink (fsync per batch) with the file checkpoint:
+#   blocking     [source.snapshot] mode = "initial_only": the run ends when the snapshot is read
+#   incremental  mode = "incremental" on a quiet table: timed to the log line that says the
+#                snapshot is complete
+# Wall time includes start-up (connecting, creating the slot). Peak RSS comes from
+# /usr/bin/time. PostgreSQL: a throwaway cluster on 127.0.0.1:55471 (scripts/pg.sh).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=$ROOT/build
+PG_DIR=/tmp/cppcdc-bench-snap-pg
+PORT=55471
+WORK=/tmp/cppcdc-bench-snap-work
+PGBIN=/usr/lib/postgresql/15/bin
+OUT=$ROOT/bench/results/snapshot-latest.json
+rows=5000000
+chunk=1024
+repeat=1
+build=1
+keep=0
+own_build_dir=0
+
+log() { printf '[snapshot-bench %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
+die() { printf '[snapshot-bench] ERROR: %s\n' "$*" >&2; exit 1; }
+
+while (($#)); do
+  a=$1
+  shift
+  case "$a" in
+    --rows) rows=${1:?--rows N}; shift ;;
+    --chunk-size) chunk=${1:?--chunk-size N}; shift ;;
+    --repeat) repeat=${1:?--repeat R}; shift ;;
+    --no-build) build=0 ;;
+    --build-dir) BUILD=${1:?--build-dir DIR}; own_build_dir=1; shift ;;
+    --keep) keep=1 ;;
+    --out) OUT=${1:?--out FILE}; shift ;;
+    -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown argument '$a' (see --help)" ;;
+  esac
+done
+CPPCDC=$BUILD/cppcdc
+
+if ((build)); then
+  build_log=$(mktemp /tmp/cppcdc-snapbench-build.XXXXXX.log)
+  if ((own_build_dir)); then
+    { cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCPPCDC_WERROR=ON &&
+      cmake --build "$BUILD" --parallel "$(nproc)" --target cppcdc; } >"$build_log" 2>&1 ||
+      { tail -n 40 "$build_log" >&2; die "build failed (log: $build_log)"; }
+  else
+    "$ROOT/scripts/build.sh" --target cppcdc >"$build_log" 2>&1 ||
+      { tail -n 40 "$build_log" >&2; die "build failed (log: $build_log)"; }
+  fi
+  rm -f "$build_log"
+fi
+[[ -x $CPPCDC ]] || die "$CPPCDC is missing (drop --no-build)"
+[[ -x /usr/bin/time ]] || die "/usr/bin/time is missing (apt-get install time)"
+
+cdc_pid=""
+success=0
+# shellcheck disable=SC2317  # called from the EXIT trap
+cleanup() {
+  if [[ -n $cdc_pid ]] && kill -0 "$cdc_pid" 2>/dev/null; then pkill -TERM -P "$cdc_pid" || true; fi
+  wait 2>/dev/null || true
+  if ((keep)); then
+    log "kept: cluster in $PG_DIR (port $PORT), work files in $WORK"
+  else
+    "$ROOT/scripts/pg.sh" stop "$PG_DIR" --purge >/dev/null 2>&1 || true
+    if ((success)); then rm -rf -- "$WORK"; else log "work files (logs) kept in $WORK"; fi
+  fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+"$ROOT/scripts/pg.sh" stop "$PG_DIR" --purge >/dev/null 2>&1 || true
+rm -rf -- "$WORK"
+mkdir -p "$WORK"
+log "starting PostgreSQL on 127.0.0.1:$PORT"
+"$ROOT/scripts/pg.sh" start "$PG_DIR" "$PORT" >/dev/null 2>"$WORK/pg-start.log" ||
+  { cat "$WORK/pg-start.log" >&2; die "PostgreSQL did not start"; }
+DSN="host=127.0.0.1 port=$PORT dbname=postgres user=postgres"
+sql() { "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PORT" -U postgres -d postgres "$@"; }
+
+log "loading $rows rows"
+sql -c "create table snap (id bigint primary key, qty int, label text, price numeric(12,2),
+                           at timestamptz, active boolean)"
+sql -c "insert into snap select g, g % 1000, 'label ' || g, (g % 100000) / 100.0,
+               timestamptz '2026-01-01 00:00:00+00' + g * interval '1 second', g % 2 = 0
+        from generate_series(1, $rows) g"
+sql -c "vacuum analyze snap"
+
+now_ns() { date +%s%N; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b - a) / 1e9 }'; }
+
+write_config() { # dir mode
+  cat >"$1/cdc.toml" <<EOF
+[source]
+type = "postgres"
+dsn = "$DSN"
+slot_name = "$(basename "$1")"
+publication_name = "snap_pub"
+tables = ["public.snap"]
+
+[source.snapshot]
+mode = "$2"
+chunk_size = $chunk
+
+[sink]
+type = "file"
+path = "$1/events.jsonl"
+
+[state.offset]
+backend = "local_fs"
+dir = "$1/state"
+EOF
+}
+
+declare -A results=()
+add() { results[$1]="${results[$1]:-} $2"; }
+
+run_copy() {
+  local t0 t1
+  t0=$(now_ns)
+  sql -c "copy (select * from snap order by id) to stdout" >/dev/null
+  t1=$(now_ns)
+  add copy "$(secs "$t0" "$t1")"
+}
+
+run_blocking() { # rep
+  local dir=$WORK/blocking_$1 t0 t1
+  mkdir -p "$dir"
+  write_config "$dir" initial_only
+  t0=$(now_ns)
+  /usr/bin/time -f '%M' -o "$dir/rss" "$CPPCDC" run --config "$dir/cdc.toml" >"$dir/log" 2>&1 ||
+    { tail -n 20 "$dir/log" >&2; die "the blocking snapshot failed"; }
+  t1=$(now_ns)
+  local got
+  got=$(grep -c '"op":"read"' "$dir/events.jsonl" || true)
+  ((got == rows)) || die "blocking snapshot: $got of $rows rows in the sink"
+  add blocking "$(secs "$t0" "$t1")"
+  add blocking_rss "$(cat "$dir/rss")"
+  rm -f "$dir/events.jsonl"
+}
+
+run_incremental() { # rep
+  local dir=$WORK/incremental_$1 t0 t1
+  mkdir -p "$dir"
+  write_config "$dir" incremental
+  t0=$(now_ns)
+  /usr/bin/time -f '%M' -o "$dir/rss" "$CPPCDC" run --config "$dir/cdc.toml" >"$dir/log" 2>&1 &
+  cdc_pid=$!
+  until grep -q 'incremental snapshot .* complete' "$dir/log"; do
+    kill -0 "$cdc_pid" 2>/dev/null || { tail -n 20 "$dir/log" >&2; die "cppcdc ended early"; }
+    sleep 0.05
+  done
+  t1=$(now_ns)
+  pkill -TERM -P "$cdc_pid" || true  # cppcdc itself; /usr/bin/time reports when it ends
+  wait "$cdc_pid" || true
+  cdc_pid=""
+  local got
+  got=$(grep -c '"op":"read"' "$dir/events.jsonl" || true)
+  ((got == rows)) || die "incremental snapshot: $got of $rows rows in the sink"
+  add incremental "$(secs "$t0" "$t1")"
+  add incremental_rss "$(cat "$dir/rss")"
+  sql -c "select pg_drop_replication_slot('$(basename "$dir")')" >/dev/null
+  rm -f "$dir/events.jsonl"
+}
+
+for ((r = 1; r <= repeat; r++)); do
+  log "run $r of $repeat: COPY"
+  run_copy
+  log "run $r of $repeat: blocking snapshot"
+  run_blocking "$r"
+  log "run $r of $repeat: incremental snapshot"
+  run_incremental "$r"
+done
+
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+copy_s=$(median <<<"${results[copy]}")
+block_s=$(median <<<"${results[blocking]}")
+incr_s=$(median <<<"${results[incremental]}")
+block_rss=$(median <<<"${results[blocking_rss]}")
+incr_rss=$(median <<<"${results[incremental_rss]}")
+rate() { awk -v n="$rows" -v s="$1" 'BEGIN { printf "%.0f", n / s }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b / a }'; }
+
+printf '\n%-12s %10s %12s %10s %10s\n' reader seconds rows/s "/ COPY" "peak RSS"
+printf '%-12s %10s %12s %10s %10s\n' COPY "$copy_s" "$(rate "$copy_s")" 1.00 -
+printf '%-12s %10s %12s %10s %9sM\n' blocking "$block_s" "$(rate "$block_s")" \
+  "$(ratio "$block_s" "$copy_s")" "$((block_rss / 1024))"
+printf '%-12s %10s %12s %10s %9sM\n' incremental "$incr_s" "$(rate "$incr_s")" \
+  "$(ratio "$incr_s" "$copy_s")" "$((incr_rss / 1024))"
+mkdir -p "$(dirname "$OUT")"
+cat >"$OUT" <<EOF
+{"rows": $rows, "chunk_size": $chunk, "repeat": $repeat,
+ "copy": {"seconds": $copy_s, "rows_per_s": $(rate "$copy_s")},
+ "blocking": {"seconds": $block_s, "rows_per_s": $(rate "$block_s"), "ratio_to_copy": $(ratio "$block_s" "$copy_s"), "peak_rss_kb": $block_rss},
+ "incremental": {"seconds": $incr_s, "rows_per_s": $(rate "$incr_s"), "ratio_to_copy": $(ratio "$incr_s" "$copy_s"), "peak_rss_kb": $incr_rss}}
+EOF
+log "results: $OUT"
+success=1
