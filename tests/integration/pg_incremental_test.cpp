@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <map>
 #include <boost/json.hpp>
 #include <filesystem>
 #include <fstream>
@@ -431,4 +432,51 @@ TEST_F(PgIncremental, TenKillsMidSnapshotResumeAtTheChunkBoundaryAndEndEqual) {
             << " distinct rows read\n";
   it::drop_slots(db_);
   if (!HasFailure()) fs::remove_all(dir);
+}
+
+// Issue item 1: a chunk row is character for character the row the stream gives (here: the
+// FULL before-image of an update of that row), with the same shape.
+TEST_F(PgIncremental, ChunkRowsCarryTheStreamsTextAndShape) {
+  PgSession s(it::dsn_for(db_));
+  s.query(R"(
+    create table v (id int primary key, doc jsonb, tags text[], amount numeric, at timestamptz,
+                    day date, span interval, raw bytea, flag boolean, f float8, note text);
+    alter table v replica identity full;
+    insert into v select g, ('{"n": ' || g || '0000000000000000001, "s": "x\ny"}')::jsonb,
+                         array['a', null, 'q"' || g], g / 7.0, '2026-01-02 03:04:05.123456+02',
+                         '2026-02-03', '1 day 02:03:04', decode(lpad(to_hex(g), 8, '0'), 'hex'), g % 2 = 0,
+                         g / 3.0, case when g % 5 = 0 then null else 'n' || g end
+                  from generate_series(1, 50) g;
+  )");
+  auto rt = runtime(pg::SnapshotMode::kIncremental, {"public.v"}, 16);
+  ASSERT_TRUE(rt->start());
+  auto control = rt->incremental_snapshot_control();
+  std::map<std::string, Event> reads;
+  std::map<std::string, Event> befores;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  bool updated = false;
+  while (befores.size() < 50 && std::chrono::steady_clock::now() < deadline) {
+    auto batch = rt->poll_event_batch();
+    ASSERT_TRUE(batch) << batch.error().report();
+    for (const auto& e : batch->events()) {
+      const Row* r = e.op == Operation::kRead ? &*e.after : e.before.full_row();
+      if (!r) continue;
+      const std::string id = *find_column(*r, "id")->text;
+      (e.op == Operation::kRead ? reads : befores).emplace(id, e);
+    }
+    ASSERT_TRUE(rt->commit_ack(batch->ack_mode()));
+    if (!updated && control->state().is_complete()) {
+      s.query("update v set id = id");  // every row once more, as a FULL before-image
+      updated = true;
+    }
+  }
+  ASSERT_EQ(reads.size(), 50u);
+  ASSERT_EQ(befores.size(), 50u);
+  for (const auto& [id, read] : reads) {
+    const Event& upd = befores.at(id);
+    EXPECT_EQ(*read.after, *upd.before.full_row()) << "row " << id;
+    ASSERT_TRUE(read.shape && upd.shape);
+    EXPECT_EQ(read.shape->content_id(), upd.shape->content_id());
+  }
+  ASSERT_TRUE(rt->stop());
 }
