@@ -235,9 +235,10 @@ class IncrementalSnapshotSource final : public Source {
       // The chunk waits for the stream to pass its high watermark.
       std::vector<Event> batch;
       st = inner_->poll(batch, max_events - out.size(),
+                        // Short: progress without events (a keepalive) wakes nobody.
                         std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(
                                        deadline - now),
-                                   std::chrono::milliseconds(0), std::chrono::milliseconds(5)));
+                                   std::chrono::milliseconds(0), std::chrono::milliseconds(1)));
       for (std::size_t i = 0; i < batch.size(); ++i) {
         if (chunk_) {
           const BracketPosition where = classify(batch[i]);

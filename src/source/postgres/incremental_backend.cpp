@@ -50,6 +50,13 @@ class PgIncrementalBackend final : public IncrementalSnapshotBackend {
     auto conn = detail::connect(config_.dsn, false);
     if (!conn) return fail(conn.error().context("connecting for incremental snapshot chunks"));
     conn_ = std::move(*conn);
+    auto sizes = exec(conn_.get(),
+                      "select current_setting('wal_block_size')::int8, "
+                      "pg_size_bytes(current_setting('wal_segment_size'))",
+                      "reading the WAL page and segment sizes");
+    if (!sizes) return fail(sizes.error());
+    wal_page_ = std::stoull(get(sizes->get(), 0, 0).value_or("8192"));
+    wal_segment_ = std::stoull(get(sizes->get(), 0, 1).value_or("16777216"));
     catalog_ = std::make_unique<SqlCatalog>(conn_.get());
     assembler_ = std::make_unique<TransactionAssembler>(
         config_.source_name, [](const std::string&, const std::string&) { return true; },
@@ -169,7 +176,16 @@ class PgIncrementalBackend final : public IncrementalSnapshotBackend {
   }
 
   bool stream_reached(const Watermark& high) override {
-    if (auto through = hooks_.drained_through(); through && through->value() >= high.position) {
+    // The insert position right after a page header names the page's first record; the
+    // stream's position is the end of the last record, before that header. No record starts
+    // in between, so reaching the header's start is reaching the watermark.
+    std::uint64_t target = high.position;
+    if (wal_segment_ > 0 && target % wal_segment_ == kLongPageHeader) {
+      target -= kLongPageHeader;
+    } else if (wal_page_ > 0 && target % wal_page_ == kShortPageHeader) {
+      target -= kShortPageHeader;
+    }
+    if (auto through = hooks_.drained_through(); through && through->value() >= target) {
       return true;
     }
     const auto now = std::chrono::steady_clock::now();
@@ -188,6 +204,11 @@ class PgIncrementalBackend final : public IncrementalSnapshotBackend {
   std::unique_ptr<TransactionAssembler> assembler_;
   std::map<std::string, TableDescription> descriptions_;
   std::chrono::steady_clock::time_point last_ask_;
+  // WAL page headers (SizeOfXLogShortPHD, SizeOfXLogLongPHD on 64-bit builds).
+  static constexpr std::uint64_t kShortPageHeader = 24;
+  static constexpr std::uint64_t kLongPageHeader = 40;
+  std::uint64_t wal_page_ = 8192;
+  std::uint64_t wal_segment_ = 16u << 20;
 };
 
 }  // namespace
