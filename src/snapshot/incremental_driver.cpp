@@ -213,13 +213,15 @@ class IncrementalSnapshotSource final : public Source {
   Status poll(std::vector<Event>& out, std::size_t max_events,
               std::chrono::milliseconds wait) override {
     CPPCDC_TRY(apply_commands());
-    // While chunks run, one poll gathers the stream and as many whole chunks as fit (for a
-    // bounded time), so a chunk costs a fraction of a delivery rather than several.
+    // While a chunk waits, one poll gathers the stream until the chunk is out (for a bounded
+    // time), so a chunk costs one delivery rather than several. It stops after one chunk:
+    // a batch never holds two, so a crash before its acknowledgement re-reads one chunk.
     const auto deadline =
         std::chrono::steady_clock::now() + std::min(wait, std::chrono::milliseconds(200));
     Status st = ok();
     drain_held(out, max_events);
-    while (st && out.size() < max_events && held_.empty()) {
+    bool chunk_out = false;
+    while (st && out.size() < max_events && held_.empty() && !chunk_out) {
       if (!chunk_ && runnable() && std::chrono::steady_clock::now() >= retry_at_) {
         CPPCDC_TRY(begin_chunk());
       }
@@ -258,6 +260,7 @@ class IncrementalSnapshotSource final : public Source {
         out.push_back(std::move(batch[i]));
       }
       if (chunk_ && !mid_tx_ && st && backend_->stream_reached(chunk_->high)) finish_chunk();
+      chunk_out = !chunk_;
       drain_held(out, max_events);
       if (chunk_ && std::chrono::steady_clock::now() >= deadline) break;
     }

@@ -236,7 +236,7 @@ TEST_F(PgIncremental, ACommitWaitingForASynchronousStandbyCannotMakeAStaleChunkR
 TEST_F(PgIncremental, PauseResumeReRequestAndStopAreVisibleInTheState) {
   PgSession s(it::dsn_for(db_));
   s.query("create table t (id int primary key, v text)");
-  s.query("insert into t select g, 'v' || g from generate_series(1, 2000) g");
+  s.query("insert into t select g, 'v' || g from generate_series(1, 20000) g");
   auto rt = runtime(pg::SnapshotMode::kNever, {"public.t"}, 100);
   ASSERT_TRUE(rt->start());
   auto control = rt->incremental_snapshot_control();
@@ -255,7 +255,7 @@ TEST_F(PgIncremental, PauseResumeReRequestAndStopAreVisibleInTheState) {
   EXPECT_EQ(control->state().tables.at(0).rows, rows_when_paused);
   control->resume();
   ASSERT_TRUE(consume(*rt, replay, [&] { return control->state().is_complete(); }, 30, &reads));
-  EXPECT_EQ(reads, 2000u);
+  EXPECT_EQ(reads, 20000u);
   EXPECT_EQ(control->state().status(), "complete");
 
   // Again: a new generation, offsets differ from the first read's.

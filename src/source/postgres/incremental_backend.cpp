@@ -45,8 +45,15 @@ class PgIncrementalBackend final : public IncrementalSnapshotBackend {
   PgIncrementalBackend(IncrementalBackendConfig config, IncrementalHooks hooks)
       : config_(std::move(config)), hooks_(std::move(hooks)) {}
 
+  // Connects on first use: a pipeline that never snapshots incrementally opens no extra
+  // connection.
   Status open() override {
     close();
+    return ok();
+  }
+
+  Status connect() {
+    if (conn_) return ok();
     auto conn = detail::connect(config_.dsn, false);
     if (!conn) return fail(conn.error().context("connecting for incremental snapshot chunks"));
     conn_ = std::move(*conn);
@@ -72,6 +79,7 @@ class PgIncrementalBackend final : public IncrementalSnapshotBackend {
   }
 
   Result<std::vector<std::string>> resolve(const std::string& table) override {
+    CPPCDC_TRY(connect());
     const auto dot = table.find('.');
     const std::string name = dot == std::string::npos ? "public." + table : table;
     if (!hooks_.captured(name)) {
@@ -83,6 +91,7 @@ class PgIncrementalBackend final : public IncrementalSnapshotBackend {
   }
 
   Result<SnapshotTableInfo> describe_table(const std::string& table) override {
+    CPPCDC_TRY(connect());
     auto d = describe_snapshot_table(conn_.get(), table);
     if (!d) return fail(d.error());
     CPPCDC_TRY(assembler_->observe_relation(d->relation));
@@ -92,6 +101,7 @@ class PgIncrementalBackend final : public IncrementalSnapshotBackend {
   }
 
   Result<Watermark> current_position() override {
+    CPPCDC_TRY(connect());
     // The insert position, not pg_current_wal_lsn() (the write position): that one moves in
     // whole pages under load, which would keep every chunk waiting for the page to fill.
     auto r = exec(conn_.get(), "select pg_current_wal_insert_lsn()", "reading the WAL position");
@@ -102,6 +112,7 @@ class PgIncrementalBackend final : public IncrementalSnapshotBackend {
   }
 
   Result<std::string> in_flight() override {
+    CPPCDC_TRY(connect());
     auto r = exec(conn_.get(), "select pg_current_snapshot()::text",
                   "reading the transactions in flight");
     if (!r) return fail(r.error());
@@ -111,6 +122,7 @@ class PgIncrementalBackend final : public IncrementalSnapshotBackend {
   Result<std::vector<Event>> fetch_chunk(const SnapshotTableInfo& table,
                                          const std::optional<std::vector<std::string>>& cursor,
                                          std::size_t limit) override {
+    CPPCDC_TRY(connect());
     auto it = descriptions_.find(table.table);
     if (it == descriptions_.end()) {
       CPPCDC_TRY(describe_table(table.table));
