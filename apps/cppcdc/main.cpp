@@ -4,11 +4,14 @@
 #include <CLI/CLI.hpp>
 #include <malloc.h>
 
+#include <chrono>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "server/config.hpp"
 #include "server/run.hpp"
+#include "server/snapshot_control.hpp"
 
 int main(int argc, char** argv) {
   namespace server = cppcdc::server;
@@ -34,6 +37,41 @@ int main(int argc, char** argv) {
 
   CLI::App* version = app.add_subcommand("version", "Print the version");
 
+  // `cppcdc snapshot ...`: steer the incremental snapshot of a running `cppcdc run` through its
+  // control socket; `forget` edits the saved checkpoint while cppcdc is stopped.
+  CLI::App* snapshot = app.add_subcommand(
+      "snapshot", "Steer the incremental snapshot of a running `cppcdc run` (see README)");
+  snapshot->require_subcommand(1);
+  std::string snapshot_config;
+  server::SnapshotCommand command;
+  int request_timeout_s = 30;
+  bool forget_all = false;
+  std::vector<std::string> forget_tables;
+  auto leaf = [&](const char* name, const char* what) {
+    CLI::App* sub = snapshot->add_subcommand(name, what);
+    sub->add_option("-c,--config", snapshot_config, "Path of cdc.toml")->required();
+    return sub;
+  };
+  CLI::App* request =
+      leaf("request", "Add tables to the running incremental snapshot, or start one");
+  request->add_option("tables", command.tables, "Tables to read (\"schema.table\")")->required();
+  request
+      ->add_option("--timeout", request_timeout_s,
+                   "Seconds the pipeline may take to accept the request")
+      ->check(CLI::Range(1, 600));
+  CLI::App* pause = leaf("pause", "Pause the incremental snapshot (a chunk in progress completes)");
+  CLI::App* resume = leaf("resume", "Resume a paused incremental snapshot");
+  CLI::App* stop = leaf("stop", "Stop the incremental snapshot, dropping its unfinished tables");
+  CLI::App* status = leaf("status", "Show the incremental snapshot's progress");
+  status->add_flag("--json", command.json, "Print the raw state as JSON");
+  CLI::App* forget = leaf("forget",
+                          "While cppcdc is stopped: remove tables from the incremental snapshot "
+                          "state saved in the checkpoint");
+  auto* forget_list = forget->add_option("tables", forget_tables, "Tables to forget");
+  auto* forget_every = forget->add_flag("--all", forget_all, "Forget every table");
+  forget_list->excludes(forget_every);
+  forget_every->excludes(forget_list);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -48,6 +86,23 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (*check) return server::check_config(check_config);
+  if (*snapshot) {
+    if (*forget) {
+      if (forget_tables.empty() && !forget_all) {
+        std::fprintf(stderr, "cppcdc: snapshot forget: name the tables to forget, or pass --all\n");
+        return server::kExitConfiguration;
+      }
+      return server::forget_snapshot_tables(snapshot_config, forget_tables, forget_all);
+    }
+    using server::SnapshotVerb;
+    command.verb = *request  ? SnapshotVerb::kRequest
+                   : *pause  ? SnapshotVerb::kPause
+                   : *resume ? SnapshotVerb::kResume
+                   : *stop   ? SnapshotVerb::kStop
+                             : SnapshotVerb::kStatus;
+    command.timeout = std::chrono::seconds(request_timeout_s);
+    return server::run_snapshot_command(snapshot_config, command);
+  }
 
   auto config = server::load_server_config(run_config);
   if (!config) {

@@ -476,7 +476,7 @@ Status read_state(Section& state, StateConfig& out) {
   return state.reject_unknown();
 }
 
-Status read_runtime(Section& runtime, RuntimeOptions& out) {
+Status read_runtime(Section& runtime, RuntimeOptions& out, std::filesystem::path& control_socket) {
   CPPCDC_TRY(assign_int(runtime, "max_buffer_size", 1, 100'000'000, out.max_buffer_size));
   CPPCDC_TRY(assign_int(runtime, "max_poll_wait_ms", 0, kMaxU32, out.max_poll_wait_ms));
   std::int64_t retries = out.connection_retry.max_retries
@@ -495,6 +495,21 @@ Status read_runtime(Section& runtime, RuntimeOptions& out) {
                               "expected at least connection_retry_initial_delay_ms (" +
                                   std::to_string(out.connection_retry.initial_delay_ms) +
                                   "), found " + std::to_string(out.connection_retry.max_delay_ms)));
+  }
+  std::optional<std::string> socket;
+  CPPCDC_CFG_ASSIGN(socket, runtime.get_string("control_socket"));
+  if (socket) {
+    if (socket->empty()) {
+      return fail(runtime.error("control_socket", runtime.take("control_socket"),
+                                "expected a path, found an empty string (leave the key out for "
+                                "the default, <[state.offset] dir>/cppcdc.sock)"));
+    }
+    if (socket->back() == '/') {
+      return fail(runtime.error(
+          "control_socket", runtime.take("control_socket"),
+          "expected the path of a socket file, found a directory " + in_quotes(*socket)));
+    }
+    control_socket = *socket;
   }
   return runtime.reject_unknown();
 }
@@ -549,7 +564,16 @@ Result<ServerConfig> read_document(const toml::table& document, const std::strin
 
   auto runtime = top.get_table("runtime");
   if (!runtime) return fail(runtime.error());
-  if (auto st = read_runtime(*runtime, config.runtime); !st) return fail(st.error());
+  if (auto st = read_runtime(*runtime, config.runtime, config.control_socket); !st) {
+    return fail(st.error());
+  }
+  if (config.control_socket.empty()) {
+    // Beside the checkpoint: one pipeline per checkpoint directory can run with the default.
+    // The name is kept short because a socket path has at most 107 bytes.
+    config.control_socket = config.state.offset.backend == "local_fs"
+                                ? config.state.offset.dir / "cppcdc.sock"
+                                : std::filesystem::path("cppcdc.sock");
+  }
 
   auto log = top.get_table("log");
   if (!log) return fail(log.error());
@@ -638,6 +662,19 @@ std::string redact_uri_dsn(std::string_view dsn, std::size_t authority_start) {
   return out;
 }
 
+// sun_path is a fixed 108-byte array: a longer path cannot be bound or connected to.
+Status check_control_socket_length(const ServerConfig& config) {
+  const std::string& path = config.control_socket.native();
+  if (path.size() <= kMaxControlSocketPath) return ok();
+  return fail(Error::configuration(
+      config.origin + ": [runtime] control_socket: the control socket's path " + in_quotes(path) +
+      " is " + std::to_string(path.size()) +
+      " bytes long, but a Unix socket path can have at most " +
+      std::to_string(kMaxControlSocketPath) +
+      "; set [runtime] control_socket to a shorter path (its default is "
+      "<[state.offset] dir>/cppcdc.sock)"));
+}
+
 }  // namespace
 
 std::string redact_dsn(std::string_view dsn) {
@@ -657,7 +694,11 @@ Result<ServerConfig> parse_server_config(std::string_view toml_text, const std::
     return fail(Error::configuration(locate(origin, e.source()) +
                                      ": invalid TOML: " + std::string(e.description())));
   }
-  return read_document(document, origin);
+  auto config = read_document(document, origin);
+  if (config && config->control_socket.is_absolute()) {
+    CPPCDC_TRY(check_control_socket_length(*config));
+  }
+  return config;
 }
 
 Result<ServerConfig> load_server_config(const std::filesystem::path& path) {
@@ -691,6 +732,9 @@ Result<ServerConfig> load_server_config(const std::filesystem::path& path) {
   if (!spill.empty() && std::filesystem::path(spill).is_relative()) {
     spill = (base / spill).lexically_normal().string();
   }
+  auto& socket = config->control_socket;
+  if (socket.is_relative()) socket = (base / socket).lexically_normal();
+  CPPCDC_TRY(check_control_socket_length(*config));
   return config;
 }
 
@@ -764,6 +808,8 @@ std::string describe_config(const ServerConfig& config) {
                           : std::string("forever")) +
        ", initial delay " + std::to_string(retry.initial_delay_ms) + " ms, max delay " +
        std::to_string(retry.max_delay_ms) + " ms");
+  line("  control socket:   " + config.control_socket.string() +
+       " (`cppcdc snapshot ...` commands reach the running pipeline here)");
   line("log:                format " + config.log_format + ", level " + config.log_level);
   return out;
 }

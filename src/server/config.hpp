@@ -38,13 +38,22 @@ struct ServerConfig {
   SinkConfig sink;
   StateConfig state;
   RuntimeOptions runtime;
+  /// `[runtime] control_socket`: the Unix socket on which `cppcdc run` takes `cppcdc snapshot`
+  /// commands. Default: `<[state.offset] dir>/cppcdc.sock` (beside the checkpoint), or
+  /// `cppcdc.sock` next to the config file when the checkpoint backend is "memory". Pipelines
+  /// that share a checkpoint directory need one each. A relative path is relative to the config file's directory (after
+  /// load_server_config; parse_server_config leaves it as written).
+  std::filesystem::path control_socket;
   std::string delivery_contract = "at_least_once";
   std::string log_format = "text";  ///< "text" or "json"
   std::string log_level = "info";   ///< trace, debug, info, warn, error, critical, off
 };
 
+/// Longest path a Unix domain socket can be bound to (sun_path holds 108 bytes with the NUL).
+inline constexpr std::size_t kMaxControlSocketPath = 107;
+
 /// Reads and validates `path`. A missing or unreadable file is a configuration error naming it.
-/// Relative `[sink] path` and `[state.offset] dir` are resolved against the directory of
+/// Relative `[sink] path`, `[state.offset] dir` and `[runtime] control_socket` are resolved against the directory of
 /// `path`, so the same file always finds the same checkpoint whatever the working directory.
 Result<ServerConfig> load_server_config(const std::filesystem::path& path);
 

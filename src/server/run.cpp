@@ -17,6 +17,8 @@
 #include "cppcdc/postgres.hpp"
 #include "cppcdc/runtime.hpp"
 #include "cppcdc/sink.hpp"
+#include "server/control_socket.hpp"
+#include "server/snapshot_control.hpp"
 
 namespace cppcdc::server {
 namespace {
@@ -156,6 +158,27 @@ int run_server(const ServerConfig& config) {
   auto runtime = Runtime::create(std::move(runtime_config));
   if (!runtime) return report_failure(runtime.error().context("creating the runtime"));
 
+  // The control socket comes up before the pipeline starts, so that a second cppcdc started on
+  // the same configuration stops here, before it reads the checkpoint or touches the slot.
+  ControlContext control_context;
+  control_context.snapshot = (*runtime)->incremental_snapshot_control();
+  if (!control_context.snapshot) {
+    control_context.unavailable_reason =
+        "this pipeline runs no incremental snapshots ([source.snapshot] mode = \"" +
+        std::string(pg::to_string(config.source.snapshot_mode)) +
+        "\" reads the tables once and stops)";
+  }
+  control_context.config = std::filesystem::absolute(config.origin).string();
+  auto control = ControlServer::start(
+      config.control_socket,
+      [control_context](std::string_view request, const std::atomic<bool>& stopping) {
+        return handle_control_request(request, control_context, stopping);
+      });
+  if (!control) {
+    (void)sink->close();
+    return report_failure(control.error().context("opening the control socket"));
+  }
+
   spdlog::info(
       "cppcdc {} starting: source=postgres slot={} publication={} tables={} sink={} "
       "checkpoint={} delivery_contract={} dsn=\"{}\"",
@@ -167,9 +190,11 @@ int run_server(const ServerConfig& config) {
     (void)sink->close();
     return report_failure(started.error().context("starting the pipeline"));
   }
-  spdlog::info("pipeline running; send SIGINT or SIGTERM to stop");
+  spdlog::info("pipeline running; send SIGINT or SIGTERM to stop; control socket {}",
+               config.control_socket.string());
 
   auto delivered = (*runtime)->run_to_completion(*sink, g_stop_requested);
+  (*control)->stop();  // no command is taken while the pipeline shuts down
   if (!delivered) {
     const auto snapshot = (*runtime)->admin_snapshot();
     shut_down(**runtime);

@@ -13,6 +13,10 @@ inline constexpr int kExitOk = 0;             ///< clean stop (SIGINT/SIGTERM) o
 inline constexpr int kExitFailure = 1;        ///< any other error (transient ones included)
 inline constexpr int kExitConfiguration = 2;  ///< the configuration is invalid
 inline constexpr int kExitTerminal = 3;       ///< needs an operator (auth, missing slot, ...)
+/// `cppcdc snapshot ...`: no cppcdc answers on the control socket.
+inline constexpr int kExitNotRunning = 4;
+/// `cppcdc snapshot ...`: the running cppcdc (or the saved checkpoint) refused the command.
+inline constexpr int kExitRefused = 5;
 
 /// The version this build reports. The build may pass -DCPPCDC_VERSION="x.y.z" (the CMake
 /// project version); without it the fallback below is used.
@@ -25,8 +29,9 @@ inline constexpr std::string_view kVersion = CPPCDC_VERSION;
 int exit_code_for(ErrorKind kind) noexcept;
 
 /// Sets up logging (log.format / log.level, on stderr) and SIGINT/SIGTERM handling, builds the
-/// source, checkpoint and sink, and delivers batches until a signal arrives or an error
-/// stops the pipeline. Returns the process exit code.
+/// source, checkpoint and sink, opens the control socket ([runtime] control_socket, for
+/// `cppcdc snapshot ...`; refused while another cppcdc answers on it), and delivers batches
+/// until a signal arrives or an error stops the pipeline. Returns the process exit code.
 int run_server(const ServerConfig& config);
 
 /// Loads `path`; prints the effective configuration and "configuration OK" to stdout and

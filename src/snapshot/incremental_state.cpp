@@ -11,7 +11,7 @@ Error bad_state(const std::string& what) {
   return Error::checkpoint(
       ErrorKind::kTerminal,
       "the checkpoint's incremental snapshot state is unreadable (" + what +
-          "); run `cppcdc snapshot forget --config <file>` while cppcdc is stopped to drop it");
+          "); run `cppcdc snapshot forget --all --config <file>` while cppcdc is stopped to drop it");
 }
 
 boost::json::array strings(const std::vector<std::string>& v) {

@@ -425,6 +425,105 @@ TEST(ServerConfig, DescribeConfigSummarisesWithoutThePassword) {
   EXPECT_CONTAINS(text, "/var/lib/cppcdc/state/checkpoint-cppcdc_orders.ckpt");
 }
 
+TEST(ServerConfig, ControlSocketDefaultsToTheCheckpointDirectory) {
+  auto config = parse_server_config(kExample, "cdc.toml");
+  ASSERT_TRUE(config) << config.error().report();
+  EXPECT_EQ(config->control_socket, "/var/lib/cppcdc/state/cppcdc.sock");
+  EXPECT_CONTAINS(describe_config(*config),
+                  "control socket:   /var/lib/cppcdc/state/cppcdc.sock");
+
+  // No checkpoint directory with the memory backend: beside the config file.
+  config = parse_server_config(edit(kMinimal, "[state.offset]\ndir = \"/tmp/state\"\n",
+                                    "[state.offset]\nbackend = \"memory\"\n"),
+                               "cdc.toml");
+  ASSERT_TRUE(config) << config.error().report();
+  EXPECT_EQ(config->control_socket, "cppcdc.sock");
+}
+
+TEST(ServerConfig, ControlSocketKeyIsReadAndValidated) {
+  const std::string example = kExample;
+  auto config = parse_server_config(
+      edit(example, "[runtime]\n", "[runtime]\ncontrol_socket = \"/run/cppcdc/orders.sock\"\n"),
+      "cdc.toml");
+  ASSERT_TRUE(config) << config.error().report();
+  EXPECT_EQ(config->control_socket, "/run/cppcdc/orders.sock");
+
+  EXPECT_CONTAINS(error_of(edit(example, "[runtime]\n", "[runtime]\ncontrol_socket = 3\n")),
+                  "cdc.toml:37:18: [runtime] control_socket: expected a string, found an integer");
+  EXPECT_CONTAINS(error_of(edit(example, "[runtime]\n", "[runtime]\ncontrol_socket = \"\"\n")),
+                  "[runtime] control_socket: expected a path, found an empty string");
+  EXPECT_CONTAINS(error_of(edit(example, "[runtime]\n", "[runtime]\ncontrol_socket = \"/run/\"\n")),
+                  "[runtime] control_socket: expected the path of a socket file");
+  EXPECT_CONTAINS(error_of(edit(example, "[runtime]\n", "[runtime]\ncontrol_sockt = \"x\"\n")),
+                  "[runtime] control_sockt: unknown key; expected one of: max_buffer_size, "
+                  "max_poll_wait_ms, connection_retry_max_retries, "
+                  "connection_retry_initial_delay_ms, connection_retry_max_delay_ms, "
+                  "control_socket");
+}
+
+TEST(ServerConfig, ControlSocketLongerThanAUnixSocketPathIsRefused) {
+  const std::string long_path = "/" + std::string(kMaxControlSocketPath, 's');
+  const std::string report = error_of(edit(
+      kExample, "[runtime]\n", "[runtime]\ncontrol_socket = \"" + long_path + "\"\n"));
+  EXPECT_CONTAINS(report, "[runtime] control_socket");
+  EXPECT_CONTAINS(report, long_path);
+  EXPECT_CONTAINS(report, "108 bytes long, but a Unix socket path can have at most 107");
+  EXPECT_CONTAINS(report, "set [runtime] control_socket to a shorter path");
+  // Exactly the limit is fine.
+  auto config = parse_server_config(
+      edit(kExample, "[runtime]\n",
+           "[runtime]\ncontrol_socket = \"" + long_path.substr(0, kMaxControlSocketPath) + "\"\n"),
+      "cdc.toml");
+  EXPECT_TRUE(config) << config.error().report();
+  // The default derived from a long checkpoint directory too.
+  const std::string deep_dir = "/" + std::string(100, 'd');
+  EXPECT_CONTAINS(error_of(edit(kExample, "dir = \"/var/lib/cppcdc/state\"",
+                                "dir = \"" + deep_dir + "\"")),
+                  "the control socket's path \"" + deep_dir + "/cppcdc.sock\"");
+}
+
+TEST(ServerConfig, RelativeControlSocketIsResolvedAgainstTheConfigFile) {
+  const auto dir = std::filesystem::path(::testing::TempDir()) / "cppcdc_sockpaths";
+  std::filesystem::create_directories(dir);
+  const auto path = dir / "cdc.toml";
+  const auto base = std::filesystem::absolute(dir);
+  {
+    std::ofstream out(path);
+    out << "[source]\ndsn = \"host=h\"\ntables = [\"t\"]\nslot_name = \"s1\"\n"
+        << "[state.offset]\ndir = \"state\"\n";
+  }
+  auto config = load_server_config(path);
+  ASSERT_TRUE(config) << config.error().report();
+  EXPECT_EQ(config->control_socket, base / "state" / "cppcdc.sock");
+  {
+    std::ofstream out(path, std::ios::trunc);
+    out << "[source]\ndsn = \"host=h\"\ntables = [\"t\"]\n"
+        << "[state.offset]\ndir = \"state\"\n[runtime]\ncontrol_socket = \"run/ctl.sock\"\n";
+  }
+  config = load_server_config(path);
+  ASSERT_TRUE(config) << config.error().report();
+  EXPECT_EQ(config->control_socket, base / "run" / "ctl.sock");
+  {
+    std::ofstream out(path, std::ios::trunc);
+    out << "[source]\ndsn = \"host=h\"\ntables = [\"t\"]\n[state.offset]\nbackend = \"memory\"\n";
+  }
+  config = load_server_config(path);
+  ASSERT_TRUE(config) << config.error().report();
+  EXPECT_EQ(config->control_socket, base / "cppcdc.sock");
+  {
+    // A relative path that only becomes too long once resolved is refused by the loader.
+    std::ofstream out(path, std::ios::trunc);
+    out << "[source]\ndsn = \"host=h\"\ntables = [\"t\"]\n[state.offset]\ndir = \"state\"\n"
+        << "[runtime]\ncontrol_socket = \"" << std::string(kMaxControlSocketPath - 5, 'x')
+        << "\"\n";
+  }
+  config = load_server_config(path);
+  ASSERT_FALSE(config);
+  EXPECT_EQ(config.error().kind(), ErrorKind::kConfiguration);
+  EXPECT_CONTAINS(config.error().report(), path.string() + ": [runtime] control_socket");
+  std::filesystem::remove_all(dir);
+}
+
 TEST(RedactDsn, KeywordFormHidesThePassword) {
   EXPECT_EQ(redact_dsn("host=db user=cdc password=hunter2 dbname=app"),
             "host=db user=cdc password=**** dbname=app");
@@ -489,6 +588,8 @@ TEST(ServerConfig, WalReceiverTimeoutDefaultsToAMinuteAndZeroDisablesIt) {
 }
 
 TEST(RunServer, ExitCodesFollowTheErrorKind) {
+  EXPECT_EQ(kExitNotRunning, 4);
+  EXPECT_EQ(kExitRefused, 5);
   EXPECT_EQ(exit_code_for(ErrorKind::kConfiguration), 2);
   EXPECT_EQ(exit_code_for(ErrorKind::kTerminal), 3);
   EXPECT_EQ(exit_code_for(ErrorKind::kTransient), 1);

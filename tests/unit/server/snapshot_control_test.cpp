@@ -1,0 +1,329 @@
+// The control protocol's commands against a stand-in snapshot handle, the status table, and
+// `snapshot forget`'s edit of the checkpoint's source_state.
+
+#include "server/snapshot_control.hpp"
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <mutex>
+#include <thread>
+
+namespace cppcdc::server {
+namespace {
+
+using namespace std::chrono_literals;
+
+#define EXPECT_CONTAINS(haystack, needle) \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
+
+// Applies commands at once, like a driver that polls continuously. `refuse_all` makes every
+// request time out the way a pipeline that is not polling does.
+class FakeControl final : public IncrementalSnapshotControl {
+ public:
+  Status request(const std::vector<std::string>& tables,
+                 std::chrono::milliseconds timeout) override {
+    if (refuse_all) {
+      std::this_thread::sleep_for(timeout);
+      ++timeouts;
+      return fail(Error::invalid_state("the request was not taken"));
+    }
+    std::lock_guard lock(mutex_);
+    for (const auto& t : tables) {
+      if (t == "public.nope") {
+        return fail(Error::configuration("table public.nope is not captured: add it to [source] "
+                                         "tables")
+                        .context("incremental snapshot request for " + t));
+      }
+    }
+    ++state_.generation;
+    state_.stopped = false;
+    if (state_.snapshot_id.empty()) state_.snapshot_id = "slot-incremental-1";
+    for (const auto& t : tables) {
+      IncrementalSnapshotTableState s;
+      s.table = t;
+      s.key_columns = {"id"};
+      s.generation = state_.generation;
+      s.estimated_rows = 200;
+      state_.tables.push_back(s);
+    }
+    return ok();
+  }
+  void pause() override {
+    std::lock_guard lock(mutex_);
+    state_.paused = true;
+  }
+  void resume() override {
+    std::lock_guard lock(mutex_);
+    state_.paused = false;
+  }
+  void stop() override {
+    std::lock_guard lock(mutex_);
+    state_.tables.clear();
+    ++state_.generation;
+    state_.stopped = true;
+    state_.paused = false;
+  }
+  IncrementalSnapshotState state() const override {
+    std::lock_guard lock(mutex_);
+    return state_;
+  }
+  void complete_all() {
+    std::lock_guard lock(mutex_);
+    for (auto& t : state_.tables) {
+      t.complete = true;
+      t.rows = 200;
+      t.chunks = 1;
+    }
+  }
+
+  bool refuse_all = false;
+  std::atomic<int> timeouts{0};
+
+ private:
+  mutable std::mutex mutex_;
+  IncrementalSnapshotState state_;
+};
+
+boost::json::object answer(const std::string& line) {
+  boost::system::error_code ec;
+  auto v = boost::json::parse(line, ec);
+  EXPECT_FALSE(ec) << line;
+  EXPECT_TRUE(v.is_object()) << line;
+  return v.is_object() ? v.as_object() : boost::json::object{};
+}
+
+class SnapshotControl : public ::testing::Test {
+ protected:
+  SnapshotControl() {
+    context_.snapshot = fake_;
+    context_.config = "/etc/cppcdc/cdc.toml";
+  }
+  boost::json::object send(const std::string& request) {
+    return answer(handle_control_request(request, context_, stopping_));
+  }
+  static std::string status_of(const boost::json::object& a) {
+    return std::string(a.at("state").as_object().at("status").as_string());
+  }
+  static std::string error_of(const boost::json::object& a) {
+    EXPECT_FALSE(a.at("ok").as_bool());
+    return a.contains("error") ? std::string(a.at("error").as_string()) : "";
+  }
+
+  std::shared_ptr<FakeControl> fake_ = std::make_shared<FakeControl>();
+  ControlContext context_;
+  std::atomic<bool> stopping_{false};
+};
+
+TEST_F(SnapshotControl, PingNamesTheProcessAndItsConfiguration) {
+  auto a = send(R"({"command":"ping"})");
+  EXPECT_TRUE(a.at("ok").as_bool());
+  EXPECT_EQ(a.at("pid").as_int64(), ::getpid());
+  EXPECT_EQ(a.at("config").as_string(), "/etc/cppcdc/cdc.toml");
+}
+
+TEST_F(SnapshotControl, StatusRequestPauseResumeStop) {
+  auto a = send(R"({"command":"status"})");
+  EXPECT_TRUE(a.at("ok").as_bool());
+  EXPECT_EQ(status_of(a), "idle");
+
+  a = send(R"({"command":"request","tables":["public.orders"]})");
+  ASSERT_TRUE(a.at("ok").as_bool()) << boost::json::serialize(a);
+  EXPECT_EQ(status_of(a), "running");
+  EXPECT_EQ(a.at("state").as_object().at("generation").as_int64(), 1);
+  EXPECT_EQ(a.at("state").at("tables").as_array().at(0).at("table").as_string(), "public.orders");
+
+  a = send(R"({"command":"pause"})");
+  ASSERT_TRUE(a.at("ok").as_bool());
+  EXPECT_EQ(status_of(a), "paused");
+  EXPECT_CONTAINS(std::string(a.at("message").as_string()), "paused");
+  a = send(R"({"command":"pause"})");
+  EXPECT_TRUE(a.at("ok").as_bool());
+  EXPECT_EQ(a.at("message").as_string(), "already paused");
+
+  a = send(R"({"command":"resume"})");
+  ASSERT_TRUE(a.at("ok").as_bool());
+  EXPECT_EQ(status_of(a), "running");
+  a = send(R"({"command":"resume"})");
+  EXPECT_TRUE(a.at("ok").as_bool());
+  EXPECT_CONTAINS(std::string(a.at("message").as_string()), "not paused");
+
+  a = send(R"({"command":"stop"})");
+  ASSERT_TRUE(a.at("ok").as_bool());
+  EXPECT_EQ(status_of(a), "stopped");
+  EXPECT_EQ(a.at("state").as_object().at("generation").as_int64(), 2);
+}
+
+TEST_F(SnapshotControl, NothingRunningCannotBePausedOrStopped) {
+  EXPECT_CONTAINS(error_of(send(R"({"command":"pause"})")),
+                  "no incremental snapshot is running (status idle): nothing to pause");
+  EXPECT_CONTAINS(error_of(send(R"({"command":"stop"})")), "nothing to stop");
+  ASSERT_TRUE(send(R"({"command":"request","tables":["public.t"]})").at("ok").as_bool());
+  fake_->complete_all();
+  EXPECT_CONTAINS(error_of(send(R"({"command":"stop"})")), "(status complete): nothing to stop");
+}
+
+TEST_F(SnapshotControl, ARefusedRequestCarriesTheReason) {
+  const std::string error =
+      error_of(send(R"({"command":"request","tables":["public.orders","public.nope"]})"));
+  EXPECT_CONTAINS(error, "incremental snapshot request for public.nope");
+  EXPECT_CONTAINS(error, "table public.nope is not captured");
+  EXPECT_EQ(status_of(send(R"({"command":"status"})")), "idle");
+}
+
+TEST_F(SnapshotControl, MalformedRequestsAreRefused) {
+  EXPECT_CONTAINS(error_of(send("not json")), "one JSON object");
+  EXPECT_CONTAINS(error_of(send(R"({"cmd":"status"})")), "needs \"command\"");
+  EXPECT_CONTAINS(error_of(send(R"({"command":"explode"})")), "unknown command \"explode\"");
+  EXPECT_CONTAINS(error_of(send(R"({"command":"request"})")), "needs \"tables\"");
+  EXPECT_CONTAINS(error_of(send(R"({"command":"request","tables":[]})")), "needs \"tables\"");
+  EXPECT_CONTAINS(error_of(send(R"({"command":"request","tables":[1]})")), "must hold");
+  EXPECT_CONTAINS(error_of(send(R"({"command":"request","tables":["t"],"timeout_ms":"x"})")),
+                  "timeout_ms");
+}
+
+TEST_F(SnapshotControl, ARequestThePipelineDoesNotTakeTimesOutOrGivesUpOnShutdown) {
+  fake_->refuse_all = true;
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_CONTAINS(error_of(send(R"({"command":"request","tables":["public.t"],"timeout_ms":600})")),
+                  "did not take the request for public.t within 600 ms");
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 550ms);
+  EXPECT_GE(fake_->timeouts.load(), 2);  // asked in slices
+
+  std::thread later([this] {
+    std::this_thread::sleep_for(300ms);
+    stopping_ = true;
+  });
+  const auto t1 = std::chrono::steady_clock::now();
+  EXPECT_CONTAINS(error_of(send(R"({"command":"request","tables":["public.t"]})")),
+                  "shutting down");
+  EXPECT_LT(std::chrono::steady_clock::now() - t1, 5s);
+  later.join();
+}
+
+TEST_F(SnapshotControl, WithoutIncrementalSupportEveryCommandButPingSaysWhy) {
+  ControlContext none;
+  none.unavailable_reason = "this pipeline runs no incremental snapshots";
+  const std::atomic<bool> stopping{false};
+  for (const char* command : {"status", "request", "pause", "resume", "stop"}) {
+    auto a = answer(
+        handle_control_request(std::string(R"({"command":")") + command + "\"}", none, stopping));
+    EXPECT_EQ(error_of(a), "this pipeline runs no incremental snapshots") << command;
+  }
+  EXPECT_TRUE(
+      answer(handle_control_request(R"({"command":"ping"})", none, stopping)).at("ok").as_bool());
+}
+
+TEST(SnapshotStatus, TableShowsRowsEstimateChunksAndCompletion) {
+  IncrementalSnapshotState s;
+  s.snapshot_id = "cppcdc-incremental-3";
+  s.generation = 3;
+  IncrementalSnapshotTableState a;
+  a.table = "public.orders";
+  a.rows = 250;
+  a.estimated_rows = 1000;
+  a.chunks = 3;
+  IncrementalSnapshotTableState b;
+  b.table = "public.customers";
+  b.rows = 40;
+  b.chunks = 1;
+  b.complete = true;
+  s.tables = {a, b};
+  const std::string text = format_snapshot_status(s);
+  EXPECT_CONTAINS(text, "incremental snapshot cppcdc-incremental-3: running (generation 3)");
+  EXPECT_CONTAINS(text, "TABLE             ROWS DONE  ESTIMATED        CHUNKS  COMPLETE");
+  EXPECT_CONTAINS(text, "public.orders     250        1000 (25% done)  3       no");
+  EXPECT_CONTAINS(text, "public.customers  40         unknown          1       yes");
+  EXPECT_CONTAINS(text, "290 rows in all, 1 of 2 table(s) to go");
+
+  s.paused = true;
+  EXPECT_CONTAINS(format_snapshot_status(s), "paused: no new chunk starts");
+  EXPECT_CONTAINS(format_snapshot_status(IncrementalSnapshotState{}),
+                  "incremental snapshot: idle (generation 0)");
+}
+
+// A source_state with the blocking snapshot's own member beside the incremental one.
+std::string saved_state() {
+  IncrementalSnapshotState s;
+  s.snapshot_id = "slot-incremental-4";
+  s.generation = 4;
+  s.paused = true;
+  for (const char* name : {"public.orders", "public.customers"}) {
+    IncrementalSnapshotTableState t;
+    t.table = name;
+    t.key_columns = {"id"};
+    t.cursor = std::vector<std::string>{"17"};
+    t.generation = 4;
+    t.chunks = 2;
+    t.rows = 34;
+    s.tables.push_back(t);
+  }
+  return R"({"other":{"x":1},"incremental":)" + s.to_json() + "}";
+}
+
+IncrementalSnapshotState incremental_of(const std::string& source_state) {
+  auto v = boost::json::parse(source_state);
+  auto s = IncrementalSnapshotState::from_json(boost::json::serialize(v.at("incremental")));
+  EXPECT_TRUE(s) << s.error().report();
+  return s ? *s : IncrementalSnapshotState{};
+}
+
+TEST(SnapshotForget, RemovesTheNamedTablesAndAdvancesTheGeneration) {
+  auto out = forget_incremental_tables(saved_state(), {"orders"}, false, 0);
+  ASSERT_TRUE(out) << out.error().report();
+  EXPECT_EQ(out->forgotten, std::vector<std::string>{"public.orders"});
+  EXPECT_EQ(out->generation, 5u);
+  const auto s = incremental_of(out->source_state);
+  ASSERT_EQ(s.tables.size(), 1u);
+  EXPECT_EQ(s.tables[0].table, "public.customers");
+  EXPECT_EQ(s.generation, 5u);
+  EXPECT_TRUE(s.paused);  // the rest of the snapshot is as it was
+  EXPECT_EQ(boost::json::parse(out->source_state).at("other").at("x").as_int64(), 1);
+}
+
+TEST(SnapshotForget, AllEmptiesTheSnapshotAndUnpausesIt) {
+  auto out = forget_incremental_tables(saved_state(), {}, true, 0);
+  ASSERT_TRUE(out) << out.error().report();
+  EXPECT_EQ(out->forgotten, (std::vector<std::string>{"public.orders", "public.customers"}));
+  const auto s = incremental_of(out->source_state);
+  EXPECT_TRUE(s.tables.empty());
+  EXPECT_FALSE(s.paused);
+  EXPECT_EQ(s.generation, 5u);
+  EXPECT_EQ(s.status(), "idle");
+}
+
+TEST(SnapshotForget, AnUnknownTableChangesNothingAndNamesWhatIsThere) {
+  auto out = forget_incremental_tables(saved_state(), {"public.orders", "public.gone"}, false, 0);
+  ASSERT_FALSE(out);
+  EXPECT_EQ(out.error().kind(), ErrorKind::kInvalidState);
+  EXPECT_CONTAINS(out.error().report(), "has no table public.gone");
+  EXPECT_CONTAINS(out.error().report(), "(it has public.orders, public.customers)");
+}
+
+TEST(SnapshotForget, NoIncrementalStateIsNothingToForget) {
+  for (const std::string& state :
+       {std::string(), std::string(R"({"other":1})"), std::string("x")}) {
+    auto out = forget_incremental_tables(state, {}, true, 0);
+    ASSERT_FALSE(out) << state;
+    EXPECT_CONTAINS(out.error().report(), "no incremental snapshot state: nothing to forget");
+  }
+}
+
+TEST(SnapshotForget, AnUnreadableStateIsDroppedWholeOnlyWithAll) {
+  const std::string broken = R"({"incremental":{"generation":9,"tables":"oops"}})";
+  auto named = forget_incremental_tables(broken, {"public.t"}, false, 0);
+  ASSERT_FALSE(named);
+  EXPECT_CONTAINS(named.error().report(), "use --all");
+  auto all = forget_incremental_tables(broken, {}, true, 0);
+  ASSERT_TRUE(all) << all.error().report();
+  EXPECT_EQ(all->generation, 10u);
+  EXPECT_TRUE(incremental_of(all->source_state).tables.empty());
+  // Without a legible generation the new one is above any count a request could reach.
+  auto unknown =
+      forget_incremental_tables(R"({"incremental":"garbage"})", {}, true, 1'700'000'000'000);
+  ASSERT_TRUE(unknown) << unknown.error().report();
+  EXPECT_EQ(unknown->generation, 1'700'000'001u);
+}
+
+}  // namespace
+}  // namespace cppcdc::server
