@@ -14,6 +14,8 @@
 # The table has 6 columns (bigint key, int, text, numeric, timestamptz, boolean). Each cppcdc
 # run goes from the table to the file sink (fsync per batch) with the file checkpoint:
 #   blocking     [source.snapshot] mode = "initial_only": the run ends when the snapshot is read
+#   blk>null     the blocking run with the stdout sink into /dev/null: reading, decoding and
+#                encoding without writing a file (COPY writes nothing either)
 #   incremental  mode = "incremental" on a quiet table: timed to the log line that says the
 #                snapshot is complete
 # Wall time includes start-up (connecting, creating the slot). Peak RSS comes from
@@ -106,7 +108,10 @@ sql -c "vacuum analyze snap"
 now_ns() { date +%s%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b - a) / 1e9 }'; }
 
-write_config() { # dir mode
+write_config() { # dir mode [sink type]
+  local sink="type = \"file\"
+path = \"$1/events.jsonl\""
+  [[ ${3:-file} == stdout ]] && sink='type = "stdout"'
   cat >"$1/cdc.toml" <<EOF
 [source]
 type = "postgres"
@@ -120,8 +125,7 @@ mode = "$2"
 chunk_size = $chunk
 
 [sink]
-type = "file"
-path = "$1/events.jsonl"
+$sink
 
 [state.offset]
 backend = "local_fs"
@@ -156,6 +160,19 @@ run_blocking() { # rep
   rm -f "$dir/events.jsonl"
 }
 
+run_blocking_null() { # rep
+  local dir=$WORK/blocknull_$1 t0 t1
+  mkdir -p "$dir"
+  write_config "$dir" initial_only stdout
+  t0=$(now_ns)
+  "$CPPCDC" run --config "$dir/cdc.toml" >/dev/null 2>"$dir/log" ||
+    { tail -n 20 "$dir/log" >&2; die "the blocking snapshot to /dev/null failed"; }
+  t1=$(now_ns)
+  grep -q "snapshot of public.snap: $rows rows" "$dir/log" ||
+    { tail -n 20 "$dir/log" >&2; die "blocking snapshot to /dev/null: not $rows rows"; }
+  add blocknull "$(secs "$t0" "$t1")"
+}
+
 run_incremental() { # rep
   local dir=$WORK/incremental_$1 t0 t1
   mkdir -p "$dir"
@@ -185,6 +202,8 @@ for ((r = 1; r <= repeat; r++)); do
   run_copy
   log "run $r of $repeat: blocking snapshot"
   run_blocking "$r"
+  log "run $r of $repeat: blocking snapshot to /dev/null"
+  run_blocking_null "$r"
   log "run $r of $repeat: incremental snapshot"
   run_incremental "$r"
 done
@@ -193,6 +212,7 @@ median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END { prin
 copy_s=$(median <<<"${results[copy]}")
 block_s=$(median <<<"${results[blocking]}")
 incr_s=$(median <<<"${results[incremental]}")
+null_s=$(median <<<"${results[blocknull]}")
 block_rss=$(median <<<"${results[blocking_rss]}")
 incr_rss=$(median <<<"${results[incremental_rss]}")
 rate() { awk -v n="$rows" -v s="$1" 'BEGIN { printf "%.0f", n / s }'; }
@@ -202,6 +222,8 @@ printf '\n%-12s %10s %12s %10s %10s\n' reader seconds rows/s "/ COPY" "peak RSS"
 printf '%-12s %10s %12s %10s %10s\n' COPY "$copy_s" "$(rate "$copy_s")" 1.00 -
 printf '%-12s %10s %12s %10s %9sM\n' blocking "$block_s" "$(rate "$block_s")" \
   "$(ratio "$block_s" "$copy_s")" "$((block_rss / 1024))"
+printf '%-12s %10s %12s %10s %10s\n' "blk>null" "$null_s" "$(rate "$null_s")" \
+  "$(ratio "$null_s" "$copy_s")" -
 printf '%-12s %10s %12s %10s %9sM\n' incremental "$incr_s" "$(rate "$incr_s")" \
   "$(ratio "$incr_s" "$copy_s")" "$((incr_rss / 1024))"
 mkdir -p "$(dirname "$OUT")"
@@ -209,6 +231,7 @@ cat >"$OUT" <<EOF
 {"rows": $rows, "chunk_size": $chunk, "repeat": $repeat,
  "copy": {"seconds": $copy_s, "rows_per_s": $(rate "$copy_s")},
  "blocking": {"seconds": $block_s, "rows_per_s": $(rate "$block_s"), "ratio_to_copy": $(ratio "$block_s" "$copy_s"), "peak_rss_kb": $block_rss},
+ "blocking_to_dev_null": {"seconds": $null_s, "rows_per_s": $(rate "$null_s"), "ratio_to_copy": $(ratio "$null_s" "$copy_s")},
  "incremental": {"seconds": $incr_s, "rows_per_s": $(rate "$incr_s"), "ratio_to_copy": $(ratio "$incr_s" "$copy_s"), "peak_rss_kb": $incr_rss}}
 EOF
 log "results: $OUT"

@@ -179,6 +179,10 @@ class IncrementalSnapshotSource final : public Source {
     if (!resume && applied_.empty() && !options_.tables.empty()) {
       auto st = apply_request(options_.tables);
       if (!st) return fail(st.error().context("[source.snapshot] tables"));
+      // Remembered like a request, so a reconnect before the first checkpoint applies it
+      // again under the same generation.
+      applied_.push_back(Command{Command::Kind::kRequest, options_.tables, nullptr,
+                                 state_.generation});
     }
     // A cursor is only good for the key it was taken over.
     for (const auto& t : state_.tables) {

@@ -440,3 +440,24 @@ TEST(IncrementalSnapshot, AQuietStreamStillCheckpointsACompletedTable) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(IncrementalSnapshot, AReconnectBeforeAnyCheckpointKeepsTheGenerationAndRequests) {
+  Harness h(2, {"public.t"});
+  for (int id = 1; id <= 5; ++id) h.table->rows[id] = row(id, "v", "B");
+  h.table->reached = 1'000'000;
+  ASSERT_TRUE(h.source->start(std::nullopt));
+  EXPECT_EQ(names(h.poll()), expected({"r:1", "r:2"}));
+  // The connection fails before anything was checkpointed: the runtime starts the source
+  // again without a checkpoint. The same snapshot starts over under the same generation, so
+  // the rows keep their offsets (a replay, deduplicable), instead of a new generation.
+  h.source->close();
+  ASSERT_TRUE(h.source->start(std::nullopt));
+  const auto again = h.poll();
+  ASSERT_EQ(names(again), expected({"r:1", "r:2"}));
+  EXPECT_EQ(again[0].source.offset, "incremental:1:public.t:[\"1\"]");
+  EXPECT_EQ(h.control->state().generation, 1u);
+}
+
+}  // namespace
