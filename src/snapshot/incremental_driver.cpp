@@ -152,11 +152,12 @@ class IncrementalSnapshotSource final : public Source {
       saved = std::move(split->second);
       inner_resume->source_state = inner_state_;
     }
-    CPPCDC_TRY(inner_->start(inner_resume));
+    // The snapshot's tables are checked before the wrapped source starts, so a table that
+    // cannot be snapshotted stops a first start before any slot or publication is made.
     CPPCDC_TRY(backend_->open());
+    started_ = true;
     state_ = saved.value_or(IncrementalSnapshotState{});
     ++version_;
-    last_offset_ = resume ? resume->offset : inner_->initial_offset().value_or("");
     mid_tx_ = false;
     // Requests and stops taken in this process that the checkpoint does not know yet (the
     // source was restarted after a connection failure) are applied again.
@@ -178,7 +179,12 @@ class IncrementalSnapshotSource final : public Source {
     if (paused) state_.paused = *paused;
     if (!resume && applied_.empty() && !options_.tables.empty()) {
       auto st = apply_request(options_.tables);
-      if (!st) return fail(st.error().context("[source.snapshot] tables"));
+      if (!st) {
+        return fail(st.error().context(
+            "[source.snapshot] mode = \"incremental\" snapshots [source.snapshot] tables (by "
+            "default every captured table); list only tables with a primary key there, or use "
+            "mode = \"initial\" for a blocking snapshot, which reads keyless tables too"));
+      }
       // Remembered like a request, so a reconnect before the first checkpoint applies it
       // again under the same generation.
       applied_.push_back(Command{Command::Kind::kRequest, options_.tables, nullptr,
@@ -204,12 +210,13 @@ class IncrementalSnapshotSource final : public Source {
       }
       infos_[t.table] = std::move(*info);
     }
+    CPPCDC_TRY(inner_->start(inner_resume));
+    last_offset_ = resume ? resume->offset : inner_->initial_offset().value_or("");
     if (!state_.tables.empty()) {
       spdlog::info("incremental snapshot {}: {}, {} table(s) to go, {} rows so far",
                    state_.snapshot_id, state_.status(), state_.tables_remaining(),
                    state_.rows_emitted());
     }
-    started_ = true;
     control_->publish(state_);
     return ok();
   }
@@ -458,8 +465,8 @@ class IncrementalSnapshotSource final : public Source {
         if (info->key.empty()) {
           return fail(Error::configuration(
               "table " + name + " has no primary key: an incremental snapshot reads in chunks "
-              "by primary key; add one, or use the blocking snapshot ([source.snapshot] mode = "
-              "\"initial\")"));
+              "by primary key; add one (ALTER TABLE ... ADD PRIMARY KEY), or leave the table "
+              "out"));
         }
         infos.push_back(std::move(*info));
       }

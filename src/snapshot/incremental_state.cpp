@@ -85,7 +85,8 @@ std::string IncrementalSnapshotState::to_json() const {
     j["generation"] = t.generation;
     j["chunks"] = t.chunks;
     j["rows"] = t.rows;
-    j["estimated_rows"] = t.estimated_rows;
+    // A whole number of rows (a double would print as 3E5).
+    j["estimated_rows"] = static_cast<std::int64_t>(t.estimated_rows > 0 ? t.estimated_rows : 0);
     j["complete"] = t.complete;
     ts.emplace_back(std::move(j));
   }

@@ -480,3 +480,21 @@ TEST_F(PgIncremental, ChunkRowsCarryTheStreamsTextAndShape) {
   }
   ASSERT_TRUE(rt->stop());
 }
+
+// A table that cannot be read in chunks stops a first start before a slot or publication is
+// made, and the message says what to list instead.
+TEST_F(PgIncremental, AKeylessTableInTheConfiguredSetFailsBeforeAnySlotIsMade) {
+  PgSession s(it::dsn_for(db_));
+  s.query("create table keyed (id int primary key); create table nokey (a int);"
+          "alter table nokey replica identity full");
+  auto rt = runtime(pg::SnapshotMode::kIncremental, {"public.keyed", "public.nokey"}, 100);
+  auto st = rt->start();
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().report().find("public.nokey has no primary key"), std::string::npos)
+      << st.error().report();
+  EXPECT_NE(st.error().report().find("list only tables with a primary key"), std::string::npos)
+      << st.error().report();
+  EXPECT_EQ(s.scalar("select count(*) from pg_replication_slots where slot_name = '" + db_ + "'"),
+            "0");
+  EXPECT_EQ(s.scalar("select count(*) from pg_publication"), "0");
+}
