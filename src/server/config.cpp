@@ -691,8 +691,19 @@ Result<ServerConfig> parse_server_config(std::string_view toml_text, const std::
   try {
     document = toml::parse(toml_text, origin);
   } catch (const toml::parse_error& e) {
-    return fail(Error::configuration(locate(origin, e.source()) +
-                                     ": invalid TOML: " + std::string(e.description())));
+    std::string hint;
+    // toml++ reads a bare word after '=' as a number or a boolean and reports that; the usual
+    // cause is a string without its quotes (mode = incremental).
+    const std::string what(e.description());
+    if (what.find("parsing") != std::string::npos &&
+        (what.find("floating-point") != std::string::npos ||
+         what.find("integer") != std::string::npos || what.find("boolean") != std::string::npos ||
+         what.find("expected") != std::string::npos ||
+         what.find("value type") != std::string::npos)) {
+      hint = " (a text value needs double quotes: key = \"value\")";
+    }
+    return fail(Error::configuration(locate(origin, e.source()) + ": invalid TOML: " + what +
+                                     hint));
   }
   auto config = read_document(document, origin);
   if (config && config->control_socket.is_absolute()) {

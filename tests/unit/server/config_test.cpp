@@ -357,6 +357,11 @@ TEST(ServerConfig, TomlSyntaxErrorNamesLineAndColumn) {
   const std::string report = error_of("[source]\ndsn = \"unterminated\n");
   EXPECT_CONTAINS(report, "cdc.toml:2:");
   EXPECT_CONTAINS(report, "invalid TOML");
+  // A text value without quotes is read as a number by the TOML parser: say what to do.
+  const std::string bare = error_of(edit(kExample, "type = \"postgres\"", "type = postgres"));
+  EXPECT_CONTAINS(bare, "needs double quotes");
+  const std::string inc = error_of("[source.snapshot]\nmode = incremental\n");
+  EXPECT_CONTAINS(inc, "needs double quotes");
 }
 
 TEST(ServerConfig, LoadNamesAMissingFile) {
