@@ -455,6 +455,12 @@ class IncrementalSnapshotSource final : public Source {
   }
 
   Status apply_request(const std::vector<std::string>& requested) {
+    if (blocking_snapshot_running()) {
+      return fail(Error::invalid_state(
+          "the initial (blocking) snapshot is still reading the tables, and reads them whole; "
+          "request an incremental snapshot once it is done (the log says \"snapshot ... "
+          "complete\")"));
+    }
     std::vector<SnapshotTableInfo> infos;
     for (const auto& r : requested) {
       auto names = backend_->resolve(r);
@@ -499,6 +505,12 @@ class IncrementalSnapshotSource final : public Source {
     spdlog::info("incremental snapshot {}: {} requested (generation {}, chunks of {} rows)",
                  state_.snapshot_id, join(requested), state_.generation, options_.chunk_size);
     return ok();
+  }
+
+  // The wrapped source reports a blocking snapshot in progress in its own state (the
+  // PostgreSQL source under the key "snapshot", until the snapshot is done).
+  bool blocking_snapshot_running() const {
+    return inner_state_.find("\"snapshot\"") != std::string::npos;
   }
 
   bool has_unfinished() const {

@@ -461,3 +461,40 @@ TEST(IncrementalSnapshot, AReconnectBeforeAnyCheckpointKeepsTheGenerationAndRequ
 }
 
 }  // namespace
+
+namespace {
+
+TEST(IncrementalSnapshot, ARequestWhileTheBlockingSnapshotRunsIsRefused) {
+  Harness h(10, {});
+  h.table->rows[1] = row(1, "v", "B");
+  ASSERT_TRUE(h.source->start(std::nullopt));
+  // The wrapped source is in its initial snapshot: its progress rides on its events.
+  Event read = change(Operation::kInsert, 1, "v", 0);
+  read.op = Operation::kRead;
+  read.transaction.reset();
+  read.resume_state = "{\"snapshot\":{\"table_index\":0}}";
+  h.stream->queue = {read};
+  ASSERT_EQ(h.poll().size(), 1u);
+  std::thread poller([&] {
+    for (int i = 0; i < 100; ++i) {
+      h.poll();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  auto st = h.control->request({"public.t"});
+  poller.join();
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().report().find("blocking) snapshot is still reading"), std::string::npos)
+      << st.error().report();
+  // Once it is done (its state is empty again), requests are taken.
+  Event done = read;
+  done.resume_state.clear();
+  h.stream->queue = {done};
+  h.poll();
+  h.table->reached = 1'000'000;
+  std::thread again([&] { EXPECT_TRUE(h.control->request({"public.t"})); });
+  while (h.control->state().tables.empty()) h.poll();
+  again.join();
+}
+
+}  // namespace
