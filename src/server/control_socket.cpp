@@ -162,8 +162,15 @@ ControlReply call_control_socket(const std::filesystem::path& path, std::string_
       return {ControlReply::Outcome::kNotRunning,
               "cannot connect to " + path.string() + ": " + errno_text(err)};
     }
+    std::string remedy;
+    if (err == EACCES || err == EPERM) {
+      // The socket is created mode 0600: only the user running cppcdc may steer it.
+      remedy = "; run this command as the user that runs `cppcdc run` (the socket admits only "
+               "its owner)";
+    }
     return {ControlReply::Outcome::kFailed,
-            "cannot connect to the control socket " + path.string() + ": " + errno_text(err)};
+            "cannot connect to the control socket " + path.string() + ": " + errno_text(err) +
+                remedy};
   }
   std::string line(request);
   line += '\n';

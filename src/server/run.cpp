@@ -104,8 +104,20 @@ void shut_down(Runtime& runtime) {
   }
 }
 
+// The origin of the configuration being run, for remedies that name a command to type.
+std::string g_config_origin;
+
 int report_failure(const Error& error) {
-  spdlog::error("cppcdc stopped: {}", error.report());
+  std::string text = error.report();
+  // Library messages cannot know the config file; name it where they show a command.
+  if (!g_config_origin.empty()) {
+    const std::string placeholder = "--config <file>";
+    for (auto at = text.find(placeholder); at != std::string::npos;
+         at = text.find(placeholder, at + 1)) {
+      text.replace(at, placeholder.size(), "--config " + g_config_origin);
+    }
+  }
+  spdlog::error("cppcdc stopped: {}", text);
   spdlog::default_logger()->flush();
   return exit_code_for(error.kind());
 }
@@ -124,6 +136,7 @@ int exit_code_for(ErrorKind kind) noexcept {
 }
 
 int run_server(const ServerConfig& config) {
+  g_config_origin = config.origin;
   setup_logging(config);
   install_signal_handlers();
 

@@ -324,3 +324,35 @@ TEST_F(CliSnapshot, ForgetEditsTheSavedCheckpointOnlyWhileCppcdcIsStopped) {
   ASSERT_EQ(snapshot({"request", "public.customers"}).code, 0);
   EXPECT_EQ(status_json().at("generation").as_int64(), static_cast<std::int64_t>(generation + 3));
 }
+
+// A primary key changed since the saved cursor: `cppcdc run` refuses to start and names the
+// remedy with this very config file; after `snapshot forget` it starts again.
+TEST_F(CliSnapshot, AChangedPrimaryKeyRefusesTheStartAndNamesForgetWithTheConfig) {
+  it::PgSession s(it::dsn_for(db_));
+  s.query("create table t (id int primary key, v text not null)");
+  s.query("insert into t select g, 'v' || g from generate_series(1, 50000) g");
+  write_config("\"public.t\"", 100);
+  start();
+  auto req = snapshot({"request", "public.t"});
+  ASSERT_EQ(req.code, 0) << req.output;
+  ASSERT_EQ(snapshot({"pause"}).code, 0);
+  ASSERT_TRUE(it::wait_for(
+      [&] {
+        auto st = saved();
+        return st && !st->second.tables.empty() && st->second.tables[0].cursor &&
+               !st->second.tables[0].complete;
+      },
+      30));
+  it::stop_cppcdc_process(child_, SIGTERM);
+  s.query("alter table t drop constraint t_pkey, add primary key (id, v)");
+  const auto refused = run_cli({"run", "--config", config()}, 60);
+  EXPECT_NE(refused.code, 0);
+  EXPECT_NE(refused.output.find("primary key of public.t changed"), std::string::npos)
+      << refused.output;
+  EXPECT_NE(refused.output.find("snapshot forget --config " + config() + " public.t"),
+            std::string::npos)
+      << refused.output;
+  ASSERT_EQ(snapshot({"forget", "public.t"}).code, 0);
+  start();
+  EXPECT_EQ(status(), "idle");
+}
