@@ -17,26 +17,10 @@
 
 namespace fs = std::filesystem;
 using namespace cppcdc;
+using cppcdc::it::CliOutcome;
+using cppcdc::it::run_cli;
 
 namespace {
-
-struct Outcome {
-  int code = -1;
-  std::string output;  // stdout and stderr together
-};
-
-Outcome run_cli(const std::vector<std::string>& args, int timeout_s = 60) {
-  std::string cmd = "timeout " + std::to_string(timeout_s) + " " + CPPCDC_BINARY;
-  for (const auto& a : args) cmd += " '" + a + "'";
-  cmd += " 2>&1";
-  Outcome o;
-  FILE* p = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf{};
-  while (fgets(buf.data(), buf.size(), p) != nullptr) o.output += buf.data();
-  const int status = pclose(p);
-  o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return o;
-}
 
 class CliSnapshot : public ::testing::Test {
  protected:
@@ -71,7 +55,7 @@ class CliSnapshot : public ::testing::Test {
   void start() { it::start_cppcdc_process(child_, dir_, it::admin_dsn(), db_); }
 
   // `cppcdc snapshot <args...> --config <file>`.
-  Outcome snapshot(std::vector<std::string> args) {
+  CliOutcome snapshot(std::vector<std::string> args) {
     args.insert(args.begin(), "snapshot");
     args.push_back("--config");
     args.push_back(config());

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <cctype>
 #include <chrono>
 #include <filesystem>
@@ -203,6 +204,26 @@ inline int stop_cppcdc_process(pid_t& child, int sig) {
   waitpid(child, &status, 0);
   child = -1;
   return status;
+}
+
+/// What a `cppcdc` command printed and how it exited.
+struct CliOutcome {
+  int code = -1;       ///< exit status; -1 when it did not exit normally
+  std::string output;  ///< stdout and stderr together
+};
+
+/// Runs the cppcdc binary with `args` (each single-quoted), killed after `timeout_s` seconds.
+inline CliOutcome run_cli(const std::vector<std::string>& args, int timeout_s = 60) {
+  std::string cmd = "timeout " + std::to_string(timeout_s) + " " + CPPCDC_BINARY;
+  for (const auto& a : args) cmd += " '" + a + "'";
+  cmd += " 2>&1";
+  CliOutcome o;
+  FILE* p = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf{};
+  while (fgets(buf.data(), buf.size(), p) != nullptr) o.output += buf.data();
+  const int status = pclose(p);
+  o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return o;
 }
 
 /// Creates (or recreates) database `db`, dropping slots left in it by an earlier run.
