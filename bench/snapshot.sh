@@ -144,33 +144,31 @@ run_copy() {
   add copy "$(secs "$t0" "$t1")"
 }
 
-run_blocking() { # rep
-  local dir=$WORK/blocking_$1 t0 t1
+# The blocking snapshot into the file sink (result "blocking"), or with sink "stdout" into
+# /dev/null (result "blocknull"). Rows counted from the sink file, or from the log's final line.
+run_blocking() { # rep [stdout]
+  local sink=${2:-file} name=blocking
+  [[ $sink == stdout ]] && name=blocknull
+  local dir=$WORK/${name}_$1 t0 t1 out
   mkdir -p "$dir"
-  write_config "$dir" initial_only
+  write_config "$dir" initial_only "$sink"
+  out=$dir/log
+  [[ $sink == stdout ]] && out=/dev/null
   t0=$(now_ns)
-  /usr/bin/time -f '%M' -o "$dir/rss" "$CPPCDC" run --config "$dir/cdc.toml" >"$dir/log" 2>&1 ||
-    { tail -n 20 "$dir/log" >&2; die "the blocking snapshot failed"; }
+  /usr/bin/time -f '%M' -o "$dir/rss" "$CPPCDC" run --config "$dir/cdc.toml" >"$out" \
+    2>>"$dir/log" || { tail -n 20 "$dir/log" >&2; die "the $name snapshot failed"; }
   t1=$(now_ns)
-  local got
-  got=$(grep -c '"op":"read"' "$dir/events.jsonl" || true)
-  ((got == rows)) || die "blocking snapshot: $got of $rows rows in the sink"
-  add blocking "$(secs "$t0" "$t1")"
-  add blocking_rss "$(cat "$dir/rss")"
-  rm -f "$dir/events.jsonl"
-}
-
-run_blocking_null() { # rep
-  local dir=$WORK/blocknull_$1 t0 t1
-  mkdir -p "$dir"
-  write_config "$dir" initial_only stdout
-  t0=$(now_ns)
-  "$CPPCDC" run --config "$dir/cdc.toml" >/dev/null 2>"$dir/log" ||
-    { tail -n 20 "$dir/log" >&2; die "the blocking snapshot to /dev/null failed"; }
-  t1=$(now_ns)
-  grep -q "snapshot of public.snap: $rows rows" "$dir/log" ||
-    { tail -n 20 "$dir/log" >&2; die "blocking snapshot to /dev/null: not $rows rows"; }
-  add blocknull "$(secs "$t0" "$t1")"
+  if [[ $sink == stdout ]]; then
+    grep -q "snapshot of public.snap: $rows rows" "$dir/log" ||
+      { tail -n 20 "$dir/log" >&2; die "$name snapshot: not $rows rows"; }
+  else
+    local got
+    got=$(grep -c '"op":"read"' "$dir/events.jsonl" || true)
+    ((got == rows)) || die "$name snapshot: $got of $rows rows in the sink"
+    rm -f "$dir/events.jsonl"
+  fi
+  add "$name" "$(secs "$t0" "$t1")"
+  add "${name}_rss" "$(cat "$dir/rss")"
 }
 
 run_incremental() { # rep
@@ -203,7 +201,7 @@ for ((r = 1; r <= repeat; r++)); do
   log "run $r of $repeat: blocking snapshot"
   run_blocking "$r"
   log "run $r of $repeat: blocking snapshot to /dev/null"
-  run_blocking_null "$r"
+  run_blocking "$r" stdout
   log "run $r of $repeat: incremental snapshot"
   run_incremental "$r"
 done

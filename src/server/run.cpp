@@ -104,17 +104,15 @@ void shut_down(Runtime& runtime) {
   }
 }
 
-// The origin of the configuration being run, for remedies that name a command to type.
-std::string g_config_origin;
-
-int report_failure(const Error& error) {
+// `origin`: the configuration being run. Library messages cannot know the config file; it is
+// named where they show a command to type.
+int report_failure(const Error& error, const std::string& origin) {
   std::string text = error.report();
-  // Library messages cannot know the config file; name it where they show a command.
-  if (!g_config_origin.empty()) {
+  if (!origin.empty()) {
     const std::string placeholder = "--config <file>";
     for (auto at = text.find(placeholder); at != std::string::npos;
          at = text.find(placeholder, at + 1)) {
-      text.replace(at, placeholder.size(), "--config " + g_config_origin);
+      text.replace(at, placeholder.size(), "--config " + origin);
     }
   }
   spdlog::error("cppcdc stopped: {}", text);
@@ -136,12 +134,12 @@ int exit_code_for(ErrorKind kind) noexcept {
 }
 
 int run_server(const ServerConfig& config) {
-  g_config_origin = config.origin;
   setup_logging(config);
   install_signal_handlers();
 
   auto source = pg::make_postgres_source(config.source);
-  if (!source) return report_failure(source.error().context("building the PostgreSQL source"));
+  if (!source) return report_failure(source.error().context("building the PostgreSQL source"),
+      config.origin);
 
   std::shared_ptr<Checkpoint> checkpoint;
   std::string checkpoint_desc;
@@ -150,7 +148,7 @@ int run_server(const ServerConfig& config) {
     checkpoint_desc = "memory (not durable)";
   } else {
     auto file = FileCheckpoint::open(config.state.offset.dir, config.source.slot_name);
-    if (!file) return report_failure(file.error().context("opening the checkpoint"));
+    if (!file) return report_failure(file.error().context("opening the checkpoint"), config.origin);
     checkpoint_desc = "local_fs " + (*file)->path().string();
     checkpoint = std::shared_ptr<Checkpoint>(std::move(*file));
   }
@@ -158,7 +156,7 @@ int run_server(const ServerConfig& config) {
   std::unique_ptr<Sink> sink;
   if (config.sink.type == "file") {
     auto file = make_file_sink(config.sink.path);
-    if (!file) return report_failure(file.error().context("opening the file sink"));
+    if (!file) return report_failure(file.error().context("opening the file sink"), config.origin);
     sink = std::move(*file);
   } else {
     sink = make_stdout_sink();
@@ -169,7 +167,8 @@ int run_server(const ServerConfig& config) {
   runtime_config.checkpoint = checkpoint;
   runtime_config.options = config.runtime;
   auto runtime = Runtime::create(std::move(runtime_config));
-  if (!runtime) return report_failure(runtime.error().context("creating the runtime"));
+  if (!runtime) return report_failure(runtime.error().context("creating the runtime"),
+      config.origin);
 
   // The control socket comes up before the pipeline starts, so that a second cppcdc started on
   // the same configuration stops here, before it reads the checkpoint or touches the slot.
@@ -189,7 +188,7 @@ int run_server(const ServerConfig& config) {
       });
   if (!control) {
     (void)sink->close();
-    return report_failure(control.error().context("opening the control socket"));
+    return report_failure(control.error().context("opening the control socket"), config.origin);
   }
 
   spdlog::info(
@@ -201,7 +200,7 @@ int run_server(const ServerConfig& config) {
   if (auto started = (*runtime)->start(); !started) {
     shut_down(**runtime);
     (void)sink->close();
-    return report_failure(started.error().context("starting the pipeline"));
+    return report_failure(started.error().context("starting the pipeline"), config.origin);
   }
   spdlog::info("pipeline running; send SIGINT or SIGTERM to stop; control socket {}",
                config.control_socket.string());
@@ -214,12 +213,12 @@ int run_server(const ServerConfig& config) {
     (void)sink->close();
     spdlog::info("events delivered and acknowledged before the error: {}",
                  snapshot.events_committed);
-    return report_failure(delivered.error());
+    return report_failure(delivered.error(), config.origin);
   }
 
   shut_down(**runtime);
   if (auto closed = sink->close(); !closed) {
-    return report_failure(closed.error().context("closing " + sink->name()));
+    return report_failure(closed.error().context("closing " + sink->name()), config.origin);
   }
   const auto snapshot = (*runtime)->admin_snapshot();
   spdlog::info("cppcdc stopped{}: {} events delivered, checkpoint at {}",

@@ -351,7 +351,7 @@ class IncrementalSnapshotSource final : public Source {
                      std::optional<IncrementalSnapshotState>(std::move(*state))};
   }
 
-  std::string merged_state() {
+  const std::string& merged_state() {
     if (state_.tables.empty() && state_.generation == 0) return inner_state_;
     if (merged_version_ == version_ && merged_inner_ == inner_state_) return merged_;
     boost::json::object o;
@@ -372,7 +372,7 @@ class IncrementalSnapshotSource final : public Source {
     if (e.transaction && e.transaction->event_index == 0 && e.log_position != 0) remember(e);
     if (e.resume_offset.empty()) return;
     last_offset_ = e.resume_offset;
-    inner_state_ = e.resume_state;
+    inner_state_ = std::move(e.resume_state);
     e.resume_state = merged_state();
     carried_version_ = version_;
   }

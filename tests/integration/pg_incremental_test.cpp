@@ -42,22 +42,14 @@ class PgIncremental : public ::testing::Test {
   std::unique_ptr<Runtime> runtime(pg::SnapshotMode mode, std::vector<std::string> tables,
                                    std::uint32_t chunk_size) {
     pg::PostgresSourceConfig cfg;
-    cfg.dsn = it::dsn_for(db_);
     cfg.slot_name = db_;
     cfg.publication_name = "incr_pub";
     cfg.tables = std::move(tables);
     cfg.snapshot_mode = mode;
     cfg.snapshot_chunk_size = chunk_size;
-    auto src = pg::make_postgres_source(cfg);
-    EXPECT_TRUE(src) << src.error().report();
-    RuntimeConfig rc;
-    rc.source = std::move(*src);
-    rc.checkpoint = std::make_shared<InMemoryCheckpoint>();
-    rc.options.max_poll_wait_ms = 100;
-    rc.options.max_buffer_size = 5000;
-    auto rt = Runtime::create(std::move(rc));
-    EXPECT_TRUE(rt) << rt.error().report();
-    return std::move(*rt);
+    it::ReaderOptions options;
+    options.max_buffer_size = 5000;
+    return std::move(it::Reader(db_, std::move(cfg), options).runtime);
   }
 
   // Polls, applies to `replay` and acknowledges until `done` holds (checked between batches)
@@ -322,7 +314,8 @@ std::pair<long, bool> saved_cursor(const std::filesystem::path& state_dir) {
 // (at most one chunk is read again), and the replayed sink file equals the table.
 TEST_F(PgIncremental, TenKillsMidSnapshotResumeAtTheChunkBoundaryAndEndEqual) {
   namespace fs = std::filesystem;
-  constexpr int kRows = 300'000;
+  // Large enough that ten kill-and-restart rounds end well before the snapshot does.
+  constexpr int kRows = 800'000;
   constexpr int kChunk = 200;
   PgSession s(it::dsn_for(db_));
   s.query("create table items (id bigint primary key, v int, note text)");
@@ -372,7 +365,7 @@ TEST_F(PgIncremental, TenKillsMidSnapshotResumeAtTheChunkBoundaryAndEndEqual) {
   int kills = 0;
   std::vector<std::pair<std::uintmax_t, long>> restarts;  // sink size at the kill, saved cursor
   while (kills < 10) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200 + rng() % 500));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100 + rng() % 300));
     it::stop_cppcdc_process(child, SIGKILL);
     ++kills;
     const auto [cursor, complete] = saved_cursor(dir / "state");

@@ -431,42 +431,16 @@ std::string show(const std::optional<std::string>& v) {
 
 // ---- capture ---------------------------------------------------------------------------------
 
-struct Capture {
-  std::shared_ptr<Checkpoint> checkpoint = std::make_shared<InMemoryCheckpoint>();
-  std::unique_ptr<Runtime> runtime;
+struct Capture : it::Reader {
+  Capture(const std::string& db, std::vector<std::string> tables)
+      : it::Reader(db, source(db, std::move(tables))) {}
 
-  Capture(const std::string& db, std::vector<std::string> tables) {
+  static pg::PostgresSourceConfig source(const std::string& db, std::vector<std::string> tables) {
     pg::PostgresSourceConfig cfg;
-    cfg.dsn = it::dsn_for(db);
     cfg.slot_name = db;  // slots are cluster-wide: one per test database
     cfg.publication_name = "types_pub";
     cfg.tables = std::move(tables);
-    auto src = pg::make_postgres_source(cfg);
-    EXPECT_TRUE(src) << src.error().report();
-    if (!src) return;
-    RuntimeConfig rc;
-    rc.source = std::move(*src);
-    rc.checkpoint = checkpoint;
-    rc.options.max_poll_wait_ms = 200;
-    auto rt = Runtime::create(std::move(rc));
-    EXPECT_TRUE(rt) << rt.error().report();
-    if (rt) runtime = std::move(*rt);
-  }
-
-  /// Polls (and acknowledges) until `n` events arrived or `seconds` passed.
-  std::vector<Event> take(std::size_t n, int seconds) {
-    std::vector<Event> out;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-    while (out.size() < n && std::chrono::steady_clock::now() < deadline) {
-      auto batch = runtime->poll_event_batch();
-      if (!batch) {
-        ADD_FAILURE() << batch.error().report();
-        break;
-      }
-      for (const auto& e : batch->events()) out.push_back(e);
-      EXPECT_TRUE(runtime->commit_ack(batch->ack_mode()));
-    }
-    return out;
+    return cfg;
   }
 };
 

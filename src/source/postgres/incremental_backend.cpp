@@ -1,5 +1,6 @@
 #include "source/postgres/incremental_backend.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 
@@ -10,29 +11,49 @@
 
 namespace cppcdc::pg {
 
-bool invisible_to_snapshot(std::string_view snapshot, std::uint32_t xid) {
+InFlightSet InFlightSet::parse(std::string_view snapshot) {
   auto number = [](std::string_view s, std::uint64_t& out) {
     auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
     return ec == std::errc() && p == s.data() + s.size();
   };
+  InFlightSet set;
   const auto c1 = snapshot.find(':');
-  if (c1 == std::string_view::npos) return false;
+  if (c1 == std::string_view::npos) return set;
   const auto c2 = snapshot.find(':', c1 + 1);
-  if (c2 == std::string_view::npos) return false;
-  std::uint64_t xmax = 0;
-  if (!number(snapshot.substr(c1 + 1, c2 - c1 - 1), xmax)) return false;
-  // xid8 values: the low 32 bits are the xid; compare as PostgreSQL does, modulo 2^32.
-  const auto diff = static_cast<std::int32_t>(xid - static_cast<std::uint32_t>(xmax));
-  if (diff >= 0) return true;
+  if (c2 == std::string_view::npos) return set;
+  std::uint64_t xmin = 0, xmax = 0;
+  if (!number(snapshot.substr(0, c1), xmin) ||
+      !number(snapshot.substr(c1 + 1, c2 - c1 - 1), xmax)) {
+    return set;
+  }
+  // xid8 values: the low 32 bits are the xid.
+  set.xmin = static_cast<std::uint32_t>(xmin);
+  set.xmax = static_cast<std::uint32_t>(xmax);
   std::string_view xip = snapshot.substr(c2 + 1);
   while (!xip.empty()) {
     const auto comma = xip.find(',');
     std::uint64_t v = 0;
-    if (number(xip.substr(0, comma), v) && static_cast<std::uint32_t>(v) == xid) return true;
+    if (number(xip.substr(0, comma), v)) set.xip.push_back(static_cast<std::uint32_t>(v));
     if (comma == std::string_view::npos) break;
     xip.remove_prefix(comma + 1);
   }
-  return false;
+  set.valid = true;
+  return set;
+}
+
+// Compared as PostgreSQL compares xids, modulo 2^32.
+bool InFlightSet::invisible(std::uint32_t xid) const {
+  if (!valid) return false;
+  if (static_cast<std::int32_t>(xid - xmax) >= 0) return true;
+  return std::find(xip.begin(), xip.end(), xid) != xip.end();
+}
+
+bool InFlightSet::may_be_listed_later(std::uint32_t xid) const {
+  return !valid || static_cast<std::int32_t>(xid - xmin) >= 0;  // keep when unsure
+}
+
+bool invisible_to_snapshot(std::string_view snapshot, std::uint32_t xid) {
+  return InFlightSet::parse(snapshot).invisible(xid);
 }
 
 namespace {
@@ -171,20 +192,16 @@ class PgIncrementalBackend final : public IncrementalSnapshotBackend {
     if (position >= high.position) return BracketPosition::kAfter;
     if (position >= low.position) return BracketPosition::kInside;
     if (event.transaction &&
-        invisible_to_snapshot(in_flight, static_cast<std::uint32_t>(event.transaction->tx_id))) {
+        parsed(in_flight).invisible(static_cast<std::uint32_t>(event.transaction->tx_id))) {
       return BracketPosition::kInside;
     }
     return BracketPosition::kBefore;
   }
 
   bool may_be_in_flight_later(const Event& event, const std::string& in_flight) const override {
-    if (!event.transaction) return false;
-    const auto colon = in_flight.find(':');
-    std::uint64_t xmin = 0;
-    const auto [p, ec] = std::from_chars(in_flight.data(), in_flight.data() + colon, xmin);
-    if (ec != std::errc() || colon == std::string::npos) return true;  // keep when unsure
-    const auto xid = static_cast<std::uint32_t>(event.transaction->tx_id);
-    return static_cast<std::int32_t>(xid - static_cast<std::uint32_t>(xmin)) >= 0;
+    return event.transaction &&
+           parsed(in_flight).may_be_listed_later(
+               static_cast<std::uint32_t>(event.transaction->tx_id));
   }
 
   bool stream_reached(const Watermark& high) override {
@@ -216,6 +233,16 @@ class PgIncrementalBackend final : public IncrementalSnapshotBackend {
   std::unique_ptr<TransactionAssembler> assembler_;
   std::map<std::string, TableDescription> descriptions_;
   std::chrono::steady_clock::time_point last_ask_;
+  // The in-flight set parsed once per chunk, not once per event placed against it.
+  const InFlightSet& parsed(const std::string& in_flight) const {
+    if (in_flight != parsed_text_) {
+      parsed_ = InFlightSet::parse(in_flight);
+      parsed_text_ = in_flight;
+    }
+    return parsed_;
+  }
+  mutable std::string parsed_text_ = "\x01";  // never a real set, so the first call parses
+  mutable InFlightSet parsed_;
   // WAL page headers (SizeOfXLogShortPHD, SizeOfXLogLongPHD on 64-bit builds).
   static constexpr std::uint64_t kShortPageHeader = 24;
   static constexpr std::uint64_t kLongPageHeader = 40;

@@ -15,6 +15,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "cppcdc/incremental_snapshot.hpp"
 #include "cppcdc/pg_lsn.hpp"
@@ -43,9 +45,23 @@ struct IncrementalBackendConfig {
 std::unique_ptr<IncrementalSnapshotBackend> make_incremental_backend(
     IncrementalBackendConfig config, IncrementalHooks hooks);
 
-/// pg_current_snapshot() text ("xmin:xmax:xip,...") decides whether transaction `xid` (the
-/// 32-bit xid of pgoutput's Begin) was invisible to it: xid >= xmax, or xid in xip. Compared
-/// modulo 2^32 as PostgreSQL compares xids. False for text that does not parse.
+/// A pg_current_snapshot() value ("xmin:xmax:xip,..."), reduced to 32-bit xids (the xids of
+/// pgoutput's Begin). Comparisons are modulo 2^32, as PostgreSQL compares xids.
+struct InFlightSet {
+  bool valid = false;  ///< false for text that does not parse
+  std::uint32_t xmin = 0;
+  std::uint32_t xmax = 0;
+  std::vector<std::uint32_t> xip;
+
+  static InFlightSet parse(std::string_view snapshot);
+  /// Transaction `xid` was invisible to the snapshot: xid >= xmax, or xid in xip. False when
+  /// not valid.
+  bool invisible(std::uint32_t xid) const;
+  /// A later snapshot could still list `xid` (xid >= xmin); true when not valid.
+  bool may_be_listed_later(std::uint32_t xid) const;
+};
+
+/// InFlightSet::parse(snapshot).invisible(xid).
 bool invisible_to_snapshot(std::string_view snapshot, std::uint32_t xid);
 
 }  // namespace cppcdc::pg
