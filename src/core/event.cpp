@@ -9,9 +9,6 @@
 
 namespace cppcdc {
 
-using detail::append_int;
-using detail::append_json_string;
-using detail::append_uint;
 
 std::string_view to_string(Operation op) noexcept {
   switch (op) {
@@ -217,110 +214,125 @@ Status Event::validate() const {
 
 namespace {
 
-void append_row(std::string& out, const Row& row) {
-  out += '{';
+using detail::RawBuffer;
+
+void write_row(RawBuffer& b, const Row& row) {
+  b.ch('{');
   bool first = true;
   for (const auto& c : row) {
-    if (!first) out += ',';
+    if (!first) b.ch(',');
     first = false;
-    append_json_string(out, c.name);
-    out += ':';
+    b.str(c.name);
+    b.ch(':');
     if (!c.text) {
-      out += "null";
+      b.lit("null");
     } else if (c.is_json) {
-      out += *c.text;
+      b.raw(*c.text);
     } else {
-      append_json_string(out, *c.text);
+      b.str(*c.text);
     }
   }
-  out += '}';
+  b.ch('}');
 }
 
-void append_names(std::string& out, const std::vector<std::string>& names) {
-  out += '[';
+void write_names(RawBuffer& b, const std::vector<std::string>& names) {
+  b.ch('[');
   for (std::size_t i = 0; i < names.size(); ++i) {
-    if (i) out += ',';
-    append_json_string(out, names[i]);
+    if (i) b.ch(',');
+    b.str(names[i]);
   }
-  out += ']';
+  b.ch(']');
+}
+
+void write_event(RawBuffer& b, const Event& e) {
+  b.lit("{\"before\":");
+  if (const Row* before = e.before.row()) {
+    write_row(b, *before);
+  } else {
+    b.lit("null");
+  }
+  b.lit(",\"after\":");
+  if (e.after) {
+    write_row(b, *e.after);
+  } else {
+    b.lit("null");
+  }
+  b.lit(",\"op\":\"");
+  b.raw(to_string(e.op));
+  b.lit("\",\"source\":{\"source_name\":");
+  b.str(e.source.source_name);
+  b.lit(",\"offset\":");
+  b.str(e.source.offset);
+  b.lit(",\"timestamp\":");
+  b.sint(e.source.timestamp);
+  b.lit("},\"ts\":");
+  b.sint(e.ts);
+  b.lit(",\"schema\":");
+  if (e.schema) {
+    b.str(*e.schema);
+  } else {
+    b.lit("null");
+  }
+  b.lit(",\"table\":");
+  b.str(e.table);
+  b.lit(",\"primary_key\":");
+  if (e.primary_key) {
+    write_names(b, *e.primary_key);
+  } else {
+    b.lit("null");
+  }
+  b.lit(",\"snapshot\":");
+  if (e.snapshot) {
+    b.lit("{\"snapshot_id\":");
+    b.str(e.snapshot->snapshot_id);
+    b.lit(",\"chunk\":");
+    b.uint(e.snapshot->chunk);
+    if (e.snapshot->is_last_chunk) {
+      b.lit(",\"is_last_chunk\":true}");
+    } else {
+      b.lit(",\"is_last_chunk\":false}");
+    }
+  } else {
+    b.lit("null");
+  }
+  b.lit(",\"transaction\":");
+  if (e.transaction) {
+    b.lit("{\"tx_id\":");
+    b.uint(e.transaction->tx_id);
+    b.lit(",\"total_events\":");
+    b.uint(e.transaction->total_events);
+    b.lit(",\"event_index\":");
+    b.uint(e.transaction->event_index);
+    b.ch('}');
+  } else {
+    b.lit("null");
+  }
+  b.lit(",\"envelope_version\":");
+  b.uint(e.envelope_version);
+  if (e.before.is_key_only()) {
+    b.lit(",\"before_is_key_only\":true");
+  } else {
+    b.lit(",\"before_is_key_only\":false");
+  }
+  if (!e.unavailable_columns.empty()) {
+    b.lit(",\"unavailable_columns\":");
+    write_names(b, e.unavailable_columns);
+  }
+  if (!e.before.unavailable_columns().empty()) {
+    b.lit(",\"before_unavailable_columns\":");
+    write_names(b, e.before.unavailable_columns());
+  }
+  b.ch('}');
 }
 
 }  // namespace
 
 void Event::append_json(std::string& out) const {
-  out += "{\"before\":";
-  if (const Row* b = before.row()) {
-    append_row(out, *b);
-  } else {
-    out += "null";
-  }
-  out += ",\"after\":";
-  if (after) {
-    append_row(out, *after);
-  } else {
-    out += "null";
-  }
-  out += ",\"op\":\"";
-  out += to_string(op);
-  out += "\",\"source\":{\"source_name\":";
-  append_json_string(out, source.source_name);
-  out += ",\"offset\":";
-  append_json_string(out, source.offset);
-  out += ",\"timestamp\":";
-  append_int(out, source.timestamp);
-  out += "},\"ts\":";
-  append_int(out, ts);
-  out += ",\"schema\":";
-  if (schema) {
-    append_json_string(out, *schema);
-  } else {
-    out += "null";
-  }
-  out += ",\"table\":";
-  append_json_string(out, table);
-  out += ",\"primary_key\":";
-  if (primary_key) {
-    append_names(out, *primary_key);
-  } else {
-    out += "null";
-  }
-  out += ",\"snapshot\":";
-  if (snapshot) {
-    out += "{\"snapshot_id\":";
-    append_json_string(out, snapshot->snapshot_id);
-    out += ",\"chunk\":";
-    append_uint(out, snapshot->chunk);
-    out += ",\"is_last_chunk\":";
-    out += snapshot->is_last_chunk ? "true" : "false";
-    out += '}';
-  } else {
-    out += "null";
-  }
-  out += ",\"transaction\":";
-  if (transaction) {
-    out += "{\"tx_id\":";
-    append_uint(out, transaction->tx_id);
-    out += ",\"total_events\":";
-    append_uint(out, transaction->total_events);
-    out += ",\"event_index\":";
-    append_uint(out, transaction->event_index);
-    out += '}';
-  } else {
-    out += "null";
-  }
-  out += ",\"envelope_version\":";
-  append_uint(out, envelope_version);
-  out += ",\"before_is_key_only\":";
-  out += before.is_key_only() ? "true" : "false";
-  if (!unavailable_columns.empty()) {
-    out += ",\"unavailable_columns\":";
-    append_names(out, unavailable_columns);
-  }
-  if (!before.unavailable_columns().empty()) {
-    out += ",\"before_unavailable_columns\":";
-    append_names(out, before.unavailable_columns());
-  }
-  out += '}';
+  // Built in a per-thread scratch buffer through a raw cursor, then copied out in one piece.
+  thread_local RawBuffer scratch;
+  scratch.clear();
+  write_event(scratch, *this);
+  out.append(scratch.view());
 }
 
 std::string Event::to_json() const {

@@ -2,76 +2,194 @@
 // Direct JSON writing helpers for the hot path (no JSON tree).
 
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <new>
 #include <string>
 #include <string_view>
 
 namespace cppcdc::detail {
 
-/// Escaping path of append_json_string.
-inline void append_json_string_escaped(std::string& out, std::string_view s) {
+/// True when some byte of `s` must be escaped inside a JSON string: a control character
+/// (below 0x20), a quote or a backslash. Eight bytes at a time; a false "true" is impossible
+/// for bytes that are all plain, and any true hit is confirmed by the escaping path.
+inline bool json_needs_escape(std::string_view s) noexcept {
+  constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
+  constexpr std::uint64_t kHigh = 0x8080808080808080ULL;
+  const char* p = s.data();
+  std::size_t n = s.size();
+  while (n >= 8) {
+    std::uint64_t w;
+    std::memcpy(&w, p, 8);
+    const std::uint64_t quote = w ^ (kOnes * '"');
+    const std::uint64_t slash = w ^ (kOnes * '\\');
+    // A byte is zero in x exactly when (x - 1) borrows into its high bit while x's is clear;
+    // a byte below 0x20 likewise for (w - 0x20).
+    const std::uint64_t hit = ((quote - kOnes) & ~quote) | ((slash - kOnes) & ~slash) |
+                              ((w - kOnes * 0x20) & ~w);
+    if (hit & kHigh) return true;
+    p += 8;
+    n -= 8;
+  }
+  for (; n > 0; ++p, --n) {
+    const auto c = static_cast<unsigned char>(*p);
+    if (c < 0x20 || c == '"' || c == '\\') return true;
+  }
+  return false;
+}
+
+/// Writes the escaped body of a JSON string (no quotes) at `p`, which has room for
+/// 6 * s.size() bytes; returns the end.
+inline char* write_json_escaped(char* p, std::string_view s) noexcept {
   static constexpr char kHex[] = "0123456789abcdef";
-  out += '"';
-  std::size_t run = 0;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c != '"' && c != '\\') continue;
-    out.append(s.data() + run, i - run);
-    run = i + 1;
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c >= 0x20 && c != '"' && c != '\\') {
+      *p++ = ch;
+      continue;
+    }
+    *p++ = '\\';
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
+      case '"': *p++ = '"'; break;
+      case '\\': *p++ = '\\'; break;
+      case '\n': *p++ = 'n'; break;
+      case '\r': *p++ = 'r'; break;
+      case '\t': *p++ = 't'; break;
+      case '\b': *p++ = 'b'; break;
+      case '\f': *p++ = 'f'; break;
       default:
-        out += "\\u00";
-        out += kHex[c >> 4];
-        out += kHex[c & 15];
+        *p++ = 'u';
+        *p++ = '0';
+        *p++ = '0';
+        *p++ = kHex[c >> 4];
+        *p++ = kHex[c & 15];
     }
   }
-  out.append(s.data() + run, s.size() - run);
-  out += '"';
+  return p;
 }
 
 /// Appends `s` as a JSON string literal (quotes included). Control characters, quote and
 /// backslash are escaped; other bytes are copied as they are (the source's text is UTF-8).
-/// Most values need no escaping: they are copied in one pass after a single resize.
 inline void append_json_string(std::string& out, std::string_view s) {
+  if (!json_needs_escape(s)) {
+    out.reserve(out.size() + s.size() + 2);
+    out += '"';
+    out.append(s);
+    out += '"';
+    return;
+  }
   const std::size_t old = out.size();
-  out.resize(old + s.size() + 2);
+  out.resize(old + 6 * s.size() + 2);
   char* p = out.data() + old;
   *p++ = '"';
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x20 || c == '"' || c == '\\') {
-      out.resize(old);
-      append_json_string_escaped(out, s);
-      return;
-    }
-    p[i] = static_cast<char>(c);
-  }
-  p[s.size()] = '"';
+  p = write_json_escaped(p, s);
+  *p++ = '"';
+  out.resize(static_cast<std::size_t>(p - out.data()));
+}
+
+inline char* write_uint(char* p, std::uint64_t v) noexcept {
+  char buf[24];
+  char* b = buf + sizeof buf;
+  do {
+    *--b = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v != 0);
+  const auto n = static_cast<std::size_t>(buf + sizeof buf - b);
+  std::memcpy(p, b, n);
+  return p + n;
 }
 
 inline void append_uint(std::string& out, std::uint64_t v) {
   char buf[24];
-  char* p = buf + sizeof buf;
-  do {
-    *--p = static_cast<char>('0' + v % 10);
-    v /= 10;
-  } while (v != 0);
-  out.append(p, static_cast<std::size_t>(buf + sizeof buf - p));
+  out.append(buf, static_cast<std::size_t>(write_uint(buf, v) - buf));
+}
+
+inline char* write_int(char* p, std::int64_t v) noexcept {
+  if (v < 0) {
+    *p++ = '-';
+    return write_uint(p, static_cast<std::uint64_t>(0) - static_cast<std::uint64_t>(v));
+  }
+  return write_uint(p, static_cast<std::uint64_t>(v));
 }
 
 inline void append_int(std::string& out, std::int64_t v) {
-  if (v < 0) {
-    out += '-';
-    append_uint(out, static_cast<std::uint64_t>(0) - static_cast<std::uint64_t>(v));
-  } else {
-    append_uint(out, static_cast<std::uint64_t>(v));
-  }
+  char buf[24];
+  out.append(buf, static_cast<std::size_t>(write_int(buf, v) - buf));
 }
+
+/// A growable byte buffer written through a raw cursor: the hot path's JSON is built here and
+/// copied out once, so no write pays std::string's bounds check or zero-filling. Call need(n)
+/// before writing n bytes at cur().
+class RawBuffer {
+ public:
+  RawBuffer() = default;
+  RawBuffer(const RawBuffer&) = delete;
+  RawBuffer& operator=(const RawBuffer&) = delete;
+  ~RawBuffer() { std::free(data_); }
+
+  void clear() noexcept { cur_ = data_; }
+  std::string_view view() const noexcept {
+    return {data_, static_cast<std::size_t>(cur_ - data_)};
+  }
+  void need(std::size_t n) {
+    if (static_cast<std::size_t>(end_ - cur_) < n) grow(n);
+  }
+  char*& cur() noexcept { return cur_; }
+
+  template <std::size_t N>
+  void lit(const char (&s)[N]) {  // a string literal, without its terminator
+    need(N - 1);
+    std::memcpy(cur_, s, N - 1);
+    cur_ += N - 1;
+  }
+  void raw(std::string_view s) {
+    need(s.size());
+    std::memcpy(cur_, s.data(), s.size());
+    cur_ += s.size();
+  }
+  void ch(char c) {
+    need(1);
+    *cur_++ = c;
+  }
+  void str(std::string_view s) {  // a JSON string literal
+    if (!json_needs_escape(s)) {
+      need(s.size() + 2);
+      *cur_++ = '"';
+      std::memcpy(cur_, s.data(), s.size());
+      cur_ += s.size();
+      *cur_++ = '"';
+    } else {
+      need(6 * s.size() + 2);
+      *cur_++ = '"';
+      cur_ = write_json_escaped(cur_, s);
+      *cur_++ = '"';
+    }
+  }
+  void uint(std::uint64_t v) {
+    need(24);
+    cur_ = write_uint(cur_, v);
+  }
+  void sint(std::int64_t v) {
+    need(24);
+    cur_ = write_int(cur_, v);
+  }
+
+ private:
+  void grow(std::size_t n) {
+    const auto used = static_cast<std::size_t>(cur_ - data_);
+    std::size_t cap = static_cast<std::size_t>(end_ - data_);
+    cap = cap ? cap * 2 : 1024;
+    if (cap < used + n) cap = used + n;
+    char* d = static_cast<char*>(std::realloc(data_, cap));
+    if (!d) throw std::bad_alloc();
+    data_ = d;
+    cur_ = d + used;
+    end_ = d + cap;
+  }
+
+  char* data_ = nullptr;
+  char* cur_ = nullptr;
+  char* end_ = nullptr;
+};
 
 }  // namespace cppcdc::detail

@@ -1,5 +1,7 @@
 #include "source/postgres/assembler.hpp"
 
+#include <libpq-fe.h>
+
 #include "core/json_write.hpp"
 #include "core/text_util.hpp"
 
@@ -315,6 +317,59 @@ Result<Event> TransactionAssembler::make_read(std::uint32_t relation_id, TupleDa
   return e;
 }
 
+Status TransactionAssembler::append_reads(std::uint32_t relation_id, const PGresult* res,
+                                          int count, Lsn position, std::int64_t timestamp_ms,
+                                          const SnapshotMetadata& snapshot,
+                                          std::vector<Event>& out) {
+  auto found = relation(relation_id, "snapshot row");
+  if (!found) return fail(found.error());
+  const Relation& rel = **found;
+  const auto& columns = rel.msg.columns;
+  if (PQnfields(res) != static_cast<int>(columns.size())) {
+    return fail(Error::invalid_data(
+        "snapshot rows of " + qualified(rel.msg) + " carry " + std::to_string(PQnfields(res)) +
+        " columns but the table's description has " + std::to_string(columns.size())));
+  }
+  for (int c = 0; c < PQnfields(res); ++c) {
+    if (PQfformat(res, c) != 0) {
+      return fail(Error::invalid_data("snapshot column '" + columns[c].name + "' of " +
+                                      qualified(rel.msg) + " arrived in binary format"));
+    }
+  }
+  // The same for every row of the chunk: made once, copied.
+  const std::string offset = position.to_string();
+  const std::int64_t now = clock();
+  out.reserve(out.size() + static_cast<std::size_t>(std::max(count, 0)));
+  for (int r = 0; r < count; ++r) {
+    Event& e = out.emplace_back();
+    e.op = Operation::kRead;
+    e.source.source_name = source_name_;
+    e.source.offset = offset;
+    e.source.timestamp = timestamp_ms;
+    e.ts = now;
+    e.schema = rel.shape->schema();
+    e.table = rel.msg.relation_name;
+    e.primary_key = rel.primary_key;
+    e.shape = rel.shape;
+    e.snapshot = snapshot;
+    Row& row = e.after.emplace();
+    row.reserve(columns.size());
+    for (std::size_t i = 0; i < columns.size(); ++i) {
+      const int c = static_cast<int>(i);
+      if (PQgetisnull(res, r, c)) {
+        row.emplace_back(columns[i].name, std::nullopt, false);
+        continue;
+      }
+      auto& v = row.emplace_back(
+          columns[i].name,
+          std::string(PQgetvalue(res, r, c), static_cast<std::size_t>(PQgetlength(res, r, c))),
+          rel.is_json[i]);
+      if (rel.is_json[i]) one_line_json(*v.text);
+    }
+  }
+  return ok();
+}
+
 Event TransactionAssembler::make_message_event(const LogicalMessageMsg& m, Lsn position) {
   const bool text = cppcdc::detail::is_valid_utf8(m.content);
   auto& shapes = message_shapes_[m.prefix];
@@ -412,6 +467,7 @@ Status TransactionAssembler::feed(PgOutputMessage message, Lsn position, std::ve
             resume = m.end_lsn.to_string();
             pending_sizes_.back() += detail::approx_string_bytes(resume);
           }
+          out.reserve(out.size() + pending_.size());
           for (auto& e : pending_) out.push_back(std::move(e));
           if (out_bytes) {
             out_bytes->insert(out_bytes->end(), pending_sizes_.begin(), pending_sizes_.end());

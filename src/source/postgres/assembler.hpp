@@ -26,6 +26,9 @@
 #include "cppcdc/event.hpp"
 #include "source/postgres/pgoutput.hpp"
 
+struct pg_result;
+typedef struct pg_result PGresult;  // libpq's, as libpq-fe.h declares it
+
 namespace cppcdc::pg {
 
 /// What the catalog says about a relation, beyond what a Relation message carries.
@@ -79,6 +82,17 @@ class TransactionAssembler {
   /// unknown or the tuple does not match it.
   Result<Event> make_read(std::uint32_t relation_id, TupleData tuple, Lsn position,
                           std::int64_t timestamp_ms);
+
+  /// Snapshot rows [0, count) of `res` as events of op `read`, appended to `out` (built in
+  /// place: the blocking snapshot's hot path). `res` is a result whose columns are the
+  /// relation's published columns in order, in text format (keyset_chunk_query). The values
+  /// take the same path as make_read's; every event carries `snapshot`, source.offset
+  /// `position` and source.timestamp `timestamp_ms`. invalid_data (naming the relation) when
+  /// the relation is unknown or the result's columns do not match it; `out` then keeps the
+  /// events appended before the bad row.
+  Status append_reads(std::uint32_t relation_id, const PGresult* res, int count, Lsn position,
+                      std::int64_t timestamp_ms, const SnapshotMetadata& snapshot,
+                      std::vector<Event>& out);
 
   /// Whether a committed transaction waits in a spill file.
   bool spilled_ready() const noexcept { return static_cast<bool>(ready_spill_.file); }

@@ -197,6 +197,33 @@ Result<PgResultPtr> exec(PGconn* conn, const std::string& sql, const std::string
   return res;
 }
 
+Status send_query(PGconn* conn, const std::string& sql, const std::string& what,
+                  const std::vector<std::optional<std::string>>& params) {
+  std::vector<const char*> values;
+  values.reserve(params.size());
+  for (const auto& p : params) values.push_back(p ? p->c_str() : nullptr);
+  if (PQsendQueryParams(conn, sql.c_str(), static_cast<int>(params.size()), nullptr,
+                        values.data(), nullptr, nullptr, 0) != 1) {
+    return fail(error_from_conn(conn, what));
+  }
+  return ok();
+}
+
+Result<PgResultPtr> receive_result(PGconn* conn, const std::string& what) {
+  PgResultPtr res(PQgetResult(conn));
+  // The statement's end: PQgetResult returns null once everything of it was taken.
+  while (PGresult* more = PQgetResult(conn)) PQclear(more);
+  const auto status = res ? PQresultStatus(res.get()) : PGRES_FATAL_ERROR;
+  if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
+    return fail(error_from_result(res.get(), conn, what));
+  }
+  return res;
+}
+
+void discard_results(PGconn* conn) {
+  while (PGresult* r = PQgetResult(conn)) PQclear(r);
+}
+
 std::string quote_ident(std::string_view name) {
   std::string out = "\"";
   for (char c : name) {

@@ -38,6 +38,20 @@ Result<ConnPtr> connect(const std::string& dsn, bool replication);
 Result<PgResultPtr> exec(PGconn* conn, const std::string& sql, const std::string& what,
                          const std::vector<std::optional<std::string>>& params = {});
 
+/// Sends a statement without waiting for its result (PQsendQueryParams), so the server works
+/// on it while the caller does something else; receive_result() takes the result. One
+/// statement at a time per connection. `what` names the step for the error message.
+Status send_query(PGconn* conn, const std::string& sql, const std::string& what,
+                  const std::vector<std::optional<std::string>>& params = {});
+
+/// Waits for the result of the statement sent with send_query() and drains the connection
+/// for the next one; expects PGRES_TUPLES_OK or PGRES_COMMAND_OK, as exec() does.
+Result<PgResultPtr> receive_result(PGconn* conn, const std::string& what);
+
+/// Discards the results of a statement sent with send_query() that is no longer wanted,
+/// leaving the connection ready for the next statement.
+void discard_results(PGconn* conn);
+
 /// Classifies a failed result by SQLSTATE: class 08 (connection), 57P0x (shutdown), 53
 /// (resources), 40001/40P01 and 55006 (object in use, e.g. a slot still held by the walsender
 /// of a process that just died) are transient; others terminal.

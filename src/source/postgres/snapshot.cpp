@@ -303,19 +303,30 @@ Status run_snapshot(PGconn* conn, PGconn* catalog, TransactionAssembler& assembl
       if (!declared) return fail(declared.error());
     }
     cppcdc::detail::ProgressLog log(name, d->estimated_rows, progress.rows);
+    const std::string what = "reading a snapshot chunk of " + name;
+    // Keyed tables: the next chunk's query goes out as soon as this chunk's last key is
+    // known, before its rows become events, so the server reads one chunk while cppcdc
+    // converts and hands over the previous one.
+    bool query_sent = false;
+    auto send_chunk_query = [&]() -> Status {
+      std::vector<std::optional<std::string>> params;
+      if (progress.cursor) params.assign(progress.cursor->begin(), progress.cursor->end());
+      CPPCDC_TRY(detail::send_query(
+          conn, keyset_chunk_query(*d, where, progress.cursor.has_value(), n + 1), what, params));
+      query_sent = true;
+      return ok();
+    };
     bool table_done = false;
     while (!table_done && !stop.load()) {
       detail::PgResultPtr res;
       if (keyed) {
-        std::vector<std::optional<std::string>> params;
-        if (progress.cursor) params.assign(progress.cursor->begin(), progress.cursor->end());
-        auto r = exec(conn, keyset_chunk_query(*d, where, progress.cursor.has_value(), n + 1),
-                      "reading a snapshot chunk of " + name, params);
+        if (!query_sent) CPPCDC_TRY(send_chunk_query());
+        query_sent = false;
+        auto r = detail::receive_result(conn, what);
         if (!r) return fail(r.error());
         res = std::move(*r);
       } else {
-        auto r = exec(conn, "fetch " + limit + " from cppcdc_snapshot",
-                      "reading a snapshot chunk of " + name);
+        auto r = exec(conn, "fetch " + limit + " from cppcdc_snapshot", what);
         if (!r) return fail(r.error());
         res = std::move(*r);
       }
@@ -327,18 +338,21 @@ Status run_snapshot(PGconn* conn, PGconn* catalog, TransactionAssembler& assembl
         auto back = exec(conn, "move backward 1 in cppcdc_snapshot", "rewinding the cursor");
         if (!back) return fail(back.error());
       }
-      for (int r = 0; r < take; ++r) {
-        auto e = assembler.make_read(d->relation.relation_id, tuple_of(res.get(), r),
-                                     progress.stream_start, progress.started_ms);
-        if (!e) return fail(e.error().context("snapshot of " + name));
-        e->snapshot = SnapshotMetadata{progress.id, progress.chunk, table_done};
-        chunk.push_back(std::move(*e));
-      }
+      const SnapshotMetadata meta{progress.id, progress.chunk, table_done};
       // The progress after this chunk rides on its last event, so it is saved only once the
       // chunk is acknowledged.
       progress.rows += static_cast<std::uint64_t>(take);
       ++progress.chunk;
       if (take > 0 && keyed) progress.cursor = key_values(*d, res.get(), take - 1);
+      if (keyed && !table_done && !stop.load()) CPPCDC_TRY(send_chunk_query());
+      auto built = assembler.append_reads(d->relation.relation_id, res.get(), take,
+                                          progress.stream_start, progress.started_ms, meta,
+                                          chunk);
+      if (!built) {
+        if (query_sent) detail::discard_results(conn);
+        return fail(built.error().context("snapshot of " + name));
+      }
+      res.reset();
       if (table_done) {
         ++progress.table_index;
         progress.cursor.reset();
@@ -355,10 +369,14 @@ Status run_snapshot(PGconn* conn, PGconn* catalog, TransactionAssembler& assembl
       if (!chunk.empty()) {
         chunk.back().resume_offset = progress.stream_start.to_string();
         chunk.back().resume_state = progress.to_state();
-        if (!emit(chunk)) return ok();
+        if (!emit(chunk)) {
+          if (query_sent) detail::discard_results(conn);
+          return ok();
+        }
         chunk.clear();
       }
     }
+    if (query_sent) detail::discard_results(conn);
   }
   auto end = exec(conn, "commit", "ending the snapshot transaction");
   if (!end) return fail(end.error());

@@ -331,6 +331,7 @@ class PostgresSource final : public Source {
     if (!reader_.joinable()) return fail(Error::invalid_state("postgres source is not started"));
     not_empty_.wait_for(lock, wait, [&] { return !queue_.empty() || reader_done_; });
     std::size_t n = 0;
+    out.reserve(out.size() + std::min(max_events, queue_.size()));
     while (!queue_.empty() && n < max_events) {
       queued_bytes_ -= std::min(queued_bytes_, queue_.front().bytes);
       out.push_back(std::move(queue_.front().event));
