@@ -75,6 +75,12 @@ class Source {
   /// run that is complete) and nothing is left to poll. The runtime's run loop then ends.
   virtual bool finished() { return false; }
 
+  /// Takes back events the consumer is done with (delivered, written and acknowledged), so
+  /// that their memory is released, or reused, by the thread that allocated it: a source
+  /// whose reader thread builds events avoids freeing every value across threads. The
+  /// default releases them here. Called by Runtime::run_to_completion; never required.
+  virtual void recycle(std::vector<Event>&& events) { events.clear(); }
+
   /// Closes connections and stops any reader thread. Idempotent.
   virtual void close() = 0;
 };

@@ -461,6 +461,10 @@ Result<std::uint64_t> Runtime::run_to_completion(Sink& sink, const std::atomic<b
     CPPCDC_FAULT_POINT("runtime.before_ack");
     CPPCDC_TRY(commit_ack(batch->ack_mode()));
     delivered += batch->size();
+    // Acknowledged in full and held by no one else: its memory goes back to the source.
+    if (batch->events_.use_count() == 1) {
+      impl_->config.source->recycle(std::move(*batch->events_));
+    }
   }
   return delivered;
 }

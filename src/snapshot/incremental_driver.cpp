@@ -298,6 +298,8 @@ class IncrementalSnapshotSource final : public Source {
     return merged_state();
   }
 
+  void recycle(std::vector<Event>&& events) override { inner_->recycle(std::move(events)); }
+
   void close() override {
     chunk_.reset();
     held_.clear();

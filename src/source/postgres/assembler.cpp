@@ -320,7 +320,7 @@ Result<Event> TransactionAssembler::make_read(std::uint32_t relation_id, TupleDa
 Status TransactionAssembler::append_reads(std::uint32_t relation_id, const PGresult* res,
                                           int count, Lsn position, std::int64_t timestamp_ms,
                                           const SnapshotMetadata& snapshot,
-                                          std::vector<Event>& out) {
+                                          std::vector<Event>& out, std::vector<Event>* spare) {
   auto found = relation(relation_id, "snapshot row");
   if (!found) return fail(found.error());
   const Relation& rel = **found;
@@ -341,8 +341,17 @@ Status TransactionAssembler::append_reads(std::uint32_t relation_id, const PGres
   const std::int64_t now = clock();
   out.reserve(out.size() + static_cast<std::size_t>(std::max(count, 0)));
   for (int r = 0; r < count; ++r) {
-    Event& e = out.emplace_back();
+    if (spare && !spare->empty()) {
+      out.push_back(std::move(spare->back()));
+      spare->pop_back();
+    } else {
+      out.emplace_back();
+    }
+    // Every field is set, whatever a reused event held before: assignments keep the
+    // strings' and vectors' memory, so a reused event costs no allocation.
+    Event& e = out.back();
     e.op = Operation::kRead;
+    e.before = BeforeImage();
     e.source.source_name = source_name_;
     e.source.offset = offset;
     e.source.timestamp = timestamp_ms;
@@ -350,21 +359,33 @@ Status TransactionAssembler::append_reads(std::uint32_t relation_id, const PGres
     e.schema = rel.shape->schema();
     e.table = rel.msg.relation_name;
     e.primary_key = rel.primary_key;
-    e.shape = rel.shape;
     e.snapshot = snapshot;
-    Row& row = e.after.emplace();
-    row.reserve(columns.size());
+    e.transaction.reset();
+    e.envelope_version = kEnvelopeVersion;
+    e.unavailable_columns.clear();
+    e.shape = rel.shape;
+    e.resume_offset.clear();
+    e.resume_state.clear();
+    e.log_position = 0;
+    Row& row = e.after ? *e.after : e.after.emplace();
+    row.resize(columns.size());
     for (std::size_t i = 0; i < columns.size(); ++i) {
       const int c = static_cast<int>(i);
+      ColumnValue& v = row[i];
+      v.name = columns[i].name;
+      v.is_json = rel.is_json[i];
       if (PQgetisnull(res, r, c)) {
-        row.emplace_back(columns[i].name, std::nullopt, false);
+        v.text.reset();
         continue;
       }
-      auto& v = row.emplace_back(
-          columns[i].name,
-          std::string(PQgetvalue(res, r, c), static_cast<std::size_t>(PQgetlength(res, r, c))),
-          rel.is_json[i]);
-      if (rel.is_json[i]) one_line_json(*v.text);
+      const std::string_view text(PQgetvalue(res, r, c),
+                                  static_cast<std::size_t>(PQgetlength(res, r, c)));
+      if (v.text) {
+        v.text->assign(text);
+      } else {
+        v.text.emplace(text);
+      }
+      if (v.is_json) one_line_json(*v.text);
     }
   }
   return ok();

@@ -88,11 +88,12 @@ class TransactionAssembler {
   /// relation's published columns in order, in text format (keyset_chunk_query). The values
   /// take the same path as make_read's; every event carries `snapshot`, source.offset
   /// `position` and source.timestamp `timestamp_ms`. invalid_data (naming the relation) when
-  /// the relation is unknown or the result's columns do not match it; `out` then keeps the
-  /// events appended before the bad row.
+  /// the relation is unknown or the result's columns do not match it (nothing is appended).
+  /// `spare`: events the consumer is done with (Source::recycle); they are taken from its
+  /// back and overwritten field by field, reusing their memory, before new ones are made.
   Status append_reads(std::uint32_t relation_id, const PGresult* res, int count, Lsn position,
                       std::int64_t timestamp_ms, const SnapshotMetadata& snapshot,
-                      std::vector<Event>& out);
+                      std::vector<Event>& out, std::vector<Event>* spare = nullptr);
 
   /// Whether a committed transaction waits in a spill file.
   bool spilled_ready() const noexcept { return static_cast<bool>(ready_spill_.file); }

@@ -242,7 +242,7 @@ Result<std::optional<SnapshotProgress>> SnapshotProgress::from_state(const std::
 Status run_snapshot(PGconn* conn, PGconn* catalog, TransactionAssembler& assembler,
                     SnapshotProgress progress,
                     const SnapshotOptions& options,
-                    const std::function<bool(std::vector<Event>&)>& emit,
+                    const std::function<bool(std::vector<Event>&, std::vector<Event>&)>& emit,
                     const std::atomic<bool>& stop) {
   auto begin = exec(conn, "begin isolation level repeatable read read only",
                     "starting the snapshot transaction");
@@ -278,6 +278,7 @@ Status run_snapshot(PGconn* conn, PGconn* catalog, TransactionAssembler& assembl
   const std::uint32_t n = std::max<std::uint32_t>(1, options.chunk_size);
   const std::string limit = std::to_string(n + 1);  // one more, to know the last chunk (FETCH)
   std::vector<Event> chunk;
+  std::vector<Event> spare;  // delivered events, reused for the next rows
   while (!progress.done() && !stop.load()) {
     const std::string& name = progress.tables[progress.table_index];
     auto d = describe_snapshot_table(catalog, name);
@@ -347,7 +348,7 @@ Status run_snapshot(PGconn* conn, PGconn* catalog, TransactionAssembler& assembl
       if (keyed && !table_done && !stop.load()) CPPCDC_TRY(send_chunk_query());
       auto built = assembler.append_reads(d->relation.relation_id, res.get(), take,
                                           progress.stream_start, progress.started_ms, meta,
-                                          chunk);
+                                          chunk, &spare);
       if (!built) {
         if (query_sent) detail::discard_results(conn);
         return fail(built.error().context("snapshot of " + name));
@@ -369,7 +370,7 @@ Status run_snapshot(PGconn* conn, PGconn* catalog, TransactionAssembler& assembl
       if (!chunk.empty()) {
         chunk.back().resume_offset = progress.stream_start.to_string();
         chunk.back().resume_state = progress.to_state();
-        if (!emit(chunk)) {
+        if (!emit(chunk, spare)) {
           if (query_sent) detail::discard_results(conn);
           return ok();
         }

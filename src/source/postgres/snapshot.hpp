@@ -91,14 +91,15 @@ struct SnapshotOptions {
 /// described on `catalog` (another connection, outside the snapshot, after the tables are
 /// locked), so the description matches the table's current definition, which is what the
 /// snapshot transaction's queries use even when DDL committed after the snapshot was taken.
-/// `emit`
-/// hands a chunk's events over and returns false when the source is stopping. Returns when
+/// `emit(events, spare)` hands a chunk's events over (leaving `events` empty), may add
+/// events the consumer is done with to `spare` (reused for the next chunks' rows), and
+/// returns false when the source is stopping. Returns when
 /// every table is read, `stop` is set, or on error (kinds from libpq's classification;
 /// invalid_data for a row that does not fit its table's description).
 Status run_snapshot(PGconn* conn, PGconn* catalog, TransactionAssembler& assembler,
                     SnapshotProgress progress,
                     const SnapshotOptions& options,
-                    const std::function<bool(std::vector<Event>&)>& emit,
+                    const std::function<bool(std::vector<Event>&, std::vector<Event>&)>& emit,
                     const std::atomic<bool>& stop);
 
 }  // namespace cppcdc::pg

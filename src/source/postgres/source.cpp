@@ -15,6 +15,7 @@
 #include <set>
 #include <thread>
 
+#include "core/batch_queue.hpp"
 #include "core/event_spill.hpp"
 #include "core/fault.hpp"
 #include "cppcdc/postgres.hpp"
@@ -217,7 +218,6 @@ class PostgresSource final : public Source {
     {
       std::lock_guard lock(mutex_);
       queue_.clear();
-      queued_bytes_ = 0;
       error_.reset();
       reader_done_ = false;
       idle_lsn_ = 0;
@@ -330,14 +330,18 @@ class PostgresSource final : public Source {
     std::unique_lock lock(mutex_);
     if (!reader_.joinable()) return fail(Error::invalid_state("postgres source is not started"));
     not_empty_.wait_for(lock, wait, [&] { return !queue_.empty() || reader_done_; });
-    std::size_t n = 0;
-    out.reserve(out.size() + std::min(max_events, queue_.size()));
-    while (!queue_.empty() && n < max_events) {
-      queued_bytes_ -= std::min(queued_bytes_, queue_.front().bytes);
-      out.push_back(std::move(queue_.front().event));
-      queue_.pop_front();
-      ++n;
+    if (bulk_.load() && !queue_.empty()) {
+      // The blocking snapshot reads as fast as it can and nobody waits for a single row: let
+      // a batch fill (briefly), so the sink's flush and the checkpoint's fsync are paid per
+      // large batch rather than per chunk.
+      const std::size_t fill = std::min({max_events, config_.max_queued_events / 2});
+      const std::size_t fill_bytes = config_.max_queued_bytes / 2;
+      not_empty_.wait_for(lock, kBulkLinger, [&] {
+        return queue_.size() >= fill || queue_.bytes() >= fill_bytes || reader_done_ ||
+               !bulk_.load();
+      });
     }
+    const std::size_t n = queue_.take(out, max_events);
     if (n > 0) {
       not_full_.notify_all();
       return ok();
@@ -364,6 +368,21 @@ class PostgresSource final : public Source {
     }
     wake();
     return ok();
+  }
+
+  // Delivered events come back here and are released by the reader thread, which allocated
+  // them (see push): freeing them on the consumer's thread made both threads contend for the
+  // reader's malloc arena. Beyond kMaxRecycled waiting events they are released at once.
+  void recycle(std::vector<Event>&& events) override {
+    {
+      std::lock_guard lock(mutex_);
+      if (reader_.joinable() && !reader_done_ && recycled_events_ < kMaxRecycled) {
+        recycled_events_ += events.size();
+        recycled_.push_back(std::move(events));
+        return;
+      }
+    }
+    events.clear();
   }
 
   void close() override {
@@ -759,7 +778,10 @@ class PostgresSource final : public Source {
   // `known_sizes`: detail::approx_event_bytes of the first known_sizes->size() events, as the
   // assembler measured them; the others (snapshot chunks, pieces of a spilled transaction)
   // are measured here. Empties both.
-  bool push(std::vector<Event>& events, std::vector<std::size_t>* known_sizes = nullptr) {
+  // `recycled`: receives the events the consumer gave back (recycle()) for the caller to
+  // reuse; without it they are released here.
+  bool push(std::vector<Event>& events, std::vector<std::size_t>* known_sizes = nullptr,
+            std::vector<std::vector<Event>>* recycled_out = nullptr) {
     std::vector<std::size_t> measured;
     std::vector<std::size_t>& sizes = known_sizes ? *known_sizes : measured;
     sizes.reserve(events.size());
@@ -768,10 +790,11 @@ class PostgresSource final : public Source {
     }
     std::size_t bytes = 0;
     for (std::size_t i = 0; i < events.size(); ++i) bytes += sizes[i];
+    std::vector<std::vector<Event>> recycled;  // released here, after the lock, on this thread
     std::unique_lock lock(mutex_);
     while (!stop_.load() && !queue_.empty() &&
            (queue_.size() + events.size() > config_.max_queued_events ||
-            queued_bytes_ + bytes > config_.max_queued_bytes)) {
+            queue_.bytes() + bytes > config_.max_queued_bytes)) {
       not_full_.wait_for(lock, std::chrono::milliseconds(100));
       if (streaming_ && status_due()) {
         lock.unlock();
@@ -779,13 +802,12 @@ class PostgresSource final : public Source {
         lock.lock();
       }
     }
-    for (std::size_t i = 0; i < events.size(); ++i) {
-      queue_.push_back(Queued{std::move(events[i]), sizes[i]});
-    }
-    queued_bytes_ += bytes;
-    events.clear();
-    sizes.clear();
+    queue_.push(events, sizes);
     not_empty_.notify_all();
+    recycled.swap(recycled_);
+    recycled_events_ = 0;
+    lock.unlock();
+    if (recycled_out) recycled_out->swap(recycled);
     return true;
   }
 
@@ -940,9 +962,29 @@ class PostgresSource final : public Source {
                  snapshot_->tables.size() - snapshot_->table_index, options.chunk_size,
                  only ? std::string(" (initial_only: cppcdc stops when it is done)")
                       : " before streaming from " + snapshot_->stream_start.to_string());
+    bulk_.store(true);
     auto st = run_snapshot(
         conn->get(), sql_.get(), *assembler_, *snapshot_, options,
-        [this](std::vector<Event>& events) { return push(events) && !stop_.load(); }, stop_);
+        [this](std::vector<Event>& events, std::vector<Event>& spare) {
+          std::vector<std::vector<Event>> done;
+          if (!push(events, nullptr, &done)) return false;
+          // Delivered events become the next chunks' rows, up to a few chunks' worth; the
+          // rest are released here, on the thread that allocated them.
+          const std::size_t keep = 4 * std::size_t{std::max<std::uint32_t>(1, config_.snapshot_chunk_size)};
+          for (auto& batch : done) {
+            for (auto& e : batch) {
+              if (spare.size() >= keep) break;
+              spare.push_back(std::move(e));
+            }
+          }
+          return !stop_.load();
+        },
+        stop_);
+    {
+      bulk_.store(false);
+      std::lock_guard lock(mutex_);
+      not_empty_.notify_all();
+    }
     conn->reset();
     if (!st) {
       finish(st.error().context("snapshot " + snapshot_->id));
@@ -1212,13 +1254,15 @@ class PostgresSource final : public Source {
   std::mutex mutex_;
   std::condition_variable not_empty_;
   std::condition_variable not_full_;
-  struct Queued {
-    Event event;
-    std::size_t bytes;  // detail::approx_event_bytes(event)
-  };
   static constexpr std::size_t kSpillPiece = 1000;  // events read back per push
-  std::deque<Queued> queue_;
-  std::size_t queued_bytes_ = 0;
+  cppcdc::detail::BatchQueue queue_;
+  static constexpr std::size_t kMaxRecycled = 65536;
+  // While the blocking snapshot runs (reader thread sets it), poll() waits up to kBulkLinger
+  // for a fuller batch.
+  std::atomic<bool> bulk_{false};
+  static constexpr std::chrono::milliseconds kBulkLinger{50};
+  std::vector<std::vector<Event>> recycled_;  // guarded by mutex_; see recycle()
+  std::size_t recycled_events_ = 0;           // guarded by mutex_
   std::optional<Error> error_;
   bool reader_done_ = false;
 };

@@ -6,6 +6,7 @@
 #include <deque>
 
 #include "cppcdc/runtime.hpp"
+#include "cppcdc/sink.hpp"
 
 using namespace cppcdc;
 
@@ -51,6 +52,10 @@ class ScriptedSource final : public Source {
   }
   void close() override { started_ = false; }
   std::optional<std::string> idle_offset() override { return idle; }
+  void recycle(std::vector<Event>&& events) override {
+    log_.steps.push_back("recycle:" + std::to_string(events.size()));
+    events.clear();
+  }
 
   std::optional<std::string> idle;
 
@@ -391,4 +396,46 @@ TEST(CommitBarrier, TheBoundaryEventsResumeStateIsSavedWithItsOffset) {
   ASSERT_TRUE(f.runtime->commit_ack(batch->ack_mode()));
   EXPECT_EQ(f.checkpoint->record->offset, "0/END3");
   EXPECT_EQ(f.checkpoint->record->source_state, "");
+}
+
+namespace {
+// Writes nothing; cancels the run once `stop_after` events were written.
+class CountingSink final : public Sink {
+ public:
+  CountingSink(std::atomic<bool>& cancel, std::size_t stop_after)
+      : cancel_(cancel), stop_after_(stop_after) {}
+  Status write(std::span<const Event> events) override {
+    written += events.size();
+    if (written >= stop_after_) cancel_.store(true);
+    return ok();
+  }
+  Status flush() override { return ok(); }
+  Status close() override { return ok(); }
+  std::string name() const override { return "counting"; }
+  std::size_t written = 0;
+
+ private:
+  std::atomic<bool>& cancel_;
+  std::size_t stop_after_;
+};
+}  // namespace
+
+TEST(RunToCompletion, EachBatchGoesBackToTheSourceOnlyAfterItsCheckpointIsSaved) {
+  Fixture f(3);
+  ASSERT_TRUE(f.runtime->start());
+  std::atomic<bool> cancel{false};
+  CountingSink sink(cancel, 6);
+  auto delivered = f.runtime->run_to_completion(sink, cancel);
+  ASSERT_TRUE(delivered) << delivered.error().report();
+  EXPECT_EQ(*delivered, 6u);
+  std::size_t recycled = 0;
+  std::string last_save;
+  for (const auto& step : f.log.steps) {
+    if (step.rfind("save:", 0) == 0) last_save = step;
+    if (step.rfind("recycle:", 0) == 0) {
+      EXPECT_FALSE(last_save.empty()) << "events came back before any checkpoint was saved";
+      recycled += std::stoul(step.substr(8));
+    }
+  }
+  EXPECT_EQ(recycled, 6u);
 }

@@ -1,0 +1,78 @@
+// The reader-to-poll hand-over queue: order, counts and byte measures across batches taken
+// in pieces, the whole-batch swap, and the capacity a reader keeps.
+
+#include <gtest/gtest.h>
+
+#include "core/batch_queue.hpp"
+
+namespace cppcdc::detail {
+namespace {
+
+std::vector<Event> events(int first, int n) {
+  std::vector<Event> out;
+  for (int i = first; i < first + n; ++i) {
+    Event e;
+    e.table = "t" + std::to_string(i);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+std::vector<std::size_t> sizes(int n, std::size_t each) { return std::vector<std::size_t>(n, each); }
+
+TEST(BatchQueue, TakesInOrderAcrossBatchesWithCountsAndBytesKept) {
+  BatchQueue q;
+  auto a = events(0, 3);
+  auto as = sizes(3, 10);
+  q.push(a, as);
+  EXPECT_TRUE(a.empty());
+  EXPECT_TRUE(as.empty());
+  auto b = events(3, 4);
+  auto bs = sizes(4, 100);
+  q.push(b, bs);
+  EXPECT_EQ(q.size(), 7u);
+  EXPECT_EQ(q.bytes(), 430u);
+
+  std::vector<Event> out;
+  EXPECT_EQ(q.take(out, 2), 2u);  // part of the first batch
+  EXPECT_EQ(q.size(), 5u);
+  EXPECT_EQ(q.bytes(), 410u);
+  EXPECT_EQ(q.take(out, 3), 3u);  // the rest of the first and the start of the second
+  EXPECT_EQ(q.size(), 2u);
+  EXPECT_EQ(q.bytes(), 200u);
+  EXPECT_EQ(q.take(out, 100), 2u);
+  EXPECT_TRUE(q.empty());
+  EXPECT_EQ(q.bytes(), 0u);
+  ASSERT_EQ(out.size(), 7u);
+  for (int i = 0; i < 7; ++i) EXPECT_EQ(out[i].table, "t" + std::to_string(i));
+  EXPECT_EQ(q.take(out, 5), 0u);
+}
+
+TEST(BatchQueue, AWholeBatchChangesHandsWithoutMovingItsEvents) {
+  BatchQueue q;
+  auto a = events(0, 5);
+  const Event* storage = a.data();
+  auto as = sizes(5, 1);
+  q.push(a, as);
+  std::vector<Event> out;
+  EXPECT_EQ(q.take(out, 5), 5u);
+  EXPECT_EQ(out.data(), storage);
+  EXPECT_EQ(out[4].table, "t4");
+}
+
+TEST(BatchQueue, TheReaderKeepsCapacityForItsNextBatch) {
+  BatchQueue q;
+  std::vector<Event> a;
+  a.reserve(64);
+  for (auto& e : events(0, 10)) a.push_back(std::move(e));
+  auto as = sizes(10, 1);
+  q.push(a, as);
+  EXPECT_TRUE(a.empty());
+  EXPECT_GE(a.capacity(), 64u);
+  q.clear();
+  EXPECT_TRUE(q.empty());
+  EXPECT_EQ(q.bytes(), 0u);
+}
+
+}  // namespace
+}  // namespace cppcdc::detail
