@@ -156,7 +156,8 @@ struct Pipeline {
     const auto& x = std::get<XLogData>(*frame);
     auto msg = decode_pgoutput(x.payload);
     if (!msg) std::abort();
-    if (!assembler.feed(*msg, x.data_start, events)) std::abort();
+    // Moved in, as the source's reader does: the message's values become the event's.
+    if (!assembler.feed(std::move(*msg), x.data_start, events)) std::abort();
   }
 };
 

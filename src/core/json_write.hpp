@@ -1,6 +1,7 @@
 #pragma once
 // Direct JSON writing helpers for the hot path (no JSON tree).
 
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -31,11 +32,17 @@ inline bool json_needs_escape(std::string_view s) noexcept {
     p += 8;
     n -= 8;
   }
-  for (; n > 0; ++p, --n) {
-    const auto c = static_cast<unsigned char>(*p);
-    if (c < 0x20 || c == '"' || c == '\\') return true;
-  }
-  return false;
+  // The tail (and most short values and names) byte by byte, one table look-up each.
+  static constexpr auto kEscaped = [] {
+    std::array<bool, 256> t{};
+    for (int c = 0; c < 0x20; ++c) t[c] = true;
+    t['"'] = true;
+    t['\\'] = true;
+    return t;
+  }();
+  bool hit = false;
+  for (; n > 0; ++p, --n) hit |= kEscaped[static_cast<unsigned char>(*p)];
+  return hit;
 }
 
 /// Writes the escaped body of a JSON string (no quotes) at `p`, which has room for

@@ -91,8 +91,9 @@ Status TransactionAssembler::add_pending(Event e) {
                "it to a temporary file in {} until its commit",
                begin_.xid, spill_threshold_bytes, pending_.size(), spill_dir.string());
   for (const auto& p : pending_) CPPCDC_TRY(spill_->append(p));
-  pending_.clear();
-  pending_sizes_.clear();
+  // The rest of the transaction goes to the file: release the buffer it outgrew.
+  std::vector<Event>().swap(pending_);
+  std::vector<std::size_t>().swap(pending_sizes_);
   pending_bytes_ = 0;
   return ok();
 }
@@ -273,12 +274,13 @@ Result<Row> TransactionAssembler::make_row(const Relation& rel, TupleData& tuple
     auto& t = tuple[i];
     switch (t.kind) {
       case TupleColumn::Kind::kNull:
-        row.push_back(ColumnValue{columns[i].name, std::nullopt, false});
+        row.emplace_back(columns[i].name, std::nullopt, false);
         break;
-      case TupleColumn::Kind::kText:
-        row.push_back(ColumnValue{columns[i].name, std::move(t.value), rel.is_json[i]});
-        if (rel.is_json[i]) one_line_json(*row.back().text);
+      case TupleColumn::Kind::kText: {
+        auto& v = row.emplace_back(columns[i].name, std::move(t.value), rel.is_json[i]);
+        if (v.is_json) one_line_json(*v.text);
         break;
+      }
       case TupleColumn::Kind::kUnchanged:
         if (unchanged) unchanged->push_back(columns[i].name);
         break;
@@ -488,10 +490,18 @@ Status TransactionAssembler::feed(PgOutputMessage message, Lsn position, std::ve
             resume = m.end_lsn.to_string();
             pending_sizes_.back() += detail::approx_string_bytes(resume);
           }
-          out.reserve(out.size() + pending_.size());
-          for (auto& e : pending_) out.push_back(std::move(e));
+          if (out.empty()) {
+            out.swap(pending_);  // the usual case: the transaction changes hands in one piece
+          } else {
+            out.reserve(out.size() + pending_.size());
+            for (auto& e : pending_) out.push_back(std::move(e));
+          }
           if (out_bytes) {
-            out_bytes->insert(out_bytes->end(), pending_sizes_.begin(), pending_sizes_.end());
+            if (out_bytes->empty()) {
+              out_bytes->swap(pending_sizes_);
+            } else {
+              out_bytes->insert(out_bytes->end(), pending_sizes_.begin(), pending_sizes_.end());
+            }
           }
           pending_.clear();
           pending_sizes_.clear();

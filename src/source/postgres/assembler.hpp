@@ -167,8 +167,10 @@ class TransactionAssembler {
   BeginMsg begin_;
   Lsn begin_position_;
   std::vector<Event> waiting_schema_changes_;  // shape changes seen outside a transaction
-  std::deque<Event> pending_;  // a deque: a big transaction grows without relocating events
-  std::deque<std::size_t> pending_sizes_;  // approx_event_bytes of each event of pending_
+  // A vector, handed over whole at the commit (swapped into an empty `out`); it is bounded by
+  // spill_threshold_bytes and given up after a spill.
+  std::vector<Event> pending_;
+  std::vector<std::size_t> pending_sizes_;  // approx_event_bytes of each event of pending_
   std::size_t pending_bytes_ = 0;
   std::unique_ptr<cppcdc::detail::EventSpill> spill_;  // the open transaction's events, once spilled
   struct ReadySpill {

@@ -41,7 +41,7 @@ class ByteReader {
   }
 
   /// "<context>: <what> runs past the end of the <N>-byte message at offset <current>".
-  Error past_end(std::string_view what) const {
+  [[gnu::noinline, gnu::cold]] Error past_end(std::string_view what) const {
     std::string text(what);
     text.append(" runs past the end of the ").append(std::to_string(bytes_.size()));
     text.append("-byte message");
@@ -74,7 +74,7 @@ class ByteReader {
 
   /// The next `n` bytes.
   Result<std::span<const std::uint8_t>> take(std::size_t n, std::string_view what) {
-    if (n > remaining()) return fail(past_end(what));
+    if (n > remaining()) [[unlikely]] return fail(past_end(what));
     auto out = bytes_.subspan(pos_, n);
     pos_ += n;
     return out;
@@ -97,14 +97,20 @@ class ByteReader {
   }
 
  private:
+  // Inlined into every decoder: it runs several times per column of every row.
   template <class T>
-  Result<T> read_be(std::string_view what) {
+  [[gnu::always_inline]] Result<T> read_be(std::string_view what) {
     static_assert(std::is_integral_v<T>);
-    if (sizeof(T) > remaining()) return fail(past_end(what));
+    if (sizeof(T) > remaining()) [[unlikely]] return fail(past_end(what));
     using U = std::make_unsigned_t<T>;
-    U value = 0;
-    for (std::size_t i = 0; i < sizeof(T); ++i) {
-      value = static_cast<U>((static_cast<std::uint64_t>(value) << 8) | bytes_[pos_ + i]);
+    U value;
+    std::memcpy(&value, bytes_.data() + pos_, sizeof(T));
+    if constexpr (sizeof(T) == 2) {
+      value = __builtin_bswap16(value);
+    } else if constexpr (sizeof(T) == 4) {
+      value = __builtin_bswap32(value);
+    } else if constexpr (sizeof(T) == 8) {
+      value = __builtin_bswap64(value);
     }
     pos_ += sizeof(T);
     // Two's complement reinterpretation; well defined since C++20.

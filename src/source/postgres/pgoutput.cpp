@@ -99,8 +99,10 @@ Result<TupleData> read_tuple(ByteReader& r, std::string_view which) {
         if (!value_r) {
           return fail(r.past_end(column_name() + " length " + std::to_string(length)));
         }
-        column.value.assign(reinterpret_cast<const char*>(value_r->data()), value_r->size());
-        break;
+        tuple.emplace_back(column.kind,
+                           std::string(reinterpret_cast<const char*>(value_r->data()),
+                                       value_r->size()));
+        continue;
       }
       default:
         return fail(r.error_at(kind_offset,
