@@ -95,12 +95,26 @@ inline void append_json_string(std::string& out, std::string_view s) {
 }
 
 inline char* write_uint(char* p, std::uint64_t v) noexcept {
+  // Two digits per division (timestamps in ms have 13).
+  static constexpr char kPairs[] =
+      "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+      "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+      "8081828384858687888990919293949596979899";
   char buf[24];
   char* b = buf + sizeof buf;
-  do {
-    *--b = static_cast<char>('0' + v % 10);
-    v /= 10;
-  } while (v != 0);
+  while (v >= 100) {
+    const auto pair = static_cast<std::size_t>(v % 100) * 2;
+    v /= 100;
+    *--b = kPairs[pair + 1];
+    *--b = kPairs[pair];
+  }
+  if (v >= 10) {
+    const auto pair = static_cast<std::size_t>(v) * 2;
+    *--b = kPairs[pair + 1];
+    *--b = kPairs[pair];
+  } else {
+    *--b = static_cast<char>('0' + v);
+  }
   const auto n = static_cast<std::size_t>(buf + sizeof buf - b);
   std::memcpy(p, b, n);
   return p + n;

@@ -73,12 +73,28 @@ void TransactionAssembler::reset_transaction() {
   ready_spill_ = ReadySpill{};
 }
 
+Event& TransactionAssembler::begin_pending() {
+  if (spill_) {
+    spill_scratch_ = Event();
+    return spill_scratch_;
+  }
+  return pending_.emplace_back();
+}
+
+void TransactionAssembler::drop_pending() {
+  if (!spill_) pending_.pop_back();
+}
+
 Status TransactionAssembler::add_pending(Event e) {
-  if (spill_) return spill_->append(e);
-  const std::size_t bytes = detail::approx_event_bytes(e);
+  begin_pending() = std::move(e);
+  return commit_pending();
+}
+
+Status TransactionAssembler::commit_pending() {
+  if (spill_) return spill_->append(spill_scratch_);
+  const std::size_t bytes = detail::approx_event_bytes(pending_.back());
   pending_bytes_ += bytes;
   pending_sizes_.push_back(bytes);
-  pending_.push_back(std::move(e));
   if (pending_bytes_ <= spill_threshold_bytes) return ok();
   auto spill = detail::EventSpill::create(spill_dir);
   if (!spill) {
@@ -295,6 +311,12 @@ Result<Row> TransactionAssembler::make_row(const Relation& rel, TupleData& tuple
 
 Event TransactionAssembler::make_event(const Relation& rel, Operation op, Lsn position) const {
   Event e;
+  fill_event(e, rel, op, position);
+  return e;
+}
+
+void TransactionAssembler::fill_event(Event& e, const Relation& rel, Operation op,
+                                      Lsn position) const {
   e.op = op;
   e.source.source_name = source_name_;
   e.source.offset = position.to_string();
@@ -304,7 +326,6 @@ Event TransactionAssembler::make_event(const Relation& rel, Operation op, Lsn po
   e.table = rel.msg.relation_name;
   e.primary_key = rel.primary_key;
   e.shape = rel.shape;
-  return e;
 }
 
 Result<Event> TransactionAssembler::make_read(std::uint32_t relation_id, TupleData tuple,
@@ -513,11 +534,16 @@ Status TransactionAssembler::feed(PgOutputMessage message, Lsn position, std::ve
           auto rel = relation(m.relation_id, "Insert");
           if (!rel) return fail(rel.error());
           if (!(*rel)->captured) return ok();
-          Event e = make_event(**rel, Operation::kInsert, position);
+          // Built where it is kept: the hot path of every insert.
+          Event& e = begin_pending();
+          fill_event(e, **rel, Operation::kInsert, position);
           auto row = make_row(**rel, m.new_tuple, false, &e.unavailable_columns, "Insert");
-          if (!row) return fail(row.error());
+          if (!row) {
+            drop_pending();
+            return fail(row.error());
+          }
           e.after = std::move(*row);
-          return add_pending(std::move(e));
+          return commit_pending();
         } else if constexpr (std::is_same_v<T, UpdateMsg>) {
           auto rel = relation(m.relation_id, "Update");
           if (!rel) return fail(rel.error());

@@ -146,11 +146,19 @@ class TransactionAssembler {
   Result<Row> make_row(const Relation& rel, TupleData& tuple, bool key_only,
                        std::vector<std::string>* unchanged, const char* what) const;
   Event make_event(const Relation& rel, Operation op, Lsn position) const;
+  /// Sets the fields make_event sets on `e`.
+  void fill_event(Event& e, const Relation& rel, Operation op, Lsn position) const;
   /// A shape as the row of a schema_change event: content_id and the columns as JSON.
   static Row describe_shape(const RowShape& shape);
   Event make_message_event(const LogicalMessageMsg& m, Lsn position);
   /// Adds an event to the open transaction, spilling past the threshold.
   Status add_pending(Event e);
+  /// In-place form of add_pending: the event is built in the slot begin_pending() returns
+  /// (the end of pending_, or a scratch event once the transaction spills), then
+  /// commit_pending() adds it, or drop_pending() forgets it (after a decoding error).
+  Event& begin_pending();
+  Status commit_pending();
+  void drop_pending();
 
   struct MessageShapes {
     RowShapePtr text;
@@ -170,6 +178,7 @@ class TransactionAssembler {
   // A vector, handed over whole at the commit (swapped into an empty `out`); it is bounded by
   // spill_threshold_bytes and given up after a spill.
   std::vector<Event> pending_;
+  Event spill_scratch_;  // begin_pending()'s slot while the open transaction spills
   std::vector<std::size_t> pending_sizes_;  // approx_event_bytes of each event of pending_
   std::size_t pending_bytes_ = 0;
   std::unique_ptr<cppcdc::detail::EventSpill> spill_;  // the open transaction's events, once spilled

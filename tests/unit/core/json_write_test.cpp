@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <random>
 #include <string>
 
@@ -79,6 +80,34 @@ TEST(JsonWrite, RandomBytesMatchTheReference) {
     for (char& c : s) c = static_cast<char>(byte(rng) % 3 == 0 ? byte(rng) % 0x30 : byte(rng));
     ASSERT_EQ(written(s), reference(s)) << i;
   }
+}
+
+}  // namespace
+}  // namespace cppcdc::detail
+
+namespace cppcdc::detail {
+namespace {
+
+TEST(JsonWrite, IntegersOfEveryLengthMatchToString) {
+  std::vector<std::uint64_t> values = {0, 1, 9, 10, 11, 99, 100, 101, 999, 1000,
+                                       1796060748664ULL, 18446744073709551615ULL};
+  for (std::uint64_t p = 1; p < 10000000000000000000ULL; p *= 10) {
+    values.push_back(p - 1);
+    values.push_back(p);
+    values.push_back(p + 1);
+  }
+  for (const std::uint64_t v : values) {
+    std::string out;
+    append_uint(out, v);
+    EXPECT_EQ(out, std::to_string(v));
+    const auto s = static_cast<std::int64_t>(v);
+    std::string signed_out;
+    append_int(signed_out, s);
+    EXPECT_EQ(signed_out, std::to_string(s));
+  }
+  std::string min_out;
+  append_int(min_out, std::numeric_limits<std::int64_t>::min());
+  EXPECT_EQ(min_out, std::to_string(std::numeric_limits<std::int64_t>::min()));
 }
 
 }  // namespace
