@@ -830,6 +830,7 @@ class PostgresSource final : public Source {
     last_status_ = std::chrono::steady_clock::now();
     last_received_ = last_status_;
     std::uint32_t frames_since_wait = 0;  // messages taken since the socket was last waited on
+    std::size_t bytes_since_wait = 0;     // and their bytes
     while (!stop_.load()) {
       if (status_due() && !send_status(false)) {
         return finish(detail::error_from_conn(conn, "sending a standby status update"));
@@ -850,6 +851,7 @@ class PostgresSource final : public Source {
       const int n = PQgetCopyData(conn, &buf, 1);
       if (n > 0) {
         ++frames_since_wait;
+        bytes_since_wait += static_cast<std::size_t>(n);
         std::span<const std::uint8_t> bytes(reinterpret_cast<const std::uint8_t*>(buf),
                                             static_cast<std::size_t>(n));
         auto st = handle_frame(bytes, ready, ready_bytes);
@@ -873,14 +875,18 @@ class PostgresSource final : public Source {
         continue;
       }
       if (n == 0) {
-        if (frames_since_wait > 0 && frames_since_wait < kTrickleFrames) {
-          // The stream trickles in a few messages per read: then every recv costs more than
-          // what it brings (a system call, a wake-up and an ACK per message, on both ends).
-          // A short pause lets the server's messages gather in the socket; it ends at once
-          // when the pipeline wakes the reader (an acknowledgement, a stop).
+        if (frames_since_wait > 0 && frames_since_wait < kTrickleFrames &&
+            bytes_since_wait < kTrickleBytes) {
+          // The stream trickles in a few small messages per read: then every recv costs more
+          // than what it brings (a system call, a wake-up and an ACK per message, on both
+          // ends). A 1 ms pause lets the server's messages gather in the socket; it ends at
+          // once when the pipeline wakes the reader (an acknowledgement, a stop). Not for
+          // larger messages: a pause per read would then cap the stream at what the TCP
+          // window holds per millisecond.
           nap(1);
         }
         frames_since_wait = 0;
+        bytes_since_wait = 0;
         const auto readable = wait_readable(PQsocket(conn), 1000);
         if (!readable) return finish(readable.error());
         if (PQconsumeInput(conn) == 0) {
@@ -1267,9 +1273,10 @@ class PostgresSource final : public Source {
   static constexpr std::size_t kSpillPiece = 1000;  // events read back per push
   cppcdc::detail::BatchQueue queue_;
   static constexpr std::size_t kMaxRecycled = 65536;
-  // Fewer messages than this per read of the replication socket make the reader pause 1 ms
-  // before the next read (see read_loop).
+  // A read of the replication socket that brings fewer messages than kTrickleFrames, and
+  // fewer bytes than kTrickleBytes, makes the reader pause 1 ms before the next (read_loop).
   static constexpr std::uint32_t kTrickleFrames = 16;
+  static constexpr std::size_t kTrickleBytes = 4096;
   // While the blocking snapshot runs (reader thread sets it), poll() waits up to kBulkLinger
   // for a fuller batch.
   std::atomic<bool> bulk_{false};
