@@ -385,6 +385,19 @@ class PostgresSource final : public Source {
     events.clear();
   }
 
+  // Releases the events given back by recycle() on the reader thread, which allocated them.
+  // Called where the reader waits, so that events recycled while it has nothing to push (an
+  // incremental snapshot's rows on a quiet stream) do not pile up.
+  void release_recycled() {
+    std::vector<std::vector<Event>> done;
+    {
+      std::lock_guard lock(mutex_);
+      if (recycled_.empty()) return;
+      done.swap(recycled_);
+      recycled_events_ = 0;
+    }
+  }
+
   void close() override {
     if (reader_.joinable()) {
       stop_.store(true);
@@ -887,6 +900,7 @@ class PostgresSource final : public Source {
         }
         frames_since_wait = 0;
         bytes_since_wait = 0;
+        release_recycled();
         const auto readable = wait_readable(PQsocket(conn), 1000);
         if (!readable) return finish(readable.error());
         if (PQconsumeInput(conn) == 0) {
@@ -1034,6 +1048,7 @@ class PostgresSource final : public Source {
     std::vector<Event> ready;
     std::vector<std::size_t> ready_bytes;  // the assembler's measure of each of `ready`
     while (!stop_.load()) {
+      release_recycled();
       // The slot follows what is checkpointed (confirm() stores it), before each peek.
       const std::uint64_t confirmed = confirmed_.load();
       if (confirmed > advanced_) {
@@ -1272,7 +1287,7 @@ class PostgresSource final : public Source {
   std::condition_variable not_full_;
   static constexpr std::size_t kSpillPiece = 1000;  // events read back per push
   cppcdc::detail::BatchQueue queue_;
-  static constexpr std::size_t kMaxRecycled = 65536;
+  static constexpr std::size_t kMaxRecycled = 16384;
   // A read of the replication socket that brings fewer messages than kTrickleFrames, and
   // fewer bytes than kTrickleBytes, makes the reader pause 1 ms before the next (read_loop).
   static constexpr std::uint32_t kTrickleFrames = 16;
