@@ -761,3 +761,38 @@ TEST_F(PgCapture, TruncateOfSeveralTablesWithCascadeAndRestartIdentityGivesOneEv
   EXPECT_EQ(truncated, (std::set<std::string>{"parent", "child", "orders"}));
   ASSERT_TRUE(cap.runtime->stop());
 }
+
+// Events handed back through Source::recycle are released by the reader thread even when the
+// stream is quiet and nothing is pushed (they must not pile up, holding their memory: an
+// incremental snapshot's rows recycled on a quiet stream did, 94 MB for a 5M-row table).
+TEST_F(PgCapture, RecycledEventsAreReleasedOnAQuietStream) {
+  auto cfg = Capture::source(db_, {"public.orders"}, {});
+  cfg.dsn = it::dsn_for(db_);
+  auto made = pg::make_postgres_source(std::move(cfg));
+  ASSERT_TRUE(made) << made.error().report();
+  Source* source = made->get();
+  RuntimeConfig rc;
+  rc.source = std::move(*made);
+  rc.checkpoint = std::make_shared<InMemoryCheckpoint>();
+  rc.options.max_poll_wait_ms = 200;
+  auto rt = Runtime::create(std::move(rc));
+  ASSERT_TRUE(rt);
+  ASSERT_TRUE((*rt)->start());
+  auto first = (*rt)->poll_event_batch();  // the (empty) snapshot, then a quiet stream
+  ASSERT_TRUE(first) << first.error().report();
+  if (!first->empty()) {
+    ASSERT_TRUE((*rt)->commit_ack(first->ack_mode()));
+  }
+
+  auto shape = std::make_shared<const RowShape>(std::string("public"), "orders",
+                                                std::vector<ColumnShape>{}, std::vector<std::string>{});
+  for (int round = 0; round < 3; ++round) {
+    std::vector<Event> events(1000);
+    for (auto& e : events) e.shape = shape;
+    source->recycle(std::move(events));
+  }
+  EXPECT_GT(shape.use_count(), 1);
+  EXPECT_TRUE(it::wait_for([&] { return shape.use_count() == 1; }, 10))
+      << shape.use_count() - 1 << " recycled events are still held";
+  ASSERT_TRUE((*rt)->stop());
+}
