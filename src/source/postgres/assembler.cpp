@@ -290,10 +290,14 @@ Result<Row> TransactionAssembler::make_row(const Relation& rel, TupleData& tuple
     auto& t = tuple[i];
     switch (t.kind) {
       case TupleColumn::Kind::kNull:
-        row.emplace_back(columns[i].name, std::nullopt, false);
+        row.emplace_back().name = columns[i].name;
         break;
       case TupleColumn::Kind::kText: {
-        auto& v = row.emplace_back(columns[i].name, std::move(t.value), rel.is_json[i]);
+        // Filled in place (no temporary ColumnValue to move and destroy).
+        auto& v = row.emplace_back();
+        v.name = columns[i].name;
+        v.text.emplace(std::move(t.value));
+        v.is_json = rel.is_json[i];
         if (v.is_json) one_line_json(*v.text);
         break;
       }
