@@ -27,15 +27,16 @@ class BatchQueue {
     bytes_ = 0;
   }
 
-  /// Queues `events` (with `sizes[i]`, the measure of events[i]) as one batch and leaves both
-  /// vectors empty, with their capacity kept for the caller's next batch.
-  void push(std::vector<Event>& events, std::vector<std::size_t>& sizes) {
+  /// Queues `events` (with `sizes[i]`, the measure of events[i], and `bytes` their sum) as
+  /// one batch and leaves both vectors empty, with their capacity kept for the caller's next
+  /// batch.
+  void push(std::vector<Event>& events, std::vector<std::size_t>& sizes, std::size_t bytes) {
     if (events.empty()) return;
     Batch b;
     const std::size_t capacity = events.capacity();
     b.events = std::move(events);
     b.sizes = std::move(sizes);
-    for (std::size_t s : b.sizes) b.bytes += s;
+    b.bytes = bytes;
     events_ += b.events.size();
     bytes_ += b.bytes;
     batches_.push_back(std::move(b));

@@ -75,23 +75,34 @@ inline char* write_json_escaped(char* p, std::string_view s) noexcept {
   return p;
 }
 
+/// Room write_json_string needs for `s`: the quotes and the bytes, six per byte when some
+/// byte must be escaped (`escape`, from json_needs_escape).
+inline std::size_t json_string_room(std::string_view s, bool escape) noexcept {
+  return (escape ? 6 * s.size() : s.size()) + 2;
+}
+
+/// Writes `s` as a JSON string literal (quotes included) at `p`, which has
+/// json_string_room(s, escape) bytes; returns the end.
+inline char* write_json_string(char* p, std::string_view s, bool escape) noexcept {
+  *p++ = '"';
+  if (escape) {
+    p = write_json_escaped(p, s);
+  } else {
+    std::memcpy(p, s.data(), s.size());
+    p += s.size();
+  }
+  *p++ = '"';
+  return p;
+}
+
 /// Appends `s` as a JSON string literal (quotes included). Control characters, quote and
 /// backslash are escaped; other bytes are copied as they are (the source's text is UTF-8).
 inline void append_json_string(std::string& out, std::string_view s) {
-  if (!json_needs_escape(s)) {
-    out.reserve(out.size() + s.size() + 2);
-    out += '"';
-    out.append(s);
-    out += '"';
-    return;
-  }
+  const bool escape = json_needs_escape(s);
   const std::size_t old = out.size();
-  out.resize(old + 6 * s.size() + 2);
-  char* p = out.data() + old;
-  *p++ = '"';
-  p = write_json_escaped(p, s);
-  *p++ = '"';
-  out.resize(static_cast<std::size_t>(p - out.data()));
+  out.resize(old + json_string_room(s, escape));
+  char* end = write_json_string(out.data() + old, s, escape);
+  out.resize(static_cast<std::size_t>(end - out.data()));
 }
 
 inline char* write_uint(char* p, std::uint64_t v) noexcept {
@@ -173,18 +184,9 @@ class RawBuffer {
     *cur_++ = c;
   }
   void str(std::string_view s) {  // a JSON string literal
-    if (!json_needs_escape(s)) {
-      need(s.size() + 2);
-      *cur_++ = '"';
-      std::memcpy(cur_, s.data(), s.size());
-      cur_ += s.size();
-      *cur_++ = '"';
-    } else {
-      need(6 * s.size() + 2);
-      *cur_++ = '"';
-      cur_ = write_json_escaped(cur_, s);
-      *cur_++ = '"';
-    }
+    const bool escape = json_needs_escape(s);
+    need(json_string_room(s, escape));
+    cur_ = write_json_string(cur_, s, escape);
   }
   void uint(std::uint64_t v) {
     need(24);

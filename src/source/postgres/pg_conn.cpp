@@ -211,8 +211,7 @@ Status send_query(PGconn* conn, const std::string& sql, const std::string& what,
 
 Result<PgResultPtr> receive_result(PGconn* conn, const std::string& what) {
   PgResultPtr res(PQgetResult(conn));
-  // The statement's end: PQgetResult returns null once everything of it was taken.
-  while (PGresult* more = PQgetResult(conn)) PQclear(more);
+  discard_results(conn);  // up to the statement's end, so the next one can be sent
   const auto status = res ? PQresultStatus(res.get()) : PGRES_FATAL_ERROR;
   if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
     return fail(error_from_result(res.get(), conn, what));

@@ -334,7 +334,7 @@ class PostgresSource final : public Source {
       // The blocking snapshot reads as fast as it can and nobody waits for a single row: let
       // a batch fill (briefly), so the sink's flush and the checkpoint's fsync are paid per
       // large batch rather than per chunk.
-      const std::size_t fill = std::min({max_events, config_.max_queued_events / 2});
+      const std::size_t fill = std::min(max_events, config_.max_queued_events / 2);
       const std::size_t fill_bytes = config_.max_queued_bytes / 2;
       not_empty_.wait_for(lock, kBulkLinger, [&] {
         return queue_.size() >= fill || queue_.bytes() >= fill_bytes || reader_done_ ||
@@ -390,12 +390,14 @@ class PostgresSource final : public Source {
   // incremental snapshot's rows on a quiet stream) do not pile up.
   void release_recycled() {
     std::vector<std::vector<Event>> done;
-    {
-      std::lock_guard lock(mutex_);
-      if (recycled_.empty()) return;
-      done.swap(recycled_);
-      recycled_events_ = 0;
-    }
+    std::lock_guard lock(mutex_);
+    take_recycled(done);
+  }  // `done` is destroyed after the lock is released
+
+  // Moves the events waiting in recycled_ to `out` (empty). Caller holds mutex_.
+  void take_recycled(std::vector<std::vector<Event>>& out) {
+    out.swap(recycled_);
+    recycled_events_ = 0;
   }
 
   void close() override {
@@ -815,10 +817,9 @@ class PostgresSource final : public Source {
         lock.lock();
       }
     }
-    queue_.push(events, sizes);
+    queue_.push(events, sizes, bytes);
     not_empty_.notify_all();
-    recycled.swap(recycled_);
-    recycled_events_ = 0;
+    take_recycled(recycled);
     lock.unlock();
     if (recycled_out) recycled_out->swap(recycled);
     return true;

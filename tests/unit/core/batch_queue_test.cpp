@@ -24,12 +24,12 @@ TEST(BatchQueue, TakesInOrderAcrossBatchesWithCountsAndBytesKept) {
   BatchQueue q;
   auto a = events(0, 3);
   auto as = sizes(3, 10);
-  q.push(a, as);
+  q.push(a, as, 30);
   EXPECT_TRUE(a.empty());
   EXPECT_TRUE(as.empty());
   auto b = events(3, 4);
   auto bs = sizes(4, 100);
-  q.push(b, bs);
+  q.push(b, bs, 400);
   EXPECT_EQ(q.size(), 7u);
   EXPECT_EQ(q.bytes(), 430u);
 
@@ -53,7 +53,7 @@ TEST(BatchQueue, AWholeBatchChangesHandsWithoutMovingItsEvents) {
   auto a = events(0, 5);
   const Event* storage = a.data();
   auto as = sizes(5, 1);
-  q.push(a, as);
+  q.push(a, as, 5);
   std::vector<Event> out;
   EXPECT_EQ(q.take(out, 5), 5u);
   EXPECT_EQ(out.data(), storage);
@@ -66,7 +66,7 @@ TEST(BatchQueue, TheReaderKeepsCapacityForItsNextBatch) {
   a.reserve(64);
   for (auto& e : events(0, 10)) a.push_back(std::move(e));
   auto as = sizes(10, 1);
-  q.push(a, as);
+  q.push(a, as, 10);
   EXPECT_TRUE(a.empty());
   EXPECT_GE(a.capacity(), 64u);
   q.clear();
