@@ -236,6 +236,7 @@ def print_table(res, f=sys.stdout):
     p(f"cppcdc benchmark ({m.get('mode')} mode, {m.get('started_at')}; {m.get('nproc')} CPUs, "
       f"load average {m.get('loadavg_start')} at start, {m.get('loadavg_end')} at end; "
       f"{m.get('server')}; wal2json format-version {m.get('wal2json_format')}; "
+      f"cppcdc stream_in_progress {str(m.get('cppcdc_stream_in_progress', False)).lower()}; "
       f"median of {m.get('repeat')} run(s))")
     if res["throughput"]:
         p()

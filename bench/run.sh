@@ -12,6 +12,9 @@
 #   --repeat R           runs per decoder and workload (interleaved); the median is reported
 #   --only LIST          comma list of a,b,c,d,latency,micro (default: all)
 #   --wal2json-format V  wal2json format-version (default 2: one JSON object per change)
+#   --cppcdc-stream X    on (default) or off: cppcdc's [source] stream_in_progress (pgoutput
+#                        protocol v2 streams large transactions before their commit); the
+#                        pg_recvlogical references always use pgoutput's defaults (v1)
 #   --record-frames      re-record bench/frames/*.frames (the micro-benchmark's input) first
 #   --no-build           use the binaries already in the build directory
 #   --build-dir DIR      build with CMake into DIR instead of scripts/build.sh into build/
@@ -41,6 +44,7 @@ rate=1000
 repeat=1
 only="a,b,c,d,latency,micro"
 w2j_format=2
+cdc_stream=on
 record_frames=0
 build=1
 keep=0
@@ -63,12 +67,13 @@ while (($#)); do
     --repeat) repeat=${1:?--repeat R}; shift ;;
     --only) only=${1:?--only LIST}; shift ;;
     --wal2json-format) w2j_format=${1:?--wal2json-format 1|2}; shift ;;
+    --cppcdc-stream) cdc_stream=${1:?--cppcdc-stream on|off}; shift ;;
     --record-frames) record_frames=1 ;;
     --no-build) build=0 ;;
     --build-dir) BUILD=${1:?--build-dir DIR}; own_build_dir=1; shift ;;
     --keep) keep=1 ;;
     --out) OUT=${1:?--out FILE}; shift ;;
-    -h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$a' (see --help)" ;;
   esac
 done
@@ -199,8 +204,8 @@ create table bench_lat (id bigint primary key, created_at timestamptz not null, 
 create publication $PUB for table bench6, bench_toast, bench50, bench_lat;
 SQL
 
-record "$(printf '{"kind":"meta","mode":"%s","rows":%d,"updates":%d,"wide_rows":%d,"latency_seconds":%s,"rate":%s,"repeat":%d,"wal2json_format":%s,"nproc":%d,"loadavg_start":"%s","kernel":"%s","cpu":"%s","server":"%s","started_at":"%s","git_commit":"%s","uncommitted_source_changes":%d}' \
-  "$mode" "$rows" "$updates" "$wide_rows" "$lat_seconds" "$rate" "$repeat" "$w2j_format" "$(nproc)" \
+record "$(printf '{"kind":"meta","mode":"%s","rows":%d,"updates":%d,"wide_rows":%d,"latency_seconds":%s,"rate":%s,"repeat":%d,"wal2json_format":%s,"cppcdc_stream_in_progress":%s,"nproc":%d,"loadavg_start":"%s","kernel":"%s","cpu":"%s","server":"%s","started_at":"%s","git_commit":"%s","uncommitted_source_changes":%d}' \
+  "$mode" "$rows" "$updates" "$wide_rows" "$lat_seconds" "$rate" "$repeat" "$w2j_format" "$([[ $cdc_stream == on ]] && echo true || echo false)" "$(nproc)" \
   "$(cut -d' ' -f1-3 /proc/loadavg)" "$(uname -r)" \
   "$(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo | tr -d '"')" \
   "$(val 'select version()' | cut -d, -f1)" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
@@ -221,6 +226,7 @@ publication_name = "$PUB"
 tables = ["public.$table"]
 create_slot = false
 create_publication = false
+stream_in_progress = $([[ $cdc_stream == on ]] && echo true || echo false)
 
 # The slot was made before the load: the stream alone carries every row (no snapshot).
 [source.snapshot]

@@ -76,6 +76,17 @@ struct PostgresSourceConfig {
   /// `messages` option (PostgreSQL 14 or later). Transactional messages arrive inside their
   /// transaction, in WAL order with its changes; non-transactional ones on their own.
   bool capture_logical_messages = false;
+  /// Ask pgoutput to stream large transactions while they are still in progress (protocol
+  /// version 2, option `streaming`; PostgreSQL 14 or later, streaming_replication transport
+  /// only). Without it the server's walsender holds each transaction until its commit and
+  /// writes the part over logical_decoding_work_mem to spill files under pg_replslot on the
+  /// database host; with it the walsender hands that part over at once and cppcdc keeps it
+  /// (in memory up to spill_threshold_bytes, then in its own spill file) until the commit.
+  /// Events, their order, and checkpoints are the same either way: nothing is delivered
+  /// before its commit, an aborted transaction delivers nothing, and an aborted
+  /// subtransaction's changes are dropped. Measured on a 1,000,000-row transaction: the
+  /// walsender's CPU time falls by about 40 % (bench/README.md).
+  bool stream_in_progress = false;
   /// The WAL transport. Both give identical events (offsets included), so a checkpoint made
   /// with one resumes with the other.
   WalTransport transport = WalTransport::kStreamingReplication;

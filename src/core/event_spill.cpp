@@ -235,6 +235,30 @@ Status EventSpill::append(const Event& e) {
   return ok();
 }
 
+Status EventSpill::truncate(std::uint64_t events, std::uint64_t offset) {
+  if (reading_) return fail(Error::invalid_state("spill file is being read; cannot truncate"));
+  if (events > written_ || offset > end_offset()) {
+    return fail(Error::invalid_state("spill file truncation to event " + std::to_string(events) +
+                                     " at byte " + std::to_string(offset) +
+                                     " lies past its end (" + std::to_string(written_) +
+                                     " events, " + std::to_string(end_offset()) + " bytes)"));
+  }
+  if (offset >= file_bytes_) {
+    buffer_.resize(static_cast<std::size_t>(offset - file_bytes_));
+  } else {
+    buffer_.clear();
+    if (::ftruncate(fd_, static_cast<off_t>(offset)) != 0) {
+      return fail(io_error("truncating spilled events", errno));
+    }
+    if (::lseek(fd_, static_cast<off_t>(offset), SEEK_SET) < 0) {
+      return fail(io_error("truncating spilled events", errno));
+    }
+    file_bytes_ = offset;
+  }
+  written_ = events;
+  return ok();
+}
+
 Status EventSpill::start_reading() {
   if (!reading_) {
     CPPCDC_TRY(flush());

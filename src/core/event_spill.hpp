@@ -55,6 +55,14 @@ class EventSpill {
   /// Reads the next event into `out`; false when all were read.
   Result<bool> next(Event& out);
 
+  /// Where the next appended event will start in the file, in bytes (writing phase).
+  std::uint64_t end_offset() const noexcept { return file_bytes_ + buffer_.size(); }
+  /// Drops every event from the one that started at byte `offset` on, leaving `events`
+  /// (writing phase; `offset` and `events` as end_offset() and events_written() were when
+  /// that event was appended). invalid_state while reading or for a place past the end;
+  /// internal on an I/O error.
+  Status truncate(std::uint64_t events, std::uint64_t offset);
+
   std::uint64_t events_written() const noexcept { return written_; }
   std::uint64_t bytes_written() const noexcept { return file_bytes_; }
   const std::filesystem::path& dir() const noexcept { return dir_; }

@@ -378,6 +378,7 @@ Status read_source(Section& source, pg::PostgresSourceConfig& out) {
   CPPCDC_CFG_ASSIGN(out.accept_slot_ahead_of_checkpoint,
                     source.get_bool("accept_slot_ahead_of_checkpoint"));
   CPPCDC_CFG_ASSIGN(out.capture_logical_messages, source.get_bool("capture_logical_messages"));
+  CPPCDC_CFG_ASSIGN(out.stream_in_progress, source.get_bool("stream_in_progress"));
   {
     auto snap = source.get_table("snapshot");
     if (!snap) return fail(snap.error());
@@ -403,6 +404,12 @@ Status read_source(Section& source, pg::PostgresSourceConfig& out) {
                                "expected \"streaming_replication\" or \"sql_peek\", found " +
                                    in_quotes(*transport)));
     }
+  }
+  if (out.stream_in_progress && out.transport == pg::WalTransport::kSqlPeek) {
+    return fail(source.error("stream_in_progress", source.take("stream_in_progress"),
+                             "in-progress transactions are streamed only over "
+                             "wal_transport = \"streaming_replication\"; remove "
+                             "stream_in_progress or that wal_transport"));
   }
   CPPCDC_TRY(assign_int(source, "peek_interval_ms", 1, kMaxU32, out.peek_interval_ms));
   CPPCDC_TRY(assign_int(source, "peek_statement_timeout_ms", 100, kMaxU32,
@@ -777,7 +784,8 @@ std::string describe_config(const ServerConfig& config) {
          " changes per peek, statement_timeout " + std::to_string(src.peek_statement_timeout_ms) +
          " ms)");
   } else {
-    line("  wal transport:    streaming_replication");
+    line(std::string("  wal transport:    streaming_replication") +
+         (src.stream_in_progress ? ", large transactions streamed while in progress" : ""));
   }
   line("  status interval:  " + std::to_string(src.status_interval_ms) + " ms");
   line("  queue:            up to " + std::to_string(src.max_queued_bytes) +

@@ -14,8 +14,11 @@
 
 namespace {
 
-void check_message(std::span<const std::uint8_t> bytes) {
-  auto message = cppcdc::pg::decode_pgoutput(bytes);
+// Each message is decoded twice: as outside a stream block, and as inside one (protocol v2:
+// changes then carry an xid after their tag).
+void check_message(std::span<const std::uint8_t> bytes, bool in_stream) {
+  std::uint32_t xid = 0;
+  auto message = cppcdc::pg::decode_pgoutput(bytes, in_stream ? &xid : nullptr);
   if (!message) {
     // Errors must name an offset.
     if (message.error().message().find("at offset ") == std::string::npos) std::abort();
@@ -35,9 +38,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (frame) {
     if (const auto* x = std::get_if<cppcdc::pg::XLogData>(&*frame)) {
       if (x->payload.data() + x->payload.size() != data + size) std::abort();
-      check_message(x->payload);
+      check_message(x->payload, false);
+      check_message(x->payload, true);
     }
   }
-  check_message(input);
+  check_message(input, false);
+  check_message(input, true);
   return 0;
 }

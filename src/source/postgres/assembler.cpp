@@ -7,6 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <unordered_set>
 
@@ -66,11 +67,24 @@ TransactionAssembler::TransactionAssembler(
 
 void TransactionAssembler::reset_transaction() {
   in_tx_ = false;
+  in_stream_ = false;
   pending_.clear();
   pending_sizes_.clear();
   pending_bytes_ = 0;
   spill_.reset();
+  subxacts_.clear();
+  streamed_.clear();
   ready_spill_ = ReadySpill{};
+}
+
+void TransactionAssembler::swap_open(OpenTx& t) noexcept {
+  std::swap(begin_, t.begin);
+  std::swap(begin_position_, t.begin_position);
+  pending_.swap(t.pending);
+  pending_sizes_.swap(t.pending_sizes);
+  std::swap(pending_bytes_, t.pending_bytes);
+  spill_.swap(t.spill);
+  subxacts_.swap(t.subxacts);
 }
 
 Event& TransactionAssembler::begin_pending() {
@@ -96,6 +110,11 @@ Status TransactionAssembler::commit_pending() {
   pending_bytes_ += bytes;
   pending_sizes_.push_back(bytes);
   if (pending_bytes_ <= spill_threshold_bytes) return ok();
+  return spill_open();
+}
+
+Status TransactionAssembler::spill_open() {
+  if (spill_) return ok();
   auto spill = detail::EventSpill::create(spill_dir);
   if (!spill) {
     return fail(spill.error().context("transaction " + std::to_string(begin_.xid) +
@@ -106,10 +125,156 @@ Status TransactionAssembler::commit_pending() {
   spdlog::info("transaction {} holds more than {} bytes of events ({} events so far): spilling "
                "it to a temporary file in {} until its commit",
                begin_.xid, spill_threshold_bytes, pending_.size(), spill_dir.string());
-  for (const auto& p : pending_) CPPCDC_TRY(spill_->append(p));
+  std::size_t mark = 0;
+  for (std::size_t i = 0; i < pending_.size(); ++i) {
+    for (; mark < subxacts_.size() && subxacts_[mark].index == i; ++mark) {
+      subxacts_[mark].offset = spill_->end_offset();
+    }
+    CPPCDC_TRY(spill_->append(pending_[i]));
+  }
+  for (; mark < subxacts_.size(); ++mark) subxacts_[mark].offset = spill_->end_offset();
   // The rest of the transaction goes to the file: release the buffer it outgrew.
   std::vector<Event>().swap(pending_);
   std::vector<std::size_t>().swap(pending_sizes_);
+  pending_bytes_ = 0;
+  return ok();
+}
+
+void TransactionAssembler::mark_subxact(std::uint32_t xid) {
+  if (xid == 0 || xid == begin_.xid) return;
+  if (!subxacts_.empty() && subxacts_.back().xid == xid) return;  // the usual case
+  for (const auto& m : subxacts_) {
+    if (m.xid == xid) return;
+  }
+  SubxactMark m;
+  m.xid = xid;
+  m.index = spill_ ? spill_->events_written() : pending_.size();
+  m.offset = spill_ ? spill_->end_offset() : 0;
+  subxacts_.push_back(m);
+}
+
+Status TransactionAssembler::on_stream_start(const StreamStartMsg& m, Lsn position) {
+  if (in_tx_) {
+    return fail(Error::invalid_data("pgoutput Stream Start of xid " + std::to_string(m.xid) +
+                                    " arrived inside transaction " +
+                                    std::to_string(begin_.xid)));
+  }
+  auto it = streamed_.find(m.xid);
+  if (it == streamed_.end() && !m.first_segment) {
+    return fail(Error::invalid_data(
+        "pgoutput Stream Start of xid " + std::to_string(m.xid) +
+        " continues a streamed transaction whose first block never arrived"));
+  }
+  OpenTx t;
+  if (it != streamed_.end()) {
+    t = std::move(it->second);
+    streamed_.erase(it);
+    if (m.first_segment) t = OpenTx{};  // sent again from its start: forget the old copy
+  }
+  const bool fresh = t.begin.xid == 0;
+  if (fresh) {
+    t.begin.xid = m.xid;
+    t.begin_position = position;
+  }
+  swap_open(t);
+  in_tx_ = true;
+  in_stream_ = true;
+  return ok();
+}
+
+Status TransactionAssembler::on_stream_stop() {
+  if (!in_stream_) {
+    return fail(Error::invalid_data("pgoutput Stream Stop arrived outside a stream block"));
+  }
+  // Parked transactions wait in memory up to spill_threshold_bytes in all; past it, the one
+  // whose block ends now goes to disk.
+  std::size_t parked = pending_bytes_;
+  for (const auto& [xid, t] : streamed_) parked += t.pending_bytes;
+  if (parked > spill_threshold_bytes && !pending_.empty()) CPPCDC_TRY(spill_open());
+  OpenTx t;
+  swap_open(t);
+  const std::uint32_t xid = t.begin.xid;
+  streamed_.emplace(xid, std::move(t));
+  in_tx_ = false;
+  in_stream_ = false;
+  return ok();
+}
+
+Status TransactionAssembler::on_stream_abort(const StreamAbortMsg& m) {
+  if (in_tx_) {
+    return fail(Error::invalid_data("pgoutput Stream Abort of xid " + std::to_string(m.xid) +
+                                    " arrived inside transaction " +
+                                    std::to_string(begin_.xid)));
+  }
+  auto it = streamed_.find(m.xid);
+  if (it == streamed_.end()) return ok();  // nothing of it was kept
+  if (m.subxid == m.xid) {
+    streamed_.erase(it);
+    return ok();
+  }
+  OpenTx& t = it->second;
+  auto mark = std::find_if(t.subxacts.begin(), t.subxacts.end(),
+                           [&](const SubxactMark& s) { return s.xid == m.subxid; });
+  if (mark == t.subxacts.end()) return ok();  // no change of it was streamed
+  if (t.spill) {
+    CPPCDC_TRY(t.spill->truncate(mark->index, mark->offset));
+  } else {
+    const auto keep = static_cast<std::size_t>(mark->index);
+    t.pending.resize(keep);
+    t.pending_sizes.resize(keep);
+    t.pending_bytes = 0;
+    for (std::size_t b : t.pending_sizes) t.pending_bytes += b;
+  }
+  t.subxacts.erase(mark, t.subxacts.end());
+  return ok();
+}
+
+Status TransactionAssembler::finish_transaction(Lsn end_lsn, std::vector<Event>& out,
+                                                std::vector<std::size_t>* out_bytes,
+                                                std::optional<std::int64_t> commit_ms) {
+  in_tx_ = false;
+  last_end_lsn_ = end_lsn;
+  subxacts_.clear();
+  if (spill_) {
+    // Read back in pieces by drain_spilled(), which sets the metadata.
+    CPPCDC_TRY(spill_->start_reading());
+    ready_spill_.xid = begin_.xid;
+    ready_spill_.total = ready_spill_.prefix.size() + spill_->events_written();
+    ready_spill_.next_index = 0;
+    ready_spill_.end_lsn = end_lsn;
+    ready_spill_.commit_lsn = begin_.final_lsn;
+    ready_spill_.commit_ms = commit_ms;
+    ready_spill_.file = std::move(spill_);
+    return ok();
+  }
+  const std::uint64_t total = pending_.size();
+  for (std::uint64_t i = 0; i < total; ++i) {
+    pending_[i].transaction = TransactionMetadata{begin_.xid, total, i};
+    pending_[i].log_position = begin_.final_lsn.value();
+    if (commit_ms) pending_[i].source.timestamp = *commit_ms;
+  }
+  if (total > 0) {
+    // Measured without a resume_offset when it was added: adjust the measure.
+    std::string& resume = pending_.back().resume_offset;
+    pending_sizes_.back() -= detail::approx_string_bytes(resume);
+    resume = end_lsn.to_string();
+    pending_sizes_.back() += detail::approx_string_bytes(resume);
+  }
+  if (out.empty()) {
+    out.swap(pending_);  // the usual case: the transaction changes hands in one piece
+  } else {
+    out.reserve(out.size() + pending_.size());
+    for (auto& e : pending_) out.push_back(std::move(e));
+  }
+  if (out_bytes) {
+    if (out_bytes->empty()) {
+      out_bytes->swap(pending_sizes_);
+    } else {
+      out_bytes->insert(out_bytes->end(), pending_sizes_.begin(), pending_sizes_.end());
+    }
+  }
+  pending_.clear();
+  pending_sizes_.clear();
   pending_bytes_ = 0;
   return ok();
 }
@@ -119,6 +284,15 @@ Status TransactionAssembler::drain_spilled(std::vector<Event>& out, std::size_t 
   if (!r.file) return ok();
   for (std::size_t n = 0; n < max_events && r.next_index < r.total; ++n) {
     Event e;
+    if (r.next_index < r.prefix.size()) {
+      e = std::move(r.prefix[r.next_index]);
+      e.transaction = TransactionMetadata{r.xid, r.total, r.next_index};
+      e.log_position = r.commit_lsn.value();
+      if (r.commit_ms) e.source.timestamp = *r.commit_ms;
+      if (++r.next_index == r.total) e.resume_offset = r.end_lsn.to_string();
+      out.push_back(std::move(e));
+      continue;
+    }
     auto got = r.file->next(e);
     if (!got) return fail(got.error().context("reading back transaction " + std::to_string(r.xid)));
     if (!*got) {
@@ -128,6 +302,7 @@ Status TransactionAssembler::drain_spilled(std::vector<Event>& out, std::size_t 
     }
     e.transaction = TransactionMetadata{r.xid, r.total, r.next_index};
     e.log_position = r.commit_lsn.value();
+    if (r.commit_ms) e.source.timestamp = *r.commit_ms;
     if (++r.next_index == r.total) e.resume_offset = r.end_lsn.to_string();
     out.push_back(std::move(e));
   }
@@ -241,9 +416,12 @@ Status TransactionAssembler::on_relation(const RelationMsg& msg, bool announce) 
     Event e = make_event(rel, Operation::kSchemaChange, begin_position_);
     e.before = BeforeFull{describe_shape(*it->second.shape), {}};
     e.after = describe_shape(*rel.shape);
-    if (in_tx_) {
+    if (in_tx_ && !in_stream_) {
       CPPCDC_TRY(add_pending(std::move(e)));
     } else {
+      // Outside a transaction, or in a streamed one, which may abort or commit after other
+      // transactions with rows of the new shape: the change goes with the next transaction
+      // released, whichever it is.
       waiting_schema_changes_.push_back(std::move(e));
     }
   }
@@ -456,10 +634,23 @@ Event TransactionAssembler::make_message_event(const LogicalMessageMsg& m, Lsn p
 }
 
 Status TransactionAssembler::feed(PgOutputMessage message, Lsn position, std::vector<Event>& out,
-                                  std::vector<std::size_t>* out_bytes) {
+                                  std::vector<std::size_t>* out_bytes, std::uint32_t change_xid) {
   if (ready_spill_.file) {
     return fail(Error::invalid_state("a spilled transaction must be drained before the next "
                                      "pgoutput message is fed"));
+  }
+  if (in_stream_) {
+    if (std::holds_alternative<BeginMsg>(message) || std::holds_alternative<CommitMsg>(message) ||
+        std::holds_alternative<StreamCommitMsg>(message) ||
+        std::holds_alternative<StreamAbortMsg>(message) ||
+        std::holds_alternative<StreamStartMsg>(message)) {
+      return fail(Error::invalid_data("pgoutput " + describe(message) +
+                                      " arrived inside the stream block of xid " +
+                                      std::to_string(begin_.xid)));
+    }
+    mark_subxact(change_xid);
+  } else if (std::holds_alternative<StreamStopMsg>(message)) {
+    return fail(Error::invalid_data("pgoutput Stream Stop arrived outside a stream block"));
   }
   return std::visit(
       [&](auto& m) -> Status {
@@ -490,48 +681,51 @@ Status TransactionAssembler::feed(PgOutputMessage message, Lsn position, std::ve
             return fail(Error::invalid_data("pgoutput Commit at " + m.end_lsn.to_string() +
                                             " arrived outside a transaction"));
           }
-          in_tx_ = false;
-          last_end_lsn_ = m.end_lsn;
-          if (spill_) {
-            // Read back in pieces by drain_spilled(), which sets the metadata.
-            CPPCDC_TRY(spill_->start_reading());
-            ready_spill_.xid = begin_.xid;
-            ready_spill_.total = spill_->events_written();
-            ready_spill_.next_index = 0;
-            ready_spill_.end_lsn = m.end_lsn;
-            ready_spill_.commit_lsn = begin_.final_lsn;
-            ready_spill_.file = std::move(spill_);
-            return ok();
+          return finish_transaction(m.end_lsn, out, out_bytes, std::nullopt);
+        } else if constexpr (std::is_same_v<T, StreamStartMsg>) {
+          return on_stream_start(m, position);
+        } else if constexpr (std::is_same_v<T, StreamStopMsg>) {
+          return on_stream_stop();
+        } else if constexpr (std::is_same_v<T, StreamAbortMsg>) {
+          return on_stream_abort(m);
+        } else if constexpr (std::is_same_v<T, StreamCommitMsg>) {
+          if (in_tx_) {
+            return fail(Error::invalid_data("pgoutput Stream Commit of xid " +
+                                            std::to_string(m.xid) + " arrived inside transaction " +
+                                            std::to_string(begin_.xid)));
           }
-          const std::uint64_t total = pending_.size();
-          for (std::uint64_t i = 0; i < total; ++i) {
-            pending_[i].transaction = TransactionMetadata{begin_.xid, total, i};
-            pending_[i].log_position = begin_.final_lsn.value();
+          auto it = streamed_.find(m.xid);
+          if (it == streamed_.end()) {
+            return fail(Error::invalid_data(
+                "pgoutput Stream Commit of xid " + std::to_string(m.xid) + " at " +
+                m.end_lsn.to_string() + " for a transaction none of whose blocks arrived"));
           }
-          if (total > 0) {
-            // Measured without a resume_offset when it was added: adjust the measure.
-            std::string& resume = pending_.back().resume_offset;
-            pending_sizes_.back() -= detail::approx_string_bytes(resume);
-            resume = m.end_lsn.to_string();
-            pending_sizes_.back() += detail::approx_string_bytes(resume);
-          }
-          if (out.empty()) {
-            out.swap(pending_);  // the usual case: the transaction changes hands in one piece
-          } else {
-            out.reserve(out.size() + pending_.size());
-            for (auto& e : pending_) out.push_back(std::move(e));
-          }
-          if (out_bytes) {
-            if (out_bytes->empty()) {
-              out_bytes->swap(pending_sizes_);
+          OpenTx t = std::move(it->second);
+          streamed_.erase(it);
+          swap_open(t);
+          begin_.final_lsn = m.commit_lsn;
+          begin_.commit_time = m.commit_time;
+          in_tx_ = true;
+          // Shape changes waiting to be announced come first, as at a Begin.
+          if (!waiting_schema_changes_.empty()) {
+            std::vector<Event> first = std::move(waiting_schema_changes_);
+            waiting_schema_changes_.clear();
+            for (auto& e : first) e.source.offset = begin_position_.to_string();
+            if (spill_) {
+              ready_spill_.prefix = std::move(first);
             } else {
-              out_bytes->insert(out_bytes->end(), pending_sizes_.begin(), pending_sizes_.end());
+              std::vector<std::size_t> sizes;
+              for (const auto& e : first) {
+                sizes.push_back(detail::approx_event_bytes(e));
+                pending_bytes_ += sizes.back();
+              }
+              pending_.insert(pending_.begin(), std::make_move_iterator(first.begin()),
+                              std::make_move_iterator(first.end()));
+              pending_sizes_.insert(pending_sizes_.begin(), sizes.begin(), sizes.end());
             }
           }
-          pending_.clear();
-          pending_sizes_.clear();
-          pending_bytes_ = 0;
-          return ok();
+          return finish_transaction(m.end_lsn, out, out_bytes,
+                                    pg_timestamp_to_unix_ms(m.commit_time));
         } else if constexpr (std::is_same_v<T, RelationMsg>) {
           return on_relation(m);
         } else if constexpr (std::is_same_v<T, InsertMsg>) {

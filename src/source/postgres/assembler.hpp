@@ -66,8 +66,27 @@ class TransactionAssembler {
   /// `out_bytes`, the detail::approx_event_bytes of each event appended to `out` is appended
   /// to it in step: the assembler measures events anyway (spill_threshold_bytes), so a caller
   /// bounding memory need not measure them again.
+  ///
+  /// Streamed transactions (protocol v2, pgoutput's streaming option): each top-level xid's
+  /// blocks are collected until its Stream Commit, which releases the transaction exactly as
+  /// a Commit does (the commit time becomes every event's source.timestamp), or its Stream
+  /// Abort, which drops it, or for a subtransaction drops the events from that
+  /// subtransaction's first change on (as PostgreSQL's own apply worker does: later changes
+  /// of the stream belong to that subtransaction or its children). `change_xid` is the xid
+  /// decode_pgoutput read from a change inside a stream block (0 elsewhere). Several
+  /// transactions may be open at once; each spills on its own past spill_threshold_bytes,
+  /// and one that stops its block while the parked ones hold more than that spills too. A
+  /// shape change seen in a stream block is announced first in the next transaction released,
+  /// whichever it is: the streamed one may abort, or commit after others that already carry
+  /// rows of the new shape.
   Status feed(PgOutputMessage message, Lsn position, std::vector<Event>& out,
-              std::vector<std::size_t>* out_bytes = nullptr);
+              std::vector<std::size_t>* out_bytes = nullptr, std::uint32_t change_xid = 0);
+
+  /// Between a Stream Start and its Stream Stop: the next message is decoded with a
+  /// stream_xid (decode_pgoutput).
+  bool in_stream() const noexcept { return in_stream_; }
+  /// Streamed transactions whose commit or abort has not arrived yet.
+  std::size_t open_streamed() const noexcept { return streamed_.size() + (in_stream_ ? 1 : 0); }
 
   /// Takes in a Relation message without announcing a shape change: for a Relation message
   /// inside a transaction that was already handed over and is being skipped (the SqlPeek
@@ -106,8 +125,10 @@ class TransactionAssembler {
   std::size_t pending() const noexcept {
     return pending_.size() + (spill_ ? spill_->events_written() : 0);
   }
+  /// Inside a Begin ... Commit, or inside a stream block.
   bool in_transaction() const noexcept { return in_tx_; }
-  /// Forgets the open transaction (after a reconnect the server sends it again).
+  /// Forgets the open transaction and every streamed one (after a reconnect the server
+  /// sends them again, from their first change).
   void reset_transaction();
   /// The end LSN of the last completed transaction seen (zero before any).
   Lsn last_end_lsn() const noexcept { return last_end_lsn_; }
@@ -159,6 +180,39 @@ class TransactionAssembler {
   Event& begin_pending();
   Status commit_pending();
   void drop_pending();
+  /// Moves the open transaction's events to a spill file; later ones go there too.
+  Status spill_open();
+  /// Releases the open transaction (Commit, Stream Commit): metadata, resume offset, into
+  /// `out` or ready_spill_. `commit_ms`: set every event's source.timestamp to it (a
+  /// streamed transaction learns its commit time only now).
+  Status finish_transaction(Lsn end_lsn, std::vector<Event>& out,
+                            std::vector<std::size_t>* out_bytes,
+                            std::optional<std::int64_t> commit_ms);
+  Status on_stream_start(const StreamStartMsg& m, Lsn position);
+  Status on_stream_stop();
+  Status on_stream_abort(const StreamAbortMsg& m);
+  /// Notes where subtransaction `xid`'s first change of the open streamed transaction goes.
+  void mark_subxact(std::uint32_t xid);
+
+  // Where a subtransaction's first change of a streamed transaction went: the events before
+  // `index` stay when it aborts; `offset` is that place in the spill file once it spills.
+  struct SubxactMark {
+    std::uint32_t xid = 0;
+    std::uint64_t index = 0;
+    std::uint64_t offset = 0;
+  };
+  // The state of one open transaction; a streamed one is parked in it between its blocks
+  // and swapped with the members below (swap_open) while a block of it is read.
+  struct OpenTx {
+    BeginMsg begin;
+    Lsn begin_position;
+    std::vector<Event> pending;
+    std::vector<std::size_t> pending_sizes;
+    std::size_t pending_bytes = 0;
+    std::unique_ptr<cppcdc::detail::EventSpill> spill;
+    std::vector<SubxactMark> subxacts;
+  };
+  void swap_open(OpenTx& t) noexcept;
 
   struct MessageShapes {
     RowShapePtr text;
@@ -189,9 +243,14 @@ class TransactionAssembler {
     std::uint64_t next_index = 0;
     Lsn end_lsn;
     Lsn commit_lsn;
+    std::optional<std::int64_t> commit_ms;  // a streamed transaction's commit time
+    std::vector<Event> prefix;  // released before the file's events (shape changes)
   };
   ReadySpill ready_spill_;  // a committed spilled transaction not yet drained
   Lsn last_end_lsn_;
+  std::vector<SubxactMark> subxacts_;  // of the open streamed transaction, in stream order
+  bool in_stream_ = false;             // between Stream Start and Stream Stop
+  std::unordered_map<std::uint32_t, OpenTx> streamed_;  // parked streamed transactions
 };
 
 }  // namespace cppcdc::pg

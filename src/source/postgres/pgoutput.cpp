@@ -288,14 +288,44 @@ Result<PgOutputMessage> decode_message(ByteReader& r) {
   return m;
 }
 
+Result<PgOutputMessage> decode_stream_start(ByteReader& r) {
+  StreamStartMsg m;
+  PGO_ASSIGN(m.xid, r.u32("xid"));
+  PGO_ASSIGN(const std::uint8_t first, r.u8("first segment flag"));
+  m.first_segment = first == 1;
+  return m;
+}
+
+Result<PgOutputMessage> decode_stream_stop(ByteReader&) { return StreamStopMsg{}; }
+
+Result<PgOutputMessage> decode_stream_commit(ByteReader& r) {
+  StreamCommitMsg m;
+  PGO_ASSIGN(m.xid, r.u32("xid"));
+  PGO_ASSIGN(m.flags, r.u8("flags"));
+  PGO_ASSIGN(const std::uint64_t commit_lsn, r.u64("commit LSN"));
+  PGO_ASSIGN(const std::uint64_t end_lsn, r.u64("end LSN"));
+  PGO_ASSIGN(m.commit_time, r.i64("commit timestamp"));
+  m.commit_lsn = to_lsn(commit_lsn);
+  m.end_lsn = to_lsn(end_lsn);
+  return m;
+}
+
+Result<PgOutputMessage> decode_stream_abort(ByteReader& r) {
+  StreamAbortMsg m;
+  PGO_ASSIGN(m.xid, r.u32("xid"));
+  PGO_ASSIGN(m.subxid, r.u32("subtransaction xid"));
+  return m;
+}
+
 using MessageDecoder = Result<PgOutputMessage> (*)(ByteReader&);
 
 struct TagInfo {
   std::string_view context;
   MessageDecoder decode;
+  bool xid_in_stream = false;  // carries the change's xid inside a stream block (v2)
 };
 
-// Looks up the decoder for a v1 tag; nullptr context for anything else.
+// Looks up the decoder for a v1 or v2 tag; nullptr decode for anything else.
 TagInfo lookup(std::uint8_t tag) {
   switch (tag) {
     case 'B':
@@ -305,19 +335,27 @@ TagInfo lookup(std::uint8_t tag) {
     case 'O':
       return {"pgoutput Origin", &decode_origin};
     case 'R':
-      return {"pgoutput Relation", &decode_relation};
+      return {"pgoutput Relation", &decode_relation, true};
     case 'Y':
-      return {"pgoutput Type", &decode_type};
+      return {"pgoutput Type", &decode_type, true};
     case 'I':
-      return {"pgoutput Insert", &decode_insert};
+      return {"pgoutput Insert", &decode_insert, true};
     case 'U':
-      return {"pgoutput Update", &decode_update};
+      return {"pgoutput Update", &decode_update, true};
     case 'D':
-      return {"pgoutput Delete", &decode_delete};
+      return {"pgoutput Delete", &decode_delete, true};
     case 'T':
-      return {"pgoutput Truncate", &decode_truncate};
+      return {"pgoutput Truncate", &decode_truncate, true};
     case 'M':
-      return {"pgoutput Message", &decode_message};
+      return {"pgoutput Message", &decode_message, true};
+    case 'S':
+      return {"pgoutput Stream Start", &decode_stream_start};
+    case 'E':
+      return {"pgoutput Stream Stop", &decode_stream_stop};
+    case 'c':
+      return {"pgoutput Stream Commit", &decode_stream_commit};
+    case 'A':
+      return {"pgoutput Stream Abort", &decode_stream_abort};
     default:
       return {{}, nullptr};
   }
@@ -326,14 +364,6 @@ TagInfo lookup(std::uint8_t tag) {
 Error unknown_tag(std::uint8_t tag) {
   std::string text = "pgoutput: ";
   switch (tag) {
-    case 'S':
-    case 'E':
-    case 'c':
-    case 'A':
-      text.append("streamed-transaction message (protocol v2) with tag ")
-          .append(describe_byte(tag))
-          .append(" is not supported");
-      break;
     case 'b':
     case 'P':
     case 'K':
@@ -409,6 +439,26 @@ boost::json::array tuple_value(const TupleData& tuple) {
 
 struct Describer {
   boost::json::object& o;
+
+  void operator()(const StreamStartMsg& m) const {
+    o["type"] = "stream_start";
+    o["xid"] = m.xid;
+    o["first_segment"] = m.first_segment;
+  }
+  void operator()(const StreamStopMsg&) const { o["type"] = "stream_stop"; }
+  void operator()(const StreamCommitMsg& m) const {
+    o["type"] = "stream_commit";
+    o["xid"] = m.xid;
+    o["flags"] = m.flags;
+    o["commit_lsn"] = lsn_value(m.commit_lsn);
+    o["end_lsn"] = lsn_value(m.end_lsn);
+    o["commit_time"] = m.commit_time;
+  }
+  void operator()(const StreamAbortMsg& m) const {
+    o["type"] = "stream_abort";
+    o["xid"] = m.xid;
+    o["subxid"] = m.subxid;
+  }
 
   void operator()(const BeginMsg& m) const {
     o["type"] = "begin";
@@ -556,7 +606,8 @@ std::string encode_standby_status(Lsn written, Lsn flushed, Lsn applied, PgTimes
   return out;
 }
 
-Result<PgOutputMessage> decode_pgoutput(std::span<const std::uint8_t> bytes) {
+Result<PgOutputMessage> decode_pgoutput(std::span<const std::uint8_t> bytes,
+                                        std::uint32_t* stream_xid) {
   if (bytes.empty()) {
     return fail(Error::invalid_data("pgoutput: empty message (no tag byte) at offset 0"));
   }
@@ -564,6 +615,9 @@ Result<PgOutputMessage> decode_pgoutput(std::span<const std::uint8_t> bytes) {
   if (info.decode == nullptr) return fail(unknown_tag(bytes[0]));
   ByteReader r(bytes, info.context);
   (void)r.u8("tag");
+  if (stream_xid && info.xid_in_stream) {
+    PGO_ASSIGN(*stream_xid, r.u32("xid of the streamed change"));
+  }
   PGO_ASSIGN(PgOutputMessage message, info.decode(r));
   CPPCDC_TRY(r.expect_end());
   return message;

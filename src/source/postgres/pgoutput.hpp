@@ -130,13 +130,38 @@ struct LogicalMessageMsg {  // 'M'
   std::string content;
 };
 
+// Protocol v2 (streaming = on): the changes of a transaction still in progress arrive in
+// blocks, Stream Start ... Stream Stop, before its Stream Commit or Stream Abort.
+struct StreamStartMsg {  // 'S'
+  std::uint32_t xid = 0;       ///< the top-level transaction the block belongs to
+  bool first_segment = false;  ///< the transaction's first block
+};
+struct StreamStopMsg {};  // 'E'
+struct StreamCommitMsg {  // 'c'
+  std::uint32_t xid = 0;
+  std::uint8_t flags = 0;
+  Lsn commit_lsn;
+  Lsn end_lsn;  ///< end of the commit record: the resume point after this transaction
+  PgTimestamp commit_time = 0;
+};
+struct StreamAbortMsg {  // 'A'
+  std::uint32_t xid = 0;     ///< the top-level transaction
+  std::uint32_t subxid = 0;  ///< the aborted (sub)transaction: xid itself for the whole one
+};
+
 using PgOutputMessage = std::variant<BeginMsg, CommitMsg, OriginMsg, RelationMsg, TypeMsg,
                                      InsertMsg, UpdateMsg, DeleteMsg, TruncateMsg,
-                                     LogicalMessageMsg>;
+                                     LogicalMessageMsg, StreamStartMsg, StreamStopMsg,
+                                     StreamCommitMsg, StreamAbortMsg>;
 
-/// Decodes one pgoutput v1 message. Streaming (v2) and two-phase (v3) messages are refused
-/// as invalid_data: they are never requested.
-Result<PgOutputMessage> decode_pgoutput(std::span<const std::uint8_t> bytes);
+/// Decodes one pgoutput message of protocol version 1 or 2 (PostgreSQL's "Logical
+/// Replication Message Formats"). `stream_xid` is non-null between a Stream Start and its
+/// Stream Stop: there, Relation, Type, Insert, Update, Delete, Truncate and Message carry the
+/// xid of the (sub)transaction that made the change after their tag, and it is stored in
+/// *stream_xid. Two-phase (v3) messages, an unknown tag, and a message shorter or longer
+/// than its fields are invalid_data naming the message, the field and the byte offset.
+Result<PgOutputMessage> decode_pgoutput(std::span<const std::uint8_t> bytes,
+                                        std::uint32_t* stream_xid = nullptr);
 
 /// Renders a decoded message as one line of JSON (for golden files and debugging).
 std::string describe(const PgOutputMessage& message);

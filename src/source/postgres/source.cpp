@@ -267,7 +267,9 @@ class PostgresSource final : public Source {
     }
     const std::string cmd = "START_REPLICATION SLOT " + quote_ident(config_.slot_name) +
                             " LOGICAL " + start_lsn.to_string() +
-                            " (proto_version '1', publication_names " +
+                            (config_.stream_in_progress ? " (proto_version '2', streaming 'on'"
+                                                        : " (proto_version '1'") +
+                            ", publication_names " +
                             quote_literal(quote_ident(config_.publication_name)) +
                             (config_.capture_logical_messages ? ", messages 'true'" : "") + ")";
     detail::PgResultPtr res(PQexec(repl_.get(), cmd.c_str()));
@@ -498,6 +500,13 @@ class PostgresSource final : public Source {
       return fail(Error::source(ErrorKind::kTerminal,
                                 "PostgreSQL " + std::to_string(version) +
                                     " has no pgoutput; cppcdc needs PostgreSQL 10 or later"));
+    }
+    if (config_.stream_in_progress && version < 140000) {
+      return fail(Error::source(ErrorKind::kTerminal,
+                                "stream_in_progress needs PostgreSQL 14 or later (pgoutput "
+                                "streams in-progress transactions from 14 on); this server is " +
+                                    std::to_string(version) +
+                                    ": upgrade it or set stream_in_progress = false"));
     }
     if (config_.capture_logical_messages && version < 140000) {
       return fail(Error::source(ErrorKind::kTerminal,
@@ -1241,14 +1250,19 @@ class PostgresSource final : public Source {
       return ok();
     }
     const auto& x = std::get<XLogData>(*frame);
-    auto message = decode_pgoutput(x.payload);
+    std::uint32_t change_xid = 0;
+    auto message = decode_pgoutput(x.payload, assembler_->in_stream() ? &change_xid : nullptr);
     if (!message) {
       return fail(message.error().context("decoding the pgoutput message at " +
                                           x.data_start.to_string()));
     }
-    const auto* commit = std::get_if<CommitMsg>(&*message);
-    const std::uint64_t end = commit ? commit->end_lsn.value() : 0;
-    auto st = assembler_->feed(std::move(*message), x.data_start, ready, &ready_bytes);
+    std::uint64_t end = 0;
+    if (const auto* commit = std::get_if<CommitMsg>(&*message)) {
+      end = commit->end_lsn.value();
+    } else if (const auto* streamed = std::get_if<StreamCommitMsg>(&*message)) {
+      end = streamed->end_lsn.value();
+    }
+    auto st = assembler_->feed(std::move(*message), x.data_start, ready, &ready_bytes, change_xid);
     if (!st) return fail(st.error().context("at WAL position " + x.data_start.to_string()));
     if (end > received_.load()) received_.store(end);
     return ok();

@@ -129,6 +129,16 @@ TEST(ServerConfig, ExampleConfigParsesEveryKey) {
   EXPECT_EQ(config->log_level, "debug");
 }
 
+TEST(ServerConfig, StreamInProgressIsReadForTheStreamingReplicationTransport) {
+  std::string text = kMinimal;
+  const auto at = text.find("[source]\n");
+  ASSERT_NE(at, std::string::npos);
+  text.insert(at + 9, "stream_in_progress = true\n");
+  auto streamed = parse_server_config(text, "cdc.toml");
+  ASSERT_TRUE(streamed) << streamed.error().report();
+  EXPECT_TRUE(streamed->source.stream_in_progress);
+}
+
 TEST(ServerConfig, MinimalConfigTakesTheDefaults) {
   auto config = parse_server_config(kMinimal, "cdc.toml");
   ASSERT_TRUE(config) << config.error().report();
@@ -140,6 +150,7 @@ TEST(ServerConfig, MinimalConfigTakesTheDefaults) {
   EXPECT_EQ(config->source.source_name, "postgres");
   EXPECT_EQ(config->source.transport, pg::WalTransport::kStreamingReplication);
   EXPECT_FALSE(config->source.capture_logical_messages);
+  EXPECT_FALSE(config->source.stream_in_progress);
   EXPECT_EQ(config->source.spill_threshold_bytes, pg_defaults.spill_threshold_bytes);
   EXPECT_TRUE(config->source.spill_dir.empty());
   EXPECT_EQ(config->source.snapshot_mode, pg::SnapshotMode::kInitial);
@@ -286,6 +297,10 @@ TEST(ServerConfig, OutOfRangeAndBadValuesAreNamed) {
                   "[source.snapshot] chunk_sise: unknown key");
   EXPECT_CONTAINS(error_of(edit(example, "\"sql_peek\"", "\"peek\"")),
                   "[source] wal_transport: expected \"streaming_replication\" or \"sql_peek\"");
+  EXPECT_CONTAINS(error_of(edit(example, "capture_logical_messages = true",
+                                "capture_logical_messages = true\nstream_in_progress = true")),
+                  "[source] stream_in_progress: in-progress transactions are streamed only over "
+                  "wal_transport = \"streaming_replication\"");
   EXPECT_CONTAINS(error_of(edit(example, "spill_dir = \"/var/tmp/cppcdc\"", "spill_dir = \"\"")),
                   "[source] spill_dir");
   EXPECT_CONTAINS(error_of(edit(example, "peek_max_changes = 2000", "peek_max_changes = 0")),
