@@ -206,6 +206,9 @@ const T& as(const Result<PgOutputMessage>& r) {
   EXPECT_TRUE(std::holds_alternative<T>(*r));
   return std::get<T>(*r);
 }
+// A reference into a temporary result would dangle: callers keep the result in a variable.
+template <class T>
+const T& as(Result<PgOutputMessage>&& r) = delete;
 
 void expect_invalid_data(const Error& e) {
   EXPECT_EQ(e.kind(), ErrorKind::kInvalidData) << e.report();
@@ -534,17 +537,22 @@ TEST(PgoutputDecoderErrors, EmptyMessageIsError) {
 }
 
 TEST(PgoutputDecoder, StreamControlMessagesOfProtocolV2Decode) {
-  const auto& start = as<StreamStartMsg>(decode(stream_start_msg()));
+  const auto start_r = decode(stream_start_msg());
+  const auto& start = as<StreamStartMsg>(start_r);
   EXPECT_EQ(start.xid, 740u);
   EXPECT_TRUE(start.first_segment);
-  EXPECT_FALSE(as<StreamStartMsg>(decode(Wire().ch('S').u32(740).u8(0).take())).first_segment);
-  (void)as<StreamStopMsg>(decode(stream_stop_msg()));
-  const auto& commit = as<StreamCommitMsg>(decode(stream_commit_msg()));
+  const auto later_r = decode(Wire().ch('S').u32(740).u8(0).take());
+  EXPECT_FALSE(as<StreamStartMsg>(later_r).first_segment);
+  const auto stop_r = decode(stream_stop_msg());
+  (void)as<StreamStopMsg>(stop_r);
+  const auto commit_r = decode(stream_commit_msg());
+  const auto& commit = as<StreamCommitMsg>(commit_r);
   EXPECT_EQ(commit.xid, 740u);
   EXPECT_EQ(commit.commit_lsn, pg::Lsn(0x1505618));
   EXPECT_EQ(commit.end_lsn, pg::Lsn(0x1505650));
   EXPECT_EQ(commit.commit_time, 754'000'000'123'456);
-  const auto& abort = as<StreamAbortMsg>(decode(stream_abort_msg()));
+  const auto abort_r = decode(stream_abort_msg());
+  const auto& abort = as<StreamAbortMsg>(abort_r);
   EXPECT_EQ(abort.xid, 740u);
   EXPECT_EQ(abort.subxid, 741u);
 }
