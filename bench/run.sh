@@ -295,18 +295,50 @@ run_recvlogical() { # workload rep slot decoder endpos events
   else
     opts=(-o "format-version=$w2j_format")
   fi
-  local t0 t1
+  local t0 t1 rl_pid rc=0
   t0=$(now_ns)
   /usr/bin/time -f '%e %U %S %M' -o "$dir/time.txt" \
     timeout 900 pg_recvlogical -h 127.0.0.1 -p "$PORT" -U postgres -d postgres --slot="$slot" \
-    --start --no-loop --endpos="$endpos" -f /dev/null "${opts[@]}" 2>"$dir/log" ||
-    { cat "$dir/log" >&2; die "pg_recvlogical on $slot failed"; }
+    --start --no-loop --endpos="$endpos" -f /dev/null "${opts[@]}" 2>"$dir/log" &
+  rl_pid=$!
+  bg_pids+=("$rl_pid")
+  local wcpu
+  wcpu=$(walsender_cpu_until_exit "$rl_pid")
+  wait "$rl_pid" || rc=$?
   t1=$(now_ns)
+  ((rc == 0)) || { cat "$dir/log" >&2; die "pg_recvlogical on $slot failed (exit $rc)"; }
   local cpu rss
   cpu=$(awk '{ printf "%.2f", $2 + $3 }' "$dir/time.txt")
   rss=$(awk '{ print $4 }' "$dir/time.txt")
-  record "$(printf '{"kind":"throughput","workload":"%s","rep":%d,"decoder":"%s","events":%d,"start_ns":%s,"end_ns":%s,"rss_peak_kb":%s,"cpu_s":%s}' \
-    "$w" "$r" "$decoder" "$n" "$t0" "$t1" "$rss" "$cpu")"
+  record "$(printf '{"kind":"throughput","workload":"%s","rep":%d,"decoder":"%s","events":%d,"start_ns":%s,"end_ns":%s,"rss_peak_kb":%s,"cpu_s":%s,"walsender_cpu_s":%s}' \
+    "$w" "$r" "$decoder" "$n" "$t0" "$t1" "$rss" "$cpu" "$wcpu")"
+}
+
+# CPU seconds of the walsender serving a reference decoder: the server's only walsender while
+# the reference runs (cppcdc's has exited by then), a child of this cluster's postmaster. It is
+# sampled every 20 ms from /proc with shell builtins only (no process per sample, so the
+# sampling itself takes next to no CPU from the run), until it or the client exits; the
+# figure may fall short by up to one interval. Prints 0 when no walsender was seen.
+walsender_cpu_until_exit() { # client-pid
+  local client=$1 pm wpid="" i
+  pm=$(sed -n 1p "$PG_DIR/data/postmaster.pid")
+  for ((i = 0; i < 500; i++)); do
+    kill -0 "$client" 2>/dev/null || break
+    wpid=$(pgrep -P "$pm" -f 'walsender' | head -n 1) || true
+    [[ -z $wpid ]] || break
+    sleep 0.01
+  done
+  [[ -n $wpid ]] || { echo 0; return; }
+  local line fields ticks=0 tick_fd
+  exec {tick_fd}<> <(:)  # a pipe nobody writes: `read -t` on it is a builtin sleep
+  while kill -0 "$client" 2>/dev/null; do
+    { read -r line <"/proc/$wpid/stat"; } 2>/dev/null || break  # gone: keep the last sample
+    read -r -a fields <<<"${line##*) }"
+    ticks=$((fields[11] + fields[12]))
+    read -r -t 0.02 -u "$tick_fd" _ || true
+  done
+  exec {tick_fd}<&-
+  awk -v t="$ticks" -v hz="$CLK_TCK" 'BEGIN { printf "%.2f", t / hz }'
 }
 
 # One workload: slots for every decoder (and repetition) first, then the load, then the
