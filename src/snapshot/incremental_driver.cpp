@@ -235,6 +235,14 @@ class IncrementalSnapshotSource final : public Source {
     while (st && out.size() < max_events && held_.empty() && !chunk_out) {
       if (!chunk_ && runnable() && std::chrono::steady_clock::now() >= retry_at_) {
         CPPCDC_TRY(begin_chunk());
+        // Ask for the stream's position now, before waiting on the stream for the first
+        // time: the answer then arrives while that wait runs instead of after it.
+        if (chunk_ && !mid_tx_ && backend_->stream_reached(chunk_->high)) {
+          finish_chunk();
+          chunk_out = true;
+          drain_held(out, max_events);
+          break;
+        }
       }
       if (!chunk_) {
         if (!out.empty()) break;

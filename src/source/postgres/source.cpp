@@ -242,6 +242,13 @@ class PostgresSource final : public Source {
   }
   void request_progress() {
     if (config_.transport != WalTransport::kStreamingReplication) return;  // peeks come anyway
+    {
+      // The keepalive that answers wakes a poll() waiting for events, so that a chunk waiting
+      // for its high watermark learns of the position within the round trip rather than at
+      // the end of the poll's wait.
+      std::lock_guard lock(mutex_);
+      progress_wanted_ = true;
+    }
     ping_now_.store(true);
     wake();
   }
@@ -331,7 +338,9 @@ class PostgresSource final : public Source {
               std::chrono::milliseconds wait) override {
     std::unique_lock lock(mutex_);
     if (!reader_.joinable()) return fail(Error::invalid_state("postgres source is not started"));
-    not_empty_.wait_for(lock, wait, [&] { return !queue_.empty() || reader_done_; });
+    not_empty_.wait_for(lock, wait,
+                        [&] { return !queue_.empty() || reader_done_ || progress_arrived_; });
+    progress_arrived_ = false;
     if (bulk_.load() && !queue_.empty()) {
       // The blocking snapshot reads as fast as it can and nobody waits for a single row: let
       // a batch fill (briefly), so the sink's flush and the checkpoint's fsync are paid per
@@ -1243,6 +1252,11 @@ class PostgresSource final : public Source {
         // here. So once the queue drains, this position may be checkpointed.
         std::lock_guard lock(mutex_);
         idle_lsn_ = std::max(idle_lsn_, k->wal_end.value());
+        if (progress_wanted_) {
+          progress_wanted_ = false;
+          progress_arrived_ = true;
+          not_empty_.notify_all();
+        }
       }
       if (k->reply_requested && !send_status(false)) {
         return fail(detail::error_from_conn(repl_.get(), "answering a keepalive"));
@@ -1291,6 +1305,8 @@ class PostgresSource final : public Source {
   std::atomic<std::uint64_t> confirmed_{0};
   std::atomic<std::uint64_t> received_{0};
   std::uint64_t idle_lsn_ = 0;  // guarded by mutex_
+  bool progress_wanted_ = false;   // guarded by mutex_: request_progress() waits for a keepalive
+  bool progress_arrived_ = false;  // guarded by mutex_: it came; the next poll() returns at once
   std::chrono::steady_clock::time_point last_ping_;
   std::atomic<bool> ping_now_{false};
   std::chrono::steady_clock::time_point last_received_;  // reader thread only

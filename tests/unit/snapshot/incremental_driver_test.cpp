@@ -98,7 +98,18 @@ struct Table final : IncrementalSnapshotBackend {
   std::optional<std::uint64_t> position_of_event(const Event& e) const override {
     return e.log_position ? std::optional<std::uint64_t>(e.log_position) : std::nullopt;
   }
-  bool stream_reached(const Watermark& high) override { return reached >= high.position; }
+  // The contract: the stream is past `high` and every event at or before it has been handed
+  // over by the stream's poll() (one still queued there has not).
+  const std::deque<Event>* stream_queue = nullptr;
+  bool stream_reached(const Watermark& high) override {
+    if (reached < high.position) return false;
+    if (stream_queue) {
+      for (const auto& e : *stream_queue) {
+        if (e.log_position != 0 && e.log_position <= high.position) return false;
+      }
+    }
+    return true;
+  }
 
   // An in-flight set as a list of transaction ids ("7,9"), like PostgreSQL's xip.
   std::string in_flight_set;
@@ -129,6 +140,7 @@ struct Harness {
     auto t = std::make_unique<Table>();
     stream = s.get();
     table = t.get();
+    table->stream_queue = &stream->queue;
     IncrementalSnapshotOptions options;
     options.chunk_size = chunk_size;
     options.tables = std::move(tables);
