@@ -55,8 +55,10 @@ struct SnapshotTableInfo {
   double estimated_rows = 0;        ///< planner estimate (pg_class.reltuples); <= 0: unknown
 };
 
-/// The database-specific half of an incremental snapshot. Every method is called from the
-/// driver's thread. Errors keep their kind: transient ones make the runtime reconnect (the
+/// The database-specific half of an incremental snapshot. Calls never overlap: the driver
+/// makes them one at a time, from its own thread, except that a chunk's read (current_position,
+/// in_flight, fetch_chunk, current_position) may run on a read-ahead thread while the previous
+/// chunk is delivered; the driver waits for it before any other call. Errors keep their kind: transient ones make the runtime reconnect (the
 /// chunk in progress is read again), terminal ones stop the pipeline.
 class IncrementalSnapshotBackend {
  public:

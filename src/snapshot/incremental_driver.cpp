@@ -284,6 +284,8 @@ class IncrementalSnapshotSource final : public Source {
       if (chunk_ && std::chrono::steady_clock::now() >= deadline) break;
     }
     publish();
+    // A chunk goes out in this batch: read the next one while the batch is delivered.
+    if (st && chunk_out) start_prefetch();
     return st;
   }
 
@@ -309,6 +311,7 @@ class IncrementalSnapshotSource final : public Source {
   void recycle(std::vector<Event>&& events) override { inner_->recycle(std::move(events)); }
 
   void close() override {
+    drop_prefetch();
     chunk_.reset();
     held_.clear();
     progress_.reset();
@@ -378,6 +381,7 @@ class IncrementalSnapshotSource final : public Source {
   }
 
   void hand_out(Event& e) {
+    ++handed_out_;
     mid_tx_ = e.transaction && e.transaction->event_index + 1 < e.transaction->total_events;
     if (e.transaction && e.transaction->event_index == 0 && e.log_position != 0) remember(e);
     if (e.resume_offset.empty()) return;
@@ -435,7 +439,9 @@ class IncrementalSnapshotSource final : public Source {
   }
 
   Status apply_commands() {
-    for (auto& c : control_->take()) {
+    auto commands = control_->take();
+    if (!commands.empty()) drop_prefetch();  // a request describes tables on the backend
+    for (auto& c : commands) {
       switch (c.kind) {
         case Command::Kind::kRequest: {
           auto st = apply_request(c.tables);
@@ -543,6 +549,95 @@ class IncrementalSnapshotSource final : public Source {
                  state_.snapshot_id, dropped);
   }
 
+  // What one chunk reads from the backend, in this order: the low watermark, the in-flight
+  // set, the rows, the high watermark.
+  struct ChunkRead {
+    Watermark low;
+    std::string in_flight;
+    std::vector<Event> rows;
+    Watermark high;
+  };
+  static Result<ChunkRead> read_chunk(IncrementalSnapshotBackend& backend,
+                                      const SnapshotTableInfo& info,
+                                      const std::optional<std::vector<std::string>>& cursor,
+                                      std::size_t chunk_size) {
+    ChunkRead r;
+    auto low = backend.current_position();
+    if (!low) return fail(low.error().context("reading the low watermark for " + info.table));
+    auto fence = backend.in_flight();
+    if (!fence) return fail(fence.error().context("reading the in-flight transactions"));
+    auto rows = backend.fetch_chunk(info, cursor, chunk_size);
+    if (!rows) return fail(rows.error().context("incremental snapshot chunk of " + info.table));
+    auto high = backend.current_position();
+    if (!high) return fail(high.error().context("reading the high watermark for " + info.table));
+    r.low = std::move(*low);
+    r.in_flight = std::move(*fence);
+    r.rows = std::move(*rows);
+    r.high = std::move(*high);
+    return r;
+  }
+
+  // Reading the next chunk ahead. When a poll hands out a finished chunk and nothing else is
+  // pending, the next chunk's read starts on a thread of its own while the consumer writes,
+  // flushes and acknowledges the batch, and the next poll takes it. That is the same order of
+  // events as reading it at the start of the next poll: between the two, nothing is handed
+  // out. A read is used only if that still holds when it is taken (no event handed out since
+  // it started, same table, cursor and generation); otherwise it is dropped and the chunk is
+  // read again. While a read is under way nothing else touches the backend: every other use
+  // (commands, close) waits for it first.
+  struct Prefetch {
+    std::string table;
+    std::optional<std::vector<std::string>> cursor;
+    std::uint64_t generation = 0;
+    std::uint64_t handed_out = 0;  // handed_out_ when it started
+    std::future<Result<ChunkRead>> read;
+  };
+
+  void start_prefetch() {
+    if (prefetch_ || chunk_ || !held_.empty() || !runnable() ||
+        std::chrono::steady_clock::now() < retry_at_) {
+      return;
+    }
+    const IncrementalSnapshotTableState* t = nullptr;
+    for (const auto& s : state_.tables) {
+      if (!s.complete) {
+        t = &s;
+        break;
+      }
+    }
+    if (!t) return;
+    auto info = infos_.find(t->table);
+    if (info == infos_.end()) return;  // described (synchronously) by the next begin_chunk
+    Prefetch p;
+    p.table = t->table;
+    p.cursor = t->cursor;
+    p.generation = t->generation;
+    p.handed_out = handed_out_;
+    p.read = std::async(std::launch::async,
+                        [backend = backend_.get(), info = info->second, cursor = t->cursor,
+                         n = options_.chunk_size] { return read_chunk(*backend, info, cursor, n); });
+    prefetch_ = std::move(p);
+  }
+
+  std::optional<Result<ChunkRead>> take_prefetch(const IncrementalSnapshotTableState& t) {
+    if (!prefetch_) return std::nullopt;
+    Prefetch p = std::move(*prefetch_);
+    prefetch_.reset();
+    Result<ChunkRead> r = p.read.get();
+    if (p.table != t.table || p.cursor != t.cursor || p.generation != t.generation ||
+        p.handed_out != handed_out_) {
+      return std::nullopt;
+    }
+    return r;
+  }
+
+  // Waits for a read under way and drops it (before anything else uses the backend).
+  void drop_prefetch() {
+    if (!prefetch_) return;
+    if (prefetch_->read.valid()) (void)prefetch_->read.get();
+    prefetch_.reset();
+  }
+
   Status begin_chunk() {
     IncrementalSnapshotTableState* t = nullptr;
     for (auto& s : state_.tables) {
@@ -554,6 +649,7 @@ class IncrementalSnapshotSource final : public Source {
     if (!t) return ok();
     auto info_it = infos_.find(t->table);
     if (info_it == infos_.end()) {
+      drop_prefetch();  // not for this table (it reads only described ones); the backend is ours
       auto info = backend_->describe_table(t->table);
       if (!info) return fail(info.error().context("incremental snapshot of " + t->table));
       if (t->cursor && info->key != t->key_columns) {
@@ -573,18 +669,15 @@ class IncrementalSnapshotSource final : public Source {
     Chunk c;
     c.table = t->table;
     c.key = info.key;
-    auto low = backend_->current_position();
-    if (!low) return fail(low.error().context("reading the low watermark for " + t->table));
-    auto fence = backend_->in_flight();
-    if (!fence) return fail(fence.error().context("reading the in-flight transactions"));
-    auto rows = backend_->fetch_chunk(info, t->cursor, options_.chunk_size);
-    if (!rows) return fail(rows.error().context("incremental snapshot chunk of " + t->table));
-    auto high = backend_->current_position();
-    if (!high) return fail(high.error().context("reading the high watermark for " + t->table));
-    c.low = std::move(*low);
-    c.in_flight = std::move(*fence);
-    c.high = std::move(*high);
-    c.rows = std::move(*rows);
+    std::optional<Result<ChunkRead>> prefetched = take_prefetch(*t);
+    Result<ChunkRead> read = prefetched ? std::move(*prefetched)
+                                        : read_chunk(*backend_, info, t->cursor,
+                                                     options_.chunk_size);
+    if (!read) return fail(read.error());
+    c.low = std::move(read->low);
+    c.in_flight = std::move(read->in_flight);
+    c.high = std::move(read->high);
+    c.rows = std::move(read->rows);
     c.last = c.rows.size() < options_.chunk_size;
     for (std::size_t i = 0; i < c.rows.size(); ++i) {
       const Row* after = c.rows[i].after ? &*c.rows[i].after : nullptr;
@@ -815,6 +908,8 @@ class IncrementalSnapshotSource final : public Source {
   std::vector<Command> applied_;         // commands taken in this process, in order
   std::unordered_map<std::string, SnapshotTableInfo> infos_;
   std::optional<Chunk> chunk_;
+  std::uint64_t handed_out_ = 0;         // stream events handed out so far (see Prefetch)
+  std::optional<Prefetch> prefetch_;     // destroyed before backend_ (declared after it)
   std::deque<Held> held_;
   std::deque<Past> recent_;              // see remember()
   bool recent_warned_ = false;

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <deque>
 #include <map>
 #include <thread>
@@ -67,6 +68,14 @@ struct Table final : IncrementalSnapshotBackend {
   std::deque<std::uint64_t> positions;      // watermarks to hand out, in order
   std::uint64_t reached = 0;                // the stream has passed this position
   std::vector<std::optional<std::vector<std::string>>> cursors;  // each fetch's cursor
+  std::atomic<int> fetches{0};  // chunk reads done (a read ahead runs on a thread of its own)
+  // Waits (up to 5 s) until `n` chunk reads are done.
+  bool wait_for_fetches(int n) const {
+    for (int i = 0; i < 500 && fetches.load() < n; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return fetches.load() >= n;
+  }
   Status open() override { return ok(); }
   void close() override {}
   Result<SnapshotTableInfo> describe_table(const std::string& t) override {
@@ -93,6 +102,7 @@ struct Table final : IncrementalSnapshotBackend {
       e.after = it->second;
       out.push_back(std::move(e));
     }
+    ++fetches;  // done with `rows`: a test may change it from here on
     return out;
   }
   std::optional<std::uint64_t> position_of_event(const Event& e) const override {
@@ -297,6 +307,46 @@ TEST(IncrementalSnapshot, ChunksAdvanceTheCursorOnlyWhenHandedOut) {
   // The last chunk's last row carries the state with the final cursor, at the stream position.
   EXPECT_NE(last_state.find("\"incremental\""), std::string::npos);
   EXPECT_NE(last_state.find("\"complete\":true"), std::string::npos);
+}
+
+TEST(IncrementalSnapshot, TheNextChunkIsReadWhileABatchIsDeliveredAndKeepsItsBracket) {
+  Harness h(2);
+  for (int id = 1; id <= 4; ++id) h.table->rows[id] = row(id, "old", "B");
+  h.table->positions = {100, 200, 300, 400};  // chunk 1: 100..200, chunk 2: 300..400
+  h.table->reached = 1'000'000;
+  ASSERT_TRUE(h.source->start(std::nullopt));
+  EXPECT_EQ(names(h.poll()), expected({"r:1", "r:2"}));
+  // Chunk 2 is read while the consumer still has chunk 1, without another poll.
+  ASSERT_TRUE(h.table->wait_for_fetches(2));
+  // A change to row 3 committed inside chunk 2's bracket reaches the stream afterwards: the
+  // read-ahead chunk's row 3 gives way to it, as a chunk read at the next poll would.
+  h.stream->queue = {change(Operation::kUpdate, 3, "new", 350)};
+  EXPECT_EQ(names(h.poll()), expected({"u:3", "r:4"}));
+  EXPECT_EQ(h.table->cursors.size(), 2u);  // the read ahead was used, not repeated
+}
+
+TEST(IncrementalSnapshot, AReadAheadChunkIsNotUsedOnceTheStreamHasMovedPastIt) {
+  Harness h(2);
+  for (int id = 1; id <= 4; ++id) h.table->rows[id] = row(id, "v", "B");
+  h.table->positions = {100, 200, 300, 400, 600, 700};
+  h.table->reached = 1'000'000;
+  ASSERT_TRUE(h.source->start(std::nullopt));
+  EXPECT_EQ(names(h.poll()), expected({"r:1", "r:2"}));
+  ASSERT_TRUE(h.table->wait_for_fetches(2));  // chunk 2 read ahead: row 3 is "v" (300..400)
+  // Paused, the pipeline goes on streaming: row 3 changes after that read, and the change is
+  // handed out.
+  h.control->pause();
+  h.table->rows[3] = row(3, "new", "B");
+  h.stream->queue = {change(Operation::kUpdate, 3, "new", 500)};
+  EXPECT_EQ(names(h.poll()), expected({"u:3"}));
+  h.control->resume();
+  // The read ahead would bring the old row 3 after its newer change; the chunk is read again.
+  const auto out = h.poll();
+  EXPECT_EQ(names(out), expected({"r:3", "r:4"}));
+  ASSERT_FALSE(out.empty());
+  EXPECT_EQ(*find_column(*out[0].after, "v")->text, "new");
+  ASSERT_EQ(h.table->cursors.size(), 3u);
+  EXPECT_EQ(*h.table->cursors[2], std::vector<std::string>{"2"});
 }
 
 TEST(IncrementalSnapshot, RestartResumesAtTheSavedCursorAndAdoptsUnfinishedTables) {
