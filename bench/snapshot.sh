@@ -50,7 +50,7 @@ while (($#)); do
     --build-dir) BUILD=${1:?--build-dir DIR}; own_build_dir=1; shift ;;
     --keep) keep=1 ;;
     --out) OUT=${1:?--out FILE}; shift ;;
-    -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     *) die "unknown argument '$a' (see --help)" ;;
   esac
 done

@@ -24,7 +24,7 @@ while (($#)); do
     --asan) asan=1 ;;
     --target) (($#)) || die "--target needs a name"; targets+=(--target "$1"); shift ;;
     -D*) extra+=("$a") ;;
-    -h | --help) sed -n '4,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     *) die "unknown argument '$a' (see --help)" ;;
   esac
 done

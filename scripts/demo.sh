@@ -41,7 +41,7 @@ setup_only=0
 for a in "$@"; do
   case "$a" in
     --setup-only) setup_only=1 ;;
-    -h | --help) sed -n '4,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     *) die "unknown argument '$a' (see --help)" ;;
   esac
 done

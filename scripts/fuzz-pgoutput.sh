@@ -6,7 +6,11 @@
 # Crashers are written to build-fuzz/pgoutput-artifacts/; copy them into
 # tests/fuzz/regressions/pgoutput/ once fixed.
 set -euo pipefail
+case "${1:-}" in
+  -h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+esac
 seconds=${1:-60}
+[[ $seconds =~ ^[0-9]+$ ]] || { echo "fuzz-pgoutput: SECONDS must be a whole number, not '$seconds' (see --help)" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build-fuzz
 

@@ -8,6 +8,12 @@
 # package name has an installation candidate, and installs the missing ones. Needs root
 # (only when something is missing).
 set -euo pipefail
+if (($#)); then
+  case "$1" in
+    -h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+    *) echo "[install-deps] ERROR: unknown argument '$1': the script takes none (see --help)" >&2; exit 2 ;;
+  esac
+fi
 
 log() { printf '[install-deps] %s\n' "$*"; }
 die() { printf '[install-deps] ERROR: %s\n' "$*" >&2; exit 1; }

@@ -14,8 +14,16 @@
 #   7. scripts/fuzz-pgoutput.sh for CPPCDC_FUZZ_SECONDS (default 60), when that script exists
 #      and clang-14 can link libFuzzer
 # A failing build skips the tests that need it; the other steps still run. Exits non-zero if
-# any step failed, and always ends with a one-line summary.
+# any step failed, and always ends with a one-line summary. Takes no arguments (-h prints this).
 set -euo pipefail
+
+if (($#)); then
+  case "$1" in
+    -h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+    *) printf '[test] ERROR: unknown argument %s: scripts/test.sh takes none (see --help)\n' "'$1'" >&2
+       exit 2 ;;
+  esac
+fi
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"

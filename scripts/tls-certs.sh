@@ -15,7 +15,7 @@ set -euo pipefail
 
 die() { printf '[tls-certs] ERROR: %s\n' "$*" >&2; exit 1; }
 
-(($# >= 1)) || { sed -n '6,12p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+(($# >= 1)) || { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0" >&2; exit 2; }
 command -v openssl >/dev/null || die "openssl not found"
 DIR=$1
 shift

@@ -168,7 +168,9 @@ Status Runtime::start() {
     spdlog::info("resuming from checkpoint {} ({} events committed so far)", record->offset,
                  record->committed_events);
   } else {
-    spdlog::info("no checkpoint yet: starting at the source's own retained position");
+    spdlog::info(
+        "no checkpoint yet: first start (the source begins with its initial snapshot if one "
+        "is configured, else at its own retained position)");
   }
   auto st = d.start_source_with_retry();
   if (!st) {
