@@ -158,11 +158,21 @@ RECORDS=$WORK/records.jsonl
 record() { printf '%s\n' "$1" >>"$RECORDS"; }
 
 now_ns() { date +%s%N; }
-# utime+stime of a process in seconds, from /proc/PID/stat (fields after the command name).
+# utime+stime of a process in clock ticks, from /proc/PID/stat (fields after the command
+# name), into the variable named $2; shell builtins only (no process started), so it can be
+# sampled often. Fails when the process is gone.
+cpu_ticks() { # pid var
+  local line fields
+  { read -r line <"/proc/$1/stat"; } 2>/dev/null || return 1
+  read -r -a fields <<<"${line##*) }"
+  printf -v "$2" '%d' $((fields[11] + fields[12]))
+}
+ticks_to_s() { awk -v t="$1" -v hz="$CLK_TCK" 'BEGIN { printf "%.2f", t / hz }'; }
+# The same in seconds; 0 when the process is gone.
 cpu_s() {
-  local rest
-  rest=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null) || { echo 0; return; }
-  awk -v t="$CLK_TCK" '{ printf "%.2f", ($12 + $13) / t }' <<<"$rest"
+  local ticks
+  cpu_ticks "$1" ticks || { echo 0; return; }
+  ticks_to_s "$ticks"
 }
 hwm_kb() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0; }
 
@@ -329,16 +339,15 @@ walsender_cpu_until_exit() { # client-pid
     sleep 0.01
   done
   [[ -n $wpid ]] || { echo 0; return; }
-  local line fields ticks=0 tick_fd
+  local ticks=0 now tick_fd
   exec {tick_fd}<> <(:)  # a pipe nobody writes: `read -t` on it is a builtin sleep
   while kill -0 "$client" 2>/dev/null; do
-    { read -r line <"/proc/$wpid/stat"; } 2>/dev/null || break  # gone: keep the last sample
-    read -r -a fields <<<"${line##*) }"
-    ticks=$((fields[11] + fields[12]))
+    cpu_ticks "$wpid" now || break  # gone: keep the last sample
+    ticks=$now
     read -r -t 0.02 -u "$tick_fd" _ || true
   done
   exec {tick_fd}<&-
-  awk -v t="$ticks" -v hz="$CLK_TCK" 'BEGIN { printf "%.2f", t / hz }'
+  ticks_to_s "$ticks"
 }
 
 # One workload: slots for every decoder (and repetition) first, then the load, then the

@@ -431,6 +431,14 @@ class IncrementalSnapshotSource final : public Source {
 
   bool runnable() const { return !state_.paused && has_unfinished(); }
 
+  // The table the next chunk comes from: the first one not complete, in request order.
+  IncrementalSnapshotTableState* next_table() {
+    for (auto& t : state_.tables) {
+      if (!t.complete) return &t;
+    }
+    return nullptr;
+  }
+
   IncrementalSnapshotTableState* table_state(const std::string& name) {
     for (auto& t : state_.tables) {
       if (t.table == name) return &t;
@@ -598,13 +606,7 @@ class IncrementalSnapshotSource final : public Source {
         std::chrono::steady_clock::now() < retry_at_) {
       return;
     }
-    const IncrementalSnapshotTableState* t = nullptr;
-    for (const auto& s : state_.tables) {
-      if (!s.complete) {
-        t = &s;
-        break;
-      }
-    }
+    const IncrementalSnapshotTableState* t = next_table();
     if (!t) return;
     auto info = infos_.find(t->table);
     if (info == infos_.end()) return;  // described (synchronously) by the next begin_chunk
@@ -634,18 +636,12 @@ class IncrementalSnapshotSource final : public Source {
   // Waits for a read under way and drops it (before anything else uses the backend).
   void drop_prefetch() {
     if (!prefetch_) return;
-    if (prefetch_->read.valid()) (void)prefetch_->read.get();
+    (void)prefetch_->read.get();
     prefetch_.reset();
   }
 
   Status begin_chunk() {
-    IncrementalSnapshotTableState* t = nullptr;
-    for (auto& s : state_.tables) {
-      if (!s.complete) {
-        t = &s;
-        break;
-      }
-    }
+    IncrementalSnapshotTableState* t = next_table();
     if (!t) return ok();
     auto info_it = infos_.find(t->table);
     if (info_it == infos_.end()) {
