@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Fuzzes the pgoutput decoder for SECONDS (default 60) with libFuzzer.
+# Fuzzes the pgoutput decoder (and the COPY text rows of the blocking snapshot) for SECONDS
+# (default 60) with libFuzzer.
 #   scripts/fuzz-pgoutput.sh [SECONDS]
 # Builds tests/fuzz/pgoutput_fuzz with clang-14 in build-fuzz, seeds a corpus from the golden
 # frames (one binary file per frame line) and tests/fuzz/regressions/pgoutput, then runs.

@@ -46,17 +46,20 @@ class BatchQueue {
   }
 
   /// Moves up to `max_events` of the oldest events to the end of `out`, in order; returns how
-  /// many.
+  /// many. Into an empty `out`, a whole first batch of at least half of `max_events` changes
+  /// hands by a swap, and only that batch is returned: a big batch (a blocking snapshot's)
+  /// moves none of its events, and small ones (transactions) are still gathered.
   std::size_t take(std::vector<Event>& out, std::size_t max_events) {
     const std::size_t want = std::min(max_events, events_);
     if (want == 0) return 0;
     Batch& first = batches_.front();
-    if (out.empty() && first.next == 0 && first.events.size() == want) {
+    const std::size_t whole = first.events.size();
+    if (out.empty() && first.next == 0 && whole <= want && 2 * whole >= max_events) {
       out.swap(first.events);
-      events_ -= want;
+      events_ -= whole;
       bytes_ -= std::min(bytes_, first.bytes);
       batches_.pop_front();
-      return want;
+      return whole;
     }
     out.reserve(out.size() + want);
     std::size_t n = 0;

@@ -244,7 +244,7 @@ void write_names(RawBuffer& b, const std::vector<std::string>& names) {
   b.ch(']');
 }
 
-void write_event(RawBuffer& b, const Event& e) {
+void write_event_impl(RawBuffer& b, const Event& e) {
   b.lit("{\"before\":");
   if (const Row* before = e.before.row()) {
     write_row(b, *before);
@@ -327,11 +327,15 @@ void write_event(RawBuffer& b, const Event& e) {
 
 }  // namespace
 
+namespace detail {
+void write_event_json(RawBuffer& b, const Event& e) { write_event_impl(b, e); }
+}  // namespace detail
+
 void Event::append_json(std::string& out) const {
   // Built in a per-thread scratch buffer through a raw cursor, then copied out in one piece.
   thread_local RawBuffer scratch;
   scratch.clear();
-  write_event(scratch, *this);
+  write_event_impl(scratch, *this);
   out.append(scratch.view());
 }
 

@@ -9,6 +9,10 @@
 #include <string>
 #include <string_view>
 
+namespace cppcdc {
+class Event;  // cppcdc/event.hpp
+}
+
 namespace cppcdc::detail {
 
 /// True when some byte of `s` must be escaped inside a JSON string: a control character
@@ -163,6 +167,19 @@ class RawBuffer {
   std::string_view view() const noexcept {
     return {data_, static_cast<std::size_t>(cur_ - data_)};
   }
+  const char* data() const noexcept { return data_; }
+  std::size_t size() const noexcept { return static_cast<std::size_t>(cur_ - data_); }
+  bool empty() const noexcept { return cur_ == data_; }
+  /// Drops the first `n` bytes (at most size()), keeping the rest in order.
+  void consume(std::size_t n) noexcept {
+    const std::size_t used = size();
+    if (n >= used) {
+      cur_ = data_;
+      return;
+    }
+    std::memmove(data_, data_ + n, used - n);
+    cur_ = data_ + (used - n);
+  }
   void need(std::size_t n) {
     if (static_cast<std::size_t>(end_ - cur_) < n) grow(n);
   }
@@ -214,5 +231,9 @@ class RawBuffer {
   char* cur_ = nullptr;
   char* end_ = nullptr;
 };
+
+/// Appends `e` as one JSON envelope (no newline) to `b`: what Event::append_json writes, for
+/// a sink that serialises a batch into one buffer (event.cpp).
+void write_event_json(RawBuffer& b, const Event& e);
 
 }  // namespace cppcdc::detail

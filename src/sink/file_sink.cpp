@@ -16,6 +16,7 @@
 #include <system_error>
 
 #include "core/fault.hpp"
+#include "core/json_write.hpp"
 #include "cppcdc/sink.hpp"
 
 namespace cppcdc {
@@ -152,8 +153,8 @@ class FileSink final : public Sink {
   Status write(std::span<const Event> events) override {
     if (fd_ < 0) return fail(Error::invalid_state("file sink '" + path_.string() + "' is closed"));
     for (const Event& event : events) {
-      event.append_json(buffer_);
-      buffer_.push_back('\n');
+      detail::write_event_json(buffer_, event);
+      buffer_.ch('\n');
     }
     return ok();
   }
@@ -170,7 +171,7 @@ class FileSink final : public Sink {
         st = write_all(fd_, buffer_.data(), buffer_.size(), written, path_);
       }
       // Bytes that reached the file are never written twice: a retry continues after them.
-      buffer_.erase(0, written);
+      buffer_.consume(written);
       unsynced_ = unsynced_ || written > 0;
       if (!st) return st;
     }
@@ -196,7 +197,7 @@ class FileSink final : public Sink {
   std::filesystem::path path_;
   int fd_;
   bool unsynced_ = false;  // bytes were written since the last successful fsync
-  std::string buffer_;     // serialised lines not yet written; reused across batches
+  detail::RawBuffer buffer_;  // serialised lines not yet written; reused across batches
 };
 
 }  // namespace

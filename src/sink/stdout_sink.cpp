@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 
+#include "core/json_write.hpp"
 #include "cppcdc/sink.hpp"
 
 namespace cppcdc {
@@ -16,8 +17,8 @@ class StdoutSink final : public Sink {
  public:
   Status write(std::span<const Event> events) override {
     for (const Event& event : events) {
-      event.append_json(buffer_);
-      buffer_.push_back('\n');
+      detail::write_event_json(buffer_, event);
+      buffer_.ch('\n');
     }
     return ok();
   }
@@ -26,7 +27,7 @@ class StdoutSink final : public Sink {
     if (!buffer_.empty()) {
       std::clearerr(stdout);
       const std::size_t n = std::fwrite(buffer_.data(), 1, buffer_.size(), stdout);
-      buffer_.erase(0, n);
+      buffer_.consume(n);
       if (!buffer_.empty()) return fail(error("cannot write to standard output"));
     }
     if (std::fflush(stdout) != 0) return fail(error("cannot flush standard output"));
@@ -44,7 +45,7 @@ class StdoutSink final : public Sink {
                        what + ": " + (err != 0 ? std::strerror(err) : "unknown error"));
   }
 
-  std::string buffer_;  // serialised lines not yet handed to stdio; reused across batches
+  detail::RawBuffer buffer_;  // serialised lines not yet handed to stdio; reused across batches
 };
 
 }  // namespace

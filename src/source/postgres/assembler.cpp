@@ -1,7 +1,5 @@
 #include "source/postgres/assembler.hpp"
 
-#include <libpq-fe.h>
-
 #include "core/json_write.hpp"
 #include "core/text_util.hpp"
 
@@ -522,39 +520,38 @@ Result<Event> TransactionAssembler::make_read(std::uint32_t relation_id, TupleDa
   return e;
 }
 
-Status TransactionAssembler::append_reads(std::uint32_t relation_id, const PGresult* res,
-                                          int count, Lsn position, std::int64_t timestamp_ms,
+Status TransactionAssembler::append_reads(std::uint32_t relation_id,
+                                          std::span<const std::string_view> rows, Lsn position,
+                                          std::int64_t timestamp_ms,
                                           const SnapshotMetadata& snapshot,
-                                          std::vector<Event>& out, std::vector<Event>* spare) {
+                                          std::vector<Event>& out, std::size_t& used,
+                                          std::vector<std::size_t>* sizes) {
   auto found = relation(relation_id, "snapshot row");
   if (!found) return fail(found.error());
   const Relation& rel = **found;
   const auto& columns = rel.msg.columns;
-  if (PQnfields(res) != static_cast<int>(columns.size())) {
-    return fail(Error::invalid_data(
-        "snapshot rows of " + qualified(rel.msg) + " carry " + std::to_string(PQnfields(res)) +
-        " columns but the table's description has " + std::to_string(columns.size())));
-  }
-  for (int c = 0; c < PQnfields(res); ++c) {
-    if (PQfformat(res, c) != 0) {
-      return fail(Error::invalid_data("snapshot column '" + columns[c].name + "' of " +
-                                      qualified(rel.msg) + " arrived in binary format"));
-    }
-  }
   // The same for every row of the chunk: made once, copied.
   const std::string offset = position.to_string();
   const std::int64_t now = clock();
-  out.reserve(out.size() + static_cast<std::size_t>(std::max(count, 0)));
-  for (int r = 0; r < count; ++r) {
-    if (spare && !spare->empty()) {
-      out.push_back(std::move(spare->back()));
-      spare->pop_back();
-    } else {
-      out.emplace_back();
+  if (out.size() < used) return fail(Error::invalid_state("append_reads: used is past the end"));
+  if (out.size() < used + rows.size()) out.resize(used + rows.size());
+  std::vector<CopyField>& fields = copy_fields_;
+  std::size_t next = used;
+  if (sizes) sizes->resize(used);
+  for (const std::string_view line : rows) {
+    split_copy_row(line, fields);
+    if (fields.size() != columns.size()) {
+      // Nothing of this chunk is handed over: `used` stays where it was, and the events
+      // written past it remain reusable.
+      if (sizes) sizes->resize(used);
+      return fail(Error::invalid_data(
+          "a snapshot row of " + qualified(rel.msg) + " carries " +
+          std::to_string(fields.size()) + " columns but the table's description has " +
+          std::to_string(columns.size())));
     }
     // Every field is set, whatever a reused event held before: assignments keep the
     // strings' and vectors' memory, so a reused event costs no allocation.
-    Event& e = out.back();
+    Event& e = out[next++];
     e.op = Operation::kRead;
     e.before = BeforeImage();
     e.source.source_name = source_name_;
@@ -575,24 +572,26 @@ Status TransactionAssembler::append_reads(std::uint32_t relation_id, const PGres
     Row& row = e.after ? *e.after : e.after.emplace();
     row.resize(columns.size());
     for (std::size_t i = 0; i < columns.size(); ++i) {
-      const int c = static_cast<int>(i);
       ColumnValue& v = row[i];
+      const CopyField& f = fields[i];
       v.name = columns[i].name;
       v.is_json = rel.is_json[i];
-      if (PQgetisnull(res, r, c)) {
+      if (f.null) {
         v.text.reset();
         continue;
       }
-      const std::string_view text(PQgetvalue(res, r, c),
-                                  static_cast<std::size_t>(PQgetlength(res, r, c)));
-      if (v.text) {
-        v.text->assign(text);
+      if (!v.text) v.text.emplace();
+      if (f.escaped) {
+        unescape_copy_field(f.raw, *v.text);
       } else {
-        v.text.emplace(text);
+        v.text->assign(f.raw);
       }
       if (v.is_json) one_line_json(*v.text);
     }
+    // Measured now, while the event is in cache, rather than when it is queued.
+    if (sizes) sizes->push_back(detail::approx_event_bytes(e));
   }
+  used = next;
   return ok();
 }
 

@@ -18,16 +18,16 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "core/event_spill.hpp"
 #include "cppcdc/event.hpp"
+#include "source/postgres/copy_text.hpp"
 #include "source/postgres/pgoutput.hpp"
 
-struct pg_result;
-typedef struct pg_result PGresult;  // libpq's, as libpq-fe.h declares it
 
 namespace cppcdc::pg {
 
@@ -102,17 +102,21 @@ class TransactionAssembler {
   Result<Event> make_read(std::uint32_t relation_id, TupleData tuple, Lsn position,
                           std::int64_t timestamp_ms);
 
-  /// Snapshot rows [0, count) of `res` as events of op `read`, appended to `out` (built in
-  /// place: the blocking snapshot's hot path). `res` is a result whose columns are the
-  /// relation's published columns in order, in text format (keyset_chunk_query). The values
+  /// Snapshot rows of relation `relation_id` as events of op `read`, written to
+  /// out[used, used + rows.size()) and `used` advanced past them (built in place: the blocking
+  /// snapshot's hot path). An event already in that range (one the consumer is done with,
+  /// Source::recycle) is overwritten field by field, reusing its memory; `out` grows where it
+  /// is too short. Each of `rows` is one row of COPY ... TO STDOUT in text format
+  /// (copy_text.hpp) whose columns are the relation's published columns in order. The values
   /// take the same path as make_read's; every event carries `snapshot`, source.offset
   /// `position` and source.timestamp `timestamp_ms`. invalid_data (naming the relation) when
-  /// the relation is unknown or the result's columns do not match it (nothing is appended).
-  /// `spare`: events the consumer is done with (Source::recycle); they are taken from its
-  /// back and overwritten field by field, reusing their memory, before new ones are made.
-  Status append_reads(std::uint32_t relation_id, const PGresult* res, int count, Lsn position,
-                      std::int64_t timestamp_ms, const SnapshotMetadata& snapshot,
-                      std::vector<Event>& out, std::vector<Event>* spare = nullptr);
+  /// the relation is unknown or a row's column count does not match it; then `used` is left
+  /// as it was. With `sizes`, it is kept at one detail::approx_event_bytes per event of
+  /// out[0, used) (entries past the events it had are dropped first).
+  Status append_reads(std::uint32_t relation_id, std::span<const std::string_view> rows,
+                      Lsn position, std::int64_t timestamp_ms, const SnapshotMetadata& snapshot,
+                      std::vector<Event>& out, std::size_t& used,
+                      std::vector<std::size_t>* sizes = nullptr);
 
   /// Whether a committed transaction waits in a spill file.
   bool spilled_ready() const noexcept { return static_cast<bool>(ready_spill_.file); }
@@ -219,6 +223,7 @@ class TransactionAssembler {
     RowShapePtr bytea;
   };
   std::unordered_map<std::string, MessageShapes> message_shapes_;  // by prefix
+  std::vector<CopyField> copy_fields_;  // append_reads' split of the current row
 
   std::string source_name_;
   std::function<bool(const std::string&, const std::string&)> captured_;

@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <boost/json.hpp>
+#include <algorithm>
 #include <chrono>
+#include <span>
 
 #include "core/progress_log.hpp"
 #include "source/postgres/pg_conn.hpp"
@@ -21,6 +23,39 @@ Error bad_state(const std::string& what) {
                            "the checkpoint's snapshot progress is unreadable (" + what +
                                "); move the checkpoint file away to snapshot again from the start");
 }
+
+// Rows of COPY ... TO STDOUT as libpq hands them over (one buffer per row), owned until the
+// chunk they belong to is built.
+class CopyLines {
+ public:
+  CopyLines() = default;
+  CopyLines(const CopyLines&) = delete;
+  CopyLines& operator=(const CopyLines&) = delete;
+  ~CopyLines() { drop_first(lines_.size()); }
+
+  std::size_t size() const noexcept { return lines_.size(); }
+  void push(char* line, std::size_t len) {
+    try {
+      lines_.emplace_back(line, len);
+    } catch (...) {
+      PQfreemem(line);
+      throw;
+    }
+  }
+  std::span<const std::string_view> first(std::size_t k) const noexcept {
+    return std::span<const std::string_view>(lines_.data(), k);
+  }
+  void drop_first(std::size_t k) noexcept {
+    for (std::size_t i = 0; i < k; ++i) PQfreemem(const_cast<char*>(lines_[i].data()));
+    lines_.erase(lines_.begin(), lines_.begin() + static_cast<std::ptrdiff_t>(k));
+  }
+
+ private:
+  std::vector<std::string_view> lines_;
+};
+
+// Events per batch handed over (at least one chunk).
+constexpr std::size_t kBatchEvents = 8192;
 
 }  // namespace
 
@@ -129,6 +164,36 @@ std::string keyset_chunk_query(const TableDescription& d, const std::string& whe
   return sql;
 }
 
+std::string snapshot_copy_query(const TableDescription& d, const std::string& where,
+                                const std::optional<std::vector<std::string>>& after) {
+  std::string sql = "copy (select " + column_list(d) + " from " + table_ref(d);
+  std::string conds = where;
+  if (after && !d.key.empty()) {
+    // COPY takes no parameters: the cursor's values go in as escape-string literals (valid
+    // whatever standard_conforming_strings says), cast to the key columns' types.
+    std::string lhs = "(", rhs = "(";
+    for (std::size_t k = 0; k < d.key.size(); ++k) {
+      if (k) lhs += ", ", rhs += ", ";
+      lhs += quote_ident(d.key[k]);
+      rhs += "E'";
+      if (k < after->size()) {
+        for (const char c : (*after)[k]) {
+          if (c == '\\' || c == '\'') rhs += c;
+          rhs += c;
+        }
+      }
+      rhs += "'::" + d.key_types[k];
+    }
+    conds += (conds.empty() ? "" : " and ") + lhs + ") > " + rhs + ")";
+  }
+  if (!conds.empty()) sql += " where " + conds;
+  if (!d.key.empty()) {
+    sql += " order by ";
+    for (std::size_t k = 0; k < d.key.size(); ++k) sql += (k ? ", " : "") + quote_ident(d.key[k]);
+  }
+  return sql + ") to stdout";
+}
+
 TupleData tuple_of(const PGresult* res, int row) {
   const int ncols = PQnfields(res);
   TupleData tuple(static_cast<std::size_t>(ncols));
@@ -139,18 +204,6 @@ TupleData tuple_of(const PGresult* res, int row) {
     }
   }
   return tuple;
-}
-
-std::vector<std::string> key_values(const TableDescription& d, const PGresult* res, int row) {
-  std::vector<std::string> out;
-  for (const auto& k : d.key) {
-    const auto idx = static_cast<int>(
-        std::find_if(d.relation.columns.begin(), d.relation.columns.end(),
-                     [&](const RelationColumn& c) { return c.name == k; }) -
-        d.relation.columns.begin());
-    out.emplace_back(PQgetvalue(res, row, idx));
-  }
-  return out;
 }
 
 Result<std::vector<std::string>> leaf_tables(PGconn* conn, const std::string& publication,
@@ -242,7 +295,7 @@ Result<std::optional<SnapshotProgress>> SnapshotProgress::from_state(const std::
 Status run_snapshot(PGconn* conn, PGconn* catalog, TransactionAssembler& assembler,
                     SnapshotProgress progress,
                     const SnapshotOptions& options,
-                    const std::function<bool(std::vector<Event>&, std::vector<Event>&)>& emit,
+                    const std::function<bool(std::vector<Event>&, std::vector<std::size_t>&)>& emit,
                     const std::atomic<bool>& stop) {
   auto begin = exec(conn, "begin isolation level repeatable read read only",
                     "starting the snapshot transaction");
@@ -254,6 +307,11 @@ Status run_snapshot(PGconn* conn, PGconn* catalog, TransactionAssembler& assembl
                     "importing the slot's exported snapshot");
     if (!set) return fail(set.error());
   }
+  // Each table is read by one COPY that runs as long as the table takes: a statement_timeout
+  // set for the role would cut it off and fail the snapshot, every time, at the same length.
+  auto untimed = exec(conn, "set local statement_timeout = 0",
+                      "lifting statement_timeout for the snapshot transaction");
+  if (!untimed) return fail(untimed.error());
   if (!progress.done()) {
     // ACCESS SHARE: writes go on, but no ALTER TABLE can change a table while its rows are
     // read (each is described, after this, from the current catalog).
@@ -275,11 +333,18 @@ Status run_snapshot(PGconn* conn, PGconn* catalog, TransactionAssembler& assembl
       return fail(locked.error());
     }
   }
-  const std::uint32_t n = std::max<std::uint32_t>(1, options.chunk_size);
-  const std::string limit = std::to_string(n + 1);  // one more, to know the last chunk (FETCH)
-  std::vector<Event> chunk;
-  std::vector<Event> spare;  // delivered events, reused for the next rows
-  while (!progress.done() && !stop.load()) {
+  const std::size_t n = std::max<std::uint32_t>(1, options.chunk_size);
+  CopyLines rows;                 // the rows read and not yet handed over (at most n + 1)
+  std::vector<CopyField> fields;  // a split row, for the cursor
+  // Chunks are handed over a few at a time, as one batch of up to kBatchEvents events (the
+  // consumer's batch, which then changes hands without moving its events); batch[0, used) are
+  // built, the rest are delivered events emit() handed back for reuse.
+  const std::size_t batch_events = std::max(n, kBatchEvents);
+  std::vector<Event> batch;
+  std::size_t used = 0;
+  std::vector<std::size_t> sizes;  // approx_event_bytes of batch[0, used)
+  while (!progress.done()) {
+    if (stop.load()) return ok();
     const std::string& name = progress.tables[progress.table_index];
     auto d = describe_snapshot_table(catalog, name);
     if (!d) return fail(d.error());
@@ -297,93 +362,100 @@ Status run_snapshot(PGconn* conn, PGconn* catalog, TransactionAssembler& assembl
       spdlog::warn("table {} has no primary key: its snapshot cannot resume mid-table and is "
                    "read again from the start after a restart",
                    name);
-      auto declared = exec(conn, "declare cppcdc_snapshot no scroll cursor for select " +
-                                     column_list(*d) + " from " + table_ref(*d) +
-                                     (where.empty() ? "" : " where " + where),
-                           "opening the snapshot cursor of " + name);
-      if (!declared) return fail(declared.error());
+    } else if (progress.cursor && progress.cursor->size() != d->key.size()) {
+      return fail(bad_state("the cursor of " + name + " has " +
+                            std::to_string(progress.cursor->size()) +
+                            " value(s) but its primary key has " +
+                            std::to_string(d->key.size()) + " column(s)"));
+    }
+    std::vector<std::size_t> key_columns;  // positions of the key columns in a row
+    for (const auto& k : d->key) {
+      const auto& cols = d->relation.columns;
+      key_columns.push_back(static_cast<std::size_t>(
+          std::find_if(cols.begin(), cols.end(),
+                       [&](const RelationColumn& c) { return c.name == k; }) -
+          cols.begin()));
     }
     cppcdc::detail::ProgressLog log(name, d->estimated_rows, progress.rows);
-    const std::string what = "reading a snapshot chunk of " + name;
-    // Keyed tables: the next chunk's query goes out as soon as this chunk's last key is
-    // known, before its rows become events, so the server reads one chunk while cppcdc
-    // converts and hands over the previous one.
-    bool query_sent = false;
-    auto send_chunk_query = [&]() -> Status {
-      std::vector<std::optional<std::string>> params;
-      if (progress.cursor) params.assign(progress.cursor->begin(), progress.cursor->end());
-      CPPCDC_TRY(detail::send_query(
-          conn, keyset_chunk_query(*d, where, progress.cursor.has_value(), n + 1), what, params));
-      query_sent = true;
-      return ok();
-    };
+    const std::string what = "reading the snapshot of " + name;
+    // One COPY per table, in key order from the cursor, cut into chunks of n rows here: the
+    // server streams rows while cppcdc converts and hands over the previous chunk, and pays
+    // no query per chunk. Each chunk's last key becomes the cursor a restart continues from.
+    detail::PgResultPtr started(
+        PQexec(conn, snapshot_copy_query(*d, where, progress.cursor).c_str()));
+    if (!started || PQresultStatus(started.get()) != PGRES_COPY_OUT) {
+      return fail(detail::error_from_result(started.get(), conn, what));
+    }
+    started.reset();
+    bool ended = false;
     bool table_done = false;
-    while (!table_done && !stop.load()) {
-      detail::PgResultPtr res;
-      if (keyed) {
-        if (!query_sent) CPPCDC_TRY(send_chunk_query());
-        query_sent = false;
-        auto r = detail::receive_result(conn, what);
-        if (!r) return fail(r.error());
-        res = std::move(*r);
-      } else {
-        auto r = exec(conn, "fetch " + limit + " from cppcdc_snapshot", what);
-        if (!r) return fail(r.error());
-        res = std::move(*r);
+    while (!table_done) {
+      // n rows, and one more to know whether this chunk is the table's last.
+      while (!ended && rows.size() <= n) {
+        char* line = nullptr;
+        const int len = PQgetCopyData(conn, &line, 0);
+        if (len > 0) {
+          rows.push(line, static_cast<std::size_t>(len));
+        } else if (len == -1) {
+          auto end = detail::receive_result(conn, what);  // COPY's own status
+          if (!end) return fail(end.error());
+          ended = true;
+        } else {
+          return fail(detail::error_from_conn(conn, what));
+        }
       }
-      const int got = PQntuples(res.get());
-      const int take = std::min<int>(got, static_cast<int>(n));
-      table_done = got <= static_cast<int>(n);
-      if (!keyed && !table_done) {
-        // FETCH moved past the look-ahead row: step back over it.
-        auto back = exec(conn, "move backward 1 in cppcdc_snapshot", "rewinding the cursor");
-        if (!back) return fail(back.error());
-      }
+      const std::size_t take = std::min(rows.size(), n);
+      table_done = ended && rows.size() <= n;
       const SnapshotMetadata meta{progress.id, progress.chunk, table_done};
       // The progress after this chunk rides on its last event, so it is saved only once the
       // chunk is acknowledged.
-      progress.rows += static_cast<std::uint64_t>(take);
+      progress.rows += take;
       ++progress.chunk;
-      if (take > 0 && keyed) progress.cursor = key_values(*d, res.get(), take - 1);
-      if (keyed && !table_done && !stop.load()) CPPCDC_TRY(send_chunk_query());
-      auto built = assembler.append_reads(d->relation.relation_id, res.get(), take,
+      const std::size_t chunk_start = used;
+      auto built = assembler.append_reads(d->relation.relation_id, rows.first(take),
                                           progress.stream_start, progress.started_ms, meta,
-                                          chunk, &spare);
-      if (!built) {
-        if (query_sent) detail::discard_results(conn);
-        return fail(built.error().context("snapshot of " + name));
+                                          batch, used, &sizes);
+      if (!built) return fail(built.error().context("snapshot of " + name));
+      if (take > 0 && keyed) {
+        split_copy_row(rows.first(take).back(), fields);
+        std::vector<std::string> cursor(key_columns.size());
+        for (std::size_t k = 0; k < key_columns.size(); ++k) {
+          const CopyField& f = fields[key_columns[k]];
+          if (f.escaped) {
+            unescape_copy_field(f.raw, cursor[k]);
+          } else {
+            cursor[k].assign(f.raw);
+          }
+        }
+        progress.cursor = std::move(cursor);
       }
-      res.reset();
+      rows.drop_first(take);
       if (table_done) {
         ++progress.table_index;
         progress.cursor.reset();
         log.update(progress.rows, true);
         progress.rows = 0;
         progress.chunk = 0;
-        if (!keyed) {
-          auto closed = exec(conn, "close cppcdc_snapshot", "closing the snapshot cursor");
-          if (!closed) return fail(closed.error());
-        }
       } else {
         log.update(progress.rows, false);
       }
-      if (!chunk.empty()) {
-        chunk.back().resume_offset = progress.stream_start.to_string();
-        chunk.back().resume_state = progress.to_state();
-        if (!emit(chunk, spare)) {
-          if (query_sent) detail::discard_results(conn);
-          return ok();
-        }
-        chunk.clear();
+      if (used > chunk_start) {
+        batch[used - 1].resume_offset = progress.stream_start.to_string();
+        batch[used - 1].resume_state = progress.to_state();
       }
+      const bool last = table_done && progress.done();
+      if (used > 0 && (last || used + n > batch_events)) {
+        batch.resize(used);
+        used = 0;
+        // Stopping mid-table leaves the COPY unfinished: the caller closes the connection.
+        if (!emit(batch, sizes)) return ok();
+      }
+      if (!table_done && stop.load()) return ok();
     }
-    if (query_sent) detail::discard_results(conn);
   }
   auto end = exec(conn, "commit", "ending the snapshot transaction");
   if (!end) return fail(end.error());
-  if (progress.done()) {
-    spdlog::info("snapshot {} complete ({} table(s))", progress.id, progress.tables.size());
-  }
+  spdlog::info("snapshot {} complete ({} table(s))", progress.id, progress.tables.size());
   return ok();
 }
 

@@ -2,6 +2,9 @@
 // The blocking snapshot of the PostgreSQL source: reads the captured tables' existing rows in
 // keyset chunks inside one REPEATABLE READ transaction and hands them over as events of op
 // `read`, before the stream starts (architecture document, "Snapshot And Stream Handoff").
+// Each table is one COPY (SELECT ...) TO STDOUT in primary key order, from the saved cursor
+// on; cppcdc cuts the rows into chunks of chunk_size, and a chunk's last key is the cursor.
+// Rows cost the server what COPY costs, with no query, plan or index descent per chunk.
 //
 // On the first run the transaction imports the snapshot exported by CREATE_REPLICATION_SLOT,
 // so the stream starts exactly where the snapshot's view ends. After a restart mid-snapshot
@@ -72,8 +75,12 @@ std::string keyset_chunk_query(const TableDescription& d, const std::string& whe
 /// Row `row` of a text-format result as a pgoutput tuple (NULLs stay null).
 TupleData tuple_of(const PGresult* res, int row);
 
-/// The key values (text, key order) of row `row` of a keyset query result.
-std::vector<std::string> key_values(const TableDescription& d, const PGresult* res, int row);
+/// COPY (SELECT ...) TO STDOUT of the table's published columns: with a primary key in key
+/// order and, with `after`, only keys above it (its values in text, key order, inlined as
+/// escaped literals cast to the key types, since COPY takes no parameters); without a key in
+/// the table's own order. `where` (may be empty) is an extra condition in parentheses.
+std::string snapshot_copy_query(const TableDescription& d, const std::string& where,
+                                const std::optional<std::vector<std::string>>& after);
 
 /// The tables a snapshot of `tables` reads, named as the stream names their rows: a
 /// partitioned table as itself when `publication` publishes through the root (or does not
@@ -91,15 +98,20 @@ struct SnapshotOptions {
 /// described on `catalog` (another connection, outside the snapshot, after the tables are
 /// locked), so the description matches the table's current definition, which is what the
 /// snapshot transaction's queries use even when DDL committed after the snapshot was taken.
-/// `emit(events, spare)` hands a chunk's events over (leaving `events` empty), may add
-/// events the consumer is done with to `spare` (reused for the next chunks' rows), and
-/// returns false when the source is stopping. Returns when
-/// every table is read, `stop` is set, or on error (kinds from libpq's classification;
-/// invalid_data for a row that does not fit its table's description).
+/// `emit(events, sizes)` hands over a batch of whole chunks (up to 8,192 events, or one
+/// chunk when chunk_size is larger; the last event of each chunk carries the progress after
+/// it) with each event's detail::approx_event_bytes, leaves in `events` events the consumer
+/// is done with (or nothing), whose memory the next rows reuse, and returns false when the
+/// source is stopping. Returns when every table is read (the
+/// transaction is committed), when `stop` is set or `emit` returns false (the connection may
+/// be left inside a COPY: close it), or on error (kinds from libpq's classification;
+/// invalid_data for a row that does not fit its table's description; checkpoint for a cursor
+/// that does not fit the table's primary key). The transaction sets statement_timeout to 0
+/// for itself, since one statement reads a whole table.
 Status run_snapshot(PGconn* conn, PGconn* catalog, TransactionAssembler& assembler,
                     SnapshotProgress progress,
                     const SnapshotOptions& options,
-                    const std::function<bool(std::vector<Event>&, std::vector<Event>&)>& emit,
+                    const std::function<bool(std::vector<Event>&, std::vector<std::size_t>&)>& emit,
                     const std::atomic<bool>& stop);
 
 }  // namespace cppcdc::pg

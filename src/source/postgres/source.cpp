@@ -1012,19 +1012,23 @@ class PostgresSource final : public Source {
                  only ? std::string(" (initial_only: cppcdc stops when it is done)")
                       : " before streaming from " + snapshot_->stream_start.to_string());
     bulk_.store(true);
+    std::deque<std::vector<Event>> reusable;  // delivered batches, for the next rows
     auto st = run_snapshot(
         conn->get(), sql_.get(), *assembler_, *snapshot_, options,
-        [this](std::vector<Event>& events, std::vector<Event>& spare) {
+        [this, &reusable](std::vector<Event>& events, std::vector<std::size_t>& sizes) {
           std::vector<std::vector<Event>> done;
-          if (!push(events, nullptr, &done)) return false;
-          // Delivered events become the next chunks' rows, up to a few chunks' worth; the
-          // rest are released here, on the thread that allocated them.
-          const std::size_t keep = 4 * std::size_t{std::max<std::uint32_t>(1, config_.snapshot_chunk_size)};
+          if (!push(events, &sizes, &done)) return false;
+          // Delivered batches come back whole: the next rows are written over their events
+          // (no allocation, no event moved). A few wait for their turn; the rest are
+          // released here, on the thread that allocated them.
           for (auto& batch : done) {
-            for (auto& e : batch) {
-              if (spare.size() >= keep) break;
-              spare.push_back(std::move(e));
+            if (reusable.size() < kReusableBatches && !batch.empty()) {
+              reusable.push_back(std::move(batch));
             }
+          }
+          if (!reusable.empty()) {
+            events.swap(reusable.front());
+            reusable.pop_front();
           }
           return !stop_.load();
         },
@@ -1319,6 +1323,8 @@ class PostgresSource final : public Source {
   static constexpr std::size_t kSpillPiece = 1000;  // events read back per push
   cppcdc::detail::BatchQueue queue_;
   static constexpr std::size_t kMaxRecycled = 16384;
+  // Delivered batches the blocking snapshot keeps for its next rows.
+  static constexpr std::size_t kReusableBatches = 2;
   // A read of the replication socket that brings fewer messages than kTrickleFrames, and
   // fewer bytes than kTrickleBytes, makes the reader pause 1 ms before the next (read_loop).
   static constexpr std::uint32_t kTrickleFrames = 16;

@@ -60,6 +60,36 @@ TEST(BatchQueue, AWholeBatchChangesHandsWithoutMovingItsEvents) {
   EXPECT_EQ(out[4].table, "t4");
 }
 
+TEST(BatchQueue, ABigFirstBatchChangesHandsWholeAndSmallOnesAreGathered) {
+  BatchQueue q;
+  auto big = events(0, 6);
+  const Event* storage = big.data();
+  auto bigs = sizes(6, 1);
+  q.push(big, bigs, 6);
+  auto next = events(6, 4);
+  auto nexts = sizes(4, 1);
+  q.push(next, nexts, 4);
+  std::vector<Event> out;
+  // 6 of the 10 asked for: at least half, so the batch is swapped in and returned alone.
+  EXPECT_EQ(q.take(out, 10), 6u);
+  EXPECT_EQ(out.data(), storage);
+  EXPECT_EQ(q.size(), 4u);
+  EXPECT_EQ(q.bytes(), 4u);
+
+  out.clear();
+  for (int i = 0; i < 3; ++i) {
+    auto small = events(10 + i, 1);
+    auto smalls = sizes(1, 1);
+    q.push(small, smalls, 1);
+  }
+  // 4 + 1 + 1 + 1 queued, 20 asked for: the first batch is under half of 20, so all are
+  // gathered.
+  EXPECT_EQ(q.take(out, 20), 7u);
+  ASSERT_EQ(out.size(), 7u);
+  for (int i = 0; i < 7; ++i) EXPECT_EQ(out[i].table, "t" + std::to_string(6 + i));
+  EXPECT_TRUE(q.empty());
+}
+
 TEST(BatchQueue, TheReaderKeepsCapacityForItsNextBatch) {
   BatchQueue q;
   std::vector<Event> a;

@@ -1,10 +1,9 @@
 // Snapshot rows built in place (TransactionAssembler::append_reads): a delivered event handed
 // back for reuse must come out exactly as a freshly made one, whatever it held before, and
-// its memory must be reused. The query result is built with libpq's own result constructors
-// (PQmakeEmptyPGresult / PQsetResultAttrs / PQsetvalue), so no server is needed.
+// its memory must be reused. The rows are lines of COPY TO text format, as the server sends
+// them, so no server is needed.
 
 #include <gtest/gtest.h>
-#include <libpq-fe.h>
 
 #include <cstring>
 #include <memory>
@@ -28,35 +27,6 @@ class KeyIsId final : public CatalogLookup {
     return d;
   }
 };
-
-struct ResultDeleter {
-  void operator()(PGresult* r) const { PQclear(r); }
-};
-using ResultPtr = std::unique_ptr<PGresult, ResultDeleter>;
-
-// Rows of (id, note, doc); nullptr is SQL NULL.
-ResultPtr make_result(const std::vector<std::vector<const char*>>& rows, int columns = 3) {
-  ResultPtr res(PQmakeEmptyPGresult(nullptr, PGRES_TUPLES_OK));
-  std::vector<PGresAttDesc> attrs(static_cast<std::size_t>(columns));
-  const char* names[] = {"id", "note", "doc", "extra"};
-  for (int c = 0; c < columns; ++c) {
-    attrs[c] = PGresAttDesc{};
-    attrs[c].name = const_cast<char*>(names[c]);
-    attrs[c].format = 0;
-    attrs[c].typlen = -1;
-    attrs[c].atttypmod = -1;
-  }
-  EXPECT_EQ(PQsetResultAttrs(res.get(), columns, attrs.data()), 1);
-  for (int r = 0; r < static_cast<int>(rows.size()); ++r) {
-    for (int c = 0; c < columns; ++c) {
-      const char* v = rows[r][c];
-      EXPECT_EQ(PQsetvalue(res.get(), r, c, const_cast<char*>(v),
-                           v ? static_cast<int>(std::strlen(v)) : -1),
-                1);
-    }
-  }
-  return res;
-}
 
 class AppendReads : public ::testing::Test {
  protected:
@@ -102,56 +72,65 @@ class AppendReads : public ::testing::Test {
 };
 
 TEST_F(AppendReads, AReusedEventEqualsAFreshOneInEveryFieldAndKeepsItsMemory) {
-  auto res = make_result({{"1", "a note long enough to live on the heap", "{\"k\":\n1}"},
-                          {"2", nullptr, nullptr}});
+  // The jsonb value holds an escaped newline and the note an escaped tab and backslash.
+  const std::vector<std::string_view> rows = {
+      "1\ta note long enough to live on the heap\\t\\\\\t{\"k\":\\n1}\n", "2\t\\N\t\\N\n"};
   std::vector<Event> fresh;
-  ASSERT_TRUE(assembler.append_reads(42, res.get(), 2, Lsn(0x16B2E48), 99, meta, fresh));
+  std::size_t used = 0;
+  ASSERT_TRUE(assembler.append_reads(42, rows, Lsn(0x16B2E48), 99, meta, fresh, used));
+  ASSERT_EQ(used, 2u);
   ASSERT_EQ(fresh.size(), 2u);
   ASSERT_TRUE(fresh[0].after);
   EXPECT_EQ(fresh[0].op, Operation::kRead);
   EXPECT_EQ(fresh[0].source.offset, "0/16B2E48");
   EXPECT_EQ(fresh[0].source.timestamp, 99);
   EXPECT_EQ(*fresh[0].snapshot, meta);
+  EXPECT_EQ((*fresh[0].after)[1].text, "a note long enough to live on the heap\t\\");
   EXPECT_EQ((*fresh[0].after)[2].text, "{\"k\": 1}");  // one line, as the stream's
   EXPECT_TRUE((*fresh[0].after)[2].is_json);
   EXPECT_FALSE((*fresh[1].after)[1].text.has_value());
 
-  std::vector<Event> spare{dirty(), dirty()};
-  // spare is used from its back: remember where the heap text of each one lives.
-  const char* heap_of_first_used = (*spare[1].after)[1].text->data();
-  std::vector<Event> reused;
-  ASSERT_TRUE(
-      assembler.append_reads(42, res.get(), 2, Lsn(0x16B2E48), 99, meta, reused, &spare));
-  EXPECT_TRUE(spare.empty());
-  ASSERT_EQ(reused.size(), 2u);
+  // A delivered batch handed back: one event already built in front, two to overwrite, and
+  // one more past what the rows need, which stays as it was.
+  std::vector<Event> reused{fresh[1], dirty(), dirty(), dirty()};
+  const char* heap_of_first_overwritten = (*reused[1].after)[1].text->data();
+  used = 1;
+  ASSERT_TRUE(assembler.append_reads(42, rows, Lsn(0x16B2E48), 99, meta, reused, used));
+  ASSERT_EQ(used, 3u);
+  ASSERT_EQ(reused.size(), 4u);
+  EXPECT_EQ(reused[0], fresh[1]);
   for (std::size_t i = 0; i < 2; ++i) {
     SCOPED_TRACE(i);
-    EXPECT_EQ(reused[i], fresh[i]);
-    EXPECT_EQ(reused[i].to_json(), fresh[i].to_json());
-    EXPECT_EQ(reused[i].shape, fresh[i].shape);
-    EXPECT_EQ(reused[i].resume_offset, "");
-    EXPECT_EQ(reused[i].resume_state, "");
-    EXPECT_EQ(reused[i].log_position, 0u);
-    EXPECT_TRUE(reused[i].before.is_unavailable());
-    EXPECT_TRUE(reused[i].before.unavailable_columns().empty());
+    const Event& e = reused[1 + i];
+    EXPECT_EQ(e, fresh[i]);
+    EXPECT_EQ(e.to_json(), fresh[i].to_json());
+    EXPECT_EQ(e.shape, fresh[i].shape);
+    EXPECT_EQ(e.resume_offset, "");
+    EXPECT_EQ(e.resume_state, "");
+    EXPECT_EQ(e.log_position, 0u);
+    EXPECT_TRUE(e.before.is_unavailable());
+    EXPECT_TRUE(e.before.unavailable_columns().empty());
   }
-  // The first row's long note went into the memory the reused event's value had there.
-  EXPECT_EQ((*reused[0].after)[1].text->data(), heap_of_first_used);
+  EXPECT_EQ(reused[3], dirty());
+  // The first row's long note went into the memory the overwritten event's value had there.
+  EXPECT_EQ((*reused[1].after)[1].text->data(), heap_of_first_overwritten);
 }
 
-TEST_F(AppendReads, AResultThatDoesNotMatchTheTableIsRefusedByNameAndAddsNothing) {
-  auto res = make_result({{"1", "n", "{}", "surplus"}}, 4);
+TEST_F(AppendReads, ARowThatDoesNotMatchTheTableIsRefusedByNameAndNothingIsAdded) {
+  // The first row fits; the second has a column too many.
+  const std::vector<std::string_view> rows = {"1\tn\t{}\n", "2\tn\t{}\tsurplus\n"};
   std::vector<Event> out;
-  auto st = assembler.append_reads(42, res.get(), 1, Lsn(1), 0, meta, out);
+  std::size_t used = 0;
+  auto st = assembler.append_reads(42, rows, Lsn(1), 0, meta, out, used);
   ASSERT_FALSE(st);
   EXPECT_EQ(st.error().kind(), ErrorKind::kInvalidData);
   EXPECT_NE(st.error().message().find("public.orders"), std::string::npos)
       << st.error().message();
-  EXPECT_TRUE(out.empty());
+  EXPECT_EQ(used, 0u);  // the row built before the misfit is not counted
 
-  auto unknown = assembler.append_reads(7, res.get(), 1, Lsn(1), 0, meta, out);
+  auto unknown = assembler.append_reads(7, rows, Lsn(1), 0, meta, out, used);
   ASSERT_FALSE(unknown);
-  EXPECT_TRUE(out.empty());
+  EXPECT_EQ(used, 0u);
 }
 
 }  // namespace
