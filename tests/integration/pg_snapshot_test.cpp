@@ -280,3 +280,28 @@ TEST_F(PgSnapshot, WhenNeededSetsAnUnusableCheckpointAsideAndSnapshotsAgain) {
   EXPECT_EQ(more[0].op, Operation::kInsert);
   ASSERT_TRUE(r.runtime->stop());
 }
+
+TEST_F(PgSnapshot, ARoleStatementTimeoutDoesNotCutTheTableReadOff) {
+  // One COPY reads the whole table and lasts as long as the consumer takes; a
+  // statement_timeout set for the database (or role) must not cancel it.
+  PgSession s(it::dsn_for(db_));
+  s.query("create table wide (id int primary key, pad text);"
+          "insert into wide select g, repeat('x', 200) from generate_series(1, 200000) g");
+  s.query("alter database \"" + db_ + "\" set statement_timeout = '300ms'");
+  auto cfg = config({"public.wide"});
+  cfg.snapshot_mode = pg::SnapshotMode::kInitialOnly;
+  Reader r(db_, cfg);
+  const auto started = std::chrono::steady_clock::now();
+  ASSERT_TRUE(r.runtime->start());
+  std::set<std::string> ids;
+  const auto deadline = started + std::chrono::seconds(90);
+  while (ids.size() < 200000 && std::chrono::steady_clock::now() < deadline) {
+    auto events = r.take(300, 5);  // batches of at most 300 events, slowly
+    if (events.empty()) break;
+    for (const auto& e : events) ids.insert(id_of(e));
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  EXPECT_EQ(ids.size(), 200000u);
+  // The read did outlast the timeout (the source's queue holds a fraction of the table).
+  EXPECT_GT(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(600));
+}
