@@ -244,19 +244,8 @@ void write_names(RawBuffer& b, const std::vector<std::string>& names) {
   b.ch(']');
 }
 
-void write_event_impl(RawBuffer& b, const Event& e) {
-  b.lit("{\"before\":");
-  if (const Row* before = e.before.row()) {
-    write_row(b, *before);
-  } else {
-    b.lit("null");
-  }
-  b.lit(",\"after\":");
-  if (e.after) {
-    write_row(b, *e.after);
-  } else {
-    b.lit("null");
-  }
+// Everything of the envelope after "after" (from ,"op": to the closing brace).
+void write_tail(RawBuffer& b, const Event& e) {
   b.lit(",\"op\":\"");
   b.raw(to_string(e.op));
   b.lit("\",\"source\":{\"source_name\":");
@@ -323,6 +312,83 @@ void write_event_impl(RawBuffer& b, const Event& e) {
     write_names(b, e.before.unavailable_columns());
   }
   b.ch('}');
+}
+
+// The tail of the last envelope written on this thread without transaction metadata, and
+// every field it was written from. Consecutive events outside transactions (a snapshot's
+// rows: same source, offset, times, table, key and chunk) share their tail, which is then
+// copied instead of written again. Events inside a transaction differ at least in
+// event_index, so they are never compared.
+struct TailCache {
+  bool valid = false;
+  Operation op = Operation::kInsert;
+  std::string source_name;
+  std::string offset;
+  std::int64_t timestamp = 0;
+  std::int64_t ts = 0;
+  std::optional<std::string> schema;
+  std::string table;
+  std::optional<std::vector<std::string>> primary_key;
+  std::optional<SnapshotMetadata> snapshot;
+  std::uint16_t envelope_version = 0;
+  bool before_is_key_only = false;
+  std::vector<std::string> unavailable_columns;
+  std::vector<std::string> before_unavailable_columns;
+  std::string bytes;
+
+  bool matches(const Event& e) const {
+    return valid && op == e.op && timestamp == e.source.timestamp && ts == e.ts &&
+           envelope_version == e.envelope_version &&
+           before_is_key_only == e.before.is_key_only() && !e.transaction &&
+           snapshot == e.snapshot && table == e.table && offset == e.source.offset &&
+           source_name == e.source.source_name && schema == e.schema &&
+           primary_key == e.primary_key && unavailable_columns == e.unavailable_columns &&
+           before_unavailable_columns == e.before.unavailable_columns();
+  }
+  void keep(const Event& e, std::string_view written) {
+    op = e.op;
+    source_name = e.source.source_name;
+    offset = e.source.offset;
+    timestamp = e.source.timestamp;
+    ts = e.ts;
+    schema = e.schema;
+    table = e.table;
+    primary_key = e.primary_key;
+    snapshot = e.snapshot;
+    envelope_version = e.envelope_version;
+    before_is_key_only = e.before.is_key_only();
+    unavailable_columns = e.unavailable_columns;
+    before_unavailable_columns = e.before.unavailable_columns();
+    bytes.assign(written);
+    valid = true;
+  }
+};
+
+void write_event_impl(RawBuffer& b, const Event& e) {
+  b.lit("{\"before\":");
+  if (const Row* before = e.before.row()) {
+    write_row(b, *before);
+  } else {
+    b.lit("null");
+  }
+  b.lit(",\"after\":");
+  if (e.after) {
+    write_row(b, *e.after);
+  } else {
+    b.lit("null");
+  }
+  if (e.transaction) {
+    write_tail(b, e);
+    return;
+  }
+  thread_local TailCache cache;
+  if (cache.matches(e)) {
+    b.raw(cache.bytes);
+    return;
+  }
+  const std::size_t start = b.size();
+  write_tail(b, e);
+  cache.keep(e, b.view().substr(start));
 }
 
 }  // namespace

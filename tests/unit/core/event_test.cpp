@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
+#include <thread>
 
 #include "cppcdc/event.hpp"
 
@@ -196,4 +197,67 @@ TEST(Operation, ParsesCaseInsensitivelyAndRefusesUnknown) {
   auto bad = parse_operation("upsert");
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().kind(), ErrorKind::kConfiguration);
+}
+
+// Events outside transactions that share everything after "after" reuse the envelope tail
+// written for the one before (event.cpp, TailCache). Whatever sequence a thread writes, each
+// envelope must be byte for byte what a thread with nothing cached writes for it.
+TEST(EventJson, AReusedEnvelopeTailIsNeverStale) {
+  const Event base = EventBuilder("orders", Operation::kRead)
+                         .source({"postgres", "0/16B2E48", 1784583185586})
+                         .schema("public")
+                         .after({col("id", "1"), col("note", "a")})
+                         .primary_key({"id"})
+                         .ts(1784583185590)
+                         .snapshot({"slot@0/16B2E48", 3, false})
+                         .build();
+  std::vector<Event> variants;
+  auto vary = [&](auto change) {
+    Event e = base;
+    change(e);
+    variants.push_back(std::move(e));
+  };
+  vary([](Event& e) { e.after = Row{col("id", "2"), col("note", "b")}; });  // same tail
+  vary([](Event& e) { e.op = Operation::kInsert; });
+  vary([](Event& e) { e.source.source_name = "pg2"; });
+  vary([](Event& e) { e.source.offset = "0/16B2E49"; });
+  vary([](Event& e) { e.source.timestamp += 1; });
+  vary([](Event& e) { e.ts += 1; });
+  vary([](Event& e) { e.schema.reset(); });
+  vary([](Event& e) { e.schema = "other"; });
+  vary([](Event& e) { e.table = "orders2"; });
+  vary([](Event& e) { e.primary_key.reset(); });
+  vary([](Event& e) { e.primary_key = std::vector<std::string>{"id", "note"}; });
+  vary([](Event& e) { e.snapshot.reset(); });
+  vary([](Event& e) { e.snapshot->snapshot_id = "slot@0/1"; });
+  vary([](Event& e) { e.snapshot->chunk = 4; });
+  vary([](Event& e) { e.snapshot->is_last_chunk = true; });
+  vary([](Event& e) { e.envelope_version = 2; });
+  vary([](Event& e) { e.unavailable_columns = {"note"}; });
+  vary([](Event& e) {
+    e.op = Operation::kUpdate;
+    e.before = BeforeKeyOnly{{col("id", "1")}};
+  });
+  vary([](Event& e) {
+    e.op = Operation::kUpdate;
+    e.before = BeforeFull{{col("id", "1")}, {"note"}};
+  });
+  vary([](Event& e) { e.transaction = TransactionMetadata{7, 2, 0}; });
+  vary([](Event& e) { e.transaction = TransactionMetadata{7, 2, 1}; });
+
+  auto fresh = [](const Event& e) {  // on a new thread: nothing cached
+    std::string out;
+    std::thread([&] { out = e.to_json(); }).join();
+    return out;
+  };
+  const std::string base_json = fresh(base);
+  for (std::size_t i = 0; i < variants.size(); ++i) {
+    SCOPED_TRACE(i);
+    const std::string want = fresh(variants[i]);
+    // base, variant, variant again, base: each change of tail and each repeat.
+    EXPECT_EQ(base.to_json(), base_json);
+    EXPECT_EQ(variants[i].to_json(), want);
+    EXPECT_EQ(variants[i].to_json(), want);
+    EXPECT_EQ(base.to_json(), base_json);
+  }
 }
