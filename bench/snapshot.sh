@@ -17,7 +17,14 @@
 #   blk>null     the blocking run with the stdout sink into /dev/null: reading, decoding and
 #                encoding without writing a file (COPY writes nothing either)
 #   disk         no reader: dd writes as many bytes as the blocking run's file, 4 MiB at a
-#                time, each synced (oflag=dsync); what the disk alone allows the file sink
+#                time, each synced (oflag=dsync): what the disk alone takes for the file
+#                sink's bytes (its own speed varies between runs, so it bounds the file-sink
+#                run only roughly)
+# Each run times COPY first and the blocking read into /dev/null right after it. The "/ COPY"
+# column is the median of the runs' own ratios (a reader's time against its run's COPY);
+# seconds and rows/s are the medians of the times.
+# Start-up (about 0.1 s) and the last batch weigh on small tables: ratios from --rows below a
+# few million come out lower than those of the default 5,000,000.
 #   incremental  mode = "incremental" on a quiet table: timed to the log line that says the
 #                snapshot is complete
 # Wall time includes start-up (connecting, creating the slot). Peak RSS comes from
@@ -213,15 +220,23 @@ run_incremental() { # rep
   rm -f "$dir/events.jsonl"
 }
 
+last() { tr ' ' '\n' <<<"${results[$1]}" | grep -v '^$' | tail -n 1; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b / a }'; }
+# COPY and the blocking read into /dev/null run back to back, and each run's ratios are taken
+# against that run's own COPY: the machine's speed drifts between runs, and a ratio of two
+# times measured seconds apart drifts less than one of medians taken minutes apart.
 for ((r = 1; r <= repeat; r++)); do
   log "run $r of $repeat: COPY"
   run_copy
-  log "run $r of $repeat: blocking snapshot"
-  run_blocking "$r"
   log "run $r of $repeat: blocking snapshot to /dev/null"
   run_blocking "$r" stdout
+  log "run $r of $repeat: blocking snapshot"
+  run_blocking "$r"
   log "run $r of $repeat: incremental snapshot"
   run_incremental "$r"
+  c=$(last copy)
+  for x in blocknull blocking disk incremental; do add "${x}_ratio" "$(ratio "$(last "$x")" "$c")"; done
+  log "run $r of $repeat: COPY ${c}s; / COPY: blk>null $(last blocknull_ratio), blocking $(last blocking_ratio), disk $(last disk_ratio), incremental $(last incremental_ratio)"
 done
 
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
@@ -234,26 +249,26 @@ file_mb=$(median <<<"${results[file_bytes]}" | awk '{ printf "%.0f", $1 / 104857
 block_rss=$(median <<<"${results[blocking_rss]}")
 incr_rss=$(median <<<"${results[incremental_rss]}")
 rate() { awk -v n="$rows" -v s="$1" 'BEGIN { printf "%.0f", n / s }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b / a }'; }
+rmed() { median <<<"${results[${1}_ratio]}"; }  # median of the runs' own ratios to COPY
 
 printf '\n%-12s %10s %12s %10s %10s\n' reader seconds rows/s "/ COPY" "peak RSS"
 printf '%-12s %10s %12s %10s %10s\n' COPY "$copy_s" "$(rate "$copy_s")" 1.00 -
 printf '%-12s %10s %12s %10s %9sM\n' blocking "$block_s" "$(rate "$block_s")" \
-  "$(ratio "$block_s" "$copy_s")" "$((block_rss / 1024))"
+  "$(rmed blocking)" "$((block_rss / 1024))"
 printf '%-12s %10s %12s %10s %10s\n' "blk>null" "$null_s" "$(rate "$null_s")" \
-  "$(ratio "$null_s" "$copy_s")" -
-printf '%-12s %10s %12s %10s %10s   (%s MB synced in 4 MiB writes: the file sink'"'"'s ceiling)\n' \
-  disk "$disk_s" "$(rate "$disk_s")" "$(ratio "$disk_s" "$copy_s")" - "$file_mb"
+  "$(rmed blocknull)" -
+printf '%-12s %10s %12s %10s %10s   (%s MB synced in 4 MiB writes: the disk alone)\n' \
+  disk "$disk_s" "$(rate "$disk_s")" "$(rmed disk)" - "$file_mb"
 printf '%-12s %10s %12s %10s %9sM\n' incremental "$incr_s" "$(rate "$incr_s")" \
-  "$(ratio "$incr_s" "$copy_s")" "$((incr_rss / 1024))"
+  "$(rmed incremental)" "$((incr_rss / 1024))"
 mkdir -p "$(dirname "$OUT")"
 cat >"$OUT" <<EOF
 {"rows": $rows, "chunk_size": $chunk, "repeat": $repeat,
  "copy": {"seconds": $copy_s, "rows_per_s": $(rate "$copy_s")},
- "blocking": {"seconds": $block_s, "rows_per_s": $(rate "$block_s"), "ratio_to_copy": $(ratio "$block_s" "$copy_s"), "peak_rss_kb": $block_rss},
- "blocking_to_dev_null": {"seconds": $null_s, "rows_per_s": $(rate "$null_s"), "ratio_to_copy": $(ratio "$null_s" "$copy_s")},
- "disk_ceiling": {"seconds": $disk_s, "bytes": $(median <<<"${results[file_bytes]}"), "rows_per_s": $(rate "$disk_s"), "ratio_to_copy": $(ratio "$disk_s" "$copy_s")},
- "incremental": {"seconds": $incr_s, "rows_per_s": $(rate "$incr_s"), "ratio_to_copy": $(ratio "$incr_s" "$copy_s"), "peak_rss_kb": $incr_rss}}
+ "blocking": {"seconds": $block_s, "rows_per_s": $(rate "$block_s"), "ratio_to_copy": $(rmed blocking), "peak_rss_kb": $block_rss},
+ "blocking_to_dev_null": {"seconds": $null_s, "rows_per_s": $(rate "$null_s"), "ratio_to_copy": $(rmed blocknull), "ratios_by_run": [$(tr ' ' ',' <<<"${results[blocknull_ratio]# }")]},
+ "disk_ceiling": {"seconds": $disk_s, "bytes": $(median <<<"${results[file_bytes]}"), "rows_per_s": $(rate "$disk_s"), "ratio_to_copy": $(rmed disk)},
+ "incremental": {"seconds": $incr_s, "rows_per_s": $(rate "$incr_s"), "ratio_to_copy": $(rmed incremental), "peak_rss_kb": $incr_rss}}
 EOF
 log "results: $OUT"
 success=1

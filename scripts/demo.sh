@@ -165,6 +165,7 @@ alter table public.orders owner to cdc;
 insert into public.customers (id, name, email) values (0, 'Grace Hopper', 'grace@example.com');
 SQL
 info "$(sql_value cdc app "select string_agg(schemaname || '.' || tablename || ' (owner ' || tableowner || ')', ', ' order by tablename) from pg_tables where schemaname = 'public'")"
+info "customers already holds one row (id 0, Grace Hopper): cppcdc's initial snapshot will deliver it as op \"read\""
 
 say "Writing $CONFIG"
 cat >"$CONFIG" <<EOF
