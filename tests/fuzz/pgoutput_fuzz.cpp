@@ -64,11 +64,7 @@ void check_copy_row(std::string_view input) {
   line += '\n';
   cppcdc::pg::split_copy_row(line, fields);
   if (fields.size() != 1 || fields[0].null) std::abort();
-  if (fields[0].escaped) {
-    cppcdc::pg::unescape_copy_field(fields[0].raw, value);
-  } else {
-    value.assign(fields[0].raw);
-  }
+  cppcdc::pg::copy_field_text(fields[0], value);
   if (value != input) std::abort();
 }
 

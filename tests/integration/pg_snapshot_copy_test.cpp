@@ -41,11 +41,7 @@ Rows copy_rows(PGconn* conn, const std::string& copy) {
         row.emplace_back();
       } else {
         std::string v;
-        if (f.escaped) {
-          pg::unescape_copy_field(f.raw, v);
-        } else {
-          v.assign(f.raw);
-        }
+        pg::copy_field_text(f, v);
         row.emplace_back(std::move(v));
       }
     }

@@ -581,11 +581,7 @@ Status TransactionAssembler::append_reads(std::uint32_t relation_id,
         continue;
       }
       if (!v.text) v.text.emplace();
-      if (f.escaped) {
-        unescape_copy_field(f.raw, *v.text);
-      } else {
-        v.text->assign(f.raw);
-      }
+      copy_field_text(f, *v.text);
       if (v.is_json) one_line_json(*v.text);
     }
     // Measured now, while the event is in cache, rather than when it is queued.

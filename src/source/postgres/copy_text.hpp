@@ -103,4 +103,14 @@ inline void unescape_copy_field(std::string_view raw, std::string& out) {
   }
 }
 
+/// The text of a non-NULL field into `out` (replacing its content): decoded when it holds
+/// escapes, copied as it is otherwise.
+inline void copy_field_text(const CopyField& f, std::string& out) {
+  if (f.escaped) {
+    unescape_copy_field(f.raw, out);
+  } else {
+    out.assign(f.raw);
+  }
+}
+
 }  // namespace cppcdc::pg

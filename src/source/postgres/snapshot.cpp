@@ -420,12 +420,7 @@ Status run_snapshot(PGconn* conn, PGconn* catalog, TransactionAssembler& assembl
         split_copy_row(rows.first(take).back(), fields);
         std::vector<std::string> cursor(key_columns.size());
         for (std::size_t k = 0; k < key_columns.size(); ++k) {
-          const CopyField& f = fields[key_columns[k]];
-          if (f.escaped) {
-            unescape_copy_field(f.raw, cursor[k]);
-          } else {
-            cursor[k].assign(f.raw);
-          }
+          copy_field_text(fields[key_columns[k]], cursor[k]);
         }
         progress.cursor = std::move(cursor);
       }

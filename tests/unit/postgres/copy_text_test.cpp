@@ -37,12 +37,10 @@ std::vector<std::optional<std::string>> decode(std::string_view line) {
   for (const auto& f : fields) {
     if (f.null) {
       out.emplace_back();
-    } else if (f.escaped) {
-      std::string v;
-      unescape_copy_field(f.raw, v);
-      out.emplace_back(v);
     } else {
-      out.emplace_back(std::string(f.raw));
+      std::string v;
+      copy_field_text(f, v);
+      out.emplace_back(std::move(v));
     }
   }
   return out;
