@@ -6,7 +6,7 @@
 #   --asan     build-asan/  Debug with AddressSanitizer + UndefinedBehaviorSanitizer
 #   --target   build only that target (e.g. cppcdc for the binary alone)
 # Extra -D options are passed to the CMake configure step. Parallel jobs: nproc
-# (override with CPPCDC_JOBS).
+# (override with CPPCDC_JOBS). ccache is used when it is installed (CPPCDC_NO_CCACHE=1: not).
 set -euo pipefail
 
 log() { printf '[build] %s\n' "$*"; }
@@ -40,6 +40,12 @@ else
   cfg=()
 fi
 JOBS=${CPPCDC_JOBS:-$(nproc)}
+# ccache, when installed, shares compiled objects between build directories and clones
+# (paths below the repository root are hashed relative to it).
+if command -v ccache >/dev/null && [[ -z "${CPPCDC_NO_CCACHE:-}" ]]; then
+  cfg+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$ROOT}
+fi
 
 # A build directory made with another generator cannot be reused by CMake: start it afresh.
 if [[ -f "$BUILD_DIR/CMakeCache.txt" ]] && ! grep -qx 'CMAKE_GENERATOR:INTERNAL=Ninja' "$BUILD_DIR/CMakeCache.txt"; then

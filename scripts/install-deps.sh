@@ -20,7 +20,7 @@ die() { printf '[install-deps] ERROR: %s\n' "$*" >&2; exit 1; }
 
 PACKAGES=(
   # toolchain
-  build-essential g++ cmake ninja-build pkg-config
+  build-essential g++ cmake ninja-build pkg-config ccache
   # clang 14 for the fuzz targets; libclang-rt-14-dev ships libclang_rt.fuzzer (libFuzzer)
   clang-14 libclang-rt-14-dev
   clang-format
