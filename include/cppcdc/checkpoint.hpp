@@ -44,33 +44,52 @@ struct CheckpointRecord {
   friend bool operator==(const CheckpointRecord&, const CheckpointRecord&) = default;
 };
 
+/// A checkpoint backend. The public calls are not virtual: save() always runs the invariant 6
+/// guard (check_monotonic) before the backend's do_save(), so no backend can skip it.
+///
+/// Threading: load() and save() may be called from any thread; saves are serialised here.
 class Checkpoint {
  public:
   virtual ~Checkpoint() = default;
   /// The last saved record, or nullopt when none was ever saved. A record that exists but
   /// cannot be read is an error (kind terminal), never nullopt.
-  virtual Result<std::optional<CheckpointRecord>> load() = 0;
-  /// Durably replaces the record. Refuses a regression (invariant 6) with kind terminal.
-  virtual Status save(const CheckpointRecord& record) = 0;
+  Result<std::optional<CheckpointRecord>> load() { return do_load(); }
+  /// Durably replaces the record. Refuses a regression (invariant 6) with kind terminal, and
+  /// refuses to overwrite a record that cannot be read (the damage would be hidden); the
+  /// previous record is kept in both cases.
+  Status save(const CheckpointRecord& record);
   /// Backend name for logs ("memory", "local_fs").
   virtual std::string name() const = 0;
+
+ protected:
+  /// load() itself.
+  virtual Result<std::optional<CheckpointRecord>> do_load() = 0;
+  /// The record save() compares the new one with: what the backend holds now. The default is
+  /// do_load(); a backend that caches what it last wrote may answer from the cache.
+  virtual Result<std::optional<CheckpointRecord>> current_record() { return do_load(); }
+  /// Durably replaces the record. Called by save() only after the guard passed, one call at a
+  /// time.
+  virtual Status do_save(const CheckpointRecord& record) = 0;
+
+ private:
+  std::mutex save_mutex_;
 };
 
 /// Checks invariant 6 (a durable checkpoint never moves the stream position backwards) for a
-/// replacement of `previous` by `next`, as strictly as the source allows (architecture
-/// document, "Safety Invariants"): PostgreSQL refuses only a zero LSN; MySQL/MariaDB
-/// file+position compares file sequence then position; SQL Server compares the commit LSN;
-/// other sources and a changed source_id are not compared. Error kind: terminal, naming both
-/// positions.
+/// replacement of `previous` by `next`, as strictly as the source allows: the PositionOrder
+/// registered for the source type (position.hpp) decides. Types without a registered order and
+/// a changed source_id are not compared. Error kind: terminal, naming both positions.
 Status check_monotonic(const std::optional<CheckpointRecord>& previous,
                        const CheckpointRecord& next);
 
 /// Keeps the record in memory. For tests and local development only.
 class InMemoryCheckpoint final : public Checkpoint {
  public:
-  Result<std::optional<CheckpointRecord>> load() override;
-  Status save(const CheckpointRecord& record) override;
   std::string name() const override { return "memory"; }
+
+ protected:
+  Result<std::optional<CheckpointRecord>> do_load() override;
+  Status do_save(const CheckpointRecord& record) override;
 
  private:
   std::mutex mutex_;
@@ -88,8 +107,6 @@ class FileCheckpoint final : public Checkpoint {
   /// Creates `dir` when missing. Error kind: configuration (cannot create / not a directory).
   static Result<std::unique_ptr<FileCheckpoint>> open(std::filesystem::path dir,
                                                       std::string source_id);
-  Result<std::optional<CheckpointRecord>> load() override;
-  Status save(const CheckpointRecord& record) override;
   std::string name() const override { return "local_fs"; }
   const std::filesystem::path& path() const noexcept { return path_; }
 
@@ -97,6 +114,11 @@ class FileCheckpoint final : public Checkpoint {
   static std::string encode(const CheckpointRecord& record);
   /// Parses the file format; `origin` names the file in errors.
   static Result<CheckpointRecord> decode(std::string_view bytes, const std::string& origin);
+
+ protected:
+  Result<std::optional<CheckpointRecord>> do_load() override;
+  Result<std::optional<CheckpointRecord>> current_record() override;
+  Status do_save(const CheckpointRecord& record) override;
 
  private:
   FileCheckpoint(std::filesystem::path dir, std::filesystem::path path);

@@ -16,6 +16,7 @@
 #include <variant>
 #include <vector>
 
+#include "cppcdc/position.hpp"
 #include "cppcdc/result.hpp"
 #include "cppcdc/row_shape.hpp"
 
@@ -158,11 +159,11 @@ class Event {
   /// source_state), e.g. a snapshot's cursor. Meaningful only where resume_offset is set; empty
   /// means no such progress. Not part of the envelope.
   std::string resume_state;
-  /// Where the change's transaction committed in the source log, on the scale the source's
-  /// incremental snapshot backend orders watermarks by (PostgreSQL: the commit record's LSN,
-  /// known from Begin; a non-transactional message: its own LSN). 0: unknown. Used to place
-  /// the event against a chunk's watermarks. Not part of the envelope.
-  std::uint64_t log_position = 0;
+  /// Where the change's transaction committed in the source log, opaque to the core and
+  /// ordered by the source's incremental snapshot backend (PostgreSQL: the commit record's LSN,
+  /// known from Begin; a non-transactional message: its own LSN). Empty: unknown. Used to
+  /// place the event against a chunk's watermarks. Not part of the envelope.
+  LogPosition log_position;
 
   bool before_is_key_only() const noexcept { return before.is_key_only(); }
   bool has_full_before() const noexcept { return before.is_full(); }

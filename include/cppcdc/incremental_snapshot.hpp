@@ -41,10 +41,11 @@ enum class BracketPosition {
   kAfter,   ///< committed after the read ended: the chunk goes out before it
 };
 
-/// A log position read as a watermark. `position` orders watermarks and events (PostgreSQL:
-/// the LSN as a 64-bit integer). `detail` is backend-specific (unused by PostgreSQL).
+/// A log position read as a watermark. `position` is on the scale of Event::log_position and
+/// ordered by the backend (compare_positions); `detail` is backend-specific (unused by
+/// PostgreSQL).
 struct Watermark {
-  std::uint64_t position = 0;
+  LogPosition position;
   std::string detail;
 };
 
@@ -89,12 +90,23 @@ class IncrementalSnapshotBackend {
       const SnapshotTableInfo& table, const std::optional<std::vector<std::string>>& cursor,
       std::size_t limit) = 0;
   /// The log position of a live event on the scale of Watermark::position; nullopt when it
-  /// has none (it is then treated as before the bracket).
-  virtual std::optional<std::uint64_t> position_of_event(const Event& event) const = 0;
-  /// Classifies an event against a bracket. The default is the ordinal test: inside when
-  /// low < position <= high, after when position > high. Override it when the log position
-  /// leads visibility (PostgreSQL does, with the in-flight set).
-  virtual BracketPosition event_in_bracket(const Event& event, std::uint64_t position,
+  /// has none (it is then treated as before the bracket). The default is Event::log_position
+  /// when it is set.
+  virtual std::optional<LogPosition> position_of_event(const Event& event) const {
+    if (event.log_position.empty()) return std::nullopt;
+    return event.log_position;
+  }
+  /// Orders two log positions of this source. The default is byte-wise
+  /// (LogPosition::compare_bytes), right for big-endian encodings such as from_u64.
+  virtual std::weak_ordering compare_positions(const LogPosition& a,
+                                               const LogPosition& b) const {
+    return LogPosition::compare_bytes(a, b);
+  }
+  /// Classifies an event against a bracket. The default is the ordinal test on
+  /// compare_positions: inside when low < position <= high, after when position > high.
+  /// Override it when the log position leads visibility (PostgreSQL does, with the in-flight
+  /// set).
+  virtual BracketPosition event_in_bracket(const Event& event, const LogPosition& position,
                                            const Watermark& low, const std::string& in_flight,
                                            const Watermark& high) const;
   /// Whether the transaction of an event already handed over could still be reported as in

@@ -26,6 +26,7 @@
 #include "cppcdc/checkpoint.hpp"
 #include "cppcdc/event.hpp"
 #include "cppcdc/incremental_snapshot.hpp"
+#include "cppcdc/pipeline.hpp"
 #include "cppcdc/result.hpp"
 #include "cppcdc/sink.hpp"
 #include "cppcdc/source.hpp"
@@ -150,8 +151,21 @@ class Runtime {
 
   /// poll -> sink.write -> sink.flush -> commit_ack until `cancel` becomes true or an error.
   /// Returns the number of events delivered. A batch that failed mid-delivery is not
-  /// acknowledged.
+  /// acknowledged. A TransactionalSink (sink.hpp) gets begin -> write -> commit(record) per
+  /// batch instead, carrying the checkpoint record the commit barrier planned; the checkpoint
+  /// backend is then not written by the runtime, and idle positions go through the sink too.
   Result<std::uint64_t> run_to_completion(Sink& sink, const std::atomic<bool>& cancel);
+
+  /// The same loop over a pipeline (pipeline.hpp): each batch is transformed, routed and
+  /// written to every sink, every sink is flushed, and only then is the batch acknowledged
+  /// (the batch as the source produced it, whatever the transforms did).
+  Result<std::uint64_t> run_to_completion(Pipeline& pipeline, const std::atomic<bool>& cancel);
+
+  /// Ends a run cleanly: polls until the source has nothing more to hand out (an empty poll),
+  /// delivering and acknowledging every batch through `pipeline`, then stops the runtime.
+  /// Returns the number of events delivered. The source goes on being read while batches keep
+  /// coming, so a source that never goes quiet is drained only as far as `cancel` lets it.
+  Result<std::uint64_t> drain_and_stop(Pipeline& pipeline, const std::atomic<bool>& cancel);
 
   RuntimeState state() const noexcept;
   RuntimeAdminSnapshot admin_snapshot() const;

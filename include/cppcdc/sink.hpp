@@ -1,13 +1,18 @@
 #pragma once
 // Sink: where delivered batches go. The runtime (or your loop) calls write() with a batch,
 // then flush(), and acknowledges only after flush() returned: a sink must make the batch
-// durable in flush() (the file sink writes and fsyncs there).
+// durable in flush() (the file sink writes and fsyncs there). A sink turns events into bytes
+// through an Encoder (codec.hpp); the built-in sinks default to the JSON envelope.
 
 #include <filesystem>
 #include <memory>
 #include <span>
 #include <string>
 
+#include <optional>
+
+#include "cppcdc/checkpoint.hpp"
+#include "cppcdc/codec.hpp"
 #include "cppcdc/event.hpp"
 #include "cppcdc/result.hpp"
 
@@ -26,13 +31,40 @@ class Sink {
   virtual std::string name() const = 0;
 };
 
-/// JSON lines on standard output, one envelope per line. flush() flushes stdout.
-std::unique_ptr<Sink> make_stdout_sink();
+/// A sink that makes a batch and the checkpoint record durable together, in one transaction of
+/// its own (Kafka under effectively_once: the records and the offsets commit atomically). When
+/// Runtime::run_to_completion drives one, each batch goes begin() -> write() -> commit(record),
+/// where `record` is what the commit barrier planned for that batch; the runtime then does not
+/// save the record through its Checkpoint backend (which must read back what the sink committed
+/// on the next start) and only confirms the source. Positions the runtime checkpoints while
+/// idle go through begin() -> commit(record) with no write.
+///
+/// The runtime runs the invariant 6 guard (check_monotonic) on `record` before commit(), so the
+/// sink need not. flush() is not called between begin() and commit().
+///
+/// Errors: a failed commit() leaves neither the batch nor the record durable (the runtime fails
+/// and the batch is delivered again after a restart); abort() is then called, and must be safe
+/// to call after a failed commit or without an open transaction.
+class TransactionalSink : public Sink {
+ public:
+  /// Opens a transaction. Refused (invalid_state) while one is open.
+  virtual Status begin() = 0;
+  /// Commits what was written since begin() together with `record` (nullopt: the checkpoint
+  /// does not change with this batch). On success both are durable; on failure neither is.
+  virtual Status commit(const std::optional<CheckpointRecord>& record) = 0;
+  /// Drops what was written since begin(). Idempotent.
+  virtual Status abort() = 0;
+};
 
-/// JSON lines appended to a file, one envelope per line. flush() writes and fsyncs. On open,
+/// One record per line on standard output, encoded by `encoder` (nullptr: the JSON envelope).
+/// flush() flushes stdout.
+std::unique_ptr<Sink> make_stdout_sink(std::unique_ptr<Encoder> encoder = nullptr);
+
+/// Records appended to a file, one per line, encoded by `encoder` (nullptr: the JSON envelope). flush() writes and fsyncs. On open,
 /// a torn final line left by a crash (bytes after the last newline) is cut off: that event
 /// was never acknowledged and is delivered again. Errors: configuration (cannot open/create
 /// the file, naming it), transient (write or fsync failed).
-Result<std::unique_ptr<Sink>> make_file_sink(const std::filesystem::path& path);
+Result<std::unique_ptr<Sink>> make_file_sink(const std::filesystem::path& path,
+                                             std::unique_ptr<Encoder> encoder = nullptr);
 
 }  // namespace cppcdc

@@ -393,7 +393,7 @@ Result<CheckpointRecord> FileCheckpoint::decode(std::string_view bytes, const st
   return record;
 }
 
-Result<std::optional<CheckpointRecord>> FileCheckpoint::load() {
+Result<std::optional<CheckpointRecord>> FileCheckpoint::do_load() {
   const std::lock_guard<std::mutex> lock(mutex_);
   return load_locked();
 }
@@ -414,24 +414,14 @@ Result<std::optional<CheckpointRecord>> FileCheckpoint::load_locked() {
   return std::optional<CheckpointRecord>(std::move(*record));
 }
 
-Status FileCheckpoint::save(const CheckpointRecord& record) {
+Result<std::optional<CheckpointRecord>> FileCheckpoint::current_record() {
   const std::lock_guard<std::mutex> lock(mutex_);
+  if (cache_valid_) return cached_;
+  return load_locked();
+}
 
-  std::optional<CheckpointRecord> previous;
-  if (cache_valid_) {
-    previous = cached_;
-  } else {
-    // A record we cannot read cannot be compared, and overwriting it would hide the damage.
-    auto loaded = load_locked();
-    if (!loaded) {
-      return fail(std::move(loaded).error().context("refusing to save the checkpoint of source '" +
-                                                    record.source_id +
-                                                    "' over an unreadable record"));
-    }
-    previous = std::move(*loaded);
-  }
-  CPPCDC_TRY(check_monotonic(previous, record));
-
+Status FileCheckpoint::do_save(const CheckpointRecord& record) {
+  const std::lock_guard<std::mutex> lock(mutex_);
   const std::string bytes = encode(record);
   // Guard against writing something load() would then refuse (e.g. a string that is not valid
   // UTF-8, which JSON cannot carry).

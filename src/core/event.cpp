@@ -214,6 +214,10 @@ Status Event::validate() const {
 
 namespace {
 
+using detail::json_lit;
+using detail::json_sint;
+using detail::json_str;
+using detail::json_uint;
 using detail::RawBuffer;
 
 void write_row(RawBuffer& b, const Row& row) {
@@ -222,14 +226,14 @@ void write_row(RawBuffer& b, const Row& row) {
   for (const auto& c : row) {
     if (!first) b.ch(',');
     first = false;
-    b.str(c.name);
+    json_str(b, c.name);
     b.ch(':');
     if (!c.text) {
-      b.lit("null");
+      json_lit(b, "null");
     } else if (c.is_json) {
       b.raw(*c.text);
     } else {
-      b.str(*c.text);
+      json_str(b, *c.text);
     }
   }
   b.ch('}');
@@ -239,76 +243,76 @@ void write_names(RawBuffer& b, const std::vector<std::string>& names) {
   b.ch('[');
   for (std::size_t i = 0; i < names.size(); ++i) {
     if (i) b.ch(',');
-    b.str(names[i]);
+    json_str(b, names[i]);
   }
   b.ch(']');
 }
 
 // Everything of the envelope after "after" (from ,"op": to the closing brace).
 void write_tail(RawBuffer& b, const Event& e) {
-  b.lit(",\"op\":\"");
+  json_lit(b, ",\"op\":\"");
   b.raw(to_string(e.op));
-  b.lit("\",\"source\":{\"source_name\":");
-  b.str(e.source.source_name);
-  b.lit(",\"offset\":");
-  b.str(e.source.offset);
-  b.lit(",\"timestamp\":");
-  b.sint(e.source.timestamp);
-  b.lit("},\"ts\":");
-  b.sint(e.ts);
-  b.lit(",\"schema\":");
+  json_lit(b, "\",\"source\":{\"source_name\":");
+  json_str(b, e.source.source_name);
+  json_lit(b, ",\"offset\":");
+  json_str(b, e.source.offset);
+  json_lit(b, ",\"timestamp\":");
+  json_sint(b, e.source.timestamp);
+  json_lit(b, "},\"ts\":");
+  json_sint(b, e.ts);
+  json_lit(b, ",\"schema\":");
   if (e.schema) {
-    b.str(*e.schema);
+    json_str(b, *e.schema);
   } else {
-    b.lit("null");
+    json_lit(b, "null");
   }
-  b.lit(",\"table\":");
-  b.str(e.table);
-  b.lit(",\"primary_key\":");
+  json_lit(b, ",\"table\":");
+  json_str(b, e.table);
+  json_lit(b, ",\"primary_key\":");
   if (e.primary_key) {
     write_names(b, *e.primary_key);
   } else {
-    b.lit("null");
+    json_lit(b, "null");
   }
-  b.lit(",\"snapshot\":");
+  json_lit(b, ",\"snapshot\":");
   if (e.snapshot) {
-    b.lit("{\"snapshot_id\":");
-    b.str(e.snapshot->snapshot_id);
-    b.lit(",\"chunk\":");
-    b.uint(e.snapshot->chunk);
+    json_lit(b, "{\"snapshot_id\":");
+    json_str(b, e.snapshot->snapshot_id);
+    json_lit(b, ",\"chunk\":");
+    json_uint(b, e.snapshot->chunk);
     if (e.snapshot->is_last_chunk) {
-      b.lit(",\"is_last_chunk\":true}");
+      json_lit(b, ",\"is_last_chunk\":true}");
     } else {
-      b.lit(",\"is_last_chunk\":false}");
+      json_lit(b, ",\"is_last_chunk\":false}");
     }
   } else {
-    b.lit("null");
+    json_lit(b, "null");
   }
-  b.lit(",\"transaction\":");
+  json_lit(b, ",\"transaction\":");
   if (e.transaction) {
-    b.lit("{\"tx_id\":");
-    b.uint(e.transaction->tx_id);
-    b.lit(",\"total_events\":");
-    b.uint(e.transaction->total_events);
-    b.lit(",\"event_index\":");
-    b.uint(e.transaction->event_index);
+    json_lit(b, "{\"tx_id\":");
+    json_uint(b, e.transaction->tx_id);
+    json_lit(b, ",\"total_events\":");
+    json_uint(b, e.transaction->total_events);
+    json_lit(b, ",\"event_index\":");
+    json_uint(b, e.transaction->event_index);
     b.ch('}');
   } else {
-    b.lit("null");
+    json_lit(b, "null");
   }
-  b.lit(",\"envelope_version\":");
-  b.uint(e.envelope_version);
+  json_lit(b, ",\"envelope_version\":");
+  json_uint(b, e.envelope_version);
   if (e.before.is_key_only()) {
-    b.lit(",\"before_is_key_only\":true");
+    json_lit(b, ",\"before_is_key_only\":true");
   } else {
-    b.lit(",\"before_is_key_only\":false");
+    json_lit(b, ",\"before_is_key_only\":false");
   }
   if (!e.unavailable_columns.empty()) {
-    b.lit(",\"unavailable_columns\":");
+    json_lit(b, ",\"unavailable_columns\":");
     write_names(b, e.unavailable_columns);
   }
   if (!e.before.unavailable_columns().empty()) {
-    b.lit(",\"before_unavailable_columns\":");
+    json_lit(b, ",\"before_unavailable_columns\":");
     write_names(b, e.before.unavailable_columns());
   }
   b.ch('}');
@@ -365,17 +369,17 @@ struct TailCache {
 };
 
 void write_event_impl(RawBuffer& b, const Event& e) {
-  b.lit("{\"before\":");
+  json_lit(b, "{\"before\":");
   if (const Row* before = e.before.row()) {
     write_row(b, *before);
   } else {
-    b.lit("null");
+    json_lit(b, "null");
   }
-  b.lit(",\"after\":");
+  json_lit(b, ",\"after\":");
   if (e.after) {
     write_row(b, *e.after);
   } else {
-    b.lit("null");
+    json_lit(b, "null");
   }
   if (e.transaction) {
     write_tail(b, e);

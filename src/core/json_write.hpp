@@ -13,6 +13,8 @@ namespace cppcdc {
 class Event;  // cppcdc/event.hpp
 }
 
+#include "cppcdc/buffer.hpp"
+
 namespace cppcdc::detail {
 
 /// True when some byte of `s` must be escaped inside a JSON string: a control character
@@ -153,84 +155,28 @@ inline void append_int(std::string& out, std::int64_t v) {
   out.append(buf, static_cast<std::size_t>(write_int(buf, v) - buf));
 }
 
-/// A growable byte buffer written through a raw cursor: the hot path's JSON is built here and
-/// copied out once, so no write pays std::string's bounds check or zero-filling. Call need(n)
-/// before writing n bytes at cur().
-class RawBuffer {
- public:
-  RawBuffer() = default;
-  RawBuffer(const RawBuffer&) = delete;
-  RawBuffer& operator=(const RawBuffer&) = delete;
-  ~RawBuffer() { std::free(data_); }
+/// The hot path's JSON is written into a ByteBuffer (buffer.hpp) through these helpers.
+using RawBuffer = ByteBuffer;
 
-  void clear() noexcept { cur_ = data_; }
-  std::string_view view() const noexcept {
-    return {data_, static_cast<std::size_t>(cur_ - data_)};
-  }
-  const char* data() const noexcept { return data_; }
-  std::size_t size() const noexcept { return static_cast<std::size_t>(cur_ - data_); }
-  bool empty() const noexcept { return cur_ == data_; }
-  /// Drops the first `n` bytes (at most size()), keeping the rest in order.
-  void consume(std::size_t n) noexcept {
-    const std::size_t used = size();
-    if (n >= used) {
-      cur_ = data_;
-      return;
-    }
-    std::memmove(data_, data_ + n, used - n);
-    cur_ = data_ + (used - n);
-  }
-  void need(std::size_t n) {
-    if (static_cast<std::size_t>(end_ - cur_) < n) grow(n);
-  }
-  char*& cur() noexcept { return cur_; }
-
-  template <std::size_t N>
-  void lit(const char (&s)[N]) {  // a string literal, without its terminator
-    need(N - 1);
-    std::memcpy(cur_, s, N - 1);
-    cur_ += N - 1;
-  }
-  void raw(std::string_view s) {
-    need(s.size());
-    std::memcpy(cur_, s.data(), s.size());
-    cur_ += s.size();
-  }
-  void ch(char c) {
-    need(1);
-    *cur_++ = c;
-  }
-  void str(std::string_view s) {  // a JSON string literal
-    const bool escape = json_needs_escape(s);
-    need(json_string_room(s, escape));
-    cur_ = write_json_string(cur_, s, escape);
-  }
-  void uint(std::uint64_t v) {
-    need(24);
-    cur_ = write_uint(cur_, v);
-  }
-  void sint(std::int64_t v) {
-    need(24);
-    cur_ = write_int(cur_, v);
-  }
-
- private:
-  void grow(std::size_t n) {
-    const auto used = static_cast<std::size_t>(cur_ - data_);
-    std::size_t cap = static_cast<std::size_t>(end_ - data_);
-    cap = cap ? cap * 2 : 1024;
-    if (cap < used + n) cap = used + n;
-    char* d = static_cast<char*>(std::realloc(data_, cap));
-    if (!d) throw std::bad_alloc();
-    data_ = d;
-    cur_ = d + used;
-    end_ = d + cap;
-  }
-
-  char* data_ = nullptr;
-  char* cur_ = nullptr;
-  char* end_ = nullptr;
-};
+template <std::size_t N>
+void json_lit(ByteBuffer& b, const char (&s)[N]) {  // a string literal, without its terminator
+  b.need(N - 1);
+  std::memcpy(b.cur(), s, N - 1);
+  b.cur() += N - 1;
+}
+inline void json_str(ByteBuffer& b, std::string_view s) {  // a JSON string literal
+  const bool escape = json_needs_escape(s);
+  b.need(json_string_room(s, escape));
+  b.cur() = write_json_string(b.cur(), s, escape);
+}
+inline void json_uint(ByteBuffer& b, std::uint64_t v) {
+  b.need(24);
+  b.cur() = write_uint(b.cur(), v);
+}
+inline void json_sint(ByteBuffer& b, std::int64_t v) {
+  b.need(24);
+  b.cur() = write_int(b.cur(), v);
+}
 
 /// Appends `e` as one JSON envelope (no newline) to `b`: what Event::append_json writes, for
 /// a sink that serialises a batch into one buffer (event.cpp).

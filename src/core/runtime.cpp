@@ -6,8 +6,10 @@
 #include <chrono>
 #include <deque>
 #include <mutex>
+#include <span>
 #include <thread>
 
+#include "core/commit_barrier.hpp"
 #include "core/fault.hpp"
 
 namespace cppcdc {
@@ -86,6 +88,80 @@ struct Runtime::Impl {
     events.resize(keep);
   }
 
+  detail::BarrierState barrier_state() const {
+    detail::BarrierState s;
+    s.source_type = config.source->type();
+    s.source_id = config.source->source_id();
+    s.durable = checkpoint;
+    s.initial_offset = initial_offset;
+    s.committed_events = events_committed;
+    return s;
+  }
+
+  void set_state(RuntimeState next) {
+    std::lock_guard lock(mutex);
+    state = next;
+  }
+
+  // Applies a commit plan: the record is made durable (by the checkpoint backend, or already
+  // by a transactional sink's commit when `saved_by_sink`), then the source may release up to
+  // the confirmed position (invariant 2). Any failure fails the runtime: the events are
+  // durable at the sink, the position is not, and a restart replays them.
+  Status apply(const detail::CommitPlan& plan) {
+    if (!plan.record) return ok();
+    if (transactional != nullptr) {
+      // The sink commits the record with its own transaction; the guard still runs first.
+      if (auto guarded = check_monotonic(checkpoint, *plan.record); !guarded) {
+        set_state(RuntimeState::kFailed);
+        return fail(guarded.error());
+      }
+      if (!batch_open) {  // an idle position: a transaction of its own with no events
+        if (auto begun = transactional->begin(); !begun) {
+          set_state(RuntimeState::kFailed);
+          return fail(begun.error().context("opening a transaction on " + transactional->name()));
+        }
+      }
+      batch_open = false;
+      CPPCDC_FAULT_POINT("runtime.before_checkpoint");
+      if (auto committed = transactional->commit(plan.record); !committed) {
+        (void)transactional->abort();
+        set_state(RuntimeState::kFailed);
+        return fail(committed.error().context("committing the checkpoint at " +
+                                              plan.record->offset + " in " +
+                                              transactional->name() + "'s transaction"));
+      }
+      CPPCDC_FAULT_POINT("runtime.after_checkpoint");
+    } else {
+      CPPCDC_FAULT_POINT("runtime.before_checkpoint");
+      auto saved = config.checkpoint->save(*plan.record);
+      if (!saved) {
+        set_state(RuntimeState::kFailed);
+        return fail(saved.error().context("saving the checkpoint at " + plan.record->offset));
+      }
+      CPPCDC_FAULT_POINT("runtime.after_checkpoint");
+    }
+    {
+      std::lock_guard lock(mutex);
+      checkpoint = plan.record;
+    }
+    if (!plan.confirm) return ok();
+    auto confirmed = config.source->confirm(*plan.confirm);
+    if (!confirmed) {
+      set_state(RuntimeState::kFailed);
+      return fail(confirmed.error().context("confirming checkpointed position " + *plan.confirm +
+                                            " to the source"));
+    }
+    return ok();
+  }
+
+  // While run_to_completion drives a TransactionalSink: that sink, and whether the batch being
+  // delivered holds its transaction open (commit_ack then commits it with the record).
+  TransactionalSink* transactional = nullptr;
+  bool batch_open = false;
+
+  Result<std::uint64_t> deliver_loop(Runtime& runtime, Pipeline& pipeline,
+                                     const std::atomic<bool>& cancel, bool until_quiet);
+
   // The one outstanding delivery.
   std::uint64_t next_delivery_id = 1;
   std::optional<std::uint64_t> outstanding_id;
@@ -143,13 +219,13 @@ Status Runtime::start() {
   }
   auto loaded = d.config.checkpoint->load();
   if (!loaded) {
-    d.state = RuntimeState::kFailed;
+    d.set_state(RuntimeState::kFailed);
     return fail(loaded.error().context("loading the checkpoint"));
   }
   std::optional<CheckpointRecord> record = *loaded;
   if (record && (record->source_type != d.config.source->type() ||
                  record->source_id != d.config.source->source_id())) {
-    d.state = RuntimeState::kFailed;
+    d.set_state(RuntimeState::kFailed);
     return fail(Error::checkpoint(
         ErrorKind::kTerminal,
         "the checkpoint belongs to " + record->source_type + " source '" + record->source_id +
@@ -259,38 +335,14 @@ Result<EventBatch> Runtime::poll_event_batch() {
       (!d.checkpoint || d.checkpoint->partial_tx_events == 0)) {
     // Nothing in flight and everything delivered is acknowledged: let the checkpoint (and so
     // the slot) follow the source's idle position, checkpointed before it is confirmed.
-    auto idle = d.config.source->idle_offset();
     // A source reports an idle position only when nothing of its own progress is pending; the
     // last checkpoint's state stands unless the source reports a newer one.
-    std::string idle_state = d.checkpoint ? d.checkpoint->source_state : std::string();
-    if (idle) {
-      if (auto s = d.config.source->idle_state()) idle_state = std::move(*s);
-    }
-    if (idle && (!d.checkpoint || d.checkpoint->offset != *idle ||
-                 d.checkpoint->source_state != idle_state)) {
-      CheckpointRecord record;
-      record.source_type = d.config.source->type();
-      record.source_id = d.config.source->source_id();
-      record.offset = *idle;
-      record.committed_events = d.events_committed;
-      record.source_state = idle_state;
-      record.saved_at_ms = now_ms();
-      auto saved = d.config.checkpoint->save(record);
-      if (!saved) {
-        std::lock_guard lock(d.mutex);
-        d.state = RuntimeState::kFailed;
-        return fail(saved.error().context("saving the idle position " + *idle));
-      }
-      {
-        std::lock_guard lock(d.mutex);
-        d.checkpoint = record;
-      }
-      auto confirmed = d.config.source->confirm(*idle);
-      if (!confirmed) {
-        std::lock_guard lock(d.mutex);
-        d.state = RuntimeState::kFailed;
-        return fail(confirmed.error().context("confirming the idle position " + *idle));
-      }
+    auto idle = d.config.source->idle_offset();
+    std::optional<std::string> idle_state;
+    if (idle) idle_state = d.config.source->idle_state();
+    auto plan = detail::plan_idle(d.barrier_state(), idle, idle_state, now_ms());
+    if (auto applied = d.apply(plan); !applied) {
+      return fail(applied.error().context("checkpointing the idle position " + idle.value_or("")));
     }
   }
   std::lock_guard lock(d.mutex);
@@ -328,85 +380,30 @@ Status Runtime::commit_ack(const AckToken& token) {
                                      " was already committed; each token is committed once"));
   }
   const std::size_t n = token.size();
-  // The last resumable boundary inside the acknowledged prefix, and how far the prefix
-  // reaches into the transaction after it.
-  std::optional<std::string> boundary;
-  std::string boundary_state;
-  std::size_t after_boundary = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::string& resume = (*d.scratch)[i].resume_offset;
-    if (!resume.empty()) {
-      boundary = resume;
-      boundary_state = (*d.scratch)[i].resume_state;
-      after_boundary = 0;
-    } else {
-      ++after_boundary;
-    }
-  }
-  std::uint64_t partial_events = 0;
-  std::uint64_t partial_tx = 0;
-  if (after_boundary > 0) {
-    const auto& last_tx = (*d.scratch)[n - 1].transaction;
-    if (last_tx) {
-      partial_tx = last_tx->tx_id;
-      partial_events = after_boundary;
-      if (!boundary && d.checkpoint && d.checkpoint->partial_tx_id == partial_tx) {
-        partial_events += d.checkpoint->partial_tx_events;  // the same transaction goes on
-      }
-    }
-  }
+  // The plan reads the acknowledged prefix as the source produced it.
+  auto plan = detail::plan_commit(d.barrier_state(), std::span<const Event>(d.scratch->data(), n),
+                                  now_ms());
   // Hand the unacknowledged tail out again on the next poll.
-  if (d.scratch) {
-    for (std::size_t i = d.scratch->size(); i > n; --i) d.redeliver.push_front((*d.scratch)[i - 1]);
-  }
+  for (std::size_t i = d.scratch->size(); i > n; --i) d.redeliver.push_front((*d.scratch)[i - 1]);
   d.scratch.reset();
   d.outstanding_id.reset();
-
-  const std::uint64_t committed = d.events_committed + n;
-  const std::string offset =
-      boundary ? *boundary : (d.checkpoint ? d.checkpoint->offset : d.initial_offset);
-  const std::string state =
-      boundary ? boundary_state : (d.checkpoint ? d.checkpoint->source_state : std::string());
-  const bool moved = boundary && (!d.checkpoint || d.checkpoint->offset != *boundary ||
-                                  d.checkpoint->source_state != state);
-  const bool partial_changed =
-      d.checkpoint ? (d.checkpoint->partial_tx_events != partial_events ||
-                      d.checkpoint->partial_tx_id != partial_tx)
-                   : partial_events != 0;
-  if (!offset.empty() && (moved || partial_changed)) {
-    CheckpointRecord record;
-    record.source_type = d.config.source->type();
-    record.source_id = d.config.source->source_id();
-    record.offset = offset;
-    record.committed_events = committed;
-    record.partial_tx_events = partial_events;
-    record.partial_tx_id = partial_tx;
-    record.source_state = state;
-    record.saved_at_ms = now_ms();
-    CPPCDC_FAULT_POINT("runtime.before_checkpoint");
-    auto saved = d.config.checkpoint->save(record);
-    if (!saved) {
-      // The events are durable at the sink but the position is not: they will be replayed.
-      std::lock_guard lock(d.mutex);
-      d.state = RuntimeState::kFailed;
-      return fail(saved.error().context("saving the checkpoint after acknowledging delivery " +
-                                        std::to_string(token.delivery_id())));
-    }
-    CPPCDC_FAULT_POINT("runtime.after_checkpoint");
-    {
-      std::lock_guard lock(d.mutex);
-      d.checkpoint = record;
-    }
-    auto confirmed = moved ? d.config.source->confirm(offset) : ok();
-    if (!confirmed) {
-      std::lock_guard lock(d.mutex);
-      d.state = RuntimeState::kFailed;
-      return fail(confirmed.error().context("confirming checkpointed position " + offset +
-                                            " to the source"));
+  if (d.transactional != nullptr && d.batch_open && !plan.record) {
+    // Nothing to checkpoint with this batch, but its events still commit.
+    d.batch_open = false;
+    if (auto committed = d.transactional->commit(std::nullopt); !committed) {
+      (void)d.transactional->abort();
+      d.set_state(RuntimeState::kFailed);
+      return fail(committed.error().context("committing delivery " +
+                                            std::to_string(token.delivery_id()) + " in " +
+                                            d.transactional->name() + "'s transaction"));
     }
   }
+  if (auto applied = d.apply(plan); !applied) {
+    return fail(applied.error().context("after acknowledging delivery " +
+                                        std::to_string(token.delivery_id())));
+  }
   std::lock_guard lock(d.mutex);
-  d.events_committed = committed;
+  d.events_committed = plan.committed_events;
   d.last_commit_at_ms = now_ms();
   return ok();
 }
@@ -440,32 +437,68 @@ void Runtime::force_stop() {
 }
 
 Result<std::uint64_t> Runtime::run_to_completion(Sink& sink, const std::atomic<bool>& cancel) {
+  auto pipeline = Pipeline::of(sink);
+  return run_to_completion(*pipeline, cancel);
+}
+
+Result<std::uint64_t> Runtime::run_to_completion(Pipeline& pipeline,
+                                                 const std::atomic<bool>& cancel) {
+  return impl_->deliver_loop(*this, pipeline, cancel, /*until_quiet=*/false);
+}
+
+Result<std::uint64_t> Runtime::drain_and_stop(Pipeline& pipeline, const std::atomic<bool>& cancel) {
+  auto delivered = impl_->deliver_loop(*this, pipeline, cancel, /*until_quiet=*/true);
+  if (!delivered) return delivered;
+  CPPCDC_TRY(stop());
+  return delivered;
+}
+
+Result<std::uint64_t> Runtime::Impl::deliver_loop(Runtime& runtime, Pipeline& pipeline,
+                                                  const std::atomic<bool>& cancel,
+                                                  bool until_quiet) {
+  auto& d = *this;
+  TransactionalSink* const sink = pipeline.transactional_sink();
+  d.transactional = sink;
+  struct Reset {  // the sink is only borrowed for this loop
+    Impl& d;
+    ~Reset() {
+      d.transactional = nullptr;
+      d.batch_open = false;
+    }
+  } reset{d};
   std::uint64_t delivered = 0;
   while (!cancel.load()) {
-    auto batch = poll_event_batch();
+    auto batch = runtime.poll_event_batch();
     if (!batch) return fail(batch.error());
     if (batch->empty()) {
-      if (impl_->config.source->finished()) break;
+      if (until_quiet || d.config.source->finished()) break;
       continue;
     }
-    auto written = sink.write(batch->events());
-    if (!written) {
-      return fail(written.error().context("writing a batch of " +
-                                          std::to_string(batch->size()) + " events to " +
-                                          sink.name()));
+    const auto context = [&](const char* what) {
+      return std::string(what) + " a batch of " + std::to_string(batch->size()) + " events to " +
+             pipeline.name();
+    };
+    if (sink != nullptr) {
+      if (auto begun = sink->begin(); !begun) {
+        return fail(begun.error().context(context("opening a transaction for")));
+      }
+      d.batch_open = true;
     }
-    auto flushed = sink.flush();
-    if (!flushed) {
-      return fail(flushed.error().context("flushing a batch of " +
-                                          std::to_string(batch->size()) + " events to " +
-                                          sink.name()));
+    auto written = pipeline.write(batch->events());
+    if (!written) {
+      if (sink != nullptr) (void)sink->abort();
+      return fail(written.error().context(context("writing")));
+    }
+    if (sink == nullptr) {
+      auto flushed = pipeline.flush();
+      if (!flushed) return fail(flushed.error().context(context("flushing")));
     }
     CPPCDC_FAULT_POINT("runtime.before_ack");
-    CPPCDC_TRY(commit_ack(batch->ack_mode()));
+    CPPCDC_TRY(runtime.commit_ack(batch->ack_mode()));
     delivered += batch->size();
     // Acknowledged in full and held by no one else: its memory goes back to the source.
     if (batch->events_.use_count() == 1) {
-      impl_->config.source->recycle(std::move(*batch->events_));
+      d.config.source->recycle(std::move(*batch->events_));
     }
   }
   return delivered;

@@ -16,7 +16,7 @@
 #include <system_error>
 
 #include "core/fault.hpp"
-#include "core/json_write.hpp"
+#include "cppcdc/codec.hpp"
 #include "cppcdc/sink.hpp"
 
 namespace cppcdc {
@@ -143,7 +143,8 @@ Status repair_torn_tail(int fd, const std::filesystem::path& path) {
 
 class FileSink final : public Sink {
  public:
-  FileSink(std::filesystem::path path, int fd) : path_(std::move(path)), fd_(fd) {}
+  FileSink(std::filesystem::path path, int fd, std::unique_ptr<Encoder> encoder)
+      : path_(std::move(path)), fd_(fd), encoder_(std::move(encoder)) {}
   ~FileSink() override {
     if (fd_ >= 0) ::close(fd_);
   }
@@ -152,8 +153,13 @@ class FileSink final : public Sink {
 
   Status write(std::span<const Event> events) override {
     if (fd_ < 0) return fail(Error::invalid_state("file sink '" + path_.string() + "' is closed"));
+    const std::size_t before = buffer_.size();
     for (const Event& event : events) {
-      detail::write_event_json(buffer_, event);
+      if (auto st = encoder_->encode(event, buffer_); !st) {
+        buffer_.cur() -= buffer_.size() - before;  // none of this batch stays buffered
+        return fail(st.error().context("encoding an event of " + event.table + " as " +
+                                       encoder_->name()));
+      }
       buffer_.ch('\n');
     }
     return ok();
@@ -197,12 +203,15 @@ class FileSink final : public Sink {
   std::filesystem::path path_;
   int fd_;
   bool unsynced_ = false;  // bytes were written since the last successful fsync
-  detail::RawBuffer buffer_;  // serialised lines not yet written; reused across batches
+  std::unique_ptr<Encoder> encoder_;
+  ByteBuffer buffer_;  // encoded lines not yet written; reused across batches
 };
 
 }  // namespace
 
-Result<std::unique_ptr<Sink>> make_file_sink(const std::filesystem::path& path) {
+Result<std::unique_ptr<Sink>> make_file_sink(const std::filesystem::path& path,
+                                             std::unique_ptr<Encoder> encoder) {
+  if (!encoder) encoder = make_json_encoder();
   if (path.empty()) {
     return fail(Error::sink(ErrorKind::kConfiguration,
                             "file sink path is empty; set [sink] path to a file name"));
@@ -233,7 +242,7 @@ Result<std::unique_ptr<Sink>> make_file_sink(const std::filesystem::path& path) 
     ::close(fd);
     return fail(std::move(st).error());
   }
-  return std::unique_ptr<Sink>(new FileSink(path, fd));
+  return std::unique_ptr<Sink>(new FileSink(path, fd, std::move(encoder)));
 }
 
 }  // namespace cppcdc

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string>
 
-#include "core/json_write.hpp"
+#include "cppcdc/codec.hpp"
 #include "cppcdc/sink.hpp"
 
 namespace cppcdc {
@@ -15,9 +15,16 @@ namespace {
 
 class StdoutSink final : public Sink {
  public:
+  explicit StdoutSink(std::unique_ptr<Encoder> encoder) : encoder_(std::move(encoder)) {}
+
   Status write(std::span<const Event> events) override {
+    const std::size_t before = buffer_.size();
     for (const Event& event : events) {
-      detail::write_event_json(buffer_, event);
+      if (auto st = encoder_->encode(event, buffer_); !st) {
+        buffer_.cur() -= buffer_.size() - before;  // none of this batch stays buffered
+        return fail(st.error().context("encoding an event of " + event.table + " as " +
+                                       encoder_->name()));
+      }
       buffer_.ch('\n');
     }
     return ok();
@@ -45,11 +52,14 @@ class StdoutSink final : public Sink {
                        what + ": " + (err != 0 ? std::strerror(err) : "unknown error"));
   }
 
-  detail::RawBuffer buffer_;  // serialised lines not yet handed to stdio; reused across batches
+  std::unique_ptr<Encoder> encoder_;
+  ByteBuffer buffer_;  // encoded lines not yet handed to stdio; reused across batches
 };
 
 }  // namespace
 
-std::unique_ptr<Sink> make_stdout_sink() { return std::make_unique<StdoutSink>(); }
+std::unique_ptr<Sink> make_stdout_sink(std::unique_ptr<Encoder> encoder) {
+  return std::make_unique<StdoutSink>(encoder ? std::move(encoder) : make_json_encoder());
+}
 
 }  // namespace cppcdc

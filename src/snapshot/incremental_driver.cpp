@@ -342,7 +342,7 @@ class IncrementalSnapshotSource final : public Source {
   };
   struct Past {
     std::uint64_t tx_id = 0;
-    std::uint64_t position = 0;
+    LogPosition position;
   };
   struct Held {
     Event event;
@@ -383,7 +383,7 @@ class IncrementalSnapshotSource final : public Source {
   void hand_out(Event& e) {
     ++handed_out_;
     mid_tx_ = e.transaction && e.transaction->event_index + 1 < e.transaction->total_events;
-    if (e.transaction && e.transaction->event_index == 0 && e.log_position != 0) remember(e);
+    if (e.transaction && e.transaction->event_index == 0 && !e.log_position.empty()) remember(e);
     if (e.resume_offset.empty()) return;
     last_offset_ = e.resume_offset;
     inner_state_ = std::move(e.resume_state);

@@ -29,12 +29,12 @@ std::vector<std::string> strings(const boost::json::value& v) {
 }  // namespace
 
 BracketPosition IncrementalSnapshotBackend::event_in_bracket(const Event&,
-                                                             std::uint64_t position,
+                                                             const LogPosition& position,
                                                              const Watermark& low,
                                                              const std::string&,
                                                              const Watermark& high) const {
-  if (position > high.position) return BracketPosition::kAfter;
-  if (position > low.position) return BracketPosition::kInside;
+  if (compare_positions(position, high.position) > 0) return BracketPosition::kAfter;
+  if (compare_positions(position, low.position) > 0) return BracketPosition::kInside;
   return BracketPosition::kBefore;
 }
 

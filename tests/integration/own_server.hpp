@@ -26,7 +26,7 @@
 #include <set>
 #include <thread>
 
-#include "cppcdc/pg_lsn.hpp"
+#include "cppcdc/postgres/lsn.hpp"
 #include "replay.hpp"
 
 namespace cppcdc::it {

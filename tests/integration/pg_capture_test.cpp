@@ -6,7 +6,7 @@
 
 #include <set>
 
-#include "cppcdc/pg_lsn.hpp"
+#include "cppcdc/postgres/lsn.hpp"
 #include "cppcdc/postgres.hpp"
 #include "cppcdc/runtime.hpp"
 #include "pg_util.hpp"

@@ -10,7 +10,7 @@
 #include <map>
 #include <set>
 
-#include "cppcdc/pg_lsn.hpp"
+#include "cppcdc/postgres/lsn.hpp"
 #include "cppcdc/postgres.hpp"
 #include "cppcdc/runtime.hpp"
 #include "pg_util.hpp"

@@ -7,7 +7,7 @@
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
 
-#include "cppcdc/pg_lsn.hpp"
+#include "cppcdc/postgres/lsn.hpp"
 #include "cppcdc/postgres.hpp"
 #include "cppcdc/runtime.hpp"
 #include "pg_util.hpp"

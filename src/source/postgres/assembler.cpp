@@ -248,7 +248,7 @@ Status TransactionAssembler::finish_transaction(Lsn end_lsn, std::vector<Event>&
   const std::uint64_t total = pending_.size();
   for (std::uint64_t i = 0; i < total; ++i) {
     pending_[i].transaction = TransactionMetadata{begin_.xid, total, i};
-    pending_[i].log_position = begin_.final_lsn.value();
+    pending_[i].log_position = to_log_position(begin_.final_lsn);
     if (commit_ms) pending_[i].source.timestamp = *commit_ms;
   }
   if (total > 0) {
@@ -285,7 +285,7 @@ Status TransactionAssembler::drain_spilled(std::vector<Event>& out, std::size_t 
     if (r.next_index < r.prefix.size()) {
       e = std::move(r.prefix[r.next_index]);
       e.transaction = TransactionMetadata{r.xid, r.total, r.next_index};
-      e.log_position = r.commit_lsn.value();
+      e.log_position = to_log_position(r.commit_lsn);
       if (r.commit_ms) e.source.timestamp = *r.commit_ms;
       if (++r.next_index == r.total) e.resume_offset = r.end_lsn.to_string();
       out.push_back(std::move(e));
@@ -299,7 +299,7 @@ Status TransactionAssembler::drain_spilled(std::vector<Event>& out, std::size_t 
                                   std::to_string(r.total) + " events"));
     }
     e.transaction = TransactionMetadata{r.xid, r.total, r.next_index};
-    e.log_position = r.commit_lsn.value();
+    e.log_position = to_log_position(r.commit_lsn);
     if (r.commit_ms) e.source.timestamp = *r.commit_ms;
     if (++r.next_index == r.total) e.resume_offset = r.end_lsn.to_string();
     out.push_back(std::move(e));
@@ -568,7 +568,7 @@ Status TransactionAssembler::append_reads(std::uint32_t relation_id,
     e.shape = rel.shape;
     e.resume_offset.clear();
     e.resume_state.clear();
-    e.log_position = 0;
+    e.log_position = LogPosition();
     Row& row = e.after ? *e.after : e.after.emplace();
     row.resize(columns.size());
     for (std::size_t i = 0; i < columns.size(); ++i) {
@@ -819,7 +819,7 @@ Status TransactionAssembler::feed(PgOutputMessage message, Lsn position, std::ve
             // message after a restart, and nothing that follows (the next record starts there
             // or later).
             e.resume_offset = m.lsn.to_string();
-            e.log_position = m.lsn.value();
+            e.log_position = to_log_position(m.lsn);
             if (out_bytes) out_bytes->push_back(detail::approx_event_bytes(e));
             out.push_back(std::move(e));
           }

@@ -127,9 +127,9 @@ class PgIncrementalBackend final : public IncrementalSnapshotBackend {
     // whole pages under load, which would keep every chunk waiting for the page to fill.
     auto r = exec(conn_.get(), "select pg_current_wal_insert_lsn()", "reading the WAL position");
     if (!r) return fail(r.error());
-    auto lsn = Lsn::parse(get(r->get(), 0, 0).value_or(""));
-    if (!lsn) return fail(lsn.error().context("pg_current_wal_insert_lsn()"));
-    return Watermark{lsn->value(), {}};
+    auto lsn = detail::get_lsn(r->get(), 0, 0, "pg_current_wal_insert_lsn()");
+    if (!lsn) return fail(lsn.error());
+    return Watermark{to_log_position(*lsn), {}};
   }
 
   Result<std::string> in_flight() override {
@@ -178,19 +178,18 @@ class PgIncrementalBackend final : public IncrementalSnapshotBackend {
     return rows;
   }
 
-  std::optional<std::uint64_t> position_of_event(const Event& event) const override {
-    if (event.log_position == 0) return std::nullopt;
-    return event.log_position;
-  }
-
-  BracketPosition event_in_bracket(const Event& event, std::uint64_t position,
+  BracketPosition event_in_bracket(const Event& event, const LogPosition& at,
                                    const Watermark& low, const std::string& in_flight,
                                    const Watermark& high) const override {
+    // Every position here was made by to_log_position: compared as LSNs.
+    const std::uint64_t position = lsn_of(at).value_or(Lsn()).value();
+    const std::uint64_t low_position = lsn_of(low.position).value_or(Lsn()).value();
+    const std::uint64_t high_position = lsn_of(high.position).value_or(Lsn()).value();
     // Positions are commit-record start LSNs; a watermark is the WAL insert position, so a
     // commit record inserted before it starts below it, and one inserted after it (a
     // transaction that committed after the read) starts at or above it.
-    if (position >= high.position) return BracketPosition::kAfter;
-    if (position >= low.position) return BracketPosition::kInside;
+    if (position >= high_position) return BracketPosition::kAfter;
+    if (position >= low_position) return BracketPosition::kInside;
     if (event.transaction &&
         parsed(in_flight).invisible(static_cast<std::uint32_t>(event.transaction->tx_id))) {
       return BracketPosition::kInside;
@@ -208,7 +207,7 @@ class PgIncrementalBackend final : public IncrementalSnapshotBackend {
     // The insert position right after a page header names the page's first record; the
     // stream's position is the end of the last record, before that header. No record starts
     // in between, so reaching the header's start is reaching the watermark.
-    std::uint64_t target = high.position;
+    std::uint64_t target = lsn_of(high.position).value_or(Lsn()).value();
     if (wal_segment_ > 0 && target % wal_segment_ == kLongPageHeader) {
       target -= kLongPageHeader;
     } else if (wal_page_ > 0 && target % wal_page_ == kShortPageHeader) {

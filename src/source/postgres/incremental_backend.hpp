@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "cppcdc/incremental_snapshot.hpp"
-#include "cppcdc/pg_lsn.hpp"
+#include "cppcdc/postgres/lsn.hpp"
 
 namespace cppcdc::pg {
 

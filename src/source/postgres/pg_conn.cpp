@@ -248,5 +248,16 @@ std::optional<std::string> get(const PGresult* res, int row, int col) {
   return std::string(PQgetvalue(res, row, col), static_cast<std::size_t>(PQgetlength(res, row, col)));
 }
 
+Result<Lsn> get_lsn(const PGresult* res, int row, int col, std::string_view what) {
+  auto text = get(res, row, col);
+  if (!text) {
+    return fail(Error::invalid_data("the server returned NULL for " + std::string(what) +
+                                    ", where a WAL position (LSN) was expected"));
+  }
+  auto lsn = Lsn::parse(*text);
+  if (!lsn) return fail(lsn.error().context(std::string(what)));
+  return *lsn;
+}
+
 }  // namespace detail
 }  // namespace cppcdc::pg

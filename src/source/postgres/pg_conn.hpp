@@ -7,8 +7,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "cppcdc/postgres/lsn.hpp"
 #include "cppcdc/result.hpp"
 
 namespace cppcdc::pg::detail {
@@ -67,5 +69,9 @@ std::string quote_literal(std::string_view text);
 
 /// Value of (row, col) or nullopt for SQL NULL.
 std::optional<std::string> get(const PGresult* res, int row, int col);
+
+/// The LSN in (row, col). A NULL or a text that is not an LSN is an error (kind invalid_data)
+/// naming `what` and the text: a position the server did not give is never taken as zero.
+Result<Lsn> get_lsn(const PGresult* res, int row, int col, std::string_view what);
 
 }  // namespace cppcdc::pg::detail

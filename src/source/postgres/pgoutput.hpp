@@ -16,7 +16,7 @@
 #include <variant>
 #include <vector>
 
-#include "cppcdc/pg_lsn.hpp"
+#include "cppcdc/postgres/lsn.hpp"
 #include "cppcdc/result.hpp"
 
 namespace cppcdc::pg {

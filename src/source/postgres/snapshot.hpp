@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "cppcdc/event.hpp"
-#include "cppcdc/pg_lsn.hpp"
+#include "cppcdc/postgres/lsn.hpp"
 #include "cppcdc/result.hpp"
 #include "source/postgres/assembler.hpp"
 

@@ -32,6 +32,7 @@ namespace {
 using detail::ConnPtr;
 using detail::exec;
 using detail::get;
+using detail::get_lsn;
 using detail::quote_ident;
 using detail::quote_literal;
 
@@ -177,7 +178,9 @@ class PostgresSource final : public Source {
       if (snapshot_ && !resume) {
         auto lsn = exec(sql_.get(), "select pg_current_wal_lsn()", "reading the WAL position");
         if (!lsn) return fail(lsn.error());
-        snapshot_->stream_start = Lsn::parse(get(lsn->get(), 0, 0).value_or("0/0")).value_or(Lsn());
+        auto start = get_lsn(lsn->get(), 0, 0, "pg_current_wal_lsn()");
+        if (!start) return fail(start.error());
+        snapshot_->stream_start = *start;
       }
     } else {
       const bool export_snapshot = snapshot_ && !resume &&
@@ -710,13 +713,23 @@ class PostgresSource final : public Source {
                           "creating replication slot " + config_.slot_name,
                           {config_.slot_name});
       if (!created) return fail(created.error());
-      const auto lsn = get(created->get(), 0, 0).value_or("0/0");
-      spdlog::info("created replication slot {} (pgoutput) at {}", config_.slot_name, lsn);
-      slot_confirmed_ = Lsn::parse(lsn).value_or(Lsn());
+      auto lsn = get_lsn(created->get(), 0, 0,
+                         "the LSN of new replication slot " + config_.slot_name);
+      if (!lsn) return fail(lsn.error());
+      spdlog::info("created replication slot {} (pgoutput) at {}", config_.slot_name,
+                   lsn->to_string());
+      slot_confirmed_ = *lsn;
       return ok();
     }
     const auto plugin = get(res->get(), 0, 0).value_or("");
-    slot_confirmed_ = Lsn::parse(get(res->get(), 0, 3).value_or("0/0")).value_or(Lsn());
+    auto confirmed = get_lsn(res->get(), 0, 3,
+                             "confirmed_flush_lsn of replication slot " + config_.slot_name);
+    if (!confirmed) {
+      return fail(confirmed.error().context(
+          "drop the slot (select pg_drop_replication_slot('" + config_.slot_name +
+          "')) to start it afresh, or point [source] slot_name at another slot"));
+    }
+    slot_confirmed_ = *confirmed;
     if (snapshot_ && get(res->get(), 0, 5)) {
       // With a snapshot first, START_REPLICATION comes only after it: check now that nobody
       // else streams from the slot (retried: it may be the walsender of a previous run).
@@ -773,12 +786,14 @@ class PostgresSource final : public Source {
                                             "creating replication slot " + config_.slot_name +
                                                 " with an exported snapshot"));
     }
-    const auto lsn = get(res.get(), 0, 1).value_or("0/0");
+    auto lsn = get_lsn(res.get(), 0, 1, "the consistent point of new replication slot " +
+                                            config_.slot_name);
+    if (!lsn) return fail(lsn.error());
     snapshot.exported_snapshot = get(res.get(), 0, 2).value_or("");
-    snapshot.stream_start = Lsn::parse(lsn).value_or(Lsn());
+    snapshot.stream_start = *lsn;
     slot_confirmed_ = snapshot.stream_start;
     spdlog::info("created replication slot {} (pgoutput) at {} with exported snapshot {}",
-                 config_.slot_name, lsn, snapshot.exported_snapshot);
+                 config_.slot_name, lsn->to_string(), snapshot.exported_snapshot);
     return ok();
   }
 
@@ -978,7 +993,10 @@ class PostgresSource final : public Source {
       return std::string("replication slot " + config_.slot_name +
                          " was invalidated (wal_status lost); it was dropped and is made again");
     }
-    const Lsn confirmed = Lsn::parse(get(res->get(), 0, 0).value_or("0/0")).value_or(Lsn());
+    auto slot_lsn = get_lsn(res->get(), 0, 0,
+                            "confirmed_flush_lsn of replication slot " + config_.slot_name);
+    if (!slot_lsn) return fail(slot_lsn.error());
+    const Lsn confirmed = *slot_lsn;
     if (!checkpoint.is_zero() && confirmed > checkpoint) {
       return std::string("replication slot " + config_.slot_name + " is at " +
                          confirmed.to_string() + ", past it: changes in between were released");
@@ -1082,7 +1100,9 @@ class PostgresSource final : public Source {
       auto flush = exec(sql_.get(), "select pg_current_wal_flush_lsn()",
                         "reading the server's WAL flush position");
       if (!flush) return finish(flush.error());
-      const Lsn flushed = Lsn::parse(get(flush->get(), 0, 0).value_or("0/0")).value_or(Lsn());
+      auto flush_lsn = get_lsn(flush->get(), 0, 0, "pg_current_wal_flush_lsn()");
+      if (!flush_lsn) return finish(flush_lsn.error());
+      const Lsn flushed = *flush_lsn;
 
       std::uint64_t rows = 0, fresh = 0;
       auto st = peek_once(ready, ready_bytes, rows, fresh);
@@ -1358,6 +1378,7 @@ std::string_view to_string(SnapshotMode mode) noexcept {
 }
 
 Result<std::unique_ptr<Source>> make_postgres_source(PostgresSourceConfig config) {
+  register_positions();  // the checkpoint guard orders "postgres" offsets through the registry
   if (config.dsn.empty()) return fail(Error::configuration("[source] dsn: required"));
   static const std::regex kSlot("[a-z0-9_]{1,63}");
   if (!std::regex_match(config.slot_name, kSlot)) {

@@ -7,9 +7,23 @@
 #include <string>
 
 #include "cppcdc/checkpoint.hpp"
+#include "cppcdc/mysql.hpp"
+#include "cppcdc/postgres/lsn.hpp"
+#include "cppcdc/sqlserver.hpp"
 
 namespace cppcdc {
 namespace {
+
+// The guard knows no notation itself: each connector registers its order.
+class RegisterOrders : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    pg::register_positions();
+    mysql::register_positions();
+    sqlserver::register_positions();
+  }
+};
+const auto* const kRegistered = ::testing::AddGlobalTestEnvironment(new RegisterOrders);
 
 CheckpointRecord rec(std::string type, std::string id, std::string offset) {
   CheckpointRecord r;
@@ -183,6 +197,34 @@ TEST(Invariant6, SqlServerLsnIgnoresCasePrefixAndPadding) {
   EXPECT_TRUE(accepted("sqlserver", "0000002A000001F00003", "0X2A000001F00003"));
   EXPECT_FALSE(accepted("sqlserver", "0x0000002B000001F00003", "2a000001f00003"));
   EXPECT_TRUE(accepted("sqlserver", "ff", "0x0100"));
+}
+
+TEST(Invariant6, TheGuardAsksTheRegisteredOrderOfTheSourceType) {
+  // A custom source type orders its offsets as integers; the core learns it from the registry.
+  class IntegerOrder final : public PositionOrder {
+   public:
+    Status parse(std::string_view offset) const override {
+      if (offset.empty() || offset.find_first_not_of("0123456789") != std::string_view::npos) {
+        return fail(Error::invalid_data("not an integer"));
+      }
+      return ok();
+    }
+    Result<std::partial_ordering> compare(std::string_view a,
+                                          std::string_view b) const override {
+      CPPCDC_TRY(parse(a));
+      CPPCDC_TRY(parse(b));
+      return std::partial_ordering(std::stoull(std::string(a)) <=> std::stoull(std::string(b)));
+    }
+  };
+  EXPECT_TRUE(accepted("integers", "10", "9"));  // not registered yet: not compared
+  register_position_order("integers", std::make_shared<IntegerOrder>());
+  EXPECT_FALSE(accepted("integers", "10", "9"));
+  EXPECT_TRUE(accepted("integers", "9", "10"));
+  const auto unparsable = check_monotonic(rec("integers", "src", "9"), rec("integers", "src", "x"));
+  ASSERT_FALSE(unparsable);
+  EXPECT_NE(unparsable.error().report().find("does not parse"), std::string::npos)
+      << unparsable.error().report();
+  EXPECT_EQ(find_position_order("nobody"), nullptr);
 }
 
 // --- InMemoryCheckpoint -----------------------------------------------------------------------

@@ -1,7 +1,6 @@
 #include <gtest/gtest.h>
 
 #include "cppcdc/error.hpp"
-#include "cppcdc/pg_lsn.hpp"
 
 using namespace cppcdc;
 
@@ -21,17 +20,4 @@ TEST(Error, ContextNeverChangesTheKind) {
   EXPECT_TRUE(t.context("a").context("b").retryable());
   Error f = Error::terminal("auth failed");
   EXPECT_FALSE(f.context("x").retryable());
-}
-
-TEST(PgLsn, ParsesAndPrintsLikePgLsn) {
-  auto l = pg::Lsn::parse("16/B374D848");
-  ASSERT_TRUE(l);
-  EXPECT_EQ(l->value(), (0x16ull << 32) | 0xB374D848ull);
-  EXPECT_EQ(l->to_string(), "16/B374D848");
-  EXPECT_EQ(pg::Lsn(0).to_string(), "0/0");
-  EXPECT_EQ(pg::Lsn::parse("0/16b2e48")->to_string(), "0/16B2E48");
-  for (const char* bad : {"", "/", "1/", "/1", "x/1", "1/2/3", "123456789/0", "1 /2", "-1/2"}) {
-    EXPECT_FALSE(pg::Lsn::parse(bad)) << bad;
-  }
-  EXPECT_LT(*pg::Lsn::parse("0/FFFFFFFF"), *pg::Lsn::parse("1/0"));
 }

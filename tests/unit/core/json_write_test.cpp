@@ -40,7 +40,7 @@ std::string reference(std::string_view s) {
 
 std::string written(std::string_view s) {
   RawBuffer b;
-  b.str(s);
+  json_str(b, s);
   return std::string(b.view());
 }
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <deque>
+#include <functional>
 
 #include "cppcdc/runtime.hpp"
 #include "cppcdc/sink.hpp"
@@ -48,8 +49,10 @@ class ScriptedSource final : public Source {
   }
   Status confirm(std::string_view offset) override {
     log_.steps.push_back("confirm:" + std::string(offset));
+    if (on_confirm) on_confirm(offset);
     return ok();
   }
+  std::function<void(std::string_view)> on_confirm;
   void close() override { started_ = false; }
   std::optional<std::string> idle_offset() override { return idle; }
   void recycle(std::vector<Event>&& events) override {
@@ -74,11 +77,11 @@ class ScriptedSource final : public Source {
 class RecordingCheckpoint final : public Checkpoint {
  public:
   explicit RecordingCheckpoint(Log& log) : log_(log) {}
-  Result<std::optional<CheckpointRecord>> load() override {
+  Result<std::optional<CheckpointRecord>> do_load() override {
     if (corrupt) return fail(Error::checkpoint(ErrorKind::kTerminal, "corrupt file /x"));
     return record;
   }
-  Status save(const CheckpointRecord& r) override {
+  Status do_save(const CheckpointRecord& r) override {
     log_.steps.push_back("save:" + r.offset);
     record = r;
     return ok();
@@ -438,4 +441,314 @@ TEST(RunToCompletion, EachBatchGoesBackToTheSourceOnlyAfterItsCheckpointIsSaved)
     }
   }
   EXPECT_EQ(recycled, 6u);
+}
+
+namespace {
+// A sink that commits each batch together with its checkpoint record, as Kafka does under
+// effectively_once. What it committed is what the next start must load: it shares the
+// recording checkpoint's record.
+class TransactionalTestSink final : public TransactionalSink {
+ public:
+  TransactionalTestSink(Log& log, RecordingCheckpoint& store, std::atomic<bool>& cancel,
+                        std::size_t stop_after)
+      : log_(log), store_(store), cancel_(cancel), stop_after_(stop_after) {}
+  Status begin() override {
+    if (open_) return fail(Error::invalid_state("a transaction is already open"));
+    open_ = true;
+    pending_ = 0;
+    log_.steps.push_back("begin");
+    return ok();
+  }
+  Status write(std::span<const Event> events) override {
+    if (!open_) return fail(Error::invalid_state("write outside a transaction"));
+    pending_ += events.size();
+    log_.steps.push_back("write:" + std::to_string(events.size()));
+    return ok();
+  }
+  Status flush() override {
+    log_.steps.push_back("flush");
+    return ok();
+  }
+  Status commit(const std::optional<CheckpointRecord>& record) override {
+    if (!open_) return fail(Error::invalid_state("commit outside a transaction"));
+    if (fail_commits > 0) {
+      --fail_commits;
+      return fail(Error::sink(ErrorKind::kTransient, "the broker refused the commit"));
+    }
+    open_ = false;
+    log_.steps.push_back("commit:" + (record ? record->offset : std::string("-")));
+    if (record) store_.record = record;
+    committed += pending_;
+    if (committed >= stop_after_) cancel_.store(true);
+    return ok();
+  }
+  Status abort() override {
+    open_ = false;
+    log_.steps.push_back("abort");
+    return ok();
+  }
+  Status close() override { return ok(); }
+  std::string name() const override { return "transactional"; }
+  int fail_commits = 0;
+  std::size_t committed = 0;
+
+ private:
+  Log& log_;
+  RecordingCheckpoint& store_;
+  std::atomic<bool>& cancel_;
+  std::size_t stop_after_;
+  bool open_ = false;
+  std::size_t pending_ = 0;
+};
+
+std::vector<std::string> steps_without(const Log& log, std::string_view prefix) {
+  std::vector<std::string> out;
+  for (const auto& s : log.steps) {
+    if (s.rfind(prefix, 0) != 0) out.push_back(s);
+  }
+  return out;
+}
+}  // namespace
+
+TEST(TransactionalSink, EachBatchCommitsWithItsRecordAndOnlyThenIsTheSourceConfirmed) {
+  Fixture f(3);
+  ASSERT_TRUE(f.runtime->start());
+  std::atomic<bool> cancel{false};
+  TransactionalTestSink sink(f.log, *f.checkpoint, cancel, 6);
+  auto delivered = f.runtime->run_to_completion(sink, cancel);
+  ASSERT_TRUE(delivered) << delivered.error().report();
+  EXPECT_EQ(*delivered, 6u);
+  // Batches of 3 over transactions of 2, 1, 3: the first ends on the boundary 0/END3; the
+  // second completes the third transaction. No save through the backend, no flush.
+  const std::vector<std::string> expected = {"start:-",       "begin",         "write:3",
+                                             "commit:0/END3", "confirm:0/END3", "begin",
+                                             "write:3",       "commit:0/END6", "confirm:0/END6"};
+  EXPECT_EQ(steps_without(f.log, "recycle:"), expected);
+  ASSERT_TRUE(f.checkpoint->record);
+  EXPECT_EQ(f.checkpoint->record->offset, "0/END6");
+  EXPECT_EQ(f.checkpoint->record->committed_events, 6u);
+}
+
+TEST(TransactionalSink, ABatchEndingInsideATransactionCommitsItsPartialRecordWithoutConfirming) {
+  Fixture f(4);
+  ASSERT_TRUE(f.runtime->start());
+  std::atomic<bool> cancel{false};
+  TransactionalTestSink sink(f.log, *f.checkpoint, cancel, 4);
+  ASSERT_TRUE(f.runtime->run_to_completion(sink, cancel));
+  // Four events: two transactions whole (to 0/END3) and one event of the third.
+  ASSERT_TRUE(f.checkpoint->record);
+  EXPECT_EQ(f.checkpoint->record->offset, "0/END3");
+  EXPECT_EQ(f.checkpoint->record->partial_tx_events, 1u);
+  const std::vector<std::string> expected = {"start:-", "begin", "write:4", "commit:0/END3",
+                                             "confirm:0/END3"};
+  EXPECT_EQ(steps_without(f.log, "recycle:"), expected);
+}
+
+TEST(TransactionalSink, ARefusedCommitConfirmsNothingAndTheBatchComesAgainAfterARestart) {
+  Fixture f(3);
+  ASSERT_TRUE(f.runtime->start());
+  std::atomic<bool> cancel{false};
+  TransactionalTestSink sink(f.log, *f.checkpoint, cancel, 6);
+  sink.fail_commits = 1;
+  auto delivered = f.runtime->run_to_completion(sink, cancel);
+  ASSERT_FALSE(delivered);
+  EXPECT_NE(delivered.error().report().find("the broker refused the commit"), std::string::npos)
+      << delivered.error().report();
+  EXPECT_EQ(f.runtime->state(), RuntimeState::kFailed);
+  EXPECT_FALSE(f.checkpoint->record);
+  for (const auto& step : f.log.steps) EXPECT_EQ(step.rfind("confirm:", 0), std::string::npos);
+  EXPECT_EQ(f.log.steps.back(), "abort");
+  // A new runtime over the same (empty) checkpoint delivers the batch again.
+  f.runtime->force_stop();
+  f.make(3);
+  ASSERT_TRUE(f.runtime->start());
+  auto batch = f.runtime->poll_event_batch();
+  ASSERT_TRUE(batch);
+  EXPECT_EQ(batch->events()[0].source.offset, "0/1");
+}
+
+TEST(TransactionalSink, AnIdlePositionIsCommittedThroughTheSinkBeforeItIsConfirmed) {
+  Fixture f(100);
+  ASSERT_TRUE(f.runtime->start());
+  f.source->idle = "0/IDLE";
+  std::atomic<bool> cancel{false};
+  TransactionalTestSink sink(f.log, *f.checkpoint, cancel, 1000);
+  // The first poll delivers the whole script; the second is quiet and reports the idle
+  // position. Stop once it was confirmed.
+  f.source->on_confirm = [&](std::string_view offset) {
+    if (offset == "0/IDLE") cancel.store(true);
+  };
+  ASSERT_TRUE(f.runtime->run_to_completion(sink, cancel));
+  const std::vector<std::string> expected = {"start:-",       "begin",  "write:6",
+                                             "commit:0/END6", "confirm:0/END6", "begin",
+                                             "commit:0/IDLE", "confirm:0/IDLE"};
+  EXPECT_EQ(steps_without(f.log, "recycle:"), expected);
+  EXPECT_EQ(f.checkpoint->record->offset, "0/IDLE");
+}
+
+namespace {
+// Drops every event for which `drop` says so.
+class DropTransform final : public Transform {
+ public:
+  explicit DropTransform(std::function<bool(const Event&)> drop) : drop_(std::move(drop)) {}
+  std::string name() const override { return "drop"; }
+  Status apply(std::vector<Event>& events) override {
+    std::erase_if(events, drop_);
+    return ok();
+  }
+
+ private:
+  std::function<bool(const Event&)> drop_;
+};
+
+// Writes each event twice.
+class DoubleTransform final : public Transform {
+ public:
+  std::string name() const override { return "double"; }
+  Status apply(std::vector<Event>& events) override {
+    std::vector<Event> out;
+    for (auto& e : events) {
+      out.push_back(e);
+      out.push_back(std::move(e));
+    }
+    events = std::move(out);
+    return ok();
+  }
+};
+
+// Records what it was given and when it was flushed, in the shared log.
+class LoggingSink final : public Sink {
+ public:
+  LoggingSink(Log& log, std::string name) : log_(log), name_(std::move(name)) {}
+  Status write(std::span<const Event> events) override {
+    std::string ids;
+    for (const auto& e : events) ids += (ids.empty() ? "" : ",") + (*e.after)[0].text.value_or("");
+    log_.steps.push_back(name_ + ".write:" + ids);
+    return ok();
+  }
+  Status flush() override {
+    log_.steps.push_back(name_ + ".flush");
+    if (fail_flush) return fail(Error::sink(ErrorKind::kTransient, name_ + " is full"));
+    return ok();
+  }
+  Status close() override { return ok(); }
+  std::string name() const override { return name_; }
+  bool fail_flush = false;
+
+ private:
+  Log& log_;
+  std::string name_;
+};
+
+std::vector<std::string> steps_of(const Log& log, std::initializer_list<std::string_view> kinds) {
+  std::vector<std::string> out;
+  for (const auto& s : log.steps) {
+    for (auto k : kinds) {
+      if (s.find(k) != std::string::npos) {
+        out.push_back(s);
+        break;
+      }
+    }
+  }
+  return out;
+}
+}  // namespace
+
+TEST(Pipeline, ADroppedLastEventOfATransactionIsStillCheckpointedPastIt) {
+  Fixture f(100);
+  ASSERT_TRUE(f.runtime->start());
+  PipelineConfig config;
+  // Event 6 is the last of the third transaction and carries its boundary 0/END6.
+  config.transforms.push_back(std::make_unique<DropTransform>(
+      [](const Event& e) { return (*e.after)[0].text == "6"; }));
+  config.routes.push_back({std::make_unique<LoggingSink>(f.log, "a"), nullptr});
+  auto pipeline = Pipeline::create(std::move(config)).value();
+  std::atomic<bool> cancel{false};
+  auto delivered = f.runtime->drain_and_stop(*pipeline, cancel);
+  ASSERT_TRUE(delivered) << delivered.error().report();
+  EXPECT_EQ(*delivered, 6u);  // acknowledged: the batch as the source produced it
+  EXPECT_EQ(steps_of(f.log, {".write", "save:"}),
+            (std::vector<std::string>{"a.write:1,2,3,4,5", "save:0/END6"}));
+  EXPECT_EQ(f.checkpoint->record->committed_events, 6u);
+  EXPECT_EQ(f.runtime->state(), RuntimeState::kStopped);
+}
+
+TEST(Pipeline, AMultiplyingTransformDoesNotChangeWhatIsAcknowledged) {
+  Fixture f(100);
+  ASSERT_TRUE(f.runtime->start());
+  PipelineConfig config;
+  config.transforms.push_back(std::make_unique<DoubleTransform>());
+  config.routes.push_back({std::make_unique<LoggingSink>(f.log, "a"), nullptr});
+  auto pipeline = Pipeline::create(std::move(config)).value();
+  std::atomic<bool> cancel{false};
+  auto delivered = f.runtime->drain_and_stop(*pipeline, cancel);
+  ASSERT_TRUE(delivered) << delivered.error().report();
+  EXPECT_EQ(*delivered, 6u);
+  EXPECT_EQ(steps_of(f.log, {".write"}),
+            (std::vector<std::string>{"a.write:1,1,2,2,3,3,4,4,5,5,6,6"}));
+  EXPECT_EQ(f.checkpoint->record->committed_events, 6u);
+  EXPECT_EQ(f.runtime->admin_snapshot().events_committed, 6u);
+}
+
+TEST(Pipeline, ABatchRoutedToTwoSinksIsAcknowledgedOnlyAfterBothFlushed) {
+  Fixture f(3);
+  ASSERT_TRUE(f.runtime->start());
+  PipelineConfig config;
+  config.routes.push_back({std::make_unique<LoggingSink>(f.log, "odd"), [](const Event& e) {
+                             return std::stoi(*(*e.after)[0].text) % 2 == 1;
+                           }});
+  config.routes.push_back({std::make_unique<LoggingSink>(f.log, "all"), nullptr});
+  auto pipeline = Pipeline::create(std::move(config)).value();
+  std::atomic<bool> cancel{false};
+  ASSERT_TRUE(f.runtime->drain_and_stop(*pipeline, cancel));
+  const std::vector<std::string> expected = {
+      "odd.write:1,3",   "all.write:1,2,3", "odd.flush",     "all.flush", "save:0/END3",
+      "confirm:0/END3",  "odd.write:5",     "all.write:4,5,6", "odd.flush", "all.flush",
+      "save:0/END6",     "confirm:0/END6"};
+  EXPECT_EQ(steps_of(f.log, {".write", ".flush", "save:", "confirm:"}), expected);
+}
+
+TEST(Pipeline, AFailedFlushOfEitherSinkAcknowledgesNothing) {
+  Fixture f(100);
+  ASSERT_TRUE(f.runtime->start());
+  PipelineConfig config;
+  config.routes.push_back({std::make_unique<LoggingSink>(f.log, "a"), nullptr});
+  auto second = std::make_unique<LoggingSink>(f.log, "b");
+  second->fail_flush = true;
+  config.routes.push_back({std::move(second), nullptr});
+  auto pipeline = Pipeline::create(std::move(config)).value();
+  std::atomic<bool> cancel{false};
+  auto delivered = f.runtime->run_to_completion(*pipeline, cancel);
+  ASSERT_FALSE(delivered);
+  EXPECT_NE(delivered.error().report().find("b is full"), std::string::npos)
+      << delivered.error().report();
+  EXPECT_FALSE(f.checkpoint->record);
+  EXPECT_TRUE(steps_of(f.log, {"save:", "confirm:"}).empty());
+}
+
+TEST(Pipeline, ARouteWithoutASinkIsAConfigurationError) {
+  PipelineConfig none;
+  auto empty = Pipeline::create(std::move(none));
+  ASSERT_FALSE(empty);
+  EXPECT_EQ(empty.error().kind(), ErrorKind::kConfiguration);
+  PipelineConfig config;
+  config.routes.push_back({nullptr, nullptr});
+  auto bad = Pipeline::create(std::move(config));
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().report().find("route 1 has no sink"), std::string::npos);
+}
+
+TEST(DrainAndStop, DeliversEverythingThenStopsAndAQuietSourceStopsAtOnce) {
+  Fixture f(4);
+  ASSERT_TRUE(f.runtime->start());
+  LoggingSink sink(f.log, "a");
+  auto pipeline = Pipeline::of(sink);
+  std::atomic<bool> cancel{false};
+  auto delivered = f.runtime->drain_and_stop(*pipeline, cancel);
+  ASSERT_TRUE(delivered) << delivered.error().report();
+  EXPECT_EQ(*delivered, 6u);
+  EXPECT_EQ(f.checkpoint->record->offset, "0/END6");
+  EXPECT_EQ(f.runtime->state(), RuntimeState::kStopped);
+  // Stopped: no more polls.
+  EXPECT_FALSE(f.runtime->poll_event_batch());
 }

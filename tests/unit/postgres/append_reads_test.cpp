@@ -61,7 +61,7 @@ class AppendReads : public ::testing::Test {
     e.shape = nullptr;
     e.resume_offset = "1/2";
     e.resume_state = "{\"state\":true}";
-    e.log_position = 1234;
+    e.log_position = LogPosition::from_u64(1234);
     return e;
   }
 
@@ -107,7 +107,7 @@ TEST_F(AppendReads, AReusedEventEqualsAFreshOneInEveryFieldAndKeepsItsMemory) {
     EXPECT_EQ(e.shape, fresh[i].shape);
     EXPECT_EQ(e.resume_offset, "");
     EXPECT_EQ(e.resume_state, "");
-    EXPECT_EQ(e.log_position, 0u);
+    EXPECT_TRUE(e.log_position.empty());
     EXPECT_TRUE(e.before.is_unavailable());
     EXPECT_TRUE(e.before.unavailable_columns().empty());
   }

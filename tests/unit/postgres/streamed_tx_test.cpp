@@ -128,7 +128,7 @@ TEST_P(StreamedTx, InterleavedBlocksAreReleasedAtTheirCommitWithAbortedSubtransa
     EXPECT_EQ(events[i].transaction->total_events, 4u);
     EXPECT_EQ(events[i].transaction->event_index, i);
     EXPECT_EQ(events[i].source.timestamp, 946'684'801'000) << "the commit time, learnt last";
-    EXPECT_EQ(events[i].log_position, 0x5000u - 8);
+    EXPECT_EQ(events[i].log_position, to_log_position(Lsn(0x5000u - 8)));
     EXPECT_EQ(events[i].resume_offset, i + 1 == events.size() ? "0/5000" : "");
   }
   EXPECT_EQ(asm_.open_streamed(), 0u);

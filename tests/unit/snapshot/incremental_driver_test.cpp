@@ -23,6 +23,12 @@ Row row(int id, const std::string& v, const std::string& big = "") {
   return r;
 }
 
+// The fake stream's positions are small integers, carried the way a connector would.
+LogPosition at(std::uint64_t position) {
+  return position == 0 ? LogPosition() : LogPosition::from_u64(position);
+}
+std::uint64_t number(const LogPosition& position) { return position.as_u64().value_or(0); }
+
 Event change(Operation op, int id, const std::string& v, std::uint64_t position,
              std::string resume = "") {
   Event e;
@@ -35,7 +41,7 @@ Event change(Operation op, int id, const std::string& v, std::uint64_t position,
   } else {
     e.after = row(id, v, "B" + v);
   }
-  e.log_position = position;
+  e.log_position = at(position);
   e.transaction = TransactionMetadata{position, 1, 0};
   e.resume_offset = resume.empty() ? "0/" + std::to_string(position) : resume;
   return e;
@@ -85,7 +91,7 @@ struct Table final : IncrementalSnapshotBackend {
   Result<Watermark> current_position() override {
     const std::uint64_t p = positions.empty() ? 1000 : positions.front();
     if (!positions.empty()) positions.pop_front();
-    return Watermark{p, {}};
+    return Watermark{at(p), {}};
   }
   Result<std::vector<Event>> fetch_chunk(const SnapshotTableInfo&,
                                          const std::optional<std::vector<std::string>>& cursor,
@@ -105,17 +111,16 @@ struct Table final : IncrementalSnapshotBackend {
     ++fetches;  // done with `rows`: a test may change it from here on
     return out;
   }
-  std::optional<std::uint64_t> position_of_event(const Event& e) const override {
-    return e.log_position ? std::optional<std::uint64_t>(e.log_position) : std::nullopt;
-  }
   // The contract: the stream is past `high` and every event at or before it has been handed
   // over by the stream's poll() (one still queued there has not).
   const std::deque<Event>* stream_queue = nullptr;
   bool stream_reached(const Watermark& high) override {
-    if (reached < high.position) return false;
+    if (reached < number(high.position)) return false;
     if (stream_queue) {
       for (const auto& e : *stream_queue) {
-        if (e.log_position != 0 && e.log_position <= high.position) return false;
+        if (!e.log_position.empty() && number(e.log_position) <= number(high.position)) {
+          return false;
+        }
       }
     }
     return true;
@@ -128,8 +133,9 @@ struct Table final : IncrementalSnapshotBackend {
     return e.transaction && ("," + set + ",").find("," + std::to_string(e.transaction->tx_id) +
                                                    ",") != std::string::npos;
   }
-  BracketPosition event_in_bracket(const Event& e, std::uint64_t position, const Watermark& low,
-                                   const std::string& set, const Watermark& high) const override {
+  BracketPosition event_in_bracket(const Event& e, const LogPosition& position,
+                                   const Watermark& low, const std::string& set,
+                                   const Watermark& high) const override {
     auto ordinal = IncrementalSnapshotBackend::event_in_bracket(e, position, low, set, high);
     if (ordinal == BracketPosition::kBefore && listed(e, set)) return BracketPosition::kInside;
     return ordinal;
@@ -271,7 +277,7 @@ TEST(IncrementalSnapshot, UnchangedToastUpdateInsideTheBracketIsRepairedFromTheC
   first.unavailable_columns = {"big"};
   Event second = first;  // a second update leaving big out again
   second.after = Row{ColumnValue{"id", "1"}, ColumnValue{"v", "v3"}};
-  second.log_position = 160;
+  second.log_position = at(160);
   h.stream->queue = {first, second};
   h.table->reached = 200;
   const auto out = h.poll();
@@ -483,8 +489,8 @@ TEST(IncrementalSnapshot, AQuietStreamStillCheckpointsACompletedTable) {
   options.tables = {"public.t"};
   struct Memory final : Checkpoint {
     std::optional<CheckpointRecord> record;
-    Result<std::optional<CheckpointRecord>> load() override { return record; }
-    Status save(const CheckpointRecord& r) override {
+    Result<std::optional<CheckpointRecord>> do_load() override { return record; }
+    Status do_save(const CheckpointRecord& r) override {
       record = r;
       return ok();
     }

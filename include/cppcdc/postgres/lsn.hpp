@@ -8,6 +8,9 @@
 #include <string>
 #include <string_view>
 
+#include <memory>
+
+#include "cppcdc/position.hpp"
 #include "cppcdc/result.hpp"
 
 namespace cppcdc::pg {
@@ -31,5 +34,24 @@ class Lsn {
  private:
   std::uint64_t value_ = 0;
 };
+
+/// The order of PostgreSQL checkpoint offsets (LSN text). Invariant 6 refuses only an offset
+/// that is not an LSN, or the zero LSN: commit order is not WAL order across interleaved
+/// transactions, so a later checkpoint may legitimately name a lower LSN.
+std::shared_ptr<const PositionOrder> lsn_order();
+
+/// Registers lsn_order() for source type "postgres" (idempotent, thread-safe). The PostgreSQL
+/// source does it when it is made; call it yourself to check or compare PostgreSQL checkpoints
+/// without one.
+void register_positions();
+
+/// The LogPosition an event or watermark carries for `lsn` (big-endian, so byte order is LSN
+/// order), and back; nullopt when `position` was not made here.
+constexpr LogPosition to_log_position(Lsn lsn) noexcept { return LogPosition::from_u64(lsn.value()); }
+constexpr std::optional<Lsn> lsn_of(const LogPosition& position) noexcept {
+  auto v = position.as_u64();
+  if (!v) return std::nullopt;
+  return Lsn(*v);
+}
 
 }  // namespace cppcdc::pg

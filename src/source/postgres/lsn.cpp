@@ -1,6 +1,7 @@
-#include "cppcdc/pg_lsn.hpp"
+#include "cppcdc/postgres/lsn.hpp"
 
 #include <charconv>
+#include <compare>
 
 namespace cppcdc::pg {
 
@@ -38,5 +39,43 @@ Result<Lsn> Lsn::parse(std::string_view text) {
   if (r2.ec != std::errc() || r2.ptr != b + text.size()) return bad();
   return Lsn((static_cast<std::uint64_t>(hi) << 32) | lo);
 }
+
+namespace {
+
+class LsnOrder final : public PositionOrder {
+ public:
+  Status parse(std::string_view offset) const override {
+    auto lsn = Lsn::parse(offset);
+    if (!lsn) return fail(lsn.error());
+    return ok();
+  }
+
+  Result<std::partial_ordering> compare(std::string_view a, std::string_view b) const override {
+    auto x = Lsn::parse(a);
+    if (!x) return fail(x.error());
+    auto y = Lsn::parse(b);
+    if (!y) return fail(y.error());
+    return std::partial_ordering(*x <=> *y);
+  }
+
+  Status check_replace(std::string_view /*previous*/, std::string_view next) const override {
+    auto lsn = Lsn::parse(next);
+    if (!lsn) return fail(Error::invalid_data("the new position is not a PostgreSQL LSN"));
+    if (lsn->is_zero()) {
+      return fail(Error::invalid_data(
+          "the new position is the zero LSN, which no replication stream can reach"));
+    }
+    return ok();
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<const PositionOrder> lsn_order() {
+  static const auto order = std::make_shared<const LsnOrder>();
+  return order;
+}
+
+void register_positions() { register_position_order("postgres", lsn_order()); }
 
 }  // namespace cppcdc::pg

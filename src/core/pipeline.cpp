@@ -1,0 +1,126 @@
+// The pipeline seam: transforms, then the router, then the sinks.
+
+#include "cppcdc/pipeline.hpp"
+
+#include <vector>
+
+namespace cppcdc {
+
+struct Pipeline::Impl {
+  std::vector<std::unique_ptr<Transform>> transforms;
+  struct Route {
+    Sink* sink = nullptr;
+    std::unique_ptr<Sink> owned;
+    std::function<bool(const Event&)> accepts;
+    bool written = false;  // since the last flush
+  };
+  std::vector<Route> routes;
+  std::vector<Event> work;          // the transformed copy (only when there are transforms)
+  std::vector<Event> routed;        // the events of one route (only when it filters)
+};
+
+Pipeline::Pipeline() : impl_(std::make_unique<Impl>()) {}
+Pipeline::~Pipeline() = default;
+
+Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig config) {
+  if (config.routes.empty()) {
+    return fail(Error::configuration("a pipeline needs at least one route to a sink"));
+  }
+  std::unique_ptr<Pipeline> p(new Pipeline());
+  for (std::size_t i = 0; i < config.transforms.size(); ++i) {
+    if (!config.transforms[i]) {
+      return fail(Error::configuration("pipeline transform " + std::to_string(i + 1) +
+                                       " is empty"));
+    }
+  }
+  p->impl_->transforms = std::move(config.transforms);
+  for (std::size_t i = 0; i < config.routes.size(); ++i) {
+    auto& r = config.routes[i];
+    if (!r.sink) {
+      return fail(Error::configuration("pipeline route " + std::to_string(i + 1) +
+                                       " has no sink"));
+    }
+    Impl::Route route;
+    route.sink = r.sink.get();
+    route.owned = std::move(r.sink);
+    route.accepts = std::move(r.accepts);
+    p->impl_->routes.push_back(std::move(route));
+  }
+  return p;
+}
+
+std::unique_ptr<Pipeline> Pipeline::of(Sink& sink) {
+  std::unique_ptr<Pipeline> p(new Pipeline());
+  Impl::Route route;
+  route.sink = &sink;
+  p->impl_->routes.push_back(std::move(route));
+  return p;
+}
+
+Status Pipeline::write(std::span<const Event> batch) {
+  auto& d = *impl_;
+  std::span<const Event> events = batch;
+  if (!d.transforms.empty()) {
+    // The batch itself stays as the source produced it: it is what gets acknowledged.
+    d.work.assign(batch.begin(), batch.end());
+    for (const auto& t : d.transforms) {
+      if (auto st = t->apply(d.work); !st) {
+        return fail(st.error().context("transform " + t->name()));
+      }
+    }
+    events = d.work;
+  }
+  for (auto& route : d.routes) {
+    std::span<const Event> mine = events;
+    if (route.accepts) {
+      d.routed.clear();
+      for (const Event& e : events) {
+        if (route.accepts(e)) d.routed.push_back(e);
+      }
+      mine = d.routed;
+    }
+    if (mine.empty()) continue;
+    if (auto st = route.sink->write(mine); !st) {
+      return fail(st.error().context("writing " + std::to_string(mine.size()) + " events to " +
+                                     route.sink->name()));
+    }
+    route.written = true;
+  }
+  return ok();
+}
+
+Status Pipeline::flush() {
+  for (auto& route : impl_->routes) {
+    if (!route.written) continue;
+    if (auto st = route.sink->flush(); !st) {
+      return fail(st.error().context("flushing " + route.sink->name()));
+    }
+    route.written = false;
+  }
+  return ok();
+}
+
+Status Pipeline::close() {
+  Status first = ok();
+  for (auto& route : impl_->routes) {
+    auto st = route.sink->close();
+    if (!st && first) first = fail(st.error().context("closing " + route.sink->name()));
+  }
+  return first;
+}
+
+TransactionalSink* Pipeline::transactional_sink() const noexcept {
+  if (impl_->routes.size() != 1) return nullptr;
+  return dynamic_cast<TransactionalSink*>(impl_->routes.front().sink);
+}
+
+std::string Pipeline::name() const {
+  std::string out;
+  for (const auto& route : impl_->routes) {
+    if (!out.empty()) out += ", ";
+    out += route.sink->name();
+  }
+  return out;
+}
+
+}  // namespace cppcdc
