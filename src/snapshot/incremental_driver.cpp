@@ -30,6 +30,11 @@ namespace {
 
 constexpr const char* kStateKey = "incremental";
 constexpr std::size_t kRecentLimit = 1'000'000;
+// Between chunks (no snapshot running, paused, or waiting for the stream) the remembered
+// transactions are pruned against a fresh in-flight set once there are this many, at most
+// once per kIdlePruneInterval.
+constexpr std::size_t kIdlePruneAt = 4096;
+constexpr auto kIdlePruneInterval = std::chrono::seconds(1);
 
 std::string qualified(const Event& e) { return e.schema ? *e.schema + "." + e.table : e.table; }
 
@@ -395,6 +400,7 @@ class IncrementalSnapshotSource final : public Source {
   // set could still list them (see may_be_in_flight_later).
   void remember(const Event& e) {
     recent_.push_back(Past{e.transaction->tx_id, e.log_position});
+    if (recent_.size() >= kIdlePruneAt) prune_between_chunks();
     if (recent_.size() > kRecentLimit) {
       if (!recent_warned_ && started_chunks_) {
         spdlog::warn("incremental snapshot: more than {} transactions handed out since the last "
@@ -404,6 +410,32 @@ class IncrementalSnapshotSource final : public Source {
       }
       recent_.pop_front();
     }
+  }
+
+  // Chunks prune the remembered transactions against their own in-flight sets; while no
+  // chunk is read (no snapshot running, or paused) nothing would, and every transaction the
+  // stream hands out would be kept. Only those a later chunk's in-flight set could still list
+  // matter, and a fresh in-flight set tells which: the rest are forgotten here. Skipped while a
+  // chunk or a read ahead holds the backend.
+  void prune_between_chunks() {
+    if (chunk_ || prefetch_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_idle_prune_) return;
+    next_idle_prune_ = now + kIdlePruneInterval;
+    auto set = backend_->in_flight();
+    if (!set) {
+      spdlog::debug("incremental snapshot: cannot read the transactions in flight to forget "
+                    "old ones ({}); trying again later",
+                    set.error().report());
+      return;
+    }
+    const std::size_t before = recent_.size();
+    std::erase_if(recent_, [&](const Past& p) {
+      return !backend_->may_be_in_flight_later(stub_of(p), *set);
+    });
+    spdlog::debug("incremental snapshot: {} of {} remembered transactions can no longer be in "
+                  "flight for a later chunk; forgotten",
+                  before - recent_.size(), before);
   }
 
   static Event stub_of(const Past& p) {
@@ -908,6 +940,7 @@ class IncrementalSnapshotSource final : public Source {
   std::optional<Prefetch> prefetch_;     // destroyed before backend_ (declared after it)
   std::deque<Held> held_;
   std::deque<Past> recent_;              // see remember()
+  std::chrono::steady_clock::time_point next_idle_prune_;  // see prune_between_chunks()
   bool recent_warned_ = false;
   std::uint64_t started_chunks_ = 0;
   std::chrono::steady_clock::time_point retry_at_;

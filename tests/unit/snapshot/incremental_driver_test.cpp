@@ -576,3 +576,55 @@ TEST(IncrementalSnapshot, ARequestWhileTheBlockingSnapshotRunsIsRefused) {
 }
 
 }  // namespace
+
+namespace {
+// Hands out `n` single-event transactions 1..n (tx id = position) while no snapshot runs.
+void stream_transactions(Harness& h, int n) {
+  for (int i = 1; i <= n; ++i) {
+    h.stream->queue.push_back(change(Operation::kUpdate, 2, "v" + std::to_string(i), i));
+  }
+  std::size_t seen = 0;
+  while (seen < static_cast<std::size_t>(n)) seen += h.poll(1000).size();
+}
+
+// Requests the table and polls until the driver took the request, and once more; returns
+// what those polls handed out.
+std::vector<Event> request_table(Harness& h) {
+  std::thread requester([&] { EXPECT_TRUE(h.control->request({"public.t"})); });
+  std::vector<Event> out;
+  while (h.control->state().tables.empty()) {
+    for (auto& e : h.poll()) out.push_back(std::move(e));
+  }
+  requester.join();
+  for (auto& e : h.poll()) out.push_back(std::move(e));
+  return out;
+}
+}  // namespace
+
+// While no snapshot runs, the stream's transactions are not all kept for a later chunk: a
+// fresh in-flight set tells which could still be listed by one, and the rest are forgotten.
+TEST(IncrementalSnapshot, BetweenSnapshotsOnlyTransactionsStillInFlightAreRemembered) {
+  Harness h(10, {});
+  h.table->rows[1] = row(1, "old", "Bold");
+  h.table->reached = 1'000'000;
+  ASSERT_TRUE(h.source->start(std::nullopt));
+  h.table->in_flight_set = "";  // every transaction handed out is visible to new reads
+  stream_transactions(h, 5000);
+  // A chunk whose in-flight set still lists transaction 5 would wait for it, had it been kept.
+  h.table->in_flight_set = "5";
+  h.table->positions = {10'000, 20'000};
+  EXPECT_EQ(names(request_table(h)), expected({"r:1"}));
+}
+
+TEST(IncrementalSnapshot, BetweenSnapshotsATransactionStillInFlightIsKeptForTheNextChunk) {
+  Harness h(10, {});
+  h.table->rows[1] = row(1, "old", "Bold");
+  h.table->reached = 1'000'000;
+  ASSERT_TRUE(h.source->start(std::nullopt));
+  h.table->in_flight_set = "5";  // handed out, but not yet visible to new reads
+  stream_transactions(h, 5000);
+  h.table->positions = {10'000, 20'000};
+  // The chunk is read, and set aside: it cannot have seen transaction 5.
+  EXPECT_TRUE(request_table(h).empty());
+  EXPECT_EQ(h.table->cursors.size(), 1u);
+}
