@@ -8,8 +8,18 @@
 
 namespace cppcdc {
 
+/// A tl::expected<T, Error> that must not be ignored: dropping a Result (and so its error) is a
+/// compile-time warning. Converts to and from tl::expected<T, Error>; everything else is
+/// tl::expected's.
 template <class T>
-using Result = tl::expected<T, Error>;
+class [[nodiscard]] Result : public tl::expected<T, Error> {
+ public:
+  using Base = tl::expected<T, Error>;
+  using Base::Base;
+  Result() = default;
+  Result(const Base& b) : Base(b) {}        // NOLINT(google-explicit-constructor)
+  Result(Base&& b) : Base(std::move(b)) {}  // NOLINT(google-explicit-constructor)
+};
 
 using Status = Result<void>;
 
