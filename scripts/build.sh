@@ -2,7 +2,8 @@
 # Configure and build cppcdc with CMake and Ninja.
 #
 # Usage: scripts/build.sh [--asan] [--target NAME] [-DVAR=VALUE ...]
-#   (default)  build/       default build type (RelWithDebInfo), warnings are errors
+#   (default)  build/       default build type (RelWithDebInfo), warnings are errors, fault
+#                           points compiled in (the crash tests need them)
 #   --asan     build-asan/  Debug with AddressSanitizer + UndefinedBehaviorSanitizer
 #   --target   build only that target (e.g. cppcdc for the binary alone)
 # Extra -D options are passed to the CMake configure step. Parallel jobs: nproc
@@ -54,7 +55,7 @@ if [[ -f "$BUILD_DIR/CMakeCache.txt" ]] && ! grep -qx 'CMAKE_GENERATOR:INTERNAL=
 fi
 
 log "configure $BUILD_DIR"
-cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCPPCDC_WERROR=ON "${cfg[@]}" "${extra[@]}"
+cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCPPCDC_WERROR=ON -DCPPCDC_FAULT_POINTS=ON "${cfg[@]}" "${extra[@]}"
 
 log "build $BUILD_DIR with $JOBS jobs"
 cmake --build "$BUILD_DIR" --parallel "$JOBS" "${targets[@]}"

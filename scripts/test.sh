@@ -9,7 +9,8 @@
 #   3. scripts/build.sh --asan              -> build-asan/
 #   4. a throwaway PostgreSQL 15 on 127.0.0.1:55440 in /tmp/cppcdc-test-pg, removed on exit
 #   5. ctest in build/: unit tests in parallel, then integration tests one at a time (they use
-#      CPPCDC_TEST_PG_DSN / _PORT)
+#      CPPCDC_TEST_PG_DSN / _PORT), then the install test (a Release build with default options
+#      installed to a temporary prefix; examples/ built against it; no fault point in it)
 #   6. ctest -L unit in build-asan/ (unit tests under ASan + UBSan)
 #   7. scripts/fuzz-pgoutput.sh for CPPCDC_FUZZ_SECONDS (default 60), when that script exists
 #      and clang-14 can link libFuzzer
@@ -137,6 +138,7 @@ if ((build_ok)); then
   # restart tests do not compete with each other for the 2 cores and the one server.
   step ctest-unit ctest --test-dir build -L unit --output-on-failure -j"$JOBS" || true
   step ctest-integration ctest --test-dir build -L integration --output-on-failure -j1 || true
+  step ctest-install ctest --test-dir build -L install --output-on-failure || true
 else
   skip ctest "build failed"
 fi
