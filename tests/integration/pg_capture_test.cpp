@@ -13,6 +13,7 @@
 
 using namespace cppcdc;
 using cppcdc::it::PgSession;
+using namespace std::chrono_literals;
 
 namespace {
 
@@ -236,7 +237,7 @@ TEST_F(PgCapture, LogicalMessagesArriveInTheirTransactionAndExactlyOnceAcrossARe
     checkpoint = cap.checkpoint;
     ASSERT_TRUE(cap.runtime->start());
     PgSession s(it::dsn_for(db_));
-    ASSERT_TRUE(it::wait_for([&] { return s.scalar(it::streaming_sql(db_)) == "1"; }, 20));
+    ASSERT_TRUE(it::wait_until([&] { return s.scalar(it::streaming_sql(db_)) == "1"; }, 20s));
     s.query(R"(
       begin;
       insert into orders (id) values (1);
@@ -308,7 +309,7 @@ line two');
                 {.checkpoint = checkpoint, .capture_logical_messages = true});
     ASSERT_TRUE(cap.runtime->start());
     PgSession s(it::dsn_for(db_));
-    ASSERT_TRUE(it::wait_for([&] { return s.scalar(it::streaming_sql(db_)) == "1"; }, 20));
+    ASSERT_TRUE(it::wait_until([&] { return s.scalar(it::streaming_sql(db_)) == "1"; }, 20s));
     s.query("select pg_logical_emit_message(false, 'audit', 'first'), "
             "pg_logical_emit_message(false, 'audit', 'second')");
     std::vector<Event> got;
@@ -341,7 +342,7 @@ line two');
                 {.checkpoint = checkpoint, .capture_logical_messages = true});
     ASSERT_TRUE(cap.runtime->start());
     PgSession s(it::dsn_for(db_));
-    ASSERT_TRUE(it::wait_for([&] { return s.scalar(it::streaming_sql(db_)) == "1"; }, 20));
+    ASSERT_TRUE(it::wait_until([&] { return s.scalar(it::streaming_sql(db_)) == "1"; }, 20s));
     s.query("insert into orders (id) values (9)");
     auto events = cap.take(2, 3);
     ASSERT_EQ(events.size(), 1u);
@@ -360,7 +361,7 @@ TEST_F(PgCapture, InterleavedTransactionsArriveInCommitOrderAndResumeWithoutLoss
     checkpoint = cap.checkpoint;
     ASSERT_TRUE(cap.runtime->start());
     PgSession admin(it::dsn_for(db_));
-    ASSERT_TRUE(it::wait_for([&] { return admin.scalar(it::streaming_sql(db_)) == "1"; }, 20));
+    ASSERT_TRUE(it::wait_until([&] { return admin.scalar(it::streaming_sql(db_)) == "1"; }, 20s));
     PgSession t1(it::dsn_for(db_)), t2(it::dsn_for(db_));
     t1.query("begin; insert into orders (id, status) values (1, 't1-first')");
     t2.query("begin; insert into orders (id, status) values (2, 't2')");
@@ -436,17 +437,27 @@ TEST_F(PgCapture, ConfirmedFlushFollowsTheDurableCheckpointOnly) {
   auto slot_lsn = [&] {
     return s.scalar("select confirmed_flush_lsn from pg_replication_slots where slot_name = '" + db_ + "'");
   };
-  // Delivered but not acknowledged: the slot must not move past the event.
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Delivered but not acknowledged: the slot must not move past the event. The reader sends a
+  // status update (asking for a keepalive) about every second; once the walsender has taken
+  // two of them after the delivery, the first one's position has reached the slot.
+  auto replied_after = [&](const std::string& t) {
+    return s.scalar(
+               "select count(*) from pg_replication_slots s join pg_stat_replication r "
+               "on r.pid = s.active_pid where s.slot_name = '" +
+               db_ + "' and r.reply_time > '" + t + "'::timestamptz") == "1";
+  };
+  const std::string delivered_at = s.scalar("select clock_timestamp()");
+  ASSERT_TRUE(it::wait_until([&] { return replied_after(delivered_at); }, 30s));
+  const std::string first_reply = s.scalar(
+      "select r.reply_time from pg_replication_slots s join pg_stat_replication r on r.pid = "
+      "s.active_pid where s.slot_name = '" +
+      db_ + "'");
+  ASSERT_TRUE(it::wait_until([&] { return replied_after(first_reply); }, 30s));
   EXPECT_LT(*pg::Lsn::parse(slot_lsn()), *pg::Lsn::parse(end));
   ASSERT_TRUE(cap.runtime->commit_ack(batch->ack_mode()));
   EXPECT_EQ((*cap.checkpoint->load())->offset, end);
-  bool advanced = false;
-  for (int i = 0; i < 50 && !advanced; ++i) {
-    advanced = slot_lsn() == end;
-    if (!advanced) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  EXPECT_TRUE(advanced) << "slot at " << slot_lsn() << ", checkpoint at " << end;
+  EXPECT_TRUE(it::wait_until([&] { return slot_lsn() == end; }, 30s))
+      << "slot at " << slot_lsn() << ", checkpoint at " << end;
   ASSERT_TRUE(cap.runtime->stop());
 }
 
@@ -568,7 +579,7 @@ TEST_F(PgCapture, AlterTableMidStreamGivesANewShapeAndASchemaChangeBeforeItsFirs
   PgSession s(it::dsn_for(db_));
   // Mid-stream: after the (empty) snapshot, once the stream runs. DDL committed while the
   // snapshot starts would be announced too, against the shape the snapshot described.
-  ASSERT_TRUE(it::wait_for([&] { return s.scalar(it::streaming_sql(db_)) == "1"; }, 20));
+  ASSERT_TRUE(it::wait_until([&] { return s.scalar(it::streaming_sql(db_)) == "1"; }, 20s));
   s.query("insert into orders (id, status) values (1, 'a')");
   s.query("alter table orders add column extra int");
   s.query("insert into orders (id, status, extra) values (2, 'b', 7)");
@@ -614,7 +625,7 @@ TEST_F(PgCapture, SlotHeldByAnotherProcessIsNamedAfterTheRetries) {
   ASSERT_TRUE(holder.runtime->start());
   // The holder streams once its (empty) snapshot is read.
   PgSession s(it::dsn_for(db_));
-  ASSERT_TRUE(it::wait_for([&] { return s.scalar(it::streaming_sql(db_)) == "1"; }, 20));
+  ASSERT_TRUE(it::wait_until([&] { return s.scalar(it::streaming_sql(db_)) == "1"; }, 20s));
   auto second =
       std::move(Capture(db_, {"public.orders"}, {.max_retries = 1, .initial_delay_ms = 50}).runtime);
   auto st = second->start();
@@ -680,7 +691,7 @@ TEST_F(PgCapture, ReplicaIdentitiesAndKeysShapeTheEvents) {
   ASSERT_TRUE(cap.runtime->start());
   auto reads = cap.take(3);
   ASSERT_EQ(reads.size(), 3u);
-  ASSERT_TRUE(it::wait_for([&] { return s.scalar(it::streaming_sql(db_)) == "1"; }, 20));
+  ASSERT_TRUE(it::wait_until([&] { return s.scalar(it::streaming_sql(db_)) == "1"; }, 20s));
   s.query(R"(
     update by_index set code = 'c2' where id = 1;
     update composite set b = 'y' where a = 1;
@@ -729,7 +740,7 @@ TEST_F(PgCapture, ATableWithoutReplicaIdentityIsNotPutIntoAPublication) {
   s.query("create publication cap_pub for table nothing_t with (publish = 'insert')");
   Capture cap(db_, {"public.nothing_t"});
   ASSERT_TRUE(cap.runtime->start());
-  ASSERT_TRUE(it::wait_for([&] { return s.scalar(it::streaming_sql(db_)) == "1"; }, 20));
+  ASSERT_TRUE(it::wait_until([&] { return s.scalar(it::streaming_sql(db_)) == "1"; }, 20s));
   s.query("insert into nothing_t values (7)");
   auto events = cap.take(1);
   ASSERT_EQ(events.size(), 1u);
@@ -792,7 +803,7 @@ TEST_F(PgCapture, RecycledEventsAreReleasedOnAQuietStream) {
     source->recycle(std::move(events));
   }
   EXPECT_GT(shape.use_count(), 1);
-  EXPECT_TRUE(it::wait_for([&] { return shape.use_count() == 1; }, 10))
+  EXPECT_TRUE(it::wait_until([&] { return shape.use_count() == 1; }, 10s))
       << shape.use_count() - 1 << " recycled events are still held";
   ASSERT_TRUE((*rt)->stop());
 }
