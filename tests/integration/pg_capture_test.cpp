@@ -4,18 +4,48 @@
 
 #include <boost/json.hpp>
 
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
 #include <set>
+#include <sstream>
 
 #include "cppcdc/pg_lsn.hpp"
 #include "cppcdc/postgres.hpp"
 #include "cppcdc/runtime.hpp"
 #include "pg_util.hpp"
+#include "source/postgres/sql_catalog.hpp"
 
 using namespace cppcdc;
 using cppcdc::it::PgSession;
 using namespace std::chrono_literals;
 
 namespace {
+
+// Collects what the library logs (spdlog's default logger) while it lives. Create it before
+// the capture starts and let it go after the capture stopped: the logger's sink list is not
+// meant to change while other threads log.
+class LogCapture {
+ public:
+  LogCapture() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(out_)) {
+    spdlog::default_logger()->sinks().push_back(sink_);
+  }
+  ~LogCapture() {
+    auto& sinks = spdlog::default_logger()->sinks();
+    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
+  }
+  LogCapture(const LogCapture&) = delete;
+  LogCapture& operator=(const LogCapture&) = delete;
+  std::string text() {
+    sink_->flush();
+    return out_.str();
+  }
+
+ private:
+  std::ostringstream out_;
+  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
+};
 
 struct CaptureOptions {
   std::shared_ptr<Checkpoint> checkpoint = nullptr;  // a fresh in-memory one when null
@@ -672,6 +702,55 @@ TEST_F(PgCapture, PartitionedTableIsCapturedWhetherOrNotThePublicationUsesTheRoo
     EXPECT_EQ(events[3].table, "parted_high");
     ASSERT_TRUE(cap.runtime->stop());
   }
+}
+
+// pgoutput describes a partition (a Relation message) also when it sends the partition's changes
+// under the root's name; the log line must say which of the two happens.
+TEST_F(PgCapture, APartitionsLogLineSaysUnderWhichNameItsChangesArrive) {
+  PgSession s(it::dsn_for(db_));
+  s.query("create table parted (id int primary key, v text) partition by range (id);"
+          "create table parted_low partition of parted for values from (0) to (100)");
+  const std::string own_name =
+      "capturing partition public.parted_low of public.parted under its own name (publication "
+      "cap_pub does not publish via the partition root)";
+  const std::string via_root =
+      "partition public.parted_low of public.parted: its changes arrive under the name of its "
+      "partition root, not its own (publication cap_pub publishes via the partition root)";
+  auto via_root_of = [&](const std::string& publication) {
+    auto v = pg::publishes_via_root(s.get(), publication);
+    EXPECT_TRUE(v) << v.error().report();
+    return v.value_or(std::nullopt);
+  };
+  {
+    LogCapture log;
+    Capture cap(db_, {"public.parted"});  // creates cap_pub publishing via the root
+    ASSERT_TRUE(cap.runtime->start());
+    EXPECT_EQ(via_root_of("cap_pub"), std::optional<bool>(true));
+    s.query("insert into parted values (1, 'a')");
+    auto events = cap.take(1);
+    ASSERT_EQ(events.size(), 1u);
+    EXPECT_EQ(events[0].table, "parted");
+    ASSERT_TRUE(cap.runtime->stop());
+    EXPECT_NE(log.text().find(via_root), std::string::npos) << log.text();
+    EXPECT_EQ(log.text().find("under its own name"), std::string::npos) << log.text();
+  }
+  it::drop_slots(db_);
+  s.query("drop publication cap_pub; create publication cap_pub for table parted");
+  {
+    LogCapture log;
+    Capture cap(db_, {"public.parted"});
+    ASSERT_TRUE(cap.runtime->start());
+    EXPECT_EQ(via_root_of("cap_pub"), std::optional<bool>(false));
+    s.query("insert into parted values (2, 'b')");
+    auto events = cap.take(2);  // row 1 from the snapshot, then row 2
+    ASSERT_EQ(events.size(), 2u);
+    EXPECT_EQ(events[1].table, "parted_low");
+    ASSERT_TRUE(cap.runtime->stop());
+    EXPECT_NE(log.text().find(own_name), std::string::npos) << log.text();
+    EXPECT_EQ(log.text().find("publishes via the partition root)"), std::string::npos)
+        << log.text();
+  }
+  EXPECT_FALSE(via_root_of("no_such_pub").has_value());  // no such publication
 }
 
 TEST_F(PgCapture, ReplicaIdentitiesAndKeysShapeTheEvents) {
