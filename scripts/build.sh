@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Configure and build cppcdc with CMake and Ninja.
 #
-# Usage: scripts/build.sh [--asan] [--target NAME] [-DVAR=VALUE ...]
+# Usage: scripts/build.sh [--asan | --tsan] [--target NAME] [-DVAR=VALUE ...]
 #   (default)  build/       default build type (RelWithDebInfo), warnings are errors, fault
 #                           points compiled in (the crash tests need them)
 #   --asan     build-asan/  Debug with AddressSanitizer + UndefinedBehaviorSanitizer
-#   --target   build only that target (e.g. cppcdc for the binary alone)
+#   --tsan     build-tsan/  RelWithDebInfo with ThreadSanitizer; without --target it builds
+#                           only the unit test executables (what ctest -L unit runs there)
+#   --target   build only that target (e.g. cppcdc for the binary alone); may be repeated
 # Extra -D options are passed to the CMake configure step. Parallel jobs: nproc
 # (override with CPPCDC_JOBS). ccache is used when it is installed (CPPCDC_NO_CCACHE=1: not).
 set -euo pipefail
@@ -16,6 +18,7 @@ die() { printf '[build] ERROR: %s\n' "$*" >&2; exit 1; }
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 asan=0
+tsan=0
 extra=()
 targets=()
 while (($#)); do
@@ -23,6 +26,7 @@ while (($#)); do
   shift
   case "$a" in
     --asan) asan=1 ;;
+    --tsan) tsan=1 ;;
     --target) (($#)) || die "--target needs a name"; targets+=(--target "$1"); shift ;;
     -D*) extra+=("$a") ;;
     -h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
@@ -33,9 +37,13 @@ done
 command -v cmake >/dev/null || die "cmake not found; run scripts/install-deps.sh"
 command -v ninja >/dev/null || die "ninja not found; run scripts/install-deps.sh"
 
+((asan + tsan < 2)) || die "--asan and --tsan cannot be combined"
 if ((asan)); then
   BUILD_DIR=$ROOT/build-asan
   cfg=(-DCPPCDC_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug)
+elif ((tsan)); then
+  BUILD_DIR=$ROOT/build-tsan
+  cfg=(-DCPPCDC_TSAN=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo)
 else
   BUILD_DIR=$ROOT/build
   cfg=()
@@ -56,6 +64,14 @@ fi
 
 log "configure $BUILD_DIR"
 cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCPPCDC_WERROR=ON -DCPPCDC_FAULT_POINTS=ON "${cfg[@]}" "${extra[@]}"
+
+# The TSan build serves only the unit tests: by default build their executables, nothing else.
+if ((tsan)) && ((${#targets[@]} == 0)); then
+  mapfile -t unit_targets < <(cmake --build "$BUILD_DIR" --target help |
+    sed -n 's/^\(cppcdc_unit_[A-Za-z0-9_]*\):.*/\1/p')
+  ((${#unit_targets[@]})) || die "no cppcdc_unit_* targets in $BUILD_DIR"
+  for t in "${unit_targets[@]}"; do targets+=(--target "$t"); done
+fi
 
 log "build $BUILD_DIR with $JOBS jobs"
 cmake --build "$BUILD_DIR" --parallel "$JOBS" "${targets[@]}"

@@ -7,12 +7,15 @@
 #   1. scripts/install-deps.sh              (returns at once when everything is installed)
 #   2. scripts/build.sh                     -> build/
 #   3. scripts/build.sh --asan              -> build-asan/
-#   4. a throwaway PostgreSQL 15 on 127.0.0.1:55440 in /tmp/cppcdc-test-pg, removed on exit
-#   5. ctest in build/: unit tests in parallel, then integration tests one at a time (they use
+#   4. scripts/build.sh --tsan              -> build-tsan/ (the unit test executables only)
+#   5. a throwaway PostgreSQL 15 on 127.0.0.1:55440 in /tmp/cppcdc-test-pg, removed on exit
+#   6. ctest in build/: unit tests in parallel, then integration tests one at a time (they use
 #      CPPCDC_TEST_PG_DSN / _PORT), then the install test (a Release build with default options
 #      installed to a temporary prefix; examples/ built against it; no fault point in it)
-#   6. ctest -L unit in build-asan/ (unit tests under ASan + UBSan)
-#   7. scripts/fuzz-pgoutput.sh for CPPCDC_FUZZ_SECONDS (default 60), when that script exists
+#   7. ctest -L unit in build-asan/ (unit tests under ASan + UBSan)
+#   8. ctest -L unit in build-tsan/ (unit tests, the threaded runtime, reader and snapshot ones
+#      among them, under ThreadSanitizer; suppressions in tests/tsan.supp)
+#   9. scripts/fuzz-pgoutput.sh for CPPCDC_FUZZ_SECONDS (default 60), when that script exists
 #      and clang-14 can link libFuzzer
 # A failing build skips the tests that need it; the other steps still run. Exits non-zero if
 # any step failed, and always ends with a one-line summary. Takes no arguments (-h prints this).
@@ -108,12 +111,13 @@ have_libfuzzer() {
 # 1. dependencies: nothing works without them.
 step install-deps "$ROOT/scripts/install-deps.sh" || exit 1
 
-# 2-3. builds
-build_ok=0 asan_ok=0
+# 2-4. builds
+build_ok=0 asan_ok=0 tsan_ok=0
 step build "$ROOT/scripts/build.sh" && build_ok=1
 step build-asan "$ROOT/scripts/build.sh" --asan && asan_ok=1
+step build-tsan "$ROOT/scripts/build.sh" --tsan && tsan_ok=1
 
-# 4. PostgreSQL for the integration tests (a fresh cluster every run).
+# 5. PostgreSQL for the integration tests (a fresh cluster every run).
 if ((build_ok)); then
   log "postgres: fresh cluster in $PG_DIR on port $PG_PORT"
   "$ROOT/scripts/pg.sh" stop "$PG_DIR" --purge
@@ -131,8 +135,9 @@ export CPPCDC_TEST_PG_PORT=$PG_PORT
 # Sanitizer reports: stack traces, and stop at the first error.
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:suppressions=$ROOT/tests/tsan.supp}
 
-# 5. all tests of the normal build
+# 6. all tests of the normal build
 if ((build_ok)); then
   # Unit tests in parallel; integration tests one at a time, so that the crash, fault and
   # restart tests do not compete with each other for the 2 cores and the one server.
@@ -143,14 +148,21 @@ else
   skip ctest "build failed"
 fi
 
-# 6. unit tests under ASan + UBSan
+# 7. unit tests under ASan + UBSan
 if ((asan_ok)); then
   step ctest-asan-unit ctest --test-dir build-asan -L unit --output-on-failure -j"$JOBS" || true
 else
   skip ctest-asan-unit "asan build failed"
 fi
 
-# 7. fuzzing
+# 8. unit tests under ThreadSanitizer (the first report fails its test)
+if ((tsan_ok)); then
+  step ctest-tsan-unit ctest --test-dir build-tsan -L unit --output-on-failure -j"$JOBS" || true
+else
+  skip ctest-tsan-unit "tsan build failed"
+fi
+
+# 9. fuzzing
 if [[ ! -f "$ROOT/scripts/fuzz-pgoutput.sh" ]]; then
   skip fuzz "no scripts/fuzz-pgoutput.sh"
 elif ! have_libfuzzer; then

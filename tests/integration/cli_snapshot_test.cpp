@@ -9,6 +9,7 @@
 #include <boost/json.hpp>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 
 #include "cppcdc/checkpoint.hpp"
@@ -19,6 +20,7 @@ namespace fs = std::filesystem;
 using namespace cppcdc;
 using cppcdc::it::CliOutcome;
 using cppcdc::it::run_cli;
+using namespace std::chrono_literals;
 
 namespace {
 
@@ -82,6 +84,31 @@ class CliSnapshot : public ::testing::Test {
   // Distinct primary keys of op "read" events of `table` in the sink file.
   std::set<std::string> read_keys(const std::string& table) {
     std::set<std::string> keys;
+    for_each_event(table, [&](const boost::json::object& e) {
+      if (e.at("op").as_string() == "read") {
+        keys.insert(boost::json::serialize(e.at("after").at("id")));
+      }
+    });
+    return keys;
+  }
+
+  // The ops of the events of `table` in the sink file whose new row has id `id`.
+  std::multiset<std::string> ops_of(const std::string& table, const std::string& id) {
+    std::multiset<std::string> ops;
+    for_each_event(table, [&](const boost::json::object& e) {
+      const auto* after = e.if_contains("after");
+      const auto* value =
+          after && after->is_object() ? after->as_object().if_contains("id") : nullptr;
+      if (value && value->is_string() && value->as_string() == id) {
+        ops.insert(std::string(e.at("op").as_string()));
+      }
+    });
+    return ops;
+  }
+
+  // Calls `f` with every complete event of `table` in the sink file, in order.
+  void for_each_event(const std::string& table,
+                      const std::function<void(const boost::json::object&)>& f) {
     std::ifstream in(dir_ / "events.jsonl");
     std::string line;
     while (std::getline(in, line)) {
@@ -89,10 +116,8 @@ class CliSnapshot : public ::testing::Test {
       auto v = boost::json::parse(line, ec);
       if (ec || !v.is_object()) continue;
       const auto& e = v.as_object();
-      if (e.at("op").as_string() != "read" || e.at("table").as_string() != table) continue;
-      keys.insert(boost::json::serialize(e.at("after").at("id")));
+      if (e.at("table").as_string() == table) f(e);
     }
-    return keys;
   }
 
   // The incremental snapshot state saved in the checkpoint file (nullopt when there is none).
@@ -137,10 +162,10 @@ TEST_F(CliSnapshot, RequestReadsEveryRowAndStatusReportsComplete) {
   ASSERT_EQ(o.code, 0) << o.output;
   EXPECT_NE(o.output.find("requested public.orders"), std::string::npos) << o.output;
 
-  EXPECT_TRUE(it::wait_for([&] { return read_keys("orders").size() == 2500; }, 60))
+  EXPECT_TRUE(it::wait_until([&] { return read_keys("orders").size() == 2500; }, 60s))
       << read_keys("orders").size() << " rows read\n"
       << it::log_tail(dir_ / "cppcdc.log");
-  EXPECT_TRUE(it::wait_for([&] { return status() == "complete"; }, 30));
+  EXPECT_TRUE(it::wait_until([&] { return status() == "complete"; }, 30s));
   auto state = status_json();
   ASSERT_EQ(state.at("tables").as_array().size(), 1u);
   const auto& table = state.at("tables").as_array()[0].as_object();
@@ -197,8 +222,10 @@ TEST_F(CliSnapshot, PauseResumeAndStopChangeTheStatus) {
   EXPECT_TRUE(state.at("paused").as_bool());
   const auto rows_at_pause = state.at("tables").as_array()[0].at("rows").as_int64();
   EXPECT_LT(rows_at_pause, 20000);
-  // Paused: at most the chunk in progress is still handed out.
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // Paused: at most the chunk in progress is still handed out. A row inserted now reaching the
+  // sink shows the pipeline went on polling after the pause.
+  s.query("insert into orders values (0)");
+  EXPECT_TRUE(it::wait_until([&] { return ops_of("orders", "0").count("insert") == 1; }, 30s));
   EXPECT_LE(status_json().at("tables").as_array()[0].at("rows").as_int64(), rows_at_pause + 10);
   o = snapshot({"status"});
   EXPECT_NE(o.output.find("paused: no new chunk starts"), std::string::npos) << o.output;
@@ -206,11 +233,11 @@ TEST_F(CliSnapshot, PauseResumeAndStopChangeTheStatus) {
   o = snapshot({"resume"});
   ASSERT_EQ(o.code, 0) << o.output;
   EXPECT_EQ(status(), "running");
-  EXPECT_TRUE(it::wait_for(
+  EXPECT_TRUE(it::wait_until(
       [&] {
         return status_json().at("tables").as_array()[0].at("rows").as_int64() > rows_at_pause + 10;
       },
-      30));
+      30s));
 
   o = snapshot({"stop"});
   ASSERT_EQ(o.code, 0) << o.output;
@@ -258,13 +285,13 @@ TEST_F(CliSnapshot, ForgetEditsTheSavedCheckpointOnlyWhileCppcdcIsStopped) {
   ASSERT_EQ(snapshot({"request", "public.orders", "public.customers"}).code, 0);
   ASSERT_EQ(snapshot({"pause"}).code, 0);
   // Stream events give the checkpoint a position to save the snapshot's state with.
-  EXPECT_TRUE(it::wait_for(
+  EXPECT_TRUE(it::wait_until(
       [&] {
         s.query("insert into ticks default values");
         auto saved_state = saved();
         return saved_state && saved_state->second.paused && saved_state->second.tables.size() == 2;
       },
-      30))
+      30s))
       << it::log_tail(dir_ / "cppcdc.log");
 
   auto o = snapshot({"forget", "public.orders"});
@@ -320,13 +347,13 @@ TEST_F(CliSnapshot, AChangedPrimaryKeyRefusesTheStartAndNamesForgetWithTheConfig
   auto req = snapshot({"request", "public.t"});
   ASSERT_EQ(req.code, 0) << req.output;
   ASSERT_EQ(snapshot({"pause"}).code, 0);
-  ASSERT_TRUE(it::wait_for(
+  ASSERT_TRUE(it::wait_until(
       [&] {
         auto st = saved();
         return st && !st->second.tables.empty() && st->second.tables[0].cursor &&
                !st->second.tables[0].complete;
       },
-      30));
+      30s));
   it::stop_cppcdc_process(child_, SIGTERM);
   s.query("alter table t drop constraint t_pkey, add primary key (id, v)");
   const auto refused = run_cli({"run", "--config", config()}, 60);

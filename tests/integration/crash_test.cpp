@@ -20,7 +20,8 @@
 
 using namespace cppcdc;
 using cppcdc::it::log_tail;
-using cppcdc::it::wait_for;
+using cppcdc::it::wait_until;
+using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
 namespace {
@@ -157,6 +158,7 @@ void run_workload(const std::string& db, std::atomic<bool>& done, std::atomic<in
     }
     sql += "commit;";
     s.query(sql);
+    // Pacing, not waiting: a steady load that the kills land in.
     std::this_thread::sleep_for(std::chrono::microseconds(1500));
   }
   done = true;
@@ -187,9 +189,9 @@ TEST_F(CrashTest, SigkillAtRandomMomentsLosesNothingAndDuplicatesOnlyInFlightBat
   ChildGuard guard{child};
   // Wait until a walsender streams from the slot; before that its creation may still be
   // waiting for a consistent point, and changes committed meanwhile are not in its stream.
-  ASSERT_TRUE(wait_for([&] {
+  ASSERT_TRUE(wait_until([&] {
     return s.scalar(it::streaming_sql("crash_slot")) == "1";
-  }, 30)) << log_tail(w.log);
+  }, 30s)) << log_tail(w.log);
 
   std::atomic<bool> done{false};
   std::atomic<int> rows{0};
@@ -208,17 +210,15 @@ TEST_F(CrashTest, SigkillAtRandomMomentsLosesNothingAndDuplicatesOnlyInFlightBat
   bool armed = false;
   while (!done.load() || static_cast<int>(kills.size()) < kMinKills) {
     if (armed) {
-      // Give the armed process time to reach its crash point on its own.
-      for (int i = 0; i < 40; ++i) {
-        int status = 0;
-        if (waitpid(child, &status, WNOHANG) == child) {
-          child = -1;
-          EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << log_tail(w.log);
-          break;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      // Give the armed process time to reach its crash point on its own (else it is killed
+      // below like the others).
+      int status = 0;
+      if (wait_until([&] { return waitpid(child, &status, WNOHANG) == child; }, 2s)) {
+        child = -1;
+        EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << log_tail(w.log);
       }
     } else {
+      // A random moment on purpose: the kill lands wherever the pipeline happens to be.
       std::this_thread::sleep_for(std::chrono::milliseconds(100 + rng() % 500));
     }
     if (child > 0) {
@@ -246,13 +246,13 @@ TEST_F(CrashTest, SigkillAtRandomMomentsLosesNothingAndDuplicatesOnlyInFlightBat
     child = spawn(w);
   }
   s.query("insert into marker values (1)");
-  const bool caught_up = wait_for([&] {
+  const bool caught_up = wait_until([&] {
     std::ifstream in(w.sink);
     std::string line;
     std::string last;
     while (std::getline(in, line)) last = line;
     return last.find("\"table\":\"marker\"") != std::string::npos;
-  }, 120);
+  }, 120s);
   kill(child, SIGTERM);
   const int code = wait_exit(child);
   child = -1;
@@ -327,12 +327,13 @@ TEST_F(CrashTest, CleanStopAndRestartOfTheServerDeliversZeroDuplicates) {
   for (int round = 0; round < 3; ++round) {
     pid_t child = spawn(w);
     ChildGuard guard{child};
-    ASSERT_TRUE(wait_for([&] {
+    ASSERT_TRUE(wait_until([&] {
       return s.scalar(it::streaming_sql("clean_slot")) == "1";
-    }, 30)) << log_tail(w.log);
+    }, 30s)) << log_tail(w.log);
     s.query("begin; insert into marker values (" + std::to_string(round * 10 + 1) +
             "); insert into marker values (" + std::to_string(round * 10 + 2) + "); commit;");
-    ASSERT_TRUE(wait_for([&] { return complete_lines(w.sink) == static_cast<std::size_t>(2 * (round + 1)); }, 60))
+    ASSERT_TRUE(wait_until(
+        [&] { return complete_lines(w.sink) == static_cast<std::size_t>(2 * (round + 1)); }, 60s))
         << log_tail(w.log) << "\nslot: "
         << s.scalar("select concat_ws(' ', active_pid, restart_lsn, confirmed_flush_lsn, "
                     "pg_current_wal_lsn()) from pg_replication_slots where slot_name = 'clean_slot'")
@@ -343,7 +344,6 @@ TEST_F(CrashTest, CleanStopAndRestartOfTheServerDeliversZeroDuplicates) {
     EXPECT_EQ(wait_exit(child), 0) << log_tail(w.log);
     child = -1;
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
   const auto events = it::read_sink(w.sink);
   ASSERT_EQ(events.size(), 6u);
   std::set<std::string> ids;

@@ -15,6 +15,7 @@
 
 namespace fs = std::filesystem;
 using namespace cppcdc;
+using namespace std::chrono_literals;
 
 TEST(EmbeddedExample, AcknowledgesAfterItsOwnDurableWriteAndResumesWithoutRepeats) {
   const std::string db = it::test_database("ex");
@@ -35,17 +36,15 @@ TEST(EmbeddedExample, AcknowledgesAfterItsOwnDurableWriteAndResumesWithoutRepeat
             (dir / "state").c_str(), out.c_str(), nullptr);
       _exit(127);
     }
-    for (int i = 0; i < 300; ++i) {
-      if (s.scalar(it::streaming_sql("cppcdc_example")) == "1") {
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    EXPECT_TRUE(
+        it::wait_until([&] { return s.scalar(it::streaming_sql("cppcdc_example")) == "1"; }, 30s));
     s.query("begin; insert into orders values (" + std::to_string(first_id) + ", 'a'); insert into orders values (" +
             std::to_string(first_id + 1) + ", 'b'); commit;");
-    for (int i = 0; i < 200 && it::read_sink(out.string()).size() < static_cast<std::size_t>(first_id + 1); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    EXPECT_TRUE(it::wait_until(
+        [&] {
+          return it::read_sink(out.string()).size() >= static_cast<std::size_t>(first_id + 1);
+        },
+        30s));
     kill(pid, SIGINT);
     int status = 0;
     waitpid(pid, &status, 0);

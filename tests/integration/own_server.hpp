@@ -41,18 +41,20 @@ class Resilient {
   explicit Resilient(std::string dsn) : dsn_(std::move(dsn)) {}
   void run(const std::string& sql) {
     if (gave_up_) return;
-    for (int attempt = 0; attempt < 300; ++attempt) {
-      if (!conn_) {
-        auto c = pg::detail::connect(dsn_, false);
-        if (c) conn_ = std::move(*c);
-      }
-      if (conn_) {
-        auto r = pg::detail::exec(conn_.get(), sql, "workload");
-        if (r) return;
-        conn_.reset();
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
+    const bool done = wait_until(
+        [&] {
+          if (!conn_) {
+            auto c = pg::detail::connect(dsn_, false);
+            if (c) conn_ = std::move(*c);
+          }
+          if (conn_) {
+            if (pg::detail::exec(conn_.get(), sql, "workload")) return true;
+            conn_.reset();
+          }
+          return false;
+        },
+        std::chrono::seconds(30), std::chrono::milliseconds(100));
+    if (done) return;
     ADD_FAILURE() << "workload statement never succeeded: " << sql.substr(0, 200);
     gave_up_ = true;  // the server is gone: do not wait again for every later statement
   }
@@ -113,7 +115,7 @@ class OwnServerTest : public ::testing::Test {
     // client connection may have been given it as its local port, and holds it (also in
     // TIME_WAIT, up to a minute after it closed): PostgreSQL then cannot bind it. Rare, but
     // the tests open thousands of connections. Wait for it rather than fail.
-    ASSERT_TRUE(wait_for([&] { return port_bindable(port_); }, 70))
+    ASSERT_TRUE(wait_until([&] { return port_bindable(port_); }, std::chrono::seconds(70)))
         << "127.0.0.1:" << port_ << " stayed in use for 70 s";
     const std::string out = "/tmp/cppcdc-it-own-" + std::to_string(port_) + ".start.log";
     ASSERT_EQ(std::system((script("pg.sh") + " start " + pg_dir() + " " + std::to_string(port_) +
@@ -139,8 +141,14 @@ class OwnServerTest : public ::testing::Test {
       PgSession admin(dsn("postgres"));
       admin.try_exec("select pg_terminate_backend(active_pid) from pg_replication_slots where "
                      "slot_name = '" + name_ + "' and active_pid is not null");
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      admin.try_exec("select pg_drop_replication_slot('" + name_ + "')");
+      // The drop fails while the terminated walsender still holds the slot: retry until it
+      // is gone (a slot that does not exist drops nothing and succeeds).
+      if (admin.get()) {
+        wait_until([&] {
+          return admin.try_exec("select pg_drop_replication_slot(slot_name) from "
+                                "pg_replication_slots where slot_name = '" + name_ + "'");
+        }, std::chrono::seconds(10));
+      }
     }
     if (!HasFailure() && std::getenv("CPPCDC_IT_KEEP") == nullptr) fs::remove_all(dir_);
     std::system((script("pg.sh") + " stop " + pg_dir() + " --purge >/dev/null 2>&1").c_str());
@@ -177,8 +185,8 @@ class OwnServerTest : public ::testing::Test {
   /// or nullopt (after killing it) when it was still running.
   std::optional<int> wait_exit(int seconds) {
     int status = 0;
-    const bool exited = wait_for([&] { return waitpid(child_, &status, WNOHANG) == child_; },
-                                 seconds);
+    const bool exited = wait_until([&] { return waitpid(child_, &status, WNOHANG) == child_; },
+                                   std::chrono::seconds(seconds));
     if (!exited) {
       kill(child_, SIGKILL);
       waitpid(child_, nullptr, 0);
@@ -211,6 +219,7 @@ class OwnServerTest : public ::testing::Test {
           }
         }
         db.run(sql + "commit;");
+        // Pacing, not waiting: the workload spans the faults instead of finishing first.
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
       }
     });
@@ -222,12 +231,12 @@ class OwnServerTest : public ::testing::Test {
   void finish_and_check() {
     Resilient(dsn(name_)).run("insert into marker values (1)");
     const fs::path sink = dir_ / "events.jsonl";
-    const bool caught_up = wait_for([&] {
+    const bool caught_up = wait_until([&] {
       std::ifstream in(sink);
       std::string line, last;
       while (std::getline(in, line)) last = line;
       return last.find("\"table\":\"marker\"") != std::string::npos;
-    }, 120);
+    }, std::chrono::seconds(120));
     const int status = stop_cppcdc();
     ASSERT_TRUE(caught_up) << log_tail(log_path());
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
@@ -274,14 +283,28 @@ class OwnServerTest : public ::testing::Test {
     EXPECT_GT(source.size(), 100u);
   }
 
-  /// Runs `fault` three times, 700 ms apart, while the workload runs, then checks the sink
+  /// Whether cppcdc's replication connection streams from slot name_ now (false, without a
+  /// test failure, while the server is unreachable).
+  bool streaming() const {
+    auto conn = pg::detail::connect(dsn("postgres"), false);
+    if (!conn) return false;
+    auto res = pg::detail::exec(conn->get(), streaming_sql(name_), "is cppcdc streaming?");
+    return res && PQntuples(res->get()) == 1 && pg::detail::get(res->get(), 0, 0) == "1";
+  }
+
+  /// Runs `fault` three times while the workload runs, each once cppcdc streams again after
+  /// the previous one (so that each hits a live pipeline), then checks the sink
   /// (finish_and_check) and that cppcdc reconnected.
   void run_with_fault(const std::function<void()>& fault) {
     start_cppcdc();
     if (HasFatalFailure()) return;
     std::thread workload = start_workload();
     for (int i = 0; i < 3; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(700));
+      EXPECT_TRUE(wait_until([&] { return streaming(); }, std::chrono::seconds(60)))
+          << "cppcdc did not stream again before fault " << i + 1 << "\n"
+          << log_tail(log_path());
+      // A gap on purpose: some of the workload goes through the live pipeline between faults.
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
       fault();
     }
     workload.join();

@@ -4,17 +4,48 @@
 
 #include <boost/json.hpp>
 
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
 #include <set>
+#include <sstream>
 
 #include "cppcdc/postgres/lsn.hpp"
 #include "cppcdc/postgres.hpp"
 #include "cppcdc/runtime.hpp"
 #include "pg_util.hpp"
+#include "source/postgres/sql_catalog.hpp"
 
 using namespace cppcdc;
 using cppcdc::it::PgSession;
+using namespace std::chrono_literals;
 
 namespace {
+
+// Collects what the library logs (spdlog's default logger) while it lives. Create it before
+// the capture starts and let it go after the capture stopped: the logger's sink list is not
+// meant to change while other threads log.
+class LogCapture {
+ public:
+  LogCapture() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(out_)) {
+    spdlog::default_logger()->sinks().push_back(sink_);
+  }
+  ~LogCapture() {
+    auto& sinks = spdlog::default_logger()->sinks();
+    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
+  }
+  LogCapture(const LogCapture&) = delete;
+  LogCapture& operator=(const LogCapture&) = delete;
+  std::string text() {
+    sink_->flush();
+    return out_.str();
+  }
+
+ private:
+  std::ostringstream out_;
+  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
+};
 
 struct CaptureOptions {
   std::shared_ptr<Checkpoint> checkpoint = nullptr;  // a fresh in-memory one when null
@@ -236,7 +267,7 @@ TEST_F(PgCapture, LogicalMessagesArriveInTheirTransactionAndExactlyOnceAcrossARe
     checkpoint = cap.checkpoint;
     ASSERT_TRUE(cap.runtime->start());
     PgSession s(it::dsn_for(db_));
-    ASSERT_TRUE(it::wait_for([&] { return s.scalar(it::streaming_sql(db_)) == "1"; }, 20));
+    ASSERT_TRUE(it::wait_until([&] { return s.scalar(it::streaming_sql(db_)) == "1"; }, 20s));
     s.query(R"(
       begin;
       insert into orders (id) values (1);
@@ -308,7 +339,7 @@ line two');
                 {.checkpoint = checkpoint, .capture_logical_messages = true});
     ASSERT_TRUE(cap.runtime->start());
     PgSession s(it::dsn_for(db_));
-    ASSERT_TRUE(it::wait_for([&] { return s.scalar(it::streaming_sql(db_)) == "1"; }, 20));
+    ASSERT_TRUE(it::wait_until([&] { return s.scalar(it::streaming_sql(db_)) == "1"; }, 20s));
     s.query("select pg_logical_emit_message(false, 'audit', 'first'), "
             "pg_logical_emit_message(false, 'audit', 'second')");
     std::vector<Event> got;
@@ -341,7 +372,7 @@ line two');
                 {.checkpoint = checkpoint, .capture_logical_messages = true});
     ASSERT_TRUE(cap.runtime->start());
     PgSession s(it::dsn_for(db_));
-    ASSERT_TRUE(it::wait_for([&] { return s.scalar(it::streaming_sql(db_)) == "1"; }, 20));
+    ASSERT_TRUE(it::wait_until([&] { return s.scalar(it::streaming_sql(db_)) == "1"; }, 20s));
     s.query("insert into orders (id) values (9)");
     auto events = cap.take(2, 3);
     ASSERT_EQ(events.size(), 1u);
@@ -360,7 +391,7 @@ TEST_F(PgCapture, InterleavedTransactionsArriveInCommitOrderAndResumeWithoutLoss
     checkpoint = cap.checkpoint;
     ASSERT_TRUE(cap.runtime->start());
     PgSession admin(it::dsn_for(db_));
-    ASSERT_TRUE(it::wait_for([&] { return admin.scalar(it::streaming_sql(db_)) == "1"; }, 20));
+    ASSERT_TRUE(it::wait_until([&] { return admin.scalar(it::streaming_sql(db_)) == "1"; }, 20s));
     PgSession t1(it::dsn_for(db_)), t2(it::dsn_for(db_));
     t1.query("begin; insert into orders (id, status) values (1, 't1-first')");
     t2.query("begin; insert into orders (id, status) values (2, 't2')");
@@ -436,17 +467,27 @@ TEST_F(PgCapture, ConfirmedFlushFollowsTheDurableCheckpointOnly) {
   auto slot_lsn = [&] {
     return s.scalar("select confirmed_flush_lsn from pg_replication_slots where slot_name = '" + db_ + "'");
   };
-  // Delivered but not acknowledged: the slot must not move past the event.
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Delivered but not acknowledged: the slot must not move past the event. The reader sends a
+  // status update (asking for a keepalive) about every second; once the walsender has taken
+  // two of them after the delivery, the first one's position has reached the slot.
+  auto replied_after = [&](const std::string& t) {
+    return s.scalar(
+               "select count(*) from pg_replication_slots s join pg_stat_replication r "
+               "on r.pid = s.active_pid where s.slot_name = '" +
+               db_ + "' and r.reply_time > '" + t + "'::timestamptz") == "1";
+  };
+  const std::string delivered_at = s.scalar("select clock_timestamp()");
+  ASSERT_TRUE(it::wait_until([&] { return replied_after(delivered_at); }, 30s));
+  const std::string first_reply = s.scalar(
+      "select r.reply_time from pg_replication_slots s join pg_stat_replication r on r.pid = "
+      "s.active_pid where s.slot_name = '" +
+      db_ + "'");
+  ASSERT_TRUE(it::wait_until([&] { return replied_after(first_reply); }, 30s));
   EXPECT_LT(*pg::Lsn::parse(slot_lsn()), *pg::Lsn::parse(end));
   ASSERT_TRUE(cap.runtime->commit_ack(batch->ack_mode()));
   EXPECT_EQ((*cap.checkpoint->load())->offset, end);
-  bool advanced = false;
-  for (int i = 0; i < 50 && !advanced; ++i) {
-    advanced = slot_lsn() == end;
-    if (!advanced) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  EXPECT_TRUE(advanced) << "slot at " << slot_lsn() << ", checkpoint at " << end;
+  EXPECT_TRUE(it::wait_until([&] { return slot_lsn() == end; }, 30s))
+      << "slot at " << slot_lsn() << ", checkpoint at " << end;
   ASSERT_TRUE(cap.runtime->stop());
 }
 
@@ -568,7 +609,7 @@ TEST_F(PgCapture, AlterTableMidStreamGivesANewShapeAndASchemaChangeBeforeItsFirs
   PgSession s(it::dsn_for(db_));
   // Mid-stream: after the (empty) snapshot, once the stream runs. DDL committed while the
   // snapshot starts would be announced too, against the shape the snapshot described.
-  ASSERT_TRUE(it::wait_for([&] { return s.scalar(it::streaming_sql(db_)) == "1"; }, 20));
+  ASSERT_TRUE(it::wait_until([&] { return s.scalar(it::streaming_sql(db_)) == "1"; }, 20s));
   s.query("insert into orders (id, status) values (1, 'a')");
   s.query("alter table orders add column extra int");
   s.query("insert into orders (id, status, extra) values (2, 'b', 7)");
@@ -614,7 +655,7 @@ TEST_F(PgCapture, SlotHeldByAnotherProcessIsNamedAfterTheRetries) {
   ASSERT_TRUE(holder.runtime->start());
   // The holder streams once its (empty) snapshot is read.
   PgSession s(it::dsn_for(db_));
-  ASSERT_TRUE(it::wait_for([&] { return s.scalar(it::streaming_sql(db_)) == "1"; }, 20));
+  ASSERT_TRUE(it::wait_until([&] { return s.scalar(it::streaming_sql(db_)) == "1"; }, 20s));
   auto second =
       std::move(Capture(db_, {"public.orders"}, {.max_retries = 1, .initial_delay_ms = 50}).runtime);
   auto st = second->start();
@@ -663,6 +704,55 @@ TEST_F(PgCapture, PartitionedTableIsCapturedWhetherOrNotThePublicationUsesTheRoo
   }
 }
 
+// pgoutput describes a partition (a Relation message) also when it sends the partition's changes
+// under the root's name; the log line must say which of the two happens.
+TEST_F(PgCapture, APartitionsLogLineSaysUnderWhichNameItsChangesArrive) {
+  PgSession s(it::dsn_for(db_));
+  s.query("create table parted (id int primary key, v text) partition by range (id);"
+          "create table parted_low partition of parted for values from (0) to (100)");
+  const std::string own_name =
+      "capturing partition public.parted_low of public.parted under its own name (publication "
+      "cap_pub does not publish via the partition root)";
+  const std::string via_root =
+      "partition public.parted_low of public.parted: its changes arrive under the name of its "
+      "partition root, not its own (publication cap_pub publishes via the partition root)";
+  auto via_root_of = [&](const std::string& publication) {
+    auto v = pg::publishes_via_root(s.get(), publication);
+    EXPECT_TRUE(v) << v.error().report();
+    return v.value_or(std::nullopt);
+  };
+  {
+    LogCapture log;
+    Capture cap(db_, {"public.parted"});  // creates cap_pub publishing via the root
+    ASSERT_TRUE(cap.runtime->start());
+    EXPECT_EQ(via_root_of("cap_pub"), std::optional<bool>(true));
+    s.query("insert into parted values (1, 'a')");
+    auto events = cap.take(1);
+    ASSERT_EQ(events.size(), 1u);
+    EXPECT_EQ(events[0].table, "parted");
+    ASSERT_TRUE(cap.runtime->stop());
+    EXPECT_NE(log.text().find(via_root), std::string::npos) << log.text();
+    EXPECT_EQ(log.text().find("under its own name"), std::string::npos) << log.text();
+  }
+  it::drop_slots(db_);
+  s.query("drop publication cap_pub; create publication cap_pub for table parted");
+  {
+    LogCapture log;
+    Capture cap(db_, {"public.parted"});
+    ASSERT_TRUE(cap.runtime->start());
+    EXPECT_EQ(via_root_of("cap_pub"), std::optional<bool>(false));
+    s.query("insert into parted values (2, 'b')");
+    auto events = cap.take(2);  // row 1 from the snapshot, then row 2
+    ASSERT_EQ(events.size(), 2u);
+    EXPECT_EQ(events[1].table, "parted_low");
+    ASSERT_TRUE(cap.runtime->stop());
+    EXPECT_NE(log.text().find(own_name), std::string::npos) << log.text();
+    EXPECT_EQ(log.text().find("publishes via the partition root)"), std::string::npos)
+        << log.text();
+  }
+  EXPECT_FALSE(via_root_of("no_such_pub").has_value());  // no such publication
+}
+
 TEST_F(PgCapture, ReplicaIdentitiesAndKeysShapeTheEvents) {
   PgSession s(it::dsn_for(db_));
   s.query(R"(
@@ -680,7 +770,7 @@ TEST_F(PgCapture, ReplicaIdentitiesAndKeysShapeTheEvents) {
   ASSERT_TRUE(cap.runtime->start());
   auto reads = cap.take(3);
   ASSERT_EQ(reads.size(), 3u);
-  ASSERT_TRUE(it::wait_for([&] { return s.scalar(it::streaming_sql(db_)) == "1"; }, 20));
+  ASSERT_TRUE(it::wait_until([&] { return s.scalar(it::streaming_sql(db_)) == "1"; }, 20s));
   s.query(R"(
     update by_index set code = 'c2' where id = 1;
     update composite set b = 'y' where a = 1;
@@ -729,7 +819,7 @@ TEST_F(PgCapture, ATableWithoutReplicaIdentityIsNotPutIntoAPublication) {
   s.query("create publication cap_pub for table nothing_t with (publish = 'insert')");
   Capture cap(db_, {"public.nothing_t"});
   ASSERT_TRUE(cap.runtime->start());
-  ASSERT_TRUE(it::wait_for([&] { return s.scalar(it::streaming_sql(db_)) == "1"; }, 20));
+  ASSERT_TRUE(it::wait_until([&] { return s.scalar(it::streaming_sql(db_)) == "1"; }, 20s));
   s.query("insert into nothing_t values (7)");
   auto events = cap.take(1);
   ASSERT_EQ(events.size(), 1u);
@@ -792,7 +882,7 @@ TEST_F(PgCapture, RecycledEventsAreReleasedOnAQuietStream) {
     source->recycle(std::move(events));
   }
   EXPECT_GT(shape.use_count(), 1);
-  EXPECT_TRUE(it::wait_for([&] { return shape.use_count() == 1; }, 10))
+  EXPECT_TRUE(it::wait_until([&] { return shape.use_count() == 1; }, 10s))
       << shape.use_count() - 1 << " recycled events are still held";
   ASSERT_TRUE((*rt)->stop());
 }

@@ -21,6 +21,7 @@
 
 using namespace cppcdc;
 using cppcdc::it::PgSession;
+using namespace std::chrono_literals;
 
 namespace {
 
@@ -184,18 +185,19 @@ TEST_F(PgIncremental, ACommitWaitingForASynchronousStandbyCannotMakeAStaleChunkR
   ghost_standby_ = true;
   PgSession w(it::dsn_for(db_));
   const std::string writer_pid = w.scalar("select pg_backend_pid()");
-  ASSERT_TRUE(it::wait_for(
-      [&] { return admin.scalar("show synchronous_standby_names") == "cppcdc_ghost_standby"; }, 10));
+  ASSERT_TRUE(it::wait_until(
+      [&] { return admin.scalar("show synchronous_standby_names") == "cppcdc_ghost_standby"; },
+      10s));
   std::thread waiting([&] {
     // Commits locally, then waits for the standby: in the WAL, not yet visible.
     w.try_exec("set synchronous_commit = on; update t set v = 'new' where id = 5");
   });
-  ASSERT_TRUE(it::wait_for(
+  ASSERT_TRUE(it::wait_until(
       [&] {
         return admin.scalar("select wait_event from pg_stat_activity where pid = " + writer_pid) ==
                "SyncRep";
       },
-      10));
+      10s));
   // The update is decoded and delivered although no new snapshot sees it yet.
   ASSERT_TRUE(consume(
       *rt, replay, [&] { return replay.tables["public.t"].count("id=5;") > 0; }, 20));
@@ -346,6 +348,7 @@ TEST_F(PgIncremental, TenKillsMidSnapshotResumeAtTheChunkBoundaryAndEndEqual) {
         case 1: w.query("delete from items where id = " + id); break;
         default: w.query("insert into items values (" + std::to_string(next_id++) + ", 1, 'w')");
       }
+      // Pacing, not waiting: a steady load while the snapshot runs.
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
   });
@@ -365,6 +368,7 @@ TEST_F(PgIncremental, TenKillsMidSnapshotResumeAtTheChunkBoundaryAndEndEqual) {
   int kills = 0;
   std::vector<std::pair<std::uintmax_t, long>> restarts;  // sink size at the kill, saved cursor
   while (kills < 10) {
+    // A random moment on purpose: the kill lands wherever the snapshot happens to be.
     std::this_thread::sleep_for(std::chrono::milliseconds(100 + rng() % 300));
     it::stop_cppcdc_process(child, SIGKILL);
     ++kills;
@@ -375,18 +379,18 @@ TEST_F(PgIncremental, TenKillsMidSnapshotResumeAtTheChunkBoundaryAndEndEqual) {
     it::start_cppcdc_process(child, dir, it::admin_dsn(), db_, 60);
   }
   // Let the snapshot finish, then stop the writer and wait for a marker row.
-  ASSERT_TRUE(it::wait_for([&] { return saved_cursor(dir / "state").second; }, 300))
+  ASSERT_TRUE(it::wait_until([&] { return saved_cursor(dir / "state").second; }, 300s))
       << it::log_tail(dir / "cppcdc.log");
   stop.store(true);
   writer.join();
   s.query("insert into items values (-1, -1, 'marker')");
-  ASSERT_TRUE(it::wait_for(
+  ASSERT_TRUE(it::wait_until(
       [&] {
         std::ifstream in(dir / "events.jsonl");
         std::string all((std::istreambuf_iterator<char>(in)), {});
         return all.find("\"marker\"") != std::string::npos;
       },
-      60));
+      60s));
   it::stop_cppcdc_process(child, SIGTERM);
 
   // Each restart resumes after the saved cursor: the reads it makes before the first chunk

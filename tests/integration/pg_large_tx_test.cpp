@@ -16,7 +16,8 @@
 namespace fs = std::filesystem;
 using namespace cppcdc;
 using cppcdc::it::log_tail;
-using cppcdc::it::wait_for;
+using cppcdc::it::wait_until;
+using namespace std::chrono_literals;
 
 namespace {
 
@@ -113,14 +114,14 @@ TEST_F(PgLargeTx, TwoMillionRowTransactionIsDeliveredWholeUnder128MB) {
   bool saw_spill_file = false;
   long peak_rss_kb = 0;
   const fs::path sink = dir_ / "events.jsonl";
-  ASSERT_TRUE(wait_for([&] {
+  ASSERT_TRUE(wait_until([&] {
     saw_spill_file = saw_spill_file || holds_spill_file(child_, dir_ / "spill");
     peak_rss_kb = std::max(peak_rss_kb, proc_status_kb(child_, "VmRSS"));
     EXPECT_TRUE(fs::is_empty(dir_ / "spill"));
     std::error_code ec;
     // Each line is at least 200 bytes: start counting only when the size allows it.
     return fs::file_size(sink, ec) > kRows * 200 && count_lines(sink) >= kRows;
-  }, 600)) << log_tail(dir_ / "cppcdc.log");
+  }, 600s)) << log_tail(dir_ / "cppcdc.log");
   const long hwm_kb = proc_status_kb(child_, "VmHWM");
   EXPECT_EQ(stop(SIGTERM), 0) << log_tail(dir_ / "cppcdc.log");
 
@@ -155,10 +156,10 @@ TEST_F(PgLargeTx, KilledWhileSpillingLeavesNothingBehindAndLosesNothing) {
           std::to_string(kRows) + ") g");
   const fs::path sink = dir_ / "events.jsonl";
   // Kill it once the spill file is open and part of the transaction is delivered.
-  ASSERT_TRUE(wait_for([&] {
+  ASSERT_TRUE(wait_until([&] {
     std::error_code ec;
     return holds_spill_file(child_, dir_ / "spill") && fs::file_size(sink, ec) > 2'000'000;
-  }, 300)) << log_tail(dir_ / "cppcdc.log");
+  }, 300s)) << log_tail(dir_ / "cppcdc.log");
   stop(SIGKILL);
   EXPECT_TRUE(fs::is_empty(dir_ / "spill"));
 
@@ -181,11 +182,11 @@ TEST_F(PgLargeTx, KilledWhileSpillingLeavesNothingBehindAndLosesNothing) {
     }
     return n;
   };
-  ASSERT_TRUE(wait_for([&] {
+  ASSERT_TRUE(wait_until([&] {
     std::error_code ec;
     return fs::file_size(sink, ec) > kRows * 150 && count_lines(sink) >= kRows &&
            distinct_ids() == kRows;
-  }, 300)) << log_tail(dir_ / "cppcdc.log");
+  }, 300s)) << log_tail(dir_ / "cppcdc.log");
   // A clean stop after everything: the checkpoint then covers the transaction.
   EXPECT_EQ(stop(SIGTERM), 0) << log_tail(dir_ / "cppcdc.log");
   EXPECT_TRUE(fs::is_empty(dir_ / "spill"));

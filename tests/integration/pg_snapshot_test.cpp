@@ -18,6 +18,7 @@
 
 using namespace cppcdc;
 using cppcdc::it::PgSession;
+using namespace std::chrono_literals;
 
 namespace {
 
@@ -88,10 +89,12 @@ TEST_F(PgSnapshot, ExistingRowsArriveAsReadsWithTheStreamsTextAndShapeThenTheStr
     while (!stop.load()) {
       const int id = next.fetch_add(1);
       w.query("insert into docs (id, note) values (" + std::to_string(id) + ", 'live')");
+      // Pacing, not waiting: a steady trickle of commits around the snapshot's start.
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // Some of the writer's rows are committed before the slot exists.
+  EXPECT_TRUE(it::wait_until([&] { return next.load() > 100020; }, 30s));
   ASSERT_TRUE(r.runtime->start());
   auto events = r.take(2600, 60);
   stop.store(true);
@@ -299,6 +302,7 @@ TEST_F(PgSnapshot, ARoleStatementTimeoutDoesNotCutTheTableReadOff) {
     auto events = r.take(300, 5);  // batches of at most 300 events, slowly
     if (events.empty()) break;
     for (const auto& e : events) ids.insert(id_of(e));
+    // A slow consumer on purpose: the one COPY has to outlast the statement_timeout.
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   EXPECT_EQ(ids.size(), 200000u);

@@ -17,6 +17,7 @@
 
 using namespace cppcdc;
 using cppcdc::it::PgSession;
+using namespace std::chrono_literals;
 
 namespace {
 
@@ -86,8 +87,10 @@ TEST_F(PgStreaming, StreamedAndHeldTransactionsGiveTheSameEventsWithSubtransacti
   ASSERT_TRUE(streamed.runtime->start());
   ASSERT_TRUE(held.runtime->start());
   PgSession admin(it::dsn_for(db_));
-  ASSERT_TRUE(it::wait_for([&] { return admin.scalar(it::streaming_sql(db_ + "_v2")) == "1"; }, 20));
-  ASSERT_TRUE(it::wait_for([&] { return admin.scalar(it::streaming_sql(db_ + "_v1")) == "1"; }, 20));
+  ASSERT_TRUE(
+      it::wait_until([&] { return admin.scalar(it::streaming_sql(db_ + "_v2")) == "1"; }, 20s));
+  ASSERT_TRUE(
+      it::wait_until([&] { return admin.scalar(it::streaming_sql(db_ + "_v1")) == "1"; }, 20s));
 
   PgSession t1(it::dsn_for(db_)), t2(it::dsn_for(db_)), t3(it::dsn_for(db_));
   t1.query("begin");
@@ -153,7 +156,7 @@ TEST_F(PgStreaming, StreamedAndHeldTransactionsGiveTheSameEventsWithSubtransacti
   }
 
   // The server really streamed to one slot and spilled for the other.
-  ASSERT_TRUE(it::wait_for([&] { return slot_stat(db_ + "_v2", "stream_txns") != "0"; }, 20));
+  ASSERT_TRUE(it::wait_until([&] { return slot_stat(db_ + "_v2", "stream_txns") != "0"; }, 20s));
   EXPECT_EQ(slot_stat(db_ + "_v2", "spill_txns"), "0");
   EXPECT_NE(slot_stat(db_ + "_v1", "spill_txns"), "0");
   ASSERT_TRUE(streamed.runtime->stop());
@@ -168,7 +171,7 @@ TEST_F(PgStreaming, ATransactionStreamedBeforeARestartArrivesWholeAfterIt) {
     checkpoint = r.checkpoint;
     ASSERT_TRUE(r.runtime->start());
     PgSession admin(it::dsn_for(db_));
-    ASSERT_TRUE(it::wait_for([&] { return admin.scalar(it::streaming_sql(db_)) == "1"; }, 20));
+    ASSERT_TRUE(it::wait_until([&] { return admin.scalar(it::streaming_sql(db_)) == "1"; }, 20s));
     t1.query("begin");
     insert(t1, 1, 3000);  // streamed to this reader before it stops
     t2.query("insert into st values (100001, 'later start, earlier commit')");
@@ -177,7 +180,7 @@ TEST_F(PgStreaming, ATransactionStreamedBeforeARestartArrivesWholeAfterIt) {
     EXPECT_EQ(id_of(first[0]), "100001");
     // Acknowledged: the checkpoint lies past the start of t1's changes.
     EXPECT_EQ((*checkpoint->load())->offset, first[0].resume_offset);
-    ASSERT_TRUE(it::wait_for([&] { return slot_stat(db_, "stream_txns") != "0"; }, 20));
+    ASSERT_TRUE(it::wait_until([&] { return slot_stat(db_, "stream_txns") != "0"; }, 20s));
     r.runtime->force_stop();
   }
   insert(t1, 3001, 4000);

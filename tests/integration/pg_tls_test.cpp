@@ -13,7 +13,8 @@
 namespace fs = std::filesystem;
 using namespace cppcdc;
 using cppcdc::it::log_tail;
-using cppcdc::it::wait_for;
+using cppcdc::it::wait_until;
+using namespace std::chrono_literals;
 
 namespace {
 
@@ -76,9 +77,9 @@ class PgTls : public it::OwnServerTest {
     it::PgSession(dsn(name_)).query("create publication own_pub for table acct, marker; "
                                     "grant select on acct, marker to cppcdc_cert, cppcdc_pw");
     // The reload is asynchronous: wait until a verified TLS connection works.
-    ASSERT_TRUE(wait_for([&] {
+    ASSERT_TRUE(wait_until([&] {
       return pg::detail::connect(tls_dsn(), false).has_value();
-    }, 10)) << "TLS did not come up; server log:\n" << log_tail(fs::path(pg_dir()) / "server.log");
+    }, 10s)) << "TLS did not come up; server log:\n" << log_tail(fs::path(pg_dir()) / "server.log");
   }
 
   // host=localhost, verify-full against our CA.

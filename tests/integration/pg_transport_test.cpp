@@ -14,6 +14,7 @@
 
 using namespace cppcdc;
 using cppcdc::it::PgSession;
+using namespace std::chrono_literals;
 
 namespace {
 
@@ -140,11 +141,11 @@ TEST_F(PgTransport, BothTransportsGiveIdenticalEventsAndInterchangeableCheckpoin
   // The SqlPeek slot follows the checkpoint (pg_replication_slot_advance).
   PgSession s(it::dsn_for(db_));
   const auto checkpoint = (*peek.checkpoint->load())->offset;
-  ASSERT_TRUE(it::wait_for([&] {
+  ASSERT_TRUE(it::wait_until([&] {
     return s.scalar("select confirmed_flush_lsn >= '" + checkpoint +
                     "'::pg_lsn from pg_replication_slots where slot_name = '" + slot("p") +
                     "'") == "t";
-  }, 10));
+  }, 10s));
   ASSERT_TRUE(peek.runtime->stop());
 
   // A checkpoint made with one transport resumes with the other (same slot): nothing again,

@@ -24,6 +24,7 @@
 #include "cppcdc/postgres.hpp"
 #include "cppcdc/runtime.hpp"
 #include "source/postgres/pg_conn.hpp"
+#include "wait_until.hpp"
 
 namespace cppcdc::it {
 
@@ -88,15 +89,7 @@ class PgSession {
   pg::detail::ConnPtr conn_;
 };
 
-/// Polls `cond` every 50 ms until it holds or `seconds` pass; returns its last value.
-inline bool wait_for(const std::function<bool()>& cond, int seconds) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return cond();
-}
+using test::wait_until;  // tests/wait_until.hpp: the one polling wait
 
 /// The last 3,000 bytes of a log file, for failure messages.
 inline std::string log_tail(const std::filesystem::path& p) {
@@ -191,7 +184,8 @@ inline void start_cppcdc_process(pid_t& child, const std::filesystem::path& dir,
   }
   if (wait_seconds <= 0) return;
   PgSession s(server_dsn);
-  ASSERT_TRUE(wait_for([&] { return s.scalar(streaming_sql(slot)) == "1"; }, wait_seconds))
+  ASSERT_TRUE(wait_until([&] { return s.scalar(streaming_sql(slot)) == "1"; },
+                         std::chrono::seconds(wait_seconds)))
       << log_tail(dir / "cppcdc.log");
 }
 
@@ -226,44 +220,32 @@ inline CliOutcome run_cli(const std::vector<std::string>& args, int timeout_s = 
   return o;
 }
 
-/// Creates (or recreates) database `db`, dropping slots left in it by an earlier run.
-inline void fresh_database(const std::string& db) {
-  PgSession admin(admin_dsn());
-  for (int i = 0; i < 50; ++i) {
-    auto rows = admin.query(
-        "select slot_name, active_pid from pg_replication_slots where database = $1", {db});
-    bool busy = false;
-    for (auto& r : rows) {
-      if (r[1]) {
-        admin.try_exec("select pg_terminate_backend(" + *r[1] + ")");
-        busy = true;
-      } else {
-        admin.try_exec("select pg_drop_replication_slot('" + *r[0] + "')");
-      }
-    }
-    if (!busy) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  admin.query("drop database if exists " + db + " with (force)");
-  admin.query("create database " + db);
-}
-
-/// Drops the slots of database `db` (terminating their walsenders).
+/// Drops the slots of database `db`, terminating their walsenders first; waits (up to 10 s)
+/// until none is left.
 inline void drop_slots(const std::string& db) {
   PgSession admin(admin_dsn());
-  for (int i = 0; i < 50; ++i) {
-    auto rows = admin.query(
-        "select slot_name, active_pid from pg_replication_slots where database = $1", {db});
-    if (rows.empty()) return;
-    for (auto& r : rows) {
-      if (r[1]) {
-        admin.try_exec("select pg_terminate_backend(" + *r[1] + ")");
-      } else {
-        admin.try_exec("select pg_drop_replication_slot('" + *r[0] + "')");
-      }
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  wait_until(
+      [&] {
+        auto rows = admin.query(
+            "select slot_name, active_pid from pg_replication_slots where database = $1", {db});
+        for (auto& r : rows) {
+          if (r[1]) {
+            admin.try_exec("select pg_terminate_backend(" + *r[1] + ")");
+          } else {
+            admin.try_exec("select pg_drop_replication_slot('" + *r[0] + "')");
+          }
+        }
+        return rows.empty();
+      },
+      std::chrono::seconds(10), std::chrono::milliseconds(100));
+}
+
+/// Creates (or recreates) database `db`, dropping slots left in it by an earlier run.
+inline void fresh_database(const std::string& db) {
+  drop_slots(db);
+  PgSession admin(admin_dsn());
+  admin.query("drop database if exists " + db + " with (force)");
+  admin.query("create database " + db);
 }
 
 }  // namespace cppcdc::it

@@ -21,7 +21,8 @@
 namespace fs = std::filesystem;
 using namespace cppcdc;
 using cppcdc::it::log_tail;
-using cppcdc::it::wait_for;
+using cppcdc::it::wait_until;
+using namespace std::chrono_literals;
 
 namespace {
 
@@ -190,12 +191,14 @@ TEST_F(ReplayOracle, AMinuteOfPgbenchAndMixedChangesWithKillsReplaysToTheSourceT
         sql = "alter table docs add column extra int; update docs set extra = id where id % 2 = 0";
       }
       if (!sql.empty()) m.query(sql);
+      // Pacing, not waiting: mixed changes spread over the whole run.
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     done.store(true);
   });
 
-  // Kill and restart cppcdc a few times while the load runs.
+  // Kill and restart cppcdc a few times while the load runs: the kills and the time it stays
+  // down are random gaps on purpose, not waits for anything.
   std::mt19937 rng(7);
   int kills = 0;
   while (!done.load()) {
@@ -213,14 +216,14 @@ TEST_F(ReplayOracle, AMinuteOfPgbenchAndMixedChangesWithKillsReplaysToTheSourceT
   // Wait until everything up to a final marker arrived, then stop cleanly.
   s.query("insert into marker values (1)");
   const fs::path sink = dir_ / "events.jsonl";
-  ASSERT_TRUE(wait_for([&] {
+  ASSERT_TRUE(wait_until([&] {
     std::ifstream in(sink);
     std::string line;
     while (std::getline(in, line)) {
       if (line.find("\"table\":\"marker\"") != std::string::npos) return true;
     }
     return false;
-  }, 300)) << log_tail(dir_ / "cppcdc.log");
+  }, 300s)) << log_tail(dir_ / "cppcdc.log");
   EXPECT_EQ(stop(SIGTERM), 0) << log_tail(dir_ / "cppcdc.log");
 
   it::Replay replay;

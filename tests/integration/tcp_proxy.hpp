@@ -82,10 +82,15 @@ class TcpProxy {
     return last_cut_count_;
   }
 
-  /// While on, no byte moves on any connection (see the top of this file).
+  /// While on, no byte moves on any connection (see the top of this file). Returns once the
+  /// proxy thread has begun a pass that sees the new setting: a pass that was moving bytes
+  /// when it was called has ended by then.
   void set_blackhole(bool on) {
+    std::unique_lock lock(mutex_);
     blackhole_.store(on);
+    const std::uint64_t ticket = ++blackhole_requested_;
     wake();
+    done_.wait(lock, [&] { return blackhole_seen_ >= ticket; });
   }
 
   /// Connections accepted so far.
@@ -195,7 +200,15 @@ class TcpProxy {
 
   void loop() {
     while (!stop_.load()) {
-      const bool blackhole = blackhole_.load();
+      bool blackhole = false;
+      {
+        std::lock_guard lock(mutex_);
+        blackhole = blackhole_.load();
+        if (blackhole_seen_ < blackhole_requested_) {
+          blackhole_seen_ = blackhole_requested_;
+          done_.notify_all();
+        }
+      }
       std::vector<pollfd> fds;
       fds.push_back({wake_[0], POLLIN, 0});
       fds.push_back({listen_fd_, POLLIN, 0});
@@ -264,6 +277,8 @@ class TcpProxy {
   std::condition_variable done_;
   std::uint64_t cuts_requested_ = 0;
   std::uint64_t cuts_done_ = 0;
+  std::uint64_t blackhole_requested_ = 0;  // set_blackhole() calls
+  std::uint64_t blackhole_seen_ = 0;       // of them, seen at the start of a pass
   int last_cut_count_ = 0;
 };
 

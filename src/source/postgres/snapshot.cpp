@@ -10,6 +10,7 @@
 
 #include "core/progress_log.hpp"
 #include "source/postgres/pg_conn.hpp"
+#include "source/postgres/sql_catalog.hpp"
 
 namespace cppcdc::pg {
 namespace {
@@ -208,11 +209,10 @@ TupleData tuple_of(const PGresult* res, int row) {
 
 Result<std::vector<std::string>> leaf_tables(PGconn* conn, const std::string& publication,
                                              const std::vector<std::string>& tables) {
-  auto via = exec(conn, "select pubviaroot from pg_publication where pubname = $1",
-                  "looking up publication " + publication, {publication});
+  auto via = publishes_via_root(conn, publication);
   if (!via) return fail(via.error());
   // No publication (initial_only): read as cppcdc would publish, through the root.
-  const bool via_root = PQntuples(via->get()) == 0 || get(via->get(), 0, 0).value_or("f") == "t";
+  const bool via_root = via->value_or(true);
   std::vector<std::string> out;
   for (const auto& t : tables) {
     const auto dot = t.find('.');

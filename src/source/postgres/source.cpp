@@ -484,9 +484,11 @@ class PostgresSource final : public Source {
       const TableName ancestor{get(res->get(), r, 0).value_or(""),
                                get(res->get(), r, 1).value_or("")};
       if (tables_.count(ancestor) > 0) {
-        spdlog::info("capturing partition {}.{} of {} under its own name (publication {} does "
-                     "not publish via the partition root)",
-                     schema, table, ancestor.text(), config_.publication_name);
+        // pgoutput also describes a partition whose changes it sends under the root's name.
+        auto via_root = publishes_via_root(sql_.get(), config_.publication_name);
+        spdlog::info("{}", partition_capture_note(schema + "." + table, ancestor.text(),
+                                                  config_.publication_name,
+                                                  via_root.value_or(std::nullopt)));
         return true;
       }
     }

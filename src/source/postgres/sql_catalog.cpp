@@ -9,6 +9,31 @@ namespace cppcdc::pg {
 using detail::exec;
 using detail::get;
 
+Result<std::optional<bool>> publishes_via_root(PGconn* conn, const std::string& publication) {
+  auto res = exec(conn, "select pubviaroot from pg_publication where pubname = $1",
+                  "looking up publication " + publication, {publication});
+  if (!res) return fail(res.error());
+  if (PQntuples(res->get()) == 0) return std::optional<bool>();
+  return std::optional<bool>(get(res->get(), 0, 0).value_or("f") == "t");
+}
+
+std::string partition_capture_note(const std::string& partition, const std::string& ancestor,
+                                   const std::string& publication, std::optional<bool> via_root) {
+  if (!via_root) {
+    return "capturing partition " + partition + " of " + ancestor +
+           " (could not tell whether publication " + publication +
+           " publishes via the partition root, so under which name its changes arrive)";
+  }
+  if (*via_root) {
+    return "partition " + partition + " of " + ancestor +
+           ": its changes arrive under the name of its partition root, not its own "
+           "(publication " + publication + " publishes via the partition root)";
+  }
+  return "capturing partition " + partition + " of " + ancestor +
+         " under its own name (publication " + publication +
+         " does not publish via the partition root)";
+}
+
 Result<RelationDetails> SqlCatalog::describe(const RelationMsg& rel) {
   RelationDetails d;
   // Type names from the message's own oids and modifiers, so they describe the tuple that

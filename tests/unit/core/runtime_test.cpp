@@ -3,8 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <deque>
 #include <functional>
+#include <thread>
 
 #include "cppcdc/runtime.hpp"
 #include "cppcdc/sink.hpp"
@@ -299,6 +301,24 @@ TEST(Checkpoint, UnreadableCheckpointFailsStartInsteadOfStartingFresh) {
   ASSERT_FALSE(st);
   EXPECT_EQ(st.error().kind(), ErrorKind::kTerminal);
   EXPECT_TRUE(f.log.steps.empty());  // the source was never started
+}
+
+// The admin endpoint reads admin_snapshot() on its own thread while the run loop starts the
+// runtime; under ThreadSanitizer this fails if start() changes the state without the lock
+// admin_snapshot() takes (the failed-checkpoint path is the one that did).
+TEST(AdminSnapshot, IsReadableFromAnotherThreadWhileStartFails) {
+  Fixture f;
+  f.checkpoint->corrupt = true;
+  std::atomic<bool> started{false};
+  std::thread reader([&] {
+    (void)f.runtime->admin_snapshot();  // at least one read that overlaps start()
+    while (!started.load()) (void)f.runtime->admin_snapshot();
+  });
+  auto st = f.runtime->start();
+  started = true;
+  reader.join();
+  ASSERT_FALSE(st);
+  EXPECT_EQ(f.runtime->admin_snapshot().state, RuntimeState::kFailed);
 }
 
 TEST(Checkpoint, RecordOfAnotherSlotIsRefused) {

@@ -12,8 +12,11 @@
 
 #include "cppcdc/incremental_snapshot.hpp"
 #include "cppcdc/runtime.hpp"
+#include "wait_until.hpp"
 
 using namespace cppcdc;
+using cppcdc::test::wait_until;
+using namespace std::chrono_literals;
 
 namespace {
 
@@ -75,12 +78,9 @@ struct Table final : IncrementalSnapshotBackend {
   std::uint64_t reached = 0;                // the stream has passed this position
   std::vector<std::optional<std::vector<std::string>>> cursors;  // each fetch's cursor
   std::atomic<int> fetches{0};  // chunk reads done (a read ahead runs on a thread of its own)
-  // Waits (up to 5 s) until `n` chunk reads are done.
+  // Waits (up to 10 s) until `n` chunk reads are done.
   bool wait_for_fetches(int n) const {
-    for (int i = 0; i < 500 && fetches.load() < n; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return fetches.load() >= n;
+    return wait_until([&] { return fetches.load() >= n; }, 10s, 1ms);
   }
   Status open() override { return ok(); }
   void close() override {}
@@ -261,8 +261,9 @@ TEST(IncrementalSnapshot, ACommitInTheLogButNotYetVisibleMakesTheChunkWait) {
   // Transaction 40 becomes visible: the next read has its value.
   h.table->in_flight_set = "";
   h.table->rows[2] = row(2, "new", "Bnew");
-  std::this_thread::sleep_for(std::chrono::milliseconds(60));
-  const auto chunk = h.poll();
+  // The set-aside chunk is read again after a short retry delay: poll until it comes.
+  std::vector<Event> chunk;
+  ASSERT_TRUE(wait_until([&] { return !(chunk = h.poll()).empty(); }, 10s, 5ms));
   ASSERT_EQ(names(chunk), expected({"r:1", "r:2", "r:3"}));
   EXPECT_EQ(*find_column(*chunk[1].after, "v")->text, "new");
 }
@@ -440,14 +441,19 @@ TEST(IncrementalSnapshot, BadRequestsAreRefusedByName) {
   Harness h(10, {});
   h.table->key = {};
   ASSERT_TRUE(h.source->start(std::nullopt));
+  // The pipeline stand-in polls until both requests are answered.
+  std::atomic<bool> answered{false};
   std::thread poller([&] {
-    for (int i = 0; i < 200; ++i) {
-      h.poll();
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    EXPECT_TRUE(wait_until(
+        [&] {
+          h.poll();
+          return answered.load();
+        },
+        30s, 1ms));
   });
   auto keyless = h.control->request({"public.t"});
   auto missing = h.control->request({"public.nope"});
+  answered = true;
   poller.join();
   ASSERT_FALSE(keyless);
   EXPECT_NE(keyless.error().report().find("public.t has no primary key"), std::string::npos);
@@ -553,13 +559,17 @@ TEST(IncrementalSnapshot, ARequestWhileTheBlockingSnapshotRunsIsRefused) {
   read.resume_state = "{\"snapshot\":{\"table_index\":0}}";
   h.stream->queue = {read};
   ASSERT_EQ(h.poll().size(), 1u);
+  std::atomic<bool> answered{false};
   std::thread poller([&] {
-    for (int i = 0; i < 100; ++i) {
-      h.poll();
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    EXPECT_TRUE(wait_until(
+        [&] {
+          h.poll();
+          return answered.load();
+        },
+        30s, 1ms));
   });
   auto st = h.control->request({"public.t"});
+  answered = true;
   poller.join();
   ASSERT_FALSE(st);
   EXPECT_NE(st.error().report().find("blocking) snapshot is still reading"), std::string::npos)
