@@ -15,8 +15,8 @@
 #   7. ctest -L unit in build-asan/ (unit tests under ASan + UBSan)
 #   8. ctest -L unit in build-tsan/ (unit tests, the threaded runtime, reader and snapshot ones
 #      among them, under ThreadSanitizer; suppressions in tests/tsan.supp)
-#   9. scripts/fuzz-pgoutput.sh for CPPCDC_FUZZ_SECONDS (default 60), when that script exists
-#      and clang-14 can link libFuzzer
+#   9. scripts/fuzz.sh: every fuzz target, CPPCDC_FUZZ_SECONDS (default 60) split between
+#      them, when clang-14 can link libFuzzer (ctest already replayed their corpora in 6 and 7)
 # A failing build skips the tests that need it; the other steps still run. Exits non-zero if
 # any step failed, and always ends with a one-line summary. Takes no arguments (-h prints this).
 set -euo pipefail
@@ -163,14 +163,12 @@ else
 fi
 
 # 9. fuzzing
-if [[ ! -f "$ROOT/scripts/fuzz-pgoutput.sh" ]]; then
-  skip fuzz "no scripts/fuzz-pgoutput.sh"
-elif ! have_libfuzzer; then
+if ! have_libfuzzer; then
   skip fuzz "clang-14 cannot link libFuzzer"
 else
   # The duration goes both as the script's SECONDS argument and in the environment.
   export CPPCDC_FUZZ_SECONDS=${CPPCDC_FUZZ_SECONDS:-60}
-  step "fuzz(${CPPCDC_FUZZ_SECONDS}s)" bash "$ROOT/scripts/fuzz-pgoutput.sh" "$CPPCDC_FUZZ_SECONDS" || true
+  step "fuzz(${CPPCDC_FUZZ_SECONDS}s)" bash "$ROOT/scripts/fuzz.sh" "$CPPCDC_FUZZ_SECONDS" || true
 fi
 
 exit "$failed"

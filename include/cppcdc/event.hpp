@@ -185,7 +185,9 @@ class Event {
   std::string to_json() const;
 
   /// Parses an envelope produced by to_json(). The shape is not carried and stays nullptr.
-  /// Error kind: invalid_data, naming the field.
+  /// A column value that is neither a string nor null keeps its text as written (numbers of
+  /// any size exact; a line break between its tokens becomes a space). Error kind:
+  /// invalid_data, naming the field.
   static Result<Event> from_json(std::string_view json);
 
   friend bool operator==(const Event& a, const Event& b);

@@ -4,6 +4,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
+#include <optional>
+#include <utility>
+#include <vector>
 
 #include "core/json_write.hpp"
 
@@ -420,12 +424,115 @@ namespace {
 
 namespace json = boost::json;
 
-Result<Row> row_from_json(const json::value& v, const char* field) {
+// The DOM keeps no number's text (boost::json reads each as a double or a 64-bit integer:
+// 1e400 becomes an infinity it would print as a bare Infinity, a long integer loses digits),
+// but a json or jsonb column's value must come back as the text to_json() wrote verbatim.
+// So the text of each such value is taken from the envelope itself, by a scanner that only
+// ever runs over text boost::json has accepted as JSON.
+
+bool is_json_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+std::size_t skip_space(std::string_view t, std::size_t i) {
+  while (i < t.size() && is_json_space(t[i])) ++i;
+  return i;
+}
+
+// `i` is at a string's opening quote; returns the index after its closing quote.
+std::size_t skip_string(std::string_view t, std::size_t i) {
+  for (++i; i < t.size(); ++i) {
+    if (t[i] == '\\') {
+      ++i;
+    } else if (t[i] == '"') {
+      return i + 1;
+    }
+  }
+  return t.size();
+}
+
+// `i` is at the first byte of a value; returns the index after its last byte.
+std::size_t skip_value(std::string_view t, std::size_t i) {
+  if (i >= t.size()) return i;
+  if (t[i] == '"') return skip_string(t, i);
+  if (t[i] == '{' || t[i] == '[') {
+    std::size_t depth = 0;
+    while (i < t.size()) {
+      const char c = t[i];
+      if (c == '"') {
+        i = skip_string(t, i);
+        continue;
+      }
+      if (c == '{' || c == '[') {
+        ++depth;
+      } else if ((c == '}' || c == ']') && --depth == 0) {
+        return i + 1;
+      }
+      ++i;
+    }
+    return i;
+  }
+  while (i < t.size() && t[i] != ',' && t[i] != '}' && t[i] != ']' && !is_json_space(t[i])) ++i;
+  return i;
+}
+
+// The members of the JSON object `t` (valid JSON, optionally surrounded by whitespace) in
+// the order written: each key decoded, each value as its text.
+using RawMembers = std::vector<std::pair<std::string, std::string_view>>;
+RawMembers raw_members(std::string_view t) {
+  RawMembers out;
+  std::size_t i = skip_space(t, 0);
+  if (i >= t.size() || t[i] != '{') return out;
+  i = skip_space(t, i + 1);
+  while (i < t.size() && t[i] == '"') {
+    const std::size_t key_end = skip_string(t, i);
+    const std::string_view quoted = t.substr(i, key_end - i);
+    std::string key;
+    if (quoted.size() >= 2 && quoted.find('\\') == std::string_view::npos) {
+      key.assign(quoted.substr(1, quoted.size() - 2));
+    } else {
+      boost::system::error_code ec;
+      const json::value decoded = json::parse(quoted, ec);
+      if (ec || !decoded.is_string()) return out;
+      key.assign(decoded.get_string());
+    }
+    i = skip_space(t, key_end);
+    if (i >= t.size() || t[i] != ':') return out;
+    i = skip_space(t, i + 1);
+    const std::size_t value_end = skip_value(t, i);
+    out.emplace_back(std::move(key), t.substr(i, value_end - i));
+    i = skip_space(t, value_end);
+    if (i >= t.size() || t[i] != ',') break;
+    i = skip_space(t, i + 1);
+  }
+  return out;
+}
+
+// The text of the member `key` of an object as written; like boost::json, the last of
+// repeated keys counts. Empty when absent.
+std::string_view raw_member(const RawMembers& members, std::string_view key) {
+  for (auto it = members.rbegin(); it != members.rend(); ++it) {
+    if (it->first == key) return it->second;
+  }
+  return {};
+}
+
+// A json value embedded verbatim must keep the envelope on one line; outside strings (which
+// cannot hold a raw control character) a CR or LF is only whitespace, so it becomes a space.
+std::string one_line(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return out;
+}
+
+// `raw` is the object's own text in the envelope (the text `v` was parsed from).
+Result<Row> row_from_json(const json::value& v, const char* field, std::string_view raw) {
   if (!v.is_object()) {
     return fail(Error::invalid_data(std::string("envelope field '") + field +
                                     "' is not an object"));
   }
   Row row;
+  std::optional<RawMembers> members;  // scanned when the first json value needs its text
   for (const auto& kv : v.as_object()) {
     ColumnValue c;
     c.name = std::string(kv.key());
@@ -435,7 +542,9 @@ Result<Row> row_from_json(const json::value& v, const char* field) {
       c.text = std::string(kv.value().as_string());
     } else {
       c.is_json = true;
-      c.text = json::serialize(kv.value());
+      if (!members) members = raw_members(raw);
+      const std::string_view text = raw_member(*members, c.name);
+      c.text = text.empty() ? json::serialize(kv.value()) : one_line(text);
     }
     row.push_back(std::move(c));
   }
@@ -484,8 +593,14 @@ Result<std::string> string_field(const json::object& o, const char* name) {
   return std::string(v->as_string());
 }
 
-Result<Event> event_from_object(const json::object& o) {
+// `text` is the envelope `o` was parsed from.
+Result<Event> event_from_object(const json::object& o, std::string_view text) {
   Event e;
+  std::optional<RawMembers> members;  // scanned when a row is present
+  const auto raw_row = [&](std::string_view key) {
+    if (!members) members = raw_members(text);
+    return raw_member(*members, key);
+  };
   auto op = string_field(o, "op");
   if (!op) return fail(op.error());
   auto parsed_op = parse_operation(*op);
@@ -494,6 +609,10 @@ Result<Event> event_from_object(const json::object& o) {
 
   auto version = uint_field(o, "envelope_version");
   if (!version) return fail(version.error());
+  if (*version > std::numeric_limits<std::uint16_t>::max()) {
+    return fail(Error::invalid_data("field 'envelope_version' is out of range: " +
+                                    std::to_string(*version)));
+  }
   e.envelope_version = static_cast<std::uint16_t>(*version);
 
   const auto* src = o.if_contains("source");
@@ -520,7 +639,7 @@ Result<Event> event_from_object(const json::object& o) {
     e.primary_key = std::move(*names);
   }
   if (auto* a = o.if_contains("after"); a && !a->is_null()) {
-    auto row = row_from_json(*a, "after");
+    auto row = row_from_json(*a, "after", raw_row("after"));
     if (!row) return fail(row.error());
     e.after = std::move(*row);
   }
@@ -536,7 +655,7 @@ Result<Event> event_from_object(const json::object& o) {
     before_unavailable = std::move(*names);
   }
   if (auto* b = o.if_contains("before"); b && !b->is_null()) {
-    auto row = row_from_json(*b, "before");
+    auto row = row_from_json(*b, "before", raw_row("before"));
     if (!row) return fail(row.error());
     if (key_only) {
       if (!before_unavailable.empty()) {
@@ -590,7 +709,7 @@ Result<Event> Event::from_json(std::string_view text) {
   json::value v = json::parse(text, ec);
   if (ec) return fail(Error::invalid_data("envelope is not valid JSON: " + ec.message()));
   if (!v.is_object()) return fail(Error::invalid_data("envelope is not a JSON object"));
-  auto e = event_from_object(v.as_object());
+  auto e = event_from_object(v.as_object(), text);
   if (!e) return fail(e.error().context("parsing an event envelope"));
   return e;
 }

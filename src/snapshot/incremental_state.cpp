@@ -1,6 +1,8 @@
 // IncrementalSnapshotState: counters and its JSON form in the checkpoint's source_state.
 
 #include <boost/json.hpp>
+#include <cstdint>
+#include <limits>
 
 #include "cppcdc/incremental_snapshot.hpp"
 
@@ -24,6 +26,13 @@ std::vector<std::string> strings(const boost::json::value& v) {
   std::vector<std::string> out;
   for (const auto& s : v.as_array()) out.emplace_back(s.as_string());
   return out;
+}
+
+std::int64_t estimate_for_json(double estimate) {
+  constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
+  if (estimate >= static_cast<double>(kMax)) return kMax;  // the double is 2^63, kMax + 1
+  if (estimate > 0) return static_cast<std::int64_t>(estimate);
+  return 0;
 }
 
 }  // namespace
@@ -85,8 +94,9 @@ std::string IncrementalSnapshotState::to_json() const {
     j["generation"] = t.generation;
     j["chunks"] = t.chunks;
     j["rows"] = t.rows;
-    // A whole number of rows (a double would print as 3E5).
-    j["estimated_rows"] = static_cast<std::int64_t>(t.estimated_rows > 0 ? t.estimated_rows : 0);
+    // A whole number of rows (a double would print as 3E5); one beyond what an int64 holds
+    // (converting it would be undefined) as the largest one, an unknown or NaN one as 0.
+    j["estimated_rows"] = estimate_for_json(t.estimated_rows);
     j["complete"] = t.complete;
     ts.emplace_back(std::move(j));
   }

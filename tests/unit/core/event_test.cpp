@@ -261,3 +261,50 @@ TEST(EventJson, AReusedEnvelopeTailIsNeverStale) {
     EXPECT_EQ(base.to_json(), base_json);
   }
 }
+
+// Found by tests/fuzz/event_fuzz.cpp: boost::json reads every number as a double, so a json
+// column holding 1e400 came back as infinity, which to_json() then wrote as a bare Infinity
+// (not JSON), and a long integer lost its last digits.
+TEST(EventJson, FromJsonKeepsTheTextOfJsonColumnValues) {
+  const std::string meta = R"({"n": 1e400, "big": 12345678901234567890123, "z": -0, "s": "\u00e9\"}"})";
+  auto e = Event::from_json(
+      R"({"before":{"id":"1","meta":)" + meta + R"(},"after":{"id":"1","meta":)" + meta +
+      R"(,"list":[1.0, 2]},"op":"update","source":{"source_name":"p","offset":"0/1","timestamp":1},)"
+      R"("ts":1,"schema":null,"table":"t","primary_key":["id"],"snapshot":null,"transaction":null,)"
+      R"("envelope_version":1,"before_is_key_only":false})");
+  ASSERT_TRUE(e) << e.error().report();
+  ASSERT_TRUE(e->after);
+  ASSERT_EQ(e->after->size(), 3u);
+  EXPECT_EQ((*e->after)[1], col("meta", meta, true));
+  EXPECT_EQ((*e->after)[2], col("list", "[1.0, 2]", true));
+  ASSERT_TRUE(e->before.full_row());
+  EXPECT_EQ(e->before.full_row()->at(1), col("meta", meta, true));
+
+  const std::string json = e->to_json();
+  boost::system::error_code ec;
+  (void)boost::json::parse(json, ec);
+  EXPECT_FALSE(ec) << json;
+  auto back = Event::from_json(json);
+  ASSERT_TRUE(back) << back.error().report();
+  EXPECT_EQ(*back, *e);
+}
+
+TEST(EventJson, FromJsonTakesTheLastOfRepeatedKeysAndKeepsJsonValuesOnOneLine) {
+  auto e = Event::from_json(
+      "{\"after\":{\"id\":\"0\"},\"after\":{\"j\":[1,\r\n 2],\"id\":\"1\",\"j\":{\"a\":\n[3]},"
+      "\"k\":\"x\",\"\\u006b\":4},\"op\":\"insert\",\"source\":{\"source_name\":\"p\","
+      "\"offset\":\"0/1\",\"timestamp\":1},\"ts\":1,\"table\":\"t\",\"envelope_version\":1}");
+  ASSERT_TRUE(e) << e.error().report();
+  ASSERT_TRUE(e->after);
+  EXPECT_EQ(*e->after, (Row{col("j", "{\"a\": [3]}", true), col("id", "1"), col("k", "4", true)}));
+  EXPECT_EQ(e->to_json().find('\n'), std::string::npos);
+}
+
+TEST(EventJson, FromJsonRefusesAnEnvelopeVersionBeyondItsRange) {
+  auto r = Event::from_json(
+      R"({"before":null,"after":{"id":"1"},"op":"insert","source":{"source_name":"p","offset":"0/1",)"
+      R"("timestamp":1},"ts":1,"table":"t","envelope_version":65537})");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind(), ErrorKind::kInvalidData);
+  EXPECT_NE(r.error().report().find("envelope_version"), std::string::npos) << r.error().report();
+}

@@ -1,0 +1,48 @@
+# The fuzz targets, shared by the libFuzzer build (CMakeLists.txt here, CPPCDC_FUZZ=ON) and the
+# replay tests of the normal build (replay.cmake, included by tests/CMakeLists.txt).
+# For a target NAME:
+#   NAME_fuzz.cpp                  defines LLVMFuzzerTestOneInput
+#   corpus/NAME/                   seed inputs (small valid and near-valid ones)
+#   regressions/NAME/              every input that once failed (kept for good)
+#   cppcdc_fuzz_NAME_sources       the parser's own sources, relative to the repository: the
+#                                  libFuzzer build compiles them with coverage instrumentation
+#                                  and sanitizers
+#   cppcdc_fuzz_NAME_libs          the project's libraries that hold those sources and what they
+#                                  need: the replay executable links them; the libFuzzer build
+#                                  links them too, for everything but the sources above (its
+#                                  own objects come first, so the libraries' copies of those
+#                                  sources are never pulled in)
+#   cppcdc_fuzz_NAME_fuzz_libs     when set, what the libFuzzer build links instead
+get_filename_component(cppcdc_fuzz_root ${CMAKE_CURRENT_LIST_DIR}/../.. ABSOLUTE)
+set(cppcdc_fuzz_dir ${CMAKE_CURRENT_LIST_DIR})
+
+set(cppcdc_fuzz_targets pgoutput event checkpoint incremental_state copy_text config)
+
+# Where PostgreSQL's LSN type lives (the one line to change when it moves).
+set(cppcdc_fuzz_pg_lsn_source src/source/postgres/lsn.cpp)
+
+# pgoutput messages, CopyBoth frames and COPY text rows from the replication connection.
+set(cppcdc_fuzz_pgoutput_sources src/source/postgres/pgoutput.cpp ${cppcdc_fuzz_pg_lsn_source})
+set(cppcdc_fuzz_pgoutput_libs cppcdc_postgres)
+
+# Event::from_json: envelopes read back from a sink's output.
+set(cppcdc_fuzz_event_sources src/core/event.cpp)
+set(cppcdc_fuzz_event_libs cppcdc_core)
+
+# FileCheckpoint::decode: the checkpoint file.
+set(cppcdc_fuzz_checkpoint_sources src/checkpoint/file_checkpoint.cpp)
+set(cppcdc_fuzz_checkpoint_libs cppcdc_checkpoint)
+
+# IncrementalSnapshotState::from_json: the snapshot's progress in the checkpoint's source_state.
+set(cppcdc_fuzz_incremental_state_sources src/snapshot/incremental_state.cpp)
+set(cppcdc_fuzz_incremental_state_libs cppcdc_snapshot)
+
+# The COPY text rows of the blocking snapshot (header only).
+set(cppcdc_fuzz_copy_text_sources)
+set(cppcdc_fuzz_copy_text_libs)
+
+# cdc.toml. The libFuzzer build compiles toml++ into the target (header-only mode) so that the
+# TOML parser is instrumented too, instead of linking the server library and the shared toml++.
+set(cppcdc_fuzz_config_sources src/server/config.cpp)
+set(cppcdc_fuzz_config_libs cppcdc_server)
+set(cppcdc_fuzz_config_fuzz_libs cppcdc_postgres)
