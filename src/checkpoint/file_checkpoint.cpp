@@ -242,9 +242,8 @@ std::string lock_holder(int fd) {
   if (n <= 0) return "";
   std::string text(buffer.data(), static_cast<std::size_t>(n));
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  if (text.empty() || !std::all_of(text.begin(), text.end(), [](char c) {
-        return c >= '0' && c <= '9';
-      })) {
+  if (text.empty() ||
+      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
     return "";
   }
   return text;

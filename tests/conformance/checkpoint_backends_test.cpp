@@ -47,9 +47,9 @@ std::optional<Status> save_with_file_size_limit(Checkpoint& checkpoint,
       outcome = "setup\n";
     } else {
       const auto status = checkpoint.save(record);
-      outcome = status ? std::string("ok\n")
-                       : std::string(to_string(status.error().kind())) + "\n" +
-                             status.error().report();
+      outcome =
+          status ? std::string("ok\n")
+                 : std::string(to_string(status.error().kind())) + "\n" + status.error().report();
     }
     (void)!::write(fds[1], outcome.data(), outcome.size());
     ::_exit(0);
@@ -71,9 +71,9 @@ std::optional<Status> save_with_file_size_limit(Checkpoint& checkpoint,
   }
   const std::string kind_name = outcome.substr(0, newline);
   ErrorKind kind = ErrorKind::kInternal;
-  for (const ErrorKind k : {ErrorKind::kTransient, ErrorKind::kTerminal,
-                            ErrorKind::kConfiguration, ErrorKind::kInvalidState,
-                            ErrorKind::kInvalidData, ErrorKind::kInternal}) {
+  for (const ErrorKind k :
+       {ErrorKind::kTransient, ErrorKind::kTerminal, ErrorKind::kConfiguration,
+        ErrorKind::kInvalidState, ErrorKind::kInvalidData, ErrorKind::kInternal}) {
     if (to_string(k) == kind_name) kind = k;
   }
   // The failure the child saw must be the injected one, not something unrelated.
@@ -148,8 +148,8 @@ class MemoryCheckpointHarness {
 
 }  // namespace
 
-INSTANTIATE_TYPED_TEST_SUITE_P(LocalFs, CheckpointConformance, LocalFsCheckpointHarness);
-INSTANTIATE_TYPED_TEST_SUITE_P(Memory, CheckpointConformance, MemoryCheckpointHarness);
+INSTANTIATE_TYPED_TEST_SUITE_P(LocalFsCheckpoint, CheckpointConformance, LocalFsCheckpointHarness);
+INSTANTIATE_TYPED_TEST_SUITE_P(MemoryCheckpoint, CheckpointConformance, MemoryCheckpointHarness);
 
 namespace {
 

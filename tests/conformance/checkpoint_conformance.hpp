@@ -3,7 +3,7 @@
 // instantiates it with a harness that opens instances of the backend over storage of its own
 // and can damage what it stored; see tests/conformance/README.md.
 //
-//   INSTANTIATE_TYPED_TEST_SUITE_P(LocalFs, CheckpointConformance, LocalFsCheckpointHarness);
+//   INSTANTIATE_TYPED_TEST_SUITE_P(LocalFsCheckpoint, CheckpointConformance, LocalFsHarness);
 //
 // A harness is a default-constructible class (one per test, fresh empty storage, removed by
 // its destructor) with:
@@ -43,10 +43,10 @@
 #include <utility>
 #include <vector>
 
+#include "conformance/conformance_util.hpp"
 #include "cppcdc/checkpoint.hpp"
 #include "cppcdc/mysql.hpp"
 #include "cppcdc/postgres/lsn.hpp"
-#include "conformance/conformance_util.hpp"
 
 namespace cppcdc::conformance {
 
@@ -368,9 +368,8 @@ TYPED_TEST_P(CheckpointConformance, ANewWriterOpensOnceTheFirstIsGone) {
   EXPECT_EQ(this->loaded(*second), next);
 }
 
-REGISTER_TYPED_TEST_SUITE_P(CheckpointConformance, NameIsTheBackendName,
-                            EmptyStorageLoadsAsNullopt, SaveThenLoadReturnsEveryField,
-                            ASaveReplacesTheWholeRecord,
+REGISTER_TYPED_TEST_SUITE_P(CheckpointConformance, NameIsTheBackendName, EmptyStorageLoadsAsNullopt,
+                            SaveThenLoadReturnsEveryField, ASaveReplacesTheWholeRecord,
                             AtomicReplaceAFailedSaveKeepsThePreviousRecord,
                             AtomicReplaceAProcessKilledDuringASaveLeavesOneWholeRecord,
                             ChecksumACorruptedRecordIsRefusedNamingItsLocation,

@@ -23,10 +23,10 @@ namespace cppcdc {
 
 /// gtest prints records field by field instead of as raw bytes.
 inline void PrintTo(const CheckpointRecord& r, std::ostream* os) {
-  *os << "{source_type=" << r.source_type << " source_id=" << r.source_id
-      << " offset=" << r.offset << " committed_events=" << r.committed_events
-      << " partial_tx_events=" << r.partial_tx_events << " partial_tx_id=" << r.partial_tx_id
-      << " source_state=" << r.source_state << " saved_at_ms=" << r.saved_at_ms << "}";
+  *os << "{source_type=" << r.source_type << " source_id=" << r.source_id << " offset=" << r.offset
+      << " committed_events=" << r.committed_events << " partial_tx_events=" << r.partial_tx_events
+      << " partial_tx_id=" << r.partial_tx_id << " source_state=" << r.source_state
+      << " saved_at_ms=" << r.saved_at_ms << "}";
 }
 
 }  // namespace cppcdc

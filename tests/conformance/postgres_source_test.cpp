@@ -149,8 +149,8 @@ class PostgresIncrementalSourceHarness : public PostgresHarness {
 
 }  // namespace
 
-INSTANTIATE_TYPED_TEST_SUITE_P(Postgres, SourceConformance, PostgresSourceHarness);
-INSTANTIATE_TYPED_TEST_SUITE_P(PostgresIncremental, SourceConformance,
+INSTANTIATE_TYPED_TEST_SUITE_P(PostgresSource, SourceConformance, PostgresSourceHarness);
+INSTANTIATE_TYPED_TEST_SUITE_P(PostgresIncrementalSource, SourceConformance,
                                PostgresIncrementalSourceHarness);
 
 }  // namespace cppcdc::conformance

@@ -3,7 +3,7 @@
 // before acknowledgement (what flush() returned for can be read back, exactly), and failure
 // classification. Every sink instantiates it with a harness; see tests/conformance/README.md.
 //
-//   INSTANTIATE_TYPED_TEST_SUITE_P(File, SinkConformance, FileSinkHarness);
+//   INSTANTIATE_TYPED_TEST_SUITE_P(FileSink, SinkConformance, FileSinkHarness);
 //
 // A harness is a default-constructible class (one per test: a fresh, empty destination,
 // removed or restored by its destructor) with:

@@ -104,7 +104,7 @@ class StdoutSinkHarness {
 
 }  // namespace
 
-INSTANTIATE_TYPED_TEST_SUITE_P(File, SinkConformance, FileSinkHarness);
-INSTANTIATE_TYPED_TEST_SUITE_P(Stdout, SinkConformance, StdoutSinkHarness);
+INSTANTIATE_TYPED_TEST_SUITE_P(FileSink, SinkConformance, FileSinkHarness);
+INSTANTIATE_TYPED_TEST_SUITE_P(StdoutSink, SinkConformance, StdoutSinkHarness);
 
 }  // namespace cppcdc::conformance

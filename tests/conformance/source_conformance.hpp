@@ -5,7 +5,7 @@
 // transaction, and restarts without duplicates. Every source instantiates it with a harness
 // over a real database; see tests/conformance/README.md.
 //
-//   INSTANTIATE_TYPED_TEST_SUITE_P(Postgres, SourceConformance, PostgresSourceHarness);
+//   INSTANTIATE_TYPED_TEST_SUITE_P(PostgresSource, SourceConformance, PostgresSourceHarness);
 //
 // A harness is a default-constructible class (one per test: fresh tables and a fresh log
 // identity such as a replication slot; its destructor releases them) with:
@@ -61,7 +61,7 @@ struct SourceJournal {
   enum class Kind { kStart, kSave, kConfirm };
   struct Step {
     Kind kind;
-    std::string offset;                     ///< saved or confirmed offset; start: resume's
+    std::string offset;                      ///< saved or confirmed offset; start: resume's
     std::optional<CheckpointRecord> record;  ///< kSave: the record; kStart: the resume record
   };
   void add(Step step) {
@@ -389,8 +389,8 @@ TYPED_TEST_P(SourceConformance, Invariant2TheSourceIsConfirmedOnlyUpToADurableCh
     for (const Event& e : batch->events()) {
       if (e.resume_offset.empty() || !e.transaction) continue;
       EXPECT_TRUE(this->compare(run.source_type, *released, e.resume_offset) < 0)
-          << "released up to " << *released << " while the event ending at "
-          << e.resume_offset << " is unacknowledged";
+          << "released up to " << *released << " while the event ending at " << e.resume_offset
+          << " is unacknowledged";
     }
   }
   ASSERT_TRUE(run.runtime->commit_ack(batch->ack_mode()));
@@ -419,8 +419,7 @@ TYPED_TEST_P(SourceConformance, Invariant2TheSourceIsConfirmedOnlyUpToADurableCh
   ASSERT_TRUE(final_record);
   if (const auto released = this->harness().released_position()) {
     EXPECT_FALSE(this->compare(run.source_type, *released, final_record->offset) > 0)
-        << "released up to " << *released << ", past the checkpoint at "
-        << final_record->offset;
+        << "released up to " << *released << ", past the checkpoint at " << final_record->offset;
   }
 }
 
@@ -600,8 +599,7 @@ TYPED_TEST_P(SourceConformance, Invariant6ADurableCheckpointNeverMovesBackwards)
   regressed.offset = this->harness().regressed_offset(last->offset);
   regressed.committed_events += 1;
   const auto refused = checkpoint->save(regressed);
-  ASSERT_FALSE(refused) << "a checkpoint moved from " << last->offset << " to "
-                        << regressed.offset;
+  ASSERT_FALSE(refused) << "a checkpoint moved from " << last->offset << " to " << regressed.offset;
   EXPECT_EQ(refused.error().kind(), ErrorKind::kTerminal) << refused.error().report();
   EXPECT_EQ(this->record_of(*checkpoint), last);
 }
@@ -698,8 +696,7 @@ TYPED_TEST_P(SourceConformance, RestartsWithoutDuplicatesDeliverEveryChangeExact
   EXPECT_EQ(record->committed_events, delivered.size());
 }
 
-REGISTER_TYPED_TEST_SUITE_P(SourceConformance,
-                            Invariant1NoCheckpointAdvancesWithoutAnExplicitAck,
+REGISTER_TYPED_TEST_SUITE_P(SourceConformance, Invariant1NoCheckpointAdvancesWithoutAnExplicitAck,
                             Invariant2TheSourceIsConfirmedOnlyUpToADurableCheckpoint,
                             Invariant3ARestartBeginsFromThePersistedCheckpoint,
                             Invariant4UnacknowledgedDeliveriesAreReplayed,
