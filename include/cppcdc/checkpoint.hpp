@@ -102,13 +102,28 @@ class InMemoryCheckpoint final : public Checkpoint {
 /// leaves either the old or the new record. The file carries a SHA-256 over its body; a
 /// corrupt, truncated or unparsable file is an error naming the file (kind terminal) and is
 /// never treated as a fresh start.
+///
+/// One writer at a time: open() takes an exclusive, non-blocking flock(2) on
+/// `<dir>/checkpoint-<source_id>.lock` and holds it until the FileCheckpoint is destroyed, so
+/// a second instance on the same directory and source_id (another process, or another
+/// instance in this one) cannot open while the first lives. The lock file holds the owner's
+/// pid for the error message and is left in place (a lock dies with its process, so a stale
+/// file blocks nobody). A forked child shares its parent's lock.
 class FileCheckpoint final : public Checkpoint {
  public:
-  /// Creates `dir` when missing. Error kind: configuration (cannot create / not a directory).
+  /// Creates `dir` when missing and takes the writer lock. Error kind: configuration (cannot
+  /// create / not a directory; the lock file cannot be opened, or another writer holds it:
+  /// the message names the lock file).
   static Result<std::unique_ptr<FileCheckpoint>> open(std::filesystem::path dir,
                                                       std::string source_id);
+  ~FileCheckpoint() override;
+  FileCheckpoint(const FileCheckpoint&) = delete;
+  FileCheckpoint& operator=(const FileCheckpoint&) = delete;
+
   std::string name() const override { return "local_fs"; }
   const std::filesystem::path& path() const noexcept { return path_; }
+  /// The writer lock file, `<dir>/checkpoint-<source_id>.lock`.
+  const std::filesystem::path& lock_path() const noexcept { return lock_path_; }
 
   /// Serialises a record to the file format (header line with checksum, then JSON body).
   static std::string encode(const CheckpointRecord& record);
@@ -121,12 +136,15 @@ class FileCheckpoint final : public Checkpoint {
   Status do_save(const CheckpointRecord& record) override;
 
  private:
-  FileCheckpoint(std::filesystem::path dir, std::filesystem::path path);
+  FileCheckpoint(std::filesystem::path dir, std::filesystem::path path,
+                 std::filesystem::path lock_path, int lock_fd);
   /// load() without taking the mutex; refreshes the cache below.
   Result<std::optional<CheckpointRecord>> load_locked();
 
   std::filesystem::path dir_;
   std::filesystem::path path_;
+  std::filesystem::path lock_path_;
+  int lock_fd_;  // holds the flock; closed (releasing it) by the destructor
   std::mutex mutex_;
   // What the file holds as far as this process knows (the last record saved or loaded), so
   // save() need not re-read it for the invariant 6 comparison. Guarded by mutex_; only

@@ -25,7 +25,8 @@ class Sink {
   virtual Status write(std::span<const Event> events) = 0;
   /// Makes everything written so far durable (or delivered, for non-durable sinks).
   virtual Status flush() = 0;
-  /// Flushes and releases resources. Idempotent.
+  /// Flushes and releases resources. Idempotent. write() and flush() after close() are
+  /// refused (kind invalid_state).
   virtual Status close() = 0;
   /// Name for logs ("file:/path", "stdout").
   virtual std::string name() const = 0;

@@ -11,6 +11,7 @@
 
 #include <fcntl.h>
 #include <openssl/evp.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -159,6 +160,8 @@ class FileDescriptor {
   }
   int get() const noexcept { return fd_; }
   bool valid() const noexcept { return fd_ >= 0; }
+  /// Gives up ownership: the descriptor stays open.
+  void release() noexcept { fd_ = -1; }
   /// Closes now and reports the result (0, or -1 with errno set).
   int close() noexcept {
     const int fd = std::exchange(fd_, -1);
@@ -217,22 +220,84 @@ Status fsync_directory(const std::filesystem::path& dir) {
   return ok();
 }
 
-/// Keeps letters, digits, '_', '.' and '-'; anything else becomes '_'.
-std::string file_name_for(std::string_view source_id) {
+/// "checkpoint-<source_id>", keeping letters, digits, '_', '.' and '-' of the id; anything
+/// else becomes '_'. The record file and the lock file add their extensions.
+std::string file_stem_for(std::string_view source_id) {
   std::string name = "checkpoint-";
   for (const char c : source_id) {
     const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                       c == '_' || c == '.' || c == '-';
     name.push_back(keep ? c : '_');
   }
-  name += ".ckpt";
   return name;
+}
+
+/// The pid the lock's holder wrote into the lock file, or "" when it cannot be read.
+std::string lock_holder(int fd) {
+  std::array<char, 32> buffer{};
+  ssize_t n = -1;
+  do {
+    n = ::pread(fd, buffer.data(), buffer.size(), 0);
+  } while (n < 0 && errno == EINTR);
+  if (n <= 0) return "";
+  std::string text(buffer.data(), static_cast<std::size_t>(n));
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  if (text.empty() ||
+      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return "";
+  }
+  return text;
+}
+
+/// Opens (creating) `lock_path` and takes an exclusive flock on it without waiting; returns the
+/// descriptor that holds it. The lock belongs to the open file description, so a second open
+/// in the same process conflicts too. Error kind configuration, naming the file.
+Result<int> take_writer_lock(const std::filesystem::path& lock_path) {
+  int raw = -1;
+  do {
+    raw = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  } while (raw < 0 && errno == EINTR);
+  if (raw < 0) {
+    return fail(Error::configuration("cannot open the checkpoint lock file " + quoted(lock_path) +
+                                     ": " + std::strerror(errno)));
+  }
+  FileDescriptor fd(raw);
+  while (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EINTR) continue;
+    if (errno == EWOULDBLOCK) {
+      const std::string holder = lock_holder(fd.get());
+      return fail(Error::configuration(
+          "the checkpoint lock file " + quoted(lock_path) + " is held by another process" +
+          (holder.empty() ? std::string() : " (pid " + holder + ")") +
+          ": another cppcdc, or another program using this checkpoint directory and source id, "
+          "is writing this checkpoint (a second instance in one process counts too); stop it, "
+          "or give this pipeline a checkpoint directory of its own"));
+    }
+    return fail(Error::configuration("cannot lock the checkpoint lock file " + quoted(lock_path) +
+                                     ": " + std::strerror(errno)));
+  }
+  // For the message a second writer gets; the lock works without it.
+  const std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd.get(), 0) == 0) {
+    (void)!::pwrite(fd.get(), pid.data(), pid.size(), 0);
+  }
+  const int held = fd.get();
+  fd.release();
+  return held;
 }
 
 }  // namespace
 
-FileCheckpoint::FileCheckpoint(std::filesystem::path dir, std::filesystem::path path)
-    : dir_(std::move(dir)), path_(std::move(path)) {}
+FileCheckpoint::FileCheckpoint(std::filesystem::path dir, std::filesystem::path path,
+                               std::filesystem::path lock_path, int lock_fd)
+    : dir_(std::move(dir)),
+      path_(std::move(path)),
+      lock_path_(std::move(lock_path)),
+      lock_fd_(lock_fd) {}
+
+FileCheckpoint::~FileCheckpoint() {
+  if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the writer lock
+}
 
 Result<std::unique_ptr<FileCheckpoint>> FileCheckpoint::open(std::filesystem::path dir,
                                                              std::string source_id) {
@@ -259,8 +324,13 @@ Result<std::unique_ptr<FileCheckpoint>> FileCheckpoint::open(std::filesystem::pa
     return fail(
         Error::configuration("checkpoint directory " + quoted(dir) + " is not a directory"));
   }
-  std::filesystem::path path = dir / file_name_for(source_id);
-  return std::unique_ptr<FileCheckpoint>(new FileCheckpoint(std::move(dir), std::move(path)));
+  const std::string stem = file_stem_for(source_id);
+  std::filesystem::path path = dir / (stem + ".ckpt");
+  std::filesystem::path lock_path = dir / (stem + ".lock");
+  auto lock_fd = take_writer_lock(lock_path);
+  if (!lock_fd) return fail(std::move(lock_fd).error());
+  return std::unique_ptr<FileCheckpoint>(
+      new FileCheckpoint(std::move(dir), std::move(path), std::move(lock_path), *lock_fd));
 }
 
 std::string FileCheckpoint::encode(const CheckpointRecord& record) {

@@ -141,6 +141,28 @@ int run_server(const ServerConfig& config) {
   if (!source) return report_failure(source.error().context("building the PostgreSQL source"),
       config.origin);
 
+  // The control socket comes up before anything else is opened, so that a second cppcdc
+  // started on the same configuration stops here, before it opens the checkpoint (whose
+  // writer lock would refuse it less helpfully) or the sink, or touches the slot. The source
+  // is built but not connected: its snapshot handle works before the runtime exists.
+  ControlContext control_context;
+  control_context.snapshot = (*source)->incremental_snapshot_control();
+  if (!control_context.snapshot) {
+    control_context.unavailable_reason =
+        "this pipeline runs no incremental snapshots ([source.snapshot] mode = \"" +
+        std::string(pg::to_string(config.source.snapshot_mode)) +
+        "\" reads the tables once and stops)";
+  }
+  control_context.config = std::filesystem::absolute(config.origin).string();
+  auto control = ControlServer::start(
+      config.control_socket,
+      [control_context](std::string_view request, const std::atomic<bool>& stopping) {
+        return handle_control_request(request, control_context, stopping);
+      });
+  if (!control) {
+    return report_failure(control.error().context("opening the control socket"), config.origin);
+  }
+
   std::shared_ptr<Checkpoint> checkpoint;
   std::string checkpoint_desc;
   if (config.state.offset.backend == "memory") {
@@ -169,27 +191,6 @@ int run_server(const ServerConfig& config) {
   auto runtime = Runtime::create(std::move(runtime_config));
   if (!runtime) return report_failure(runtime.error().context("creating the runtime"),
       config.origin);
-
-  // The control socket comes up before the pipeline starts, so that a second cppcdc started on
-  // the same configuration stops here, before it reads the checkpoint or touches the slot.
-  ControlContext control_context;
-  control_context.snapshot = (*runtime)->incremental_snapshot_control();
-  if (!control_context.snapshot) {
-    control_context.unavailable_reason =
-        "this pipeline runs no incremental snapshots ([source.snapshot] mode = \"" +
-        std::string(pg::to_string(config.source.snapshot_mode)) +
-        "\" reads the tables once and stops)";
-  }
-  control_context.config = std::filesystem::absolute(config.origin).string();
-  auto control = ControlServer::start(
-      config.control_socket,
-      [control_context](std::string_view request, const std::atomic<bool>& stopping) {
-        return handle_control_request(request, control_context, stopping);
-      });
-  if (!control) {
-    (void)sink->close();
-    return report_failure(control.error().context("opening the control socket"), config.origin);
-  }
 
   spdlog::info(
       "cppcdc {} starting: source=postgres slot={} publication={} tables={} sink={} "

@@ -18,6 +18,7 @@ class StdoutSink final : public Sink {
   explicit StdoutSink(std::unique_ptr<Encoder> encoder) : encoder_(std::move(encoder)) {}
 
   Status write(std::span<const Event> events) override {
+    if (closed_) return fail(closed_error());
     const std::size_t before = buffer_.size();
     for (const Event& event : events) {
       if (auto st = encoder_->encode(event, buffer_); !st) {
@@ -31,6 +32,7 @@ class StdoutSink final : public Sink {
   }
 
   Status flush() override {
+    if (closed_) return fail(closed_error());
     if (!buffer_.empty()) {
       std::clearerr(stdout);
       const std::size_t n = std::fwrite(buffer_.data(), 1, buffer_.size(), stdout);
@@ -41,11 +43,18 @@ class StdoutSink final : public Sink {
     return ok();
   }
 
-  Status close() override { return flush(); }
+  /// Flushes; stdout itself stays open (it is the process's). Later calls do nothing.
+  Status close() override {
+    if (closed_) return ok();
+    Status st = flush();
+    closed_ = true;
+    return st;
+  }
 
   std::string name() const override { return "stdout"; }
 
  private:
+  static Error closed_error() { return Error::invalid_state("the stdout sink is closed"); }
   static Error error(const std::string& what) {
     const int err = errno;
     return Error::sink(ErrorKind::kTransient,
@@ -54,6 +63,7 @@ class StdoutSink final : public Sink {
 
   std::unique_ptr<Encoder> encoder_;
   ByteBuffer buffer_;  // encoded lines not yet handed to stdio; reused across batches
+  bool closed_ = false;
 };
 
 }  // namespace

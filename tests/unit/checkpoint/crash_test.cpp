@@ -72,7 +72,9 @@ TEST_P(FileCheckpointCrash, KillDuringSaveLeavesAReadableRecord) {
   ASSERT_TRUE(WIFSIGNALED(wait_status)) << "child was not killed, status " << wait_status;
   EXPECT_EQ(WTERMSIG(wait_status), SIGKILL);
 
-  // What a restarted process sees.
+  // What a restarted process sees (the crashed writer's instance is gone with its lock).
+  const fs::path checkpoint_path = checkpoint.path();
+  opened->reset();
   auto restarted = FileCheckpoint::open(dir.path(), "orders_slot");
   ASSERT_TRUE(restarted) << restarted.error().report();
   const auto loaded = (*restarted)->load();
@@ -86,7 +88,7 @@ TEST_P(FileCheckpointCrash, KillDuringSaveLeavesAReadableRecord) {
   const auto after = (*restarted)->load();
   ASSERT_TRUE(after && after->has_value());
   EXPECT_EQ(**after, next_record);
-  EXPECT_FALSE(fs::exists(checkpoint.path().string() + ".tmp"));
+  EXPECT_FALSE(fs::exists(checkpoint_path.string() + ".tmp"));
 #endif
 }
 

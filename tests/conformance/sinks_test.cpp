@@ -1,0 +1,110 @@
+// The sink conformance suite for the built-in sinks: file and stdout.
+
+#include <fcntl.h>
+#include <stdio_ext.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "conformance/conformance_util.hpp"
+#include "conformance/sink_conformance.hpp"
+#include "cppcdc/sink.hpp"
+
+namespace cppcdc::conformance {
+namespace {
+
+namespace fs = std::filesystem;
+
+class FileSinkHarness {
+ public:
+  static constexpr const char* kName = "file";
+
+  Result<std::unique_ptr<Sink>> open() { return make_file_sink(path()); }
+  std::string delivered() { return read_whole_file(path()); }
+
+  std::optional<Result<std::unique_ptr<Sink>>> open_failing() {
+    return make_file_sink("/dev/full");
+  }
+  std::string failing_location() { return "/dev/full"; }
+
+  /// The sink's directory would have to be made below a regular file.
+  std::optional<Result<std::unique_ptr<Sink>>> open_misconfigured() {
+    std::ofstream(tmp_.path() / "plain_file") << "x";
+    return make_file_sink(misconfigured_path());
+  }
+  std::string misconfigured_location() { return misconfigured_path().string(); }
+
+ private:
+  fs::path path() const { return tmp_.path() / "out" / "events.jsonl"; }
+  fs::path misconfigured_path() const { return tmp_.path() / "plain_file" / "sub" / "e.jsonl"; }
+
+  TempDir tmp_{"cppcdc-conformance-file-sink"};
+};
+
+/// Points file descriptor 1 at a temporary file for the harness's lifetime, and back. What
+/// the sink wrote is read from that file. When the test failed, what was captured (gtest's
+/// own failure messages among it) is copied to stderr after stdout is restored.
+class StdoutSinkHarness {
+ public:
+  static constexpr const char* kName = "stdout";
+
+  StdoutSinkHarness() {
+    std::fflush(stdout);
+    saved_fd_ = ::dup(STDOUT_FILENO);
+    const int fd = ::open(capture_path().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (saved_fd_ < 0 || fd < 0) throw std::runtime_error("cannot redirect standard output");
+    ::dup2(fd, STDOUT_FILENO);
+    ::close(fd);
+  }
+  ~StdoutSinkHarness() {
+    // Bytes stdio still holds (after a write to /dev/full failed) would leak into the real
+    // stdout: drop them.
+    std::fflush(stdout);
+    __fpurge(stdout);
+    std::clearerr(stdout);
+    ::dup2(saved_fd_, STDOUT_FILENO);
+    ::close(saved_fd_);
+    if (::testing::Test::HasFailure()) {
+      std::fprintf(stderr, "--- standard output captured during the test:\n%s\n---\n",
+                   read_whole_file(capture_path()).c_str());
+    }
+  }
+  StdoutSinkHarness(const StdoutSinkHarness&) = delete;
+  StdoutSinkHarness& operator=(const StdoutSinkHarness&) = delete;
+
+  Result<std::unique_ptr<Sink>> open() { return make_stdout_sink(); }
+  std::string delivered() { return read_whole_file(capture_path()); }
+
+  /// Standard output on a full device.
+  std::optional<Result<std::unique_ptr<Sink>>> open_failing() {
+    std::fflush(stdout);
+    const int fd = ::open("/dev/full", O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return std::nullopt;
+    ::dup2(fd, STDOUT_FILENO);
+    ::close(fd);
+    return make_stdout_sink();
+  }
+  std::string failing_location() { return "standard output"; }
+
+  std::optional<Result<std::unique_ptr<Sink>>> open_misconfigured() { return std::nullopt; }
+  std::string misconfigured_location() { return ""; }
+
+ private:
+  fs::path capture_path() const { return tmp_.path() / "stdout.txt"; }
+
+  TempDir tmp_{"cppcdc-conformance-stdout-sink"};
+  int saved_fd_ = -1;
+};
+
+}  // namespace
+
+INSTANTIATE_TYPED_TEST_SUITE_P(FileSink, SinkConformance, FileSinkHarness);
+INSTANTIATE_TYPED_TEST_SUITE_P(StdoutSink, SinkConformance, StdoutSinkHarness);
+
+}  // namespace cppcdc::conformance
