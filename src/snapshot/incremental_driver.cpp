@@ -235,9 +235,12 @@ class IncrementalSnapshotSource final : public Source {
     const auto deadline =
         std::chrono::steady_clock::now() + std::min(wait, std::chrono::milliseconds(200));
     Status st = ok();
-    drain_held(out, max_events);
+    // `out` may already hold events (the runtime's redeliveries): up to max_events more.
+    const std::size_t base = out.size();
+    const std::size_t limit = base + max_events;
+    drain_held(out, limit);
     bool chunk_out = false;
-    while (st && out.size() < max_events && held_.empty() && !chunk_out) {
+    while (st && out.size() < limit && held_.empty() && !chunk_out) {
       if (!chunk_ && runnable() && std::chrono::steady_clock::now() >= retry_at_) {
         CPPCDC_TRY(begin_chunk());
         // Ask for the stream's position now, before waiting on the stream for the first
@@ -245,22 +248,22 @@ class IncrementalSnapshotSource final : public Source {
         if (chunk_ && !mid_tx_ && backend_->stream_reached(chunk_->high)) {
           finish_chunk();
           chunk_out = true;
-          drain_held(out, max_events);
+          drain_held(out, limit);
           break;
         }
       }
       if (!chunk_) {
-        if (!out.empty()) break;
+        if (out.size() > base) break;
         const std::size_t first = out.size();
-        st = inner_->poll(out, max_events, wait);
+        st = inner_->poll(out, limit - out.size(), wait);
         for (std::size_t i = first; i < out.size(); ++i) hand_out(out[i]);
         break;
       }
       const auto now = std::chrono::steady_clock::now();
-      if (now >= deadline && !out.empty()) break;
+      if (now >= deadline && out.size() > base) break;
       // The chunk waits for the stream to pass its high watermark.
       std::vector<Event> batch;
-      st = inner_->poll(batch, max_events - out.size(),
+      st = inner_->poll(batch, limit - out.size(),
                         // Short: progress without events (a keepalive) wakes nobody.
                         std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(
                                        deadline - now),
@@ -285,7 +288,7 @@ class IncrementalSnapshotSource final : public Source {
       }
       if (chunk_ && !mid_tx_ && st && backend_->stream_reached(chunk_->high)) finish_chunk();
       chunk_out = !chunk_;
-      drain_held(out, max_events);
+      drain_held(out, limit);
       if (chunk_ && std::chrono::steady_clock::now() >= deadline) break;
     }
     publish();
@@ -445,8 +448,9 @@ class IncrementalSnapshotSource final : public Source {
     return stub;
   }
 
-  void drain_held(std::vector<Event>& out, std::size_t max_events) {
-    while (!held_.empty() && out.size() < max_events) {
+  // Moves held events to `out` while it holds fewer than `limit` events in all.
+  void drain_held(std::vector<Event>& out, std::size_t limit) {
+    while (!held_.empty() && out.size() < limit) {
       Held h = std::move(held_.front());
       held_.pop_front();
       if (h.from_stream) hand_out(h.event);

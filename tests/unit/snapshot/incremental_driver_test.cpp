@@ -60,7 +60,8 @@ struct Stream final : Source {
     return ok();
   }
   Status poll(std::vector<Event>& out, std::size_t max, std::chrono::milliseconds) override {
-    while (!queue.empty() && out.size() < max) {
+    // Appends up to `max` events (the Source contract), whatever `out` already holds.
+    for (std::size_t n = 0; !queue.empty() && n < max; ++n) {
       out.push_back(queue.front());
       queue.pop_front();
     }
@@ -637,4 +638,17 @@ TEST(IncrementalSnapshot, BetweenSnapshotsATransactionStillInFlightIsKeptForTheN
   // The chunk is read, and set aside: it cannot have seen transaction 5.
   EXPECT_TRUE(request_table(h).empty());
   EXPECT_EQ(h.table->cursors.size(), 1u);
+}
+
+// The runtime polls with events already in `out` (the tail of a partly acknowledged batch) and
+// asks for up to max_events more; the driver appended nothing then (it took a non-empty `out`
+// for a full batch), so a consumer acknowledging prefixes saw only the same tail again.
+TEST(IncrementalSnapshot, APollIntoABatchThatAlreadyHoldsEventsAppendsNewOnes) {
+  Harness h(10, {});
+  ASSERT_TRUE(h.source->start(std::nullopt));
+  h.stream->queue = {change(Operation::kInsert, 1, "a", 10), change(Operation::kInsert, 2, "b", 20),
+                     change(Operation::kInsert, 3, "c", 30)};
+  std::vector<Event> out = {change(Operation::kInsert, 9, "redelivered", 5)};
+  ASSERT_TRUE(h.source->poll(out, 2, std::chrono::milliseconds(0)));
+  EXPECT_EQ(names(out), expected({"i:9", "i:1", "i:2"}));
 }
