@@ -6,7 +6,8 @@
 #                           points compiled in (the crash tests need them)
 #   --asan     build-asan/  Debug with AddressSanitizer + UndefinedBehaviorSanitizer
 #   --tsan     build-tsan/  RelWithDebInfo with ThreadSanitizer; without --target it builds
-#                           only the unit test executables (what ctest -L unit runs there)
+#                           only what ctest -L unit runs there (unit tests, conformance
+#                           suites of backends and sinks, fuzz replays)
 #   --target   build only that target (e.g. cppcdc for the binary alone); may be repeated
 # Extra -D options are passed to the CMake configure step. Parallel jobs: nproc
 # (override with CPPCDC_JOBS). ccache is used when it is installed (CPPCDC_NO_CCACHE=1: not).
@@ -65,10 +66,12 @@ fi
 log "configure $BUILD_DIR"
 cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCPPCDC_WERROR=ON -DCPPCDC_FAULT_POINTS=ON "${cfg[@]}" "${extra[@]}"
 
-# The TSan build serves only the unit tests: by default build their executables, nothing else.
+# The TSan build serves only the unit-labelled tests: by default build their executables (the
+# unit test executables, the checkpoint and sink conformance suites, the fuzz replays), nothing
+# else.
 if ((tsan)) && ((${#targets[@]} == 0)); then
   mapfile -t unit_targets < <(cmake --build "$BUILD_DIR" --target help |
-    sed -n 's/^\(cppcdc_unit_[A-Za-z0-9_]*\):.*/\1/p')
+    sed -n 's/^\(cppcdc_unit_[A-Za-z0-9_]*\|cppcdc_conformance\|[a-z_]*_fuzz_replay\):.*/\1/p')
   ((${#unit_targets[@]})) || die "no cppcdc_unit_* targets in $BUILD_DIR"
   for t in "${unit_targets[@]}"; do targets+=(--target "$t"); done
 fi
