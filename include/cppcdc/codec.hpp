@@ -9,6 +9,7 @@
 // Threading: an encoder is used by one thread at a time (its sink's).
 
 #include <memory>
+#include <span>
 #include <string>
 
 #include "cppcdc/buffer.hpp"
@@ -30,5 +31,10 @@ class Encoder {
 
 /// The JSON envelope, one object per event, exactly as Event::to_json() writes it.
 std::unique_ptr<Encoder> make_json_encoder();
+
+/// Appends each event's record followed by a newline to `out` (the framing of the line-based
+/// sinks). On an encoding error nothing of this batch stays in `out`, and the error names the
+/// event's table and the encoder.
+Status encode_lines(Encoder& encoder, std::span<const Event> events, ByteBuffer& out);
 
 }  // namespace cppcdc

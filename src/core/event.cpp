@@ -222,9 +222,8 @@ using detail::json_lit;
 using detail::json_sint;
 using detail::json_str;
 using detail::json_uint;
-using detail::RawBuffer;
 
-void write_row(RawBuffer& b, const Row& row) {
+void write_row(ByteBuffer& b, const Row& row) {
   b.ch('{');
   bool first = true;
   for (const auto& c : row) {
@@ -243,7 +242,7 @@ void write_row(RawBuffer& b, const Row& row) {
   b.ch('}');
 }
 
-void write_names(RawBuffer& b, const std::vector<std::string>& names) {
+void write_names(ByteBuffer& b, const std::vector<std::string>& names) {
   b.ch('[');
   for (std::size_t i = 0; i < names.size(); ++i) {
     if (i) b.ch(',');
@@ -253,7 +252,7 @@ void write_names(RawBuffer& b, const std::vector<std::string>& names) {
 }
 
 // Everything of the envelope after "after" (from ,"op": to the closing brace).
-void write_tail(RawBuffer& b, const Event& e) {
+void write_tail(ByteBuffer& b, const Event& e) {
   json_lit(b, ",\"op\":\"");
   b.raw(to_string(e.op));
   json_lit(b, "\",\"source\":{\"source_name\":");
@@ -372,7 +371,7 @@ struct TailCache {
   }
 };
 
-void write_event_impl(RawBuffer& b, const Event& e) {
+void write_event_impl(ByteBuffer& b, const Event& e) {
   json_lit(b, "{\"before\":");
   if (const Row* before = e.before.row()) {
     write_row(b, *before);
@@ -402,12 +401,12 @@ void write_event_impl(RawBuffer& b, const Event& e) {
 }  // namespace
 
 namespace detail {
-void write_event_json(RawBuffer& b, const Event& e) { write_event_impl(b, e); }
+void write_event_json(ByteBuffer& b, const Event& e) { write_event_impl(b, e); }
 }  // namespace detail
 
 void Event::append_json(std::string& out) const {
   // Built in a per-thread scratch buffer through a raw cursor, then copied out in one piece.
-  thread_local RawBuffer scratch;
+  thread_local ByteBuffer scratch;
   scratch.clear();
   write_event_impl(scratch, *this);
   out.append(scratch.view());

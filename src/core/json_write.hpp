@@ -156,7 +156,6 @@ inline void append_int(std::string& out, std::int64_t v) {
 }
 
 /// The hot path's JSON is written into a ByteBuffer (buffer.hpp) through these helpers.
-using RawBuffer = ByteBuffer;
 
 template <std::size_t N>
 void json_lit(ByteBuffer& b, const char (&s)[N]) {  // a string literal, without its terminator
@@ -180,6 +179,6 @@ inline void json_sint(ByteBuffer& b, std::int64_t v) {
 
 /// Appends `e` as one JSON envelope (no newline) to `b`: what Event::append_json writes, for
 /// a sink that serialises a batch into one buffer (event.cpp).
-void write_event_json(RawBuffer& b, const Event& e);
+void write_event_json(ByteBuffer& b, const Event& e);
 
 }  // namespace cppcdc::detail

@@ -108,30 +108,9 @@ struct Runtime::Impl {
   // the confirmed position (invariant 2). Any failure fails the runtime: the events are
   // durable at the sink, the position is not, and a restart replays them.
   Status apply(const detail::CommitPlan& plan) {
-    if (!plan.record) return ok();
     if (transactional != nullptr) {
-      // The sink commits the record with its own transaction; the guard still runs first.
-      if (auto guarded = check_monotonic(checkpoint, *plan.record); !guarded) {
-        set_state(RuntimeState::kFailed);
-        return fail(guarded.error());
-      }
-      if (!batch_open) {  // an idle position: a transaction of its own with no events
-        if (auto begun = transactional->begin(); !begun) {
-          set_state(RuntimeState::kFailed);
-          return fail(begun.error().context("opening a transaction on " + transactional->name()));
-        }
-      }
-      batch_open = false;
-      CPPCDC_FAULT_POINT("runtime.before_checkpoint");
-      if (auto committed = transactional->commit(plan.record); !committed) {
-        (void)transactional->abort();
-        set_state(RuntimeState::kFailed);
-        return fail(committed.error().context("committing the checkpoint at " +
-                                              plan.record->offset + " in " +
-                                              transactional->name() + "'s transaction"));
-      }
-      CPPCDC_FAULT_POINT("runtime.after_checkpoint");
-    } else {
+      CPPCDC_TRY(commit_in_sink(plan));
+    } else if (plan.record) {
       CPPCDC_FAULT_POINT("runtime.before_checkpoint");
       auto saved = config.checkpoint->save(*plan.record);
       if (!saved) {
@@ -140,6 +119,7 @@ struct Runtime::Impl {
       }
       CPPCDC_FAULT_POINT("runtime.after_checkpoint");
     }
+    if (!plan.record) return ok();
     {
       std::lock_guard lock(mutex);
       checkpoint = plan.record;
@@ -150,6 +130,40 @@ struct Runtime::Impl {
       set_state(RuntimeState::kFailed);
       return fail(confirmed.error().context("confirming checkpointed position " + *plan.confirm +
                                             " to the source"));
+    }
+    return ok();
+  }
+
+  // The transactional sink commits the open batch (or, for an idle position, a transaction of
+  // its own with no events) together with the planned record, which the guard checks first.
+  Status commit_in_sink(const detail::CommitPlan& plan) {
+    if (!plan.record && !batch_open) return ok();
+    if (plan.record) {
+      if (auto guarded = check_monotonic(checkpoint, *plan.record); !guarded) {
+        set_state(RuntimeState::kFailed);
+        return fail(guarded.error());
+      }
+    }
+    if (!batch_open) {
+      if (auto begun = transactional->begin(); !begun) {
+        set_state(RuntimeState::kFailed);
+        return fail(begun.error().context("opening a transaction on " + transactional->name()));
+      }
+    }
+    batch_open = false;
+    if (plan.record) {
+      CPPCDC_FAULT_POINT("runtime.before_checkpoint");
+    }
+    if (auto committed = transactional->commit(plan.record); !committed) {
+      (void)transactional->abort();
+      set_state(RuntimeState::kFailed);
+      const std::string what =
+          plan.record ? "the checkpoint at " + plan.record->offset : std::string("a batch");
+      return fail(committed.error().context("committing " + what + " in " +
+                                            transactional->name() + "'s transaction"));
+    }
+    if (plan.record) {
+      CPPCDC_FAULT_POINT("runtime.after_checkpoint");
     }
     return ok();
   }
@@ -387,17 +401,6 @@ Status Runtime::commit_ack(const AckToken& token) {
   for (std::size_t i = d.scratch->size(); i > n; --i) d.redeliver.push_front((*d.scratch)[i - 1]);
   d.scratch.reset();
   d.outstanding_id.reset();
-  if (d.transactional != nullptr && d.batch_open && !plan.record) {
-    // Nothing to checkpoint with this batch, but its events still commit.
-    d.batch_open = false;
-    if (auto committed = d.transactional->commit(std::nullopt); !committed) {
-      (void)d.transactional->abort();
-      d.set_state(RuntimeState::kFailed);
-      return fail(committed.error().context("committing delivery " +
-                                            std::to_string(token.delivery_id()) + " in " +
-                                            d.transactional->name() + "'s transaction"));
-    }
-  }
   if (auto applied = d.apply(plan); !applied) {
     return fail(applied.error().context("after acknowledging delivery " +
                                         std::to_string(token.delivery_id())));

@@ -93,14 +93,14 @@ class LocalFsCheckpointHarness {
     return std::unique_ptr<Checkpoint>(std::move(*opened));
   }
   bool corrupt(const std::string& source_id) {
-    std::string bytes = read_whole_file(file(source_id));
+    std::string bytes = read_bytes(file(source_id));
     if (bytes.size() < 10) return false;
     bytes[bytes.size() - 5] = static_cast<char>(bytes[bytes.size() - 5] ^ 0x20);
     overwrite(file(source_id), bytes);
     return true;
   }
   bool truncate(const std::string& source_id) {
-    const std::string bytes = read_whole_file(file(source_id));
+    const std::string bytes = read_bytes(file(source_id));
     if (bytes.size() < 2) return false;
     overwrite(file(source_id), bytes.substr(0, bytes.size() / 2));
     return true;
@@ -200,7 +200,7 @@ TEST(LocalFsWriterLock, AStaleLockFileFromADeadProcessBlocksNobody) {
   overwrite(harness.dir() / "checkpoint-slot_a.lock", "999999\n");
   auto opened = FileCheckpoint::open(harness.dir(), "slot_a");
   ASSERT_TRUE(opened) << opened.error().report();
-  EXPECT_EQ(read_whole_file((*opened)->lock_path()), std::to_string(::getpid()) + "\n");
+  EXPECT_EQ(read_bytes((*opened)->lock_path()), std::to_string(::getpid()) + "\n");
 }
 
 TEST(LocalFsWriterLock, AnUnopenableLockFileIsAConfigurationErrorNamingIt) {

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "cppcdc/checkpoint.hpp"
+#include "unit/checkpoint/checkpoint_test_util.hpp"
 
 namespace cppcdc {
 
@@ -33,33 +34,9 @@ inline void PrintTo(const CheckpointRecord& r, std::ostream* os) {
 
 namespace cppcdc::conformance {
 
-/// A fresh directory under the system's temporary directory, removed with its contents on
-/// destruction.
-class TempDir {
- public:
-  explicit TempDir(const std::string& prefix = "cppcdc-conformance") {
-    std::string pattern = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
-    if (::mkdtemp(pattern.data()) == nullptr) {
-      throw std::runtime_error(std::string("mkdtemp failed: ") + std::strerror(errno));
-    }
-    path_ = pattern;
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::filesystem::path& path() const noexcept { return path_; }
+using test::TempDir;
 
- private:
-  std::filesystem::path path_;
-};
-
-inline std::string read_whole_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+using test::read_bytes;
 
 /// Checks `condition` every 20 ms until it holds or `timeout` passes; returns its last value.
 template <typename Condition>

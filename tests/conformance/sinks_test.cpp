@@ -26,7 +26,7 @@ class FileSinkHarness {
   static constexpr const char* kName = "file";
 
   Result<std::unique_ptr<Sink>> open() { return make_file_sink(path()); }
-  std::string delivered() { return read_whole_file(path()); }
+  std::string delivered() { return read_bytes(path()); }
 
   std::optional<Result<std::unique_ptr<Sink>>> open_failing() {
     return make_file_sink("/dev/full");
@@ -72,14 +72,14 @@ class StdoutSinkHarness {
     ::close(saved_fd_);
     if (::testing::Test::HasFailure()) {
       std::fprintf(stderr, "--- standard output captured during the test:\n%s\n---\n",
-                   read_whole_file(capture_path()).c_str());
+                   read_bytes(capture_path()).c_str());
     }
   }
   StdoutSinkHarness(const StdoutSinkHarness&) = delete;
   StdoutSinkHarness& operator=(const StdoutSinkHarness&) = delete;
 
   Result<std::unique_ptr<Sink>> open() { return make_stdout_sink(); }
-  std::string delivered() { return read_whole_file(capture_path()); }
+  std::string delivered() { return read_bytes(capture_path()); }
 
   /// Standard output on a full device.
   std::optional<Result<std::unique_ptr<Sink>>> open_failing() {

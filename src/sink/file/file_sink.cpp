@@ -153,16 +153,7 @@ class FileSink final : public Sink {
 
   Status write(std::span<const Event> events) override {
     if (fd_ < 0) return fail(Error::invalid_state("file sink '" + path_.string() + "' is closed"));
-    const std::size_t before = buffer_.size();
-    for (const Event& event : events) {
-      if (auto st = encoder_->encode(event, buffer_); !st) {
-        buffer_.cur() -= buffer_.size() - before;  // none of this batch stays buffered
-        return fail(st.error().context("encoding an event of " + event.table + " as " +
-                                       encoder_->name()));
-      }
-      buffer_.ch('\n');
-    }
-    return ok();
+    return encode_lines(*encoder_, events, buffer_);
   }
 
   Status flush() override {

@@ -15,11 +15,13 @@
 
 namespace cppcdc::test {
 
-/// A fresh directory under /tmp, removed with everything in it on destruction.
+/// A fresh directory under the system's temporary directory, named after `prefix`, removed
+/// with everything in it on destruction.
 class TempDir {
  public:
-  TempDir() {
-    std::string pattern = "/tmp/cppcdc-checkpoint-test-XXXXXX";
+  explicit TempDir(const std::string& prefix = "cppcdc-checkpoint-test") {
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
     if (::mkdtemp(pattern.data()) == nullptr) {
       throw std::runtime_error(std::string("mkdtemp failed: ") + std::strerror(errno));
     }

@@ -39,7 +39,7 @@ std::string reference(std::string_view s) {
 }
 
 std::string written(std::string_view s) {
-  RawBuffer b;
+  ByteBuffer b;
   json_str(b, s);
   return std::string(b.view());
 }
