@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cppcdc/result.hpp"
+#include "cppcdc/snapshot.hpp"
 #include "cppcdc/source.hpp"
 
 namespace cppcdc::pg {
@@ -34,23 +35,9 @@ enum class WalTransport {
   kSqlPeek,
 };
 
-/// When the rows that exist before capture starts are read ([source.snapshot] mode).
-enum class SnapshotMode {
-  kNever,        ///< only changes committed after the slot exists
-  kInitial,      ///< a snapshot when there is no checkpoint, then the stream (the default)
-  kInitialOnly,  ///< a snapshot when there is no checkpoint, then stop; no slot is needed
-  /// as kInitial, and also when the checkpoint cannot be resumed: its slot is gone, was
-  /// invalidated (wal_status lost), or is past it. The checkpoint is then set aside (with a
-  /// warning naming why), a lost slot is dropped and made again, and a new snapshot is taken.
-  kWhenNeeded,
-  /// no blocking snapshot: when there is no checkpoint, an incremental snapshot (DBLog
-  /// watermarks, incremental_snapshot.hpp) of the snapshot tables runs alongside the stream.
-  kIncremental,
-};
-
-/// The mode's name in [source.snapshot] mode: "never", "initial", "initial_only" or
-/// "when_needed".
-std::string_view to_string(SnapshotMode mode) noexcept;
+/// The snapshot modes are the same for every source (cppcdc/snapshot.hpp).
+using SnapshotMode = cppcdc::SnapshotMode;
+using cppcdc::to_string;
 
 struct PostgresSourceConfig {
   /// libpq connection string or URI ("host=... dbname=... user=..."). `replication=database`

@@ -1363,22 +1363,6 @@ class PostgresSource final : public Source {
 
 }  // namespace
 
-std::string_view to_string(SnapshotMode mode) noexcept {
-  switch (mode) {
-    case SnapshotMode::kNever:
-      return "never";
-    case SnapshotMode::kInitial:
-      return "initial";
-    case SnapshotMode::kInitialOnly:
-      return "initial_only";
-    case SnapshotMode::kWhenNeeded:
-      return "when_needed";
-    case SnapshotMode::kIncremental:
-      return "incremental";
-  }
-  return "unknown";
-}
-
 Result<std::unique_ptr<Source>> make_postgres_source(PostgresSourceConfig config) {
   register_positions();  // the checkpoint guard orders "postgres" offsets through the registry
   if (config.dsn.empty()) return fail(Error::configuration("[source] dsn: required"));
