@@ -1,0 +1,149 @@
+#include "core/reader_handoff.hpp"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+namespace cppcdc::detail {
+
+ReaderHandoff::~ReaderHandoff() { close(); }
+
+Status ReaderHandoff::open(Limits limits) {
+  close();
+  if (::pipe(wake_) != 0) {
+    wake_[0] = wake_[1] = -1;
+    return fail(Error::internal(std::string("pipe() failed: ") + std::strerror(errno)));
+  }
+  stop_.store(false);
+  bulk_.store(false);
+  std::lock_guard lock(mutex_);
+  limits_ = limits;
+  if (limits_.max_events == 0) limits_.max_events = 1;
+  queue_.clear();
+  error_.reset();
+  reader_done_ = false;
+  signalled_ = false;
+  open_ = true;
+  return ok();
+}
+
+void ReaderHandoff::close() {
+  for (int& fd : wake_) {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+  std::vector<std::vector<Event>> done;
+  std::lock_guard lock(mutex_);
+  open_ = false;
+  done.swap(recycled_);
+  recycled_events_ = 0;
+}  // `done` is released after the lock
+
+void ReaderHandoff::finish(std::optional<Error> error) {
+  std::lock_guard lock(mutex_);
+  if (error) error_ = std::move(error);
+  reader_done_ = true;
+  not_empty_.notify_all();
+}
+
+void ReaderHandoff::release_recycled() {
+  std::vector<std::vector<Event>> done;
+  std::lock_guard lock(mutex_);
+  done.swap(recycled_);
+  recycled_events_ = 0;
+}  // `done` is released after the lock
+
+void ReaderHandoff::wait_drained(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  not_full_.wait_for(lock, timeout, [&] { return stop_.load() || queue_.empty(); });
+}
+
+void ReaderHandoff::set_bulk(bool on) {
+  bulk_.store(on);
+  if (!on) {
+    std::lock_guard lock(mutex_);
+    not_empty_.notify_all();
+  }
+}
+
+Result<bool> ReaderHandoff::wait_readable(int fd, int timeout_ms) {
+  pollfd fds[2] = {{fd, POLLIN, 0}, {wake_[0], POLLIN, 0}};
+  if (::poll(fds, 2, timeout_ms) < 0 && errno != EINTR) {
+    return fail(Error::source(ErrorKind::kTransient,
+                              std::string("poll() failed: ") + std::strerror(errno)));
+  }
+  if (fds[1].revents & POLLIN) {
+    char drain[64];
+    [[maybe_unused]] auto d = ::read(wake_[0], drain, sizeof drain);
+  }
+  return (fds[0].revents & POLLIN) != 0;
+}
+
+void ReaderHandoff::nap(int ms) { [[maybe_unused]] auto woken = wait_readable(-1, ms); }
+
+ReaderHandoff::Taken ReaderHandoff::take(std::vector<Event>& out, std::size_t max_events,
+                                         std::chrono::milliseconds wait) {
+  Taken taken;
+  std::unique_lock lock(mutex_);
+  not_empty_.wait_for(lock, wait, [&] { return !queue_.empty() || reader_done_ || signalled_; });
+  signalled_ = false;
+  if (bulk_.load() && !queue_.empty()) {
+    // A bulk reader reads as fast as it can and nobody waits for a single row: let a batch
+    // fill (briefly), so that the sink's flush and the checkpoint's fsync are paid per large
+    // batch rather than per chunk.
+    const std::size_t fill = std::min(max_events, limits_.max_events / 2);
+    const std::size_t fill_bytes = limits_.max_bytes / 2;
+    not_empty_.wait_for(lock, kBulkLinger, [&] {
+      return queue_.size() >= fill || queue_.bytes() >= fill_bytes || reader_done_ ||
+             !bulk_.load();
+    });
+  }
+  taken.events = queue_.take(out, max_events);
+  if (taken.events > 0) {
+    not_full_.notify_all();
+    return taken;
+  }
+  if (reader_done_) {
+    taken.reader_done = true;
+    taken.error = error_;
+  }
+  return taken;
+}
+
+void ReaderHandoff::recycle(std::vector<Event>&& events) {
+  {
+    std::lock_guard lock(mutex_);
+    if (open_ && !reader_done_ && recycled_events_ < kMaxRecycled) {
+      recycled_events_ += events.size();
+      recycled_.push_back(std::move(events));
+      return;
+    }
+  }
+  events.clear();
+}
+
+bool ReaderHandoff::empty() {
+  std::lock_guard lock(mutex_);
+  return queue_.empty();
+}
+
+void ReaderHandoff::request_stop() {
+  stop_.store(true);
+  wake();
+  std::lock_guard lock(mutex_);
+  not_full_.notify_all();
+  not_empty_.notify_all();
+}
+
+void ReaderHandoff::wake() noexcept {
+  if (wake_[1] >= 0) {
+    const char b = 1;
+    [[maybe_unused]] auto r = ::write(wake_[1], &b, 1);
+  }
+}
+
+}  // namespace cppcdc::detail

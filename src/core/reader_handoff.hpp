@@ -1,0 +1,203 @@
+#pragma once
+// The hand-off between a source's reader thread and poll(), for every source that reads its
+// log on a thread of its own (the PostgreSQL source; the MySQL binlog reader next).
+//
+// The reader pushes whole batches (a transaction, a snapshot chunk) into a bounded queue
+// (BatchQueue) and waits while it is over its limits in events or bytes; poll() takes them with
+// a deadline. Events the consumer is done with come back (recycle) and are released, or reused,
+// on the reader thread that allocated them. The reader ends by finish(): its error, or none,
+// reaches poll() after every event queued before it. A stop (request_stop) wakes a reader
+// blocked in push() or in wait_readable().
+//
+// Threading: one reader thread (push, finish, release_recycled, wait_readable, wait_drained,
+// set_bulk) and one consumer thread (take, recycle, empty); open() and close() while no reader
+// thread runs; request_stop(), wake() and locked() from any thread. Costs per push: one lock,
+// no allocation beyond the queue's own bookkeeping, no virtual call.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <mutex>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "core/batch_queue.hpp"
+#include "core/event_spill.hpp"
+#include "cppcdc/error.hpp"
+#include "cppcdc/event.hpp"
+#include "cppcdc/result.hpp"
+
+namespace cppcdc::detail {
+
+class ReaderHandoff {
+ public:
+  /// Bounds of the queue. A batch larger than a bound waits for an empty queue.
+  struct Limits {
+    std::size_t max_events = 100'000;  ///< events queued (at least 1)
+    std::size_t max_bytes = std::size_t{32} << 20;  ///< sum of approx_event_bytes
+  };
+
+  /// What take() found.
+  struct Taken {
+    std::size_t events = 0;  ///< events appended to `out`
+    /// The reader has ended and everything it queued was taken (events == 0 then).
+    bool reader_done = false;
+    /// With reader_done: the reader's error, nullopt when it ended without one.
+    std::optional<Error> error;
+  };
+
+  /// The state locked() shows, under the hand-off's mutex.
+  class Locked {
+   public:
+    bool empty() const noexcept { return h_.queue_.empty(); }
+    bool reader_done() const noexcept { return h_.reader_done_; }
+    /// Makes a waiting take() return now (with what is queued, possibly nothing) and the next
+    /// take() not wait: news for the consumer that is not an event (a fresh position).
+    void signal_consumer() noexcept {
+      h_.signalled_ = true;
+      h_.not_empty_.notify_all();
+    }
+
+   private:
+    friend class ReaderHandoff;
+    explicit Locked(ReaderHandoff& h) : h_(h) {}
+    ReaderHandoff& h_;
+  };
+
+  ReaderHandoff() = default;
+  ~ReaderHandoff();
+  ReaderHandoff(const ReaderHandoff&) = delete;
+  ReaderHandoff& operator=(const ReaderHandoff&) = delete;
+
+  /// Prepares for a reader thread (before it starts): an empty queue, no error, not done, not
+  /// stopping, a wake-up pipe. Errors: internal when the pipe cannot be made.
+  Status open(Limits limits);
+  /// After the reader thread was joined: closes the wake-up pipe and releases what is left.
+  /// recycle() releases at once from now on. Idempotent.
+  void close();
+
+  // ---- reader thread ---------------------------------------------------------------------
+
+  /// Queues `events` as one batch; waits while the queue is over its limits, calling
+  /// `while_waiting()` (without the lock) every `interval`: when it returns false, push gives
+  /// up and returns false. Returns true otherwise, also when stopping (the batch is then
+  /// queued without waiting; check stopping()). `known_sizes`: approx_event_bytes of the first
+  /// known_sizes->size() events as the caller measured them; the others are measured here.
+  /// Empties `events` (keeping capacity) and `known_sizes`. `recycled_out`: receives the
+  /// batches the consumer gave back, for the caller to reuse; without it they are released
+  /// here, after the lock.
+  template <class WhileWaiting>
+  bool push(std::vector<Event>& events, std::vector<std::size_t>* known_sizes,
+            std::vector<std::vector<Event>>* recycled_out, WhileWaiting&& while_waiting,
+            std::chrono::milliseconds interval = std::chrono::milliseconds(100)) {
+    std::vector<std::size_t> measured;
+    std::vector<std::size_t>& sizes = known_sizes ? *known_sizes : measured;
+    sizes.reserve(events.size());
+    for (std::size_t i = sizes.size(); i < events.size(); ++i) {
+      sizes.push_back(approx_event_bytes(events[i]));
+    }
+    std::size_t bytes = 0;
+    for (std::size_t i = 0; i < events.size(); ++i) bytes += sizes[i];
+    std::vector<std::vector<Event>> recycled;  // released here, after the lock, on this thread
+    std::unique_lock lock(mutex_);
+    while (!stop_.load() && !queue_.empty() &&
+           (queue_.size() + events.size() > limits_.max_events ||
+            queue_.bytes() + bytes > limits_.max_bytes)) {
+      not_full_.wait_for(lock, interval);
+      lock.unlock();
+      if (!while_waiting()) return false;
+      lock.lock();
+    }
+    queue_.push(events, sizes, bytes);
+    not_empty_.notify_all();
+    recycled.swap(recycled_);
+    recycled_events_ = 0;
+    lock.unlock();
+    if (recycled_out) recycled_out->swap(recycled);
+    return true;
+  }
+  bool push(std::vector<Event>& events, std::vector<std::size_t>* known_sizes = nullptr,
+            std::vector<std::vector<Event>>* recycled_out = nullptr) {
+    return push(events, known_sizes, recycled_out, [] { return true; });
+  }
+
+  /// The reader has ended, with `error` or without; take() reports it once the queue is
+  /// empty. Call once per open().
+  void finish(std::optional<Error> error);
+
+  /// Releases the events given back by recycle(); call where the reader waits, so they do
+  /// not pile up while it has nothing to push.
+  void release_recycled();
+
+  /// Waits up to `timeout` for the consumer to take everything queued (or a stop).
+  void wait_drained(std::chrono::milliseconds timeout);
+
+  /// While a bulk reader (a blocking snapshot) runs, take() waits up to kBulkLinger for a
+  /// fuller batch (half a poll, or half the queue's limits) before it returns.
+  void set_bulk(bool on);
+
+  /// Waits up to `timeout_ms` for `fd` to become readable or for a wake() (whose byte is
+  /// drained); returns whether `fd` is readable. A negative `fd` waits for a wake() alone. A
+  /// signal ends the wait early; poll(2) failing otherwise is a transient error.
+  Result<bool> wait_readable(int fd, int timeout_ms);
+  /// wait_readable(-1, ms), ignoring errors: a pause that a wake() ends.
+  void nap(int ms);
+
+  bool stopping() const noexcept { return stop_.load(); }
+  /// The flag request_stop() sets, for code that takes an std::atomic<bool> to watch.
+  const std::atomic<bool>& stop_flag() const noexcept { return stop_; }
+
+  // ---- consumer thread -------------------------------------------------------------------
+
+  /// Appends up to `max_events` queued events to `out`, in order, waiting up to `wait` for
+  /// the first (or for the reader's end, or a signal_consumer()).
+  Taken take(std::vector<Event>& out, std::size_t max_events, std::chrono::milliseconds wait);
+
+  /// Takes back delivered events for release on the reader thread (release_recycled, push);
+  /// beyond kMaxRecycled waiting events, or when no reader runs, they are released here.
+  void recycle(std::vector<Event>&& events);
+
+  /// Nothing is queued.
+  bool empty();
+
+  // ---- any thread --------------------------------------------------------------------------
+
+  /// Asks the reader to stop: stopping() turns true, a blocked push() returns, a
+  /// wait_readable() ends.
+  void request_stop();
+  /// Ends the reader's current wait_readable() (or its next one) early.
+  void wake() noexcept;
+
+  /// Runs `f(Locked&)` under the hand-off's mutex: for state of the source that must change
+  /// together with what is queued (a position that holds once the queue is drained).
+  template <class F>
+  decltype(auto) locked(F&& f) {
+    std::lock_guard lock(mutex_);
+    Locked l(*this);
+    return std::forward<F>(f)(l);
+  }
+
+  /// take() lingers this long for a fuller batch while a bulk reader runs.
+  static constexpr std::chrono::milliseconds kBulkLinger{50};
+  static constexpr std::size_t kMaxRecycled = 16384;
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable not_empty_;
+  std::condition_variable not_full_;
+  Limits limits_;
+  BatchQueue queue_;                          // guarded by mutex_
+  std::vector<std::vector<Event>> recycled_;  // guarded by mutex_; see recycle()
+  std::size_t recycled_events_ = 0;           // guarded by mutex_
+  std::optional<Error> error_;                // guarded by mutex_
+  bool reader_done_ = false;                  // guarded by mutex_
+  bool signalled_ = false;                    // guarded by mutex_
+  bool open_ = false;                         // guarded by mutex_
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> bulk_{false};
+  int wake_[2] = {-1, -1};
+};
+
+}  // namespace cppcdc::detail
