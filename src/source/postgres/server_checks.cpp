@@ -1,0 +1,185 @@
+#include "source/postgres/server_checks.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "source/postgres/pg_conn.hpp"
+
+namespace cppcdc::pg::detail {
+
+TableName split_table(const std::string& name) {
+  const auto dot = name.find('.');
+  if (dot == std::string::npos) return {"public", name};
+  return {name.substr(0, dot), name.substr(dot + 1)};
+}
+
+Status check_server(PGconn* sql, const PostgresSourceConfig& config, std::string& database) {
+  auto res = exec(sql, "select current_setting('wal_level'), current_database(), "
+                              "current_setting('server_version_num')::int",
+                  "checking the server settings");
+  if (!res) return fail(res.error());
+  const auto level = get(res->get(), 0, 0).value_or("");
+  database = get(res->get(), 0, 1).value_or("");
+  if (level != "logical") {
+    return fail(Error::source(
+        ErrorKind::kTerminal,
+        "wal_level is '" + level + "' on the server of database " + database +
+            "; logical replication needs wal_level = logical: set it in postgresql.conf (or "
+            "ALTER SYSTEM SET wal_level = logical) and restart PostgreSQL"));
+  }
+  const int version = std::stoi(get(res->get(), 0, 2).value_or("0"));
+  if (version < 100000) {
+    return fail(Error::source(ErrorKind::kTerminal,
+                              "PostgreSQL " + std::to_string(version) +
+                                  " has no pgoutput; cppcdc needs PostgreSQL 10 or later"));
+  }
+  if (config.stream_in_progress && version < 140000) {
+    return fail(Error::source(ErrorKind::kTerminal,
+                              "stream_in_progress needs PostgreSQL 14 or later (pgoutput "
+                              "streams in-progress transactions from 14 on); this server is " +
+                                  std::to_string(version) +
+                                  ": upgrade it or set stream_in_progress = false"));
+  }
+  if (config.capture_logical_messages && version < 140000) {
+    return fail(Error::source(ErrorKind::kTerminal,
+                              "capture_logical_messages needs PostgreSQL 14 or later (pgoutput "
+                              "sends messages from 14 on); this server is " +
+                                  std::to_string(version) +
+                                  ": upgrade it or set capture_logical_messages = false"));
+  }
+  return ok();
+}
+
+Status check_tables(PGconn* sql, const std::set<TableName>& tables, const std::string& database) {
+  for (const auto& t : tables) {
+    auto res = exec(sql,
+                    "select c.relkind from pg_class c join pg_namespace n on n.oid = "
+                    "c.relnamespace where n.nspname = $1 and c.relname = $2",
+                    "looking up table " + t.text(), {t.schema, t.table});
+    if (!res) return fail(res.error());
+    if (PQntuples(res->get()) == 0) {
+      return fail(Error::source(ErrorKind::kTerminal,
+                                "table " + t.text() + " does not exist in database " +
+                                    database +
+                                    "; create it, or remove it from [source] tables"));
+    }
+    const auto kind = get(res->get(), 0, 0).value_or("");
+    if (kind != "r" && kind != "p") {
+      return fail(Error::source(ErrorKind::kTerminal,
+                                t.text() + " is not a table (relkind '" + kind +
+                                    "'); only tables can be captured"));
+    }
+  }
+  return ok();
+}
+
+Status ensure_publication(PGconn* sql, const PostgresSourceConfig& config,
+                          const std::set<TableName>& tables) {
+  auto res = exec(sql, "select puballtables from pg_publication where pubname = $1",
+                  "looking up publication " + config.publication_name,
+                  {config.publication_name});
+  if (!res) return fail(res.error());
+  if (PQntuples(res->get()) == 0) {
+    if (!config.create_publication) {
+      return fail(Error::source(ErrorKind::kTerminal,
+                                "publication " + config.publication_name +
+                                    " does not exist; create it (CREATE PUBLICATION ... FOR "
+                                    "TABLE ...) or set create_publication = true"));
+    }
+    CPPCDC_TRY(check_replica_identities(sql, config, tables));
+    std::string create = "CREATE PUBLICATION " + quote_ident(config.publication_name) +
+                      " FOR TABLE ";
+    bool first = true;
+    for (const auto& t : tables) {
+      if (!first) create += ", ";
+      first = false;
+      create += quote_ident(t.schema) + "." + quote_ident(t.table);
+    }
+    // Changes to a partitioned table's partitions are published as the table itself, so
+    // events carry the name that was configured.
+    create += " WITH (publish_via_partition_root = true)";
+    auto created = exec(sql, create, "creating publication " + config.publication_name);
+    if (!created) {
+      const auto& m = created.error().message();
+      if (m.find("42501") != std::string::npos || m.find("must be owner") != std::string::npos) {
+        return fail(created.error().context(
+            "only the owner of every table may create a publication for them: run cppcdc as "
+            "the owner, or create the publication yourself (CREATE PUBLICATION " +
+            config.publication_name + " FOR TABLE ...) and set create_publication = false"));
+      }
+      return fail(created.error());
+    }
+    spdlog::info("created publication {} for {} table(s)", config.publication_name,
+                 tables.size());
+    return ok();
+  }
+  if (get(res->get(), 0, 0).value_or("f") == "t") return ok();
+  auto members = exec(sql,
+                      "select schemaname, tablename from pg_publication_tables where "
+                      "pubname = $1",
+                      "listing the tables of publication " + config.publication_name,
+                      {config.publication_name});
+  if (!members) return fail(members.error());
+  std::set<TableName> published;
+  for (int r = 0; r < PQntuples(members->get()); ++r) {
+    published.insert({get(members->get(), r, 0).value_or(""),
+                      get(members->get(), r, 1).value_or("")});
+  }
+  for (const auto& t : tables) {
+    if (!published.count(t)) {
+      // pg_publication_tables lists a partitioned table's partitions instead of the table
+      // when the publication does not publish via the root: ask for the table itself.
+      auto direct = exec(sql,
+                         "select 1 from pg_publication_rel pr join pg_publication p on p.oid = "
+                         "pr.prpubid where p.pubname = $1 and pr.prrelid = format('%I.%I', "
+                         "$2::text, $3::text)::regclass",
+                         "checking whether publication " + config.publication_name +
+                             " includes " + t.text(),
+                         {config.publication_name, t.schema, t.table});
+      if (!direct) return fail(direct.error());
+      if (PQntuples(direct->get()) > 0) continue;
+      return fail(Error::source(
+          ErrorKind::kTerminal,
+          "publication " + config.publication_name + " does not include table " + t.text() +
+              "; run ALTER PUBLICATION " + config.publication_name + " ADD TABLE " +
+              t.text() + ", or remove the table from [source] tables"));
+    }
+  }
+  return ok();
+}
+
+Status check_replica_identities(PGconn* sql, const PostgresSourceConfig& config,
+                                const std::set<TableName>& tables) {
+  for (const auto& t : tables) {
+    auto res = exec(sql,
+                    "select c.relkind, c.relreplident, "
+                    "exists (select 1 from pg_index i where i.indrelid = c.oid and "
+                    "i.indisprimary), "
+                    "exists (select 1 from pg_index i where i.indrelid = c.oid and "
+                    "i.indisreplident) "
+                    "from pg_class c join pg_namespace n on n.oid = c.relnamespace "
+                    "where n.nspname = $1 and c.relname = $2",
+                    "checking the replica identity of " + t.text(), {t.schema, t.table});
+    if (!res) return fail(res.error());
+    if (PQntuples(res->get()) == 0) continue;
+    if (get(res->get(), 0, 0).value_or("") != "r") continue;
+    const char ident = get(res->get(), 0, 1).value_or("d")[0];
+    const bool pk = get(res->get(), 0, 2).value_or("f") == "t";
+    const bool index = get(res->get(), 0, 3).value_or("f") == "t";
+    const bool usable = ident == 'f' || (ident == 'd' && pk) || (ident == 'i' && index);
+    if (usable) continue;
+    return fail(Error::source(
+        ErrorKind::kTerminal,
+        "table " + t.text() + " has no replica identity (" +
+            (ident == 'n' ? std::string("REPLICA IDENTITY NOTHING")
+                          : std::string("no primary key")) +
+            "): in a publication that publishes updates and deletes, PostgreSQL would refuse "
+            "the application's UPDATE and DELETE on it. Add a primary key, or run ALTER TABLE " +
+            t.text() + " REPLICA IDENTITY FULL, or create publication " +
+            config.publication_name +
+            " yourself (for example WITH (publish = 'insert, truncate')) and set "
+            "create_publication = false"));
+  }
+  return ok();
+}
+
+}  // namespace cppcdc::pg::detail

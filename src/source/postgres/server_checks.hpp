@@ -1,0 +1,49 @@
+#pragma once
+// The PostgreSQL source's start-up checks on its SQL connection: the server (wal_level,
+// version, the features the configuration asks for), the captured tables, their replica
+// identities, and the publication (made when allowed and missing, else checked to include every
+// table). Each refusal is a terminal error that says what to change.
+
+#include <libpq-fe.h>
+
+#include <set>
+#include <string>
+#include <tuple>
+
+#include "cppcdc/postgres.hpp"
+#include "cppcdc/result.hpp"
+
+namespace cppcdc::pg::detail {
+
+/// A captured table, "schema.table" split.
+struct TableName {
+  std::string schema;
+  std::string table;
+  std::string text() const { return schema + "." + table; }
+  friend bool operator<(const TableName& a, const TableName& b) {
+    return std::tie(a.schema, a.table) < std::tie(b.schema, b.table);
+  }
+};
+
+/// "schema.table", or "table" in schema public.
+TableName split_table(const std::string& name);
+
+/// wal_level, server version and the features `config` asks for; `database` receives the
+/// connection's database name.
+Status check_server(PGconn* sql, const PostgresSourceConfig& config, std::string& database);
+
+/// Every table exists in `database` and is a table (plain or partitioned).
+Status check_tables(PGconn* sql, const std::set<TableName>& tables, const std::string& database);
+
+/// The publication exists and includes every table, or is created for them when
+/// config.create_publication allows (after check_replica_identities).
+Status ensure_publication(PGconn* sql, const PostgresSourceConfig& config,
+                          const std::set<TableName>& tables);
+
+/// Before cppcdc puts tables into a publication that publishes updates and deletes: a table
+/// without a replica identity (no primary key under DEFAULT, NOTHING, or a missing identity
+/// index) would make PostgreSQL refuse the application's own UPDATE and DELETE on it.
+Status check_replica_identities(PGconn* sql, const PostgresSourceConfig& config,
+                                const std::set<TableName>& tables);
+
+}  // namespace cppcdc::pg::detail

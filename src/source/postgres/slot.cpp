@@ -1,0 +1,196 @@
+#include "source/postgres/slot.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace cppcdc::pg::detail {
+namespace {
+
+Result<SlotState> create_slot_exporting(const PostgresSourceConfig& config) {
+  SlotState slot;
+  auto repl = detail::connect(config.dsn, true);
+  if (!repl) return fail(repl.error());
+  slot.repl = std::move(*repl);
+  const std::string cmd = "CREATE_REPLICATION_SLOT " + quote_ident(config.slot_name) +
+                          " LOGICAL pgoutput (SNAPSHOT 'export')";
+  detail::PgResultPtr res(PQexec(slot.repl.get(), cmd.c_str()));
+  if (!res || PQresultStatus(res.get()) != PGRES_TUPLES_OK || PQntuples(res.get()) != 1) {
+    return fail(detail::error_from_result(res.get(), slot.repl.get(),
+                                          "creating replication slot " + config.slot_name +
+                                              " with an exported snapshot"));
+  }
+  auto lsn = get_lsn(res.get(), 0, 1, "the consistent point of new replication slot " +
+                                          config.slot_name);
+  if (!lsn) return fail(lsn.error());
+  slot.exported_snapshot = get(res.get(), 0, 2).value_or("");
+  slot.confirmed = *lsn;
+  spdlog::info("created replication slot {} (pgoutput) at {} with exported snapshot {}",
+               config.slot_name, lsn->to_string(), slot.exported_snapshot);
+  return slot;
+}
+
+}  // namespace
+
+Error slot_in_use_error(const std::string& slot, std::optional<Error> refusal,
+                        const std::string& active_pid) {
+  const std::string remedy = "another process is streaming from replication slot " + slot +
+                             "; stop it (see pg_stat_replication) or choose another slot_name";
+  if (refusal) return std::move(*refusal).context(remedy);
+  return Error::source(ErrorKind::kTransient,
+                       "replication slot " + slot + " is active for PID " + active_pid + ": " +
+                           remedy);
+}
+
+Result<SlotState> ensure_slot(PGconn* sql, const PostgresSourceConfig& config,
+                              const std::string& database, Lsn checkpoint, bool snapshot_first,
+                              bool export_snapshot) {
+  SlotState slot;
+  auto res = exec(sql,
+                  "select plugin, database, slot_type, confirmed_flush_lsn, wal_status, "
+                  "active_pid from pg_replication_slots "
+                  "where slot_name = $1",
+                  "looking up replication slot " + config.slot_name, {config.slot_name});
+  if (!res) return fail(res.error());
+  if (PQntuples(res->get()) == 0) {
+    if (!checkpoint.is_zero()) {
+      // A new slot starts at the current end of WAL: everything since the checkpoint would
+      // silently be skipped.
+      const std::string what = "replication slot " + config.slot_name +
+                               " does not exist, but the checkpoint expects to resume it at " +
+                               checkpoint.to_string();
+      if (!config.accept_slot_ahead_of_checkpoint) {
+        return fail(Error::source(
+            ErrorKind::kTerminal,
+            what + "; a new slot would start at the current end of WAL and the changes in "
+                   "between would be lost. Restore the slot, point [state.offset] dir at the "
+                   "right checkpoint, set [source.snapshot] mode = \"when_needed\" to take a "
+                   "new snapshot, or set [source] accept_slot_ahead_of_checkpoint = true "
+                   "to create a new slot and continue without them"));
+      }
+      if (!config.create_slot) {
+        return fail(Error::source(ErrorKind::kTerminal,
+                                  what + " and create_slot = false; create the slot or set "
+                                         "create_slot = true"));
+      }
+      spdlog::warn("{}; creating a new slot and continuing without the changes in between "
+                   "(accept_slot_ahead_of_checkpoint = true)",
+                   what);
+    }
+    if (!config.create_slot) {
+      return fail(Error::source(ErrorKind::kTerminal,
+                                "replication slot " + config.slot_name +
+                                    " does not exist and create_slot = false; create it "
+                                    "(pg_create_logical_replication_slot('" +
+                                    config.slot_name + "', 'pgoutput')) or set "
+                                    "create_slot = true"));
+    }
+    if (export_snapshot) return create_slot_exporting(config);
+    auto created = exec(sql,
+                        "select lsn from pg_create_logical_replication_slot($1, 'pgoutput')",
+                        "creating replication slot " + config.slot_name,
+                        {config.slot_name});
+    if (!created) return fail(created.error());
+    auto lsn = get_lsn(created->get(), 0, 0,
+                       "the LSN of new replication slot " + config.slot_name);
+    if (!lsn) return fail(lsn.error());
+    spdlog::info("created replication slot {} (pgoutput) at {}", config.slot_name,
+                 lsn->to_string());
+    slot.confirmed = *lsn;
+    return slot;
+  }
+  const auto plugin = get(res->get(), 0, 0).value_or("");
+  auto confirmed = get_lsn(res->get(), 0, 3,
+                           "confirmed_flush_lsn of replication slot " + config.slot_name);
+  if (!confirmed) {
+    return fail(confirmed.error().context(
+        "drop the slot (select pg_drop_replication_slot('" + config.slot_name +
+        "')) to start it afresh, or point [source] slot_name at another slot"));
+  }
+  slot.confirmed = *confirmed;
+  if (snapshot_first && get(res->get(), 0, 5)) {
+    // With a snapshot first, START_REPLICATION comes only after it: check now that nobody
+    // else streams from the slot (retried: it may be the walsender of a previous run).
+    return fail(slot_in_use_error(config.slot_name, std::nullopt,
+                                  get(res->get(), 0, 5).value_or("?")));
+  }
+  if (get(res->get(), 0, 4).value_or("") == "lost") {
+    return fail(Error::source(
+        ErrorKind::kTerminal,
+        "source position lost: replication slot " + config.slot_name +
+            " was invalidated (wal_status 'lost'; max_slot_wal_keep_size let PostgreSQL "
+            "remove WAL it still needed), so changes are missing; drop the slot, let cppcdc "
+            "create a new one, and reload the tables from a snapshot"));
+  }
+  if (!checkpoint.is_zero() && slot.confirmed > checkpoint) {
+    const std::string what = "replication slot " + config.slot_name +
+                             " has confirmed_flush_lsn " + slot.confirmed.to_string() +
+                             ", past the checkpoint at " + checkpoint.to_string() +
+                             ": PostgreSQL already released the changes in between";
+    if (!config.accept_slot_ahead_of_checkpoint) {
+      return fail(Error::source(
+          ErrorKind::kTerminal,
+          what + " (was the checkpoint restored from a backup, or another consumer using "
+                 "the slot?); they cannot be delivered. Set [source] "
+                 "accept_slot_ahead_of_checkpoint = true to continue without them"));
+    }
+    spdlog::warn("{}; continuing without them (accept_slot_ahead_of_checkpoint = true)", what);
+  }
+  const auto db = get(res->get(), 0, 1).value_or("");
+  if (get(res->get(), 0, 2).value_or("") != "logical" || plugin != "pgoutput") {
+    return fail(Error::source(ErrorKind::kTerminal,
+                              "replication slot " + config.slot_name + " uses plugin '" +
+                                  plugin + "', not pgoutput; choose another slot_name or "
+                                  "drop that slot"));
+  }
+  if (db != database) {
+    return fail(Error::source(ErrorKind::kTerminal,
+                              "replication slot " + config.slot_name + " belongs to "
+                              "database " + db + ", not " + database +
+                                  "; choose another slot_name"));
+  }
+  return slot;
+}
+
+Result<std::string> checkpoint_usable(PGconn* sql, const PostgresSourceConfig& config,
+                                      Lsn checkpoint) {
+  auto res = exec(sql,
+                  "select confirmed_flush_lsn, wal_status, active_pid from "
+                  "pg_replication_slots where slot_name = $1",
+                  "looking up replication slot " + config.slot_name, {config.slot_name});
+  if (!res) return fail(res.error());
+  if (PQntuples(res->get()) == 0) {
+    return std::string("replication slot " + config.slot_name + " does not exist");
+  }
+  if (get(res->get(), 0, 1).value_or("") == "lost") {
+    if (get(res->get(), 0, 2)) {
+      return fail(Error::source(ErrorKind::kTransient,
+                                "replication slot " + config.slot_name +
+                                    " was invalidated but is still held by PID " +
+                                    get(res->get(), 0, 2).value_or("?")));
+    }
+    auto dropped = exec(sql, "select pg_drop_replication_slot($1)",
+                        "dropping the invalidated replication slot " + config.slot_name,
+                        {config.slot_name});
+    if (!dropped) return fail(dropped.error());
+    return std::string("replication slot " + config.slot_name +
+                       " was invalidated (wal_status lost); it was dropped and is made again");
+  }
+  auto slot_lsn = get_lsn(res->get(), 0, 0,
+                          "confirmed_flush_lsn of replication slot " + config.slot_name);
+  if (!slot_lsn) return fail(slot_lsn.error());
+  const Lsn confirmed = *slot_lsn;
+  if (!checkpoint.is_zero() && confirmed > checkpoint) {
+    return std::string("replication slot " + config.slot_name + " is at " +
+                       confirmed.to_string() + ", past it: changes in between were released");
+  }
+  return std::string();
+}
+
+Status advance_slot(PGconn* sql, const std::string& slot, Lsn to) {
+  auto res = exec(sql, "select pg_replication_slot_advance($1, $2::pg_lsn)",
+                  "advancing replication slot " + slot + " to " + to.to_string(),
+                  {slot, to.to_string()});
+  if (!res) return fail(res.error());
+  return ok();
+}
+
+}  // namespace cppcdc::pg::detail
