@@ -26,6 +26,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cppcdc/event.hpp"
@@ -117,6 +118,13 @@ class IncrementalSnapshotBackend {
   /// suppressed. Default false (no in-flight set: nothing to remember).
   virtual bool may_be_in_flight_later(const Event& /*event*/,
                                       const std::string& /*in_flight*/) const {
+    return false;
+  }
+  /// Whether the wrapped source's own state (`source_state`: the checkpoint's or the last
+  /// event's resume_state without the driver's part) shows a blocking snapshot still reading
+  /// tables; requests are refused meanwhile, since it reads the tables whole anyway. Must not
+  /// use the backend's connection: it may be called at any time. Default false.
+  virtual bool blocking_snapshot_running(std::string_view /*source_state*/) const {
     return false;
   }
   /// True when every event at or before `high` has already been handed over by the wrapped

@@ -567,10 +567,10 @@ class IncrementalSnapshotSource final : public Source {
     return ok();
   }
 
-  // The wrapped source reports a blocking snapshot in progress in its own state (the
-  // PostgreSQL source under the key "snapshot", until the snapshot is done).
+  // The wrapped source reports a blocking snapshot in progress in its own state, which only
+  // its backend reads.
   bool blocking_snapshot_running() const {
-    return inner_state_.find("\"snapshot\"") != std::string::npos;
+    return backend_->blocking_snapshot_running(inner_state_);
   }
 
   bool has_unfinished() const {

@@ -203,6 +203,11 @@ class PgIncrementalBackend final : public IncrementalSnapshotBackend {
                static_cast<std::uint32_t>(event.transaction->tx_id));
   }
 
+  // The source keeps its blocking snapshot's progress in its state (SnapshotProgress).
+  bool blocking_snapshot_running(std::string_view source_state) const override {
+    return SnapshotProgress::in_state(source_state);
+  }
+
   bool stream_reached(const Watermark& high) override {
     // The insert position right after a page header names the page's first record; the
     // stream's position is the end of the last record, before that header. No record starts

@@ -261,6 +261,10 @@ std::string SnapshotProgress::to_state() const {
   return boost::json::serialize(root);
 }
 
+bool SnapshotProgress::in_state(std::string_view state) noexcept {
+  return state.find("\"snapshot\"") != std::string_view::npos;
+}
+
 Result<std::optional<SnapshotProgress>> SnapshotProgress::from_state(const std::string& state) {
   if (state.empty()) return std::optional<SnapshotProgress>();
   boost::system::error_code ec;

@@ -24,6 +24,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cppcdc/event.hpp"
@@ -48,6 +49,8 @@ struct SnapshotProgress {
   std::int64_t started_ms = 0;  ///< wall-clock start, ms since the Unix epoch
 
   bool done() const noexcept { return table_index >= tables.size(); }
+  /// Whether a source_state holds a snapshot in progress (its key), without parsing it.
+  static bool in_state(std::string_view state) noexcept;
   /// {"snapshot": {...}}; the empty string once done().
   std::string to_state() const;
   /// Parses a source_state; nullopt for an empty state. Errors (checkpoint, terminal) name

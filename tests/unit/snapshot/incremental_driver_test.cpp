@@ -141,6 +141,11 @@ struct Table final : IncrementalSnapshotBackend {
     if (ordinal == BracketPosition::kBefore && listed(e, set)) return BracketPosition::kInside;
     return ordinal;
   }
+  // The wrapped source (Stream) keeps a blocking snapshot's progress under "snapshot", as
+  // the PostgreSQL source does.
+  bool blocking_snapshot_running(std::string_view state) const override {
+    return state.find("\"snapshot\"") != std::string_view::npos;
+  }
   bool may_be_in_flight_later(const Event& e, const std::string& set) const override {
     return listed(e, set);
   }
