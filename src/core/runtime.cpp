@@ -245,8 +245,9 @@ Status Runtime::start() {
         "the checkpoint belongs to " + record->source_type + " source '" + record->source_id +
             "', not to " + d.config.source->type() + " source '" +
             d.config.source->source_id() +
-            "'; point state.offset at the right directory, or move the file away to start "
-            "from the source's own position"));
+            "'; point the checkpoint backend at the right place, or move the record away to "
+            "start from the source's own position")
+            .for_setting(SettingOwner::kCheckpoint, "dir"));
   }
   {
     std::lock_guard lock(d.mutex);
