@@ -246,8 +246,7 @@ Status Runtime::start() {
             "', not to " + d.config.source->type() + " source '" +
             d.config.source->source_id() +
             "'; point the checkpoint backend at the right place, or move the record away to "
-            "start from the source's own position")
-            .for_setting(SettingOwner::kCheckpoint, "dir"));
+            "start from the source's own position"));
   }
   {
     std::lock_guard lock(d.mutex);

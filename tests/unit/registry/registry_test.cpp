@@ -265,6 +265,21 @@ TEST(PluginRegistry, APluginsSettingErrorsNameTheKeyAsTheFileSpellsIt) {
                   "[sink] path: unknown key; expected one of: type");
 }
 
+TEST(PluginRegistry, TheServerNamesASettingAsCdcTomlSpellsIt) {
+  EXPECT_EQ(server::setting_label(SettingOwner::kSource, "tables"), "[source] tables");
+  EXPECT_EQ(server::setting_label(SettingOwner::kSource, "snapshot.mode"),
+            "[source.snapshot] mode");
+  EXPECT_EQ(server::setting_label(SettingOwner::kSink, "path"), "[sink] path");
+  EXPECT_EQ(server::setting_label(SettingOwner::kCheckpoint, "dir"), "[state.offset] dir");
+  EXPECT_EQ(server::setting_label(SettingOwner::kNone, "x"), "");
+  const Error e = Error::terminal("table public.x does not exist")
+                      .for_setting(SettingOwner::kSource, "tables")
+                      .context("starting the postgres source");
+  EXPECT_EQ(server::render_error(e),
+            "starting the postgres source: terminal error: [source] tables: table public.x does "
+            "not exist");
+}
+
 TEST(PluginRegistry, TheServerRunsAPipelineOfTypesRegisteredByTheTest) {
   register_test_plugins();
   char pattern[] = "/tmp/cppcdc-registry-XXXXXX";
