@@ -143,7 +143,8 @@ class ConfiguredCheckpoint {
 
 using SourceFactory =
     std::function<Result<std::unique_ptr<ConfiguredSource>>(const Settings& settings)>;
-using SinkFactory = std::function<Result<std::unique_ptr<ConfiguredSink>>(const Settings& settings)>;
+using SinkFactory =
+    std::function<Result<std::unique_ptr<ConfiguredSink>>(const Settings& settings)>;
 using CheckpointFactory =
     std::function<Result<std::unique_ptr<ConfiguredCheckpoint>>(const Settings& settings)>;
 

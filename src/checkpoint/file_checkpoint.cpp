@@ -329,8 +329,7 @@ Result<std::unique_ptr<FileCheckpoint>> FileCheckpoint::open(std::filesystem::pa
                     .for_setting(SettingOwner::kCheckpoint, "dir"));
   }
   if (!std::filesystem::is_directory(dir, ec)) {
-    return fail(
-        Error::configuration("checkpoint directory " + quoted(dir) + " is not a directory")
+    return fail(Error::configuration("checkpoint directory " + quoted(dir) + " is not a directory")
                     .for_setting(SettingOwner::kCheckpoint, "dir"));
   }
   const std::string stem = file_stem_for(source_id);

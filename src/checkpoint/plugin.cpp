@@ -1,10 +1,11 @@
 // The checkpoint backends as plugins: "local_fs" (setting `dir`) and "memory" (none).
 
+#include "cppcdc/plugin.hpp"
+
 #include <mutex>
 #include <system_error>
 
 #include "cppcdc/checkpoint.hpp"
-#include "cppcdc/plugin.hpp"
 
 namespace cppcdc {
 namespace {

@@ -33,16 +33,15 @@ class Table {
     if (it != entries_.end() && it->second) return it->second;
     const std::string available = quoted_names_locked();
     if (it != entries_.end()) {
-      return fail(Error::configuration(role_ + " \"" + std::string(name) +
-                                       "\" is not built yet; " +
+      return fail(Error::configuration(role_ + " \"" + std::string(name) + "\" is not built yet; " +
                                        (available.empty() ? std::string("none is available")
                                                           : "available: " + available))
                       .for_setting(owner_, key_));
     }
-    return fail(Error::configuration("expected " +
-                                     (available.empty() ? std::string("a registered ") + role_
-                                                        : available) +
-                                     ", found \"" + std::string(name) + "\"")
+    return fail(Error::configuration(
+                    "expected " +
+                    (available.empty() ? std::string("a registered ") + role_ : available) +
+                    ", found \"" + std::string(name) + "\"")
                     .for_setting(owner_, key_));
   }
 
@@ -87,8 +86,7 @@ Table<SinkFactory>& sinks() {
   return table;
 }
 Table<CheckpointFactory>& checkpoints() {
-  static Table<CheckpointFactory> table("checkpoint backend", "backend",
-                                        SettingOwner::kCheckpoint);
+  static Table<CheckpointFactory> table("checkpoint backend", "backend", SettingOwner::kCheckpoint);
   return table;
 }
 

@@ -243,8 +243,7 @@ Status Runtime::start() {
     return fail(Error::checkpoint(
         ErrorKind::kTerminal,
         "the checkpoint belongs to " + record->source_type + " source '" + record->source_id +
-            "', not to " + d.config.source->type() + " source '" +
-            d.config.source->source_id() +
+            "', not to " + d.config.source->type() + " source '" + d.config.source->source_id() +
             "'; point the checkpoint backend at the right place, or move the record away to "
             "start from the source's own position"));
   }

@@ -8,8 +8,8 @@
 #include <cstdio>
 #include <cstring>
 #include <iterator>
-#include <list>
 #include <limits>
+#include <list>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -257,9 +257,9 @@ class Section final : public Settings {
                             key.str() == "admin" || key.str() == "schema_history")) {
         what += " (routes, transforms, extra sinks and the admin server are not built yet)";
       }
-      return fail(Error::configuration(locate(origin_, where) + ": " + label(key.str()) + ": " +
-                                       what + "; expected one of: " +
-                                       (expected.empty() ? std::string("(none)") : expected)));
+      return fail(Error::configuration(
+          locate(origin_, where) + ": " + label(key.str()) + ": " + what +
+          "; expected one of: " + (expected.empty() ? std::string("(none)") : expected)));
     }
     return ok();
   }
@@ -291,8 +291,7 @@ class Section final : public Settings {
     const toml::source_region where = node != nullptr ? node->source() : toml::source_region{};
     std::string text = e.message();
     for (auto it = e.chain().rbegin(); it != e.chain().rend(); ++it) text = *it + ": " + text;
-    return Error::configuration(locate(origin_, where) + ": [" + prefix + "] " + key + ": " +
-                                text);
+    return Error::configuration(locate(origin_, where) + ": [" + prefix + "] " + key + ": " + text);
   }
 
  private:
@@ -317,7 +316,8 @@ class Section final : public Settings {
   }
 
   static std::string with_article(std::string_view noun) {
-    const bool vowel = !noun.empty() && std::string_view("aeiou").find(noun[0]) != std::string_view::npos;
+    const bool vowel =
+        !noun.empty() && std::string_view("aeiou").find(noun[0]) != std::string_view::npos;
     return (vowel ? "an " : "a ") + std::string(noun);
   }
 
@@ -355,8 +355,7 @@ Status assign_int(const Section& section, std::string_view key, std::int64_t min
 }
 
 // `type` (or `backend`) of a plugin section: the name, the default when absent.
-Result<std::string> read_type(Section& section, std::string_view key,
-                              const std::string& fallback) {
+Result<std::string> read_type(Section& section, std::string_view key, const std::string& fallback) {
   std::string type = fallback;
   CPPCDC_CFG_ASSIGN(type, section.get_string(key));
   return type;
@@ -382,7 +381,8 @@ Result<std::shared_ptr<const Configured>> configure(Section& section, const std:
   return std::shared_ptr<const Configured>(std::move(*configured));
 }
 
-Status read_runtime(const Section& runtime, RuntimeOptions& out, std::filesystem::path& control_socket) {
+Status read_runtime(const Section& runtime, RuntimeOptions& out,
+                    std::filesystem::path& control_socket) {
   CPPCDC_TRY(assign_int(runtime, "max_buffer_size", 1, 100'000'000, out.max_buffer_size));
   CPPCDC_TRY(assign_int(runtime, "max_poll_wait_ms", 0, kMaxU32, out.max_poll_wait_ms));
   std::int64_t retries = out.connection_retry.max_retries
@@ -396,7 +396,8 @@ Status read_runtime(const Section& runtime, RuntimeOptions& out, std::filesystem
   CPPCDC_TRY(assign_int(runtime, "connection_retry_max_delay_ms", 0, kMaxU32,
                         out.connection_retry.max_delay_ms));
   if (out.connection_retry.max_delay_ms < out.connection_retry.initial_delay_ms) {
-    return fail(runtime.error("connection_retry_max_delay_ms", "expected at least connection_retry_initial_delay_ms (" +
+    return fail(runtime.error("connection_retry_max_delay_ms",
+                              "expected at least connection_retry_initial_delay_ms (" +
                                   std::to_string(out.connection_retry.initial_delay_ms) +
                                   "), found " + std::to_string(out.connection_retry.max_delay_ms)));
   }
@@ -404,11 +405,14 @@ Status read_runtime(const Section& runtime, RuntimeOptions& out, std::filesystem
   CPPCDC_CFG_ASSIGN(socket, runtime.get_string("control_socket"));
   if (socket) {
     if (socket->empty()) {
-      return fail(runtime.error("control_socket", "expected a path, found an empty string (leave the key out for "
+      return fail(runtime.error("control_socket",
+                                "expected a path, found an empty string (leave the key out for "
                                 "the default, cppcdc.sock in the checkpoint directory)"));
     }
     if (socket->back() == '/') {
-      return fail(runtime.error("control_socket", "expected the path of a socket file, found a directory " + in_quotes(*socket)));
+      return fail(runtime.error(
+          "control_socket",
+          "expected the path of a socket file, found a directory " + in_quotes(*socket)));
     }
     control_socket = *socket;
   }
@@ -418,13 +422,15 @@ Status read_runtime(const Section& runtime, RuntimeOptions& out, std::filesystem
 Status read_log(const Section& log, ServerConfig& out) {
   CPPCDC_CFG_ASSIGN(out.log_format, log.get_string("format"));
   if (out.log_format != "text" && out.log_format != "json") {
-    return fail(log.error("format", "expected \"text\" or \"json\", found " + in_quotes(out.log_format)));
+    return fail(
+        log.error("format", "expected \"text\" or \"json\", found " + in_quotes(out.log_format)));
   }
   CPPCDC_CFG_ASSIGN(out.log_level, log.get_string("level"));
   static constexpr std::string_view kLevels[] = {"trace", "debug",    "info", "warn",
                                                  "error", "critical", "off"};
   if (std::find(std::begin(kLevels), std::end(kLevels), out.log_level) == std::end(kLevels)) {
-    return fail(log.error("level", "expected one of trace, debug, info, warn, error, critical, off; "
+    return fail(log.error("level",
+                          "expected one of trace, debug, info, warn, error, critical, off; "
                           "found " +
                               in_quotes(out.log_level)));
   }
@@ -458,8 +464,10 @@ Result<ServerConfig> read_document(const toml::table& document, const std::strin
     if (!section.present()) {
       std::string types;
       for (const auto& t : source_type_names()) types += (types.empty() ? "" : ", ") + in_quotes(t);
-      return fail(Error::configuration(origin + ": [source]: required section is missing (its "
-                                       "type, one of " + types + ", and that type's settings)"));
+      return fail(Error::configuration(origin +
+                                       ": [source]: required section is missing (its "
+                                       "type, one of " +
+                                       types + ", and that type's settings)"));
     }
     auto type = read_type(section, "type", defaults.source);
     if (!type) return fail(type.error());
@@ -646,11 +654,10 @@ std::string describe_config(const ServerConfig& config) {
   entry("runtime:", "max_buffer_size " + std::to_string(rt.max_buffer_size) +
                         ", max_poll_wait_ms " + std::to_string(rt.max_poll_wait_ms));
   const auto& retry = rt.connection_retry;
-  entry("  connection retry:",
-        (retry.max_retries ? std::to_string(*retry.max_retries) + " retries"
-                           : std::string("forever")) +
-            ", initial delay " + std::to_string(retry.initial_delay_ms) + " ms, max delay " +
-            std::to_string(retry.max_delay_ms) + " ms");
+  entry("  connection retry:", (retry.max_retries ? std::to_string(*retry.max_retries) + " retries"
+                                                  : std::string("forever")) +
+                                   ", initial delay " + std::to_string(retry.initial_delay_ms) +
+                                   " ms, max delay " + std::to_string(retry.max_delay_ms) + " ms");
   entry("  control socket:", config.control_socket.string() +
                                  " (`cppcdc snapshot ...` commands reach the running pipeline "
                                  "here)");

@@ -25,11 +25,11 @@ namespace cppcdc::server {
 struct ServerConfig {
   /// Where the configuration came from (file name), for messages.
   std::string origin;
-  std::string source_type;                          ///< `[source] type`
-  std::shared_ptr<const ConfiguredSource> source;   ///< never null after loading
-  std::string sink_type;                            ///< `[sink] type`
-  std::shared_ptr<const ConfiguredSink> sink;       ///< never null after loading
-  std::string checkpoint_backend;                   ///< `[state.offset] backend`
+  std::string source_type;                                 ///< `[source] type`
+  std::shared_ptr<const ConfiguredSource> source;          ///< never null after loading
+  std::string sink_type;                                   ///< `[sink] type`
+  std::shared_ptr<const ConfiguredSink> sink;              ///< never null after loading
+  std::string checkpoint_backend;                          ///< `[state.offset] backend`
   std::shared_ptr<const ConfiguredCheckpoint> checkpoint;  ///< never null after loading
   RuntimeOptions runtime;
   /// `[runtime] control_socket`: the Unix socket on which `cppcdc run` takes `cppcdc snapshot`

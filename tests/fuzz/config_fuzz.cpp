@@ -2,7 +2,8 @@
 // give a configuration Error naming the file. A text that parses is also written to a file
 // and loaded from there (which resolves relative paths against the file's directory); that
 // must succeed too, unless the resolved control socket path is too long for a socket. The
-// summary for `cppcdc check-config`, the source's log line and the DSN redaction must cope with whatever loaded.
+// summary for `cppcdc check-config`, the source's log line and the DSN redaction must cope with
+// whatever loaded.
 
 #include <unistd.h>
 
@@ -15,8 +16,8 @@
 #include <string_view>
 #include <system_error>
 
-#include "fuzz_check.hpp"
 #include "cppcdc/postgres.hpp"
+#include "fuzz_check.hpp"
 #include "server/config.hpp"
 
 namespace {

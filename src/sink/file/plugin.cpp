@@ -1,8 +1,9 @@
 // The file sink as a plugin: `type = "file"` with `path`.
 
+#include "cppcdc/plugin.hpp"
+
 #include <mutex>
 
-#include "cppcdc/plugin.hpp"
 #include "cppcdc/sink.hpp"
 
 namespace cppcdc {

@@ -1,8 +1,9 @@
 // The stdout sink as a plugin: `type = "stdout"`, no settings.
 
+#include "cppcdc/plugin.hpp"
+
 #include <mutex>
 
-#include "cppcdc/plugin.hpp"
 #include "cppcdc/sink.hpp"
 
 namespace cppcdc {

@@ -1,8 +1,9 @@
 // Source types mysql, mariadb: reserved in the plugin registry until the source exists.
 
+#include "cppcdc/plugin.hpp"
+
 #include <mutex>
 
-#include "cppcdc/plugin.hpp"
 #include "cppcdc/mysql.hpp"
 
 namespace cppcdc::mysql {

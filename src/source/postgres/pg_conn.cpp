@@ -151,11 +151,13 @@ Error error_from_conn(PGconn* conn, const std::string& what) {
     // An untrusted or mismatched certificate, a missing or unreadable certificate or key
     // file, a server without TLS where the DSN requires it: retrying cannot fix any of them.
     kind = ErrorKind::kTerminal;
-    remedy = "fix the TLS settings (sslmode, sslrootcert, sslcert, sslkey) in the connection "
-             "string or "
-             "the server's certificates; a certificate problem does not go away by retrying";
+    remedy =
+        "fix the TLS settings (sslmode, sslrootcert, sslcert, sslkey) in the connection "
+        "string or "
+        "the server's certificates; a certificate problem does not go away by retrying";
   }
-  Error error = Error::source(kind, what + " to " + where + " failed: " + msg + " (" + remedy + ")");
+  Error error =
+      Error::source(kind, what + " to " + where + " failed: " + msg + " (" + remedy + ")");
   // What an operator can fix in the connection string is said about it.
   if (kind == ErrorKind::kTerminal && !contains(remedy, "REPLICATION")) {
     return std::move(error).for_setting(SettingOwner::kSource, "dsn");

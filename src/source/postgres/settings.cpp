@@ -56,8 +56,8 @@ Status read_tables(const Settings& settings, std::vector<std::string>& out) {
     return fail(settings.missing("tables", "(a non-empty array of \"schema.table\" names)"));
   }
   if ((*list)->empty()) {
-    return fail(settings.error("tables",
-                               "expected at least one \"schema.table\" name, found an empty array"));
+    return fail(settings.error(
+        "tables", "expected at least one \"schema.table\" name, found an empty array"));
   }
   std::set<std::string> seen;
   for (std::size_t i = 0; i < (*list)->size(); ++i) {
@@ -171,8 +171,8 @@ class ConfiguredPostgresSource final : public ConfiguredPostgres {
     };
     add("dsn", redact_dsn(src.dsn));
     add("slot", src.slot_name + " (create if missing: " + yes_no(src.create_slot) + ")");
-    add("publication", src.publication_name +
-                           " (create if missing: " + yes_no(src.create_publication) + ")");
+    add("publication",
+        src.publication_name + " (create if missing: " + yes_no(src.create_publication) + ")");
     add("receiver timeout", src.wal_receiver_timeout_ms
                                 ? std::to_string(src.wal_receiver_timeout_ms) + " ms"
                                 : std::string("none (wait forever)"));
@@ -219,9 +219,7 @@ class ConfiguredPostgresSource final : public ConfiguredPostgres {
            "\" reads the tables once and stops";
   }
 
-  Result<std::unique_ptr<Source>> build() const override {
-    return make_postgres_source(config_);
-  }
+  Result<std::unique_ptr<Source>> build() const override { return make_postgres_source(config_); }
 
  private:
   PostgresSourceConfig config_;
@@ -255,8 +253,8 @@ Result<PostgresSourceConfig> read_postgres_settings(const Settings& source) {
   CPPCDC_TRY(read_tables(source, out.tables));
   CPPCDC_TRY(assign_bool(source, "create_slot", out.create_slot));
   CPPCDC_TRY(assign_bool(source, "create_publication", out.create_publication));
-  CPPCDC_TRY(assign_bool(source, "accept_slot_ahead_of_checkpoint",
-                         out.accept_slot_ahead_of_checkpoint));
+  CPPCDC_TRY(
+      assign_bool(source, "accept_slot_ahead_of_checkpoint", out.accept_slot_ahead_of_checkpoint));
   CPPCDC_TRY(assign_bool(source, "capture_logical_messages", out.capture_logical_messages));
   CPPCDC_TRY(assign_bool(source, "stream_in_progress", out.stream_in_progress));
   {
@@ -279,9 +277,9 @@ Result<PostgresSourceConfig> read_postgres_settings(const Settings& source) {
     } else if (**transport == "sql_peek") {
       out.transport = WalTransport::kSqlPeek;
     } else {
-      return fail(source.error("wal_transport",
-                               "expected \"streaming_replication\" or \"sql_peek\", found " +
-                                   in_quotes(**transport)));
+      return fail(source.error(
+          "wal_transport",
+          "expected \"streaming_replication\" or \"sql_peek\", found " + in_quotes(**transport)));
     }
   }
   if (out.stream_in_progress && out.transport == WalTransport::kSqlPeek) {
@@ -291,8 +289,8 @@ Result<PostgresSourceConfig> read_postgres_settings(const Settings& source) {
                              "stream_in_progress or that wal_transport"));
   }
   CPPCDC_TRY(assign_int(source, "peek_interval_ms", 1, kMaxU32, out.peek_interval_ms));
-  CPPCDC_TRY(assign_int(source, "peek_statement_timeout_ms", 100, kMaxU32,
-                        out.peek_statement_timeout_ms));
+  CPPCDC_TRY(
+      assign_int(source, "peek_statement_timeout_ms", 100, kMaxU32, out.peek_statement_timeout_ms));
   CPPCDC_TRY(assign_int(source, "peek_max_changes", 1, kMaxU32, out.peek_max_changes));
   CPPCDC_TRY(assign_int(source, "spill_threshold_bytes", 0, kMaxBytes, out.spill_threshold_bytes));
   CPPCDC_TRY(assign_int(source, "max_queued_bytes", 1, kMaxBytes, out.max_queued_bytes));

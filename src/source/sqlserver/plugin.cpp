@@ -1,8 +1,9 @@
 // Source type sqlserver: reserved in the plugin registry until the source exists.
 
+#include "cppcdc/plugin.hpp"
+
 #include <mutex>
 
-#include "cppcdc/plugin.hpp"
 #include "cppcdc/sqlserver.hpp"
 
 namespace cppcdc::sqlserver {

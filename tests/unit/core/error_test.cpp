@@ -30,7 +30,8 @@ TEST(Error, ASettingIsNamedByItsPathAndRenderedByTheCaller) {
   EXPECT_EQ(e.setting_owner(), SettingOwner::kSource);
   EXPECT_EQ(e.setting(), "tables");
   EXPECT_EQ(e.message(), "table public.x does not exist");
-  EXPECT_EQ(e.report(), "starting the source: terminal error: tables: table public.x does not exist");
+  EXPECT_EQ(e.report(),
+            "starting the source: terminal error: tables: table public.x does not exist");
   EXPECT_EQ(e.report("[source] tables"),
             "starting the source: terminal error: [source] tables: table public.x does not exist");
   EXPECT_EQ(e.report(""), "starting the source: terminal error: table public.x does not exist");

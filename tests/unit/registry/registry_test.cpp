@@ -3,8 +3,6 @@
 // registered here, in the test, run through the server's own loader and run loop (src/server
 // names none of them).
 
-#include "cppcdc/plugin.hpp"
-
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -17,6 +15,7 @@
 #include <vector>
 
 #include "cppcdc/event.hpp"
+#include "cppcdc/plugin.hpp"
 #include "server/config.hpp"
 #include "server/run.hpp"
 
@@ -98,8 +97,8 @@ Result<std::unique_ptr<ConfiguredSource>> configure_counter(const Settings& sett
   if (!*events) return fail(settings.missing("events", "(how many events to produce)"));
   if (**events == 13) {
     // An error that is not made through Settings still names the setting.
-    return fail(Error::configuration("13 brings bad luck").for_setting(SettingOwner::kSource,
-                                                                        "events"));
+    return fail(
+        Error::configuration("13 brings bad luck").for_setting(SettingOwner::kSource, "events"));
   }
   return std::unique_ptr<ConfiguredSource>(std::make_unique<ConfiguredCounter>(**events));
 }
@@ -304,8 +303,8 @@ TEST(PluginRegistry, TheServerRunsAPipelineOfTypesRegisteredByTheTest) {
   EXPECT_EQ(server::run_server(*config), server::kExitOk);
   {
     std::lock_guard lock(seen().mutex);
-    EXPECT_EQ(seen().delivered, (std::vector<std::string>{"id=1", "id=2", "id=3", "id=4", "id=5",
-                                                          "id=6", "id=7"}));
+    EXPECT_EQ(seen().delivered,
+              (std::vector<std::string>{"id=1", "id=2", "id=3", "id=4", "id=5", "id=6", "id=7"}));
     EXPECT_EQ(seen().checkpoint_id, "counter-1");
     ASSERT_FALSE(seen().saved.empty());
     EXPECT_EQ(seen().saved.back(), "7");
