@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
 
   auto config = server::load_server_config(run_config);
   if (!config) {
-    std::fprintf(stderr, "cppcdc: %s\n", config.error().report().c_str());
+    std::fprintf(stderr, "cppcdc: %s\n", server::render_error(config.error()).c_str());
     return server::kExitConfiguration;
   }
   return server::run_server(*config);

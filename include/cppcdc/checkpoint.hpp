@@ -96,7 +96,7 @@ class InMemoryCheckpoint final : public Checkpoint {
   std::optional<CheckpointRecord> record_;
 };
 
-/// One file under a directory (`state.offset.backend = "local_fs"`, `dir`):
+/// One file under a directory (the "local_fs" checkpoint backend):
 /// `<dir>/checkpoint-<source_id>.ckpt`. Each save writes a temporary file in the same
 /// directory, fsyncs it, renames it over the old one and fsyncs the directory, so a crash
 /// leaves either the old or the new record. The file carries a SHA-256 over its body; a
@@ -122,6 +122,10 @@ class FileCheckpoint final : public Checkpoint {
 
   std::string name() const override { return "local_fs"; }
   const std::filesystem::path& path() const noexcept { return path_; }
+  /// The record file open(dir, source_id) uses, `<dir>/checkpoint-<source_id>.ckpt` (characters
+  /// of `source_id` other than letters, digits, '_', '.' and '-' become '_').
+  static std::filesystem::path path_for(const std::filesystem::path& dir,
+                                        std::string_view source_id);
   /// The writer lock file, `<dir>/checkpoint-<source_id>.lock`.
   const std::filesystem::path& lock_path() const noexcept { return lock_path_; }
 

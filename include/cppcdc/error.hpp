@@ -31,6 +31,14 @@ enum class ErrorKind {
   kInternal,
 };
 
+/// The configurable part of a pipeline a setting belongs to (Error::setting_owner()).
+enum class SettingOwner {
+  kNone,        ///< the error is about no particular setting
+  kSource,      ///< the source's settings (PostgresSourceConfig, a source plugin's section)
+  kSink,        ///< the sink's settings
+  kCheckpoint,  ///< the checkpoint backend's settings
+};
+
 /// Stable lower-case name of a kind ("transient", "terminal", ...).
 std::string_view to_string(ErrorKind kind) noexcept;
 
@@ -59,6 +67,20 @@ class Error {
   [[nodiscard]] Error context(std::string what) const&;
   [[nodiscard]] Error context(std::string what) &&;
 
+  /// Marks the root cause as being about one setting of `owner`: `path` is the setting's name
+  /// as that part's configuration spells it, relative to it ("tables", "slot_name"; a nested
+  /// setting joins its names with dots: "snapshot.mode"). Library messages name settings only
+  /// this way, never by a configuration file's syntax: report() shows "path: message", and a
+  /// program that reads settings from a file renders the path as its own key
+  /// (report(label)); `cppcdc` shows "[source] tables: ...". The kind is unchanged.
+  [[nodiscard]] Error for_setting(SettingOwner owner, std::string path) const&;
+  [[nodiscard]] Error for_setting(SettingOwner owner, std::string path) &&;
+
+  /// The part whose setting the root cause is about, or kNone.
+  SettingOwner setting_owner() const noexcept { return setting_owner_; }
+  /// The setting's path (see for_setting), or empty.
+  const std::string& setting() const noexcept { return setting_; }
+
   /// Kind of the root cause.
   ErrorKind kind() const noexcept { return kind_; }
   bool retryable() const noexcept { return is_retryable(kind_); }
@@ -74,14 +96,19 @@ class Error {
   /// no context. Log report() instead; this hides the cause.
   std::string to_string() const;
 
-  /// The whole chain on one line: "ctx1: ctx2: category: message".
+  /// The whole chain on one line: "ctx1: ctx2: category: message", or with a setting
+  /// "ctx1: ctx2: category: setting: message".
   std::string report() const;
+  /// report() with `setting_label` in place of the setting's path (no label when empty).
+  std::string report(std::string_view setting_label) const;
 
  private:
   ErrorKind kind_;
   std::string category_;
   std::string message_;
   std::vector<std::string> contexts_;  // outermost first
+  SettingOwner setting_owner_ = SettingOwner::kNone;
+  std::string setting_;
 };
 
 }  // namespace cppcdc

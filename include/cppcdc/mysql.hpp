@@ -32,4 +32,9 @@ std::shared_ptr<const PositionOrder> offset_order();
 /// Registers offset_order() for source types "mysql" and "mariadb" (idempotent, thread-safe).
 void register_positions();
 
+/// Reserves source types "mysql" and "mariadb" in the plugin registry (cppcdc/plugin.hpp) and
+/// registers the offset order: the source itself is not built yet, so a configuration that
+/// asks for it is told so. Idempotent.
+void register_plugin();
+
 }  // namespace cppcdc::mysql

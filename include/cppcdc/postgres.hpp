@@ -125,6 +125,16 @@ struct PostgresSourceConfig {
 /// The session settings listed above, as libpq `options` text.
 std::string session_options();
 
+/// `dsn` with every secret replaced by "****": the `password=` and `sslpassword=` keywords of
+/// a key=value connection string (quoted or not), and the user-info password and `password` /
+/// `sslpassword` query parameters of a postgres:// or postgresql:// URI. Safe to log.
+std::string redact_dsn(std::string_view dsn);
+
+/// Registers source type "postgres" (cppcdc/plugin.hpp): its settings are the fields of
+/// PostgresSourceConfig under the same names, except `wal_transport` (transport) and the
+/// nested `snapshot` section (`mode`, `chunk_size`, `tables`, `table_conditions`). Idempotent.
+void register_plugin();
+
 /// Validates the config (error kind configuration naming the field) and builds the source.
 /// Nothing connects until Source::start(). Unless the mode is kInitialOnly, the source runs
 /// incremental snapshots on request (Source::incremental_snapshot_control(), or

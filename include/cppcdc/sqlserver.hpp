@@ -18,4 +18,9 @@ std::shared_ptr<const PositionOrder> offset_order();
 /// Registers offset_order() for source type "sqlserver" (idempotent, thread-safe).
 void register_positions();
 
+/// Reserves source type "sqlserver" in the plugin registry (cppcdc/plugin.hpp) and
+/// registers the offset order: the source itself is not built yet, so a configuration that
+/// asks for it is told so. Idempotent.
+void register_plugin();
+
 }  // namespace cppcdc::sqlserver

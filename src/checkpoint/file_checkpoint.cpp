@@ -299,10 +299,16 @@ FileCheckpoint::~FileCheckpoint() {
   if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the writer lock
 }
 
+std::filesystem::path FileCheckpoint::path_for(const std::filesystem::path& dir,
+                                               std::string_view source_id) {
+  return dir / (file_stem_for(source_id) + ".ckpt");
+}
+
 Result<std::unique_ptr<FileCheckpoint>> FileCheckpoint::open(std::filesystem::path dir,
                                                              std::string source_id) {
   if (dir.empty()) {
-    return fail(Error::configuration("the checkpoint directory is empty; set a directory"));
+    return fail(Error::configuration("the checkpoint directory is empty; set a directory")
+                    .for_setting(SettingOwner::kCheckpoint, "dir"));
   }
   if (source_id.empty()) {
     return fail(Error::configuration("the checkpoint source_id for directory " + quoted(dir) +
@@ -312,17 +318,19 @@ Result<std::unique_ptr<FileCheckpoint>> FileCheckpoint::open(std::filesystem::pa
   const auto status = std::filesystem::status(dir, ec);
   if (std::filesystem::exists(status) && !std::filesystem::is_directory(status)) {
     return fail(Error::configuration("checkpoint directory " + quoted(dir) +
-                                     " exists but is not a directory"));
+                                     " exists but is not a directory")
+                    .for_setting(SettingOwner::kCheckpoint, "dir"));
   }
   ec.clear();
   std::filesystem::create_directories(dir, ec);
   if (ec) {
     return fail(Error::configuration("cannot create checkpoint directory " + quoted(dir) + ": " +
-                                     ec.message()));
+                                     ec.message())
+                    .for_setting(SettingOwner::kCheckpoint, "dir"));
   }
   if (!std::filesystem::is_directory(dir, ec)) {
-    return fail(
-        Error::configuration("checkpoint directory " + quoted(dir) + " is not a directory"));
+    return fail(Error::configuration("checkpoint directory " + quoted(dir) + " is not a directory")
+                    .for_setting(SettingOwner::kCheckpoint, "dir"));
   }
   const std::string stem = file_stem_for(source_id);
   std::filesystem::path path = dir / (stem + ".ckpt");

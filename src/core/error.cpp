@@ -47,12 +47,26 @@ Error Error::context(std::string what) && {
   return std::move(*this);
 }
 
+Error Error::for_setting(SettingOwner owner, std::string path) const& {
+  Error copy = *this;
+  return std::move(copy).for_setting(owner, std::move(path));
+}
+
+Error Error::for_setting(SettingOwner owner, std::string path) && {
+  setting_owner_ = path.empty() ? SettingOwner::kNone : owner;
+  setting_ = setting_owner_ == SettingOwner::kNone ? std::string() : std::move(path);
+  return std::move(*this);
+}
+
 std::string Error::to_string() const {
   if (!contexts_.empty()) return contexts_.front();
+  if (!setting_.empty()) return category_ + ": " + setting_ + ": " + message_;
   return category_ + ": " + message_;
 }
 
-std::string Error::report() const {
+std::string Error::report() const { return report(setting_); }
+
+std::string Error::report(std::string_view setting_label) const {
   std::string out;
   for (const auto& c : contexts_) {
     out += c;
@@ -60,6 +74,10 @@ std::string Error::report() const {
   }
   out += category_;
   out += ": ";
+  if (!setting_.empty() && !setting_label.empty()) {
+    out += setting_label;
+    out += ": ";
+  }
   out += message_;
   return out;
 }

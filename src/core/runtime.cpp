@@ -243,10 +243,9 @@ Status Runtime::start() {
     return fail(Error::checkpoint(
         ErrorKind::kTerminal,
         "the checkpoint belongs to " + record->source_type + " source '" + record->source_id +
-            "', not to " + d.config.source->type() + " source '" +
-            d.config.source->source_id() +
-            "'; point state.offset at the right directory, or move the file away to start "
-            "from the source's own position"));
+            "', not to " + d.config.source->type() + " source '" + d.config.source->source_id() +
+            "'; point the checkpoint backend at the right place, or move the record away to "
+            "start from the source's own position"));
   }
   {
     std::lock_guard lock(d.mutex);

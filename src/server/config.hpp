@@ -8,41 +8,35 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <string_view>
 
-#include "cppcdc/postgres.hpp"
+#include "cppcdc/plugin.hpp"
 #include "cppcdc/result.hpp"
 #include "cppcdc/runtime.hpp"
 
 namespace cppcdc::server {
 
-struct SinkConfig {
-  std::string type = "stdout";  ///< "file" or "stdout"
-  std::filesystem::path path;   ///< required for "file"
-};
-
-struct OffsetStateConfig {
-  std::string backend = "local_fs";  ///< "local_fs" or "memory"
-  std::filesystem::path dir;         ///< required for "local_fs"
-};
-
-struct StateConfig {
-  OffsetStateConfig offset;
-};
-
+/// The configuration of `cppcdc run`. The source, sink and checkpoint backend are whatever
+/// their type names are registered for (cppcdc/plugin.hpp): the server reads `[source] type`,
+/// `[sink] type` and `[state.offset] backend` and hands the rest of each section to the
+/// plugin's factory.
 struct ServerConfig {
   /// Where the configuration came from (file name), for messages.
   std::string origin;
-  pg::PostgresSourceConfig source;
-  SinkConfig sink;
-  StateConfig state;
+  std::string source_type;                                 ///< `[source] type`
+  std::shared_ptr<const ConfiguredSource> source;          ///< never null after loading
+  std::string sink_type;                                   ///< `[sink] type`
+  std::shared_ptr<const ConfiguredSink> sink;              ///< never null after loading
+  std::string checkpoint_backend;                          ///< `[state.offset] backend`
+  std::shared_ptr<const ConfiguredCheckpoint> checkpoint;  ///< never null after loading
   RuntimeOptions runtime;
   /// `[runtime] control_socket`: the Unix socket on which `cppcdc run` takes `cppcdc snapshot`
-  /// commands. Default: `<[state.offset] dir>/cppcdc.sock` (beside the checkpoint), or
-  /// `cppcdc.sock` next to the config file when the checkpoint backend is "memory". Pipelines
-  /// that share a checkpoint directory need one each. A relative path is relative to the config file's directory (after
-  /// load_server_config; parse_server_config leaves it as written).
+  /// commands. Default: `cppcdc.sock` in the checkpoint backend's directory (local_fs: its
+  /// `dir`), or next to the config file when the backend has none. Pipelines that share a
+  /// checkpoint directory need one each. A relative path is relative to the config file's
+  /// directory (after load_server_config; parse_server_config leaves it as written).
   std::filesystem::path control_socket;
   std::string delivery_contract = "at_least_once";
   std::string log_format = "text";  ///< "text" or "json"
@@ -53,20 +47,38 @@ struct ServerConfig {
 inline constexpr std::size_t kMaxControlSocketPath = 107;
 
 /// Reads and validates `path`. A missing or unreadable file is a configuration error naming it.
-/// Relative `[sink] path`, `[state.offset] dir` and `[runtime] control_socket` are resolved against the directory of
-/// `path`, so the same file always finds the same checkpoint whatever the working directory.
+/// Relative paths in the plugins' sections (read with Settings::get_path: `[sink] path`,
+/// `[state.offset] dir`, ...) and `[runtime] control_socket` are resolved against the
+/// directory of `path`, so the same file always finds the same checkpoint whatever the
+/// working directory. Registers the built-in plugins first (register_builtin_plugins()).
 Result<ServerConfig> load_server_config(const std::filesystem::path& path);
 
 /// Parses and validates TOML text; `origin` names it in messages (usually the file name).
+/// Relative paths are left as written.
 Result<ServerConfig> parse_server_config(std::string_view toml_text, const std::string& origin);
 
 /// A multi-line human summary of the effective configuration (defaults included), for
-/// `cppcdc check-config`. The DSN's password is redacted.
+/// `cppcdc check-config`. Secrets are redacted by the plugins.
 std::string describe_config(const ServerConfig& config);
 
-/// `dsn` with every secret replaced by "****": the `password=` and `sslpassword=` keywords of
-/// a key=value connection string (quoted or not), and the user-info password and `password` /
-/// `sslpassword` query parameters of a postgres:// or postgresql:// URI. Safe to log.
-std::string redact_dsn(std::string_view dsn);
+/// How cdc.toml spells a setting an Error points at (Error::for_setting): "[source] tables",
+/// "[source.snapshot] mode", "[sink] path", "[state.offset] dir". Empty for kNone.
+std::string setting_label(SettingOwner owner, const std::string& path);
+
+/// error.report() with its setting, if any, named as cdc.toml spells it.
+std::string render_error(const Error& error);
+
+/// Registers the plugins built into cppcdc (src/server/builtin_plugins.cpp, the only file of
+/// the server that names them). Idempotent, thread-safe.
+void register_builtin_plugins();
+
+/// The type each section takes when it does not say: `[source] type`, `[sink] type`,
+/// `[state.offset] backend`.
+struct DefaultTypes {
+  std::string source;
+  std::string sink;
+  std::string checkpoint;
+};
+const DefaultTypes& default_types();
 
 }  // namespace cppcdc::server

@@ -14,7 +14,6 @@
 
 #include "core/json_write.hpp"
 #include "cppcdc/checkpoint.hpp"
-#include "cppcdc/postgres.hpp"
 #include "cppcdc/runtime.hpp"
 #include "cppcdc/sink.hpp"
 #include "server/control_socket.hpp"
@@ -89,12 +88,6 @@ void setup_logging(const ServerConfig& config) {
   spdlog::set_default_logger(std::move(logger));
 }
 
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : ",") + item;
-  return out;
-}
-
 // Closes the source: cleanly when nothing is in flight, otherwise forced (the unacknowledged
 // events are replayed after a restart, which is what at-least-once allows).
 void shut_down(Runtime& runtime) {
@@ -107,7 +100,7 @@ void shut_down(Runtime& runtime) {
 // `origin`: the configuration being run. Library messages cannot know the config file; it is
 // named where they show a command to type.
 int report_failure(const Error& error, const std::string& origin) {
-  std::string text = error.report();
+  std::string text = render_error(error);
   if (!origin.empty()) {
     const std::string placeholder = "--config <file>";
     for (auto at = text.find(placeholder); at != std::string::npos;
@@ -137,21 +130,22 @@ int run_server(const ServerConfig& config) {
   setup_logging(config);
   install_signal_handlers();
 
-  auto source = pg::make_postgres_source(config.source);
-  if (!source) return report_failure(source.error().context("building the PostgreSQL source"),
-      config.origin);
+  auto source = config.source->build();
+  if (!source) {
+    return report_failure(source.error().context("building the " + config.source_type + " source"),
+                          config.origin);
+  }
 
   // The control socket comes up before anything else is opened, so that a second cppcdc
   // started on the same configuration stops here, before it opens the checkpoint (whose
-  // writer lock would refuse it less helpfully) or the sink, or touches the slot. The source
+  // writer lock would refuse it less helpfully) or the sink, or touches the source. The source
   // is built but not connected: its snapshot handle works before the runtime exists.
   ControlContext control_context;
   control_context.snapshot = (*source)->incremental_snapshot_control();
   if (!control_context.snapshot) {
     control_context.unavailable_reason =
-        "this pipeline runs no incremental snapshots ([source.snapshot] mode = \"" +
-        std::string(pg::to_string(config.source.snapshot_mode)) +
-        "\" reads the tables once and stops)";
+        "this pipeline runs no incremental snapshots (" +
+        config.source->no_incremental_snapshots_reason().value_or("its source takes none") + ")";
   }
   control_context.config = std::filesystem::absolute(config.origin).string();
   auto control = ControlServer::start(
@@ -163,63 +157,53 @@ int run_server(const ServerConfig& config) {
     return report_failure(control.error().context("opening the control socket"), config.origin);
   }
 
-  std::shared_ptr<Checkpoint> checkpoint;
-  std::string checkpoint_desc;
-  if (config.state.offset.backend == "memory") {
-    checkpoint = std::make_shared<InMemoryCheckpoint>();
-    checkpoint_desc = "memory (not durable)";
-  } else {
-    auto file = FileCheckpoint::open(config.state.offset.dir, config.source.slot_name);
-    if (!file) return report_failure(file.error().context("opening the checkpoint"), config.origin);
-    checkpoint_desc = "local_fs " + (*file)->path().string();
-    checkpoint = std::shared_ptr<Checkpoint>(std::move(*file));
+  const std::string checkpoint_id = config.source->checkpoint_id();
+  auto checkpoint = config.checkpoint->open(checkpoint_id);
+  if (!checkpoint) {
+    return report_failure(checkpoint.error().context("opening the checkpoint"), config.origin);
   }
+  const std::string checkpoint_desc = config.checkpoint->describe(checkpoint_id);
 
-  std::unique_ptr<Sink> sink;
-  if (config.sink.type == "file") {
-    auto file = make_file_sink(config.sink.path);
-    if (!file) return report_failure(file.error().context("opening the file sink"), config.origin);
-    sink = std::move(*file);
-  } else {
-    sink = make_stdout_sink();
+  auto sink = config.sink->open();
+  if (!sink) {
+    return report_failure(sink.error().context("opening the " + config.sink_type + " sink"),
+                          config.origin);
   }
 
   RuntimeConfig runtime_config;
   runtime_config.source = std::move(*source);
-  runtime_config.checkpoint = checkpoint;
+  runtime_config.checkpoint = *checkpoint;
   runtime_config.options = config.runtime;
   auto runtime = Runtime::create(std::move(runtime_config));
   if (!runtime) return report_failure(runtime.error().context("creating the runtime"),
       config.origin);
 
-  spdlog::info(
-      "cppcdc {} starting: source=postgres slot={} publication={} tables={} sink={} "
-      "checkpoint={} delivery_contract={} dsn=\"{}\"",
-      kVersion, config.source.slot_name, config.source.publication_name, join(config.source.tables),
-      sink->name(), checkpoint_desc, config.delivery_contract, redact_dsn(config.source.dsn));
+  spdlog::info("cppcdc {} starting: source={} {} sink={} checkpoint={} delivery_contract={}",
+               kVersion, config.source_type, config.source->summary(), (*sink)->name(),
+               checkpoint_desc, config.delivery_contract);
 
   if (auto started = (*runtime)->start(); !started) {
     shut_down(**runtime);
-    (void)sink->close();
+    (void)(*sink)->close();
     return report_failure(started.error().context("starting the pipeline"), config.origin);
   }
   spdlog::info("pipeline running; send SIGINT or SIGTERM to stop; control socket {}",
                config.control_socket.string());
 
-  auto delivered = (*runtime)->run_to_completion(*sink, g_stop_requested);
+  auto delivered = (*runtime)->run_to_completion(**sink, g_stop_requested);
   (*control)->stop();  // no command is taken while the pipeline shuts down
   if (!delivered) {
     const auto snapshot = (*runtime)->admin_snapshot();
     shut_down(**runtime);
-    (void)sink->close();
+    (void)(*sink)->close();
     spdlog::info("events delivered and acknowledged before the error: {}",
                  snapshot.events_committed);
     return report_failure(delivered.error(), config.origin);
   }
 
   shut_down(**runtime);
-  if (auto closed = sink->close(); !closed) {
-    return report_failure(closed.error().context("closing " + sink->name()), config.origin);
+  if (auto closed = (*sink)->close(); !closed) {
+    return report_failure(closed.error().context("closing " + (*sink)->name()), config.origin);
   }
   const auto snapshot = (*runtime)->admin_snapshot();
   spdlog::info("cppcdc stopped{}: {} events delivered, checkpoint at {}",
@@ -232,7 +216,7 @@ int run_server(const ServerConfig& config) {
 int check_config(const std::filesystem::path& path) {
   auto config = load_server_config(path);
   if (!config) {
-    std::fprintf(stderr, "%s\n", config.error().report().c_str());
+    std::fprintf(stderr, "%s\n", render_error(config.error()).c_str());
     return kExitConfiguration;
   }
   std::fputs(describe_config(*config).c_str(), stdout);

@@ -97,7 +97,7 @@ std::string handle_request(const boost::json::object& o, IncrementalSnapshotCont
     auto st =
         control.request(tables, std::clamp(left, std::chrono::milliseconds(1), kRequestSlice));
     if (st) break;
-    if (st.error().kind() != ErrorKind::kInvalidState) return refused(st.error().report());
+    if (st.error().kind() != ErrorKind::kInvalidState) return refused(render_error(st.error()));
     if (Clock::now() >= deadline) {
       return refused("the pipeline did not take the request for " + join(tables) + " within " +
                      std::to_string(timeout_ms) +
@@ -324,7 +324,7 @@ Result<ForgetOutcome> forget_incremental_tables(const std::string& source_state,
 int run_snapshot_command(const std::filesystem::path& config_path, const SnapshotCommand& command) {
   auto config = load_server_config(config_path);
   if (!config) {
-    complain(config.error().report());
+    complain(render_error(config.error()));
     return kExitConfiguration;
   }
   boost::json::object request;
@@ -410,11 +410,11 @@ int forget_snapshot_tables(const std::filesystem::path& config_path,
                            const std::vector<std::string>& tables, bool all) {
   auto config = load_server_config(config_path);
   if (!config) {
-    complain(config.error().report());
+    complain(render_error(config.error()));
     return kExitConfiguration;
   }
-  if (config->state.offset.backend != "local_fs") {
-    complain("[state.offset] backend = \"" + config->state.offset.backend +
+  if (!config->checkpoint->durable()) {
+    complain("[state.offset] backend = \"" + config->checkpoint_backend +
              "\" keeps no checkpoint once cppcdc exits: there is nothing to forget");
     return kExitConfiguration;
   }
@@ -432,16 +432,15 @@ int forget_snapshot_tables(const std::filesystem::path& config_path,
              "; stop it before `snapshot forget`");
     return kExitRefused;
   }
-  const auto& dir = config->state.offset.dir;
-  const auto file = dir / ("checkpoint-" + config->source.slot_name + ".ckpt");
-  std::error_code ec;
-  if (!std::filesystem::exists(file, ec)) {
-    complain("no checkpoint at " + file.string() + ": there is nothing to forget");
+  const std::string checkpoint_id = config->source->checkpoint_id();
+  const std::string file = config->checkpoint->describe(checkpoint_id);
+  if (!config->checkpoint->may_hold_record(checkpoint_id)) {
+    complain("no checkpoint at " + file + ": there is nothing to forget");
     return kExitRefused;
   }
-  auto checkpoint = FileCheckpoint::open(dir, config->source.slot_name);
+  auto checkpoint = config->checkpoint->open(checkpoint_id);
   if (!checkpoint) {
-    complain(checkpoint.error().report());
+    complain(render_error(checkpoint.error()));
     return exit_code_for(checkpoint.error().kind());
   }
   auto record = (*checkpoint)->load();
@@ -450,7 +449,7 @@ int forget_snapshot_tables(const std::filesystem::path& config_path,
     return exit_code_for(record.error().kind());
   }
   if (!*record) {
-    complain("no checkpoint at " + file.string() + ": there is nothing to forget");
+    complain("no checkpoint at " + file + ": there is nothing to forget");
     return kExitRefused;
   }
   const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -458,7 +457,7 @@ int forget_snapshot_tables(const std::filesystem::path& config_path,
                           .count();
   auto outcome = forget_incremental_tables((*record)->source_state, tables, all, now_ms);
   if (!outcome) {
-    complain(outcome.error().report() + " (" + file.string() + ")");
+    complain(outcome.error().report() + " (" + file + ")");
     return outcome.error().kind() == ErrorKind::kInvalidState
                ? kExitRefused
                : exit_code_for(outcome.error().kind());
@@ -472,12 +471,12 @@ int forget_snapshot_tables(const std::filesystem::path& config_path,
   }
   if (outcome->forgotten.empty()) {
     std::printf("the incremental snapshot in %s had no tables; its generation is now %llu\n",
-                file.string().c_str(), static_cast<unsigned long long>(outcome->generation));
+                file.c_str(), static_cast<unsigned long long>(outcome->generation));
   } else {
     std::printf(
         "forgot %s in %s (generation now %llu); after starting cppcdc, `cppcdc snapshot request "
         "TABLE...` reads a table again from its start\n",
-        join(outcome->forgotten).c_str(), file.string().c_str(),
+        join(outcome->forgotten).c_str(), file.c_str(),
         static_cast<unsigned long long>(outcome->generation));
   }
   std::fflush(stdout);

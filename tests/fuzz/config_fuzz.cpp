@@ -2,7 +2,8 @@
 // give a configuration Error naming the file. A text that parses is also written to a file
 // and loaded from there (which resolves relative paths against the file's directory); that
 // must succeed too, unless the resolved control socket path is too long for a socket. The
-// summary for `cppcdc check-config` and the DSN redaction must cope with whatever loaded.
+// summary for `cppcdc check-config`, the source's log line and the DSN redaction must cope with
+// whatever loaded.
 
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include <string_view>
 #include <system_error>
 
+#include "cppcdc/postgres.hpp"
 #include "fuzz_check.hpp"
 #include "server/config.hpp"
 
@@ -52,7 +54,7 @@ void check_error(const cppcdc::Error& error, std::string_view origin) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  (void)cppcdc::server::redact_dsn(text);
+  (void)cppcdc::pg::redact_dsn(text);
 
   auto config = cppcdc::server::parse_server_config(text, kOrigin);
   if (!config) {
@@ -60,7 +62,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   (void)cppcdc::server::describe_config(*config);
-  (void)cppcdc::server::redact_dsn(config->source.dsn);
+  (void)config->source->summary();
+  (void)config->checkpoint->describe(config->source->checkpoint_id());
 
   static const TempDir dir;
   const std::filesystem::path file = dir.path() / "cdc.toml";

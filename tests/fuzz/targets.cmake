@@ -43,6 +43,8 @@ set(cppcdc_fuzz_copy_text_libs)
 
 # cdc.toml. The libFuzzer build compiles toml++ into the target (header-only mode) so that the
 # TOML parser is instrumented too, instead of linking the server library and the shared toml++.
-set(cppcdc_fuzz_config_sources src/server/config.cpp)
+# The plugins read their own sections (the PostgreSQL source's settings are in its library), so
+# the libFuzzer build links every plugin library and compiles the server's list of them.
+set(cppcdc_fuzz_config_sources src/server/config.cpp src/server/builtin_plugins.cpp)
 set(cppcdc_fuzz_config_libs cppcdc_server)
-set(cppcdc_fuzz_config_fuzz_libs cppcdc_postgres)
+set(cppcdc_fuzz_config_fuzz_libs cppcdc_lib)

@@ -14,6 +14,10 @@ Two checks, both over what the build really does (BUILD_DIR/compile_commands.jso
      cannot pass for a wrong reason.
   2. No way around it in the sources: no #include in a plugin's directory climbs out with
      "..", and none names another directory under src/ than core/ and its own.
+  3. The server names no plugin: outside src/server/builtin_plugins.cpp (the one list of
+     built-in plugins), no file of src/server includes a connector's header or a plugin's
+     private one, or names a connector's namespace or a built-in sink or checkpoint backend;
+     it reaches them through the registry (cppcdc/plugin.hpp).
 Exits 1 with one line per breach.
 """
 
@@ -134,6 +138,37 @@ def check_sources(src_root, module, tops):
     return bad
 
 
+# What src/server may not name outside its list of built-in plugins (check 3).
+SERVER_PLUGIN_LIST = "builtin_plugins.cpp"
+SERVER_FORBIDDEN_INCLUDE_RE = re.compile(
+    r'^(cppcdc/(postgres|mysql|sqlserver)(\.hpp|/)|(source|sink|checkpoint|codec)/)')
+SERVER_FORBIDDEN_NAME_RE = re.compile(
+    r'\b(pg|mysql|sqlserver)::|\b(FileCheckpoint|InMemoryCheckpoint|make_file_sink|'
+    r'make_stdout_sink|PostgresSourceConfig)\b')
+
+
+def check_server(src_root):
+    """Lines of src/server outside its plugin list that name a plugin."""
+    bad = []
+    base = os.path.join(src_root, "server")
+    for dirpath, _, files in os.walk(base):
+        for name in sorted(files):
+            if name == SERVER_PLUGIN_LIST or not name.endswith((".cpp", ".hpp")):
+                continue
+            path = os.path.join(dirpath, name)
+            with open(path, errors="replace") as f:
+                for lineno, line in enumerate(f, 1):
+                    code = line.split("//", 1)[0]
+                    where = "%s:%d" % (os.path.relpath(path, src_root), lineno)
+                    m = INCLUDE_RE.match(code)
+                    if m and SERVER_FORBIDDEN_INCLUDE_RE.match(m.group(2)):
+                        bad.append(where + ": includes " + m.group(2) +
+                                   " (the server reaches plugins through the registry)")
+                    elif not m and SERVER_FORBIDDEN_NAME_RE.search(code):
+                        bad.append(where + ": names a plugin: " + line.strip())
+    return bad
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__)
@@ -176,6 +211,8 @@ def main():
             print("%-24s src/%-18s compiles with %s; refused %d sibling(s)" %
                   (target, module, ", ".join(allowed), siblings))
             failures += check_sources(src_root, module, tops)
+
+    failures += check_server(src_root)
 
     for f in failures:
         print("LAYERING: " + f)

@@ -204,8 +204,8 @@ Result<std::unique_ptr<Sink>> make_file_sink(const std::filesystem::path& path,
                                              std::unique_ptr<Encoder> encoder) {
   if (!encoder) encoder = make_json_encoder();
   if (path.empty()) {
-    return fail(Error::sink(ErrorKind::kConfiguration,
-                            "file sink path is empty; set [sink] path to a file name"));
+    return fail(Error::sink(ErrorKind::kConfiguration, "the file sink needs a file name")
+                    .for_setting(SettingOwner::kSink, "path"));
   }
   const std::filesystem::path parent = path.parent_path();
   if (!parent.empty()) {
@@ -215,7 +215,8 @@ Result<std::unique_ptr<Sink>> make_file_sink(const std::filesystem::path& path,
       return fail(Error::sink(ErrorKind::kConfiguration,
                               "cannot create directory '" + parent.string() + "' for the file " +
                                   "sink '" + path.string() + "': " + ec.message() +
-                                  "; create it or choose another [sink] path"));
+                                  "; create it or choose another path")
+                      .for_setting(SettingOwner::kSink, "path"));
     }
   }
   int fd = -1;
@@ -227,7 +228,8 @@ Result<std::unique_ptr<Sink>> make_file_sink(const std::filesystem::path& path,
                             "cannot open '" + path.string() +
                                 "' for appending: " + errno_text(errno) +
                                 "; check that the path is a writable file or choose another "
-                                "[sink] path"));
+                                "path")
+                    .for_setting(SettingOwner::kSink, "path"));
   }
   if (auto st = repair_torn_tail(fd, path); !st) {
     ::close(fd);

@@ -104,9 +104,10 @@ class PgIncrementalBackend final : public IncrementalSnapshotBackend {
     const auto dot = table.find('.');
     const std::string name = dot == std::string::npos ? "public." + table : table;
     if (!hooks_.captured(name)) {
-      return fail(Error::configuration(
-          "table " + name + " is not captured: add it to [source] tables (and so to the "
-          "publication) before snapshotting it"));
+      return fail(Error::configuration("table " + name +
+                                       " is not captured: add it to the captured tables (and "
+                                       "so to the publication) before snapshotting it")
+                      .for_setting(SettingOwner::kSource, "tables"));
     }
     return leaf_tables(conn_.get(), config_.publication, {name});
   }
@@ -161,7 +162,7 @@ class PgIncrementalBackend final : public IncrementalSnapshotBackend {
     if (!res) {
       if (res.error().message().find("42501") != std::string::npos) {
         return fail(res.error().context("GRANT SELECT on " + table.table +
-                                        " to the role in [source] dsn"));
+                                        " to the role the connection string names"));
       }
       return fail(res.error());
     }

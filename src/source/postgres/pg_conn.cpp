@@ -75,8 +75,8 @@ Result<ConnPtr> connect(const std::string& dsn, bool replication) {
     PQconninfoOption* parsed = PQconninfoParse(dsn.c_str(), nullptr);
     if (parsed == nullptr) {
       return fail(Error::configuration(
-          "[source] dsn is not a valid libpq connection string or URI (check quoting and "
-          "key names)"));
+                      "not a valid libpq connection string or URI (check quoting and key names)")
+                      .for_setting(SettingOwner::kSource, "dsn"));
     }
     // Defaults, each only where the DSN does not set it. A connection attempt that never
     // completes (an address that drops packets, a server that accepted the TCP connection
@@ -136,13 +136,13 @@ Error error_from_conn(PGconn* conn, const std::string& what) {
   if (contains(msg, "password authentication failed") || contains(msg, "no password supplied") ||
       contains(msg, "authentication failed") || contains(msg, "pg_hba.conf")) {
     kind = ErrorKind::kTerminal;
-    remedy = "fix the user/password in [source] dsn or the server's pg_hba.conf";
+    remedy = "fix the user/password in the connection string or the server's pg_hba.conf";
   } else if (contains(msg, "does not exist") && contains(msg, "database")) {
     kind = ErrorKind::kTerminal;
-    remedy = "create the database or fix dbname in [source] dsn";
+    remedy = "create the database or fix dbname in the connection string";
   } else if (contains(msg, "role") && contains(msg, "does not exist")) {
     kind = ErrorKind::kTerminal;
-    remedy = "create the role or fix user in [source] dsn";
+    remedy = "create the role or fix user in the connection string";
   } else if (contains(msg, "must have replication") || contains(msg, "replication role") ||
              contains(msg, "permission denied")) {
     kind = ErrorKind::kTerminal;
@@ -151,10 +151,18 @@ Error error_from_conn(PGconn* conn, const std::string& what) {
     // An untrusted or mismatched certificate, a missing or unreadable certificate or key
     // file, a server without TLS where the DSN requires it: retrying cannot fix any of them.
     kind = ErrorKind::kTerminal;
-    remedy = "fix the TLS settings (sslmode, sslrootcert, sslcert, sslkey) in [source] dsn or "
-             "the server's certificates; a certificate problem does not go away by retrying";
+    remedy =
+        "fix the TLS settings (sslmode, sslrootcert, sslcert, sslkey) in the connection "
+        "string or "
+        "the server's certificates; a certificate problem does not go away by retrying";
   }
-  return Error::source(kind, what + " to " + where + " failed: " + msg + " (" + remedy + ")");
+  Error error =
+      Error::source(kind, what + " to " + where + " failed: " + msg + " (" + remedy + ")");
+  // What an operator can fix in the connection string is said about it.
+  if (kind == ErrorKind::kTerminal && !contains(remedy, "REPLICATION")) {
+    return std::move(error).for_setting(SettingOwner::kSource, "dsn");
+  }
+  return error;
 }
 
 Error error_from_result(const PGresult* res, PGconn* conn, const std::string& what) {

@@ -331,8 +331,8 @@ Status run_snapshot(PGconn* conn, PGconn* catalog, TransactionAssembler& assembl
     if (!locked) {
       if (locked.error().message().find("42501") != std::string::npos) {
         return fail(locked.error().context(
-            "the snapshot reads the tables: GRANT SELECT on them to the role in [source] dsn, "
-            "or set [source.snapshot] mode = \"never\" to stream changes only"));
+            "the snapshot reads the tables: GRANT SELECT on them to the role the connection "
+            "string names, or set the snapshot mode to \"never\" to stream changes only"));
       }
       return fail(locked.error());
     }

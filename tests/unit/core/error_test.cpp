@@ -21,3 +21,24 @@ TEST(Error, ContextNeverChangesTheKind) {
   Error f = Error::terminal("auth failed");
   EXPECT_FALSE(f.context("x").retryable());
 }
+
+TEST(Error, ASettingIsNamedByItsPathAndRenderedByTheCaller) {
+  const Error e = Error::terminal("table public.x does not exist")
+                      .for_setting(SettingOwner::kSource, "tables")
+                      .context("starting the source");
+  EXPECT_EQ(e.kind(), ErrorKind::kTerminal);
+  EXPECT_EQ(e.setting_owner(), SettingOwner::kSource);
+  EXPECT_EQ(e.setting(), "tables");
+  EXPECT_EQ(e.message(), "table public.x does not exist");
+  EXPECT_EQ(e.report(),
+            "starting the source: terminal error: tables: table public.x does not exist");
+  EXPECT_EQ(e.report("[source] tables"),
+            "starting the source: terminal error: [source] tables: table public.x does not exist");
+  EXPECT_EQ(e.report(""), "starting the source: terminal error: table public.x does not exist");
+
+  const Error plain = Error::configuration("bad");
+  EXPECT_EQ(plain.setting_owner(), SettingOwner::kNone);
+  EXPECT_EQ(plain.report("[x] y"), "configuration error: bad");
+  // No owner, no setting.
+  EXPECT_TRUE(Error::configuration("bad").for_setting(SettingOwner::kNone, "y").setting().empty());
+}

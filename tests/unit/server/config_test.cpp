@@ -7,9 +7,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 
 #include "server/run.hpp"
+#include "source/postgres/settings.hpp"
 
 namespace cppcdc::server {
 namespace {
@@ -70,6 +72,20 @@ tables = ["public.t"]
 dir = "/tmp/state"
 )";
 
+using pg::redact_dsn;
+
+// The PostgreSQL settings the loader handed to the "postgres" plugin.
+const pg::PostgresSourceConfig& pg_source(const ServerConfig& config) {
+  const auto* configured = dynamic_cast<const pg::ConfiguredPostgres*>(config.source.get());
+  if (configured == nullptr) throw std::logic_error("not a postgres source");
+  return configured->config();
+}
+
+// The directory a local_fs checkpoint backend was configured with.
+std::filesystem::path checkpoint_dir(const ServerConfig& config) {
+  return config.checkpoint->directory().value_or(std::filesystem::path());
+}
+
 std::string error_of(const std::string& text) {
   auto config = parse_server_config(text, "cdc.toml");
   if (config) return "(no error)";
@@ -93,7 +109,7 @@ TEST(ServerConfig, ExampleConfigParsesEveryKey) {
   ASSERT_TRUE(config) << config.error().report();
   EXPECT_EQ(config->origin, "cdc.toml");
   EXPECT_EQ(config->delivery_contract, "at_least_once");
-  const auto& src = config->source;
+  const auto& src = pg_source(*config);
   EXPECT_EQ(src.dsn, "host=127.0.0.1 port=5432 dbname=shop user=cdc password=s3cret-pw");
   EXPECT_EQ(src.slot_name, "cppcdc_orders");
   EXPECT_EQ(src.publication_name, "cppcdc_orders_pub");
@@ -116,10 +132,10 @@ TEST(ServerConfig, ExampleConfigParsesEveryKey) {
   ASSERT_EQ(src.snapshot_table_conditions.size(), 1u);
   EXPECT_EQ(src.snapshot_table_conditions[0].first, "public.orders");
   EXPECT_EQ(src.snapshot_table_conditions[0].second, "region = 'eu'");
-  EXPECT_EQ(config->sink.type, "file");
-  EXPECT_EQ(config->sink.path, "/var/lib/cppcdc/out/events.jsonl");
-  EXPECT_EQ(config->state.offset.backend, "local_fs");
-  EXPECT_EQ(config->state.offset.dir, "/var/lib/cppcdc/state");
+  EXPECT_EQ(config->sink_type, "file");
+  EXPECT_EQ(config->sink->describe().headline, "file /var/lib/cppcdc/out/events.jsonl");
+  EXPECT_EQ(config->checkpoint_backend, "local_fs");
+  EXPECT_EQ(checkpoint_dir(*config), "/var/lib/cppcdc/state");
   EXPECT_EQ(config->runtime.max_buffer_size, 5000u);
   EXPECT_EQ(config->runtime.max_poll_wait_ms, 250u);
   EXPECT_FALSE(config->runtime.connection_retry.max_retries.has_value());
@@ -136,7 +152,7 @@ TEST(ServerConfig, StreamInProgressIsReadForTheStreamingReplicationTransport) {
   text.insert(at + 9, "stream_in_progress = true\n");
   auto streamed = parse_server_config(text, "cdc.toml");
   ASSERT_TRUE(streamed) << streamed.error().report();
-  EXPECT_TRUE(streamed->source.stream_in_progress);
+  EXPECT_TRUE(pg_source(*streamed).stream_in_progress);
 }
 
 TEST(ServerConfig, MinimalConfigTakesTheDefaults) {
@@ -144,18 +160,18 @@ TEST(ServerConfig, MinimalConfigTakesTheDefaults) {
   ASSERT_TRUE(config) << config.error().report();
   const pg::PostgresSourceConfig pg_defaults;
   const RuntimeOptions rt_defaults;
-  EXPECT_EQ(config->source.slot_name, pg_defaults.slot_name);
-  EXPECT_EQ(config->source.publication_name, pg_defaults.publication_name);
-  EXPECT_EQ(config->source.create_slot, pg_defaults.create_slot);
-  EXPECT_EQ(config->source.source_name, "postgres");
-  EXPECT_EQ(config->source.transport, pg::WalTransport::kStreamingReplication);
-  EXPECT_FALSE(config->source.capture_logical_messages);
-  EXPECT_FALSE(config->source.stream_in_progress);
-  EXPECT_EQ(config->source.spill_threshold_bytes, pg_defaults.spill_threshold_bytes);
-  EXPECT_TRUE(config->source.spill_dir.empty());
-  EXPECT_EQ(config->source.snapshot_mode, pg::SnapshotMode::kInitial);
-  EXPECT_EQ(config->sink.type, "stdout");
-  EXPECT_EQ(config->state.offset.backend, "local_fs");
+  EXPECT_EQ(pg_source(*config).slot_name, pg_defaults.slot_name);
+  EXPECT_EQ(pg_source(*config).publication_name, pg_defaults.publication_name);
+  EXPECT_EQ(pg_source(*config).create_slot, pg_defaults.create_slot);
+  EXPECT_EQ(pg_source(*config).source_name, "postgres");
+  EXPECT_EQ(pg_source(*config).transport, pg::WalTransport::kStreamingReplication);
+  EXPECT_FALSE(pg_source(*config).capture_logical_messages);
+  EXPECT_FALSE(pg_source(*config).stream_in_progress);
+  EXPECT_EQ(pg_source(*config).spill_threshold_bytes, pg_defaults.spill_threshold_bytes);
+  EXPECT_TRUE(pg_source(*config).spill_dir.empty());
+  EXPECT_EQ(pg_source(*config).snapshot_mode, pg::SnapshotMode::kInitial);
+  EXPECT_EQ(config->sink_type, "stdout");
+  EXPECT_EQ(config->checkpoint_backend, "local_fs");
   EXPECT_EQ(config->runtime.max_buffer_size, rt_defaults.max_buffer_size);
   EXPECT_EQ(config->runtime.connection_retry.max_retries, std::optional<std::uint32_t>(5));
   EXPECT_EQ(config->delivery_contract, "at_least_once");
@@ -168,7 +184,7 @@ TEST(ServerConfig, EachIntegerKeyAloneLeavesEveryOtherAtItsDefault) {
   const pg::PostgresSourceConfig d;
   const RuntimeOptions r;
   auto defaults_except = [&](const ServerConfig& c, const std::string& key) {
-    const auto& s = c.source;
+    const auto& s = pg_source(c);
     std::vector<std::pair<std::string, bool>> same = {
         {"status_interval_ms", s.status_interval_ms == d.status_interval_ms},
         {"wal_receiver_timeout_ms", s.wal_receiver_timeout_ms == d.wal_receiver_timeout_ms},
@@ -222,8 +238,8 @@ tables = ["t"]
 )",
                                     "cdc.toml");
   ASSERT_TRUE(config) << config.error().report();
-  EXPECT_EQ(config->state.offset.backend, "memory");
-  EXPECT_EQ(config->source.tables, std::vector<std::string>{"public.t"});
+  EXPECT_EQ(config->checkpoint_backend, "memory");
+  EXPECT_EQ(pg_source(*config).tables, std::vector<std::string>{"public.t"});
 }
 
 TEST(ServerConfig, MissingRequiredKeysAreNamed) {
@@ -417,8 +433,9 @@ TEST(ServerConfig, RelativePathsAreResolvedAgainstTheConfigFileNotTheWorkingDire
   }
   auto config = load_server_config(path);
   ASSERT_TRUE(config) << config.error().report();
-  EXPECT_EQ(config->sink.path, std::filesystem::absolute(dir) / "out" / "events.jsonl");
-  EXPECT_EQ(config->state.offset.dir, std::filesystem::absolute(dir) / "state");
+  EXPECT_EQ(config->sink->describe().headline,
+            "file " + (std::filesystem::absolute(dir) / "out" / "events.jsonl").string());
+  EXPECT_EQ(checkpoint_dir(*config), std::filesystem::absolute(dir) / "state");
   std::filesystem::remove_all(dir);
   {
     std::filesystem::create_directories(dir);
@@ -429,7 +446,7 @@ TEST(ServerConfig, RelativePathsAreResolvedAgainstTheConfigFileNotTheWorkingDire
   }
   config = load_server_config(path);
   ASSERT_TRUE(config) << config.error().report();
-  EXPECT_EQ(config->source.spill_dir, (std::filesystem::absolute(dir) / "spill").string());
+  EXPECT_EQ(pg_source(*config).spill_dir, (std::filesystem::absolute(dir) / "spill").string());
   std::filesystem::remove_all(dir);
 }
 
@@ -588,18 +605,18 @@ TEST(RedactDsn, SslPasswordIsHiddenToo) {
 TEST(ServerConfig, WalReceiverTimeoutDefaultsToAMinuteAndZeroDisablesIt) {
   auto config = parse_server_config(kMinimal, "cdc.toml");
   ASSERT_TRUE(config) << config.error().report();
-  EXPECT_EQ(config->source.wal_receiver_timeout_ms, 60'000u);
+  EXPECT_EQ(pg_source(*config).wal_receiver_timeout_ms, 60'000u);
   EXPECT_CONTAINS(describe_config(*config), "receiver timeout: 60000 ms");
 
   const std::string with = edit(kMinimal, "tables = [\"public.t\"]\n",
                                 "tables = [\"public.t\"]\nwal_receiver_timeout_ms = 2500\n");
   config = parse_server_config(with, "cdc.toml");
   ASSERT_TRUE(config) << config.error().report();
-  EXPECT_EQ(config->source.wal_receiver_timeout_ms, 2500u);
+  EXPECT_EQ(pg_source(*config).wal_receiver_timeout_ms, 2500u);
 
   config = parse_server_config(edit(with, "= 2500", "= 0"), "cdc.toml");
   ASSERT_TRUE(config) << config.error().report();
-  EXPECT_EQ(config->source.wal_receiver_timeout_ms, 0u);
+  EXPECT_EQ(pg_source(*config).wal_receiver_timeout_ms, 0u);
   EXPECT_CONTAINS(describe_config(*config), "receiver timeout: none");
 
   const std::string negative = error_of(edit(with, "= 2500", "= -1"));

@@ -1,0 +1,177 @@
+#pragma once
+// Plugins: how a program that is configured from a file (the `cppcdc` server) builds sources,
+// sinks and checkpoint backends by type name, without knowing any of them.
+//
+// A plugin registers a factory per type name (register_source_type("postgres", ...)). The
+// program hands the factory a Settings view of the part's configuration section; the factory
+// validates it and returns a Configured* object: the part described and ready to be built,
+// with nothing connected or opened yet (so `cppcdc check-config` can show it). The program
+// then builds it when it runs.
+//
+// Built-in plugins register themselves through an explicit call (pg::register_plugin(),
+// register_file_sink_plugin(), ...), never from static initialisers: objects of a static
+// library that nobody references are dropped by the linker. The server calls them all once
+// at start; an embedder that builds its parts directly needs none of this.
+//
+// Errors: a factory reports a bad setting through Settings::error / missing (the program knows
+// where the setting is written and says so), or with Error::for_setting(owner, name). Messages
+// never spell a configuration file's syntax.
+//
+// Threading: the registry functions are thread-safe. A Settings view is used from one thread,
+// during the factory call only (do not keep it). Configured* objects are used from one thread.
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "cppcdc/checkpoint.hpp"
+#include "cppcdc/result.hpp"
+#include "cppcdc/sink.hpp"
+#include "cppcdc/source.hpp"
+
+namespace cppcdc {
+
+/// A read-only view of one configuration section (the `[source]` table of cdc.toml, say). Keys
+/// are the setting names relative to the section. Every getter returns nullopt for an absent
+/// key and a configuration error (naming where the key is written) for a value of the wrong
+/// type. Reading a key marks it as known: after the factory returns, the program refuses keys
+/// that no one read, so a misspelt setting cannot silently fall back to its default.
+class Settings {
+ public:
+  virtual ~Settings() = default;
+
+  /// False when the section is absent: every key then reads as absent.
+  virtual bool present() const = 0;
+  /// Whether `key` is set (marks it as known).
+  virtual bool has(std::string_view key) const = 0;
+
+  virtual Result<std::optional<std::string>> get_string(std::string_view key) const = 0;
+  virtual Result<std::optional<bool>> get_bool(std::string_view key) const = 0;
+  /// An integer within [min, max]; outside is an error naming both bounds.
+  virtual Result<std::optional<std::int64_t>> get_int(std::string_view key, std::int64_t min,
+                                                      std::int64_t max) const = 0;
+  /// An array of strings. `element` describes one element for messages, with its article left
+  /// out (e.g. "\"schema.table\" string" gives "expected an array of \"schema.table\" strings"
+  /// and "expected a \"schema.table\" string").
+  virtual Result<std::optional<std::vector<std::string>>> get_string_list(
+      std::string_view key, std::string_view element) const = 0;
+  /// A table of string values, in the order written. `what` describes the table for messages
+  /// ("\"schema.table\" = \"SQL condition\"").
+  virtual Result<std::optional<std::vector<std::pair<std::string, std::string>>>> get_string_map(
+      std::string_view key, std::string_view what) const = 0;
+  /// A path; a relative one is resolved against the configuration's base directory (the
+  /// directory of the configuration file), so the same file always finds the same files.
+  virtual Result<std::optional<std::filesystem::path>> get_path(std::string_view key) const = 0;
+  /// A nested section (`[source.snapshot]` is "snapshot" of `[source]`); an absent one gives a
+  /// view whose present() is false. The view lives as long as this one.
+  virtual Result<const Settings*> get_section(std::string_view key) const = 0;
+
+  /// A configuration error about `key`'s value: `what` says what is wrong ("expected ...,
+  /// found ..."); the program adds where the key is written and how its file spells it.
+  virtual Error error(std::string_view key, std::string_view what) const = 0;
+  /// The same about element `index` (0-based) of an array or table value.
+  virtual Error element_error(std::string_view key, std::size_t index,
+                              std::string_view what) const = 0;
+  /// A configuration error for a required key that is absent; `why` follows "required" (e.g.
+  /// "(a libpq connection string)"). The program may point at a look-alike key.
+  virtual Error missing(std::string_view key, std::string_view why) const = 0;
+};
+
+/// A check-config style description: a headline, then labelled detail lines.
+struct Description {
+  /// After the part's role: "postgres (source_name \"db\")", "file /var/out.jsonl".
+  std::string headline;
+  /// (label, text) pairs, shown one per line in order. Secrets are redacted.
+  std::vector<std::pair<std::string, std::string>> details;
+};
+
+/// A source type's validated settings; builds the Source.
+class ConfiguredSource {
+ public:
+  virtual ~ConfiguredSource() = default;
+  /// The identity a checkpoint is kept under for this source (Source::source_id(); for
+  /// PostgreSQL the slot name). Checkpoint backends name their record after it.
+  virtual std::string checkpoint_id() const = 0;
+  /// One line for the log when the pipeline starts ("slot=x publication=y tables=a,b ...").
+  /// Secrets are redacted.
+  virtual std::string summary() const = 0;
+  /// The effective settings, defaults included, for `cppcdc check-config`.
+  virtual Description describe() const = 0;
+  /// Why this source takes no incremental snapshot commands (a few words, e.g. its snapshot
+  /// mode), or nullopt when it takes them.
+  virtual std::optional<std::string> no_incremental_snapshots_reason() const = 0;
+  /// Builds the source. Nothing connects before Source::start().
+  virtual Result<std::unique_ptr<Source>> build() const = 0;
+};
+
+/// A sink type's validated settings; opens the Sink.
+class ConfiguredSink {
+ public:
+  virtual ~ConfiguredSink() = default;
+  virtual Description describe() const = 0;
+  /// Opens the sink (a file sink opens its file here).
+  virtual Result<std::unique_ptr<Sink>> open() const = 0;
+};
+
+/// A checkpoint backend's validated settings; opens the Checkpoint for a source.
+class ConfiguredCheckpoint {
+ public:
+  virtual ~ConfiguredCheckpoint() = default;
+  /// Where the record of `checkpoint_id` is kept, for messages ("local_fs /dir/checkpoint-x.ckpt",
+  /// "memory (not durable: ...)").
+  virtual std::string describe(const std::string& checkpoint_id) const = 0;
+  /// False when nothing survives the process (memory).
+  virtual bool durable() const = 0;
+  /// A local directory the backend keeps its state in, if any (the server puts its control
+  /// socket there by default).
+  virtual std::optional<std::filesystem::path> directory() const { return std::nullopt; }
+  /// Whether a record of `checkpoint_id` may exist, answered without opening anything (a
+  /// local_fs backend looks for the file); true when the backend cannot tell.
+  virtual bool may_hold_record(const std::string& checkpoint_id) const {
+    (void)checkpoint_id;
+    return true;
+  }
+  /// Opens the backend for the source with `checkpoint_id`.
+  virtual Result<std::shared_ptr<Checkpoint>> open(const std::string& checkpoint_id) const = 0;
+};
+
+using SourceFactory =
+    std::function<Result<std::unique_ptr<ConfiguredSource>>(const Settings& settings)>;
+using SinkFactory =
+    std::function<Result<std::unique_ptr<ConfiguredSink>>(const Settings& settings)>;
+using CheckpointFactory =
+    std::function<Result<std::unique_ptr<ConfiguredCheckpoint>>(const Settings& settings)>;
+
+/// Registers `factory` under the type name `name`. A null factory reserves the name for a type
+/// this build does not include: looking it up then says so instead of listing it as unknown.
+/// A second registration of a name is refused (kind invalid_state), so two plugins cannot
+/// silently replace each other.
+Status register_source_type(std::string name, SourceFactory factory);
+Status register_sink_type(std::string name, SinkFactory factory);
+Status register_checkpoint_backend(std::string name, CheckpointFactory factory);
+
+/// The factory registered under `name`. Unknown or reserved names are a configuration error
+/// about setting "type" (sources, sinks) or "backend" (checkpoints) that lists the available
+/// names.
+Result<SourceFactory> find_source_type(std::string_view name);
+Result<SinkFactory> find_sink_type(std::string_view name);
+Result<CheckpointFactory> find_checkpoint_backend(std::string_view name);
+
+/// The names that have a factory, sorted (reserved names are left out).
+std::vector<std::string> source_type_names();
+std::vector<std::string> sink_type_names();
+std::vector<std::string> checkpoint_backend_names();
+
+/// The built-in sinks and checkpoint backends ("file", "stdout"; "local_fs", "memory").
+/// Idempotent. (Connectors register themselves: pg::register_plugin().)
+void register_file_sink_plugin();
+void register_stdout_sink_plugin();
+void register_checkpoint_plugins();
+
+}  // namespace cppcdc

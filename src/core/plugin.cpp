@@ -1,0 +1,115 @@
+// The registry of plugin types (cppcdc/plugin.hpp): one table per role, guarded by a mutex.
+
+#include "cppcdc/plugin.hpp"
+
+#include <map>
+#include <mutex>
+
+namespace cppcdc {
+namespace {
+
+template <typename Factory>
+class Table {
+ public:
+  Table(std::string role, std::string key, SettingOwner owner)
+      : role_(std::move(role)), key_(std::move(key)), owner_(owner) {}
+
+  Status add(std::string name, Factory factory) {
+    if (name.empty()) {
+      return fail(Error::invalid_state("a " + role_ + " cannot be registered without a name"));
+    }
+    std::lock_guard lock(mutex_);
+    if (entries_.count(name) != 0) {
+      return fail(Error::invalid_state(role_ + " \"" + name +
+                                       "\" is registered already; a name has one factory"));
+    }
+    entries_.emplace(std::move(name), std::move(factory));
+    return ok();
+  }
+
+  Result<Factory> find(std::string_view name) const {
+    std::lock_guard lock(mutex_);
+    const auto it = entries_.find(std::string(name));
+    if (it != entries_.end() && it->second) return it->second;
+    const std::string available = quoted_names_locked();
+    if (it != entries_.end()) {
+      return fail(Error::configuration(role_ + " \"" + std::string(name) + "\" is not built yet; " +
+                                       (available.empty() ? std::string("none is available")
+                                                          : "available: " + available))
+                      .for_setting(owner_, key_));
+    }
+    return fail(Error::configuration(
+                    "expected " +
+                    (available.empty() ? std::string("a registered ") + role_ : available) +
+                    ", found \"" + std::string(name) + "\"")
+                    .for_setting(owner_, key_));
+  }
+
+  std::vector<std::string> names() const {
+    std::lock_guard lock(mutex_);
+    return names_locked();
+  }
+
+ private:
+  std::vector<std::string> names_locked() const {
+    std::vector<std::string> out;
+    for (const auto& [name, factory] : entries_) {
+      if (factory) out.push_back(name);
+    }
+    return out;  // std::map keeps them sorted
+  }
+
+  // "a", "b" or "c"
+  std::string quoted_names_locked() const {
+    const auto names = names_locked();
+    std::string out;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      if (i > 0) out += i + 1 == names.size() ? " or " : ", ";
+      out += "\"" + names[i] + "\"";
+    }
+    return out;
+  }
+
+  const std::string role_;
+  const std::string key_;
+  const SettingOwner owner_;
+  mutable std::mutex mutex_;
+  std::map<std::string, Factory, std::less<>> entries_;
+};
+
+Table<SourceFactory>& sources() {
+  static Table<SourceFactory> table("source type", "type", SettingOwner::kSource);
+  return table;
+}
+Table<SinkFactory>& sinks() {
+  static Table<SinkFactory> table("sink type", "type", SettingOwner::kSink);
+  return table;
+}
+Table<CheckpointFactory>& checkpoints() {
+  static Table<CheckpointFactory> table("checkpoint backend", "backend", SettingOwner::kCheckpoint);
+  return table;
+}
+
+}  // namespace
+
+Status register_source_type(std::string name, SourceFactory factory) {
+  return sources().add(std::move(name), std::move(factory));
+}
+Status register_sink_type(std::string name, SinkFactory factory) {
+  return sinks().add(std::move(name), std::move(factory));
+}
+Status register_checkpoint_backend(std::string name, CheckpointFactory factory) {
+  return checkpoints().add(std::move(name), std::move(factory));
+}
+
+Result<SourceFactory> find_source_type(std::string_view name) { return sources().find(name); }
+Result<SinkFactory> find_sink_type(std::string_view name) { return sinks().find(name); }
+Result<CheckpointFactory> find_checkpoint_backend(std::string_view name) {
+  return checkpoints().find(name);
+}
+
+std::vector<std::string> source_type_names() { return sources().names(); }
+std::vector<std::string> sink_type_names() { return sinks().names(); }
+std::vector<std::string> checkpoint_backend_names() { return checkpoints().names(); }
+
+}  // namespace cppcdc

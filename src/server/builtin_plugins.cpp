@@ -1,0 +1,31 @@
+// The plugins built into cppcdc: the only place in the server that names a connector, a sink or
+// a checkpoint backend. Everything else asks the registry (cppcdc/plugin.hpp).
+
+#include <mutex>
+
+#include "cppcdc/mysql.hpp"
+#include "cppcdc/plugin.hpp"
+#include "cppcdc/postgres.hpp"
+#include "cppcdc/sqlserver.hpp"
+#include "server/config.hpp"
+
+namespace cppcdc::server {
+
+void register_builtin_plugins() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    pg::register_plugin();
+    mysql::register_plugin();      // reserved: not built yet
+    sqlserver::register_plugin();  // reserved: not built yet
+    register_file_sink_plugin();
+    register_stdout_sink_plugin();
+    register_checkpoint_plugins();
+  });
+}
+
+const DefaultTypes& default_types() {
+  static const DefaultTypes defaults{"postgres", "stdout", "local_fs"};
+  return defaults;
+}
+
+}  // namespace cppcdc::server

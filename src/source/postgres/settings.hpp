@@ -1,0 +1,25 @@
+#pragma once
+// Source type "postgres" as a plugin: its settings read into a PostgresSourceConfig
+// (register_plugin() in cppcdc/postgres.hpp registers configure_postgres_source()).
+
+#include <memory>
+
+#include "cppcdc/plugin.hpp"
+#include "cppcdc/postgres.hpp"
+
+namespace cppcdc::pg {
+
+/// What configure_postgres_source() returns: the settings, kept for tests and tools.
+class ConfiguredPostgres : public ConfiguredSource {
+ public:
+  virtual const PostgresSourceConfig& config() const noexcept = 0;
+};
+
+/// Reads and validates the settings of a "postgres" source. Errors: configuration, through
+/// `settings` (so they name where each key is written).
+Result<PostgresSourceConfig> read_postgres_settings(const Settings& settings);
+
+/// The factory registered for source type "postgres"; returns a ConfiguredPostgres.
+Result<std::unique_ptr<ConfiguredSource>> configure_postgres_source(const Settings& settings);
+
+}  // namespace cppcdc::pg
