@@ -186,9 +186,9 @@ class IncrementalSnapshotSource final : public Source {
       auto st = apply_request(options_.tables);
       if (!st) {
         return fail(st.error().context(
-            "[source.snapshot] mode = \"incremental\" snapshots [source.snapshot] tables (by "
-            "default every captured table); list only tables with a primary key there, or use "
-            "mode = \"initial\" for a blocking snapshot, which reads keyless tables too"));
+            "an incremental snapshot reads the snapshot tables (by default every captured "
+            "table); list only tables with a primary key there, or take a blocking snapshot "
+            "(snapshot mode initial), which reads keyless tables too"));
       }
       // Remembered like a request, so a reconnect before the first checkpoint applies it
       // again under the same generation.

@@ -233,8 +233,10 @@ TEST_F(PgSnapshot, ModesTablesAndConditions) {
     auto st = r.runtime->start();
     ASSERT_FALSE(st);
     EXPECT_EQ(st.error().kind(), ErrorKind::kConfiguration);
-    EXPECT_NE(st.error().report().find("[source.snapshot] table_conditions for public.docs"),
-              std::string::npos)
+    // The library names the setting; the server renders it as its cdc.toml key.
+    EXPECT_EQ(st.error().setting_owner(), SettingOwner::kSource);
+    EXPECT_EQ(st.error().setting(), "snapshot.table_conditions");
+    EXPECT_NE(st.error().report().find("public.docs"), std::string::npos)
         << st.error().report();
     EXPECT_EQ(s.scalar("select count(*) from pg_replication_slots where slot_name = '" + db_ + "'"),
               "0");

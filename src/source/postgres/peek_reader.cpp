@@ -85,8 +85,8 @@ class PeekReader final : public WalReader {
               "a single transaction in replication slot " + config_.slot_name +
                   " cannot be decoded within peek_statement_timeout_ms (" +
                   std::to_string(config_.peek_statement_timeout_ms) +
-                  " ms); raise [source] peek_statement_timeout_ms or use the "
-                  "streaming_replication transport"));
+                  " ms); raise it or use the streaming_replication transport")
+                  .for_setting(SettingOwner::kSource, "peek_statement_timeout_ms"));
         }
         window_ = std::max<std::uint32_t>(1, window_ / 2);
         spdlog::warn("a peek of slot {} ran over statement_timeout ({} ms); asking for {} "

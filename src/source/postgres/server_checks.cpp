@@ -60,7 +60,8 @@ Status check_tables(PGconn* sql, const std::set<TableName>& tables, const std::s
       return fail(Error::source(ErrorKind::kTerminal,
                                 "table " + t.text() + " does not exist in database " +
                                     database +
-                                    "; create it, or remove it from [source] tables"));
+                                    "; create it, or remove it from the captured tables")
+                                    .for_setting(SettingOwner::kSource, "tables"));
     }
     const auto kind = get(res->get(), 0, 0).value_or("");
     if (kind != "r" && kind != "p") {
@@ -141,7 +142,8 @@ Status ensure_publication(PGconn* sql, const PostgresSourceConfig& config,
           ErrorKind::kTerminal,
           "publication " + config.publication_name + " does not include table " + t.text() +
               "; run ALTER PUBLICATION " + config.publication_name + " ADD TABLE " +
-              t.text() + ", or remove the table from [source] tables"));
+              t.text() + ", or remove the table from the captured tables")
+              .for_setting(SettingOwner::kSource, "tables"));
     }
   }
   return ok();

@@ -61,10 +61,11 @@ Result<SlotState> ensure_slot(PGconn* sql, const PostgresSourceConfig& config,
         return fail(Error::source(
             ErrorKind::kTerminal,
             what + "; a new slot would start at the current end of WAL and the changes in "
-                   "between would be lost. Restore the slot, point [state.offset] dir at the "
-                   "right checkpoint, set [source.snapshot] mode = \"when_needed\" to take a "
-                   "new snapshot, or set [source] accept_slot_ahead_of_checkpoint = true "
-                   "to create a new slot and continue without them"));
+                   "between would be lost. Restore the slot, use the checkpoint that belongs "
+                   "to it, take a new snapshot (snapshot mode when_needed), or set "
+                   "accept_slot_ahead_of_checkpoint to create a new slot and continue without "
+                   "them")
+                   .for_setting(SettingOwner::kSource, "accept_slot_ahead_of_checkpoint"));
       }
       if (!config.create_slot) {
         return fail(Error::source(ErrorKind::kTerminal,
@@ -103,7 +104,8 @@ Result<SlotState> ensure_slot(PGconn* sql, const PostgresSourceConfig& config,
   if (!confirmed) {
     return fail(confirmed.error().context(
         "drop the slot (select pg_drop_replication_slot('" + config.slot_name +
-        "')) to start it afresh, or point [source] slot_name at another slot"));
+        "')) to start it afresh, or name another slot")
+        .for_setting(SettingOwner::kSource, "slot_name"));
   }
   slot.confirmed = *confirmed;
   if (snapshot_first && get(res->get(), 0, 5)) {
@@ -129,8 +131,9 @@ Result<SlotState> ensure_slot(PGconn* sql, const PostgresSourceConfig& config,
       return fail(Error::source(
           ErrorKind::kTerminal,
           what + " (was the checkpoint restored from a backup, or another consumer using "
-                 "the slot?); they cannot be delivered. Set [source] "
-                 "accept_slot_ahead_of_checkpoint = true to continue without them"));
+                 "the slot?); they cannot be delivered. Set "
+                 "accept_slot_ahead_of_checkpoint to continue without them")
+                 .for_setting(SettingOwner::kSource, "accept_slot_ahead_of_checkpoint"));
     }
     spdlog::warn("{}; continuing without them (accept_slot_ahead_of_checkpoint = true)", what);
   }

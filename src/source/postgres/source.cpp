@@ -72,7 +72,8 @@ class PostgresSource final : public Source {
                                             : std::filesystem::path(config_.spill_dir);
       auto probe = cppcdc::detail::EventSpill::create(dir);
       if (!probe) {
-        return fail(Error::configuration("[source] spill_dir: " + probe.error().message()));
+        return fail(Error::configuration(probe.error().message())
+                        .for_setting(SettingOwner::kSource, "spill_dir"));
       }
     }
     auto sql = detail::connect(config_.dsn, false);
@@ -90,9 +91,9 @@ class PostgresSource final : public Source {
                               " where (" + condition + ") limit 0",
                           "checking the snapshot condition of " + t.text());
         if (!probe) {
-          return fail(Error::configuration("[source.snapshot] table_conditions for " + t.text() +
-                                           " (\"" + condition + "\"): " +
-                                           probe.error().message()));
+          return fail(Error::configuration("the condition for " + t.text() + " (\"" +
+                                           condition + "\"): " + probe.error().message())
+                          .for_setting(SettingOwner::kSource, "snapshot.table_conditions"));
         }
       }
     }
@@ -376,17 +377,22 @@ class PostgresSource final : public Source {
 
 Result<std::unique_ptr<Source>> make_postgres_source(PostgresSourceConfig config) {
   register_positions();  // the checkpoint guard orders "postgres" offsets through the registry
-  if (config.dsn.empty()) return fail(Error::configuration("[source] dsn: required"));
+  if (config.dsn.empty()) {
+    return fail(Error::configuration("required").for_setting(SettingOwner::kSource, "dsn"));
+  }
   static const std::regex kSlot("[a-z0-9_]{1,63}");
   if (!std::regex_match(config.slot_name, kSlot)) {
-    return fail(Error::configuration("[source] slot_name '" + config.slot_name +
-                                     "': use 1-63 lower-case letters, digits or underscores"));
+    return fail(Error::configuration("'" + config.slot_name +
+                                     "': use 1-63 lower-case letters, digits or underscores")
+                    .for_setting(SettingOwner::kSource, "slot_name"));
   }
   if (config.publication_name.empty() || config.publication_name.size() > 63) {
-    return fail(Error::configuration("[source] publication_name: 1-63 characters"));
+    return fail(Error::configuration("1-63 characters")
+                    .for_setting(SettingOwner::kSource, "publication_name"));
   }
   if (config.tables.empty()) {
-    return fail(Error::configuration("[source] tables: list at least one \"schema.table\""));
+    return fail(Error::configuration("list at least one \"schema.table\"")
+                    .for_setting(SettingOwner::kSource, "tables"));
   }
   if (config.max_queued_events == 0) config.max_queued_events = 1;
   auto source = std::unique_ptr<PostgresSource>(new PostgresSource(std::move(config)));
