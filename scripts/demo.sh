@@ -279,7 +279,8 @@ say "Done"
 cat <<EOF
     The events above are in $EVENTS, cppcdc's log is $CDC_LOG and its
     checkpoint is in $DEMO_DIR/state. PostgreSQL is still running on 127.0.0.1:$PG_PORT:
-      $PSQL_BIN -h 127.0.0.1 -p $PG_PORT -U cdc app
+      $PSQL_BIN -h 127.0.0.1 -p $PG_PORT -U cdc app        (writes to the demo tables)
+      $PSQL_BIN -h 127.0.0.1 -p $PG_PORT -U postgres app   (superuser: new tables, grants)
 
     Run the demo again (starts from scratch):
       $SCRIPTS/demo.sh

@@ -550,6 +550,7 @@ Result<ServerConfig> parse_config(std::string_view toml_text, const std::string&
     // cause is a string without its quotes (mode = incremental).
     const std::string what(e.description());
     if (what.find("parsing") != std::string::npos &&
+        what.find("header") == std::string::npos &&
         (what.find("floating-point") != std::string::npos ||
          what.find("integer") != std::string::npos || what.find("boolean") != std::string::npos ||
          what.find("expected") != std::string::npos ||

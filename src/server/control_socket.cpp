@@ -236,8 +236,9 @@ Result<std::unique_ptr<ControlServer>> ControlServer::start(std::filesystem::pat
       return fail(Error::configuration(
           "another cppcdc" + (peer.empty() ? std::string() : " (" + peer + ")") +
           " is running and answers on " + where +
-          "; stop it before starting this one, or give each pipeline its own "
-          "[runtime] control_socket"));
+          "; stop it before starting this one. Pipelines that run side by side each need "
+          "a configuration of their own: their own [runtime] control_socket, source "
+          "(replication slot) and checkpoint"));
     }
     if (reply.outcome == ControlReply::Outcome::kFailed) {
       return fail(

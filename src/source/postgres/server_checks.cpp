@@ -178,8 +178,8 @@ Status check_replica_identities(PGconn* sql, const PostgresSourceConfig& config,
             "the application's UPDATE and DELETE on it. Add a primary key, or run ALTER TABLE " +
             t.text() + " REPLICA IDENTITY FULL, or create publication " +
             config.publication_name +
-            " yourself (for example WITH (publish = 'insert, truncate')) and set "
-            "create_publication = false"));
+            " yourself (for example WITH (publish = 'insert, truncate')): a publication "
+            "that exists is used as it is"));
   }
   return ok();
 }

@@ -393,6 +393,10 @@ TEST(ServerConfig, TomlSyntaxErrorNamesLineAndColumn) {
   EXPECT_CONTAINS(bare, "needs double quotes");
   const std::string inc = error_of("[source.snapshot]\nmode = incremental\n");
   EXPECT_CONTAINS(inc, "needs double quotes");
+  // A broken table header is not about quoting: no hint that sends the reader elsewhere.
+  const std::string header = error_of("[source\ndsn = \"x\"\n");
+  EXPECT_CONTAINS(header, "cdc.toml:1:");
+  EXPECT_EQ(header.find("double quotes"), std::string::npos) << header;
 }
 
 TEST(ServerConfig, LoadNamesAMissingFile) {
