@@ -26,6 +26,8 @@ PACKAGES=(
   clang-format
   # PostgreSQL client library, server and tools for the integration tests and the demo
   libpq-dev postgresql-15 postgresql-client-15 postgresql-15-wal2json
+  # MariaDB 10.11 server and Connector/C for the MySQL/MariaDB source (scripts/mariadb.sh)
+  mariadb-server mariadb-client libmariadb-dev
   # GNU time, for the benchmark references' CPU and peak memory (bench/run.sh)
   time
   # libraries (DESIGN.md section 4)
