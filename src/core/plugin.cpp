@@ -5,6 +5,8 @@
 #include <map>
 #include <mutex>
 
+#include "core/text_util.hpp"
+
 namespace cppcdc {
 namespace {
 
@@ -59,16 +61,7 @@ class Table {
     return out;  // std::map keeps them sorted
   }
 
-  // "a", "b" or "c"
-  std::string quoted_names_locked() const {
-    const auto names = names_locked();
-    std::string out;
-    for (std::size_t i = 0; i < names.size(); ++i) {
-      if (i > 0) out += i + 1 == names.size() ? " or " : ", ";
-      out += "\"" + names[i] + "\"";
-    }
-    return out;
-  }
+  std::string quoted_names_locked() const { return detail::quoted_alternatives(names_locked()); }
 
   const std::string role_;
   const std::string key_;

@@ -8,8 +8,22 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace cppcdc::detail {
+
+/// The names in double quotes, as alternatives for a message: "a", "b" or "c".
+template <class Name>
+std::string quoted_alternatives(const std::vector<Name>& names) {
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) out += i + 1 == names.size() ? " or " : ", ";
+    out += '"';
+    out += names[i];
+    out += '"';
+  }
+  return out;
+}
 
 /// Lower-case hex SHA-256 of `data` (64 characters), or nullopt if OpenSSL fails.
 inline std::optional<std::string> sha256_hex(std::string_view data) {

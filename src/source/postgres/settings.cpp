@@ -10,7 +10,9 @@
 #include <mutex>
 #include <set>
 #include <utility>
+#include <vector>
 
+#include "core/text_util.hpp"
 #include "cppcdc/postgres.hpp"
 #include "cppcdc/postgres/lsn.hpp"
 
@@ -79,36 +81,21 @@ Status read_tables(const Settings& settings, std::vector<std::string>& out) {
   return ok();
 }
 
-// Snapshot mode names in quotes, in the given order: "a", "b" or "c".
-std::string quoted_modes(std::initializer_list<SnapshotMode> modes) {
-  std::string out;
-  for (std::size_t i = 0; i < modes.size(); ++i) {
-    if (i > 0) out += i + 1 == modes.size() ? " or " : ", ";
-    out += in_quotes(to_string(modes.begin()[i]));
-  }
-  return out;
-}
-
 // The nested `snapshot` section: mode, chunk_size, tables (each also captured),
 // table_conditions.
 Status read_snapshot(const Settings& snap, PostgresSourceConfig& out) {
-  std::optional<std::string> mode;
-  {
-    auto value = snap.get_string("mode");
-    if (!value) return fail(value.error());
-    mode = std::move(*value);
-  }
-  if (mode) {
-    using M = SnapshotMode;
-    constexpr M kModes[] = {M::kNever, M::kInitial, M::kInitialOnly, M::kWhenNeeded,
-                            M::kIncremental};
-    const auto* known = std::find_if(std::begin(kModes), std::end(kModes),
-                                     [&](M m) { return *mode == to_string(m); });
-    if (known == std::end(kModes)) {
-      return fail(snap.error("mode", "expected " +
-                                         quoted_modes({M::kInitial, M::kNever, M::kInitialOnly,
-                                                       M::kWhenNeeded, M::kIncremental}) +
-                                         ", found " + in_quotes(*mode)));
+  auto mode = snap.get_string("mode");
+  if (!mode) return fail(mode.error());
+  if (*mode) {
+    const auto known = parse_snapshot_mode(**mode);
+    if (!known) {
+      using M = SnapshotMode;
+      const std::vector<std::string_view> names{to_string(M::kInitial), to_string(M::kNever),
+                                                to_string(M::kInitialOnly),
+                                                to_string(M::kWhenNeeded),
+                                                to_string(M::kIncremental)};
+      return fail(snap.error("mode", "expected " + detail::quoted_alternatives(names) +
+                                         ", found " + in_quotes(**mode)));
     }
     out.snapshot_mode = *known;
   }

@@ -4,19 +4,12 @@
 #include <gtest/gtest.h>
 
 #include "core/batch_queue.hpp"
+#include "unit/core/test_events.hpp"
 
 namespace cppcdc::detail {
 namespace {
 
-std::vector<Event> events(int first, int n) {
-  std::vector<Event> out;
-  for (int i = first; i < first + n; ++i) {
-    Event e;
-    e.table = "t" + std::to_string(i);
-    out.push_back(std::move(e));
-  }
-  return out;
-}
+using test::events;
 
 std::vector<std::size_t> sizes(int n, std::size_t each) { return std::vector<std::size_t>(n, each); }
 

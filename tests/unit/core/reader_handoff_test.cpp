@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "wait_until.hpp"
+#include "unit/core/test_events.hpp"
 
 namespace cppcdc::detail {
 namespace {
@@ -18,15 +19,7 @@ namespace {
 using namespace std::chrono_literals;
 using test::wait_until;
 
-std::vector<Event> events(int first, int n) {
-  std::vector<Event> out;
-  for (int i = first; i < first + n; ++i) {
-    Event e;
-    e.table = "t" + std::to_string(i);
-    out.push_back(std::move(e));
-  }
-  return out;
-}
+using test::events;
 
 std::vector<Event> take_all(ReaderHandoff& h, std::size_t n) {
   std::vector<Event> out;
