@@ -7,6 +7,7 @@
 // source is told to release log only up to a durably saved record (invariant 2).
 
 #include <cstdint>
+#include <atomic>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -107,15 +108,20 @@ class InMemoryCheckpoint final : public Checkpoint {
 /// `<dir>/checkpoint-<source_id>.lock` and holds it until the FileCheckpoint is destroyed, so
 /// a second instance on the same directory and source_id (another process, or another
 /// instance in this one) cannot open while the first lives. The lock file holds the owner's
-/// pid for the error message and is left in place (a lock dies with its process, so a stale
-/// file blocks nobody). A forked child shares its parent's lock.
+/// pid for the error message and is left in place once a record exists (a lock dies with its
+/// process, so a stale file blocks nobody). A forked child shares its parent's lock.
 class FileCheckpoint final : public Checkpoint {
  public:
-  /// Creates `dir` when missing and takes the writer lock. Error kind: configuration (cannot
-  /// create / not a directory; the lock file cannot be opened, or another writer holds it:
-  /// the message names the lock file).
+  /// Creates `dir` when missing and takes the writer lock. Files it creates (record, lock)
+  /// get the permission bits `file_mode` (before the umask; the default keeps them the
+  /// owner's). When nothing was saved by the time the FileCheckpoint is destroyed, the lock
+  /// file and the directories that open() created are removed again: a run that failed to
+  /// start leaves no empty state directory. Error kind: configuration
+  /// (cannot create / not a directory; the lock file cannot be opened, or another writer holds
+  /// it: the message names the lock file).
   static Result<std::unique_ptr<FileCheckpoint>> open(std::filesystem::path dir,
-                                                      std::string source_id);
+                                                      std::string source_id,
+                                                      unsigned file_mode = 0600);
   ~FileCheckpoint() override;
   FileCheckpoint(const FileCheckpoint&) = delete;
   FileCheckpoint& operator=(const FileCheckpoint&) = delete;
@@ -141,7 +147,8 @@ class FileCheckpoint final : public Checkpoint {
 
  private:
   FileCheckpoint(std::filesystem::path dir, std::filesystem::path path,
-                 std::filesystem::path lock_path, int lock_fd);
+                 std::filesystem::path lock_path, int lock_fd, unsigned file_mode,
+                 bool created_lock, std::vector<std::filesystem::path> created_dirs);
   /// load() without taking the mutex; refreshes the cache below.
   Result<std::optional<CheckpointRecord>> load_locked();
 
@@ -149,6 +156,12 @@ class FileCheckpoint final : public Checkpoint {
   std::filesystem::path path_;
   std::filesystem::path lock_path_;
   int lock_fd_;  // holds the flock; closed (releasing it) by the destructor
+  unsigned file_mode_;
+  // What open() created (the lock file; directories, innermost first): removed by the
+  // destructor when no record was ever written (saved_ false and no record file).
+  bool created_lock_;
+  std::vector<std::filesystem::path> created_dirs_;
+  std::atomic<bool> saved_{false};
   std::mutex mutex_;
   // What the file holds as far as this process knows (the last record saved or loaded), so
   // save() need not re-read it for the invariant 6 comparison. Guarded by mutex_; only

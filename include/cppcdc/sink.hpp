@@ -61,11 +61,22 @@ class TransactionalSink : public Sink {
 /// flush() flushes stdout.
 std::unique_ptr<Sink> make_stdout_sink(std::unique_ptr<Encoder> encoder = nullptr);
 
-/// Records appended to a file, one per line, encoded by `encoder` (nullptr: the JSON envelope). flush() writes and fsyncs. On open,
-/// a torn final line left by a crash (bytes after the last newline) is cut off: that event
-/// was never acknowledged and is delivered again. Errors: configuration (cannot open/create
-/// the file, naming it), transient (write or fsync failed).
+/// Options of the file sink.
+struct FileSinkOptions {
+  /// Permission bits of a file the sink creates (before the umask), e.g. 0600. Captured rows
+  /// are data: the default keeps them readable by the owner only. An existing file keeps its
+  /// mode.
+  unsigned file_mode = 0600;
+};
+
+/// Records appended to a file, one per line, encoded by `encoder` (nullptr: the JSON
+/// envelope). flush() writes and fsyncs. On open, a torn final line left by a crash (bytes after
+/// the last newline) is cut off: that event was never acknowledged and is delivered again.
+/// A file (and parent directories) that open() created and that is still empty at close() is
+/// removed again, so a run that failed to start leaves nothing behind. Errors: configuration
+/// (cannot open/create the file, naming it), transient (write or fsync failed).
 Result<std::unique_ptr<Sink>> make_file_sink(const std::filesystem::path& path,
-                                             std::unique_ptr<Encoder> encoder = nullptr);
+                                             std::unique_ptr<Encoder> encoder = nullptr,
+                                             FileSinkOptions options = {});
 
 }  // namespace cppcdc

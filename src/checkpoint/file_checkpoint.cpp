@@ -252,10 +252,17 @@ std::string lock_holder(int fd) {
 /// Opens (creating) `lock_path` and takes an exclusive flock on it without waiting; returns the
 /// descriptor that holds it. The lock belongs to the open file description, so a second open
 /// in the same process conflicts too. Error kind configuration, naming the file.
-Result<int> take_writer_lock(const std::filesystem::path& lock_path) {
+Result<int> take_writer_lock(const std::filesystem::path& lock_path, mode_t mode,
+                             bool& created) {
   int raw = -1;
+  created = false;
   do {
-    raw = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    raw = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+    if (raw >= 0) {
+      created = true;
+    } else if (errno == EEXIST) {
+      raw = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, mode);
+    }
   } while (raw < 0 && errno == EINTR);
   if (raw < 0) {
     return fail(Error::configuration("cannot open the checkpoint lock file " + quoted(lock_path) +
@@ -289,13 +296,28 @@ Result<int> take_writer_lock(const std::filesystem::path& lock_path) {
 }  // namespace
 
 FileCheckpoint::FileCheckpoint(std::filesystem::path dir, std::filesystem::path path,
-                               std::filesystem::path lock_path, int lock_fd)
+                               std::filesystem::path lock_path, int lock_fd, unsigned file_mode,
+                               bool created_lock, std::vector<std::filesystem::path> created_dirs)
     : dir_(std::move(dir)),
       path_(std::move(path)),
       lock_path_(std::move(lock_path)),
-      lock_fd_(lock_fd) {}
+      lock_fd_(lock_fd),
+      file_mode_(file_mode),
+      created_lock_(created_lock),
+      created_dirs_(std::move(created_dirs)) {}
 
 FileCheckpoint::~FileCheckpoint() {
+  // Leaves no litter when no record was ever written: the lock file and the directories
+  // this instance created are removed again, while the lock is still held (a directory that
+  // someone else put files into in the meantime stays).
+  if (created_lock_ && !saved_.load()) {
+    std::error_code ec;
+    if (!std::filesystem::exists(path_, ec) && !ec && ::unlink(lock_path_.c_str()) == 0) {
+      for (const auto& created : created_dirs_) {
+        if (::rmdir(created.c_str()) != 0) break;
+      }
+    }
+  }
   if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the writer lock
 }
 
@@ -305,7 +327,8 @@ std::filesystem::path FileCheckpoint::path_for(const std::filesystem::path& dir,
 }
 
 Result<std::unique_ptr<FileCheckpoint>> FileCheckpoint::open(std::filesystem::path dir,
-                                                             std::string source_id) {
+                                                             std::string source_id,
+                                                             unsigned file_mode) {
   if (dir.empty()) {
     return fail(Error::configuration("the checkpoint directory is empty; set a directory")
                     .for_setting(SettingOwner::kCheckpoint, "dir"));
@@ -322,6 +345,13 @@ Result<std::unique_ptr<FileCheckpoint>> FileCheckpoint::open(std::filesystem::pa
                     .for_setting(SettingOwner::kCheckpoint, "dir"));
   }
   ec.clear();
+  std::vector<std::filesystem::path> created_dirs;
+  for (auto missing = dir; !missing.empty() && !std::filesystem::exists(missing, ec);
+       missing = missing.parent_path()) {
+    created_dirs.push_back(missing);
+    if (missing == missing.parent_path()) break;
+  }
+  ec.clear();
   std::filesystem::create_directories(dir, ec);
   if (ec) {
     return fail(Error::configuration("cannot create checkpoint directory " + quoted(dir) + ": " +
@@ -335,10 +365,18 @@ Result<std::unique_ptr<FileCheckpoint>> FileCheckpoint::open(std::filesystem::pa
   const std::string stem = file_stem_for(source_id);
   std::filesystem::path path = dir / (stem + ".ckpt");
   std::filesystem::path lock_path = dir / (stem + ".lock");
-  auto lock_fd = take_writer_lock(lock_path);
-  if (!lock_fd) return fail(std::move(lock_fd).error());
+  const auto mode = static_cast<mode_t>(file_mode & 0666);
+  bool created_lock = false;
+  auto lock_fd = take_writer_lock(lock_path, mode, created_lock);
+  if (!lock_fd) {
+    for (const auto& created : created_dirs) {
+      if (::rmdir(created.c_str()) != 0) break;
+    }
+    return fail(std::move(lock_fd).error());
+  }
   return std::unique_ptr<FileCheckpoint>(
-      new FileCheckpoint(std::move(dir), std::move(path), std::move(lock_path), *lock_fd));
+      new FileCheckpoint(std::move(dir), std::move(path), std::move(lock_path), *lock_fd, mode,
+                         created_lock, std::move(created_dirs)));
 }
 
 std::string FileCheckpoint::encode(const CheckpointRecord& record) {
@@ -512,10 +550,12 @@ Status FileCheckpoint::do_save(const CheckpointRecord& record) {
             "previous record is kept"));
   }
 
+  saved_.store(true);  // from here the directory holds (or may hold) a record: it stays
   std::filesystem::path tmp = path_;
   tmp += ".tmp";
   {
-    FileDescriptor fd(::open(tmp.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644));
+    FileDescriptor fd(::open(tmp.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC,
+                             static_cast<mode_t>(file_mode_)));
     if (!fd.valid()) return fail(io_error("create", tmp, errno));
     Status written = write_all(fd.get(), bytes, tmp);
     CPPCDC_FAULT_POINT("checkpoint.after_tmp_write");

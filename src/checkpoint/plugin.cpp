@@ -1,10 +1,11 @@
-// The checkpoint backends as plugins: "local_fs" (setting `dir`) and "memory" (none).
+// The checkpoint backends as plugins: "local_fs" (settings `dir`, `file_mode`) and "memory" (none).
 
 #include "cppcdc/plugin.hpp"
 
 #include <mutex>
 #include <system_error>
 
+#include "core/file_mode.hpp"
 #include "cppcdc/checkpoint.hpp"
 
 namespace cppcdc {
@@ -12,7 +13,8 @@ namespace {
 
 class ConfiguredFileCheckpoint final : public ConfiguredCheckpoint {
  public:
-  explicit ConfiguredFileCheckpoint(std::filesystem::path dir) : dir_(std::move(dir)) {}
+  ConfiguredFileCheckpoint(std::filesystem::path dir, unsigned file_mode)
+      : dir_(std::move(dir)), file_mode_(file_mode) {}
 
   std::string describe(const std::string& checkpoint_id) const override {
     return "local_fs " + FileCheckpoint::path_for(dir_, checkpoint_id).string();
@@ -25,13 +27,14 @@ class ConfiguredFileCheckpoint final : public ConfiguredCheckpoint {
     return exists || ec;  // when it cannot be told, opening will say why
   }
   Result<std::shared_ptr<Checkpoint>> open(const std::string& checkpoint_id) const override {
-    auto file = FileCheckpoint::open(dir_, checkpoint_id);
+    auto file = FileCheckpoint::open(dir_, checkpoint_id, file_mode_);
     if (!file) return fail(file.error());
     return std::shared_ptr<Checkpoint>(std::move(*file));
   }
 
  private:
   std::filesystem::path dir_;
+  unsigned file_mode_;
 };
 
 class ConfiguredMemoryCheckpoint final : public ConfiguredCheckpoint {
@@ -54,7 +57,10 @@ Result<std::unique_ptr<ConfiguredCheckpoint>> configure_local_fs(const Settings&
   if ((*dir)->empty()) {
     return fail(settings.error("dir", "expected a directory, found an empty string"));
   }
-  return std::unique_ptr<ConfiguredCheckpoint>(std::make_unique<ConfiguredFileCheckpoint>(**dir));
+  auto mode = detail::get_file_mode(settings, "file_mode");
+  if (!mode) return fail(mode.error());
+  return std::unique_ptr<ConfiguredCheckpoint>(
+      std::make_unique<ConfiguredFileCheckpoint>(**dir, *mode));
 }
 
 Result<std::unique_ptr<ConfiguredCheckpoint>> configure_memory(const Settings&) {

@@ -21,6 +21,13 @@
 namespace cppcdc::server {
 namespace {
 
+/// Removes `dirs` (innermost first) while they are empty; stops at the first that is not.
+void remove_empty_dirs(const std::vector<std::filesystem::path>& dirs) {
+  for (const auto& dir : dirs) {
+    if (::rmdir(dir.c_str()) != 0) return;
+  }
+}
+
 using Clock = std::chrono::steady_clock;
 
 constexpr std::size_t kMaxRequestBytes = 1 << 20;
@@ -200,7 +207,12 @@ ControlReply call_control_socket(const std::filesystem::path& path, std::string_
 ControlServer::ControlServer(std::filesystem::path path, Handler handler)
     : path_(std::move(path)), handler_(std::move(handler)) {}
 
-ControlServer::~ControlServer() { stop(); }
+ControlServer::~ControlServer() {
+  stop();
+  // Here rather than in stop(): the server outlives the checkpoint whose files share the
+  // directory, so by now those are gone too when nothing was saved.
+  remove_empty_dirs(created_dirs_);
+}
 
 Result<std::unique_ptr<ControlServer>> ControlServer::start(std::filesystem::path path,
                                                             Handler handler) {
@@ -212,8 +224,22 @@ Result<std::unique_ptr<ControlServer>> ControlServer::start(std::filesystem::pat
                                      std::to_string(kMaxControlSocketPath) +
                                      "; set [runtime] control_socket to a shorter path"));
   }
+  // Directories created here are removed again when the server stops (or fails to start) and
+  // they are empty by then: a run that failed to start leaves no empty state directory.
+  std::vector<std::filesystem::path> created_dirs;
+  struct RemoveCreated {
+    std::vector<std::filesystem::path>* dirs;
+    ~RemoveCreated() {
+      if (dirs != nullptr) remove_empty_dirs(*dirs);
+    }
+  } remove_created{&created_dirs};
   if (path.has_parent_path()) {
     std::error_code ec;
+    for (auto dir = path.parent_path(); !dir.empty() && !std::filesystem::exists(dir, ec);
+         dir = dir.parent_path()) {
+      created_dirs.push_back(dir);
+      if (dir == dir.parent_path()) break;
+    }
     std::filesystem::create_directories(path.parent_path(), ec);
     if (ec) {
       return fail(Error::configuration("cannot create the directory of " + where + ": " +
@@ -282,6 +308,8 @@ Result<std::unique_ptr<ControlServer>> ControlServer::start(std::filesystem::pat
     return fail(Error::terminal("cannot create a pipe: " + errno_text(errno)));
   }
   server->listen_fd_ = fd.release();
+  server->created_dirs_ = std::move(created_dirs);
+  remove_created.dirs = nullptr;
 
   // The threads inherit this mask: SIGINT and SIGTERM must reach the main thread, whose
   // blocking calls they interrupt.

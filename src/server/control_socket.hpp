@@ -21,6 +21,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "cppcdc/result.hpp"
 
@@ -79,6 +80,7 @@ class ControlServer {
   int wake_fds_[2] = {-1, -1};  // a pipe: writing to it wakes the accept thread
   dev_t dev_ = 0;               // identity of the socket file bound, to remove only our own
   ino_t ino_ = 0;
+  std::vector<std::filesystem::path> created_dirs_;  // by start(); removed at destruction if empty
   std::atomic<bool> stopping_{false};
   std::thread acceptor_;
   std::mutex workers_mutex_;

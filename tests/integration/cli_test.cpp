@@ -99,6 +99,10 @@ TEST_F(Cli, UnreachableDatabaseFailsAfterRetriesWithoutCheckpoint) {
   EXPECT_NE(o.output.find("server is running"), std::string::npos) << o.output;
   EXPECT_EQ(error_lines(o.output), 1) << o.output;
   EXPECT_FALSE(checkpoint_written());
+  // A start that failed leaves nothing it created: no empty sink file, no empty state directory
+  // (the control socket's and the checkpoint's).
+  EXPECT_FALSE(fs::exists(dir_ / "events.jsonl"));
+  EXPECT_FALSE(fs::exists(dir_ / "state"));
 }
 
 TEST_F(Cli, MissingTableIsTerminalNamesTheTableAndWritesNoCheckpoint) {
@@ -111,6 +115,8 @@ TEST_F(Cli, MissingTableIsTerminalNamesTheTableAndWritesNoCheckpoint) {
   EXPECT_NE(o.output.find("[source] tables"), std::string::npos) << o.output;
   EXPECT_EQ(error_lines(o.output), 1) << o.output;
   EXPECT_FALSE(checkpoint_written());
+  EXPECT_FALSE(fs::exists(dir_ / "events.jsonl"));
+  EXPECT_FALSE(fs::exists(dir_ / "state"));
   it::drop_slots(db);
 }
 

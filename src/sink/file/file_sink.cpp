@@ -14,6 +14,7 @@
 #include <cstring>
 #include <string>
 #include <system_error>
+#include <vector>
 
 #include "core/fault.hpp"
 #include "cppcdc/codec.hpp"
@@ -141,12 +142,34 @@ Status repair_torn_tail(int fd, const std::filesystem::path& path) {
   return ok();
 }
 
+/// What open() created and close() removes again when nothing was ever written: the file,
+/// then the directories, innermost first.
+struct Created {
+  bool file = false;
+  std::vector<std::filesystem::path> directories;
+};
+
+/// Removes `created` if the file is still empty; errors are ignored (it is only tidying).
+void remove_if_empty(const std::filesystem::path& path, const Created& created) {
+  if (!created.file) return;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || st.st_size != 0) return;
+  if (::unlink(path.c_str()) != 0) return;
+  for (const auto& dir : created.directories) {
+    if (::rmdir(dir.c_str()) != 0) return;  // not empty (someone else's files): keep it
+  }
+}
+
 class FileSink final : public Sink {
  public:
-  FileSink(std::filesystem::path path, int fd, std::unique_ptr<Encoder> encoder)
-      : path_(std::move(path)), fd_(fd), encoder_(std::move(encoder)) {}
+  FileSink(std::filesystem::path path, int fd, std::unique_ptr<Encoder> encoder, Created created)
+      : path_(std::move(path)), fd_(fd), encoder_(std::move(encoder)),
+        created_(std::move(created)) {}
   ~FileSink() override {
-    if (fd_ >= 0) ::close(fd_);
+    if (fd_ >= 0) {
+      ::close(fd_);
+      remove_if_empty(path_, created_);
+    }
   }
   FileSink(const FileSink&) = delete;
   FileSink& operator=(const FileSink&) = delete;
@@ -185,6 +208,7 @@ class FileSink final : public Sink {
     Status st = flush();
     if (::close(fd_) != 0 && st) st = fail(io_error("cannot close", path_, errno));
     fd_ = -1;
+    remove_if_empty(path_, created_);
     return st;
   }
 
@@ -196,20 +220,28 @@ class FileSink final : public Sink {
   bool unsynced_ = false;  // bytes were written since the last successful fsync
   std::unique_ptr<Encoder> encoder_;
   ByteBuffer buffer_;  // encoded lines not yet written; reused across batches
+  Created created_;
 };
 
 }  // namespace
 
 Result<std::unique_ptr<Sink>> make_file_sink(const std::filesystem::path& path,
-                                             std::unique_ptr<Encoder> encoder) {
+                                             std::unique_ptr<Encoder> encoder,
+                                             FileSinkOptions options) {
   if (!encoder) encoder = make_json_encoder();
   if (path.empty()) {
     return fail(Error::sink(ErrorKind::kConfiguration, "the file sink needs a file name")
                     .for_setting(SettingOwner::kSink, "path"));
   }
   const std::filesystem::path parent = path.parent_path();
+  Created created;
   if (!parent.empty()) {
     std::error_code ec;
+    for (auto dir = parent; !dir.empty() && !std::filesystem::exists(dir, ec);
+         dir = dir.parent_path()) {
+      created.directories.push_back(dir);
+      if (dir == dir.parent_path()) break;
+    }
     std::filesystem::create_directories(parent, ec);
     if (ec) {
       return fail(Error::sink(ErrorKind::kConfiguration,
@@ -220,9 +252,23 @@ Result<std::unique_ptr<Sink>> make_file_sink(const std::filesystem::path& path,
     }
   }
   int fd = -1;
-  do {
-    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  } while (fd < 0 && errno == EINTR);
+  const auto mode = static_cast<mode_t>(options.file_mode & 07777);
+  // Exclusive first, to learn whether this open creates the file (close() removes a file it
+  // created if nothing was written to it). A file removed between the two opens is created on
+  // the next round; a few rounds bound that race.
+  for (int round = 0; round < 8 && fd < 0; ++round) {
+    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, mode);
+    if (fd >= 0) {
+      created.file = true;
+      break;
+    }
+    if (errno == EINTR) continue;
+    if (errno != EEXIST) break;
+    do {
+      fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    } while (fd < 0 && errno == EINTR);
+    if (fd < 0 && errno != ENOENT) break;
+  }
   if (fd < 0) {
     return fail(Error::sink(ErrorKind::kConfiguration,
                             "cannot open '" + path.string() +
@@ -233,9 +279,10 @@ Result<std::unique_ptr<Sink>> make_file_sink(const std::filesystem::path& path,
   }
   if (auto st = repair_torn_tail(fd, path); !st) {
     ::close(fd);
+    remove_if_empty(path, created);
     return fail(std::move(st).error());
   }
-  return std::unique_ptr<Sink>(new FileSink(path, fd, std::move(encoder)));
+  return std::unique_ptr<Sink>(new FileSink(path, fd, std::move(encoder), std::move(created)));
 }
 
 }  // namespace cppcdc

@@ -1,9 +1,10 @@
-// The file sink as a plugin: `type = "file"` with `path`.
+// The file sink as a plugin: `type = "file"` with `path` and `file_mode`.
 
 #include "cppcdc/plugin.hpp"
 
 #include <mutex>
 
+#include "core/file_mode.hpp"
 #include "cppcdc/sink.hpp"
 
 namespace cppcdc {
@@ -11,12 +12,18 @@ namespace {
 
 class ConfiguredFileSink final : public ConfiguredSink {
  public:
-  explicit ConfiguredFileSink(std::filesystem::path path) : path_(std::move(path)) {}
-  Description describe() const override { return {"file " + path_.string(), {}}; }
-  Result<std::unique_ptr<Sink>> open() const override { return make_file_sink(path_); }
+  ConfiguredFileSink(std::filesystem::path path, unsigned file_mode)
+      : path_(std::move(path)), file_mode_(file_mode) {}
+  Description describe() const override {
+    return {"file " + path_.string(), {{"file_mode", detail::format_file_mode(file_mode_)}}};
+  }
+  Result<std::unique_ptr<Sink>> open() const override {
+    return make_file_sink(path_, nullptr, FileSinkOptions{file_mode_});
+  }
 
  private:
   std::filesystem::path path_;
+  unsigned file_mode_;
 };
 
 Result<std::unique_ptr<ConfiguredSink>> configure(const Settings& settings) {
@@ -26,7 +33,9 @@ Result<std::unique_ptr<ConfiguredSink>> configure(const Settings& settings) {
   if ((*path)->empty()) {
     return fail(settings.error("path", "expected a file name, found an empty string"));
   }
-  return std::unique_ptr<ConfiguredSink>(std::make_unique<ConfiguredFileSink>(**path));
+  auto mode = detail::get_file_mode(settings, "file_mode");
+  if (!mode) return fail(mode.error());
+  return std::unique_ptr<ConfiguredSink>(std::make_unique<ConfiguredFileSink>(**path, *mode));
 }
 
 }  // namespace

@@ -169,6 +169,51 @@ TEST_F(FileCheckpointTest, OpenCreatesMissingDirectories) {
   EXPECT_EQ((*opened)->path(), nested / "checkpoint-slot.ckpt");
 }
 
+// Files holding state are the owner's alone unless the user asks otherwise (umask aside).
+TEST_F(FileCheckpointTest, RecordAndLockFilesAreCreatedReadableByTheOwnerOnly) {
+  const mode_t previous = ::umask(0);
+  {
+    auto checkpoint = open();
+    ASSERT_TRUE(checkpoint);
+    ASSERT_TRUE(checkpoint->save(pg_record("0/10")));
+    EXPECT_EQ(fs::status(checkpoint->path()).permissions(),
+              fs::perms::owner_read | fs::perms::owner_write);
+    EXPECT_EQ(fs::status(checkpoint->lock_path()).permissions(),
+              fs::perms::owner_read | fs::perms::owner_write);
+  }
+  auto other = FileCheckpoint::open(dir_.path() / "shared", "slot", 0640);
+  ::umask(previous);
+  ASSERT_TRUE(other) << other.error().report();
+  ASSERT_TRUE((*other)->save(pg_record("0/10")));
+  EXPECT_EQ(fs::status((*other)->path()).permissions(),
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+}
+
+// A run that fails before its first checkpoint leaves no empty state directory behind; one that
+// saved keeps everything.
+TEST_F(FileCheckpointTest, ADirectoryCreatedAndNeverWrittenIsRemovedAgain) {
+  const fs::path nested = dir_.path() / "state" / "pipeline";
+  {
+    auto opened = FileCheckpoint::open(nested, "slot");
+    ASSERT_TRUE(opened) << opened.error().report();
+    EXPECT_TRUE(fs::is_directory(nested));
+  }
+  EXPECT_FALSE(fs::exists(dir_.path() / "state"));
+  {
+    auto opened = FileCheckpoint::open(nested, "slot");
+    ASSERT_TRUE(opened) << opened.error().report();
+    ASSERT_TRUE((*opened)->save(pg_record("0/10")));
+  }
+  EXPECT_TRUE(fs::exists(nested / "checkpoint-slot.ckpt"));
+  // An existing directory and lock file are never removed, saved or not.
+  {
+    auto opened = FileCheckpoint::open(nested, "other");
+    ASSERT_TRUE(opened) << opened.error().report();
+  }
+  EXPECT_TRUE(fs::exists(nested / "checkpoint-slot.lock"));
+  EXPECT_FALSE(fs::exists(nested / "checkpoint-other.lock"));
+}
+
 TEST_F(FileCheckpointTest, OpenRefusesAPathThatIsNotADirectory) {
   const fs::path file = dir_.path() / "plain_file";
   write_bytes(file, "x");

@@ -326,6 +326,26 @@ TEST(ServerConfig, OutOfRangeAndBadValuesAreNamed) {
                   "[runtime] connection_retry_max_delay_ms");
 }
 
+TEST(ServerConfig, FileModeIsAnOctalStringOfReadAndWriteBits) {
+  const std::string example = kExample;
+  const std::string sink_path = "path = \"/var/lib/cppcdc/out/events.jsonl\"";
+  const std::string state_dir = "dir = \"/var/lib/cppcdc/state\"";
+  auto config = parse_server_config(
+      edit(edit(example, sink_path, sink_path + "\nfile_mode = \"0640\""), state_dir,
+           state_dir + "\nfile_mode = \"600\""),
+      "cdc.toml");
+  ASSERT_TRUE(config) << config.error().report();
+  EXPECT_CONTAINS(describe_config(*config), "0640");
+  for (const char* bad : {"\"0755\"", "\"4600\"", "\"rw\"", "\"\"", "\"06400\""}) {
+    EXPECT_CONTAINS(error_of(edit(example, sink_path, sink_path + "\nfile_mode = " + bad)),
+                    "[sink] file_mode: expected permission bits in octal");
+    EXPECT_CONTAINS(error_of(edit(example, state_dir, state_dir + "\nfile_mode = " + bad)),
+                    "[state.offset] file_mode: expected permission bits in octal");
+  }
+  EXPECT_CONTAINS(error_of(edit(example, sink_path, sink_path + "\nfile_mode = 640")),
+                  "[sink] file_mode");
+}
+
 TEST(ServerConfig, SlotAndPublicationNamesAreValidated) {
   const std::string example = kExample;
   EXPECT_CONTAINS(error_of(edit(example, "\"cppcdc_orders\"", "\"Orders\"")),

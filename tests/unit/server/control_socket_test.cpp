@@ -62,6 +62,25 @@ class ControlSocket : public ::testing::Test {
   fs::path path_;
 };
 
+// A failed start leaves no empty state directory: directories the server created for its
+// socket go when it does, unless something else was put there meanwhile.
+TEST_F(ControlSocket, DirectoriesCreatedForTheSocketAreRemovedWhenEmpty) {
+  const fs::path nested = dir_ / "state" / "pipeline" / "ctl.sock";
+  {
+    auto server = ControlServer::start(nested, echo());
+    ASSERT_TRUE(server) << server.error().report();
+    EXPECT_TRUE(fs::is_socket(nested));
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "state"));
+  {
+    auto server = ControlServer::start(nested, echo());
+    ASSERT_TRUE(server) << server.error().report();
+    std::ofstream(dir_ / "state" / "pipeline" / "checkpoint.ckpt") << "kept";
+  }
+  EXPECT_TRUE(fs::exists(dir_ / "state" / "pipeline" / "checkpoint.ckpt"));
+  EXPECT_FALSE(fs::exists(nested));
+}
+
 TEST_F(ControlSocket, AnswersEachRequestLineAndRemovesItsFileOnStop) {
   auto server = ControlServer::start(path_, echo());
   ASSERT_TRUE(server) << server.error().report();

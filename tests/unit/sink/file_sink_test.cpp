@@ -1,6 +1,7 @@
 // File sink: exact JSON lines, durability on flush, and repair of a line torn by a crash.
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -126,6 +127,58 @@ TEST_F(FileSinkTest, CreatesTheParentDirectory) {
   auto sink = make_file_sink(path);
   ASSERT_TRUE(sink) << sink.error().report();
   EXPECT_TRUE(fs::is_regular_file(path));
+}
+
+// Captured rows are the owner's alone unless the user asks otherwise (umask aside); an
+// existing file keeps its mode.
+TEST_F(FileSinkTest, CreatesTheFileReadableByTheOwnerOnlyOrWithTheModeAsked) {
+  const mode_t previous = ::umask(0);
+  auto sink = make_file_sink(dir_ / "private.jsonl");
+  auto shared = make_file_sink(dir_ / "shared.jsonl", nullptr, FileSinkOptions{0640});
+  write_file(dir_ / "existing.jsonl", "");
+  fs::permissions(dir_ / "existing.jsonl", fs::perms::owner_all | fs::perms::others_read);
+  auto existing = make_file_sink(dir_ / "existing.jsonl");
+  ::umask(previous);
+  ASSERT_TRUE(sink && shared && existing);
+  EXPECT_EQ(fs::status(dir_ / "private.jsonl").permissions(),
+            fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_EQ(fs::status(dir_ / "shared.jsonl").permissions(),
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  EXPECT_EQ(fs::status(dir_ / "existing.jsonl").permissions(),
+            fs::perms::owner_all | fs::perms::others_read);
+}
+
+// A sink closed (or dropped) before anything was written removes the file and the directories
+// it created, so a failed start leaves nothing behind; a file that existed, or that received a
+// line, stays.
+TEST_F(FileSinkTest, AFileCreatedAndNeverWrittenIsRemovedAtClose) {
+  const fs::path nested = dir_ / "out" / "deeper" / "events.jsonl";
+  {
+    auto sink = make_file_sink(nested);
+    ASSERT_TRUE(sink) << sink.error().report();
+    EXPECT_TRUE(fs::is_regular_file(nested));
+    ASSERT_TRUE((*sink)->close());
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "out"));
+  {
+    auto sink = make_file_sink(nested);  // dropped without close()
+    ASSERT_TRUE(sink) << sink.error().report();
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "out"));
+  {
+    auto sink = make_file_sink(nested);
+    ASSERT_TRUE(sink) << sink.error().report();
+    ASSERT_TRUE((*sink)->write(make_batch(1, 1)));
+    ASSERT_TRUE((*sink)->close());
+  }
+  EXPECT_TRUE(fs::is_regular_file(nested));
+  write_file(dir_ / "empty.jsonl", "");
+  {
+    auto sink = make_file_sink(dir_ / "empty.jsonl");
+    ASSERT_TRUE(sink) << sink.error().report();
+    ASSERT_TRUE((*sink)->close());
+  }
+  EXPECT_TRUE(fs::exists(dir_ / "empty.jsonl"));
 }
 
 TEST_F(FileSinkTest, OpenFailureIsAConfigurationErrorNamingThePath) {
