@@ -35,6 +35,13 @@ int main(int argc, char** argv) {
       app.add_subcommand("check-config", "Validate cdc.toml and print the effective settings");
   check->add_option("-c,--config", check_config, "Path of cdc.toml")->required();
 
+  std::string preflight_config;
+  CLI::App* preflight = app.add_subcommand(
+      "preflight",
+      "Check the database against cdc.toml (connection, settings, privileges, tables, "
+      "publication, slot) without changing anything");
+  preflight->add_option("-c,--config", preflight_config, "Path of cdc.toml")->required();
+
   CLI::App* version = app.add_subcommand("version", "Print the version");
 
   // `cppcdc snapshot ...`: steer the incremental snapshot of a running `cppcdc run` through its
@@ -86,6 +93,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (*check) return server::check_config(check_config);
+  if (*preflight) return server::preflight(preflight_config);
   if (*snapshot) {
     if (*forget) {
       if (forget_tables.empty() && !forget_all) {

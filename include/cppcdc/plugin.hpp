@@ -91,6 +91,16 @@ struct Description {
   std::vector<std::pair<std::string, std::string>> details;
 };
 
+/// One line of a preflight (`cppcdc preflight`): a read-only check against the live system.
+struct PreflightCheck {
+  enum class Outcome { kPass, kWarn, kFail };
+  Outcome outcome = Outcome::kPass;
+  /// What was checked and what was found, one line ("wal_level is logical").
+  std::string what;
+  /// For kWarn and kFail: what to do about it, one line (may be empty for kWarn).
+  std::string remedy;
+};
+
 /// A source type's validated settings; builds the Source.
 class ConfiguredSource {
  public:
@@ -108,6 +118,18 @@ class ConfiguredSource {
   virtual std::optional<std::string> no_incremental_snapshots_reason() const = 0;
   /// Builds the source. Nothing connects before Source::start().
   virtual Result<std::unique_ptr<Source>> build() const = 0;
+  /// Connects and checks everything Source::start() would check, creating and changing
+  /// nothing, and returns one line per check in a stable order. A failed check is a kFail
+  /// line, never an error: the checks that can still run go on. `checkpoint`: the stored
+  /// record, when one could be read (a source compares it with the server's state). Blocks
+  /// for network round trips (connect timeouts apply). The default says the source type has
+  /// no preflight yet.
+  virtual std::vector<PreflightCheck> preflight(
+      const std::optional<CheckpointRecord>& checkpoint) const {
+    (void)checkpoint;
+    return {{PreflightCheck::Outcome::kWarn, "this source type has no preflight checks yet",
+             "start it (cppcdc run) to find problems"}};
+  }
 };
 
 /// A sink type's validated settings; opens the Sink.

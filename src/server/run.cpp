@@ -220,9 +220,70 @@ int check_config(const std::filesystem::path& path) {
     return kExitConfiguration;
   }
   std::fputs(describe_config(*config).c_str(), stdout);
-  std::fputs("configuration OK\n", stdout);
+  std::fputs("configuration OK; not checked against the database: run `cppcdc preflight`\n",
+             stdout);
   std::fflush(stdout);
   return kExitOk;
+}
+
+int preflight(const std::filesystem::path& path) {
+  auto config = load_server_config(path);
+  if (!config) {
+    std::fprintf(stderr, "%s\n", render_error(config.error()).c_str());
+    return kExitConfiguration;
+  }
+  // Quiet logs: the checklist is the output.
+  spdlog::set_level(spdlog::level::warn);
+  std::vector<PreflightCheck> checks;
+  using Outcome = PreflightCheck::Outcome;
+
+  // The checkpoint, read when it exists and nobody holds it (opening takes the writer lock).
+  std::optional<CheckpointRecord> record;
+  const std::string checkpoint_id = config->source->checkpoint_id();
+  const std::string where = config->checkpoint->describe(checkpoint_id);
+  if (!config->checkpoint->durable()) {
+    checks.push_back({Outcome::kPass, "checkpoint: " + where, ""});
+  } else if (!config->checkpoint->may_hold_record(checkpoint_id)) {
+    checks.push_back({Outcome::kPass, "no checkpoint yet (" + where + "): a first start", ""});
+  } else if (auto opened = config->checkpoint->open(checkpoint_id); !opened) {
+    checks.push_back({Outcome::kWarn, "the checkpoint could not be opened: " +
+                                          opened.error().report(),
+                      "a running cppcdc holds it: its state was not compared"});
+  } else if (auto loaded = (*opened)->load(); !loaded) {
+    checks.push_back({Outcome::kFail, loaded.error().report(), ""});
+  } else if (!*loaded) {
+    checks.push_back({Outcome::kPass, "no checkpoint yet (" + where + "): a first start", ""});
+  } else {
+    record = **loaded;
+    checks.push_back({Outcome::kPass, "checkpoint at " + record->offset + " (" + where + ")", ""});
+  }
+  for (auto& check : config->source->preflight(record)) checks.push_back(std::move(check));
+
+  std::printf("preflight of %s (source %s):\n", config->origin.c_str(),
+              config->source_type.c_str());
+  int failures = 0;
+  int warnings = 0;
+  for (const auto& check : checks) {
+    const char* tag = check.outcome == Outcome::kPass   ? "ok  "
+                      : check.outcome == Outcome::kWarn ? "warn"
+                                                        : "FAIL";
+    failures += check.outcome == Outcome::kFail;
+    warnings += check.outcome == Outcome::kWarn;
+    std::printf("  %s  %s\n", tag, check.what.c_str());
+    if (!check.remedy.empty()) std::printf("        remedy: %s\n", check.remedy.c_str());
+  }
+  if (failures > 0) {
+    std::printf("%d check%s failed: a start would stop there\n", failures,
+                failures == 1 ? "" : "s");
+  } else {
+    std::printf("all checks passed%s\n",
+                warnings > 0 ? (" (" + std::to_string(warnings) + " warning" +
+                                (warnings == 1 ? "" : "s") + ")")
+                                   .c_str()
+                             : "");
+  }
+  std::fflush(stdout);
+  return failures > 0 ? kExitTerminal : kExitOk;
 }
 
 }  // namespace cppcdc::server

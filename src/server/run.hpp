@@ -34,8 +34,15 @@ int exit_code_for(ErrorKind kind) noexcept;
 /// until a signal arrives or an error stops the pipeline. Returns the process exit code.
 int run_server(const ServerConfig& config);
 
-/// Loads `path`; prints the effective configuration and "configuration OK" to stdout and
-/// returns 0, or prints the error to stderr and returns kExitConfiguration.
+/// Loads `path`; prints the effective configuration and "configuration OK" (and that nothing
+/// was checked against the database) to stdout and returns 0, or prints the error to stderr
+/// and returns kExitConfiguration. Offline: connects to nothing.
 int check_config(const std::filesystem::path& path);
+
+/// `cppcdc preflight`: loads `path`, reads the checkpoint when one exists and no running
+/// cppcdc holds it, and runs the source's read-only checks (ConfiguredSource::preflight).
+/// Prints one line per check (and the remedy under each failure) to stdout. Returns 0 when
+/// no check failed, kExitTerminal when a start would fail, kExitConfiguration for a bad file.
+int preflight(const std::filesystem::path& path);
 
 }  // namespace cppcdc::server

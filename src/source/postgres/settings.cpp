@@ -207,6 +207,10 @@ class ConfiguredPostgresSource final : public ConfiguredPostgres {
   }
 
   Result<std::unique_ptr<Source>> build() const override { return make_postgres_source(config_); }
+  std::vector<PreflightCheck> preflight(
+      const std::optional<CheckpointRecord>& checkpoint) const override {
+    return run_preflight(config_, checkpoint);
+  }
 
  private:
   PostgresSourceConfig config_;

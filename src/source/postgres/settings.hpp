@@ -19,6 +19,10 @@ class ConfiguredPostgres : public ConfiguredSource {
 /// `settings` (so they name where each key is written).
 Result<PostgresSourceConfig> read_postgres_settings(const Settings& settings);
 
+/// The checks of `cppcdc preflight` (ConfiguredSource::preflight) for `config`: read-only.
+std::vector<PreflightCheck> run_preflight(const PostgresSourceConfig& config,
+                                          const std::optional<CheckpointRecord>& checkpoint);
+
 /// The factory registered for source type "postgres"; returns a ConfiguredPostgres.
 Result<std::unique_ptr<ConfiguredSource>> configure_postgres_source(const Settings& settings);
 

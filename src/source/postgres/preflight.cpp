@@ -1,0 +1,322 @@
+// `cppcdc preflight` for PostgreSQL: every check the source's start() makes, and the ones it
+// makes only by failing (privileges, free slots and WAL senders), run read-only. Nothing is
+// created, altered or dropped; a check that cannot run because an earlier one failed is left
+// out rather than reported as a second failure.
+
+#include <libpq-fe.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cppcdc/plugin.hpp"
+#include "cppcdc/postgres.hpp"
+#include "source/postgres/pg_conn.hpp"
+#include "source/postgres/server_checks.hpp"
+#include "source/postgres/settings.hpp"
+
+namespace cppcdc::pg {
+namespace {
+
+using detail::exec;
+using detail::get;
+using detail::TableName;
+using Outcome = PreflightCheck::Outcome;
+
+PreflightCheck pass(std::string what) { return {Outcome::kPass, std::move(what), ""}; }
+PreflightCheck warn(std::string what, std::string remedy) {
+  return {Outcome::kWarn, std::move(what), std::move(remedy)};
+}
+PreflightCheck failed(std::string what, std::string remedy) {
+  return {Outcome::kFail, std::move(what), std::move(remedy)};
+}
+/// A failed check whose error message already says what to do.
+PreflightCheck failed(const Error& error) {
+  std::string line;
+  for (const auto& layer : error.chain()) line += layer + ": ";
+  return {Outcome::kFail, line + error.message(), ""};
+}
+
+/// One row of a query, or the error as a failed line (appended to `out`).
+std::optional<detail::PgResultPtr> query(PGconn* sql, std::vector<PreflightCheck>& out,
+                                         const std::string& text, const std::string& what,
+                                         const std::vector<std::optional<std::string>>& params =
+                                             {}) {
+  auto res = exec(sql, text, what, params);
+  if (!res) {
+    out.push_back(failed(res.error()));
+    return std::nullopt;
+  }
+  return std::move(*res);
+}
+
+bool is_true(const PGresult* res, int row, int col) {
+  return get(res, row, col).value_or("f") == "t";
+}
+
+void check_role(PGconn* sql, std::vector<PreflightCheck>& out, std::string& role_out) {
+  auto res = query(sql, out,
+                   "select current_user, rolreplication, rolsuper from pg_roles where rolname = "
+                   "current_user",
+                   "reading the role's attributes");
+  if (!res || PQntuples(res->get()) == 0) return;
+  const std::string role = get(res->get(), 0, 0).value_or("?");
+  role_out = role;
+  if (is_true(res->get(), 0, 2)) {
+    out.push_back(pass("role " + role + " is a superuser"));
+  } else if (is_true(res->get(), 0, 1)) {
+    out.push_back(pass("role " + role + " has the REPLICATION attribute"));
+  } else {
+    out.push_back(failed("role " + role + " has neither REPLICATION nor SUPERUSER",
+                         "ALTER ROLE " + detail::quote_ident(role) + " REPLICATION"));
+  }
+}
+
+void check_tables(PGconn* sql, const PostgresSourceConfig& config,
+                  const std::set<TableName>& tables, const std::string& database,
+                  const std::string& role, std::vector<PreflightCheck>& out,
+                  std::set<TableName>& usable) {
+  for (const auto& t : tables) {
+    if (auto st = detail::check_tables(sql, {t}, database); !st) {
+      out.push_back(failed(st.error()));
+      continue;
+    }
+    auto res = query(sql, out,
+                     "select has_table_privilege(format('%I.%I', $1::text, $2::text), "
+                     "'SELECT')",
+                     "checking the SELECT privilege on " + t.text(), {t.schema, t.table});
+    if (!res) continue;
+    if (!is_true(res->get(), 0, 0)) {
+      out.push_back(failed("table " + t.text() + ": the role may not SELECT from it",
+                           "GRANT SELECT ON " + t.text() + " TO " + detail::quote_ident(role)));
+      continue;
+    }
+    // The replica identity matters once the table is in a publication that publishes updates
+    // and deletes, which is what cppcdc creates; an existing publication may publish less.
+    if (auto st = detail::check_replica_identities(sql, config, {t}); !st) {
+      out.push_back(failed(st.error()));
+      continue;
+    }
+    usable.insert(t);
+    out.push_back(pass("table " + t.text() + " exists, is readable and has a replica identity"));
+  }
+}
+
+void check_publication(PGconn* sql, const PostgresSourceConfig& config,
+                       const std::set<TableName>& tables, std::vector<PreflightCheck>& out) {
+  const std::string& name = config.publication_name;
+  auto res = query(sql, out, "select puballtables from pg_publication where pubname = $1",
+                   "looking up publication " + name, {name});
+  if (!res) return;
+  if (PQntuples(res->get()) == 0) {
+    if (!config.create_publication) {
+      out.push_back(failed("publication " + name + " does not exist (create_publication = false)",
+                           "CREATE PUBLICATION " + name +
+                               " FOR TABLE ..., or set create_publication = true"));
+      return;
+    }
+    // CREATE PUBLICATION ... FOR TABLE needs ownership of every table (or superuser).
+    bool all_owned = true;
+    for (const auto& t : tables) {
+      auto owner = query(sql, out,
+                         "select pg_has_role(c.relowner, 'USAGE') from pg_class c join "
+                         "pg_namespace n on n.oid = c.relnamespace where n.nspname = $1 and "
+                         "c.relname = $2",
+                         "checking who owns " + t.text(), {t.schema, t.table});
+      if (!owner || PQntuples(owner->get()) == 0) continue;
+      if (!is_true(owner->get(), 0, 0)) {
+        all_owned = false;
+        out.push_back(failed(
+            "publication " + name + " does not exist, and the role does not own table " +
+                t.text() + ", so it cannot create it",
+            "create the publication as the owner (CREATE PUBLICATION " + name +
+                " FOR TABLE ...) and set create_publication = false"));
+      }
+    }
+    if (all_owned) {
+      out.push_back(pass("publication " + name +
+                         " does not exist yet; the role may create it (create_publication)"));
+    }
+    return;
+  }
+  if (is_true(res->get(), 0, 0)) {
+    out.push_back(pass("publication " + name + " exists and publishes all tables"));
+    return;
+  }
+  std::vector<std::string> missing;
+  for (const auto& t : tables) {
+    auto member = query(sql, out,
+                        "select 1 from pg_publication_rel pr join pg_publication p on p.oid = "
+                        "pr.prpubid where p.pubname = $1 and pr.prrelid = format('%I.%I', "
+                        "$2::text, $3::text)::regclass union all select 1 from "
+                        "pg_publication_tables where pubname = $1 and schemaname = $2 and "
+                        "tablename = $3",
+                        "checking whether publication " + name + " includes " + t.text(),
+                        {name, t.schema, t.table});
+    if (member && PQntuples(member->get()) == 0) missing.push_back(t.text());
+  }
+  if (missing.empty()) {
+    out.push_back(pass("publication " + name + " exists and includes every captured table"));
+    return;
+  }
+  std::string list;
+  for (const auto& t : missing) list += (list.empty() ? "" : ", ") + t;
+  out.push_back(failed("publication " + name + " does not include " + list,
+                       "ALTER PUBLICATION " + name + " ADD TABLE " + list));
+}
+
+void check_slot(PGconn* sql, const PostgresSourceConfig& config, const std::string& database,
+                const std::optional<CheckpointRecord>& checkpoint,
+                std::vector<PreflightCheck>& out) {
+  const std::string& name = config.slot_name;
+  if (config.snapshot_mode == SnapshotMode::kInitialOnly) {
+    out.push_back(pass("snapshot mode initial_only: no replication slot is used"));
+    return;
+  }
+  auto res = query(sql, out,
+                   "select plugin, database, active, active_pid, confirmed_flush_lsn, "
+                   "coalesce(wal_status, ''), pg_size_pretty(pg_wal_lsn_diff("
+                   "pg_current_wal_lsn(), confirmed_flush_lsn)) "
+                   "from pg_replication_slots where slot_name = $1",
+                   "looking up replication slot " + name, {name});
+  if (!res) return;
+  if (PQntuples(res->get()) == 0) {
+    if (checkpoint && config.snapshot_mode == SnapshotMode::kWhenNeeded) {
+      out.push_back(warn("replication slot " + name + " does not exist, but a checkpoint at " +
+                             checkpoint->offset + " does",
+                         "snapshot mode when_needed makes a new slot and reads the tables "
+                         "again"));
+      return;
+    }
+    if (checkpoint) {
+      out.push_back(failed(
+          "replication slot " + name + " does not exist, but a checkpoint at " +
+              checkpoint->offset + " does: the changes since then are gone",
+          "remove the checkpoint to start afresh (cppcdc teardown), or restore the slot"));
+      return;
+    }
+    if (!config.create_slot) {
+      out.push_back(failed("replication slot " + name + " does not exist (create_slot = false)",
+                           "SELECT pg_create_logical_replication_slot('" + name +
+                               "', 'pgoutput'), or set create_slot = true"));
+      return;
+    }
+    auto free = query(sql, out,
+                      "select current_setting('max_replication_slots')::int - (select count(*) "
+                      "from pg_replication_slots)",
+                      "counting free replication slots");
+    if (!free) return;
+    const int n = std::stoi(get(free->get(), 0, 0).value_or("0"));
+    if (n <= 0) {
+      out.push_back(failed("replication slot " + name +
+                               " does not exist and every replication slot is taken "
+                               "(max_replication_slots)",
+                           "drop an unused slot, or raise max_replication_slots and restart "
+                           "PostgreSQL"));
+    } else {
+      out.push_back(pass("replication slot " + name + " does not exist yet; " +
+                         std::to_string(n) + " free slot(s) to create it in"));
+    }
+    return;
+  }
+  const PGresult* r = res->get();
+  const std::string plugin = get(r, 0, 0).value_or("");
+  const std::string slot_db = get(r, 0, 1).value_or("");
+  if (plugin != "pgoutput" || slot_db != database) {
+    out.push_back(failed("replication slot " + name + " belongs to plugin '" + plugin +
+                             "' in database '" + slot_db + "'",
+                         "give this pipeline a slot of its own (slot_name)"));
+    return;
+  }
+  if (get(r, 0, 5).value_or("") == "lost") {
+    out.push_back(failed("replication slot " + name +
+                             " was invalidated (wal_status lost): the WAL it needed is gone",
+                         "drop the slot and start again with a snapshot (snapshot mode "
+                         "initial or when_needed)"));
+    return;
+  }
+  const std::string lag = get(r, 0, 6).value_or("?");
+  if (is_true(r, 0, 2)) {
+    out.push_back(warn("replication slot " + name + " is in use by process " +
+                           get(r, 0, 3).value_or("?") + " (lag " + lag + ")",
+                       "a second cppcdc on this slot is refused: stop the other consumer first"));
+  } else {
+    out.push_back(pass("replication slot " + name + " exists and is free (lag " + lag + ")"));
+  }
+  if (!checkpoint) return;
+  auto confirmed = detail::get_lsn(r, 0, 4, "confirmed_flush_lsn");
+  auto at = Lsn::parse(checkpoint->offset);
+  if (!confirmed || !at) return;
+  if (*confirmed > *at && config.snapshot_mode == SnapshotMode::kWhenNeeded) {
+    out.push_back(warn("the checkpoint is at " + at->to_string() + " but slot " + name +
+                           " has moved on to " + confirmed->to_string(),
+                       "snapshot mode when_needed reads the tables again"));
+  } else if (*confirmed > *at) {
+    out.push_back(failed("the checkpoint is at " + at->to_string() + " but slot " + name +
+                             " has moved on to " + confirmed->to_string() +
+                             ": the changes in between were released",
+                         "snapshot mode when_needed re-reads the tables; or remove the "
+                         "checkpoint and start afresh"));
+  } else {
+    out.push_back(pass("the checkpoint (" + at->to_string() + ") can resume on slot " + name));
+  }
+}
+
+void check_wal_senders(PGconn* sql, std::vector<PreflightCheck>& out) {
+  auto res = query(sql, out,
+                   "select current_setting('max_wal_senders')::int - (select count(*) from "
+                   "pg_stat_replication)",
+                   "counting free WAL senders");
+  if (!res) return;
+  const int n = std::stoi(get(res->get(), 0, 0).value_or("0"));
+  if (n <= 0) {
+    out.push_back(failed("every WAL sender is busy (max_wal_senders)",
+                         "raise max_wal_senders and restart PostgreSQL"));
+  } else {
+    out.push_back(pass(std::to_string(n) + " free WAL sender(s)"));
+  }
+}
+
+}  // namespace
+
+std::vector<PreflightCheck> run_preflight(const PostgresSourceConfig& config,
+                                          const std::optional<CheckpointRecord>& checkpoint) {
+  std::vector<PreflightCheck> out;
+  auto conn = detail::connect(config.dsn, false);
+  if (!conn) {
+    out.push_back(failed(conn.error()));
+    return out;
+  }
+  PGconn* sql = conn->get();
+  out.push_back(pass("connected to " + redact_dsn(config.dsn)));
+
+  std::string database;
+  if (auto st = detail::check_server(sql, config, database); !st) {
+    out.push_back(failed(st.error()));
+  } else {
+    out.push_back(pass("wal_level is logical and the server supports the settings asked for"));
+  }
+  std::string role = "<the cdc role>";
+  check_role(sql, out, role);
+
+  // The streaming transport opens a replication connection: pg_hba.conf must allow it.
+  if (config.transport == WalTransport::kStreamingReplication) {
+    auto repl = detail::connect(config.dsn, true);
+    if (!repl) {
+      out.push_back(failed(repl.error()));
+    } else {
+      out.push_back(pass("a replication connection is allowed (pg_hba.conf)"));
+    }
+  }
+
+  std::set<TableName> tables;
+  for (const auto& name : config.tables) tables.insert(detail::split_table(name));
+  std::set<TableName> usable;
+  check_tables(sql, config, tables, database, role, out, usable);
+  check_publication(sql, config, usable, out);
+  check_slot(sql, config, database, checkpoint, out);
+  if (config.transport == WalTransport::kStreamingReplication) check_wal_senders(sql, out);
+  return out;
+}
+
+}  // namespace cppcdc::pg

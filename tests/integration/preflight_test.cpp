@@ -1,0 +1,127 @@
+// `cppcdc preflight` against a real PostgreSQL: one line per check, a remedy under each
+// failure, exit 3 when a start would fail, and nothing created or changed on the server or on
+// disk.
+
+#include <filesystem>
+#include <fstream>
+
+#include "pg_util.hpp"
+
+namespace fs = std::filesystem;
+using namespace cppcdc;
+using cppcdc::it::run_cli;
+
+namespace {
+
+#define EXPECT_CONTAINS(haystack, needle) \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
+
+class Preflight : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    db_ = it::test_database("preflight");
+    it::fresh_database(db_);
+    dir_ = fs::temp_directory_path() / ("cppcdc-it-preflight-" + std::to_string(getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    it::drop_slots(db_);
+    fs::remove_all(dir_);
+  }
+
+  fs::path write_config(const std::string& dsn, const std::string& tables,
+                        const std::string& extra = "") {
+    const fs::path p = dir_ / "cdc.toml";
+    std::ofstream(p) << "[source]\ntype = \"postgres\"\ndsn = \"" << dsn << "\"\n"
+                     << "slot_name = \"pf_slot\"\npublication_name = \"pf_pub\"\n"
+                     << "tables = [" << tables << "]\n" << extra << "\n[sink]\ntype = \"file\"\n"
+                     << "path = \"" << (dir_ / "out" / "events.jsonl").string() << "\"\n\n"
+                     << "[state.offset]\nbackend = \"local_fs\"\ndir = \""
+                     << (dir_ / "state").string() << "\"\n";
+    return p;
+  }
+
+  // Slots and publications of the test database.
+  std::string server_objects() {
+    it::PgSession s(it::dsn_for(db_));
+    return s.scalar("select count(*) from pg_replication_slots where database = '" + db_ +
+                    "'") +
+           "/" + s.scalar("select count(*) from pg_publication");
+  }
+
+  std::string db_;
+  fs::path dir_;
+};
+
+}  // namespace
+
+TEST_F(Preflight, AReadyDatabasePassesAndNothingIsCreated) {
+  it::PgSession(it::dsn_for(db_)).query("create table t (id int primary key, v text)");
+  const auto o = run_cli({"preflight", "--config", write_config(it::dsn_for(db_), "\"public.t\"")
+                                                       .string()});
+  EXPECT_EQ(o.code, 0) << o.output;
+  EXPECT_CONTAINS(o.output, "ok    wal_level is logical");
+  EXPECT_CONTAINS(o.output, "ok    table public.t exists");
+  EXPECT_CONTAINS(o.output, "publication pf_pub does not exist yet");
+  EXPECT_CONTAINS(o.output, "replication slot pf_slot does not exist yet");
+  EXPECT_CONTAINS(o.output, "all checks passed");
+  EXPECT_EQ(o.output.find("FAIL"), std::string::npos) << o.output;
+  // Read-only: no slot, no publication, no sink file, no state directory.
+  EXPECT_EQ(server_objects(), "0/0");
+  EXPECT_FALSE(fs::exists(dir_ / "out"));
+  EXPECT_FALSE(fs::exists(dir_ / "state"));
+}
+
+// What the trial met only at the first `run`: every problem is listed at once, each with what
+// to do, and the exit code says a start would fail.
+TEST_F(Preflight, EveryProblemIsListedWithItsRemedy) {
+  it::PgSession admin(it::dsn_for(db_));
+  admin.query("create table t (id int primary key)");
+  admin.query("create table nokey (a int)");
+  admin.query("create table secret (id int primary key)");
+  admin.query("drop role if exists pf_user");
+  admin.query("create role pf_user login");
+  admin.query("grant select on t, nokey to pf_user");
+  const std::string dsn = it::dsn_for(db_) + " user=pf_user";
+  const auto o = run_cli(
+      {"preflight", "--config",
+       write_config(dsn, "\"public.t\", \"public.nokey\", \"public.secret\", \"public.missing\"")
+           .string()});
+  EXPECT_EQ(o.code, 3) << o.output;
+  EXPECT_CONTAINS(o.output, "FAIL  role pf_user has neither REPLICATION nor SUPERUSER");
+  EXPECT_CONTAINS(o.output, "remedy: ALTER ROLE \"pf_user\" REPLICATION");
+  EXPECT_CONTAINS(o.output, "table public.nokey has no replica identity");
+  EXPECT_CONTAINS(o.output, "remedy: GRANT SELECT ON public.secret TO \"pf_user\"");
+  EXPECT_CONTAINS(o.output, "table public.missing does not exist");
+  EXPECT_CONTAINS(o.output, "the role does not own table public.t");
+  EXPECT_CONTAINS(o.output, "checks failed: a start would stop there");
+  EXPECT_EQ(server_objects(), "0/0");
+  admin.query("drop owned by pf_user");
+  admin.query("drop role pf_user");
+}
+
+// With a checkpoint: the slot it resumes on must still exist; a run's slot that is gone is
+// reported before the start that would fail on it.
+TEST_F(Preflight, ACheckpointWhoseSlotIsGoneFails) {
+  it::PgSession(it::dsn_for(db_)).query("create table t (id int primary key)");
+  write_config(it::dsn_for(db_), "\"public.t\"");
+  pid_t child = -1;
+  it::start_cppcdc_process(child, dir_, it::admin_dsn(), "pf_slot");
+  it::PgSession(it::dsn_for(db_)).query("insert into t values (1)");
+  ASSERT_TRUE(it::wait_until([&] { return fs::exists(dir_ / "state" / "checkpoint-pf_slot.ckpt"); },
+                             std::chrono::seconds(30)));
+  it::stop_cppcdc_process(child, SIGTERM);
+
+  auto o = run_cli({"preflight", "--config", (dir_ / "cdc.toml").string()});
+  EXPECT_EQ(o.code, 0) << o.output;
+  EXPECT_CONTAINS(o.output, "ok    checkpoint at ");
+  EXPECT_CONTAINS(o.output, "replication slot pf_slot exists and is free");
+  EXPECT_CONTAINS(o.output, "can resume on slot pf_slot");
+
+  it::drop_slots(db_);
+  o = run_cli({"preflight", "--config", (dir_ / "cdc.toml").string()});
+  EXPECT_EQ(o.code, 3) << o.output;
+  EXPECT_CONTAINS(o.output, "replication slot pf_slot does not exist, but a checkpoint at");
+}
