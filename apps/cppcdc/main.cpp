@@ -42,6 +42,18 @@ int main(int argc, char** argv) {
       "publication, slot) without changing anything");
   preflight->add_option("-c,--config", preflight_config, "Path of cdc.toml")->required();
 
+  std::string teardown_config;
+  bool teardown_yes = false;
+  bool teardown_preexisting = false;
+  CLI::App* teardown = app.add_subcommand(
+      "teardown",
+      "Remove what the pipeline holds: the replication slot and publication cppcdc created, "
+      "and the checkpoint (refused while it runs)");
+  teardown->add_option("-c,--config", teardown_config, "Path of cdc.toml")->required();
+  teardown->add_flag("-y,--yes", teardown_yes, "Do not ask for confirmation");
+  teardown->add_flag("--include-preexisting", teardown_preexisting,
+                     "Also drop the slot and publication cppcdc did not create");
+
   CLI::App* version = app.add_subcommand("version", "Print the version");
 
   // `cppcdc snapshot ...`: steer the incremental snapshot of a running `cppcdc run` through its
@@ -94,6 +106,9 @@ int main(int argc, char** argv) {
   }
   if (*check) return server::check_config(check_config);
   if (*preflight) return server::preflight(preflight_config);
+  if (*teardown) {
+    return server::teardown(teardown_config, teardown_yes, teardown_preexisting);
+  }
   if (*snapshot) {
     if (*forget) {
       if (forget_tables.empty() && !forget_all) {

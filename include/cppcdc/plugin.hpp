@@ -101,6 +101,20 @@ struct PreflightCheck {
   std::string remedy;
 };
 
+/// One thing `cppcdc teardown` removes from the source's server, or keeps and why.
+struct TeardownStep {
+  enum class Outcome {
+    kWouldDrop,  ///< plan (dry run): will be dropped
+    kDropped,    ///< done
+    kKept,       ///< left alone on purpose; `detail` says why and how to include it
+    kAbsent,     ///< nothing to drop
+    kFailed,     ///< could not be dropped; `detail` says why
+  };
+  Outcome outcome = Outcome::kAbsent;
+  std::string what;    ///< "replication slot cppcdc"
+  std::string detail;  ///< reason, remedy or error
+};
+
 /// A source type's validated settings; builds the Source.
 class ConfiguredSource {
  public:
@@ -130,6 +144,18 @@ class ConfiguredSource {
     return {{PreflightCheck::Outcome::kWarn, "this source type has no preflight checks yet",
              "start it (cppcdc run) to find problems"}};
   }
+  /// Removes from the server what the source created for this pipeline and holds there (for
+  /// PostgreSQL its replication slot and publication), and nothing it did not create unless
+  /// `include_preexisting`. With `dry_run`, changes nothing and returns the plan. Returns one
+  /// step per object; a failure is a kFailed step, an Error only when the server cannot be
+  /// reached at all. Never called while the pipeline runs (the caller makes sure). The
+  /// default: the source holds nothing on its server.
+  virtual Result<std::vector<TeardownStep>> teardown(bool dry_run,
+                                                     bool include_preexisting) const {
+    (void)dry_run;
+    (void)include_preexisting;
+    return std::vector<TeardownStep>{};
+  }
 };
 
 /// A sink type's validated settings; opens the Sink.
@@ -158,6 +184,13 @@ class ConfiguredCheckpoint {
   virtual bool may_hold_record(const std::string& checkpoint_id) const {
     (void)checkpoint_id;
     return true;
+  }
+  /// Deletes the record of `checkpoint_id` (and what the backend keeps beside it for that
+  /// source, such as a lock file). Refused (configuration error) while a writer holds it.
+  /// Absent records are not an error. The default: nothing durable to delete.
+  virtual Status remove(const std::string& checkpoint_id) const {
+    (void)checkpoint_id;
+    return ok();
   }
   /// Opens the backend for the source with `checkpoint_id`.
   virtual Result<std::shared_ptr<Checkpoint>> open(const std::string& checkpoint_id) const = 0;

@@ -2,6 +2,10 @@
 
 #include "cppcdc/plugin.hpp"
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <mutex>
 #include <system_error>
 
@@ -25,6 +29,22 @@ class ConfiguredFileCheckpoint final : public ConfiguredCheckpoint {
     std::error_code ec;
     const bool exists = std::filesystem::exists(FileCheckpoint::path_for(dir_, checkpoint_id), ec);
     return exists || ec;  // when it cannot be told, opening will say why
+  }
+  Status remove(const std::string& checkpoint_id) const override {
+    std::error_code ec;
+    if (!std::filesystem::exists(dir_, ec)) return ok();
+    // Taking the writer lock proves no cppcdc uses the record; the files go while it is held.
+    auto file = FileCheckpoint::open(dir_, checkpoint_id, file_mode_);
+    if (!file) return fail(file.error());
+    for (const auto& path : {(*file)->path(), (*file)->lock_path()}) {
+      if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+        return fail(Error::checkpoint(ErrorKind::kTerminal, "cannot remove " + path.string() +
+                                                                ": " + std::strerror(errno)));
+      }
+    }
+    file->reset();
+    ::rmdir(dir_.c_str());  // only when empty: other pipelines' records stay
+    return ok();
   }
   Result<std::shared_ptr<Checkpoint>> open(const std::string& checkpoint_id) const override {
     auto file = FileCheckpoint::open(dir_, checkpoint_id, file_mode_);

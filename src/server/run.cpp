@@ -1,6 +1,7 @@
 #include "server/run.hpp"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
+#include <unistd.h>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
@@ -284,6 +285,119 @@ int preflight(const std::filesystem::path& path) {
   }
   std::fflush(stdout);
   return failures > 0 ? kExitTerminal : kExitOk;
+}
+
+namespace {
+
+const char* step_tag(TeardownStep::Outcome outcome) {
+  using Outcome = TeardownStep::Outcome;
+  switch (outcome) {
+    case Outcome::kWouldDrop: return "drop   ";
+    case Outcome::kDropped: return "dropped";
+    case Outcome::kKept: return "keep   ";
+    case Outcome::kAbsent: return "absent ";
+    case Outcome::kFailed: return "FAILED ";
+  }
+  return "?";
+}
+
+void print_steps(const std::vector<TeardownStep>& steps) {
+  for (const auto& step : steps) {
+    std::printf("  %s %s%s%s\n", step_tag(step.outcome), step.what.c_str(),
+                step.detail.empty() ? "" : ": ", step.detail.c_str());
+  }
+}
+
+}  // namespace
+
+int teardown(const std::filesystem::path& path, bool yes, bool include_preexisting) {
+  using Outcome = TeardownStep::Outcome;
+  auto config = load_server_config(path);
+  if (!config) {
+    std::fprintf(stderr, "%s\n", render_error(config.error()).c_str());
+    return kExitConfiguration;
+  }
+  spdlog::set_level(spdlog::level::warn);
+  const ControlReply running = call_control_socket(config->control_socket,
+                                                   R"({"command":"ping"})",
+                                                   std::chrono::seconds(2));
+  if (running.outcome == ControlReply::Outcome::kAnswered) {
+    std::fprintf(stderr,
+                 "cppcdc: a cppcdc runs this pipeline (it answers on %s): stop it before "
+                 "tearing the pipeline down; nothing was changed\n",
+                 config->control_socket.c_str());
+    return kExitRefused;
+  }
+
+  auto plan = config->source->teardown(true, include_preexisting);
+  if (!plan) {
+    std::fprintf(stderr, "cppcdc: %s\n", render_error(plan.error()).c_str());
+    return exit_code_for(plan.error().kind());
+  }
+  const std::string checkpoint_id = config->source->checkpoint_id();
+  bool kept = false;  // something the checkpoint's position belongs to stays
+  for (const auto& step : *plan) kept = kept || step.outcome == Outcome::kKept;
+  const bool has_checkpoint = !kept && config->checkpoint->durable() &&
+                              config->checkpoint->may_hold_record(checkpoint_id);
+  std::vector<TeardownStep> checkpoint_step{
+      {has_checkpoint ? Outcome::kWouldDrop : kept ? Outcome::kKept : Outcome::kAbsent,
+       "checkpoint " + config->checkpoint->describe(checkpoint_id),
+       kept ? "what it resumes on is kept" : ""}};
+  std::printf("teardown of %s (source %s):\n", config->origin.c_str(),
+              config->source_type.c_str());
+  print_steps(*plan);
+  print_steps(checkpoint_step);
+  bool any = has_checkpoint;
+  for (const auto& step : *plan) any = any || step.outcome == Outcome::kWouldDrop;
+  for (const auto& step : *plan) {
+    if (step.outcome == Outcome::kFailed) {
+      std::printf("a step cannot be carried out; nothing was changed\n");
+      return kExitTerminal;
+    }
+  }
+  if (!any) {
+    std::printf("nothing to remove\n");
+    return kExitOk;
+  }
+  if (!yes) {
+    if (::isatty(STDIN_FILENO) == 0) {
+      std::printf("not confirmed (no terminal to ask on): pass --yes to proceed; nothing was "
+                  "changed\n");
+      return kExitRefused;
+    }
+    std::printf("Proceed? This cannot be undone [y/N] ");
+    std::fflush(stdout);
+    char answer[16] = {};
+    if (std::fgets(answer, sizeof answer, stdin) == nullptr ||
+        (answer[0] != 'y' && answer[0] != 'Y')) {
+      std::printf("nothing was changed\n");
+      return kExitRefused;
+    }
+  }
+
+  auto done = config->source->teardown(false, include_preexisting);
+  if (!done) {
+    std::fprintf(stderr, "cppcdc: %s\n", render_error(done.error()).c_str());
+    return exit_code_for(done.error().kind());
+  }
+  print_steps(*done);
+  bool failed = false;
+  for (const auto& step : *done) failed = failed || step.outcome == Outcome::kFailed;
+  if (failed) {
+    std::printf("  keep    %s: a step above failed, so the checkpoint stays\n",
+                checkpoint_step[0].what.c_str());
+    return kExitTerminal;
+  }
+  if (has_checkpoint) {
+    if (auto removed = config->checkpoint->remove(checkpoint_id); !removed) {
+      std::printf("  FAILED  %s: %s\n", checkpoint_step[0].what.c_str(),
+                  render_error(removed.error()).c_str());
+      return kExitTerminal;
+    }
+    std::printf("  removed %s\n", checkpoint_step[0].what.c_str());
+  }
+  std::fflush(stdout);
+  return kExitOk;
 }
 
 }  // namespace cppcdc::server

@@ -45,4 +45,11 @@ int check_config(const std::filesystem::path& path);
 /// no check failed, kExitTerminal when a start would fail, kExitConfiguration for a bad file.
 int preflight(const std::filesystem::path& path);
 
+/// `cppcdc teardown`: refused (kExitRefused) while a cppcdc answers on the pipeline's control
+/// socket. Shows what it will remove (the source's objects that cppcdc created, and the
+/// checkpoint), asks on a terminal unless `yes` (without a terminal, `yes` is required), then
+/// removes them. kExitOk when everything planned was removed, kExitTerminal when a step
+/// failed (the checkpoint is then kept), kExitRefused when not confirmed.
+int teardown(const std::filesystem::path& path, bool yes, bool include_preexisting);
+
 }  // namespace cppcdc::server

@@ -125,3 +125,56 @@ TEST_F(Preflight, ACheckpointWhoseSlotIsGoneFails) {
   EXPECT_EQ(o.code, 3) << o.output;
   EXPECT_CONTAINS(o.output, "replication slot pf_slot does not exist, but a checkpoint at");
 }
+
+// `cppcdc teardown`: refused while the pipeline runs; afterwards it drops the slot and the
+// publication cppcdc made and removes the checkpoint, so nothing holds WAL any more.
+TEST_F(Preflight, TeardownRemovesWhatCppcdcCreatedOnlyWhenStopped) {
+  it::PgSession(it::dsn_for(db_)).query("create table t (id int primary key)");
+  const fs::path config = write_config(it::dsn_for(db_), "\"public.t\"");
+  pid_t child = -1;
+  it::start_cppcdc_process(child, dir_, it::admin_dsn(), "pf_slot");
+  it::PgSession(it::dsn_for(db_)).query("insert into t values (1)");
+  ASSERT_TRUE(it::wait_until([&] { return fs::exists(dir_ / "state" / "checkpoint-pf_slot.ckpt"); },
+                             std::chrono::seconds(30)));
+  auto o = run_cli({"teardown", "--config", config.string(), "--yes"});
+  EXPECT_EQ(o.code, 5) << o.output;
+  EXPECT_CONTAINS(o.output, "stop it before tearing the pipeline down");
+  EXPECT_EQ(server_objects(), "1/1");
+  it::stop_cppcdc_process(child, SIGTERM);
+
+  o = run_cli({"teardown", "--config", config.string(), "--yes"});
+  EXPECT_EQ(o.code, 0) << o.output;
+  EXPECT_CONTAINS(o.output, "dropped replication slot pf_slot");
+  EXPECT_CONTAINS(o.output, "dropped publication pf_pub");
+  EXPECT_CONTAINS(o.output, "removed checkpoint");
+  EXPECT_EQ(server_objects(), "0/0");
+  EXPECT_FALSE(fs::exists(dir_ / "state"));
+  o = run_cli({"teardown", "--config", config.string(), "--yes"});
+  EXPECT_EQ(o.code, 0) << o.output;
+  EXPECT_CONTAINS(o.output, "nothing to remove");
+}
+
+// A publication someone else made is kept, and so is the slot cppcdc made beside it (slots
+// take no mark); --include-preexisting drops them.
+TEST_F(Preflight, TeardownKeepsPreexistingObjectsUnlessTold) {
+  it::PgSession admin(it::dsn_for(db_));
+  admin.query("create table t (id int primary key)");
+  admin.query("create publication pf_pub for table t");
+  const fs::path config =
+      write_config(it::dsn_for(db_), "\"public.t\"", "create_publication = false\n");
+  pid_t child = -1;
+  it::start_cppcdc_process(child, dir_, it::admin_dsn(), "pf_slot");
+  it::stop_cppcdc_process(child, SIGTERM);
+
+  auto o = run_cli({"teardown", "--config", config.string(), "--yes"});
+  EXPECT_EQ(o.code, 0) << o.output;
+  EXPECT_CONTAINS(o.output, "keep    publication pf_pub: cppcdc did not create it");
+  EXPECT_CONTAINS(o.output, "keep    replication slot pf_slot");
+  EXPECT_CONTAINS(o.output, "--include-preexisting");
+  EXPECT_CONTAINS(o.output, "keep    checkpoint");
+  EXPECT_EQ(server_objects(), "1/1");
+
+  o = run_cli({"teardown", "--config", config.string(), "--yes", "--include-preexisting"});
+  EXPECT_EQ(o.code, 0) << o.output;
+  EXPECT_EQ(server_objects(), "0/0");
+}

@@ -111,6 +111,7 @@ Status ensure_publication(PGconn* sql, const PostgresSourceConfig& config,
     }
     spdlog::info("created publication {} for {} table(s)", config.publication_name,
                  tables.size());
+    mark_created(sql, config, false);
     return ok();
   }
   if (get(res->get(), 0, 0).value_or("f") == "t") return ok();
@@ -182,6 +183,47 @@ Status check_replica_identities(PGconn* sql, const PostgresSourceConfig& config,
             "that exists is used as it is"));
   }
   return ok();
+}
+
+namespace {
+
+constexpr std::string_view kMarkPublication = "created by cppcdc";
+constexpr std::string_view kMarkSlot = "; replication slot created by cppcdc: ";
+
+}  // namespace
+
+void mark_created(PGconn* sql, const PostgresSourceConfig& config, bool slot) {
+  std::string comment(kMarkPublication);
+  if (slot) {
+    auto marks = read_created_marks(sql, config);
+    if (!marks || !marks->publication) return;  // not our publication: no place for the mark
+    comment += std::string(kMarkSlot) + config.slot_name;
+  }
+  auto done = exec(sql,
+                   "COMMENT ON PUBLICATION " + quote_ident(config.publication_name) + " IS " +
+                       quote_literal(comment),
+                   "recording on publication " + config.publication_name +
+                       " what cppcdc created");
+  if (!done) {
+    spdlog::warn("{}; `cppcdc teardown` will ask before dropping it", done.error().report());
+  }
+}
+
+Result<CreatedMarks> read_created_marks(PGconn* sql, const PostgresSourceConfig& config) {
+  auto res = exec(sql,
+                  "select coalesce(obj_description(oid, 'pg_publication'), '') from "
+                  "pg_publication where pubname = $1",
+                  "reading the comment of publication " + config.publication_name,
+                  {config.publication_name});
+  if (!res) return fail(res.error());
+  CreatedMarks marks;
+  if (PQntuples(res->get()) == 0) return marks;
+  const std::string comment = get(res->get(), 0, 0).value_or("");
+  marks.publication = comment.rfind(kMarkPublication, 0) == 0;
+  marks.slot = marks.publication &&
+               comment == std::string(kMarkPublication) + std::string(kMarkSlot) +
+                              config.slot_name;
+  return marks;
 }
 
 }  // namespace cppcdc::pg::detail

@@ -46,4 +46,21 @@ Status ensure_publication(PGconn* sql, const PostgresSourceConfig& config,
 Status check_replica_identities(PGconn* sql, const PostgresSourceConfig& config,
                                 const std::set<TableName>& tables);
 
+/// What cppcdc records about the objects it made, so that `cppcdc teardown` drops those and
+/// leaves anyone else's alone: a comment on the publication it created, naming the slot too
+/// once it created that. A slot cppcdc made next to someone else's publication has no place
+/// for the mark (slots take no comments), so teardown asks to be told about it.
+struct CreatedMarks {
+  bool publication = false;
+  bool slot = false;
+};
+
+/// Marks the publication (`slot` false, right after creating it) or the slot (`slot` true,
+/// right after creating it: only possible when the publication carries cppcdc's mark). A
+/// failure is logged, never an error: the mark only spares a question at teardown.
+void mark_created(PGconn* sql, const PostgresSourceConfig& config, bool slot);
+
+/// Reads the marks of config's publication and slot.
+Result<CreatedMarks> read_created_marks(PGconn* sql, const PostgresSourceConfig& config);
+
 }  // namespace cppcdc::pg::detail

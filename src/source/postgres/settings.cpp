@@ -211,6 +211,10 @@ class ConfiguredPostgresSource final : public ConfiguredPostgres {
       const std::optional<CheckpointRecord>& checkpoint) const override {
     return run_preflight(config_, checkpoint);
   }
+  Result<std::vector<TeardownStep>> teardown(bool dry_run,
+                                             bool include_preexisting) const override {
+    return run_teardown(config_, dry_run, include_preexisting);
+  }
 
  private:
   PostgresSourceConfig config_;

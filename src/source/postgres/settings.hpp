@@ -23,6 +23,10 @@ Result<PostgresSourceConfig> read_postgres_settings(const Settings& settings);
 std::vector<PreflightCheck> run_preflight(const PostgresSourceConfig& config,
                                           const std::optional<CheckpointRecord>& checkpoint);
 
+/// `cppcdc teardown` (ConfiguredSource::teardown) for `config`.
+Result<std::vector<TeardownStep>> run_teardown(const PostgresSourceConfig& config, bool dry_run,
+                                               bool include_preexisting);
+
 /// The factory registered for source type "postgres"; returns a ConfiguredPostgres.
 Result<std::unique_ptr<ConfiguredSource>> configure_postgres_source(const Settings& settings);
 

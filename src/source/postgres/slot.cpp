@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "source/postgres/server_checks.hpp"
+
 namespace cppcdc::pg::detail {
 namespace {
 
@@ -84,7 +86,11 @@ Result<SlotState> ensure_slot(PGconn* sql, const PostgresSourceConfig& config,
                                     config.slot_name + "', 'pgoutput')) or set "
                                     "create_slot = true"));
     }
-    if (export_snapshot) return create_slot_exporting(config);
+    if (export_snapshot) {
+      auto made = create_slot_exporting(config);
+      if (made) mark_created(sql, config, true);
+      return made;
+    }
     auto created = exec(sql,
                         "select lsn from pg_create_logical_replication_slot($1, 'pgoutput')",
                         "creating replication slot " + config.slot_name,
@@ -95,6 +101,7 @@ Result<SlotState> ensure_slot(PGconn* sql, const PostgresSourceConfig& config,
     if (!lsn) return fail(lsn.error());
     spdlog::info("created replication slot {} (pgoutput) at {}", config.slot_name,
                  lsn->to_string());
+    mark_created(sql, config, true);
     slot.confirmed = *lsn;
     return slot;
   }

@@ -1,0 +1,92 @@
+// `cppcdc teardown` for PostgreSQL: drops the replication slot (which holds WAL on the server
+// for as long as it exists) and the publication, when cppcdc made them (server_checks.hpp,
+// CreatedMarks) or when told to include objects that were there before.
+
+#include <libpq-fe.h>
+
+#include "cppcdc/plugin.hpp"
+#include "cppcdc/postgres.hpp"
+#include "source/postgres/pg_conn.hpp"
+#include "source/postgres/server_checks.hpp"
+#include "source/postgres/settings.hpp"
+
+namespace cppcdc::pg {
+namespace {
+
+using detail::exec;
+using detail::get;
+using Outcome = TeardownStep::Outcome;
+
+std::string error_line(const Error& error) {
+  std::string line;
+  for (const auto& layer : error.chain()) line += layer + ": ";
+  return line + error.message();
+}
+
+}  // namespace
+
+Result<std::vector<TeardownStep>> run_teardown(const PostgresSourceConfig& config, bool dry_run,
+                                               bool include_preexisting) {
+  auto conn = detail::connect(config.dsn, false);
+  if (!conn) return fail(conn.error());
+  PGconn* sql = conn->get();
+  auto marks = detail::read_created_marks(sql, config);
+  if (!marks) return fail(marks.error());
+
+  std::vector<TeardownStep> steps;
+  const std::string keep_hint = "; pass --include-preexisting to drop it anyway";
+
+  // The slot first: it is what holds WAL, and dropping it makes the publication unused.
+  TeardownStep slot{Outcome::kAbsent, "replication slot " + config.slot_name, ""};
+  auto found = exec(sql,
+                    "select active, coalesce(active_pid::text, ''), pg_size_pretty("
+                    "pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)) from "
+                    "pg_replication_slots where slot_name = $1",
+                    "looking up replication slot " + config.slot_name, {config.slot_name});
+  if (!found) return fail(found.error());
+  if (PQntuples(found->get()) > 0) {
+    const bool active = get(found->get(), 0, 0).value_or("f") == "t";
+    const std::string held = get(found->get(), 0, 2).value_or("?");
+    if (!marks->slot && !include_preexisting) {
+      slot.outcome = Outcome::kKept;
+      slot.detail = "cppcdc has no record of creating it (it holds " + held + " of WAL)" +
+                    keep_hint;
+    } else if (active) {
+      slot.outcome = Outcome::kFailed;
+      slot.detail = "in use by process " + get(found->get(), 0, 1).value_or("?") +
+                    ": stop that consumer first";
+    } else if (dry_run) {
+      slot.outcome = Outcome::kWouldDrop;
+      slot.detail = "releases " + held + " of WAL";
+    } else {
+      auto dropped = exec(sql, "select pg_drop_replication_slot($1)",
+                          "dropping replication slot " + config.slot_name, {config.slot_name});
+      slot.outcome = dropped ? Outcome::kDropped : Outcome::kFailed;
+      slot.detail = dropped ? "released " + held + " of WAL" : error_line(dropped.error());
+    }
+  }
+  steps.push_back(std::move(slot));
+
+  TeardownStep publication{Outcome::kAbsent, "publication " + config.publication_name, ""};
+  auto pub = exec(sql, "select 1 from pg_publication where pubname = $1",
+                  "looking up publication " + config.publication_name,
+                  {config.publication_name});
+  if (!pub) return fail(pub.error());
+  if (PQntuples(pub->get()) > 0) {
+    if (!marks->publication && !include_preexisting) {
+      publication.outcome = Outcome::kKept;
+      publication.detail = "cppcdc did not create it" + keep_hint;
+    } else if (dry_run) {
+      publication.outcome = Outcome::kWouldDrop;
+    } else {
+      auto dropped = exec(sql, "DROP PUBLICATION " + detail::quote_ident(config.publication_name),
+                          "dropping publication " + config.publication_name);
+      publication.outcome = dropped ? Outcome::kDropped : Outcome::kFailed;
+      if (!dropped) publication.detail = error_line(dropped.error());
+    }
+  }
+  steps.push_back(std::move(publication));
+  return steps;
+}
+
+}  // namespace cppcdc::pg
