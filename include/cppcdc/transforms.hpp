@@ -404,7 +404,8 @@ class TransformChain final : public Transform {
   std::vector<TransformRuleStats> rules() const;
   /// The rules that never fired (filter rules only once evaluated).
   std::vector<UnmatchedRule> unmatched_rules() const;
-  /// Logs one warning per unmatched rule, with its consequence (spdlog default logger).
+  /// Logs one warning per unmatched rule, with its consequence (spdlog default logger). Before
+  /// the first event (when every rule is unmatched) it logs one informational line instead.
   void warn_on_unmatched_rules() const;
   /// Events dropped under kSkip so far.
   std::uint64_t skipped_events() const noexcept;

@@ -49,6 +49,7 @@ struct TransformChain::Impl {
   DeadLetterHook dead_letter;
   std::string name;
   std::atomic<std::uint64_t> skipped{0};
+  std::atomic<std::uint64_t> events{0};  // events that entered the chain
   const Stage* failed_stage = nullptr;  // the stage of the last error of apply_one
 };
 
@@ -137,6 +138,7 @@ Status TransformChain::apply(std::vector<Event>& events) {
   auto& d = *impl_;
   const bool skip = d.policy == TransformErrorPolicy::kSkip;
   std::size_t kept = 0;
+  d.events.fetch_add(events.size(), std::memory_order_relaxed);
   for (std::size_t i = 0; i < events.size(); ++i) {
     std::optional<Event> original;
     if (skip) original = events[i];  // what the dead-letter hook receives
@@ -182,6 +184,13 @@ std::vector<UnmatchedRule> TransformChain::unmatched_rules() const {
 }
 
 void TransformChain::warn_on_unmatched_rules() const {
+  if (impl_->events.load(std::memory_order_relaxed) == 0) {
+    // Before any traffic every rule is unmatched; saying so would only be noise.
+    if (!rules().empty()) {
+      spdlog::info("no event reached the transforms, so their rule counters say nothing yet");
+    }
+    return;
+  }
   for (const auto& r : unmatched_rules()) {
     spdlog::warn("transform stage \"{}\": {} rule \"{}\" never matched: {}", r.transform, r.kind,
                  r.rule, r.consequence);

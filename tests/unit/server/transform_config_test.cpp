@@ -49,8 +49,8 @@ name = "meta"
   filters = [{ field = "after.amount", op = "gt", value = 100 }]
   [[pipeline.transforms.actions]]
   type = "metadata_projection"
-  target_field = "_meta"
-  fields = ["schema", "table", "operation", "source_timestamp", "offset"]
+  target_field = "_src"
+  fields = ["offset", "table"]
 )",
                                     "cdc.toml");
   ASSERT_TRUE(config) << config.error().report();
