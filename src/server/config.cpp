@@ -237,6 +237,9 @@ class Section final : public Settings {
     return &children_.back();
   }
 
+  // The node of `key` (marking it known), or nullptr.
+  const toml::node* raw(std::string_view key) const { return take(key); }
+
   // Refuses the first key that was never asked for, listing the ones this section accepts;
   // with `nested`, then in every section handed out below this one.
   Status reject_unknown(bool nested) const {
@@ -253,9 +256,12 @@ class Section final : public Settings {
       }
       const toml::source_region where = key.source().begin.line > 0 ? key.source() : node.source();
       std::string what = "unknown key";
-      if (name_.empty() && (key.str() == "sinks" || key.str() == "pipeline" ||
-                            key.str() == "admin" || key.str() == "schema_history")) {
-        what += " (routes, transforms, extra sinks and the admin server are not built yet)";
+      if (name_.empty() && (key.str() == "sinks" || key.str() == "admin" ||
+                            key.str() == "schema_history" || key.str() == "dead_letter")) {
+        what += " (routes, extra sinks, dead letters and the admin server are not built yet)";
+      }
+      if (name_ == "pipeline" && (key.str() == "routes" || key.str() == "transform_runtime")) {
+        what += " (routes and WASM transforms are not built yet)";
       }
       return fail(Error::configuration(
           locate(origin_, where) + ": " + label(key.str()) + ": " + what +
@@ -382,7 +388,7 @@ Result<std::shared_ptr<const Configured>> configure(Section& section, const std:
 }
 
 Status read_runtime(const Section& runtime, RuntimeOptions& out,
-                    std::filesystem::path& control_socket) {
+                    std::filesystem::path& control_socket, TransformErrorPolicy& policy) {
   CPPCDC_TRY(assign_int(runtime, "max_buffer_size", 1, 100'000'000, out.max_buffer_size));
   CPPCDC_TRY(assign_int(runtime, "max_poll_wait_ms", 0, kMaxU32, out.max_poll_wait_ms));
   std::int64_t retries = out.connection_retry.max_retries
@@ -416,6 +422,23 @@ Status read_runtime(const Section& runtime, RuntimeOptions& out,
     }
     control_socket = *socket;
   }
+  std::optional<std::string> policy_name;
+  CPPCDC_CFG_ASSIGN(policy_name, runtime.get_string("transform_error_policy"));
+  if (policy_name && *policy_name == "skip") {
+    // Skipping hands the failed event to a dead-letter destination; without one it would
+    // vanish. Refuse it until [dead_letter] exists rather than drop events silently.
+    return fail(runtime.error(
+        "transform_error_policy",
+        "\"skip\" drops a failed event and hands it to the dead-letter destination, and this "
+        "build has no dead-letter destination yet ([dead_letter] is not built), so the event "
+        "would be lost; use \"halt\" (the default: the pipeline stops without acknowledging "
+        "the batch)"));
+  }
+  if (policy_name && *policy_name != "halt") {
+    return fail(runtime.error("transform_error_policy",
+                              "expected \"halt\" or \"skip\", found " + in_quotes(*policy_name)));
+  }
+  policy = TransformErrorPolicy::kHalt;
   return runtime.reject_unknown(false);
 }
 
@@ -435,6 +458,59 @@ Status read_log(const Section& log, ServerConfig& out) {
                               in_quotes(out.log_level)));
   }
   return log.reject_unknown(false);
+}
+
+// [[pipeline.transforms]] as the transform module reads it (cppcdc/transforms.hpp), each value
+// with its place in the file.
+ConfigNode to_config_node(const toml::node& node, const std::string& origin) {
+  ConfigNode out;
+  out.where = locate(origin, node.source());
+  if (const auto* table = node.as_table()) {
+    ConfigNode::Table members;
+    for (auto&& [key, value] : *table) {
+      members.emplace_back(std::string(key.str()), to_config_node(value, origin));
+    }
+    out.value = std::move(members);
+  } else if (const auto* array = node.as_array()) {
+    ConfigNode::Array items;
+    for (const toml::node& item : *array) items.push_back(to_config_node(item, origin));
+    out.value = std::move(items);
+  } else if (const auto* text = node.as_string()) {
+    out.value = text->get();
+  } else if (const auto* integer = node.as_integer()) {
+    out.value = integer->get();
+  } else if (const auto* number = node.as_floating_point()) {
+    out.value = number->get();
+  } else if (const auto* flag = node.as_boolean()) {
+    out.value = flag->get();
+  }
+  return out;
+}
+
+// "name (when tables=..., ops=...): filter, mask" per stage.
+std::vector<std::string> summarize(const std::vector<TransformStage>& stages) {
+  std::vector<std::string> out;
+  for (const auto& stage : stages) {
+    std::string line = stage.name;
+    std::string when;
+    const auto list = [&when](std::string_view label, const std::vector<std::string>& items) {
+      if (items.empty()) return;
+      when += (when.empty() ? "" : ", ") + std::string(label) + "=";
+      for (std::size_t i = 0; i < items.size(); ++i) when += (i ? "," : "") + items[i];
+    };
+    list("tables", stage.when.tables);
+    list("schemas", stage.when.schemas);
+    std::vector<std::string> ops;
+    for (Operation op : stage.when.ops) ops.emplace_back(to_string(op));
+    list("ops", ops);
+    line += when.empty() ? " (every event)" : " (when " + when + ")";
+    line += ":";
+    for (std::size_t i = 0; i < stage.actions.size(); ++i) {
+      line += (i ? ", " : " ") + std::string(stage.actions[i]->type());
+    }
+    out.push_back(std::move(line));
+  }
+  return out;
 }
 
 Result<ServerConfig> read_document(const toml::table& document, const std::string& origin,
@@ -502,7 +578,9 @@ Result<ServerConfig> read_document(const toml::table& document, const std::strin
 
   auto runtime = top.get_table("runtime");
   if (!runtime) return fail(runtime.error());
-  if (auto st = read_runtime(**runtime, config.runtime, config.control_socket); !st) {
+  if (auto st = read_runtime(**runtime, config.runtime, config.control_socket,
+                             config.transform_error_policy);
+      !st) {
     return fail(st.error());
   }
   if (config.control_socket.empty()) {
@@ -513,6 +591,18 @@ Result<ServerConfig> read_document(const toml::table& document, const std::strin
   }
   if (!config.control_socket.empty() && config.control_socket.is_relative() && !base.empty()) {
     config.control_socket = (base / config.control_socket).lexically_normal();
+  }
+
+  {
+    auto pipeline = top.get_table("pipeline");
+    if (!pipeline) return fail(pipeline.error());
+    if (const toml::node* transforms = (*pipeline)->raw("transforms")) {
+      config.transforms = to_config_node(*transforms, origin);
+      auto stages = parse_transform_stages(*config.transforms, "[[pipeline.transforms]]");
+      if (!stages) return fail(stages.error());
+      config.transform_summary = summarize(*stages);
+    }
+    CPPCDC_TRY((*pipeline)->reject_unknown(false));
   }
 
   auto log = top.get_table("log");
@@ -662,6 +752,13 @@ std::string describe_config(const ServerConfig& config) {
   entry("  control socket:", config.control_socket.string() +
                                  " (`cppcdc snapshot ...` commands reach the running pipeline "
                                  "here)");
+  if (config.transform_summary.empty()) {
+    entry("transforms:", "none");
+  } else {
+    entry("transforms:", std::to_string(config.transform_summary.size()) + " stage(s), in order");
+    for (const auto& stage : config.transform_summary) line("    " + stage);
+  }
+  entry("  error policy:", std::string(to_string(config.transform_error_policy)));
   entry("log:", "format " + config.log_format + ", level " + config.log_level);
   return out;
 }

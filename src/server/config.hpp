@@ -11,10 +11,12 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "cppcdc/plugin.hpp"
 #include "cppcdc/result.hpp"
 #include "cppcdc/runtime.hpp"
+#include "cppcdc/transforms.hpp"
 
 namespace cppcdc::server {
 
@@ -38,6 +40,16 @@ struct ServerConfig {
   /// checkpoint directory need one each. A relative path is relative to the config file's
   /// directory (after load_server_config; parse_server_config leaves it as written).
   std::filesystem::path control_socket;
+  /// `[[pipeline.transforms]]` as written (validated while loading: every action built once,
+  /// secret_env variables read); run_server builds the chain from it with
+  /// parse_transform_stages. Empty when the file has none.
+  std::optional<ConfigNode> transforms;
+  /// One line per stage for describe_config: "name (when ...): action, action".
+  std::vector<std::string> transform_summary;
+  /// `[runtime] transform_error_policy`. Only "halt" loads: "skip" needs a dead-letter
+  /// destination, which this build does not have yet, and is refused rather than allowed to
+  /// drop events silently.
+  TransformErrorPolicy transform_error_policy = TransformErrorPolicy::kHalt;
   std::string delivery_contract = "at_least_once";
   std::string log_format = "text";  ///< "text" or "json"
   std::string log_level = "info";   ///< trace, debug, info, warn, error, critical, off

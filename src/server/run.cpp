@@ -15,6 +15,8 @@
 
 #include "core/json_write.hpp"
 #include "cppcdc/checkpoint.hpp"
+#include "cppcdc/pipeline.hpp"
+#include "cppcdc/transforms.hpp"
 #include "cppcdc/runtime.hpp"
 #include "cppcdc/sink.hpp"
 #include "server/control_socket.hpp"
@@ -171,6 +173,38 @@ int run_server(const ServerConfig& config) {
                           config.origin);
   }
 
+  // The transforms, then the one sink. The pipeline owns both; `chain` stays readable for the
+  // rule counters.
+  TransformChain* chain = nullptr;
+  PipelineConfig pipeline_config;
+  if (config.transforms) {
+    auto stages = parse_transform_stages(*config.transforms, "[[pipeline.transforms]]");
+    if (!stages) {
+      (void)(*sink)->close();
+      return report_failure(stages.error(), config.origin);
+    }
+    TransformChainConfig chain_config;
+    chain_config.stages = std::move(*stages);
+    chain_config.error_policy = config.transform_error_policy;
+    auto built = TransformChain::create(std::move(chain_config));
+    if (!built) {
+      (void)(*sink)->close();
+      return report_failure(built.error().context("building the transforms"), config.origin);
+    }
+    chain = built->get();
+    pipeline_config.transforms.push_back(std::move(*built));
+  }
+  Sink* sink_ptr = sink->get();
+  pipeline_config.routes.push_back(PipelineRoute{std::move(*sink), {}});
+  auto pipeline = Pipeline::create(std::move(pipeline_config));
+  if (!pipeline) {
+    return report_failure(pipeline.error().context("building the pipeline"), config.origin);
+  }
+  // Rules that never fired are logged when the pipeline stops, whatever the reason.
+  const auto report_unmatched = [chain] {
+    if (chain != nullptr) chain->warn_on_unmatched_rules();
+  };
+
   RuntimeConfig runtime_config;
   runtime_config.source = std::move(*source);
   runtime_config.checkpoint = *checkpoint;
@@ -179,32 +213,36 @@ int run_server(const ServerConfig& config) {
   if (!runtime) return report_failure(runtime.error().context("creating the runtime"),
       config.origin);
 
-  spdlog::info("cppcdc {} starting: source={} {} sink={} checkpoint={} delivery_contract={}",
-               kVersion, config.source_type, config.source->summary(), (*sink)->name(),
-               checkpoint_desc, config.delivery_contract);
+  spdlog::info(
+      "cppcdc {} starting: source={} {} sink={} checkpoint={} delivery_contract={} "
+      "transforms={}",
+      kVersion, config.source_type, config.source->summary(), sink_ptr->name(), checkpoint_desc,
+      config.delivery_contract,
+      chain != nullptr ? std::to_string(chain->stage_count()) + " stage(s)" : std::string("none"));
 
   if (auto started = (*runtime)->start(); !started) {
     shut_down(**runtime);
-    (void)(*sink)->close();
+    (void)(*pipeline)->close();
     return report_failure(started.error().context("starting the pipeline"), config.origin);
   }
   spdlog::info("pipeline running; send SIGINT or SIGTERM to stop; control socket {}",
                config.control_socket.string());
 
-  auto delivered = (*runtime)->run_to_completion(**sink, g_stop_requested);
+  auto delivered = (*runtime)->run_to_completion(**pipeline, g_stop_requested);
   (*control)->stop();  // no command is taken while the pipeline shuts down
+  report_unmatched();
   if (!delivered) {
     const auto snapshot = (*runtime)->admin_snapshot();
     shut_down(**runtime);
-    (void)(*sink)->close();
+    (void)(*pipeline)->close();
     spdlog::info("events delivered and acknowledged before the error: {}",
                  snapshot.events_committed);
     return report_failure(delivered.error(), config.origin);
   }
 
   shut_down(**runtime);
-  if (auto closed = (*sink)->close(); !closed) {
-    return report_failure(closed.error().context("closing " + (*sink)->name()), config.origin);
+  if (auto closed = (*pipeline)->close(); !closed) {
+    return report_failure(closed.error(), config.origin);
   }
   const auto snapshot = (*runtime)->admin_snapshot();
   spdlog::info("cppcdc stopped{}: {} events delivered, checkpoint at {}",

@@ -16,7 +16,8 @@
 get_filename_component(cppcdc_fuzz_root ${CMAKE_CURRENT_LIST_DIR}/../.. ABSOLUTE)
 set(cppcdc_fuzz_dir ${CMAKE_CURRENT_LIST_DIR})
 
-set(cppcdc_fuzz_targets pgoutput event checkpoint incremental_state copy_text config)
+set(cppcdc_fuzz_targets pgoutput event checkpoint incremental_state copy_text config
+    transform_path)
 
 # Where PostgreSQL's LSN type lives (the one line to change when it moves).
 set(cppcdc_fuzz_pg_lsn_source src/source/postgres/lsn.cpp)
@@ -48,3 +49,8 @@ set(cppcdc_fuzz_copy_text_libs)
 set(cppcdc_fuzz_config_sources src/server/config.cpp src/server/builtin_plugins.cpp)
 set(cppcdc_fuzz_config_libs cppcdc_server)
 set(cppcdc_fuzz_config_fuzz_libs cppcdc_lib)
+
+# Field paths of the filter and mask actions, and their walk through a JSON column value.
+set(cppcdc_fuzz_transform_path_sources src/transform/path.cpp src/transform/columns.cpp
+    src/transform/mask.cpp src/transform/filter.cpp)
+set(cppcdc_fuzz_transform_path_libs cppcdc_transform)

@@ -1,0 +1,200 @@
+// TransformChain: stages in order, the key guard, validation, the error policy and the rule
+// counters.
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+
+#include "cppcdc/transforms.hpp"
+#include "transform/columns.hpp"
+
+namespace cppcdc {
+namespace {
+
+struct Stage {
+  std::string name;
+  WhenPredicate when;
+  bool everything = true;
+  std::vector<std::unique_ptr<TransformAction>> actions;
+};
+
+// The image key values are read from: after, or the before-image for a delete (as
+// Event::primary_key_values() does).
+const Row* key_image(const Event& event) {
+  if (event.op == Operation::kDelete) return event.before.row();
+  return event.after ? &*event.after : nullptr;
+}
+
+// Whether every column primary_key names is in the key image (no allocation).
+bool key_resolvable(const Event& event) {
+  if (!event.primary_key || event.primary_key->empty()) return false;
+  const Row* row = key_image(event);
+  if (row == nullptr) return false;
+  return std::all_of(event.primary_key->begin(), event.primary_key->end(),
+                     [row](const std::string& k) { return find_column(*row, k) != nullptr; });
+}
+
+std::string where(const Event& event) {
+  return "table " + transform_detail::qualified_table(event) + " (" +
+         std::string(to_string(event.op)) + ", offset " +
+         (event.source.offset.empty() ? std::string("unknown") : event.source.offset) + ")";
+}
+
+}  // namespace
+
+struct TransformChain::Impl {
+  std::vector<Stage> stages;
+  TransformErrorPolicy policy = TransformErrorPolicy::kHalt;
+  DeadLetterHook dead_letter;
+  std::string name;
+  std::atomic<std::uint64_t> skipped{0};
+  std::atomic<std::uint64_t> events{0};  // events that entered the chain
+  const Stage* failed_stage = nullptr;  // the stage of the last error of apply_one
+};
+
+TransformChain::TransformChain() : impl_(std::make_unique<Impl>()) {}
+TransformChain::~TransformChain() = default;
+
+Result<std::unique_ptr<TransformChain>> TransformChain::create(TransformChainConfig config) {
+  if (config.error_policy == TransformErrorPolicy::kSkip && !config.dead_letter) {
+    return fail(Error::configuration(
+        "transform_error_policy \"skip\" needs a dead-letter hook to hand failed events to; "
+        "without one a failed event would vanish, so it is refused (use \"halt\")"));
+  }
+  std::unique_ptr<TransformChain> chain(new TransformChain());
+  auto& d = *chain->impl_;
+  for (std::size_t i = 0; i < config.stages.size(); ++i) {
+    TransformStage& s = config.stages[i];
+    const std::string label = "transform stage " + std::to_string(i + 1);
+    if (s.name.empty()) return fail(Error::configuration(label + ": the name is empty"));
+    if (std::any_of(d.stages.begin(), d.stages.end(),
+                    [&](const Stage& st) { return st.name == s.name; })) {
+      return fail(Error::configuration(label + ": the name \"" + s.name +
+                                       "\" is taken by an earlier stage"));
+    }
+    if (s.actions.empty()) {
+      return fail(Error::configuration(label + " \"" + s.name + "\" has no actions"));
+    }
+    if (std::any_of(s.actions.begin(), s.actions.end(), [](const auto& a) { return !a; })) {
+      return fail(Error::configuration(label + " \"" + s.name + "\" has an empty action"));
+    }
+    Stage stage;
+    stage.name = std::move(s.name);
+    stage.when = WhenPredicate(s.when);
+    stage.everything = stage.when.matches_everything();
+    stage.actions = std::move(s.actions);
+    d.stages.push_back(std::move(stage));
+  }
+  d.policy = config.error_policy;
+  d.dead_letter = std::move(config.dead_letter);
+  d.name = std::move(config.name);
+  return chain;
+}
+
+std::string TransformChain::name() const { return impl_->name; }
+std::size_t TransformChain::stage_count() const noexcept { return impl_->stages.size(); }
+std::uint64_t TransformChain::skipped_events() const noexcept {
+  return impl_->skipped.load(std::memory_order_relaxed);
+}
+
+Result<ActionResult> TransformChain::apply_one(Event& event) {
+  for (const Stage& stage : impl_->stages) {
+    if (!stage.everything && !stage.when.matches(event)) continue;
+    const bool keyed = key_resolvable(event);
+    for (const auto& action : stage.actions) {
+      auto result = action->apply(event, stage.name);
+      if (!result) {
+        impl_->failed_stage = &stage;
+        return fail(result.error().context("transform stage \"" + stage.name + "\" (" +
+                                           std::string(action->type()) + ") on " + where(event)));
+      }
+      if (*result == ActionResult::kDrop) return ActionResult::kDrop;
+    }
+    if (keyed && event.primary_key && !key_resolvable(event)) {
+      impl_->failed_stage = &stage;
+      std::string missing;
+      const Row* row = key_image(event);
+      for (const auto& k : *event.primary_key) {
+        if (row != nullptr && find_column(*row, k) != nullptr) continue;
+        missing += (missing.empty() ? "\"" : ", \"") + k + "\"";
+      }
+      return fail(Error::configuration(
+          "transform stage \"" + stage.name + "\" left the primary key of table " +
+          transform_detail::qualified_table(event) + " naming column(s) " + missing +
+          " that the event no longer carries; the event would reach the sinks without a usable "
+          "key. Keep the key columns, or make the stage set the key to none on purpose (unwrap "
+          "drop_primary_key, key_shaping set_primary_key)"));
+    }
+    if (auto valid = event.validate(); !valid) {
+      impl_->failed_stage = &stage;
+      return fail(valid.error().context("after transform stage \"" + stage.name + "\""));
+    }
+  }
+  return ActionResult::kKeep;
+}
+
+Status TransformChain::apply(std::vector<Event>& events) {
+  auto& d = *impl_;
+  const bool skip = d.policy == TransformErrorPolicy::kSkip;
+  std::size_t kept = 0;
+  d.events.fetch_add(events.size(), std::memory_order_relaxed);
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    std::optional<Event> original;
+    if (skip) original = events[i];  // what the dead-letter hook receives
+    d.failed_stage = nullptr;
+    auto result = apply_one(events[i]);
+    if (!result) {
+      if (!skip) return fail(result.error());
+      const std::string stage = d.failed_stage != nullptr ? d.failed_stage->name : d.name;
+      spdlog::warn(
+          "transform_error_policy = skip: dropping the event for {} and handing it to the "
+          "dead-letter destination: {}",
+          where(*original), result.error().report());
+      if (auto st = d.dead_letter(*original, result.error(), stage); !st) {
+        return fail(st.error().context("handing a failed event to the dead-letter destination"));
+      }
+      d.skipped.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    if (*result == ActionResult::kDrop) continue;
+    if (kept != i) events[kept] = std::move(events[i]);
+    ++kept;
+  }
+  events.erase(events.begin() + static_cast<std::ptrdiff_t>(kept), events.end());
+  return ok();
+}
+
+std::vector<TransformRuleStats> TransformChain::rules() const {
+  std::vector<TransformRuleStats> out;
+  for (const Stage& stage : impl_->stages) {
+    for (const auto& action : stage.actions) action->collect_rules(stage.name, out);
+  }
+  return out;
+}
+
+std::vector<UnmatchedRule> TransformChain::unmatched_rules() const {
+  std::vector<UnmatchedRule> out;
+  for (auto& r : rules()) {
+    if (!r.unmatched) continue;
+    out.push_back(UnmatchedRule{std::move(r.transform), std::move(r.kind), std::move(r.rule),
+                                std::move(r.consequence)});
+  }
+  return out;
+}
+
+void TransformChain::warn_on_unmatched_rules() const {
+  if (impl_->events.load(std::memory_order_relaxed) == 0) {
+    // Before any traffic every rule is unmatched; saying so would only be noise.
+    if (!rules().empty()) {
+      spdlog::info("no event reached the transforms, so their rule counters say nothing yet");
+    }
+    return;
+  }
+  for (const auto& r : unmatched_rules()) {
+    spdlog::warn("transform stage \"{}\": {} rule \"{}\" never matched: {}", r.transform, r.kind,
+                 r.rule, r.consequence);
+  }
+}
+
+}  // namespace cppcdc
