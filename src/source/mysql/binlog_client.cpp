@@ -222,23 +222,31 @@ Result<std::string> resume_problem(MYSQL* conn, const StreamStart& start,
            "is " + oldest + ")";
   }
   if (!server.mariadb) return std::string();
-  // The GTID position at the start of the oldest binlog: a domain of ours older than that
-  // needs events that were purged.
-  auto first = query(conn, "SELECT BINLOG_GTID_POS(" + quote_literal(oldest) + ", 4)",
-                     "reading the GTID position of the oldest binlog");
-  if (!first) return fail(first.error());
+  // The GTID position at the start of the oldest binlog (its GTID_LIST event): a domain of
+  // ours older than that needs events that were purged.
+  auto events = query(conn, "SHOW BINLOG EVENTS IN " + quote_literal(oldest) + " LIMIT 4",
+                      "reading the GTID list of the oldest binlog");
+  if (!events) return fail(events.error());
+  std::string list;
+  for (const auto& row : events->rows) {
+    if (row.size() >= 6 && row[2] == std::optional<std::string>("Gtid_list") && row[5]) {
+      list = *row[5];
+      if (!list.empty() && list.front() == '[') list = list.substr(1, list.size() - 2);
+    }
+  }
   const auto ours = parse_maria_gtids(start.gtid);
-  const auto theirs = parse_maria_gtids(value_or_empty(*first, 0));
+  const auto theirs = parse_maria_gtids(list);
   if (!ours) return "'" + start.gtid + "' is not a GTID position";
-  if (!theirs) return std::string();
-  for (const auto& [domain, sn] : *theirs) {
-    const auto it = ours->find(domain);
-    const std::uint64_t have = it == ours->end() ? 0 : it->second.second;
-    if (have < sn.second) {
-      return "the GTID position " + start.gtid + " is older than the oldest binlog " + oldest +
-             " (which starts after " + std::to_string(domain) + "-" +
-             std::to_string(sn.first) + "-" + std::to_string(sn.second) +
-             "): the transactions in between were purged";
+  if (theirs) {
+    for (const auto& [domain, sn] : *theirs) {
+      const auto it = ours->find(domain);
+      const std::uint64_t have = it == ours->end() ? 0 : it->second.second;
+      if (have < sn.second) {
+        return "the GTID position " + start.gtid + " is older than the oldest binlog " + oldest +
+               " (which starts after " + std::to_string(domain) + "-" +
+               std::to_string(sn.first) + "-" + std::to_string(sn.second) +
+               "): the transactions in between were purged";
+      }
     }
   }
   auto state = query(conn, "SELECT @@gtid_binlog_state", "reading gtid_binlog_state");

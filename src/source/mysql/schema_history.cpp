@@ -675,7 +675,7 @@ Status SchemaHistory::restore(std::string_view text) {
   tables_ = std::move(tables);
   databases_ = std::move(dbs);
   server_charset_ = str(root, "server_charset").value_or("utf8mb4");
-  cache_.reset();
+  changed();
   return ok();
 }
 

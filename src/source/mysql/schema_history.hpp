@@ -85,6 +85,9 @@ class SchemaHistory {
   /// merely tracked table it is logged and the table forgotten.
   Result<std::vector<Change>> apply_ddl(std::string_view default_db, std::string_view sql);
 
+  /// Grows with every change of the history (so a caller can cache what it derives).
+  std::uint64_t version() const noexcept { return version_; }
+
   /// The history as JSON text, for the checkpoint (cached until the next change).
   const std::string& serialize() const;
   /// Replaces the history by one serialize() wrote. Errors: invalid_data naming what is wrong.
@@ -101,7 +104,10 @@ class SchemaHistory {
   Result<std::vector<Change>> apply_parsed(const DdlStatement& st, const std::string& db,
                                            std::string_view sql);
   Status apply_alter(TableSchema& t, std::string& default_charset, const AlterOp& op);
-  void changed() { cache_.reset(); }
+  void changed() {
+    cache_.reset();
+    ++version_;
+  }
 
   TableFilter filter_;
   bool mysql8_;
@@ -109,6 +115,7 @@ class SchemaHistory {
   std::map<std::string, std::string> databases_;  // default charset per database
   std::string server_charset_ = "utf8mb4";
   mutable std::optional<std::string> cache_;
+  std::uint64_t version_ = 0;
 };
 
 }  // namespace cppcdc::mysql::detail
