@@ -54,6 +54,7 @@ inline mysql::MysqlSourceConfig config_for(std::vector<std::string> tables,
 class Session {
  public:
   Session() {
+    if (!port()) return;  // the test skips
     auto c = mysql::detail::connect(config_for({"x.y"}, "session"));
     if (!c) {
       ADD_FAILURE() << c.error().report();
