@@ -32,8 +32,9 @@ class MariaDbCli : public ::testing::Test {
     session_.exec("INSERT INTO " + db_ + ".t VALUES (1, 'before')");
     session_.exec("DROP USER IF EXISTS 'cdc_cli'@'127.0.0.1'");
     session_.exec("CREATE USER 'cdc_cli'@'127.0.0.1' IDENTIFIED BY 'cli-s3cret'");
-    session_.exec("GRANT SELECT, REPLICATION SLAVE, BINLOG MONITOR ON *.* TO "
-                  "'cdc_cli'@'127.0.0.1'");
+    session_.exec(
+        "GRANT SELECT, REPLICATION SLAVE, BINLOG MONITOR ON *.* TO "
+        "'cdc_cli'@'127.0.0.1'");
   }
   void TearDown() override {
     stop_cppcdc_process(child_, SIGTERM);
@@ -45,8 +46,8 @@ class MariaDbCli : public ::testing::Test {
   }
   fs::path write_config() {
     const fs::path p = dir_ / "cdc.toml";
-    std::ofstream(p) << "[source]\ntype = \"mariadb\"\nhost = \"127.0.0.1\"\nport = "
-                     << *port() << "\nuser = \"cdc_cli\"\npassword_env = \"CLI_TEST_PW\"\n"
+    std::ofstream(p) << "[source]\ntype = \"mariadb\"\nhost = \"127.0.0.1\"\nport = " << *port()
+                     << "\nuser = \"cdc_cli\"\npassword_env = \"CLI_TEST_PW\"\n"
                      << "tables = [\"" << db_ << ".*\"]\nsource_id = \"" << db_ << "\"\n"
                      << "heartbeat_interval_ms = 200\n\n[sink]\ntype = \"file\"\npath = \""
                      << (dir_ / "events.jsonl").string() << "\"\n\n[state.offset]\n"
@@ -83,8 +84,7 @@ TEST_F(MariaDbCli, RunSnapshotsAndStreamsIntoTheFileSink) {
       << log_tail(dir_ / "cppcdc.log");
   session_.exec("INSERT INTO " + db_ + ".t VALUES (2, 'streamed')");
   ASSERT_TRUE(cppcdc::test::wait_until(
-      [&] { return output().find("\"streamed\"") != std::string::npos; },
-      std::chrono::seconds(60)))
+      [&] { return output().find("\"streamed\"") != std::string::npos; }, std::chrono::seconds(60)))
       << log_tail(dir_ / "cppcdc.log");
   const std::string out = output();
   EXPECT_NE(out.find("\"op\":\"read\""), std::string::npos) << out;

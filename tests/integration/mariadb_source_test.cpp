@@ -132,7 +132,8 @@ TEST_F(MariaDbSource, SchemaChangeMidStreamAndAcrossARestart) {
   auto ckpt = checkpoint_after(first, "mariadb", db_);
   ASSERT_TRUE(ckpt);
   session_.exec("INSERT INTO " + db_ + ".t VALUES (2, 'two')");
-  session_.exec("ALTER TABLE " + db_ + ".t ADD COLUMN n int NOT NULL DEFAULT 7 AFTER id, "
+  session_.exec("ALTER TABLE " + db_ +
+                ".t ADD COLUMN n int NOT NULL DEFAULT 7 AFTER id, "
                 "DROP COLUMN v");
   session_.exec("ALTER TABLE " + db_ + ".other ADD COLUMN x int");  // not captured: no event
   session_.exec("INSERT INTO " + db_ + ".t VALUES (3, 8)");
@@ -235,16 +236,19 @@ TEST_F(MariaDbSource, APurgedBinlogWhileStoppedIsAClearError) {
 }
 
 TEST_F(MariaDbSource, BlockingSnapshotThenStreamWithTheSameText) {
-  session_.exec("CREATE TABLE " + db_ + ".t (id int primary key, v varchar(10), "
+  session_.exec("CREATE TABLE " + db_ +
+                ".t (id int primary key, v varchar(10), "
                 "b varbinary(4), j json, f double, ts timestamp(3) NULL, e enum('x','y'))");
-  session_.exec("INSERT INTO " + db_ + ".t VALUES (1, 'wörld', 0x00ff, '{\"a\": [1, 2]}', 0.1, "
+  session_.exec("INSERT INTO " + db_ +
+                ".t VALUES (1, 'wörld', 0x00ff, '{\"a\": [1, 2]}', 0.1, "
                 "'2024-01-02 03:04:05.678', 'y')");
   auto c = config();
   c.snapshot_mode = SnapshotMode::kInitial;
   c.snapshot_chunk_size = 1;
   start(c);
   EXPECT_FALSE(source_->initial_offset());
-  session_.exec("INSERT INTO " + db_ + ".t VALUES (2, 'wörld', 0x00ff, '{\"a\": [1, 2]}', 0.1, "
+  session_.exec("INSERT INTO " + db_ +
+                ".t VALUES (2, 'wörld', 0x00ff, '{\"a\": [1, 2]}', 0.1, "
                 "'2024-01-02 03:04:05.678', 'y')");
   auto events = rows(2);
   ASSERT_EQ(events.size(), 2u);

@@ -26,12 +26,12 @@ inline std::optional<std::uint16_t> port() {
   return static_cast<std::uint16_t>(std::stoi(p));
 }
 
-#define MARIADB_OR_SKIP()                                                                 \
-  do {                                                                                    \
-    if (!::cppcdc::it::maria::port()) {                                                   \
-      GTEST_SKIP() << "CPPCDC_TEST_MARIADB_PORT is not set: start a server with "         \
-                      "scripts/mariadb.sh start DIR PORT and export its port";            \
-    }                                                                                     \
+#define MARIADB_OR_SKIP()                                                         \
+  do {                                                                            \
+    if (!::cppcdc::it::maria::port()) {                                           \
+      GTEST_SKIP() << "CPPCDC_TEST_MARIADB_PORT is not set: start a server with " \
+                      "scripts/mariadb.sh start DIR PORT and export its port";    \
+    }                                                                             \
   } while (0)
 
 /// A config for the test server as root, capturing `tables`.
@@ -128,8 +128,8 @@ inline std::string text_of(const Row* row, const std::string& name) {
 /// The checkpoint a runtime would save after acknowledging `events` up to their last
 /// resume boundary.
 inline std::optional<CheckpointRecord> checkpoint_after(const std::vector<Event>& events,
-                                                       const std::string& type,
-                                                       const std::string& id) {
+                                                        const std::string& type,
+                                                        const std::string& id) {
   std::optional<CheckpointRecord> r;
   for (const auto& e : events) {
     if (e.resume_offset.empty()) continue;

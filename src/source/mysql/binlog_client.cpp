@@ -33,8 +33,8 @@ std::optional<std::map<std::uint64_t, std::pair<std::uint64_t, std::uint64_t>>> 
   std::size_t start = 0;
   while (start <= text.size()) {
     const auto comma = text.find(',', start);
-    std::string_view item =
-        text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    std::string_view item = text.substr(
+        start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
     while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
     while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
     const auto a = item.find('-');
@@ -95,10 +95,11 @@ Result<ServerInfo> check_server(MYSQL* conn, const MysqlSourceConfig& config) {
   const std::string image = upper(value_or_empty(*vars, 3));
   info.full_row_image = image == "FULL";
   if (!info.full_row_image) {
-    spdlog::warn("binlog_row_image is {} (not FULL): update and delete events carry only the "
-                 "columns the server logs, the others are listed as unavailable; SET GLOBAL "
-                 "binlog_row_image = 'FULL' for complete before images",
-                 image);
+    spdlog::warn(
+        "binlog_row_image is {} (not FULL): update and delete events carry only the "
+        "columns the server logs, the others are listed as unavailable; SET GLOBAL "
+        "binlog_row_image = 'FULL' for complete before images",
+        image);
   }
   info.checksum = upper(value_or_empty(*vars, 4));
   // Privileges: SHOW GRANTS lists what the current user holds (roles aside).
@@ -112,20 +113,21 @@ Result<ServerInfo> check_server(MYSQL* conn, const MysqlSourceConfig& config) {
   const bool super = everything || all.find("SUPER") != std::string::npos;
   if (!everything && all.find("REPLICATION SLAVE") == std::string::npos &&
       all.find("REPLICATION REPLICA") == std::string::npos) {
-    return fail(check_failed(
-        "the user " + config.user + " lacks the REPLICATION SLAVE privilege",
-        "GRANT REPLICATION SLAVE" + std::string(info.mariadb ? ", BINLOG MONITOR" : ", REPLICATION CLIENT") +
-            ", SELECT ON *.* TO the user"));
+    return fail(
+        check_failed("the user " + config.user + " lacks the REPLICATION SLAVE privilege",
+                     "GRANT REPLICATION SLAVE" +
+                         std::string(info.mariadb ? ", BINLOG MONITOR" : ", REPLICATION CLIENT") +
+                         ", SELECT ON *.* TO the user"));
   }
-  if (!super && all.find(info.mariadb ? "BINLOG MONITOR" : "REPLICATION CLIENT") ==
-                    std::string::npos &&
+  if (!super &&
+      all.find(info.mariadb ? "BINLOG MONITOR" : "REPLICATION CLIENT") == std::string::npos &&
       all.find("REPLICATION CLIENT") == std::string::npos) {
-    return fail(check_failed("the user " + config.user + " lacks the " +
-                                 std::string(info.mariadb ? "BINLOG MONITOR" : "REPLICATION CLIENT") +
-                                 " privilege (needed to read the binlog position)",
-                             std::string("GRANT ") +
-                                 (info.mariadb ? "BINLOG MONITOR" : "REPLICATION CLIENT") +
-                                 " ON *.* TO the user"));
+    return fail(check_failed(
+        "the user " + config.user + " lacks the " +
+            std::string(info.mariadb ? "BINLOG MONITOR" : "REPLICATION CLIENT") +
+            " privilege (needed to read the binlog position)",
+        std::string("GRANT ") + (info.mariadb ? "BINLOG MONITOR" : "REPLICATION CLIENT") +
+            " ON *.* TO the user"));
   }
   // GTIDs.
   if (info.mariadb) {
@@ -152,18 +154,18 @@ Result<StreamStart> current_position(MYSQL* conn, const ServerInfo& server) {
   if (!status) return fail(status.error());
   if (status->rows.empty() || status->rows[0].size() < 2 || !status->rows[0][0] ||
       !status->rows[0][1]) {
-    return fail(check_failed("SHOW MASTER STATUS returned nothing (binary logging off, or the "
-                             "user may not see it)",
-                             std::string("GRANT ") +
-                                 (server.mariadb ? "BINLOG MONITOR" : "REPLICATION CLIENT") +
-                                 " ON *.* TO the user"));
+    return fail(check_failed(
+        "SHOW MASTER STATUS returned nothing (binary logging off, or the "
+        "user may not see it)",
+        std::string("GRANT ") + (server.mariadb ? "BINLOG MONITOR" : "REPLICATION CLIENT") +
+            " ON *.* TO the user"));
   }
   StreamStart start;
   start.file = *status->rows[0][0];
   const auto pos = cppcdc::detail::parse_decimal(*status->rows[0][1]);
   if (!pos) {
-    return fail(Error::invalid_data("SHOW MASTER STATUS gave position '" + *status->rows[0][1] +
-                                    "'"));
+    return fail(
+        Error::invalid_data("SHOW MASTER STATUS gave position '" + *status->rows[0][1] + "'"));
   }
   start.position = *pos;
   if (server.mariadb && server.gtid) {
@@ -196,10 +198,10 @@ Result<StreamStart> parse_resume_offset(std::string_view offset, const ServerInf
     start.gtid = std::string(offset);
     return start;
   }
-  return fail(Error::checkpoint(
-      ErrorKind::kTerminal,
-      "checkpoint offset '" + std::string(offset) + "' is neither a binlog coordinate " +
-          "(file:position)" + (server.mariadb ? " nor a MariaDB GTID position" : "")));
+  return fail(Error::checkpoint(ErrorKind::kTerminal,
+                                "checkpoint offset '" + std::string(offset) +
+                                    "' is neither a binlog coordinate " + "(file:position)" +
+                                    (server.mariadb ? " nor a MariaDB GTID position" : "")));
 }
 
 Result<std::string> resume_problem(MYSQL* conn, const StreamStart& start,
@@ -243,9 +245,8 @@ Result<std::string> resume_problem(MYSQL* conn, const StreamStart& start,
       const std::uint64_t have = it == ours->end() ? 0 : it->second.second;
       if (have < sn.second) {
         return "the GTID position " + start.gtid + " is older than the oldest binlog " + oldest +
-               " (which starts after " + std::to_string(domain) + "-" +
-               std::to_string(sn.first) + "-" + std::to_string(sn.second) +
-               "): the transactions in between were purged";
+               " (which starts after " + std::to_string(domain) + "-" + std::to_string(sn.first) +
+               "-" + std::to_string(sn.second) + "): the transactions in between were purged";
       }
     }
   }
@@ -278,8 +279,9 @@ Result<std::unique_ptr<BinlogStream>> BinlogStream::open(const MysqlSourceConfig
   MYSQL* m = s->conn_.get();
   // The replica declares which checksum it handles (else the server refuses to send
   // checksummed events), and on MariaDB that it understands GTID and annotate events.
-  CPPCDC_TRY(exec(m, "SET @master_binlog_checksum = @@global.binlog_checksum, "
-                     "@source_binlog_checksum = @@global.binlog_checksum",
+  CPPCDC_TRY(exec(m,
+                  "SET @master_binlog_checksum = @@global.binlog_checksum, "
+                  "@source_binlog_checksum = @@global.binlog_checksum",
                   "declaring the binlog checksum"));
   const std::uint64_t period_ns = std::uint64_t{config.heartbeat_interval_ms} * 1'000'000;
   CPPCDC_TRY(exec(m, "SET @master_heartbeat_period = " + std::to_string(period_ns),
@@ -299,12 +301,13 @@ Result<std::unique_ptr<BinlogStream>> BinlogStream::open(const MysqlSourceConfig
   mariadb_rpl_optionsv(s->rpl_, MARIADB_RPL_SERVER_ID,
                        static_cast<unsigned int>(effective_server_id(config)));
   const std::string& file = start.gtid.empty() ? start.file : std::string();
-  mariadb_rpl_optionsv(s->rpl_, MARIADB_RPL_FILENAME, file.c_str(), static_cast<size_t>(file.size()));
+  mariadb_rpl_optionsv(s->rpl_, MARIADB_RPL_FILENAME, file.c_str(),
+                       static_cast<size_t>(file.size()));
   mariadb_rpl_optionsv(s->rpl_, MARIADB_RPL_START,
                        static_cast<unsigned long>(start.gtid.empty() ? start.position : 4));
-  mariadb_rpl_optionsv(s->rpl_, MARIADB_RPL_FLAGS,
-                       static_cast<unsigned int>(non_blocking ? MARIADB_RPL_BINLOG_DUMP_NON_BLOCK
-                                                              : 0));
+  mariadb_rpl_optionsv(
+      s->rpl_, MARIADB_RPL_FLAGS,
+      static_cast<unsigned int>(non_blocking ? MARIADB_RPL_BINLOG_DUMP_NON_BLOCK : 0));
   if (mariadb_rpl_open(s->rpl_) != 0) return fail(s->stream_error("starting the binlog dump"));
   spdlog::info("reading the binlog of {}:{} from {} as replica server id {}", config.host,
                config.port, s->where_, effective_server_id(config));
@@ -341,9 +344,10 @@ Error BinlogStream::stream_error(const std::string& what) const {
   if (interrupted_.load()) return Error::source(ErrorKind::kTransient, full + " (interrupted)");
   if (code == ER_MASTER_FATAL_ERROR_READING_BINLOG) {
     return Error::source(ErrorKind::kTerminal,
-                         full + "; the server no longer has the binlog this position needs "
-                                "(purged, or reset): the changes in between are lost; take a "
-                                "new snapshot (snapshot mode when_needed does so by itself)");
+                         full +
+                             "; the server no longer has the binlog this position needs "
+                             "(purged, or reset): the changes in between are lost; take a "
+                             "new snapshot (snapshot mode when_needed does so by itself)");
   }
   if (code == ER_SPECIFIC_ACCESS_DENIED_ERROR || code == ER_ACCESS_DENIED_ERROR) {
     return Error::source(ErrorKind::kTerminal,
@@ -369,8 +373,8 @@ Result<std::span<const std::uint8_t>> BinlogStream::next() {
   }
   event_ = ev;
   if (ev->raw_data_size < 2) {
-    return fail(Error::invalid_data("a binlog event of " + std::to_string(ev->raw_data_size) +
-                                    " bytes"));
+    return fail(
+        Error::invalid_data("a binlog event of " + std::to_string(ev->raw_data_size) + " bytes"));
   }
   // raw_data starts with the packet's OK byte (0x00); the event follows, checksum included.
   return std::span<const std::uint8_t>(ev->raw_data + 1, ev->raw_data_size - 1);

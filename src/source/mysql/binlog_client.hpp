@@ -63,8 +63,7 @@ Result<StreamStart> parse_resume_offset(std::string_view offset, const ServerInf
 
 /// Why the server can no longer resume at `start` (the binlog file was purged, or the GTID
 /// position is older than the oldest binlog or unknown to the server); empty when it can.
-Result<std::string> resume_problem(MYSQL* conn, const StreamStart& start,
-                                   const ServerInfo& server);
+Result<std::string> resume_problem(MYSQL* conn, const StreamStart& start, const ServerInfo& server);
 
 /// One replication session (COM_BINLOG_DUMP). Used by the reader thread; interrupt() may be
 /// called from any thread.

@@ -12,7 +12,7 @@ namespace {
 
 struct Token {
   enum class Kind { kWord, kQuoted, kString, kNumber, kPunct, kEnd } kind = Kind::kEnd;
-  std::string text;   // words upper-cased in `upper`; identifiers keep `text`
+  std::string text;  // words upper-cased in `upper`; identifiers keep `text`
   std::string upper;
 };
 
@@ -105,7 +105,10 @@ std::vector<Token> tokenize(std::string_view s) {
       }
       // A name that starts with a digit ("1t") is an identifier.
       if (std::any_of(t.text.begin(), t.text.end(),
-                      [](char ch) { return std::isalpha(static_cast<unsigned char>(ch)) || ch == '_' || ch == '$'; }) &&
+                      [](char ch) {
+                        return std::isalpha(static_cast<unsigned char>(ch)) || ch == '_' ||
+                               ch == '$';
+                      }) &&
           t.text.find('.') == std::string::npos) {
         t.kind = Token::Kind::kWord;
       }
@@ -416,11 +419,11 @@ class Parser {
   bool finish_type(ColumnDef& def, std::string type, std::vector<std::string> args,
                    bool is_unsigned, bool zerofill, bool binary_attr, std::string charset,
                    const std::string& collation, bool not_null, std::string& what) {
-    static const std::set<std::string> kCharTypes{"char", "varchar", "tinytext", "text",
-                                                  "mediumtext", "longtext", "enum", "set",
-                                                  "nchar", "nvarchar"};
-    static const std::set<std::string> kBinaryTypes{"binary", "varbinary", "tinyblob", "blob",
-                                                    "mediumblob", "longblob"};
+    static const std::set<std::string> kCharTypes{"char",       "varchar",  "tinytext", "text",
+                                                  "mediumtext", "longtext", "enum",     "set",
+                                                  "nchar",      "nvarchar"};
+    static const std::set<std::string> kBinaryTypes{"binary", "varbinary",  "tinyblob",
+                                                    "blob",   "mediumblob", "longblob"};
     if (type == "json") {
       def.column.is_json = true;
       if (!mysql8_) type = "longtext";
@@ -434,8 +437,10 @@ class Parser {
     def.character = kCharTypes.count(type) > 0;
     if (def.character && charset == "binary") {
       // A character type in the binary charset is its binary counterpart.
-      if (type == "char") type = "binary";
-      else if (type == "varchar") type = "varbinary";
+      if (type == "char")
+        type = "binary";
+      else if (type == "varchar")
+        type = "varbinary";
       else if (type.size() > 4 && type.substr(type.size() - 4) == "text") {
         type = type.substr(0, type.size() - 4) + "blob";
       }
@@ -466,7 +471,8 @@ class Parser {
     def.column.column_type = normalize_column_type(type, args, is_unsigned, zerofill, mysql8_);
     def.column.is_unsigned = is_unsigned;
     def.column.charset = def.character || charset == "binary" ? charset : std::string();
-    if (type == "enum" || type == "set") def.column.elements = parse_elements(def.column.column_type);
+    if (type == "enum" || type == "set")
+      def.column.elements = parse_elements(def.column.column_type);
     def.column.nullable = !not_null && !def.primary_key;
     return true;
   }
@@ -491,7 +497,7 @@ class Parser {
     while (!at_end()) {
       if (is("PRIMARY") || (is("CONSTRAINT") && (is("PRIMARY", 1) || is("PRIMARY", 2)))) {
         if (accept("CONSTRAINT") && !is("PRIMARY")) ++pos_;
-        pos_ += 2;  // PRIMARY KEY
+        pos_ += 2;                             // PRIMARY KEY
         while (!at_end() && !is("(")) ++pos_;  // USING BTREE, a name
         if (!key_columns(st.primary_key)) return unsupported(st, "the PRIMARY KEY columns");
         skip_to_separator();
@@ -570,8 +576,10 @@ class Parser {
     st.kind = DdlStatement::Kind::kAlterTable;
     if (!table_ref(st.table)) return unsupported(st, "the table name");
     if (is("WAIT") || is("NOWAIT")) {
-      if (accept("WAIT")) ++pos_;
-      else accept("NOWAIT");
+      if (accept("WAIT"))
+        ++pos_;
+      else
+        accept("NOWAIT");
     }
     while (!at_end()) {
       AlterOp op;
@@ -752,16 +760,61 @@ class Parser {
       skip_clause();
       return true;
     }
-    static const std::set<std::string> kNoShape{
-        "ENGINE", "AUTO_INCREMENT", "COMMENT", "ROW_FORMAT", "KEY_BLOCK_SIZE", "ALGORITHM",
-        "LOCK", "FORCE", "ORDER", "PARTITION", "REMOVE", "COALESCE", "REORGANIZE", "EXCHANGE",
-        "ANALYZE", "CHECK", "OPTIMIZE", "REBUILD", "REPAIR", "TRUNCATE", "DISCARD", "IMPORT",
-        "ENABLE", "DISABLE", "STATS_PERSISTENT", "STATS_AUTO_RECALC", "STATS_SAMPLE_PAGES",
-        "PACK_KEYS", "CHECKSUM", "DELAY_KEY_WRITE", "MAX_ROWS", "MIN_ROWS", "AVG_ROW_LENGTH",
-        "PAGE_CHECKSUM", "PAGE_COMPRESSED", "PAGE_COMPRESSION_LEVEL", "TRANSACTIONAL",
-        "ENCRYPTED", "ENCRYPTION_KEY_ID", "ENCRYPTION", "COMPRESSION", "INSERT_METHOD",
-        "UNION", "DATA", "INDEX", "TABLESPACE", "STORAGE", "SECONDARY_ENGINE", "WITH",
-        "WITHOUT", "UPGRADE", "SEQUENCE", "ADD", "CONNECTION", "PASSWORD"};
+    static const std::set<std::string> kNoShape{"ENGINE",
+                                                "AUTO_INCREMENT",
+                                                "COMMENT",
+                                                "ROW_FORMAT",
+                                                "KEY_BLOCK_SIZE",
+                                                "ALGORITHM",
+                                                "LOCK",
+                                                "FORCE",
+                                                "ORDER",
+                                                "PARTITION",
+                                                "REMOVE",
+                                                "COALESCE",
+                                                "REORGANIZE",
+                                                "EXCHANGE",
+                                                "ANALYZE",
+                                                "CHECK",
+                                                "OPTIMIZE",
+                                                "REBUILD",
+                                                "REPAIR",
+                                                "TRUNCATE",
+                                                "DISCARD",
+                                                "IMPORT",
+                                                "ENABLE",
+                                                "DISABLE",
+                                                "STATS_PERSISTENT",
+                                                "STATS_AUTO_RECALC",
+                                                "STATS_SAMPLE_PAGES",
+                                                "PACK_KEYS",
+                                                "CHECKSUM",
+                                                "DELAY_KEY_WRITE",
+                                                "MAX_ROWS",
+                                                "MIN_ROWS",
+                                                "AVG_ROW_LENGTH",
+                                                "PAGE_CHECKSUM",
+                                                "PAGE_COMPRESSED",
+                                                "PAGE_COMPRESSION_LEVEL",
+                                                "TRANSACTIONAL",
+                                                "ENCRYPTED",
+                                                "ENCRYPTION_KEY_ID",
+                                                "ENCRYPTION",
+                                                "COMPRESSION",
+                                                "INSERT_METHOD",
+                                                "UNION",
+                                                "DATA",
+                                                "INDEX",
+                                                "TABLESPACE",
+                                                "STORAGE",
+                                                "SECONDARY_ENGINE",
+                                                "WITH",
+                                                "WITHOUT",
+                                                "UPGRADE",
+                                                "SEQUENCE",
+                                                "ADD",
+                                                "CONNECTION",
+                                                "PASSWORD"};
     if (peek().kind == Token::Kind::kWord && kNoShape.count(peek().upper)) {
       op.kind = K::kNoShapeChange;
       skip_clause();
@@ -863,8 +916,11 @@ std::string normalize_column_type(std::string_view name, const std::vector<std::
     return base;
   };
   static const std::vector<std::pair<std::string, std::pair<int, int>>> kIntWidths{
-      {"tinyint", {4, 3}}, {"smallint", {6, 5}}, {"mediumint", {9, 8}},
-      {"int", {11, 10}},   {"bigint", {20, 20}}};
+      {"tinyint", {4, 3}},
+      {"smallint", {6, 5}},
+      {"mediumint", {9, 8}},
+      {"int", {11, 10}},
+      {"bigint", {20, 20}}};
   for (const auto& [n, widths] : kIntWidths) {
     if (type != n) continue;
     if (mysql8) {
@@ -872,7 +928,8 @@ std::string normalize_column_type(std::string_view name, const std::vector<std::
       if (!args.empty() && (zerofill || (n == "tinyint" && args[0] == "1"))) {
         return sign(with_args(n));
       }
-      if (zerofill) return sign(n + "(" + std::to_string(is_unsigned ? widths.second : widths.first) + ")");
+      if (zerofill)
+        return sign(n + "(" + std::to_string(is_unsigned ? widths.second : widths.first) + ")");
       return sign(n);
     }
     if (!args.empty()) return sign(with_args(n));

@@ -34,20 +34,20 @@ struct TableRef {
 /// table's default for other character columns.
 struct ColumnDef {
   ColumnSchema column;
-  bool character = false;      ///< a character type (char, varchar, text, enum, set)
-  bool primary_key = false;    ///< PRIMARY KEY attribute
+  bool character = false;    ///< a character type (char, varchar, text, enum, set)
+  bool primary_key = false;  ///< PRIMARY KEY attribute
   enum class Position { kLast, kFirst, kAfter } position = Position::kLast;
-  std::string after;           ///< kAfter: the column it follows
+  std::string after;  ///< kAfter: the column it follows
 };
 
 struct AlterOp {
   enum class Kind {
-    kAddColumn,       ///< def
-    kDropColumn,      ///< name
-    kModifyColumn,    ///< def (name = def.column.name)
-    kChangeColumn,    ///< name (old) -> def
-    kRenameColumn,    ///< name -> new_name
-    kAddPrimaryKey,   ///< key
+    kAddColumn,      ///< def
+    kDropColumn,     ///< name
+    kModifyColumn,   ///< def (name = def.column.name)
+    kChangeColumn,   ///< name (old) -> def
+    kRenameColumn,   ///< name -> new_name
+    kAddPrimaryKey,  ///< key
     kDropPrimaryKey,
     kRenameTable,     ///< new_table
     kConvertCharset,  ///< charset: every character column and the table default

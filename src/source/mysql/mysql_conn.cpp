@@ -36,10 +36,10 @@ Error error_from(MYSQL* conn, const std::string& what) {
   const unsigned int code = conn ? mysql_errno(conn) : 0;
   std::string text = conn ? mysql_error(conn) : "no connection";
   if (text.empty()) text = "unknown error";
-  const ErrorKind kind = code == 0 || is_transient_errno(code) ? ErrorKind::kTransient
-                                                               : ErrorKind::kTerminal;
-  return Error::source(kind, what + ": " + text + (code ? " (error " + std::to_string(code) + ")"
-                                                        : std::string()));
+  const ErrorKind kind =
+      code == 0 || is_transient_errno(code) ? ErrorKind::kTransient : ErrorKind::kTerminal;
+  return Error::source(
+      kind, what + ": " + text + (code ? " (error " + std::to_string(code) + ")" : std::string()));
 }
 
 Result<MysqlPtr> connect(const MysqlSourceConfig& config, std::uint32_t read_timeout_ms) {
@@ -63,19 +63,19 @@ Result<MysqlPtr> connect(const MysqlSourceConfig& config, std::uint32_t read_tim
                   nullptr);
     const my_bool enforce = config.ssl_mode != SslMode::kPreferred;
     mysql_optionsv(m, MYSQL_OPT_SSL_ENFORCE, &enforce);
-    const my_bool verify = config.ssl_mode == SslMode::kVerifyCa ||
-                           config.ssl_mode == SslMode::kVerifyIdentity;
+    const my_bool verify =
+        config.ssl_mode == SslMode::kVerifyCa || config.ssl_mode == SslMode::kVerifyIdentity;
     mysql_optionsv(m, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, &verify);
   }
   if (!mysql_real_connect(m, config.host.c_str(), config.user.c_str(), config.password.c_str(),
                           nullptr, config.port, nullptr, CLIENT_MULTI_RESULTS)) {
-    Error e = error_from(m, "connecting to " + config.user + "@" + config.host + ":" +
-                                std::to_string(config.port));
+    Error e = error_from(
+        m, "connecting to " + config.user + "@" + config.host + ":" + std::to_string(config.port));
     const unsigned int code = mysql_errno(m);
     if (code == CR_SSL_CONNECTION_ERROR) {
       // A TLS set-up that fails (untrusted certificate, missing file) fails again.
-      e = Error::source(ErrorKind::kTerminal, e.message() +
-                                                  "; check ssl_mode, ssl_ca, ssl_cert and ssl_key");
+      e = Error::source(ErrorKind::kTerminal,
+                        e.message() + "; check ssl_mode, ssl_ca, ssl_cert and ssl_key");
     }
     return fail(std::move(e));
   }

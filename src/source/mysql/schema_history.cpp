@@ -87,8 +87,8 @@ void build_shape(TableSchema& s) {
     shape.is_json = c.is_json;
     columns.push_back(std::move(shape));
   }
-  s.shape = std::make_shared<const RowShape>(s.database, s.table, std::move(columns),
-                                             s.primary_key);
+  s.shape =
+      std::make_shared<const RowShape>(s.database, s.table, std::move(columns), s.primary_key);
 }
 
 SchemaHistory::SchemaHistory(TableFilter filter, bool mysql8)
@@ -144,12 +144,13 @@ Status SchemaHistory::load_catalog(MYSQL* conn) {
         r[2] ? charset_of_collation(*r[2]) : database_charset(t.database);
     found.emplace(Key{t.database, t.table}, std::move(t));
   }
-  auto columns = query(conn,
-                       std::string("SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, COLUMN_TYPE, "
-                                   "CHARACTER_SET_NAME, IS_NULLABLE, DATA_TYPE FROM "
-                                   "information_schema.COLUMNS WHERE TABLE_SCHEMA NOT IN ") +
-                           kSystemDatabases + " ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION",
-                       "reading the columns");
+  auto columns =
+      query(conn,
+            std::string("SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, COLUMN_TYPE, "
+                        "CHARACTER_SET_NAME, IS_NULLABLE, DATA_TYPE FROM "
+                        "information_schema.COLUMNS WHERE TABLE_SCHEMA NOT IN ") +
+                kSystemDatabases + " ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION",
+            "reading the columns");
   if (!columns) return fail(columns.error());
   for (const auto& r : columns->rows) {
     auto it = found.find(Key{r[0].value_or(""), r[1].value_or("")});
@@ -206,17 +207,17 @@ Status SchemaHistory::load_catalog(MYSQL* conn) {
     if (p.find_first_of("*?") != std::string::npos) continue;
     const auto dot = p.find('.');
     if (!find(p.substr(0, dot), p.substr(dot + 1))) {
-      return fail(Error::source(
-          ErrorKind::kTerminal,
-          "captured table " + p + " does not exist, or the user may not see it; create it, "
-          "GRANT SELECT ON it TO the user, or correct the tables setting"));
+      return fail(
+          Error::source(ErrorKind::kTerminal,
+                        "captured table " + p +
+                            " does not exist, or the user may not see it; create it, "
+                            "GRANT SELECT ON it TO the user, or correct the tables setting"));
     }
   }
   return ok();
 }
 
-Status SchemaHistory::apply_alter(TableSchema& t, std::string& default_charset,
-                                  const AlterOp& op) {
+Status SchemaHistory::apply_alter(TableSchema& t, std::string& default_charset, const AlterOp& op) {
   using K = AlterOp::Kind;
   auto index_of = [&](const std::string& name) -> std::optional<std::size_t> {
     for (std::size_t i = 0; i < t.columns.size(); ++i) {
@@ -281,8 +282,8 @@ Status SchemaHistory::apply_alter(TableSchema& t, std::string& default_charset,
       }
       const std::string old_name = t.columns[*i].name;
       ColumnSchema c = resolved(op.def);
-      const bool in_key = std::find(t.primary_key.begin(), t.primary_key.end(), old_name) !=
-                          t.primary_key.end();
+      const bool in_key =
+          std::find(t.primary_key.begin(), t.primary_key.end(), old_name) != t.primary_key.end();
       if (in_key) c.nullable = false;
       t.columns.erase(t.columns.begin() + static_cast<std::ptrdiff_t>(*i));
       CPPCDC_TRY(place(c, op.def, *i));
@@ -358,9 +359,10 @@ Result<std::vector<SchemaHistory::Change>> SchemaHistory::apply_parsed(const Ddl
     }
     if (tables_.erase(Key{db_of(r), r.table}) > 0) {
       changed();
-      spdlog::warn("a DDL statement on {} is not understood ({}); the table is not captured, so "
-                   "its shape is forgotten: \"{}\"",
-                   name, what, shorten(sql));
+      spdlog::warn(
+          "a DDL statement on {} is not understood ({}); the table is not captured, so "
+          "its shape is forgotten: \"{}\"",
+          name, what, shorten(sql));
     }
     return ok();
   };
@@ -393,8 +395,12 @@ Result<std::vector<SchemaHistory::Change>> SchemaHistory::apply_parsed(const Ddl
           continue;
         }
         if (filter_.captured(it->first.first, it->first.second)) {
-          changes.push_back({Change::Kind::kDropped, it->first.first, it->first.second,
-                             it->second.schema, nullptr, {}});
+          changes.push_back({Change::Kind::kDropped,
+                             it->first.first,
+                             it->first.second,
+                             it->second.schema,
+                             nullptr,
+                             {}});
         }
         it = tables_.erase(it);
       }
@@ -434,8 +440,12 @@ Result<std::vector<SchemaHistory::Change>> SchemaHistory::apply_parsed(const Ddl
       TableSchemaPtr before = existing == tables_.end() ? nullptr : existing->second.schema;
       entry.schema = std::make_shared<const TableSchema>(std::move(t));
       if (filter_.captured(key.first, key.second)) {
-        changes.push_back({before ? Change::Kind::kAltered : Change::Kind::kCreated, key.first,
-                           key.second, before, entry.schema, {}});
+        changes.push_back({before ? Change::Kind::kAltered : Change::Kind::kCreated,
+                           key.first,
+                           key.second,
+                           before,
+                           entry.schema,
+                           {}});
       }
       tables_[key] = std::move(entry);
       changed();
@@ -446,7 +456,8 @@ Result<std::vector<SchemaHistory::Change>> SchemaHistory::apply_parsed(const Ddl
         // Renamed into a tracked database? Its shape is unknown there.
         for (const auto& op : st.ops) {
           if (op.kind == AlterOp::Kind::kRenameTable && is_captured(op.new_table)) {
-            CPPCDC_TRY(not_understood(op.new_table, "renamed from a table whose shape is not known"));
+            CPPCDC_TRY(
+                not_understood(op.new_table, "renamed from a table whose shape is not known"));
           }
         }
         return changes;
@@ -455,10 +466,10 @@ Result<std::vector<SchemaHistory::Change>> SchemaHistory::apply_parsed(const Ddl
       auto it = tables_.find(key);
       if (it == tables_.end()) {
         if (is_captured(st.table)) {
-          return fail(Error::source(ErrorKind::kTerminal,
-                                    "ALTER TABLE on captured table " + key.first + "." +
-                                        key.second + " whose shape is not known: \"" +
-                                        shorten(sql) + "\""));
+          return fail(Error::source(ErrorKind::kTerminal, "ALTER TABLE on captured table " +
+                                                              key.first + "." + key.second +
+                                                              " whose shape is not known: \"" +
+                                                              shorten(sql) + "\""));
         }
         return changes;
       }
@@ -505,8 +516,8 @@ Result<std::vector<SchemaHistory::Change>> SchemaHistory::apply_parsed(const Ddl
         auto it = tables_.find(fk);
         if (it == tables_.end()) {
           if (is_captured(to)) {
-            CPPCDC_TRY(not_understood(to, "renamed from " + fk.first + "." + fk.second +
-                                              ", whose shape is not known"));
+            CPPCDC_TRY(not_understood(
+                to, "renamed from " + fk.first + "." + fk.second + ", whose shape is not known"));
           }
           continue;
         }
@@ -522,8 +533,8 @@ Result<std::vector<SchemaHistory::Change>> SchemaHistory::apply_parsed(const Ddl
           changes.push_back({Change::Kind::kDropped, fk.first, fk.second, before, nullptr, {}});
         }
         if (filter_.captured(tk.first, tk.second)) {
-          changes.push_back({Change::Kind::kRenamed, tk.first, tk.second, before, entry.schema,
-                             fk.second});
+          changes.push_back(
+              {Change::Kind::kRenamed, tk.first, tk.second, before, entry.schema, fk.second});
         }
         if (filter_.tracked_database(tk.first)) tables_[tk] = std::move(entry);
       }
@@ -536,8 +547,8 @@ Result<std::vector<SchemaHistory::Change>> SchemaHistory::apply_parsed(const Ddl
         auto it = tables_.find(key);
         if (it == tables_.end()) continue;
         if (filter_.captured(key.first, key.second)) {
-          changes.push_back({Change::Kind::kDropped, key.first, key.second, it->second.schema,
-                             nullptr, {}});
+          changes.push_back(
+              {Change::Kind::kDropped, key.first, key.second, it->second.schema, nullptr, {}});
         }
         tables_.erase(it);
         changed();
@@ -547,8 +558,12 @@ Result<std::vector<SchemaHistory::Change>> SchemaHistory::apply_parsed(const Ddl
     case DK::kTruncate: {
       const Key key{db_of(st.table), st.table.table};
       if (filter_.captured(key.first, key.second)) {
-        changes.push_back({Change::Kind::kTruncated, key.first, key.second, find(key.first, key.second),
-                           nullptr, {}});
+        changes.push_back({Change::Kind::kTruncated,
+                           key.first,
+                           key.second,
+                           find(key.first, key.second),
+                           nullptr,
+                           {}});
       }
       return changes;
     }
@@ -669,8 +684,8 @@ Status SchemaHistory::restore(std::string_view text) {
     }
     build_shape(t);
     Key key{t.database, t.table};
-    tables[key] = Entry{std::make_shared<const TableSchema>(std::move(t)),
-                        str(o, "charset").value_or("")};
+    tables[key] =
+        Entry{std::make_shared<const TableSchema>(std::move(t)), str(o, "charset").value_or("")};
   }
   tables_ = std::move(tables);
   databases_ = std::move(dbs);

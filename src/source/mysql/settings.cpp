@@ -49,8 +49,8 @@ Status read_table_list(const Settings& settings, std::string_view key,
   if (!list) return fail(list.error());
   if (!*list) return ok();
   if ((*list)->empty()) {
-    return fail(settings.error(
-        key, "expected at least one \"database.table\" name, found an empty array"));
+    return fail(
+        settings.error(key, "expected at least one \"database.table\" name, found an empty array"));
   }
   std::set<std::string> seen;
   for (std::size_t i = 0; i < (*list)->size(); ++i) {
@@ -79,8 +79,8 @@ Status read_snapshot(const Settings& snap, MysqlSourceConfig& out) {
                                               to_string(M::kWhenNeeded)};
     const auto known = parse_snapshot_mode(**mode);
     if (!known || *known == M::kIncremental) {
-      return fail(snap.error("mode", "expected " + detail::quoted_alternatives(names) +
-                                         ", found " + in_quotes(**mode) +
+      return fail(snap.error("mode", "expected " + detail::quoted_alternatives(names) + ", found " +
+                                         in_quotes(**mode) +
                                          (known ? " (not supported by this source yet)" : "")));
     }
     out.snapshot_mode = *known;
@@ -94,9 +94,8 @@ Status read_snapshot(const Settings& snap, MysqlSourceConfig& out) {
     for (std::size_t i = 0; i < (*conditions)->size(); ++i) {
       auto [name, condition] = (**conditions)[i];
       if (!is_table_name(name)) {
-        return fail(snap.element_error("table_conditions", i,
-                                       "expected a \"database.table\" key, found " +
-                                           in_quotes(name)));
+        return fail(snap.element_error(
+            "table_conditions", i, "expected a \"database.table\" key, found " + in_quotes(name)));
       }
       if (condition.empty()) {
         return fail(snap.element_error(
@@ -111,20 +110,28 @@ Status read_snapshot(const Settings& snap, MysqlSourceConfig& out) {
 
 std::string_view ssl_mode_name(SslMode mode) {
   switch (mode) {
-    case SslMode::kDisabled: return "disabled";
-    case SslMode::kPreferred: return "preferred";
-    case SslMode::kRequired: return "required";
-    case SslMode::kVerifyCa: return "verify_ca";
-    case SslMode::kVerifyIdentity: return "verify_identity";
+    case SslMode::kDisabled:
+      return "disabled";
+    case SslMode::kPreferred:
+      return "preferred";
+    case SslMode::kRequired:
+      return "required";
+    case SslMode::kVerifyCa:
+      return "verify_ca";
+    case SslMode::kVerifyIdentity:
+      return "verify_identity";
   }
   return "?";
 }
 
 std::string_view gtid_mode_name(GtidMode mode) {
   switch (mode) {
-    case GtidMode::kAuto: return "auto";
-    case GtidMode::kOn: return "on";
-    case GtidMode::kOff: return "off";
+    case GtidMode::kAuto:
+      return "auto";
+    case GtidMode::kOn:
+      return "on";
+    case GtidMode::kOff:
+      return "off";
   }
   return "?";
 }
@@ -143,8 +150,8 @@ class ConfiguredMysqlSource final : public ConfiguredMysql {
   std::string checkpoint_id() const override { return config_.source_id; }
 
   std::string summary() const override {
-    return std::string(to_string(config_.flavor)) + " " + config_.user + "@" + config_.host +
-           ":" + std::to_string(config_.port) + " tables=" + joined(config_.tables) +
+    return std::string(to_string(config_.flavor)) + " " + config_.user + "@" + config_.host + ":" +
+           std::to_string(config_.port) + " tables=" + joined(config_.tables) +
            " server_id=" + std::to_string(effective_server_id(config_));
   }
 
@@ -218,8 +225,8 @@ Result<MysqlSourceConfig> read_mysql_settings(const Settings& source, ServerFlav
     if (*env) {
       const char* value = (*env)->empty() ? nullptr : std::getenv((*env)->c_str());
       if (value == nullptr) {
-        return fail(source.error("password_env", "the environment variable " + in_quotes(**env) +
-                                                     " is not set"));
+        return fail(source.error("password_env",
+                                 "the environment variable " + in_quotes(**env) + " is not set"));
       }
       out.password = value;
     }
@@ -241,8 +248,8 @@ Result<MysqlSourceConfig> read_mysql_settings(const Settings& source, ServerFlav
       } else if (**mode == "off") {
         out.gtid_mode = GtidMode::kOff;
       } else {
-        return fail(source.error("gtid_mode", "expected \"auto\", \"on\" or \"off\", found " +
-                                                  in_quotes(**mode)));
+        return fail(source.error(
+            "gtid_mode", "expected \"auto\", \"on\" or \"off\", found " + in_quotes(**mode)));
       }
     }
   }
@@ -281,10 +288,10 @@ Result<MysqlSourceConfig> read_mysql_settings(const Settings& source, ServerFlav
   CPPCDC_TRY(assign_int(source, "connect_timeout_ms", 1, kMaxU32, out.connect_timeout_ms));
   CPPCDC_TRY(assign_int(source, "receive_timeout_ms", 0, kMaxU32, out.receive_timeout_ms));
   if (out.receive_timeout_ms != 0 && out.receive_timeout_ms <= out.heartbeat_interval_ms) {
-    return fail(source.error("receive_timeout_ms",
-                             "expected more than heartbeat_interval_ms (" +
-                                 std::to_string(out.heartbeat_interval_ms) + "), found " +
-                                 std::to_string(out.receive_timeout_ms)));
+    return fail(source.error("receive_timeout_ms", "expected more than heartbeat_interval_ms (" +
+                                                       std::to_string(out.heartbeat_interval_ms) +
+                                                       "), found " +
+                                                       std::to_string(out.receive_timeout_ms)));
   }
   {
     auto snap = source.get_section("snapshot");

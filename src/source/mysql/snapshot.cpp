@@ -81,9 +81,10 @@ Result<SnapshotPlan> begin_snapshot(const MysqlSourceConfig& config, SchemaHisto
       if (!gtid->rows.empty() && gtid->rows[0][0]) plan.stream_start.gtid = *gtid->rows[0][0];
     }
   } else {
-    spdlog::warn("MySQL gives no binlog coordinate of a consistent snapshot: the coordinate is "
-                 "read just after the view opened; a transaction committing in between may be "
-                 "delivered twice or missed");
+    spdlog::warn(
+        "MySQL gives no binlog coordinate of a consistent snapshot: the coordinate is "
+        "read just after the view opened; a transaction committing in between may be "
+        "delivered twice or missed");
     auto pos = current_position(m, server);
     if (!pos) return fail(pos.error());
     plan.stream_start = *pos;
@@ -111,8 +112,8 @@ Status read_snapshot(SnapshotPlan& plan, const MysqlSourceConfig& config,
     conditions[table] = condition;
   }
   const std::size_t chunk = std::max<std::uint32_t>(1, config.snapshot_chunk_size);
-  const std::string position = plan.stream_start.file + ":" +
-                               std::to_string(plan.stream_start.position);
+  const std::string position =
+      plan.stream_start.file + ":" + std::to_string(plan.stream_start.position);
   const std::string source_name =
       config.source_name.empty() ? std::string(to_string(config.flavor)) : config.source_name;
   std::vector<Event> batch;

@@ -127,9 +127,10 @@ class MysqlSource final : public Source {
       if (!problem) return fail(problem.error());
       if (!problem->empty()) {
         if (config_.snapshot_mode == SnapshotMode::kWhenNeeded) {
-          spdlog::warn("the checkpoint at {} cannot be resumed: {}; snapshot mode when_needed: "
-                       "setting it aside and taking a new snapshot",
-                       resume->offset, *problem);
+          spdlog::warn(
+              "the checkpoint at {} cannot be resumed: {}; snapshot mode when_needed: "
+              "setting it aside and taking a new snapshot",
+              resume->offset, *problem);
           resume.reset();
           saved = SavedState{};
         } else {
@@ -143,9 +144,10 @@ class MysqlSource final : public Source {
     }
     if (resume) {
       if (saved.schema.empty()) {
-        spdlog::warn("the checkpoint at {} carries no schema history; reading the table shapes "
-                     "from the catalog (rows written before a later ALTER may decode wrongly)",
-                     resume->offset);
+        spdlog::warn(
+            "the checkpoint at {} carries no schema history; reading the table shapes "
+            "from the catalog (rows written before a later ALTER may decode wrongly)",
+            resume->offset);
         CPPCDC_TRY(history_->load_catalog(sql_.get()));
       } else {
         CPPCDC_TRY(history_->restore(saved.schema));
@@ -265,8 +267,8 @@ class MysqlSource final : public Source {
     if (snapshot_) {
       const bool read = run_blocking_snapshot(
           handoff_, "snapshot " + snapshot_->id, [&](const SnapshotEmit& emit) {
-            return detail::read_snapshot(*snapshot_, config_, *history_, emit,
-                                         handoff_.stop_flag(), make_state(history_->serialize(), ""));
+            return detail::read_snapshot(*snapshot_, config_, *history_, emit, handoff_.stop_flag(),
+                                         make_state(history_->serialize(), ""));
           });
       snapshot_.reset();
       if (!read) return;
@@ -305,7 +307,8 @@ class MysqlSource final : public Source {
         // checksums (we declared that we handle it): its trailer is not part of the name.
         ev->rotate->next_file = rotate_name(*bytes);
       }
-      if (!ev) return fail(ev.error().context("decoding the binlog event after " + coordinate(last_end_)));
+      if (!ev)
+        return fail(ev.error().context("decoding the binlog event after " + coordinate(last_end_)));
       CPPCDC_TRY(handle(*ev, decoder));
       handoff_.release_recycled();
     }
@@ -365,8 +368,9 @@ class MysqlSource final : public Source {
       case EventType::kTransactionPayload:
         for (const auto& inner : ev.payload_events) {
           auto e = decoder.decode_payload_event(inner);
-          if (!e) return fail(e.error().context("in the transaction payload at " +
-                                                coordinate(event_start(h))));
+          if (!e)
+            return fail(
+                e.error().context("in the transaction payload at " + coordinate(event_start(h))));
           // Events of a payload have no position of their own: they end where it ends.
           BinlogEvent copy = std::move(*e);
           copy.header.next_position = h.next_position;
@@ -405,7 +409,8 @@ class MysqlSource final : public Source {
   }
 
   static bool is_keyword(std::string_view sql, std::string_view word) {
-    while (!sql.empty() && std::isspace(static_cast<unsigned char>(sql.front()))) sql.remove_prefix(1);
+    while (!sql.empty() && std::isspace(static_cast<unsigned char>(sql.front())))
+      sql.remove_prefix(1);
     if (sql.size() < word.size()) return false;
     for (std::size_t i = 0; i < word.size(); ++i) {
       if (std::toupper(static_cast<unsigned char>(sql[i])) != word[i]) return false;

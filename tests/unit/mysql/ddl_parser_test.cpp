@@ -1,8 +1,9 @@
 // The DDL parser and the schema history it drives (no server).
 
+#include "source/mysql/ddl_parser.hpp"
+
 #include <gtest/gtest.h>
 
-#include "source/mysql/ddl_parser.hpp"
 #include "source/mysql/schema_history.hpp"
 
 namespace cppcdc::mysql::detail {
@@ -157,8 +158,8 @@ TEST(SchemaHistory, FollowsCreateAndAlter) {
 }
 
 TEST(SchemaHistory, UnknownDdlOnACapturedTableIsTerminalOnOthersIgnored) {
-  auto h = history_with({"CREATE TABLE orders (id int primary key)",
-                         "CREATE TABLE other (id int primary key)"});
+  auto h = history_with(
+      {"CREATE TABLE orders (id int primary key)", "CREATE TABLE other (id int primary key)"});
   auto bad = h.apply_ddl("shop", "ALTER TABLE orders FROBNICATE");
   ASSERT_FALSE(bad.has_value());
   EXPECT_EQ(bad.error().kind(), ErrorKind::kTerminal);
@@ -193,8 +194,9 @@ TEST(SchemaHistory, TruncateAndDropAreReported) {
 }
 
 TEST(SchemaHistory, SerializeRestoreRoundTrip) {
-  auto h = history_with({"CREATE TABLE orders (id int unsigned primary key, k enum('x','y'), "
-                         "j json, b blob) DEFAULT CHARSET=utf8mb4"});
+  auto h =
+      history_with({"CREATE TABLE orders (id int unsigned primary key, k enum('x','y'), "
+                    "j json, b blob) DEFAULT CHARSET=utf8mb4"});
   const std::string saved = h.serialize();
   SchemaHistory back(TableFilter({"shop.orders"}), false);
   ASSERT_TRUE(back.restore(saved).has_value());
