@@ -8,9 +8,10 @@
 #   2. scripts/build.sh                     -> build/
 #   3. scripts/build.sh --asan              -> build-asan/
 #   4. scripts/build.sh --tsan              -> build-tsan/ (the unit test executables only)
-#   5. a throwaway PostgreSQL 15 on 127.0.0.1:55440 in /tmp/cppcdc-test-pg, removed on exit
+#   5. a throwaway PostgreSQL 15 on 127.0.0.1:55440 in /tmp/cppcdc-test-pg and a throwaway
+#      MariaDB 10.11 on 127.0.0.1:33440 in /tmp/cppcdc-test-mariadb, both removed on exit
 #   6. ctest in build/: unit tests in parallel, then integration tests one at a time (they use
-#      CPPCDC_TEST_PG_DSN / _PORT), then the install test (a Release build with default options
+#      CPPCDC_TEST_PG_DSN / _PORT and CPPCDC_TEST_MARIADB_PORT), then the install test (a Release build with default options
 #      installed to a temporary prefix; examples/ built against it; no fault point in it)
 #   7. ctest -L unit in build-asan/ (unit tests under ASan + UBSan)
 #   8. ctest -L unit in build-tsan/ (unit tests, the threaded runtime, reader and snapshot ones
@@ -34,6 +35,8 @@ cd "$ROOT"
 
 PG_DIR=/tmp/cppcdc-test-pg
 PG_PORT=55440
+MARIADB_DIR=/tmp/cppcdc-test-mariadb
+MARIADB_PORT=33440
 JOBS=2
 
 log() { printf '\n[test] ==== %s\n' "$*"; }
@@ -41,6 +44,7 @@ log() { printf '\n[test] ==== %s\n' "$*"; }
 declare -a STEP_NAMES=() STEP_RESULTS=()
 failed=0
 pg_started=0
+mariadb_started=0
 interrupted=0
 t0=$SECONDS
 
@@ -77,6 +81,9 @@ finish() {
   trap - EXIT INT TERM
   if ((pg_started)); then
     "$ROOT/scripts/pg.sh" stop "$PG_DIR" --purge || true
+  fi
+  if ((mariadb_started)); then
+    "$ROOT/scripts/mariadb.sh" stop "$MARIADB_DIR" --purge || true
   fi
   local i summary=""
   for i in "${!STEP_NAMES[@]}"; do
@@ -131,6 +138,20 @@ if ((build_ok)); then
 fi
 export CPPCDC_TEST_PG_DSN="host=127.0.0.1 port=$PG_PORT dbname=postgres user=postgres"
 export CPPCDC_TEST_PG_PORT=$PG_PORT
+
+# MariaDB for the MySQL/MariaDB source's integration tests (a fresh server every run).
+if ((build_ok)); then
+  log "mariadb: fresh server in $MARIADB_DIR on port $MARIADB_PORT"
+  if [[ -d "$MARIADB_DIR" ]]; then "$ROOT/scripts/mariadb.sh" stop "$MARIADB_DIR" --purge; fi
+  mariadb_started=1
+  if "$ROOT/scripts/mariadb.sh" start "$MARIADB_DIR" "$MARIADB_PORT" >/dev/null; then
+    record mariadb PASS
+  else
+    record mariadb FAIL
+    build_ok=0
+  fi
+fi
+export CPPCDC_TEST_MARIADB_PORT=$MARIADB_PORT
 
 # Sanitizer reports: stack traces, and stop at the first error.
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}

@@ -15,7 +15,7 @@ void register_builtin_plugins() {
   static std::once_flag once;
   std::call_once(once, [] {
     pg::register_plugin();
-    mysql::register_plugin();      // reserved: not built yet
+    mysql::register_plugin();
     sqlserver::register_plugin();  // reserved: not built yet
     register_file_sink_plugin();
     register_stdout_sink_plugin();

@@ -11,6 +11,8 @@
 // identity such as a replication slot; its destructor releases them) with:
 //
 //   static constexpr const char* kName;           // for messages ("postgres")
+//   static std::optional<std::string> skip_reason();  // optional: why the suite skips (its
+//                                                 // database is not available), or nullopt
 //   Result<std::unique_ptr<Source>> make_source(); // a new, unstarted source over the same
 //                                                 // tables and log identity, every call
 //   std::vector<std::vector<std::string>> produce(int transactions, int changes_per_tx);
@@ -144,7 +146,13 @@ class SourceConformance : public ::testing::Test {
     std::string source_type;
   };
 
-  void SetUp() override { harness_.emplace(); }
+  void SetUp() override {
+    // A harness whose database is not available says why (optional static skip_reason()).
+    if constexpr (requires { Harness::skip_reason(); }) {
+      if (auto why = Harness::skip_reason()) GTEST_SKIP() << *why;
+    }
+    harness_.emplace();
+  }
   void TearDown() override { harness_.reset(); }
   Harness& harness() { return *harness_; }
 

@@ -73,6 +73,7 @@ struct EventHeader {
 };
 
 /// A present-column (or NULL) bitmap: bit i set = column i. Shapes: `bits` bits.
+/// Bit order: LSB first within each byte (bit i is bytes[i / 8] >> (i % 8)).
 struct Bitmap {
   std::vector<std::uint8_t> bytes;
   std::size_t bits = 0;
@@ -104,12 +105,24 @@ struct GtidEvent {
 };
 
 struct GtidListEvent { std::vector<GtidEvent> gtids; };  ///< MariaDB 163
+
+/// FORMAT_DESCRIPTION (15).
+struct FormatDescriptionEvent {
+  std::uint16_t binlog_version = 0;
+  std::string server_version;   ///< "10.11.19-MariaDB-0+deb12u1", "8.0.36"
+  /// The binlog's checksum algorithm: 0 off, 1 CRC32 (as the event declares it).
+  std::uint8_t checksum_alg = 0;
+};
 struct XidEvent { std::uint64_t xid = 0; };
 
 /// Optional metadata of TABLE_MAP (binlog_row_metadata=FULL/MINIMAL); empty when not logged.
+/// Numeric columns: TINY, SHORT, INT24, LONG, LONGLONG, NEWDECIMAL, FLOAT, DOUBLE. Character
+/// columns: CHAR/BINARY (STRING whose real type is not ENUM/SET), VARCHAR, VAR_STRING and the
+/// BLOB types (TEXT and BLOB). DEFAULT_CHARSET fields are expanded into `charsets`.
 struct TableMapMetadata {
   std::vector<bool> is_unsigned;            ///< per numeric column, in numeric-column order
   std::vector<std::uint32_t> charsets;      ///< per character column (collation ids)
+  std::vector<std::uint32_t> enum_set_charsets;  ///< per ENUM/SET column (collation ids)
   std::vector<std::string> column_names;
   std::vector<std::vector<std::string>> set_values;   ///< per SET column
   std::vector<std::vector<std::string>> enum_values;  ///< per ENUM column
@@ -120,8 +133,14 @@ struct TableMapEvent {
   std::uint64_t table_id = 0;
   std::string database;
   std::string table;
+  std::uint16_t flags = 0;
   std::vector<std::uint8_t> column_types;   ///< binlog field types (MYSQL_TYPE_*)
-  std::vector<std::uint16_t> column_meta;   ///< per column, decoded per type
+  /// Per column, decoded per type: FLOAT/DOUBLE/BLOB/JSON/GEOMETRY: the length (pack) bytes;
+  /// TIME2/DATETIME2/TIMESTAMP2: fsp; VARCHAR/VAR_STRING: max length in bytes; BIT:
+  /// (bytes << 8) | (bits % 8); NEWDECIMAL: (precision << 8) | scale; STRING/ENUM/SET:
+  /// (first byte << 8) | second byte as logged (real type and length, see row_decoder.cpp);
+  /// 0 for the others.
+  std::vector<std::uint16_t> column_meta;
   Bitmap nullable;
   TableMapMetadata metadata;
 };
@@ -152,8 +171,13 @@ struct BinlogEvent {
   std::optional<XidEvent> xid;
   std::optional<TableMapEvent> table_map;
   std::optional<RowsEvent> rows;
+  std::optional<FormatDescriptionEvent> format;
   /// ANNOTATE_ROWS / ROWS_QUERY: the statement text.
   std::optional<std::string_view> statement;
+  /// MariaDB BINLOG_CHECKPOINT (161): the binlog file named; HEARTBEAT (27): the current file.
+  std::optional<std::string_view> log_file;
+  /// MySQL PREVIOUS_GTIDS (35): the GTID set, canonical text (gtid.hpp).
+  std::optional<std::string> previous_gtids;
   /// MySQL TRANSACTION_PAYLOAD: the events it carries, each one event's bytes without checksum,
   /// decompressed; decode each with decode_payload_event().
   std::vector<std::span<const std::uint8_t>> payload_events;
@@ -175,6 +199,10 @@ class EventDecoder {
 
   /// Verify CRC32 trailers (on by default when the binlog declares CRC32).
   void set_verify_checksum(bool on) noexcept { verify_checksum_ = on; }
+  /// Declares the checksum the client asked for (@master_binlog_checksum): the artificial
+  /// ROTATE the server sends before the first FORMAT_DESCRIPTION carries it already. Each
+  /// FORMAT_DESCRIPTION then sets it from what the binlog declares.
+  void set_checksummed(bool on) noexcept { checksum_ = on; }
   bool checksummed() const noexcept { return checksum_; }
   Flavor flavor() const noexcept { return flavor_; }
 
@@ -182,6 +210,9 @@ class EventDecoder {
   Flavor flavor_;
   bool checksum_ = false;
   bool verify_checksum_ = true;
+  Result<BinlogEvent> decode_impl(std::span<const std::uint8_t> bytes, bool in_payload);
+  std::size_t post_header_len(std::uint8_t type, std::size_t fallback) const noexcept;
+
   std::vector<std::uint8_t> post_header_len_;
   std::vector<std::uint8_t> inflated_;  // decompressed body of the current event
   std::vector<std::uint8_t> payload_;   // decompressed transaction payload

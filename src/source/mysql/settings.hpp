@@ -1,0 +1,26 @@
+#pragma once
+// Source types "mysql" and "mariadb" as plugins: their settings read into a MysqlSourceConfig
+// (register_plugin() in cppcdc/mysql.hpp registers configure_mysql_source()).
+
+#include <memory>
+
+#include "cppcdc/mysql.hpp"
+#include "cppcdc/plugin.hpp"
+
+namespace cppcdc::mysql {
+
+/// What the factories return: the settings, kept for tests and tools.
+class ConfiguredMysql : public ConfiguredSource {
+ public:
+  virtual const MysqlSourceConfig& config() const noexcept = 0;
+};
+
+/// Reads and validates the settings of a source of `flavor`. Errors: configuration, through
+/// `settings` (so they name where each key is written).
+Result<MysqlSourceConfig> read_mysql_settings(const Settings& settings, ServerFlavor flavor);
+
+/// The factory registered for `flavor`'s type name; returns a ConfiguredMysql.
+Result<std::unique_ptr<ConfiguredSource>> configure_mysql_source(const Settings& settings,
+                                                                 ServerFlavor flavor);
+
+}  // namespace cppcdc::mysql

@@ -1,0 +1,226 @@
+// The blocking snapshot (snapshot.hpp).
+
+#include "source/mysql/snapshot.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+
+#include "core/event_spill.hpp"
+#include "core/text_util.hpp"
+
+namespace cppcdc::mysql::detail {
+namespace {
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Columns whose values the text protocol sends as raw bytes: printed as "\x" and hex, as the
+// row decoder prints them.
+bool raw_bytes(const ColumnSchema& c) {
+  if (c.charset == "binary") return true;
+  const std::string& t = c.column_type;
+  for (const char* prefix : {"bit", "geometry", "point", "linestring", "polygon", "multipoint",
+                             "multilinestring", "multipolygon", "geometrycollection"}) {
+    const std::string p(prefix);
+    if (t.rfind(p, 0) == 0 && (t.size() == p.size() || t[p.size()] == '(')) return true;
+  }
+  return false;
+}
+
+void hex(std::string_view bytes, std::string& out) {
+  static const char* kDigits = "0123456789abcdef";
+  out.assign("\\x");
+  out.reserve(2 + bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out.push_back(kDigits[c >> 4]);
+    out.push_back(kDigits[c & 15]);
+  }
+}
+
+}  // namespace
+
+Result<SnapshotPlan> begin_snapshot(const MysqlSourceConfig& config, SchemaHistory& history,
+                                    const ServerInfo& server) {
+  SnapshotPlan plan;
+  auto conn = connect(config);
+  if (!conn) return fail(conn.error());
+  plan.conn = std::move(*conn);
+  MYSQL* m = plan.conn.get();
+  CPPCDC_TRY(exec(m, "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ",
+                  "setting the snapshot's isolation level"));
+  CPPCDC_TRY(exec(m, "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY",
+                  "opening the snapshot's view"));
+  if (server.mariadb) {
+    auto status = query(m, "SHOW STATUS LIKE 'binlog_snapshot_%'",
+                        "reading the binlog coordinate of the snapshot");
+    if (!status) return fail(status.error());
+    for (const auto& r : status->rows) {
+      if (r.size() < 2 || !r[0] || !r[1]) continue;
+      if (*r[0] == "Binlog_snapshot_file") plan.stream_start.file = *r[1];
+      if (*r[0] == "Binlog_snapshot_position") {
+        plan.stream_start.position = cppcdc::detail::parse_decimal(*r[1]).value_or(0);
+      }
+    }
+    if (plan.stream_start.file.empty() || plan.stream_start.position == 0) {
+      return fail(Error::source(ErrorKind::kTerminal,
+                                "the server reports no Binlog_snapshot_file / _position (binary "
+                                "logging off?)"));
+    }
+    if (server.gtid) {
+      auto gtid = query(m,
+                        "SELECT BINLOG_GTID_POS(" + quote_literal(plan.stream_start.file) + ", " +
+                            std::to_string(plan.stream_start.position) + ")",
+                        "reading the GTID position of the snapshot");
+      if (!gtid) return fail(gtid.error());
+      if (!gtid->rows.empty() && gtid->rows[0][0]) plan.stream_start.gtid = *gtid->rows[0][0];
+    }
+  } else {
+    spdlog::warn(
+        "MySQL gives no binlog coordinate of a consistent snapshot: the coordinate is "
+        "read just after the view opened; a transaction committing in between may be "
+        "delivered twice or missed");
+    auto pos = current_position(m, server);
+    if (!pos) return fail(pos.error());
+    plan.stream_start = *pos;
+  }
+  CPPCDC_TRY(history.load_catalog(m));
+  for (const auto& t : history.captured_tables()) {
+    if (!config.snapshot_tables.empty() &&
+        std::find(config.snapshot_tables.begin(), config.snapshot_tables.end(),
+                  t->database + "." + t->table) == config.snapshot_tables.end()) {
+      continue;
+    }
+    plan.tables.push_back(t);
+  }
+  plan.id = config.source_id + "@" + plan.stream_start.offset();
+  return plan;
+}
+
+Status read_snapshot(SnapshotPlan& plan, const MysqlSourceConfig& config,
+                     const SchemaHistory& history, const SnapshotEmit& emit,
+                     const std::atomic<bool>& stop, const std::string& state) {
+  (void)history;
+  MYSQL* m = plan.conn.get();
+  std::map<std::string, std::string> conditions;
+  for (const auto& [table, condition] : config.snapshot_table_conditions) {
+    conditions[table] = condition;
+  }
+  const std::size_t chunk = std::max<std::uint32_t>(1, config.snapshot_chunk_size);
+  const std::string position =
+      plan.stream_start.file + ":" + std::to_string(plan.stream_start.position);
+  const std::string source_name =
+      config.source_name.empty() ? std::string(to_string(config.flavor)) : config.source_name;
+  std::vector<Event> batch;
+  std::vector<std::size_t> sizes;
+  std::size_t total = 0;
+  for (std::size_t ti = 0; ti < plan.tables.size(); ++ti) {
+    const TableSchema& t = *plan.tables[ti];
+    const bool last_table = ti + 1 == plan.tables.size();
+    std::string sql = "SELECT ";
+    for (std::size_t i = 0; i < t.columns.size(); ++i) {
+      sql += (i ? ", " : "") + quote_ident(t.columns[i].name);
+    }
+    sql += " FROM " + quote_ident(t.database) + "." + quote_ident(t.table);
+    if (auto c = conditions.find(t.database + "." + t.table); c != conditions.end()) {
+      sql += " WHERE (" + c->second + ")";
+    }
+    if (!t.primary_key.empty()) {
+      sql += " ORDER BY ";
+      for (std::size_t i = 0; i < t.primary_key.size(); ++i) {
+        sql += (i ? ", " : "") + quote_ident(t.primary_key[i]);
+      }
+    }
+    const std::string what = "reading " + t.database + "." + t.table + " for the snapshot";
+    if (mysql_real_query(m, sql.data(), sql.size()) != 0) return fail(error_from(m, what));
+    MYSQL_RES* res = mysql_use_result(m);
+    if (!res) return fail(error_from(m, what));
+    std::vector<bool> as_hex;
+    for (const auto& c : t.columns) as_hex.push_back(raw_bytes(c));
+    std::uint64_t chunk_no = 0;
+    std::vector<Event> pending;  // the current chunk
+    auto flush = [&](bool last_chunk) -> bool {
+      for (auto& e : pending) {
+        e.snapshot->is_last_chunk = last_chunk;
+        sizes.push_back(cppcdc::detail::approx_event_bytes(e));
+        batch.push_back(std::move(e));
+      }
+      pending.clear();
+      ++chunk_no;
+      const bool emitted = emit(batch, sizes);
+      batch.clear();
+      sizes.clear();
+      return emitted;
+    };
+    bool stopped = false;
+    while (MYSQL_ROW row = mysql_fetch_row(res)) {
+      if (pending.size() >= chunk) {
+        if (!flush(false) || stop.load()) {
+          stopped = true;
+          break;
+        }
+      }
+      const unsigned long* lengths = mysql_fetch_lengths(res);
+      Event e;
+      e.op = Operation::kRead;
+      e.source.source_name = source_name;
+      e.source.offset = position;
+      e.source.timestamp = now_ms();
+      e.ts = e.source.timestamp;
+      e.schema = t.database;
+      e.table = t.table;
+      e.primary_key = t.primary_key;
+      e.shape = t.shape;
+      e.snapshot = SnapshotMetadata{plan.id, chunk_no, false};
+      Row after;
+      after.reserve(t.columns.size());
+      for (std::size_t i = 0; i < t.columns.size(); ++i) {
+        ColumnValue v;
+        v.name = t.columns[i].name;
+        v.is_json = t.columns[i].is_json;
+        if (row[i] != nullptr) {
+          std::string_view bytes(row[i], lengths[i]);
+          std::string text;
+          if (as_hex[i]) {
+            hex(bytes, text);
+          } else {
+            text.assign(bytes);
+          }
+          v.text = std::move(text);
+        }
+        after.push_back(std::move(v));
+      }
+      e.after = std::move(after);
+      pending.push_back(std::move(e));
+      ++total;
+    }
+    if (stopped) {
+      mysql_free_result(res);
+      return ok();
+    }
+    if (mysql_errno(m) != 0) {
+      Error e = error_from(m, what);
+      mysql_free_result(res);
+      return fail(std::move(e));
+    }
+    mysql_free_result(res);
+    if (last_table && !pending.empty()) {
+      // The snapshot's last event: once it is durable, the stream resumes after the view.
+      pending.back().resume_offset = plan.stream_start.offset();
+      pending.back().resume_state = state;
+    }
+    if (!pending.empty() && !flush(true)) return ok();
+    if (stop.load()) return ok();
+  }
+  CPPCDC_TRY(exec(m, "COMMIT", "ending the snapshot transaction"));
+  spdlog::info("snapshot {}: {} rows of {} table(s) read", plan.id, total, plan.tables.size());
+  plan.conn.reset();
+  return ok();
+}
+
+}  // namespace cppcdc::mysql::detail

@@ -1,0 +1,47 @@
+#pragma once
+// The blocking snapshot of the MySQL / MariaDB source: every captured table read in one
+// consistent view, with the exact binlog coordinate of that view, so the stream starts where
+// the snapshot's rows end (no change lost, none twice).
+//
+// The view is a START TRANSACTION WITH CONSISTENT SNAPSHOT on a connection of its own; on
+// MariaDB the status variables Binlog_snapshot_file / Binlog_snapshot_position give the
+// binlog coordinate of that view (no global read lock needed). MySQL has no such variables:
+// there the coordinate is read right after the view is opened, which is exact only when no
+// transaction commits in between (a warning says so).
+//
+// Rows are read by one ordered SELECT per table (mysql_use_result, streamed), handed over in
+// chunks of snapshot_chunk_size rows as op `read` events. An interrupted snapshot is not
+// resumed: its events carry no resume position, so a restart takes the snapshot again; the
+// last event of the snapshot carries the stream's start as its resume position.
+
+#include <atomic>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cppcdc/blocking_snapshot.hpp"
+#include "cppcdc/mysql.hpp"
+#include "source/mysql/binlog_client.hpp"
+#include "source/mysql/schema_history.hpp"
+
+namespace cppcdc::mysql::detail {
+
+struct SnapshotPlan {
+  std::string id;            ///< "<source_id>@<stream start offset>"
+  StreamStart stream_start;  ///< where the stream resumes after the snapshot
+  MysqlPtr conn;             ///< holds the consistent-snapshot transaction
+  std::vector<TableSchemaPtr> tables;
+};
+
+/// Opens the snapshot's view, reads its binlog coordinate, and loads `history` from the
+/// catalog. Errors: transient (connection) or terminal (privileges, unknown tables).
+Result<SnapshotPlan> begin_snapshot(const MysqlSourceConfig& config, SchemaHistory& history,
+                                    const ServerInfo& server);
+
+/// Reads every table of `plan` and emits its rows (see above). `state` is the resume_state
+/// of the last event. Returns ok() after a stop too (stop flag set).
+Status read_snapshot(SnapshotPlan& plan, const MysqlSourceConfig& config,
+                     const SchemaHistory& history, const SnapshotEmit& emit,
+                     const std::atomic<bool>& stop, const std::string& state);
+
+}  // namespace cppcdc::mysql::detail

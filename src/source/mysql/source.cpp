@@ -1,0 +1,702 @@
+// The MySQL / MariaDB source: its lifecycle (start-up checks, where the stream starts, the
+// schema history, the blocking snapshot), the reader thread that turns binlog events into
+// transactions of change events, and poll / confirm through the core's reader hand-off.
+
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <boost/json.hpp>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <thread>
+#include <unordered_map>
+
+#include "core/reader_handoff.hpp"
+#include "cppcdc/blocking_snapshot.hpp"
+#include "cppcdc/mysql.hpp"
+#include "source/mysql/binlog_client.hpp"
+#include "source/mysql/binlog_event.hpp"
+#include "source/mysql/gtid.hpp"
+#include "source/mysql/mysql_conn.hpp"
+#include "source/mysql/row_decoder.hpp"
+#include "source/mysql/schema_history.hpp"
+#include "source/mysql/snapshot.hpp"
+
+namespace cppcdc::mysql {
+namespace {
+
+using detail::BinlogStream;
+using detail::MysqlPtr;
+using detail::SchemaHistory;
+using detail::StreamStart;
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// {"content_id", "columns": [{name, data_type, nullable, primary_key}...]} of a shape, as the
+// PostgreSQL source describes shapes in schema_change events.
+void describe_shape(const RowShape& shape, Row& out) {
+  boost::json::array columns;
+  for (const auto& c : shape.columns()) {
+    boost::json::object o;
+    o["name"] = c.name;
+    if (c.data_type) {
+      o["data_type"] = *c.data_type;
+    } else {
+      o["data_type"] = nullptr;
+    }
+    o["nullable"] = c.nullable;
+    o["primary_key"] = c.primary_key;
+    columns.push_back(std::move(o));
+  }
+  out.push_back(ColumnValue{"content_id", shape.content_id(), false});
+  out.push_back(ColumnValue{"columns", boost::json::serialize(columns), true});
+}
+
+// The checkpoint's source_state: {"schema": <history>, "snapshot": <progress>?}.
+std::string make_state(const std::string& schema, const std::string& snapshot) {
+  std::string out = "{\"schema\":" + schema;
+  if (!snapshot.empty()) out += ",\"snapshot\":" + snapshot;
+  return out + "}";
+}
+
+struct SavedState {
+  std::string schema;    // JSON text, empty when absent
+  std::string snapshot;  // JSON text, empty when absent
+};
+
+Result<SavedState> parse_state(std::string_view text) {
+  SavedState out;
+  if (text.empty()) return out;
+  boost::system::error_code ec;
+  auto v = boost::json::parse(text, ec);
+  if (ec || !v.is_object()) {
+    return fail(Error::checkpoint(ErrorKind::kTerminal,
+                                  "the checkpoint's source state is not the JSON object this "
+                                  "source writes"));
+  }
+  if (const auto* s = v.as_object().if_contains("schema")) out.schema = boost::json::serialize(*s);
+  if (const auto* s = v.as_object().if_contains("snapshot")) {
+    out.snapshot = boost::json::serialize(*s);
+  }
+  return out;
+}
+
+class MysqlSource final : public Source {
+ public:
+  explicit MysqlSource(MysqlSourceConfig config)
+      : config_(std::move(config)),
+        flavor_(config_.flavor == ServerFlavor::kMariaDb ? Flavor::kMariaDb : Flavor::kMySql) {
+    if (config_.source_name.empty()) config_.source_name = std::string(to_string(config_.flavor));
+  }
+  ~MysqlSource() override { close(); }
+
+  std::string type() const override { return std::string(to_string(config_.flavor)); }
+  std::string source_id() const override { return config_.source_id; }
+  std::optional<std::string> initial_offset() const override { return initial_offset_; }
+
+  Status start(const std::optional<CheckpointRecord>& checkpoint) override {
+    close();
+    initial_offset_.reset();
+    finished_.store(false);
+    snapshot_.reset();
+    auto conn = detail::connect(config_);
+    if (!conn) return fail(conn.error());
+    sql_ = std::move(*conn);
+    auto server = detail::check_server(sql_.get(), config_);
+    if (!server) return fail(server.error());
+    server_ = *server;
+    const bool mysql8 = !server_.mariadb && server_.version.rfind("5.", 0) != 0;
+    history_ = std::make_unique<SchemaHistory>(detail::TableFilter(config_.tables), mysql8);
+
+    std::optional<CheckpointRecord> resume = checkpoint;
+    StreamStart start;
+    SavedState saved;
+    if (resume) {
+      auto parsed = detail::parse_resume_offset(resume->offset, server_);
+      if (!parsed) return fail(parsed.error());
+      start = *parsed;
+      auto state = parse_state(resume->source_state);
+      if (!state) return fail(state.error());
+      saved = *state;
+      auto problem = detail::resume_problem(sql_.get(), start, server_);
+      if (!problem) return fail(problem.error());
+      if (!problem->empty()) {
+        if (config_.snapshot_mode == SnapshotMode::kWhenNeeded) {
+          spdlog::warn(
+              "the checkpoint at {} cannot be resumed: {}; snapshot mode when_needed: "
+              "setting it aside and taking a new snapshot",
+              resume->offset, *problem);
+          resume.reset();
+          saved = SavedState{};
+        } else {
+          return fail(Error::source(
+              ErrorKind::kTerminal,
+              "cannot resume at checkpoint " + resume->offset + ": " + *problem +
+                  "; the changes in between are lost: take a new snapshot (remove the "
+                  "checkpoint, or use snapshot mode when_needed)"));
+        }
+      }
+    }
+    if (resume) {
+      if (saved.schema.empty()) {
+        spdlog::warn(
+            "the checkpoint at {} carries no schema history; reading the table shapes "
+            "from the catalog (rows written before a later ALTER may decode wrongly)",
+            resume->offset);
+        CPPCDC_TRY(history_->load_catalog(sql_.get()));
+      } else {
+        CPPCDC_TRY(history_->restore(saved.schema));
+      }
+      if (server_.gtid && start.gtid.empty() && server_.mariadb) {
+        auto pos = detail::query(sql_.get(),
+                                 "SELECT BINLOG_GTID_POS(" + detail::quote_literal(start.file) +
+                                     ", " + std::to_string(start.position) + ")",
+                                 "reading the GTID position of " + start.offset());
+        if (!pos) return fail(pos.error());
+        if (!pos->rows.empty() && pos->rows[0][0]) start.gtid = *pos->rows[0][0];
+      }
+    } else {
+      const bool snapshot = config_.snapshot_mode == SnapshotMode::kInitial ||
+                            config_.snapshot_mode == SnapshotMode::kInitialOnly ||
+                            config_.snapshot_mode == SnapshotMode::kWhenNeeded;
+      if (snapshot) {
+        // The snapshot's own transaction gives the exact binlog coordinate of its view.
+        auto snap = detail::begin_snapshot(config_, *history_, server_);
+        if (!snap) return fail(snap.error());
+        snapshot_ = std::move(*snap);
+        start = snapshot_->stream_start;
+      } else {
+        auto pos = detail::current_position(sql_.get(), server_);
+        if (!pos) return fail(pos.error());
+        start = *pos;
+        CPPCDC_TRY(history_->load_catalog(sql_.get()));
+        initial_offset_ = start.offset();
+      }
+      if (!server_.gtid) start.gtid.clear();
+    }
+    if (!server_.gtid) start.gtid.clear();
+    start_ = start;
+    gtid_ = MariaGtidPosition();
+    if (server_.mariadb && !start.gtid.empty()) {
+      auto g = MariaGtidPosition::parse(start.gtid);
+      if (!g) return fail(g.error().context("the start GTID position"));
+      gtid_ = *g;
+    }
+    const bool only = config_.snapshot_mode == SnapshotMode::kInitialOnly;
+    if (only && !snapshot_) {
+      spdlog::info("snapshot_mode initial_only: the snapshot was completed before; nothing to do");
+      finished_.store(true);
+    }
+    if (!only) {
+      auto stream = BinlogStream::open(config_, server_, start);
+      if (!stream) return fail(stream.error());
+      stream_ = std::move(*stream);
+    }
+    confirmed_ = resume ? resume->offset : std::string();
+    state_version_.reset();
+    CPPCDC_TRY(handoff_.open({config_.max_queued_events, config_.max_queued_bytes}));
+    handoff_.locked([&](auto&) {
+      idle_offset_.clear();
+      idle_state_.clear();
+    });
+    reader_ = std::thread([this] { reader_main(); });
+    return ok();
+  }
+
+  Status poll(std::vector<Event>& out, std::size_t max_events,
+              std::chrono::milliseconds wait) override {
+    if (!reader_.joinable()) {
+      return fail(Error::invalid_state(type() + " source is not started"));
+    }
+    auto taken = handoff_.take(out, max_events, wait);
+    if (taken.events > 0 || !taken.reader_done) return ok();
+    if (taken.error) return fail(std::move(*taken.error));
+    if (finished_.load()) return ok();
+    return fail(Error::source(ErrorKind::kTransient, "the binlog stream ended"));
+  }
+
+  Status confirm(std::string_view offset) override {
+    // The server keeps binlogs by its own expiry: nothing to release there. Remembered so
+    // that idle_offset() does not offer the same position again.
+    handoff_.locked([&](auto&) { confirmed_ = std::string(offset); });
+    return ok();
+  }
+
+  std::optional<std::string> idle_offset() override {
+    return handoff_.locked([&](const auto& h) -> std::optional<std::string> {
+      if (!h.empty() || h.reader_done() || idle_offset_.empty() || idle_offset_ == confirmed_) {
+        return std::nullopt;
+      }
+      return idle_offset_;
+    });
+  }
+
+  std::optional<std::string> idle_state() override {
+    return handoff_.locked([&](const auto&) -> std::optional<std::string> {
+      if (idle_state_.empty()) return std::nullopt;
+      return idle_state_;
+    });
+  }
+
+  bool finished() override { return finished_.load() && handoff_.empty(); }
+
+  void recycle(std::vector<Event>&& events) override { handoff_.recycle(std::move(events)); }
+
+  void close() override {
+    if (reader_.joinable()) {
+      handoff_.request_stop();
+      if (stream_) stream_->interrupt();
+      reader_.join();
+    }
+    handoff_.close();
+    stream_.reset();
+    sql_.reset();
+  }
+
+  const MysqlSourceConfig& config() const { return config_; }
+
+ private:
+  // ---- the reader thread -----------------------------------------------------------------
+
+  void reader_main() {
+    if (snapshot_) {
+      const bool read = run_blocking_snapshot(
+          handoff_, "snapshot " + snapshot_->id, [&](const SnapshotEmit& emit) {
+            return detail::read_snapshot(*snapshot_, config_, *history_, emit, handoff_.stop_flag(),
+                                         make_state(history_->serialize(), ""));
+          });
+      snapshot_.reset();
+      if (!read) return;
+      if (config_.snapshot_mode == SnapshotMode::kInitialOnly) {
+        finished_.store(true);
+        return handoff_.finish(std::nullopt);
+      }
+    }
+    if (finished_.load()) return handoff_.finish(std::nullopt);
+    auto st = stream_loop();
+    if (handoff_.stopping()) return handoff_.finish(std::nullopt);
+    handoff_.finish(st ? std::optional<Error>() : std::optional<Error>(st.error()));
+  }
+
+  std::string coordinate(std::uint64_t pos) const { return file_ + ":" + std::to_string(pos); }
+
+  Status stream_loop() {
+    EventDecoder decoder(flavor_);
+    file_ = start_.file;
+    table_maps_.clear();
+    in_tx_ = false;
+    tx_events_.clear();
+    while (!handoff_.stopping()) {
+      auto bytes = stream_->next();
+      if (!bytes) {
+        if (handoff_.stopping()) return ok();
+        return fail(bytes.error());
+      }
+      if (bytes->empty()) {
+        return fail(Error::source(ErrorKind::kTransient, "the server ended the binlog stream"));
+      }
+      auto ev = decoder.decode(*bytes);
+      if (ev && ev->type == EventType::kRotate && ev->rotate && !decoder.checksummed()) {
+        // The artificial ROTATE that opens the stream comes before the FORMAT_DESCRIPTION
+        // that tells the decoder about checksums, yet carries one when the server
+        // checksums (we declared that we handle it): its trailer is not part of the name.
+        ev->rotate->next_file = rotate_name(*bytes);
+      }
+      if (!ev)
+        return fail(ev.error().context("decoding the binlog event after " + coordinate(last_end_)));
+      CPPCDC_TRY(handle(*ev, decoder));
+      handoff_.release_recycled();
+    }
+    return ok();
+  }
+
+  // The file name of a ROTATE event (19-byte header, 8-byte position, name, checksum as the
+  // server declares).
+  std::string rotate_name(std::span<const std::uint8_t> bytes) const {
+    const std::size_t trailer = server_.checksum == "CRC32" ? 4 : 0;
+    if (bytes.size() < 27 + trailer) return {};
+    return std::string(reinterpret_cast<const char*>(bytes.data()) + 27,
+                       bytes.size() - 27 - trailer);
+  }
+
+  // The binlog coordinate where `h`'s event starts (0 for artificial events).
+  static std::uint64_t event_start(const EventHeader& h) {
+    return h.next_position >= h.event_size ? h.next_position - h.event_size : 0;
+  }
+
+  Status handle(const BinlogEvent& ev, EventDecoder& decoder) {
+    const EventHeader& h = ev.header;
+    switch (ev.type) {
+      case EventType::kRotate:
+        if (ev.rotate) {
+          file_ = ev.rotate->next_file;
+          last_end_ = ev.rotate->position;
+        }
+        return ok();
+      case EventType::kMariaGtid:
+      case EventType::kGtid:
+        if (ev.gtid) begin_tx(h, &*ev.gtid);
+        break;
+      case EventType::kQuery:
+        if (ev.query) CPPCDC_TRY(on_query(h, *ev.query));
+        break;
+      case EventType::kTableMap:
+        if (ev.table_map) table_maps_[ev.table_map->table_id] = *ev.table_map;
+        break;
+      case EventType::kWriteRowsV1:
+      case EventType::kUpdateRowsV1:
+      case EventType::kDeleteRowsV1:
+      case EventType::kWriteRowsV2:
+      case EventType::kUpdateRowsV2:
+      case EventType::kDeleteRowsV2:
+      case EventType::kWriteRowsCompressedV1:
+      case EventType::kUpdateRowsCompressedV1:
+      case EventType::kDeleteRowsCompressedV1:
+      case EventType::kWriteRowsCompressedV2:
+      case EventType::kUpdateRowsCompressedV2:
+      case EventType::kDeleteRowsCompressedV2:
+        if (ev.rows) CPPCDC_TRY(on_rows(h, *ev.rows));
+        break;
+      case EventType::kXid:
+        if (h.next_position) last_end_ = h.next_position;
+        return end_tx(h);
+      case EventType::kTransactionPayload:
+        for (const auto& inner : ev.payload_events) {
+          auto e = decoder.decode_payload_event(inner);
+          if (!e)
+            return fail(
+                e.error().context("in the transaction payload at " + coordinate(event_start(h))));
+          // Events of a payload have no position of their own: they end where it ends.
+          BinlogEvent copy = std::move(*e);
+          copy.header.next_position = h.next_position;
+          copy.header.event_size = h.event_size;
+          copy.header.timestamp = h.timestamp;
+          CPPCDC_TRY(handle(copy, decoder));
+        }
+        return ok();
+      case EventType::kHeartbeat:
+      case EventType::kHeartbeatV2:
+        on_heartbeat(h);
+        return ok();
+      default:
+        break;
+    }
+    if (h.next_position) last_end_ = h.next_position;
+    return ok();
+  }
+
+  void begin_tx(const EventHeader& h, const GtidEvent* gtid) {
+    in_tx_ = true;
+    saw_begin_ = false;
+    tx_events_.clear();
+    tx_gtid_.reset();
+    tx_timestamp_ = std::int64_t{h.timestamp} * 1000;
+    if (gtid) {
+      tx_gtid_ = *gtid;
+      tx_id_ = gtid->sequence;
+      tx_standalone_ = gtid->standalone;
+    } else {
+      tx_standalone_ = false;
+      // No GTID: the transaction's start coordinate identifies it across restarts.
+      const auto c = parse_binlog_coordinate(coordinate(event_start(h)));
+      tx_id_ = c ? (c->sequence << 32) | (c->position & 0xffffffffu) : event_start(h);
+    }
+  }
+
+  static bool is_keyword(std::string_view sql, std::string_view word) {
+    while (!sql.empty() && std::isspace(static_cast<unsigned char>(sql.front())))
+      sql.remove_prefix(1);
+    if (sql.size() < word.size()) return false;
+    for (std::size_t i = 0; i < word.size(); ++i) {
+      if (std::toupper(static_cast<unsigned char>(sql[i])) != word[i]) return false;
+    }
+    return sql.size() == word.size() || !std::isalnum(static_cast<unsigned char>(sql[word.size()]));
+  }
+
+  Status on_query(const EventHeader& h, const QueryEvent& q) {
+    if (is_keyword(q.sql, "BEGIN") || is_keyword(q.sql, "XA")) {
+      if (!in_tx_) begin_tx(h, nullptr);
+      saw_begin_ = true;
+      return ok();
+    }
+    if (is_keyword(q.sql, "COMMIT") || is_keyword(q.sql, "ROLLBACK")) {
+      if (h.next_position) last_end_ = h.next_position;
+      return end_tx(h);
+    }
+    if (!in_tx_) begin_tx(h, nullptr);
+    auto changes = history_->apply_ddl(q.database, q.sql);
+    if (!changes) {
+      return fail(changes.error().context("at binlog position " + coordinate(event_start(h))));
+    }
+    for (const auto& c : *changes) tx_events_.push_back(change_event(h, c, q.sql));
+    if (tx_standalone_ || !saw_begin_) {
+      // DDL commits on its own (MariaDB flags its GTID standalone; MySQL writes no XID).
+      if (h.next_position) last_end_ = h.next_position;
+      return end_tx(h);
+    }
+    return ok();
+  }
+
+  Event base_event(const EventHeader& h, const std::string& database, const std::string& table,
+                   Operation op) const {
+    Event e;
+    e.op = op;
+    e.source.source_name = config_.source_name;
+    e.source.offset = coordinate(event_start(h));
+    e.source.timestamp = tx_timestamp_ ? tx_timestamp_ : std::int64_t{h.timestamp} * 1000;
+    e.ts = now_ms();
+    e.schema = database;
+    e.table = table;
+    return e;
+  }
+
+  Event change_event(const EventHeader& h, const SchemaHistory::Change& c,
+                     std::string_view sql) const {
+    using K = SchemaHistory::Change::Kind;
+    if (c.kind == K::kTruncated) {
+      Event e = base_event(h, c.database, c.table, Operation::kTruncate);
+      if (c.before) {
+        e.primary_key = c.before->primary_key;
+        e.shape = c.before->shape;
+      }
+      return e;
+    }
+    Event e = base_event(h, c.database, c.table, Operation::kSchemaChange);
+    if (c.before) {
+      Row before;
+      describe_shape(*c.before->shape, before);
+      e.before = BeforeFull{std::move(before), {}};
+    }
+    Row after;
+    if (c.after) {
+      describe_shape(*c.after->shape, after);
+      e.primary_key = c.after->primary_key;
+      e.shape = c.after->shape;
+    } else if (c.before) {
+      e.primary_key = c.before->primary_key;
+      e.shape = c.before->shape;
+    }
+    after.push_back(ColumnValue{"ddl", std::string(sql), false});
+    e.after = std::move(after);
+    return e;
+  }
+
+  Status on_rows(const EventHeader& h, const RowsEvent& rows) {
+    auto map_it = table_maps_.find(rows.table_id);
+    if (map_it == table_maps_.end()) {
+      return fail(Error::invalid_data("a rows event at " + coordinate(event_start(h)) +
+                                      " for table id " + std::to_string(rows.table_id) +
+                                      " without its TABLE_MAP"));
+    }
+    const TableMapEvent& map = map_it->second;
+    if (!history_->filter().captured(map.database, map.table)) return ok();
+    auto schema = history_->find(map.database, map.table);
+    if (!schema) {
+      return fail(Error::source(
+          ErrorKind::kTerminal,
+          "rows of captured table " + map.database + "." + map.table + " at " +
+              coordinate(event_start(h)) +
+              " but its shape is not known (created or renamed in a way the schema history "
+              "did not follow); take a new snapshot"));
+    }
+    if (!in_tx_) begin_tx(h, nullptr);
+    RowReader reader(map, *schema, rows, flavor_);
+    const Operation op = rows.kind == RowsKind::kWrite    ? Operation::kInsert
+                         : rows.kind == RowsKind::kUpdate ? Operation::kUpdate
+                                                          : Operation::kDelete;
+    DecodedRow row;
+    while (true) {
+      auto more = reader.next(row);
+      if (!more) {
+        return fail(more.error().context("decoding a rows event of " + map.database + "." +
+                                         map.table + " at " + coordinate(event_start(h))));
+      }
+      if (!*more) break;
+      Event e = base_event(h, map.database, map.table, op);
+      e.primary_key = schema->primary_key;
+      e.shape = schema->shape;
+      if (row.before) e.before = before_image(*schema, std::move(*row.before));
+      if (op != Operation::kDelete && row.after) {
+        e.unavailable_columns = missing(*schema, *row.after);
+        e.after = std::move(*row.after);
+      }
+      row.before.reset();
+      row.after.reset();
+      tx_events_.push_back(std::move(e));
+    }
+    return ok();
+  }
+
+  static std::vector<std::string> missing(const TableSchema& schema, const Row& row) {
+    std::vector<std::string> out;
+    if (row.size() == schema.columns.size()) return out;
+    for (const auto& c : schema.columns) {
+      if (!find_column(row, c.name)) out.push_back(c.name);
+    }
+    return out;
+  }
+
+  static BeforeImage before_image(const TableSchema& schema, Row row) {
+    if (row.size() == schema.columns.size()) return BeforeFull{std::move(row), {}};
+    // A MINIMAL image of exactly the key is a key-only before image.
+    if (!schema.primary_key.empty() && row.size() == schema.primary_key.size()) {
+      bool key_only = true;
+      for (const auto& k : schema.primary_key) key_only = key_only && find_column(row, k);
+      if (key_only) return BeforeKeyOnly{std::move(row)};
+    }
+    auto unavailable = missing(schema, row);
+    return BeforeFull{std::move(row), std::move(unavailable)};
+  }
+
+  // The current resume offset: the GTID position, or the end of the last complete event.
+  std::string resume_offset() const {
+    if (server_.gtid && server_.mariadb) return gtid_.text();
+    return coordinate(last_end_);
+  }
+
+  Status end_tx(const EventHeader& h) {
+    (void)h;
+    if (tx_gtid_ && server_.mariadb) {
+      MariaGtid g;
+      g.domain_id = tx_gtid_->domain_id;
+      g.server_id = tx_gtid_->server_id;
+      g.sequence = tx_gtid_->sequence;
+      gtid_.apply(g);
+    }
+    in_tx_ = false;
+    saw_begin_ = false;
+    tx_gtid_.reset();
+    const std::string offset = resume_offset();
+    const std::string& state = state_for_checkpoint();
+    if (!tx_events_.empty()) {
+      const std::uint64_t total = tx_events_.size();
+      for (std::uint64_t i = 0; i < total; ++i) {
+        tx_events_[i].transaction = TransactionMetadata{tx_id_, total, i};
+      }
+      tx_events_.back().resume_offset = offset;
+      tx_events_.back().resume_state = state;
+      handoff_.push(tx_events_);
+      tx_events_.clear();
+    }
+    handoff_.locked([&](auto&) {
+      idle_offset_ = offset;
+      idle_state_ = state;
+    });
+    return ok();
+  }
+
+  // The source_state of a checkpoint at the current position (cached until the schema
+  // history changes).
+  const std::string& state_for_checkpoint() {
+    if (!state_version_ || *state_version_ != history_->version()) {
+      state_text_ = make_state(history_->serialize(), "");
+      state_version_ = history_->version();
+    }
+    return state_text_;
+  }
+
+  void on_heartbeat(const EventHeader& h) {
+    if (in_tx_) return;
+    // Everything up to the heartbeat's position was sent before it: a position a quiet
+    // pipeline may checkpoint. In file mode the heartbeat names it.
+    if (!(server_.gtid && server_.mariadb) && h.next_position) last_end_ = h.next_position;
+    const std::string offset = resume_offset();
+    const std::string& state = state_for_checkpoint();
+    handoff_.locked([&](auto&) {
+      idle_offset_ = offset;
+      idle_state_ = state;
+    });
+  }
+
+  MysqlSourceConfig config_;
+  Flavor flavor_;
+  detail::ServerInfo server_;
+  MysqlPtr sql_;
+  std::unique_ptr<SchemaHistory> history_;
+  std::optional<detail::SnapshotPlan> snapshot_;
+  std::optional<std::string> initial_offset_;
+  std::atomic<bool> finished_{false};
+  StreamStart start_;
+  std::unique_ptr<BinlogStream> stream_;
+
+  // Reader thread state.
+  std::string file_;
+  std::uint64_t last_end_ = 4;
+  MariaGtidPosition gtid_;
+  std::unordered_map<std::uint64_t, TableMapEvent> table_maps_;
+  bool in_tx_ = false;
+  bool saw_begin_ = false;
+  bool tx_standalone_ = false;
+  std::optional<GtidEvent> tx_gtid_;
+  std::uint64_t tx_id_ = 0;
+  std::int64_t tx_timestamp_ = 0;
+  std::vector<Event> tx_events_;
+  std::string state_text_;
+  std::optional<std::uint64_t> state_version_;  // the history version state_text_ holds
+
+  // Guarded by handoff_.locked().
+  std::string idle_offset_;
+  std::string idle_state_;
+  std::string confirmed_;
+
+  std::thread reader_;
+  cppcdc::detail::ReaderHandoff handoff_;
+};
+
+}  // namespace
+
+std::string_view to_string(ServerFlavor flavor) noexcept {
+  return flavor == ServerFlavor::kMariaDb ? "mariadb" : "mysql";
+}
+
+std::uint32_t effective_server_id(const MysqlSourceConfig& config) {
+  if (config.server_id != 0) return config.server_id;
+  // FNV-1a of the source id, folded into 1000000..1999999.
+  std::uint32_t h = 2166136261u;
+  for (unsigned char c : config.source_id) {
+    h ^= c;
+    h *= 16777619u;
+  }
+  return 1'000'000 + h % 1'000'000;
+}
+
+Result<std::unique_ptr<Source>> make_mysql_source(MysqlSourceConfig config) {
+  register_positions();
+  auto bad = [](const std::string& key, const std::string& what) {
+    return fail(Error::configuration(what).for_setting(SettingOwner::kSource, key));
+  };
+  if (config.user.empty()) return bad("user", "required");
+  if (config.host.empty()) return bad("host", "required");
+  if (config.tables.empty()) return bad("tables", "list at least one \"database.table\"");
+  for (const auto& t : config.tables) {
+    const auto dot = t.find('.');
+    if (dot == std::string::npos || dot == 0 || dot + 1 == t.size() ||
+        t.find('.', dot + 1) != std::string::npos) {
+      return bad("tables", "'" + t + "': expected \"database.table\" (globs * and ? allowed)");
+    }
+  }
+  detail::TableFilter filter(config.tables);
+  for (const auto& t : config.snapshot_tables) {
+    const auto dot = t.find('.');
+    if (dot == std::string::npos || !filter.captured(t.substr(0, dot), t.substr(dot + 1))) {
+      return bad("snapshot.tables", "'" + t + "' is not a captured table");
+    }
+  }
+  if (config.snapshot_mode == SnapshotMode::kIncremental) {
+    return bad("snapshot.mode", "incremental snapshots are not supported by this source yet");
+  }
+  if (config.source_id.empty()) return bad("source_id", "required");
+  if (config.heartbeat_interval_ms == 0) return bad("heartbeat_interval_ms", "at least 1");
+  if (config.receive_timeout_ms != 0 && config.receive_timeout_ms <= config.heartbeat_interval_ms) {
+    return bad("receive_timeout_ms", "must exceed heartbeat_interval_ms");
+  }
+  if (config.max_queued_events == 0) config.max_queued_events = 1;
+  return std::unique_ptr<Source>(std::make_unique<MysqlSource>(std::move(config)));
+}
+
+}  // namespace cppcdc::mysql

@@ -1,0 +1,100 @@
+// `cppcdc` with a [source] of type "mariadb": check-config shows it without the password, and
+// `cppcdc run` snapshots a table and streams its changes into the file sink, end to end.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "integration/mariadb_util.hpp"
+#include "integration/pg_util.hpp"
+
+namespace cppcdc::it::maria {
+namespace {
+
+namespace fs = std::filesystem;
+
+class MariaDbCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    MARIADB_OR_SKIP();
+    db_ = database_for_test("cli");
+    dir_ = fs::temp_directory_path() / ("cppcdc-" + db_ + "-" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    session_.exec("DROP DATABASE IF EXISTS " + db_);
+    session_.exec("CREATE DATABASE " + db_);
+    session_.exec("CREATE TABLE " + db_ + ".t (id int primary key, v varchar(20))");
+    session_.exec("INSERT INTO " + db_ + ".t VALUES (1, 'before')");
+    session_.exec("DROP USER IF EXISTS 'cdc_cli'@'127.0.0.1'");
+    session_.exec("CREATE USER 'cdc_cli'@'127.0.0.1' IDENTIFIED BY 'cli-s3cret'");
+    session_.exec(
+        "GRANT SELECT, REPLICATION SLAVE, BINLOG MONITOR ON *.* TO "
+        "'cdc_cli'@'127.0.0.1'");
+  }
+  void TearDown() override {
+    stop_cppcdc_process(child_, SIGTERM);
+    if (!db_.empty()) {
+      session_.exec("DROP DATABASE IF EXISTS " + db_);
+      session_.exec("DROP USER IF EXISTS 'cdc_cli'@'127.0.0.1'");
+      fs::remove_all(dir_);
+    }
+  }
+  fs::path write_config() {
+    const fs::path p = dir_ / "cdc.toml";
+    std::ofstream(p) << "[source]\ntype = \"mariadb\"\nhost = \"127.0.0.1\"\nport = " << *port()
+                     << "\nuser = \"cdc_cli\"\npassword_env = \"CLI_TEST_PW\"\n"
+                     << "tables = [\"" << db_ << ".*\"]\nsource_id = \"" << db_ << "\"\n"
+                     << "heartbeat_interval_ms = 200\n\n[sink]\ntype = \"file\"\npath = \""
+                     << (dir_ / "events.jsonl").string() << "\"\n\n[state.offset]\n"
+                     << "backend = \"local_fs\"\ndir = \"" << (dir_ / "state").string() << "\"\n";
+    return p;
+  }
+  std::string output() const {
+    std::ifstream in(dir_ / "events.jsonl");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+
+  Session session_;
+  std::string db_;
+  fs::path dir_;
+  pid_t child_ = -1;
+};
+
+TEST_F(MariaDbCli, CheckConfigDescribesTheSourceWithoutItsPassword) {
+  setenv("CLI_TEST_PW", "cli-s3cret", 1);
+  auto o = run_cli({"check-config", "--config", write_config().string()});
+  EXPECT_EQ(o.code, 0) << o.output;
+  EXPECT_NE(o.output.find("mariadb"), std::string::npos) << o.output;
+  EXPECT_EQ(o.output.find("cli-s3cret"), std::string::npos) << o.output;
+}
+
+TEST_F(MariaDbCli, RunSnapshotsAndStreamsIntoTheFileSink) {
+  setenv("CLI_TEST_PW", "cli-s3cret", 1);
+  write_config();
+  start_cppcdc_process(child_, dir_, "", "", 0);
+  ASSERT_TRUE(cppcdc::test::wait_until(
+      [&] { return output().find("\"before\"") != std::string::npos; }, std::chrono::seconds(60)))
+      << log_tail(dir_ / "cppcdc.log");
+  session_.exec("INSERT INTO " + db_ + ".t VALUES (2, 'streamed')");
+  ASSERT_TRUE(cppcdc::test::wait_until(
+      [&] { return output().find("\"streamed\"") != std::string::npos; }, std::chrono::seconds(60)))
+      << log_tail(dir_ / "cppcdc.log");
+  const std::string out = output();
+  EXPECT_NE(out.find("\"op\":\"read\""), std::string::npos) << out;
+  EXPECT_NE(out.find("\"op\":\"insert\""), std::string::npos) << out;
+  EXPECT_EQ(stop_cppcdc_process(child_, SIGTERM) & 0x7f, 0);
+  std::ifstream log(dir_ / "cppcdc.log");
+  std::stringstream ls;
+  ls << log.rdbuf();
+  EXPECT_EQ(ls.str().find("cli-s3cret"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace cppcdc::it::maria
