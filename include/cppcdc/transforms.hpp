@@ -31,9 +31,11 @@
 // Errors. Construction (make_*, TransformChain::create, parse_transform_stages) returns
 // configuration errors for settings that cannot do what they appear to: unknown operator or
 // op names, empty filter values, invalid regular expressions, truncate = 0, redact = "",
-// empty paths, a secret_env naming an unset variable. Applying never fails on a setting; it
-// fails (kind invalid_data) on data it cannot handle (a ciphertext that does not authenticate,
-// a field to unwrap that is not an object, a rename onto an existing column, ...).
+// empty paths, a secret_env naming an unset variable. Applying fails with kind invalid_data on
+// data an action cannot handle (a ciphertext that does not authenticate, a field to unwrap that
+// is not an object, a rename onto an existing column, ...), and with kind configuration when
+// the key guard refuses a stage (the remedy is in the configuration). Such errors name the
+// stage and the event's table and offset.
 //
 // Threading. A chain, its stages and actions are driven by one thread at a time (the
 // pipeline's). rules() / unmatched_rules() may be called from any thread at any time (the
@@ -48,7 +50,6 @@
 #include <string>
 #include <string_view>
 #include <utility>
-#include <variant>
 #include <vector>
 
 #include "cppcdc/event.hpp"
@@ -73,10 +74,10 @@ struct FieldPath {
 Result<FieldPath> parse_field_path(std::string_view text);
 
 /// Which image a filter field reads.
-enum class Image { kAfter, kBefore };
+enum class FilterImage { kAfter, kBefore };
 
 /// A filter field "after.<path>" or "before.<path>". Error kind configuration.
-Result<std::pair<Image, FieldPath>> parse_filter_field(std::string_view text);
+Result<std::pair<FilterImage, FieldPath>> parse_filter_field(std::string_view text);
 
 /// A compiled glob: `*` matches any run of characters (dots included), `?` one character;
 /// everything else matches itself.
@@ -420,22 +421,49 @@ class TransformChain final : public Transform {
 
 // ---- configuration from a file ------------------------------------------------------------
 
+struct ConfigMember;
+
 /// A configuration value with where it is written, so a program can hand the transform
 /// settings of its own file format over (the cppcdc server converts TOML into it).
 struct ConfigNode {
   using Array = std::vector<ConfigNode>;
-  using Table = std::vector<std::pair<std::string, ConfigNode>>;  ///< in the order written
-  std::variant<std::monostate, std::string, std::int64_t, double, bool, Array, Table> value;
+  using Table = std::vector<ConfigMember>;  ///< in the order written
+  enum class Type { kNone, kString, kInteger, kFloat, kBoolean, kArray, kTable };
+
+  Type type = Type::kNone;
+  std::string text;          ///< kString
+  std::int64_t integer = 0;  ///< kInteger
+  double number = 0;         ///< kFloat
+  bool boolean = false;      ///< kBoolean
+  Array items;               ///< kArray
+  Table members;             ///< kTable
   /// "file:line:column" (or just the file) of the value, for messages.
   std::string where;
 
-  const Table* table() const noexcept { return std::get_if<Table>(&value); }
-  const Array* array() const noexcept { return std::get_if<Array>(&value); }
-  const std::string* string() const noexcept { return std::get_if<std::string>(&value); }
+  static ConfigNode of_string(std::string v, std::string where = {});
+  static ConfigNode of_integer(std::int64_t v, std::string where = {});
+  static ConfigNode of_float(double v, std::string where = {});
+  static ConfigNode of_boolean(bool v, std::string where = {});
+  static ConfigNode of_array(Array v, std::string where = {});
+  static ConfigNode of_table(Table v, std::string where = {});
+
+  /// The value when it has that type, else nullptr.
+  const Table* table() const noexcept;
+  const Array* array() const noexcept;
+  const std::string* string() const noexcept;
+  const std::int64_t* int_value() const noexcept;
+  const double* float_value() const noexcept;
+  const bool* bool_value() const noexcept;
   /// The member `key` of a table, or nullptr.
   const ConfigNode* find(std::string_view key) const noexcept;
   /// "a table", "a string", ... for messages.
   std::string_view type_name() const noexcept;
+};
+
+/// One member of a table: its key and value.
+struct ConfigMember {
+  std::string key;
+  ConfigNode value;
 };
 
 /// Builds stages from an array of stage tables, each with `name`, an optional `when` table

@@ -463,27 +463,27 @@ Status read_log(const Section& log, ServerConfig& out) {
 // [[pipeline.transforms]] as the transform module reads it (cppcdc/transforms.hpp), each value
 // with its place in the file.
 ConfigNode to_config_node(const toml::node& node, const std::string& origin) {
-  ConfigNode out;
-  out.where = locate(origin, node.source());
+  std::string where = locate(origin, node.source());
   if (const auto* table = node.as_table()) {
     ConfigNode::Table members;
     for (auto&& [key, value] : *table) {
-      members.emplace_back(std::string(key.str()), to_config_node(value, origin));
+      members.push_back(ConfigMember{std::string(key.str()), to_config_node(value, origin)});
     }
-    out.value = std::move(members);
-  } else if (const auto* array = node.as_array()) {
+    return ConfigNode::of_table(std::move(members), std::move(where));
+  }
+  if (const auto* array = node.as_array()) {
     ConfigNode::Array items;
     for (const toml::node& item : *array) items.push_back(to_config_node(item, origin));
-    out.value = std::move(items);
-  } else if (const auto* text = node.as_string()) {
-    out.value = text->get();
-  } else if (const auto* integer = node.as_integer()) {
-    out.value = integer->get();
-  } else if (const auto* number = node.as_floating_point()) {
-    out.value = number->get();
-  } else if (const auto* flag = node.as_boolean()) {
-    out.value = flag->get();
+    return ConfigNode::of_array(std::move(items), std::move(where));
   }
+  if (const auto* text = node.as_string()) return ConfigNode::of_string(text->get(), where);
+  if (const auto* integer = node.as_integer()) return ConfigNode::of_integer(integer->get(), where);
+  if (const auto* number = node.as_floating_point()) {
+    return ConfigNode::of_float(number->get(), where);
+  }
+  if (const auto* flag = node.as_boolean()) return ConfigNode::of_boolean(flag->get(), where);
+  ConfigNode out;  // dates and times: no transform setting takes one
+  out.where = std::move(where);
   return out;
 }
 

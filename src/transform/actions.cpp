@@ -391,7 +391,10 @@ class FieldMappingAction final : public TransformAction {
                            std::string(what) + " onto column \"" + name +
                                "\", which the event already carries"));
     };
-    for (const auto& [from, to] : copy_) {
+    for (const auto& entry : copy_) {
+      // Named references, not a structured binding: lambdas below capture them (clang 14).
+      const std::string& from = entry.first;
+      const std::string& to = entry.second;
       if (!carries_column(event, from)) {
         CPPCDC_TRY(absent("copy", from));
         continue;
@@ -420,7 +423,9 @@ class FieldMappingAction final : public TransformAction {
       CPPCDC_TRY(taken("rename", to));
       changed |= rename_column(event, from, to);
     }
-    for (const auto& [path, value] : set_) {
+    for (const auto& entry : set_) {
+      const FieldPath& path = entry.first;
+      const std::optional<std::string>& value = entry.second;
       if (!event.after) continue;
       if (path.segments.size() == 1) {
         if (find_column(*event.after, path.column()) == nullptr) changed = true;

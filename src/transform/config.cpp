@@ -44,7 +44,7 @@ class Reader {
   Result<std::optional<bool>> boolean(std::string_view key) {
     const ConfigNode* n = take(key);
     if (n == nullptr) return std::optional<bool>();
-    if (const auto* b = std::get_if<bool>(&n->value)) return std::optional<bool>(*b);
+    if (const auto* b = n->bool_value()) return std::optional<bool>(*b);
     return fail(wrong(key, *n, "a boolean"));
   }
 
@@ -216,7 +216,7 @@ Result<MaskRule> read_mask_rule(Reader& reader, const ConfigNode& node, const st
     return fail(reader.wrong(key + ".redact", value, "a string (the marker)"));
   }
   if (name == "truncate") {
-    const auto* n = std::get_if<std::int64_t>(&value.value);
+    const auto* n = value.int_value();
     if (n == nullptr) return fail(reader.wrong(key + ".truncate", value, "an integer"));
     if (*n < 0) {
       return fail(reader.error_at(&value, key + ".truncate", "expected at least 1, found " +
@@ -276,9 +276,9 @@ Result<std::unique_ptr<TransformAction>> read_action(Reader& r, const std::strin
         if (value == nullptr) return fail(f.error_at(&item, "value", "required"));
         if (const auto* s = value->string()) {
           rule.value = *s;
-        } else if (const auto* n = std::get_if<std::int64_t>(&value->value)) {
+        } else if (const auto* n = value->int_value()) {
           rule.value = std::to_string(*n);
-        } else if (const auto* d = std::get_if<double>(&value->value)) {
+        } else if (const auto* d = value->float_value()) {
           rule.value = std::to_string(*d);
         } else {
           return fail(f.wrong("value", *value, "a string or a number"));

@@ -25,7 +25,7 @@ std::optional<double> as_number(std::string_view text) {
 }
 
 struct CompiledRule {
-  Image image = Image::kAfter;
+  FilterImage image = FilterImage::kAfter;
   FieldPath path;
   FilterOperator op = FilterOperator::kEq;
   std::string value;
@@ -60,7 +60,7 @@ struct CompiledRule {
   }
 
   bool evaluate(const Event& event) const {
-    const Row* row = image == Image::kAfter ? (event.after ? &*event.after : nullptr)
+    const Row* row = image == FilterImage::kAfter ? (event.after ? &*event.after : nullptr)
                                             : event.before.row();
     if (row == nullptr) return false;
     const ColumnValue* column = find_column(*row, path.column());

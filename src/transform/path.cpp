@@ -78,14 +78,14 @@ Result<FieldPath> parse_field_path(std::string_view text) {
   return path;
 }
 
-Result<std::pair<Image, FieldPath>> parse_filter_field(std::string_view text) {
-  Image image;
+Result<std::pair<FilterImage, FieldPath>> parse_filter_field(std::string_view text) {
+  FilterImage image;
   std::string_view rest;
   if (text.rfind("after.", 0) == 0) {
-    image = Image::kAfter;
+    image = FilterImage::kAfter;
     rest = text.substr(6);
   } else if (text.rfind("before.", 0) == 0) {
-    image = Image::kBefore;
+    image = FilterImage::kBefore;
     rest = text.substr(7);
   } else {
     return fail(Error::configuration(
@@ -94,7 +94,7 @@ Result<std::pair<Image, FieldPath>> parse_filter_field(std::string_view text) {
   }
   auto path = parse_field_path(rest);
   if (!path) return fail(path.error());
-  return std::pair<Image, FieldPath>(image, std::move(*path));
+  return std::pair<FilterImage, FieldPath>(image, std::move(*path));
 }
 
 Glob::Glob(std::string pattern) : pattern_(std::move(pattern)) {}
@@ -192,6 +192,26 @@ std::string_view to_string(TransformErrorPolicy policy) noexcept {
   return policy == TransformErrorPolicy::kSkip ? "skip" : "halt";
 }
 
+// Defined here, not in the class: ConfigNode must be complete before its Table is used.
+const ConfigNode::Table* ConfigNode::table() const noexcept {
+  return type == Type::kTable ? &members : nullptr;
+}
+const ConfigNode::Array* ConfigNode::array() const noexcept {
+  return type == Type::kArray ? &items : nullptr;
+}
+const std::string* ConfigNode::string() const noexcept {
+  return type == Type::kString ? &text : nullptr;
+}
+const std::int64_t* ConfigNode::int_value() const noexcept {
+  return type == Type::kInteger ? &integer : nullptr;
+}
+const double* ConfigNode::float_value() const noexcept {
+  return type == Type::kFloat ? &number : nullptr;
+}
+const bool* ConfigNode::bool_value() const noexcept {
+  return type == Type::kBoolean ? &boolean : nullptr;
+}
+
 const ConfigNode* ConfigNode::find(std::string_view key) const noexcept {
   const Table* t = table();
   if (t == nullptr) return nullptr;
@@ -202,16 +222,59 @@ const ConfigNode* ConfigNode::find(std::string_view key) const noexcept {
 }
 
 std::string_view ConfigNode::type_name() const noexcept {
-  switch (value.index()) {
-    case 0: return "nothing";
-    case 1: return "a string";
-    case 2: return "an integer";
-    case 3: return "a float";
-    case 4: return "a boolean";
-    case 5: return "an array";
-    case 6: return "a table";
+  switch (type) {
+    case Type::kNone: return "nothing";
+    case Type::kString: return "a string";
+    case Type::kInteger: return "an integer";
+    case Type::kFloat: return "a float";
+    case Type::kBoolean: return "a boolean";
+    case Type::kArray: return "an array";
+    case Type::kTable: return "a table";
   }
   return "an unknown value";
+}
+
+ConfigNode ConfigNode::of_string(std::string v, std::string where) {
+  ConfigNode n;
+  n.type = Type::kString;
+  n.text = std::move(v);
+  n.where = std::move(where);
+  return n;
+}
+ConfigNode ConfigNode::of_integer(std::int64_t v, std::string where) {
+  ConfigNode n;
+  n.type = Type::kInteger;
+  n.integer = v;
+  n.where = std::move(where);
+  return n;
+}
+ConfigNode ConfigNode::of_float(double v, std::string where) {
+  ConfigNode n;
+  n.type = Type::kFloat;
+  n.number = v;
+  n.where = std::move(where);
+  return n;
+}
+ConfigNode ConfigNode::of_boolean(bool v, std::string where) {
+  ConfigNode n;
+  n.type = Type::kBoolean;
+  n.boolean = v;
+  n.where = std::move(where);
+  return n;
+}
+ConfigNode ConfigNode::of_array(Array v, std::string where) {
+  ConfigNode n;
+  n.type = Type::kArray;
+  n.items = std::move(v);
+  n.where = std::move(where);
+  return n;
+}
+ConfigNode ConfigNode::of_table(Table v, std::string where) {
+  ConfigNode n;
+  n.type = Type::kTable;
+  n.members = std::move(v);
+  n.where = std::move(where);
+  return n;
 }
 
 }  // namespace cppcdc

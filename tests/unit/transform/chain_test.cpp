@@ -234,13 +234,13 @@ TEST(Chain, InvalidEnvelopeLeavingAStageIsAnError) {
 // ---- from a configuration tree ----
 
 ConfigNode str(std::string s, std::string where = "t.toml:1:1") {
-  return ConfigNode{std::move(s), std::move(where)};
+  return ConfigNode::of_string(std::move(s), std::move(where));
 }
 ConfigNode table(ConfigNode::Table t, std::string where = "t.toml:1:1") {
-  return ConfigNode{std::move(t), std::move(where)};
+  return ConfigNode::of_table(std::move(t), std::move(where));
 }
 ConfigNode array(ConfigNode::Array a, std::string where = "t.toml:1:1") {
-  return ConfigNode{std::move(a), std::move(where)};
+  return ConfigNode::of_array(std::move(a), std::move(where));
 }
 
 Result<std::vector<TransformStage>> parse_one(ConfigNode action) {
@@ -268,7 +268,7 @@ TEST(ParseStages, BuildsEveryAction) {
 TEST(ParseStages, ErrorsNamePlaceStageActionAndKey) {
   auto r = parse_one(table(
       {{"type", str("mask")},
-       {"rules", table({{"email", table({{"truncate", ConfigNode{std::int64_t{0}, "t.toml:9:30"}}},
+       {"rules", table({{"email", table({{"truncate", ConfigNode::of_integer(0, "t.toml:9:30")}},
                                         "t.toml:9:20")}},
                        "t.toml:9:9")}},
       "t.toml:8:3"));
