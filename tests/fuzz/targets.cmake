@@ -16,7 +16,8 @@
 get_filename_component(cppcdc_fuzz_root ${CMAKE_CURRENT_LIST_DIR}/../.. ABSOLUTE)
 set(cppcdc_fuzz_dir ${CMAKE_CURRENT_LIST_DIR})
 
-set(cppcdc_fuzz_targets pgoutput event checkpoint incremental_state copy_text config)
+set(cppcdc_fuzz_targets pgoutput event checkpoint incremental_state copy_text config
+    binlog_event binlog_rows json_binary)
 
 # Where PostgreSQL's LSN type lives (the one line to change when it moves).
 set(cppcdc_fuzz_pg_lsn_source src/source/postgres/lsn.cpp)
@@ -48,3 +49,14 @@ set(cppcdc_fuzz_copy_text_libs)
 set(cppcdc_fuzz_config_sources src/server/config.cpp src/server/builtin_plugins.cpp)
 set(cppcdc_fuzz_config_libs cppcdc_server)
 set(cppcdc_fuzz_config_fuzz_libs cppcdc_lib)
+
+# MySQL/MariaDB binlog events (with their zlib/zstd decompression), row images and binary
+# JSON from the replication stream.
+set(cppcdc_fuzz_binlog_event_sources src/source/mysql/binlog_event.cpp src/source/mysql/gtid.cpp)
+set(cppcdc_fuzz_binlog_event_libs cppcdc_mysql)
+set(cppcdc_fuzz_binlog_rows_sources src/source/mysql/row_decoder.cpp
+    src/source/mysql/json_binary.cpp)
+set(cppcdc_fuzz_binlog_rows_libs cppcdc_mysql)
+set(cppcdc_fuzz_json_binary_sources src/source/mysql/json_binary.cpp
+    src/source/mysql/row_decoder.cpp)
+set(cppcdc_fuzz_json_binary_libs cppcdc_mysql)

@@ -54,7 +54,9 @@ const char* event_name(std::uint8_t type) noexcept {
     case 33: return "GTID event";
     case 34: return "ANONYMOUS_GTID event";
     case 35: return "PREVIOUS_GTIDS event";
+    case 39: return "PARTIAL_UPDATE_ROWS event";
     case 40: return "TRANSACTION_PAYLOAD event";
+    case 42: return "GTID_TAGGED event";
     case 160: return "ANNOTATE_ROWS event";
     case 161: return "BINLOG_CHECKPOINT event";
     case 162: return "GTID event";
@@ -823,6 +825,16 @@ Result<BinlogEvent> EventDecoder::decode_impl(std::span<const std::uint8_t> byte
       ev.gtid_list = std::move(l);
       break;
     }
+    case 39:
+      return fail(Error::invalid_data(
+          "PARTIAL_UPDATE_ROWS event: the server logs JSON columns as partial updates "
+          "(binlog_row_value_options=PARTIAL_JSON), which carry only the changed parts of a "
+          "document and cannot give its value; remedy: SET GLOBAL "
+          "binlog_row_value_options = '' on the server"));
+    case 42:
+      return fail(Error::invalid_data(
+          "GTID_TAGGED event: tagged GTIDs (MySQL 8.3+, gtid_next = 'uuid:tag:n') are not "
+          "supported yet; remedy: do not assign tagged GTIDs on a captured server"));
     case 164:
       return fail(Error::invalid_data(
           "the binlog is encrypted (START_ENCRYPTION event): the events after it are encrypted "

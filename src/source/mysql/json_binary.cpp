@@ -5,6 +5,7 @@
 #include "source/mysql/json_binary.hpp"
 
 #include <charconv>
+#include <cmath>
 #include <cstring>
 
 #include "source/mysql/byte_reader.hpp"
@@ -61,6 +62,7 @@ class JsonPrinter {
         if (avail < 8) return fail(bad(at, "a double is cut short"));
         double d;
         std::memcpy(&d, doc_.data() + at, 8);
+        if (!std::isfinite(d)) return fail(bad(at, "a double that is not finite"));
         print_double(d);
         return ok();
       }

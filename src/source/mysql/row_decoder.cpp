@@ -421,17 +421,33 @@ bool binary_column_type(std::string_view t) {
          starts_with(t, "longblob");
 }
 
-// Converts with iconv; one converter per charset and thread, kept for the thread's life.
+// Converts with iconv; one converter per charset and thread, kept for the thread's life
+// (closed when the thread ends). A charset iconv does not know is remembered as such.
+class IconvCache {
+ public:
+  ~IconvCache() {
+    for (auto& [name, cd] : converters_) {
+      if (cd != kNone) iconv_close(cd);
+    }
+  }
+  iconv_t get(const std::string& from) {
+    auto it = converters_.find(from);
+    if (it == converters_.end()) {
+      it = converters_.emplace(from, iconv_open("UTF-8", from.c_str())).first;
+    }
+    return it->second;
+  }
+  static inline const iconv_t kNone = reinterpret_cast<iconv_t>(-1);
+
+ private:
+  std::unordered_map<std::string, iconv_t> converters_;
+};
+
 bool append_iconv(std::string& out, const std::string& from, const std::uint8_t* p,
                   std::size_t n) {
-  thread_local std::unordered_map<std::string, iconv_t> converters;
-  auto it = converters.find(from);
-  if (it == converters.end()) {
-    iconv_t cd = iconv_open("UTF-8", from.c_str());
-    if (cd == reinterpret_cast<iconv_t>(-1)) return false;
-    it = converters.emplace(from, cd).first;
-  }
-  iconv_t cd = it->second;
+  thread_local IconvCache cache;
+  iconv_t cd = cache.get(from);
+  if (cd == IconvCache::kNone) return false;
   iconv(cd, nullptr, nullptr, nullptr, nullptr);
   char* in = const_cast<char*>(reinterpret_cast<const char*>(p));
   std::size_t in_left = n;
@@ -537,6 +553,18 @@ RowReader::RowReader(const TableMapEvent& map, const TableSchema& schema, const 
       case kNull: p.kind = kKindNull; break;
       default: p.kind = kKindUnsupported; break;
     }
+    if ((t == kTime || t == kDateTime || t == kTimestamp) &&
+        col.column_type.find('(') != std::string::npos &&
+        col.column_type.find("(0)") == std::string::npos) {
+      // MariaDB's pre-10.1 fractional temporal format (mysql56_temporal_format=OFF) logs
+      // TIME(n)/DATETIME(n)/TIMESTAMP(n) under the old type codes without their precision.
+      setup_error_ = Error::invalid_data(
+          "table " + schema.database + "." + schema.table + ", column " + col.name + " (" +
+          col.column_type + "): logged in MariaDB's old fractional-seconds temporal format, "
+          "which cannot be decoded; remedy: SET GLOBAL mysql56_temporal_format = ON and "
+          "rebuild the table (ALTER TABLE ... FORCE)");
+      return;
+    }
     if (numeric) {
       p.is_unsigned = col.is_unsigned ||
                       (numeric_i < md.is_unsigned.size() && md.is_unsigned[numeric_i]);
@@ -593,6 +621,7 @@ Error RowReader::value_error(const ColumnPlan& plan, std::size_t at, std::string
 Result<bool> RowReader::next(DecodedRow& out) {
   if (setup_error_) return fail(*setup_error_);
   if (offset_ >= rows_.rows.size()) return false;
+  const std::size_t start = offset_;
   switch (rows_.kind) {
     case RowsKind::kWrite:
       out.before.reset();
@@ -610,6 +639,12 @@ Result<bool> RowReader::next(DecodedRow& out) {
       }
       CPPCDC_TRY(read_image(offset_, rows_.present_after, present_after_count_, out.after));
       break;
+  }
+  if (offset_ == start) {
+    // Images of no columns take no bytes: the rows data left over could never be read.
+    return fail(Error::invalid_data("table " + schema_.database + "." + schema_.table + ": " +
+                                    std::to_string(rows_.rows.size() - offset_) +
+                                    " bytes of rows data follow images with no columns"));
   }
   return true;
 }

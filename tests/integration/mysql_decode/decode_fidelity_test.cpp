@@ -183,7 +183,7 @@ class DecodeFidelity : public ::testing::Test {
                          static_cast<unsigned int>(MARIADB_RPL_BINLOG_DUMP_NON_BLOCK));
     EXPECT_EQ(mariadb_rpl_open(rpl), 0) << mysql_error(repl.raw());
     EventDecoder decoder(Flavor::kMariaDb);
-    decoder.set_checksummed(true);
+    decoder.set_checksummed(*conn_->query("SELECT @@global.binlog_checksum")[0][0] != "NONE");
     std::map<std::uint64_t, TableMapEvent> maps;
     while (MARIADB_RPL_EVENT* ev = mariadb_rpl_fetch(rpl, nullptr)) {
       // raw_data holds the packet: the OK byte, then the event.
@@ -403,6 +403,18 @@ TEST_F(DecodeFidelity, CompressedBinlogEventsDecode) {
     for (int i = 0; i < 500; ++i) x += "compress me ";
     return x;
   }());
+}
+
+TEST_F(DecodeFidelity, BinlogWithoutChecksums) {
+  conn_->exec("CREATE TABLE nocrc (id INT PRIMARY KEY, v VARCHAR(20), d DATETIME(3))");
+  const TableSchema s = schema("nocrc");
+  conn_->exec("SET GLOBAL binlog_checksum = NONE");  // rotates to a binlog without CRC32
+  mark();
+  conn_->exec("INSERT INTO nocrc VALUES (1, 'plain', '2024-02-29 12:34:56.789')");
+  const auto changes = read_changes(s);
+  conn_->exec("SET GLOBAL binlog_checksum = CRC32");
+  ASSERT_EQ(changes.size(), 1u);
+  compare(s, "nocrc", *changes[0].row.after, 1);
 }
 
 }  // namespace

@@ -314,6 +314,12 @@ TEST(RowDecoder, OldTemporalFormats) {
             "ts=1970-01-02 00:00:00");
 }
 
+TEST(RowDecoder, OldFractionalTemporalFormatIsAnErrorWithRemedy) {
+  Table t({{12, {}, cs("dt", "datetime(3)")}});
+  EXPECT_THAT(t.insert(cat({null_bits(1), Bytes(8, 0)})),
+              HasSubstr("mysql56_temporal_format"));
+}
+
 TEST(RowDecoder, StringsCharsetsAndBinary) {
   Table t({{15, Wire().u16(40).bytes(), cs("v", "varchar(10)", "utf8mb4")},
            {15, Wire().u16(1200).bytes(), cs("vlong", "varchar(300)", "utf8mb4")},
@@ -443,6 +449,13 @@ TEST(RowDecoder, UnsignedFromTableMapMetadata) {
   DecodedRow row;
   ASSERT_TRUE(*reader.next(row));
   EXPECT_EQ(*(*row.after)[0].text, "4294967295");
+}
+
+TEST(RowDecoder, ImagesWithoutColumnsCannotLoopForever) {
+  Table t({{3, {}, cs("id")}});
+  auto r = t.rows(23, test::bitmap(1, {}), {1, 2, 3});
+  ASSERT_FALSE(r);
+  EXPECT_THAT(r.error().message(), HasSubstr("images with no columns"));
 }
 
 TEST(RowDecoder, ColumnCountMismatchNamesBothCounts) {
