@@ -32,13 +32,20 @@ std::vector<std::uint8_t> format_description(const char* version) {
   ev.insert(ev.end(), v.begin(), v.end());
   ev.insert(ev.end(), {0, 0, 0, 0, 19});
   std::vector<std::uint8_t> lens(171, 0);
-  lens[1] = 13; lens[3] = 8; lens[18] = 8;
+  lens[1] = 13;
+  lens[3] = 8;
+  lens[18] = 8;
   for (int t : {23, 24, 25, 169, 170, 171}) lens[t - 1] = 8;
   for (int t : {30, 31, 32, 166, 167, 168}) lens[t - 1] = 10;
-  lens[32] = 42; lens[33] = 42; lens[161] = 19; lens[162] = 4; lens[160] = 4; lens[164] = 13;
+  lens[32] = 42;
+  lens[33] = 42;
+  lens[161] = 19;
+  lens[162] = 4;
+  lens[160] = 4;
+  lens[164] = 13;
   ev.insert(ev.end(), lens.begin(), lens.end());
-  ev.push_back(1);                      // CRC32
-  ev.insert(ev.end(), {0, 0, 0, 0});    // (not verified)
+  ev.push_back(1);                    // CRC32
+  ev.insert(ev.end(), {0, 0, 0, 0});  // (not verified)
   const auto size = static_cast<std::uint32_t>(ev.size());
   for (int i = 0; i < 4; ++i) ev[9 + i] = static_cast<std::uint8_t>(size >> (8 * i));
   return ev;

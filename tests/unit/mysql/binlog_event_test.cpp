@@ -86,16 +86,37 @@ TEST(BinlogEvent, ArtificialRotateBeforeFormatDescriptionWithDeclaredChecksum) {
 TEST(BinlogEvent, QueryWithStatusVariablesAndCharset) {
   auto d = maria();
   Wire status;
-  status.u8(0).u32(0)                       // flags2
-      .u8(1).u64(0)                         // sql_mode
-      .u8(6).u8(3).raw("std")               // catalog
-      .u8(4).u16(45).u16(45).u16(224)       // charset: client 45 (utf8mb4)
-      .u8(5).u8(6).raw("+00:00")            // time zone
-      .u8(12).u8(1).raw("app").u8(0)        // updated databases
-      .u8(128).u24(12345)                   // MariaDB hrnow
-      .u8(129).u64(99);                     // MariaDB xid
+  status.u8(0)
+      .u32(0)  // flags2
+      .u8(1)
+      .u64(0)  // sql_mode
+      .u8(6)
+      .u8(3)
+      .raw("std")  // catalog
+      .u8(4)
+      .u16(45)
+      .u16(45)
+      .u16(224)  // charset: client 45 (utf8mb4)
+      .u8(5)
+      .u8(6)
+      .raw("+00:00")  // time zone
+      .u8(12)
+      .u8(1)
+      .raw("app")
+      .u8(0)  // updated databases
+      .u8(128)
+      .u24(12345)  // MariaDB hrnow
+      .u8(129)
+      .u64(99);  // MariaDB xid
   Wire body;
-  body.u32(77).u32(0).u8(3).u16(0).u16(status.size()).raw(status.bytes()).raw("app").u8(0)
+  body.u32(77)
+      .u32(0)
+      .u8(3)
+      .u16(0)
+      .u16(status.size())
+      .raw(status.bytes())
+      .raw("app")
+      .u8(0)
       .raw("CREATE TABLE t (a int)");
   auto ev = d.decode(keep(test::event(2, body.bytes())));
   ASSERT_TRUE(ev) << ev.error().report();
@@ -122,8 +143,8 @@ TEST(BinlogEvent, CompressedQuery) {
   auto d = maria();
   const std::string sql = "INSERT INTO t VALUES " + std::string(300, 'x');
   Wire body;
-  body.u32(1).u32(0).u8(3).u16(0).u16(0).raw("app").u8(0)
-      .raw(test::maria_compress(Bytes(sql.begin(), sql.end())));
+  body.u32(1).u32(0).u8(3).u16(0).u16(0).raw("app").u8(0).raw(
+      test::maria_compress(Bytes(sql.begin(), sql.end())));
   auto ev = d.decode(keep(test::event(165, body.bytes())));
   ASSERT_TRUE(ev) << ev.error().report();
   EXPECT_EQ(ev->query->sql, sql);
@@ -140,8 +161,8 @@ TEST(BinlogEvent, CompressedDataWithAnImpossibleLengthIsAnError) {
 
 TEST(BinlogEvent, MariaGtidStandaloneAndGroupCommit) {
   auto d = maria();
-  auto ev = d.decode(keep(test::event(162, Wire().u64(100).u32(0).u8(0x29).raw(Bytes(6, 0)).bytes(),
-                                 true, 0, 1)));
+  auto ev = d.decode(
+      keep(test::event(162, Wire().u64(100).u32(0).u8(0x29).raw(Bytes(6, 0)).bytes(), true, 0, 1)));
   ASSERT_TRUE(ev) << ev.error().report();
   EXPECT_EQ(ev->gtid->text(), "0-1-100");
   EXPECT_TRUE(ev->gtid->standalone);
@@ -192,12 +213,27 @@ TEST(BinlogEvent, HeartbeatAndUnknownEventsKeepTheirHeader) {
   EXPECT_EQ(ev->type, EventType::kIntvar);
 }
 
-TEST(BinlogEvent, StartEncryptionIsAnErrorWithRemedy) {
+TEST(BinlogEvent, StartEncryptionPassesAndLaterUnreadableEventsNameTheEncryption) {
   auto d = maria();
   auto ev = d.decode(keep(test::event(164, Wire().u8(1).u32(1).raw(Bytes(12, 7)).bytes())));
+  ASSERT_TRUE(ev) << ev.error().report();
+  EXPECT_EQ(ev->type, EventType::kStartEncryption);
+  // The replication stream carries the events decrypted: they decode.
+  ev = d.decode(keep(test::event(16, Wire().u64(5).bytes())));
+  ASSERT_TRUE(ev) << ev.error().report();
+  // An event still encrypted (as read from the file) fails its checksum: the error says why.
+  auto x = test::event(16, Wire().u64(5).bytes());
+  for (std::size_t i = 19; i < x.size() - 4; ++i) x[i] ^= 0x5a;
+  ev = d.decode(keep(x));
   ASSERT_FALSE(ev);
-  EXPECT_THAT(ev.error().message(), HasSubstr("the binlog is encrypted"));
+  EXPECT_THAT(ev.error().message(), HasSubstr("CRC32 mismatch"));
+  EXPECT_THAT(ev.error().message(), HasSubstr("this binlog is encrypted"));
   EXPECT_THAT(ev.error().message(), HasSubstr("remedy"));
+  // A new binlog file (FORMAT_DESCRIPTION) forgets it.
+  ASSERT_TRUE(d.decode(keep(test::format_description())));
+  ev = d.decode(keep(x));
+  ASSERT_FALSE(ev);
+  EXPECT_THAT(ev.error().message(), ::testing::Not(HasSubstr("encrypted")));
 }
 
 TEST(BinlogEvent, PartialJsonUpdatesAndTaggedGtidsAreErrorsNotSilentSkips) {
@@ -224,7 +260,7 @@ Bytes optional_metadata() {
   Wire en;
   en.packed(2).packed_str("a").packed_str("b");
   m.u8(6).packed(en.size()).raw(en.bytes());
-  m.u8(8).packed(1).packed(0);  // primary key: column 0
+  m.u8(8).packed(1).packed(0);           // primary key: column 0
   m.u8(99).packed(3).u8(1).u8(2).u8(3);  // unknown field: skipped
   return m.bytes();
 }
@@ -233,8 +269,8 @@ TEST(BinlogEvent, TableMapWithMetadataAndOptionalMetadata) {
   auto d = maria();
   std::vector<test::Column> cols = {
       {3, {}}, {8, {}}, {15, Wire().u16(400).bytes()}, {254, {0xfe, 40}}, {254, {0xf7, 1}}};
-  auto ev = d.decode(keep(test::event(19, test::table_map_body(42, "app", "orders", cols,
-                                                          optional_metadata()))));
+  auto ev = d.decode(
+      keep(test::event(19, test::table_map_body(42, "app", "orders", cols, optional_metadata()))));
   ASSERT_TRUE(ev) << ev.error().report();
   const auto& t = *ev->table_map;
   EXPECT_EQ(t.table_id, 42u);
@@ -245,8 +281,7 @@ TEST(BinlogEvent, TableMapWithMetadataAndOptionalMetadata) {
   EXPECT_TRUE(t.nullable.test(4));
   EXPECT_EQ(t.metadata.is_unsigned, (std::vector<bool>{true, false}));
   EXPECT_EQ(t.metadata.charsets, (std::vector<std::uint32_t>{45, 8}));
-  EXPECT_EQ(t.metadata.column_names,
-            (std::vector<std::string>{"id", "big", "s", "l", "e"}));
+  EXPECT_EQ(t.metadata.column_names, (std::vector<std::string>{"id", "big", "s", "l", "e"}));
   ASSERT_EQ(t.metadata.enum_values.size(), 1u);
   EXPECT_EQ(t.metadata.enum_values[0], (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(t.metadata.primary_key, (std::vector<std::uint32_t>{0}));
@@ -262,7 +297,8 @@ TEST(BinlogEvent, TableMapWithUnknownColumnTypeIsAnError) {
 TEST(BinlogEvent, RowsV1WriteUpdateDelete) {
   auto d = maria();
   const Bytes rows = {0x00, 1, 0, 0, 0};
-  auto ev = d.decode(keep(test::event(23, test::rows_body(42, 1, test::all_bits(1), nullptr, rows))));
+  auto ev =
+      d.decode(keep(test::event(23, test::rows_body(42, 1, test::all_bits(1), nullptr, rows))));
   ASSERT_TRUE(ev) << ev.error().report();
   EXPECT_EQ(ev->rows->kind, RowsKind::kWrite);
   EXPECT_EQ(ev->rows->table_id, 42u);
@@ -288,7 +324,8 @@ TEST(BinlogEvent, RowsV2SkipsExtraData) {
   EXPECT_EQ(ev->rows->kind, RowsKind::kWrite);
   EXPECT_EQ(Bytes(ev->rows->rows.begin(), ev->rows->rows.end()), rows);
   const Bytes after = test::all_bits(1);
-  ev = d.decode(keep(test::event(31, test::rows_body(5, 1, test::all_bits(1), &after, rows, true))));
+  ev =
+      d.decode(keep(test::event(31, test::rows_body(5, 1, test::all_bits(1), &after, rows, true))));
   ASSERT_TRUE(ev);
   EXPECT_EQ(ev->rows->kind, RowsKind::kUpdate);
 }
@@ -296,7 +333,8 @@ TEST(BinlogEvent, RowsV2SkipsExtraData) {
 TEST(BinlogEvent, CompressedRowsV1AndV2) {
   auto d = maria();
   Bytes rows;
-  for (int i = 0; i < 100; ++i) rows.insert(rows.end(), {0x00, static_cast<std::uint8_t>(i), 0, 0, 0});
+  for (int i = 0; i < 100; ++i)
+    rows.insert(rows.end(), {0x00, static_cast<std::uint8_t>(i), 0, 0, 0});
   Wire body;
   body.u48(9).u16(1).packed(1).raw(test::all_bits(1)).raw(test::maria_compress(rows));
   auto ev = d.decode(keep(test::event(169, body.bytes())));
@@ -304,7 +342,12 @@ TEST(BinlogEvent, CompressedRowsV1AndV2) {
   EXPECT_EQ(ev->rows->kind, RowsKind::kWrite);
   EXPECT_EQ(Bytes(ev->rows->rows.begin(), ev->rows->rows.end()), rows);
   Wire body2;
-  body2.u48(9).u16(1).u16(2).packed(1).raw(test::all_bits(1)).raw(test::all_bits(1))
+  body2.u48(9)
+      .u16(1)
+      .u16(2)
+      .packed(1)
+      .raw(test::all_bits(1))
+      .raw(test::all_bits(1))
       .raw(test::maria_compress(rows));
   ev = d.decode(keep(test::event(167, body2.bytes())));
   ASSERT_TRUE(ev) << ev.error().report();
@@ -333,8 +376,8 @@ TEST(BinlogEvent, TransactionPayloadWithZstd) {
   EventDecoder d(Flavor::kMySql);
   ASSERT_TRUE(d.decode(test::format_description("8.0.36")));
   // The inner events carry no checksum.
-  Bytes inner = test::event(2, Wire().u32(1).u32(0).u8(0).u16(0).u16(0).u8(0).raw("BEGIN")
-                                   .bytes(), false);
+  Bytes inner =
+      test::event(2, Wire().u32(1).u32(0).u8(0).u16(0).u16(0).u8(0).raw("BEGIN").bytes(), false);
   const Bytes tm = test::event(19, test::table_map_body(7, "db", "t", {{3, {}}}), false);
   const Bytes rows = test::event(
       30, test::rows_body(7, 1, test::all_bits(1), nullptr, {0x00, 1, 0, 0, 0}, true), false);
@@ -342,10 +385,17 @@ TEST(BinlogEvent, TransactionPayloadWithZstd) {
   for (const auto* e : {&tm, &rows, &xid}) inner.insert(inner.end(), e->begin(), e->end());
   const Bytes z = test::zstd_compress(inner);
   Wire body;
-  body.packed(1).packed(Wire().packed(z.size()).size()).packed(z.size())
-      .packed(2).packed(1).packed(0)
-      .packed(3).packed(Wire().packed(inner.size()).size()).packed(inner.size())
-      .packed(0).raw(z);
+  body.packed(1)
+      .packed(Wire().packed(z.size()).size())
+      .packed(z.size())
+      .packed(2)
+      .packed(1)
+      .packed(0)
+      .packed(3)
+      .packed(Wire().packed(inner.size()).size())
+      .packed(inner.size())
+      .packed(0)
+      .raw(z);
   auto ev = d.decode(keep(test::event(40, body.bytes())));
   ASSERT_TRUE(ev) << ev.error().report();
   ASSERT_EQ(ev->payload_events.size(), 4u);
@@ -375,12 +425,14 @@ TEST(BinlogEvent, TransactionPayloadWithCorruptZstdIsAnError) {
 
 TEST(BinlogEvent, EveryTruncationOfEveryEventIsAnErrorNotACrash) {
   std::vector<Bytes> events = {
-      test::event(2, Wire().u32(1).u32(0).u8(3).u16(0).u16(3).u8(4).u16(45).raw("app").u8(0)
-                         .raw("x").bytes()),
-      test::event(19, test::table_map_body(42, "app", "orders",
-                                           {{3, {}}, {15, Wire().u16(400).bytes()},
-                                            {246, {10, 2}}, {254, {0xf7, 1}}},
-                                           optional_metadata())),
+      test::event(
+          2,
+          Wire().u32(1).u32(0).u8(3).u16(0).u16(3).u8(4).u16(45).raw("app").u8(0).raw("x").bytes()),
+      test::event(19,
+                  test::table_map_body(
+                      42, "app", "orders",
+                      {{3, {}}, {15, Wire().u16(400).bytes()}, {246, {10, 2}}, {254, {0xf7, 1}}},
+                      optional_metadata())),
       test::event(24, test::rows_body(1, 2, test::all_bits(2), nullptr, {1, 2, 3})),
       test::event(162, Wire().u64(100).u32(0).u8(0x0e).u64(3).bytes()),
       test::event(163, Wire().u32(1).u32(0).u32(1).u64(100).bytes()),
