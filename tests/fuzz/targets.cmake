@@ -17,7 +17,7 @@ get_filename_component(cppcdc_fuzz_root ${CMAKE_CURRENT_LIST_DIR}/../.. ABSOLUTE
 set(cppcdc_fuzz_dir ${CMAKE_CURRENT_LIST_DIR})
 
 set(cppcdc_fuzz_targets pgoutput event checkpoint incremental_state copy_text config
-    transform_path)
+    transform_path binlog_event binlog_rows json_binary)
 
 # Where PostgreSQL's LSN type lives (the one line to change when it moves).
 set(cppcdc_fuzz_pg_lsn_source src/source/postgres/lsn.cpp)
@@ -54,3 +54,14 @@ set(cppcdc_fuzz_config_fuzz_libs cppcdc_lib)
 set(cppcdc_fuzz_transform_path_sources src/transform/path.cpp src/transform/columns.cpp
     src/transform/mask.cpp src/transform/filter.cpp)
 set(cppcdc_fuzz_transform_path_libs cppcdc_transform)
+
+# MySQL/MariaDB binlog events (with their zlib/zstd decompression), row images and binary
+# JSON from the replication stream.
+set(cppcdc_fuzz_binlog_event_sources src/source/mysql/binlog_event.cpp src/source/mysql/gtid.cpp)
+set(cppcdc_fuzz_binlog_event_libs cppcdc_mysql)
+set(cppcdc_fuzz_binlog_rows_sources src/source/mysql/row_decoder.cpp
+    src/source/mysql/json_binary.cpp)
+set(cppcdc_fuzz_binlog_rows_libs cppcdc_mysql)
+set(cppcdc_fuzz_json_binary_sources src/source/mysql/json_binary.cpp
+    src/source/mysql/row_decoder.cpp)
+set(cppcdc_fuzz_json_binary_libs cppcdc_mysql)

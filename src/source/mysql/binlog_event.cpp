@@ -27,68 +27,151 @@ constexpr std::uint64_t kMaxEventBytes = 1ull << 30;  // max_allowed_packet's ce
 
 // Field types whose table-map metadata is one byte, two bytes, or none.
 enum FieldType : std::uint8_t {
-  kDecimal = 0, kTiny = 1, kShort = 2, kLong = 3, kFloat = 4, kDouble = 5, kNull = 6,
-  kTimestamp = 7, kLongLong = 8, kInt24 = 9, kDate = 10, kTime = 11, kDateTime = 12,
-  kYear = 13, kNewDate = 14, kVarchar = 15, kBit = 16, kTimestamp2 = 17, kDateTime2 = 18,
-  kTime2 = 19, kVector = 242, kJson = 245, kNewDecimal = 246, kEnum = 247, kSet = 248,
-  kTinyBlob = 249, kMediumBlob = 250, kLongBlob = 251, kBlob = 252, kVarString = 253,
-  kString = 254, kGeometry = 255,
+  kDecimal = 0,
+  kTiny = 1,
+  kShort = 2,
+  kLong = 3,
+  kFloat = 4,
+  kDouble = 5,
+  kNull = 6,
+  kTimestamp = 7,
+  kLongLong = 8,
+  kInt24 = 9,
+  kDate = 10,
+  kTime = 11,
+  kDateTime = 12,
+  kYear = 13,
+  kNewDate = 14,
+  kVarchar = 15,
+  kBit = 16,
+  kTimestamp2 = 17,
+  kDateTime2 = 18,
+  kTime2 = 19,
+  kVector = 242,
+  kJson = 245,
+  kNewDecimal = 246,
+  kEnum = 247,
+  kSet = 248,
+  kTinyBlob = 249,
+  kMediumBlob = 250,
+  kLongBlob = 251,
+  kBlob = 252,
+  kVarString = 253,
+  kString = 254,
+  kGeometry = 255,
 };
 
 const char* event_name(std::uint8_t type) noexcept {
   switch (type) {
-    case 2: return "QUERY event";
-    case 3: return "STOP event";
-    case 4: return "ROTATE event";
-    case 15: return "FORMAT_DESCRIPTION event";
-    case 16: return "XID event";
-    case 19: return "TABLE_MAP event";
-    case 23: return "WRITE_ROWS_V1 event";
-    case 24: return "UPDATE_ROWS_V1 event";
-    case 25: return "DELETE_ROWS_V1 event";
-    case 27: return "HEARTBEAT event";
-    case 29: return "ROWS_QUERY event";
-    case 30: return "WRITE_ROWS event";
-    case 31: return "UPDATE_ROWS event";
-    case 32: return "DELETE_ROWS event";
-    case 33: return "GTID event";
-    case 34: return "ANONYMOUS_GTID event";
-    case 35: return "PREVIOUS_GTIDS event";
-    case 40: return "TRANSACTION_PAYLOAD event";
-    case 160: return "ANNOTATE_ROWS event";
-    case 161: return "BINLOG_CHECKPOINT event";
-    case 162: return "GTID event";
-    case 163: return "GTID_LIST event";
-    case 164: return "START_ENCRYPTION event";
-    case 165: return "QUERY_COMPRESSED event";
-    case 166: return "WRITE_ROWS_COMPRESSED event";
-    case 167: return "UPDATE_ROWS_COMPRESSED event";
-    case 168: return "DELETE_ROWS_COMPRESSED event";
-    case 169: return "WRITE_ROWS_COMPRESSED_V1 event";
-    case 170: return "UPDATE_ROWS_COMPRESSED_V1 event";
-    case 171: return "DELETE_ROWS_COMPRESSED_V1 event";
-    default: return "binlog event";
+    case 2:
+      return "QUERY event";
+    case 3:
+      return "STOP event";
+    case 4:
+      return "ROTATE event";
+    case 15:
+      return "FORMAT_DESCRIPTION event";
+    case 16:
+      return "XID event";
+    case 19:
+      return "TABLE_MAP event";
+    case 23:
+      return "WRITE_ROWS_V1 event";
+    case 24:
+      return "UPDATE_ROWS_V1 event";
+    case 25:
+      return "DELETE_ROWS_V1 event";
+    case 27:
+      return "HEARTBEAT event";
+    case 29:
+      return "ROWS_QUERY event";
+    case 30:
+      return "WRITE_ROWS event";
+    case 31:
+      return "UPDATE_ROWS event";
+    case 32:
+      return "DELETE_ROWS event";
+    case 33:
+      return "GTID event";
+    case 34:
+      return "ANONYMOUS_GTID event";
+    case 35:
+      return "PREVIOUS_GTIDS event";
+    case 39:
+      return "PARTIAL_UPDATE_ROWS event";
+    case 40:
+      return "TRANSACTION_PAYLOAD event";
+    case 42:
+      return "GTID_TAGGED event";
+    case 160:
+      return "ANNOTATE_ROWS event";
+    case 161:
+      return "BINLOG_CHECKPOINT event";
+    case 162:
+      return "GTID event";
+    case 163:
+      return "GTID_LIST event";
+    case 164:
+      return "START_ENCRYPTION event";
+    case 165:
+      return "QUERY_COMPRESSED event";
+    case 166:
+      return "WRITE_ROWS_COMPRESSED event";
+    case 167:
+      return "UPDATE_ROWS_COMPRESSED event";
+    case 168:
+      return "DELETE_ROWS_COMPRESSED event";
+    case 169:
+      return "WRITE_ROWS_COMPRESSED_V1 event";
+    case 170:
+      return "UPDATE_ROWS_COMPRESSED_V1 event";
+    case 171:
+      return "DELETE_ROWS_COMPRESSED_V1 event";
+    default:
+      return "binlog event";
   }
 }
 
 // Post-header lengths used when no FORMAT_DESCRIPTION said otherwise (MySQL 8 / MariaDB 10.x).
 std::size_t default_post_header(std::uint8_t type) noexcept {
   switch (type) {
-    case 2: case 165: return 13;
-    case 4: return 8;
-    case 19: return 8;
-    case 23: case 24: case 25: case 169: case 170: case 171: return 8;
-    case 30: case 31: case 32: case 166: case 167: case 168: return 10;
-    case 33: case 34: return 42;
-    case 162: return 19;
-    case 163: case 161: return 4;
-    default: return 0;
+    case 2:
+    case 165:
+      return 13;
+    case 4:
+      return 8;
+    case 19:
+      return 8;
+    case 23:
+    case 24:
+    case 25:
+    case 169:
+    case 170:
+    case 171:
+      return 8;
+    case 30:
+    case 31:
+    case 32:
+    case 166:
+    case 167:
+    case 168:
+      return 10;
+    case 33:
+    case 34:
+      return 42;
+    case 162:
+      return 19;
+    case 163:
+    case 161:
+      return 4;
+    default:
+      return 0;
   }
 }
 
-#define DEC_TRY(var, expr)                                  \
-  auto var##_r = (expr);                                    \
-  if (!var##_r) return fail(std::move(var##_r).error());    \
+#define DEC_TRY(var, expr)                               \
+  auto var##_r = (expr);                                 \
+  if (!var##_r) return fail(std::move(var##_r).error()); \
   auto var = *var##_r
 
 Status read_bitmap(ByteReader& r, std::size_t bits, Bitmap& out, std::string_view what) {
@@ -181,63 +264,118 @@ Result<QueryEvent> decode_query(ByteReader& r, std::size_t post_header, bool com
       std::size_t skip = 0;
       bool known = true;
       switch (*code) {
-        case 0: skip = 4; break;   // flags2
-        case 1: skip = 8; break;   // sql_mode
-        case 2: {                  // catalog (old): length, text, NUL
+        case 0:
+          skip = 4;
+          break;  // flags2
+        case 1:
+          skip = 8;
+          break;   // sql_mode
+        case 2: {  // catalog (old): length, text, NUL
           auto n = s.u8("the catalog length");
-          if (!n) { known = false; break; }
+          if (!n) {
+            known = false;
+            break;
+          }
           skip = *n + 1u;
           break;
         }
-        case 3: skip = 4; break;   // auto_increment
-        case 4: {                  // charset: client, connection collation, server collation
+        case 3:
+          skip = 4;
+          break;   // auto_increment
+        case 4: {  // charset: client, connection collation, server collation
           auto cs = s.u16("the client charset");
-          if (!cs) { known = false; break; }
+          if (!cs) {
+            known = false;
+            break;
+          }
           q.client_charset = *cs;
           skip = 4;
           break;
         }
-        case 5: case 6: {          // time zone, catalog: length + text
+        case 5:
+        case 6: {  // time zone, catalog: length + text
           auto n = s.u8("a status variable length");
-          if (!n) { known = false; break; }
+          if (!n) {
+            known = false;
+            break;
+          }
           skip = *n;
           break;
         }
-        case 7: skip = 2; break;   // lc_time_names
-        case 8: skip = 2; break;   // charset_database
-        case 9: skip = 8; break;   // table_map_for_update
-        case 10: skip = 4; break;  // master_data_written
-        case 11: {                 // invoker: user, host
+        case 7:
+          skip = 2;
+          break;  // lc_time_names
+        case 8:
+          skip = 2;
+          break;  // charset_database
+        case 9:
+          skip = 8;
+          break;  // table_map_for_update
+        case 10:
+          skip = 4;
+          break;    // master_data_written
+        case 11: {  // invoker: user, host
           auto n = s.u8("the invoker user length");
-          if (!n || !s.skip(*n, "the invoker user")) { known = false; break; }
+          if (!n || !s.skip(*n, "the invoker user")) {
+            known = false;
+            break;
+          }
           auto h = s.u8("the invoker host length");
-          if (!h) { known = false; break; }
+          if (!h) {
+            known = false;
+            break;
+          }
           skip = *h;
           break;
         }
-        case 12: {                 // updated db names: count, NUL-terminated names
+        case 12: {  // updated db names: count, NUL-terminated names
           auto n = s.u8("the updated database count");
-          if (!n) { known = false; break; }
-          if (*n == 254) break;    // too many to list
+          if (!n) {
+            known = false;
+            break;
+          }
+          if (*n == 254) break;  // too many to list
           for (unsigned i = 0; i < *n && known; ++i) {
             const auto rest = s.remaining();
             const auto* p = s.cursor();
             const void* nul = std::memchr(p, 0, rest);
-            if (nul == nullptr) { known = false; break; }
+            if (nul == nullptr) {
+              known = false;
+              break;
+            }
             (void)s.skip(static_cast<const std::uint8_t*>(nul) - p + 1, "a database name");
           }
           break;
         }
-        case 13: skip = 3; break;  // microseconds
-        case 16: skip = 1; break;  // explicit_defaults_for_timestamp
-        case 17: skip = 8; break;  // ddl_logged_with_xid
-        case 18: skip = 2; break;  // default_collation_for_utf8mb4
-        case 19: skip = 1; break;  // sql_require_primary_key
-        case 20: skip = 1; break;  // default_table_encryption
-        case 128: skip = 3; break; // MariaDB hrnow
-        case 129: skip = 8; break; // MariaDB xid
-        case 130: skip = 1; break; // MariaDB gtid flags3
-        default: known = false;
+        case 13:
+          skip = 3;
+          break;  // microseconds
+        case 16:
+          skip = 1;
+          break;  // explicit_defaults_for_timestamp
+        case 17:
+          skip = 8;
+          break;  // ddl_logged_with_xid
+        case 18:
+          skip = 2;
+          break;  // default_collation_for_utf8mb4
+        case 19:
+          skip = 1;
+          break;  // sql_require_primary_key
+        case 20:
+          skip = 1;
+          break;  // default_table_encryption
+        case 128:
+          skip = 3;
+          break;  // MariaDB hrnow
+        case 129:
+          skip = 8;
+          break;  // MariaDB xid
+        case 130:
+          skip = 1;
+          break;  // MariaDB gtid flags3
+        default:
+          known = false;
       }
       if (!known || !s.skip(skip, "a status variable")) break;
     }
@@ -256,9 +394,17 @@ Result<QueryEvent> decode_query(ByteReader& r, std::size_t post_header, bool com
 
 bool is_numeric(std::uint8_t t) {
   switch (t) {
-    case kTiny: case kShort: case kInt24: case kLong: case kLongLong: case kNewDecimal:
-    case kFloat: case kDouble: return true;
-    default: return false;
+    case kTiny:
+    case kShort:
+    case kInt24:
+    case kLong:
+    case kLongLong:
+    case kNewDecimal:
+    case kFloat:
+    case kDouble:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -275,9 +421,16 @@ std::uint8_t real_type(std::uint8_t type, std::uint16_t meta) {
 bool is_character(std::uint8_t type, std::uint16_t meta) {
   const auto t = real_type(type, meta);
   switch (t) {
-    case kString: case kVarchar: case kVarString: case kBlob: case kTinyBlob: case kMediumBlob:
-    case kLongBlob: return true;
-    default: return false;
+    case kString:
+    case kVarchar:
+    case kVarString:
+    case kBlob:
+    case kTinyBlob:
+    case kMediumBlob:
+    case kLongBlob:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -331,7 +484,9 @@ Status decode_optional_metadata(ByteReader& r, TableMapEvent& t) {
           m.is_unsigned[i] = (body[i / 8] >> (7 - i % 8)) & 1;
         }
         break;
-      case 2: CPPCDC_TRY(read_default_charsets(f, character, m.charsets)); break;
+      case 2:
+        CPPCDC_TRY(read_default_charsets(f, character, m.charsets));
+        break;
       case 3:
         m.charsets.clear();
         while (!f.at_end()) {
@@ -346,8 +501,14 @@ Status decode_optional_metadata(ByteReader& r, TableMapEvent& t) {
           m.column_names.emplace_back(s);
         }
         break;
-      case 5: m.set_values.clear(); CPPCDC_TRY(read_strings(f, m.set_values)); break;
-      case 6: m.enum_values.clear(); CPPCDC_TRY(read_strings(f, m.enum_values)); break;
+      case 5:
+        m.set_values.clear();
+        CPPCDC_TRY(read_strings(f, m.set_values));
+        break;
+      case 6:
+        m.enum_values.clear();
+        CPPCDC_TRY(read_strings(f, m.enum_values));
+        break;
       case 8:
         m.primary_key.clear();
         while (!f.at_end()) {
@@ -364,7 +525,9 @@ Status decode_optional_metadata(ByteReader& r, TableMapEvent& t) {
           m.primary_key.push_back(static_cast<std::uint32_t>(c));
         }
         break;
-      case 10: CPPCDC_TRY(read_default_charsets(f, enum_set, m.enum_set_charsets)); break;
+      case 10:
+        CPPCDC_TRY(read_default_charsets(f, enum_set, m.enum_set_charsets));
+        break;
       case 11:
         m.enum_set_charsets.clear();
         while (!f.at_end()) {
@@ -372,7 +535,8 @@ Status decode_optional_metadata(ByteReader& r, TableMapEvent& t) {
           m.enum_set_charsets.push_back(static_cast<std::uint32_t>(c));
         }
         break;
-      default: break;  // geometry types, visibility, later additions: not needed
+      default:
+        break;  // geometry types, visibility, later additions: not needed
     }
   }
   return ok();
@@ -404,25 +568,50 @@ Result<TableMapEvent> decode_table_map(ByteReader& r, std::size_t post_header) {
   for (std::size_t i = 0; i < t.column_types.size(); ++i) {
     std::uint16_t v = 0;
     switch (t.column_types[i]) {
-      case kFloat: case kDouble: case kBlob: case kTinyBlob: case kMediumBlob: case kLongBlob:
-      case kGeometry: case kJson: case kTime2: case kDateTime2: case kTimestamp2: case kVector: {
+      case kFloat:
+      case kDouble:
+      case kBlob:
+      case kTinyBlob:
+      case kMediumBlob:
+      case kLongBlob:
+      case kGeometry:
+      case kJson:
+      case kTime2:
+      case kDateTime2:
+      case kTimestamp2:
+      case kVector: {
         DEC_TRY(b, m.u8("a column's metadata"));
         v = b;
         break;
       }
-      case kVarchar: case kVarString: case kBit: {
+      case kVarchar:
+      case kVarString:
+      case kBit: {
         DEC_TRY(b, m.u16("a column's metadata"));
         v = b;
         break;
       }
-      case kNewDecimal: case kString: case kEnum: case kSet: {
+      case kNewDecimal:
+      case kString:
+      case kEnum:
+      case kSet: {
         DEC_TRY(b0, m.u8("a column's metadata"));
         DEC_TRY(b1, m.u8("a column's metadata"));
         v = static_cast<std::uint16_t>(b0 << 8 | b1);
         break;
       }
-      case kDecimal: case kTiny: case kShort: case kLong: case kNull: case kTimestamp:
-      case kLongLong: case kInt24: case kDate: case kTime: case kDateTime: case kYear:
+      case kDecimal:
+      case kTiny:
+      case kShort:
+      case kLong:
+      case kNull:
+      case kTimestamp:
+      case kLongLong:
+      case kInt24:
+      case kDate:
+      case kTime:
+      case kDateTime:
+      case kYear:
       case kNewDate:
         break;
       default:
@@ -442,19 +631,53 @@ Result<RowsEvent> decode_rows(ByteReader& r, std::uint8_t type, std::size_t post
   RowsEvent e;
   bool v2 = false, compressed = false;
   switch (type) {
-    case 23: e.kind = RowsKind::kWrite; break;
-    case 24: e.kind = RowsKind::kUpdate; break;
-    case 25: e.kind = RowsKind::kDelete; break;
-    case 30: e.kind = RowsKind::kWrite; v2 = true; break;
-    case 31: e.kind = RowsKind::kUpdate; v2 = true; break;
-    case 32: e.kind = RowsKind::kDelete; v2 = true; break;
-    case 166: e.kind = RowsKind::kWrite; v2 = compressed = true; break;
-    case 167: e.kind = RowsKind::kUpdate; v2 = compressed = true; break;
-    case 168: e.kind = RowsKind::kDelete; v2 = compressed = true; break;
-    case 169: e.kind = RowsKind::kWrite; compressed = true; break;
-    case 170: e.kind = RowsKind::kUpdate; compressed = true; break;
-    case 171: e.kind = RowsKind::kDelete; compressed = true; break;
-    default: break;
+    case 23:
+      e.kind = RowsKind::kWrite;
+      break;
+    case 24:
+      e.kind = RowsKind::kUpdate;
+      break;
+    case 25:
+      e.kind = RowsKind::kDelete;
+      break;
+    case 30:
+      e.kind = RowsKind::kWrite;
+      v2 = true;
+      break;
+    case 31:
+      e.kind = RowsKind::kUpdate;
+      v2 = true;
+      break;
+    case 32:
+      e.kind = RowsKind::kDelete;
+      v2 = true;
+      break;
+    case 166:
+      e.kind = RowsKind::kWrite;
+      v2 = compressed = true;
+      break;
+    case 167:
+      e.kind = RowsKind::kUpdate;
+      v2 = compressed = true;
+      break;
+    case 168:
+      e.kind = RowsKind::kDelete;
+      v2 = compressed = true;
+      break;
+    case 169:
+      e.kind = RowsKind::kWrite;
+      compressed = true;
+      break;
+    case 170:
+      e.kind = RowsKind::kUpdate;
+      compressed = true;
+      break;
+    case 171:
+      e.kind = RowsKind::kDelete;
+      compressed = true;
+      break;
+    default:
+      break;
   }
   DEC_TRY(id, read_table_id(r, post_header));
   e.table_id = id;
@@ -581,7 +804,10 @@ Status decode_transaction_payload(ByteReader& r, std::vector<std::uint8_t>& buff
       DEC_TRY(v, f.packed("a payload header value"));
       if (field == 1) size = v;
       if (field == 2) compression = v;
-      if (field == 3) { uncompressed = v; have_uncompressed = true; }
+      if (field == 3) {
+        uncompressed = v;
+        have_uncompressed = true;
+      }
     }
   }
   auto data = r.rest();
@@ -593,8 +819,8 @@ Status decode_transaction_payload(ByteReader& r, std::vector<std::uint8_t>& buff
     buffer.assign(data.begin(), data.end());
   } else if (compression == 0) {  // zstd
     if (have_uncompressed && uncompressed > kMaxEventBytes) {
-      return fail(r.error("the payload declares " + std::to_string(uncompressed) +
-                          " uncompressed bytes"));
+      return fail(
+          r.error("the payload declares " + std::to_string(uncompressed) + " uncompressed bytes"));
     }
     buffer.clear();
     ZSTD_DStream* z = ZSTD_createDStream();
@@ -605,7 +831,10 @@ Status decode_transaction_payload(ByteReader& r, std::vector<std::uint8_t>& buff
     while (true) {
       const std::size_t have = buffer.size();
       const std::size_t chunk = std::max<std::size_t>(ZSTD_DStreamOutSize(), have);
-      if (have + chunk > kMaxEventBytes) { rc = 1; break; }
+      if (have + chunk > kMaxEventBytes) {
+        rc = 1;
+        break;
+      }
       buffer.resize(have + chunk);
       ZSTD_outBuffer o{buffer.data() + have, chunk, 0};
       rc = ZSTD_decompressStream(z, &o, &in);
@@ -615,8 +844,8 @@ Status decode_transaction_payload(ByteReader& r, std::vector<std::uint8_t>& buff
     }
     ZSTD_freeDStream(z);
     if (ZSTD_isError(rc)) {
-      return fail(r.error(std::string("the zstd payload does not decompress: ") +
-                          ZSTD_getErrorName(rc)));
+      return fail(
+          r.error(std::string("the zstd payload does not decompress: ") + ZSTD_getErrorName(rc)));
     }
     if (rc != 0 || in.pos != in.size) {
       return fail(r.error("the zstd payload is truncated or has trailing bytes"));
@@ -626,8 +855,7 @@ Status decode_transaction_payload(ByteReader& r, std::vector<std::uint8_t>& buff
                           " bytes, not the declared " + std::to_string(uncompressed)));
     }
   } else {
-    return fail(r.error("the payload uses the unknown compression " +
-                        std::to_string(compression)));
+    return fail(r.error("the payload uses the unknown compression " + std::to_string(compression)));
   }
   return split_payload(buffer, out, r);
 }
@@ -638,7 +866,8 @@ std::size_t Bitmap::count() const noexcept {
   std::size_t n = 0;
   for (std::size_t i = 0; i < bytes.size(); ++i) {
     std::uint8_t b = bytes[i];
-    if (i == bytes.size() - 1 && bits % 8 != 0) b &= static_cast<std::uint8_t>((1u << (bits % 8)) - 1);
+    if (i == bytes.size() - 1 && bits % 8 != 0)
+      b &= static_cast<std::uint8_t>((1u << (bits % 8)) - 1);
     n += static_cast<std::size_t>(__builtin_popcount(b));
   }
   return n;
@@ -656,7 +885,17 @@ std::size_t EventDecoder::post_header_len(std::uint8_t type, std::size_t fallbac
 }
 
 Result<BinlogEvent> EventDecoder::decode(std::span<const std::uint8_t> bytes) {
-  return decode_impl(bytes, false);
+  auto ev = decode_impl(bytes, false);
+  if (!ev && encrypted_) {
+    return fail(Error::invalid_data(
+        ev.error().message() +
+        " (this binlog is encrypted: a START_ENCRYPTION event came before; the server "
+        "decrypts the events it sends to a replica, but events taken from the binlog file "
+        "itself are encrypted with the server's key and cannot be read; remedy: read the "
+        "binlog through the server's replication protocol, or set encrypt_binlog=OFF and "
+        "start from a binlog file written after that)"));
+  }
+  return ev;
 }
 
 Result<BinlogEvent> EventDecoder::decode_payload_event(std::span<const std::uint8_t> bytes) {
@@ -684,8 +923,8 @@ Result<BinlogEvent> EventDecoder::decode_impl(std::span<const std::uint8_t> byte
   const char* name = event_name(type);
   if (ev.header.event_size != bytes.size()) {
     return fail(Error::invalid_data(std::string(name) + ": the header says " +
-                                    std::to_string(ev.header.event_size) + " bytes, the event has " +
-                                    std::to_string(bytes.size())));
+                                    std::to_string(ev.header.event_size) +
+                                    " bytes, the event has " + std::to_string(bytes.size())));
   }
   auto body = bytes.subspan(kHeaderLen);
 
@@ -699,8 +938,8 @@ Result<BinlogEvent> EventDecoder::decode_impl(std::span<const std::uint8_t> byte
     CPPCDC_TRY(r.skip(4, "the creation time"));
     DEC_TRY(header_len, r.u8("the header length"));
     if (header_len != kHeaderLen) {
-      return fail(r.error("the common header length is " + std::to_string(header_len) +
-                          ", not 19"));
+      return fail(
+          r.error("the common header length is " + std::to_string(header_len) + ", not 19"));
     }
     auto lens = r.rest();
     if (version_has_checksum(f.server_version)) {
@@ -720,6 +959,7 @@ Result<BinlogEvent> EventDecoder::decode_impl(std::span<const std::uint8_t> byte
     }
     post_header_len_.assign(lens.begin(), lens.end());
     checksum_ = f.checksum_alg == 1;
+    encrypted_ = false;  // a new binlog file; its START_ENCRYPTION follows if it has one
     ev.format = std::move(f);
     return ev;
   }
@@ -770,8 +1010,18 @@ Result<BinlogEvent> EventDecoder::decode_impl(std::span<const std::uint8_t> byte
       ev.table_map = std::move(t);
       break;
     }
-    case 23: case 24: case 25: case 30: case 31: case 32:
-    case 166: case 167: case 168: case 169: case 170: case 171: {
+    case 23:
+    case 24:
+    case 25:
+    case 30:
+    case 31:
+    case 32:
+    case 166:
+    case 167:
+    case 168:
+    case 169:
+    case 170:
+    case 171: {
       DEC_TRY(rows, decode_rows(r, type, ph, inflated_));
       ev.rows = std::move(rows);
       break;
@@ -787,7 +1037,8 @@ Result<BinlogEvent> EventDecoder::decode_impl(std::span<const std::uint8_t> byte
       ev.statement = std::string_view(reinterpret_cast<const char*>(text.data()), text.size());
       break;
     }
-    case 33: case 34: {
+    case 33:
+    case 34: {
       DEC_TRY(g, decode_mysql_gtid(r));
       ev.gtid = std::move(g);
       break;
@@ -823,13 +1074,21 @@ Result<BinlogEvent> EventDecoder::decode_impl(std::span<const std::uint8_t> byte
       ev.gtid_list = std::move(l);
       break;
     }
-    case 164:
+    case 39:
       return fail(Error::invalid_data(
-          "the binlog is encrypted (START_ENCRYPTION event): the events after it are encrypted "
-          "with the server's key, which a replica client does not have, so it cannot read "
-          "them; remedy: read this binlog through the server's replication stream (the "
-          "server decrypts what it sends), or set encrypt_binlog=OFF and start from a binlog "
-          "file written after the change"));
+          "PARTIAL_UPDATE_ROWS event: the server logs JSON columns as partial updates "
+          "(binlog_row_value_options=PARTIAL_JSON), which carry only the changed parts of a "
+          "document and cannot give its value; remedy: SET GLOBAL "
+          "binlog_row_value_options = '' on the server"));
+    case 42:
+      return fail(Error::invalid_data(
+          "GTID_TAGGED event: tagged GTIDs (MySQL 8.3+, gtid_next = 'uuid:tag:n') are not "
+          "supported yet; remedy: do not assign tagged GTIDs on a captured server"));
+    case 164:
+      // The server sends this marker on the replication stream too, then the events
+      // decrypted; only a binlog file read directly holds encrypted events after it.
+      encrypted_ = true;
+      break;
     default:
       break;  // uninteresting: the header is enough
   }

@@ -44,12 +44,12 @@ enum class EventType : std::uint8_t {
   kWriteRowsV2 = 30,
   kUpdateRowsV2 = 31,
   kDeleteRowsV2 = 32,
-  kGtid = 33,            // MySQL
-  kAnonymousGtid = 34,   // MySQL
-  kPreviousGtids = 35,   // MySQL
+  kGtid = 33,                // MySQL
+  kAnonymousGtid = 34,       // MySQL
+  kPreviousGtids = 35,       // MySQL
   kTransactionPayload = 40,  // MySQL 8.0.20+ binlog_transaction_compression (zstd)
-  kHeartbeatV2 = 41,     // MySQL 8.0.26+
-  kAnnotateRows = 160,   // MariaDB
+  kHeartbeatV2 = 41,         // MySQL 8.0.26+
+  kAnnotateRows = 160,       // MariaDB
   kBinlogCheckpoint = 161,
   kMariaGtid = 162,
   kMariaGtidList = 163,
@@ -81,7 +81,10 @@ struct Bitmap {
   std::size_t count() const noexcept;
 };
 
-struct RotateEvent { std::uint64_t position = 0; std::string next_file; };
+struct RotateEvent {
+  std::uint64_t position = 0;
+  std::string next_file;
+};
 
 struct QueryEvent {
   std::uint32_t thread_id = 0;
@@ -101,32 +104,36 @@ struct GtidEvent {
   std::string uuid;         ///< MySQL only: "3e11fa47-71ca-11e1-9e33-c80aa9429562"
   bool standalone = false;  ///< MariaDB FL_STANDALONE: no terminating XID/COMMIT (DDL)
   std::optional<std::uint64_t> commit_id;  ///< MariaDB group commit id
-  std::string text() const;  ///< "0-1-42" (MariaDB) or "uuid:42" (MySQL)
+  std::string text() const;                ///< "0-1-42" (MariaDB) or "uuid:42" (MySQL)
 };
 
-struct GtidListEvent { std::vector<GtidEvent> gtids; };  ///< MariaDB 163
+struct GtidListEvent {
+  std::vector<GtidEvent> gtids;
+};  ///< MariaDB 163
 
 /// FORMAT_DESCRIPTION (15).
 struct FormatDescriptionEvent {
   std::uint16_t binlog_version = 0;
-  std::string server_version;   ///< "10.11.19-MariaDB-0+deb12u1", "8.0.36"
+  std::string server_version;  ///< "10.11.19-MariaDB-0+deb12u1", "8.0.36"
   /// The binlog's checksum algorithm: 0 off, 1 CRC32 (as the event declares it).
   std::uint8_t checksum_alg = 0;
 };
-struct XidEvent { std::uint64_t xid = 0; };
+struct XidEvent {
+  std::uint64_t xid = 0;
+};
 
 /// Optional metadata of TABLE_MAP (binlog_row_metadata=FULL/MINIMAL); empty when not logged.
 /// Numeric columns: TINY, SHORT, INT24, LONG, LONGLONG, NEWDECIMAL, FLOAT, DOUBLE. Character
 /// columns: CHAR/BINARY (STRING whose real type is not ENUM/SET), VARCHAR, VAR_STRING and the
 /// BLOB types (TEXT and BLOB). DEFAULT_CHARSET fields are expanded into `charsets`.
 struct TableMapMetadata {
-  std::vector<bool> is_unsigned;            ///< per numeric column, in numeric-column order
-  std::vector<std::uint32_t> charsets;      ///< per character column (collation ids)
+  std::vector<bool> is_unsigned;                 ///< per numeric column, in numeric-column order
+  std::vector<std::uint32_t> charsets;           ///< per character column (collation ids)
   std::vector<std::uint32_t> enum_set_charsets;  ///< per ENUM/SET column (collation ids)
   std::vector<std::string> column_names;
   std::vector<std::vector<std::string>> set_values;   ///< per SET column
   std::vector<std::vector<std::string>> enum_values;  ///< per ENUM column
-  std::vector<std::uint32_t> primary_key;   ///< column indexes
+  std::vector<std::uint32_t> primary_key;             ///< column indexes
 };
 
 struct TableMapEvent {
@@ -134,7 +141,7 @@ struct TableMapEvent {
   std::string database;
   std::string table;
   std::uint16_t flags = 0;
-  std::vector<std::uint8_t> column_types;   ///< binlog field types (MYSQL_TYPE_*)
+  std::vector<std::uint8_t> column_types;  ///< binlog field types (MYSQL_TYPE_*)
   /// Per column, decoded per type: FLOAT/DOUBLE/BLOB/JSON/GEOMETRY: the length (pack) bytes;
   /// TIME2/DATETIME2/TIMESTAMP2: fsp; VARCHAR/VAR_STRING: max length in bytes; BIT:
   /// (bytes << 8) | (bits % 8); NEWDECIMAL: (precision << 8) | scale; STRING/ENUM/SET:
@@ -152,10 +159,10 @@ enum class RowsKind { kWrite, kUpdate, kDelete };
 struct RowsEvent {
   RowsKind kind = RowsKind::kWrite;
   std::uint64_t table_id = 0;
-  std::uint16_t flags = 0;          ///< bit 0: end of statement
+  std::uint16_t flags = 0;  ///< bit 0: end of statement
   std::size_t column_count = 0;
-  Bitmap present;                   ///< before image (update/delete) or the inserted image
-  Bitmap present_after;             ///< update only: the after image's columns
+  Bitmap present;                      ///< before image (update/delete) or the inserted image
+  Bitmap present_after;                ///< update only: the after image's columns
   std::span<const std::uint8_t> rows;  ///< concatenated images: [null bitmap, values]...
   bool end_of_statement() const noexcept { return flags & 1; }
 };
@@ -190,8 +197,13 @@ class EventDecoder {
   explicit EventDecoder(Flavor flavor) : flavor_(flavor) {}
 
   /// Decodes one event. FORMAT_DESCRIPTION updates the decoder (post-header lengths, checksum
-  /// algorithm) and is returned too. START_ENCRYPTION is an error (an encrypted binlog cannot
-  /// be read by a client). Unknown and uninteresting types return with only the header set.
+  /// algorithm) and is returned too. START_ENCRYPTION returns with only the header set: on the
+  /// replication stream MariaDB sends it and then the events decrypted (checked against
+  /// 10.11 with encrypt_binlog=ON); after it, an event that does not decode (as the encrypted
+  /// events of a binlog file read directly do not) is an error saying the binlog is encrypted,
+  /// with the remedy. PARTIAL_UPDATE_ROWS (MySQL binlog_row_value_options=PARTIAL_JSON) and
+  /// GTID_TAGGED (MySQL 8.3 tagged GTIDs) are errors naming the remedy. Other unknown and
+  /// uninteresting types return with only the header set.
   Result<BinlogEvent> decode(std::span<const std::uint8_t> bytes);
 
   /// Decodes an event taken from a TRANSACTION_PAYLOAD (no checksum trailer).
@@ -210,6 +222,7 @@ class EventDecoder {
   Flavor flavor_;
   bool checksum_ = false;
   bool verify_checksum_ = true;
+  bool encrypted_ = false;  // a START_ENCRYPTION was seen in the current binlog file
   Result<BinlogEvent> decode_impl(std::span<const std::uint8_t> bytes, bool in_payload);
   std::size_t post_header_len(std::uint8_t type, std::size_t fallback) const noexcept;
 

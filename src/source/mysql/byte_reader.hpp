@@ -51,7 +51,8 @@ class ByteReader {
   }
 
   Result<std::uint8_t> u8(std::string_view what) {
-    if (pos_ >= bytes_.size()) [[unlikely]] return fail(past_end(what));
+    if (pos_ >= bytes_.size()) [[unlikely]]
+      return fail(past_end(what));
     return bytes_[pos_++];
   }
   Result<std::uint16_t> u16(std::string_view what) { return fixed<std::uint16_t, 2>(what); }
@@ -62,7 +63,8 @@ class ByteReader {
 
   /// An unsigned little-endian integer of `n` (0..8) bytes.
   Result<std::uint64_t> le(std::size_t n, std::string_view what) {
-    if (n > remaining()) [[unlikely]] return fail(past_end(what));
+    if (n > remaining()) [[unlikely]]
+      return fail(past_end(what));
     std::uint64_t v = load_le(bytes_.data() + pos_, n);
     pos_ += n;
     return v;
@@ -70,7 +72,8 @@ class ByteReader {
 
   /// A packed ("length-encoded") integer: < 0xfb itself, 0xfc + 2 bytes, 0xfd + 3, 0xfe + 8.
   Result<std::uint64_t> packed(std::string_view what) {
-    if (pos_ >= bytes_.size()) [[unlikely]] return fail(past_end(what));
+    if (pos_ >= bytes_.size()) [[unlikely]]
+      return fail(past_end(what));
     const std::uint8_t first = bytes_[pos_];
     if (first < 0xfb) {
       ++pos_;
@@ -78,10 +81,11 @@ class ByteReader {
     }
     std::size_t n = first == 0xfc ? 2 : first == 0xfd ? 3 : first == 0xfe ? 8 : 0;
     if (n == 0) [[unlikely]] {
-      return fail(error("the packed integer " + std::string(what) + " starts with 0x" +
-                        hex_byte(first)));
+      return fail(
+          error("the packed integer " + std::string(what) + " starts with 0x" + hex_byte(first)));
     }
-    if (n + 1 > remaining()) [[unlikely]] return fail(past_end(what));
+    if (n + 1 > remaining()) [[unlikely]]
+      return fail(past_end(what));
     std::uint64_t v = load_le(bytes_.data() + pos_ + 1, n);
     pos_ += n + 1;
     return v;
@@ -89,19 +93,22 @@ class ByteReader {
 
   /// The next `n` bytes.
   Result<std::span<const std::uint8_t>> take(std::size_t n, std::string_view what) {
-    if (n > remaining()) [[unlikely]] return fail(past_end(what));
+    if (n > remaining()) [[unlikely]]
+      return fail(past_end(what));
     auto out = bytes_.subspan(pos_, n);
     pos_ += n;
     return out;
   }
   Result<std::string_view> str(std::size_t n, std::string_view what) {
-    if (n > remaining()) [[unlikely]] return fail(past_end(what));
+    if (n > remaining()) [[unlikely]]
+      return fail(past_end(what));
     std::string_view out(reinterpret_cast<const char*>(bytes_.data() + pos_), n);
     pos_ += n;
     return out;
   }
   Status skip(std::size_t n, std::string_view what) {
-    if (n > remaining()) [[unlikely]] return fail(past_end(what));
+    if (n > remaining()) [[unlikely]]
+      return fail(past_end(what));
     pos_ += n;
     return ok();
   }
@@ -138,7 +145,8 @@ class ByteReader {
   // Fixed-width little-endian reads, inlined: they run for every column of every row.
   template <class T, std::size_t N>
   [[gnu::always_inline]] Result<T> fixed(std::string_view what) {
-    if (N > remaining()) [[unlikely]] return fail(past_end(what));
+    if (N > remaining()) [[unlikely]]
+      return fail(past_end(what));
     const auto v = static_cast<T>(load_le(bytes_.data() + pos_, N));
     pos_ += N;
     return v;

@@ -9,12 +9,12 @@ namespace cppcdc::mysql {
 namespace {
 
 std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\n' || s.front() == '\t' ||
-                        s.front() == '\r')) {
+  while (!s.empty() &&
+         (s.front() == ' ' || s.front() == '\n' || s.front() == '\t' || s.front() == '\r')) {
     s.remove_prefix(1);
   }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\t' ||
-                        s.back() == '\r')) {
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\n' || s.back() == '\t' || s.back() == '\r')) {
     s.remove_suffix(1);
   }
   return s;
@@ -192,14 +192,14 @@ Result<MySqlGtidSet> MySqlGtidSet::parse(std::string_view text) {
       }
       const auto dash = f.find('-');
       std::uint64_t first = 0, last = 0;
-      const bool good = dash == std::string_view::npos
-                            ? parse_number(f, first) && (last = first, true)
-                            : parse_number(f.substr(0, dash), first) &&
-                                  parse_number(f.substr(dash + 1), last);
+      const bool good =
+          dash == std::string_view::npos
+              ? parse_number(f, first) && (last = first, true)
+              : parse_number(f.substr(0, dash), first) && parse_number(f.substr(dash + 1), last);
       if (!good || first < 1 || last < first || last >= (1ull << 63)) {
-        return fail(bad("MySQL GTID set", text, part,
-                        "'" + std::string(f) +
-                            "' is not an interval N or N-M with 1 <= N <= M < 2^63"));
+        return fail(
+            bad("MySQL GTID set", text, part,
+                "'" + std::string(f) + "' is not an interval N or N-M with 1 <= N <= M < 2^63"));
       }
       set.add_interval(uuid, first, last, tag);
       any_for_tag = true;
@@ -232,8 +232,7 @@ void MySqlGtidSet::add_interval(std::string_view uuid, std::uint64_t first, std:
   iv = std::move(merged);
 }
 
-bool MySqlGtidSet::contains(std::string_view uuid, std::uint64_t gno,
-                            std::string_view tag) const {
+bool MySqlGtidSet::contains(std::string_view uuid, std::uint64_t gno, std::string_view tag) const {
   std::string u;
   if (!normalize_uuid(uuid, u)) return false;
   const auto it = sets_.find(Key{u, lower(tag)});

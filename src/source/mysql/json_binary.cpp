@@ -5,6 +5,7 @@
 #include "source/mysql/json_binary.hpp"
 
 #include <charconv>
+#include <cmath>
 #include <cstring>
 
 #include "source/mysql/byte_reader.hpp"
@@ -18,9 +19,20 @@ constexpr int kMaxDepth = 100;
 constexpr int kJsonDoubleWidth = 23;  // MySQL's MY_GCVT_MAX_FIELD_WIDTH
 
 enum : std::uint8_t {
-  kSmallObject = 0x00, kLargeObject = 0x01, kSmallArray = 0x02, kLargeArray = 0x03,
-  kLiteral = 0x04, kInt16 = 0x05, kUint16 = 0x06, kInt32 = 0x07, kUint32 = 0x08,
-  kInt64 = 0x09, kUint64 = 0x0a, kDouble = 0x0b, kString = 0x0c, kOpaque = 0x0f,
+  kSmallObject = 0x00,
+  kLargeObject = 0x01,
+  kSmallArray = 0x02,
+  kLargeArray = 0x03,
+  kLiteral = 0x04,
+  kInt16 = 0x05,
+  kUint16 = 0x06,
+  kInt32 = 0x07,
+  kUint32 = 0x08,
+  kInt64 = 0x09,
+  kUint64 = 0x0a,
+  kDouble = 0x0b,
+  kString = 0x0c,
+  kOpaque = 0x0f,
 };
 
 class JsonPrinter {
@@ -43,15 +55,24 @@ class JsonPrinter {
   // A value of `type` whose data starts at `at` and may extend over `avail` bytes.
   Status value(std::uint8_t type, std::size_t at, std::size_t avail, int depth) {
     switch (type) {
-      case kSmallObject: return container(at, avail, false, true, depth);
-      case kLargeObject: return container(at, avail, true, true, depth);
-      case kSmallArray: return container(at, avail, false, false, depth);
-      case kLargeArray: return container(at, avail, true, false, depth);
+      case kSmallObject:
+        return container(at, avail, false, true, depth);
+      case kLargeObject:
+        return container(at, avail, true, true, depth);
+      case kSmallArray:
+        return container(at, avail, false, false, depth);
+      case kLargeArray:
+        return container(at, avail, true, false, depth);
       case kLiteral: {
         if (avail < 1) return fail(bad(at, "a literal is cut short"));
         return literal(doc_[at], at);
       }
-      case kInt16: case kUint16: case kInt32: case kUint32: case kInt64: case kUint64: {
+      case kInt16:
+      case kUint16:
+      case kInt32:
+      case kUint32:
+      case kInt64:
+      case kUint64: {
         const std::size_t n = type <= kUint16 ? 2 : type <= kUint32 ? 4 : 8;
         if (avail < n) return fail(bad(at, "a number is cut short"));
         integer(type, ByteReader::load_le(doc_.data() + at, n));
@@ -61,6 +82,7 @@ class JsonPrinter {
         if (avail < 8) return fail(bad(at, "a double is cut short"));
         double d;
         std::memcpy(&d, doc_.data() + at, 8);
+        if (!std::isfinite(d)) return fail(bad(at, "a double that is not finite"));
         print_double(d);
         return ok();
       }
@@ -86,10 +108,17 @@ class JsonPrinter {
 
   Status literal(std::uint8_t v, std::size_t at) {
     switch (v) {
-      case 0: out_.append("null"); return ok();
-      case 1: out_.append("true"); return ok();
-      case 2: out_.append("false"); return ok();
-      default: return fail(bad(at, "unknown JSON literal " + std::to_string(v)));
+      case 0:
+        out_.append("null");
+        return ok();
+      case 1:
+        out_.append("true");
+        return ok();
+      case 2:
+        out_.append("false");
+        return ok();
+      default:
+        return fail(bad(at, "unknown JSON literal " + std::to_string(v)));
     }
   }
 
@@ -97,10 +126,18 @@ class JsonPrinter {
     char buf[24];
     std::to_chars_result r{};
     switch (type) {
-      case kInt16: r = std::to_chars(buf, buf + 24, static_cast<std::int16_t>(raw)); break;
-      case kInt32: r = std::to_chars(buf, buf + 24, static_cast<std::int32_t>(raw)); break;
-      case kInt64: r = std::to_chars(buf, buf + 24, static_cast<std::int64_t>(raw)); break;
-      default: r = std::to_chars(buf, buf + 24, raw); break;
+      case kInt16:
+        r = std::to_chars(buf, buf + 24, static_cast<std::int16_t>(raw));
+        break;
+      case kInt32:
+        r = std::to_chars(buf, buf + 24, static_cast<std::int32_t>(raw));
+        break;
+      case kInt64:
+        r = std::to_chars(buf, buf + 24, static_cast<std::int64_t>(raw));
+        break;
+      default:
+        r = std::to_chars(buf, buf + 24, raw);
+        break;
     }
     out_.append(buf, r.ptr);
   }
@@ -143,8 +180,8 @@ class JsonPrinter {
     const std::size_t key_entry = w + 2, value_entry = 1 + w;
     const std::size_t header = 2 * w + count * ((object ? key_entry : 0) + value_entry);
     if (count > size || header > size) {
-      return fail(bad(at, "a container's " + std::to_string(count) +
-                              " entries do not fit in its " + std::to_string(size) + " bytes"));
+      return fail(bad(at, "a container's " + std::to_string(count) + " entries do not fit in its " +
+                              std::to_string(size) + " bytes"));
     }
     out_ += object ? '{' : '[';
     for (std::size_t i = 0; i < count; ++i) {
@@ -159,8 +196,7 @@ class JsonPrinter {
         quote(reinterpret_cast<const char*>(base + koff), klen);
         out_.append(": ");
       }
-      const std::size_t ve_off =
-          2 * w + (object ? count * key_entry : 0) + i * value_entry;
+      const std::size_t ve_off = 2 * w + (object ? count * key_entry : 0) + i * value_entry;
       const std::uint8_t* ve = base + ve_off;
       const std::uint8_t type = ve[0];
       const bool inlined = type == kLiteral || type == kInt16 || type == kUint16 ||
@@ -175,8 +211,8 @@ class JsonPrinter {
       }
       const auto voff = static_cast<std::size_t>(ByteReader::load_le(ve + 1, w));
       if (voff < header || voff >= size) {
-        return fail(bad(at + ve_off, "a value offset " + std::to_string(voff) +
-                                         " lies outside its container"));
+        return fail(bad(at + ve_off,
+                        "a value offset " + std::to_string(voff) + " lies outside its container"));
       }
       CPPCDC_TRY(value(type, at + voff, size - voff, depth + 1));
     }
@@ -190,13 +226,27 @@ class JsonPrinter {
     for (std::size_t i = 0; i < n; ++i) {
       const auto c = static_cast<unsigned char>(s[i]);
       switch (c) {
-        case '"': out_.append("\\\""); break;
-        case '\\': out_.append("\\\\"); break;
-        case '\b': out_.append("\\b"); break;
-        case '\f': out_.append("\\f"); break;
-        case '\n': out_.append("\\n"); break;
-        case '\r': out_.append("\\r"); break;
-        case '\t': out_.append("\\t"); break;
+        case '"':
+          out_.append("\\\"");
+          break;
+        case '\\':
+          out_.append("\\\\");
+          break;
+        case '\b':
+          out_.append("\\b");
+          break;
+        case '\f':
+          out_.append("\\f");
+          break;
+        case '\n':
+          out_.append("\\n");
+          break;
+        case '\r':
+          out_.append("\\r");
+          break;
+        case '\t':
+          out_.append("\\t");
+          break;
         default:
           if (c < 0x20) {
             out_.append("\\u00");
@@ -219,13 +269,20 @@ class JsonPrinter {
         }
         return ok();
       }
-      case 10: case 11: case 12: case 7: case 14: case 17: case 18: case 19: {
+      case 10:
+      case 11:
+      case 12:
+      case 7:
+      case 14:
+      case 17:
+      case 18:
+      case 19: {
         if (n < 8) return fail(bad(at, "an opaque temporal value is cut short"));
         std::int64_t packed = static_cast<std::int64_t>(ByteReader::load_le(p, 8));
         out_ += '"';
         const bool negative = packed < 0;
-        const std::uint64_t u = negative ? 0 - static_cast<std::uint64_t>(packed)
-                                         : static_cast<std::uint64_t>(packed);
+        const std::uint64_t u =
+            negative ? 0 - static_cast<std::uint64_t>(packed) : static_cast<std::uint64_t>(packed);
         const std::uint64_t frac = u % (1 << 24), intpart = u >> 24;
         char buf[64];
         int len = 0;
@@ -240,16 +297,14 @@ class JsonPrinter {
           if (field_type == 10 || field_type == 14) {
             len = std::snprintf(buf, sizeof buf, "%04u-%02u-%02u",
                                 static_cast<unsigned>(ym / 13 % 10000),
-                                static_cast<unsigned>(ym % 13),
-                                static_cast<unsigned>(ymd % 32));
+                                static_cast<unsigned>(ym % 13), static_cast<unsigned>(ymd % 32));
           } else {
-            len = std::snprintf(buf, sizeof buf, "%04u-%02u-%02u %02u:%02u:%02u.%06u",
-                                static_cast<unsigned>(ym / 13 % 10000),
-                                static_cast<unsigned>(ym % 13), static_cast<unsigned>(ymd % 32),
-                                static_cast<unsigned>(hms >> 12),
-                                static_cast<unsigned>((hms >> 6) % 64),
-                                static_cast<unsigned>(hms % 64),
-                                static_cast<unsigned>(frac % 1000000));
+            len = std::snprintf(
+                buf, sizeof buf, "%04u-%02u-%02u %02u:%02u:%02u.%06u",
+                static_cast<unsigned>(ym / 13 % 10000), static_cast<unsigned>(ym % 13),
+                static_cast<unsigned>(ymd % 32), static_cast<unsigned>(hms >> 12),
+                static_cast<unsigned>((hms >> 6) % 64), static_cast<unsigned>(hms % 64),
+                static_cast<unsigned>(frac % 1000000));
           }
         }
         out_.append(buf, static_cast<std::size_t>(len > 0 ? len : 0));

@@ -27,19 +27,65 @@ using detail::ByteReader;
 using detail::ColumnPlan;
 
 enum Type : std::uint8_t {
-  kDecimal = 0, kTiny = 1, kShort = 2, kLong = 3, kFloat = 4, kDouble = 5, kNull = 6,
-  kTimestamp = 7, kLongLong = 8, kInt24 = 9, kDate = 10, kTime = 11, kDateTime = 12,
-  kYear = 13, kNewDate = 14, kVarchar = 15, kBit = 16, kTimestamp2 = 17, kDateTime2 = 18,
-  kTime2 = 19, kVector = 242, kJson = 245, kNewDecimal = 246, kEnum = 247, kSet = 248,
-  kTinyBlob = 249, kMediumBlob = 250, kLongBlob = 251, kBlob = 252, kVarString = 253,
-  kString = 254, kGeometry = 255,
+  kDecimal = 0,
+  kTiny = 1,
+  kShort = 2,
+  kLong = 3,
+  kFloat = 4,
+  kDouble = 5,
+  kNull = 6,
+  kTimestamp = 7,
+  kLongLong = 8,
+  kInt24 = 9,
+  kDate = 10,
+  kTime = 11,
+  kDateTime = 12,
+  kYear = 13,
+  kNewDate = 14,
+  kVarchar = 15,
+  kBit = 16,
+  kTimestamp2 = 17,
+  kDateTime2 = 18,
+  kTime2 = 19,
+  kVector = 242,
+  kJson = 245,
+  kNewDecimal = 246,
+  kEnum = 247,
+  kSet = 248,
+  kTinyBlob = 249,
+  kMediumBlob = 250,
+  kLongBlob = 251,
+  kBlob = 252,
+  kVarString = 253,
+  kString = 254,
+  kGeometry = 255,
 };
 
 enum Kind : std::uint8_t {
-  kKindInt, kKindFloat, kKindDouble, kKindDecimal, kKindBit, kKindYear, kKindDate,
-  kKindTimeOld, kKindTime2, kKindDateTimeOld, kKindDateTime2, kKindTimestampOld,
-  kKindTimestamp2, kKindVarString, kKindFixedString, kKindBlob, kKindEnum, kKindSet,
-  kKindJsonBinary, kKindGeometry, kKindInet6, kKindUuid, kKindNull, kKindUnsupported,
+  kKindInt,
+  kKindFloat,
+  kKindDouble,
+  kKindDecimal,
+  kKindBit,
+  kKindYear,
+  kKindDate,
+  kKindTimeOld,
+  kKindTime2,
+  kKindDateTimeOld,
+  kKindDateTime2,
+  kKindTimestampOld,
+  kKindTimestamp2,
+  kKindVarString,
+  kKindFixedString,
+  kKindBlob,
+  kKindEnum,
+  kKindSet,
+  kKindJsonBinary,
+  kKindGeometry,
+  kKindInet6,
+  kKindUuid,
+  kKindNull,
+  kKindUnsupported,
 };
 
 enum Charset : std::uint8_t { kUtf8, kBinary, kLatin1, kIconv };
@@ -143,16 +189,14 @@ void append_timestamp(std::string& out, std::uint64_t secs, std::uint64_t micros
 // notation when it fits and decpt is in -14..15 (or the digits run past the point), else
 // d.ddde[-]N. (The server would re-round to fewer digits where even that does not fit; no
 // width used here makes that happen for a double's 17 digits.)
-void append_gcvt(std::string& out, bool negative, std::string_view digits, int decpt,
-                 int width) {
+void append_gcvt(std::string& out, bool negative, std::string_view digits, int decpt, int width) {
   if (digits.empty() || (digits.size() == 1 && digits[0] == '0')) {
     out += '0';
     return;
   }
   const int len = static_cast<int>(digits.size());
   const int w = width - (negative ? 1 : 0);
-  const bool have_space =
-      (decpt <= 0 ? len - decpt + 2 : decpt < len ? len + 1 : decpt) <= w;
+  const bool have_space = (decpt <= 0 ? len - decpt + 2 : decpt < len ? len + 1 : decpt) <= w;
   const int exp_len = 1 + (decpt >= 101 || decpt <= -99) + (decpt >= 11 || decpt <= -9);
   const bool force_e = decpt <= 0 && w <= 2 - decpt && w >= 3 + exp_len;
   const bool use_f =
@@ -266,7 +310,7 @@ void detail::append_double_gcvt(std::string& out, double v, int width) {
 }
 
 bool detail::decode_decimal(const std::uint8_t* p, std::size_t size, int precision, int scale,
-                    std::string& out) {
+                            std::string& out) {
   if (precision < 1 || precision > 65 || scale < 0 || scale > 30 || scale > precision ||
       size != decimal_size(precision, scale)) {
     return false;
@@ -355,18 +399,42 @@ void append_latin1(std::string& out, const std::uint8_t* p, std::size_t n) {
 
 // MySQL charset names to iconv's; nullptr when iconv has no equivalent.
 const char* iconv_charset(std::string_view cs) {
-  static const std::pair<std::string_view, const char*> kMap[] = {
-      {"latin2", "ISO-8859-2"}, {"latin5", "ISO-8859-9"}, {"latin7", "ISO-8859-13"},
-      {"greek", "ISO-8859-7"}, {"hebrew", "ISO-8859-8"}, {"cp1250", "CP1250"},
-      {"cp1251", "CP1251"}, {"cp1256", "CP1256"}, {"cp1257", "CP1257"}, {"cp850", "CP850"},
-      {"cp852", "CP852"}, {"cp866", "CP866"}, {"koi8r", "KOI8-R"}, {"koi8u", "KOI8-U"},
-      {"sjis", "SHIFT_JIS"}, {"cp932", "CP932"}, {"ujis", "EUC-JP"}, {"eucjpms", "EUC-JP-MS"},
-      {"gbk", "GBK"}, {"gb2312", "GB2312"}, {"gb18030", "GB18030"}, {"big5", "BIG5"},
-      {"euckr", "EUC-KR"}, {"ucs2", "UCS-2BE"}, {"utf16", "UTF-16BE"},
-      {"utf16le", "UTF-16LE"}, {"utf32", "UTF-32BE"}, {"tis620", "TIS-620"},
-      {"armscii8", "ARMSCII-8"}, {"macroman", "MACINTOSH"}, {"macce", "MAC-CENTRALEUROPE"},
-      {"geostd8", "GEORGIAN-PS"}, {"keybcs2", "KEYBCS2"}, {"hp8", "HP-ROMAN8"},
-      {"dec8", "DEC-MCS"}, {"cp1252", "CP1252"}};
+  static const std::pair<std::string_view, const char*> kMap[] = {{"latin2", "ISO-8859-2"},
+                                                                  {"latin5", "ISO-8859-9"},
+                                                                  {"latin7", "ISO-8859-13"},
+                                                                  {"greek", "ISO-8859-7"},
+                                                                  {"hebrew", "ISO-8859-8"},
+                                                                  {"cp1250", "CP1250"},
+                                                                  {"cp1251", "CP1251"},
+                                                                  {"cp1256", "CP1256"},
+                                                                  {"cp1257", "CP1257"},
+                                                                  {"cp850", "CP850"},
+                                                                  {"cp852", "CP852"},
+                                                                  {"cp866", "CP866"},
+                                                                  {"koi8r", "KOI8-R"},
+                                                                  {"koi8u", "KOI8-U"},
+                                                                  {"sjis", "SHIFT_JIS"},
+                                                                  {"cp932", "CP932"},
+                                                                  {"ujis", "EUC-JP"},
+                                                                  {"eucjpms", "EUC-JP-MS"},
+                                                                  {"gbk", "GBK"},
+                                                                  {"gb2312", "GB2312"},
+                                                                  {"gb18030", "GB18030"},
+                                                                  {"big5", "BIG5"},
+                                                                  {"euckr", "EUC-KR"},
+                                                                  {"ucs2", "UCS-2BE"},
+                                                                  {"utf16", "UTF-16BE"},
+                                                                  {"utf16le", "UTF-16LE"},
+                                                                  {"utf32", "UTF-32BE"},
+                                                                  {"tis620", "TIS-620"},
+                                                                  {"armscii8", "ARMSCII-8"},
+                                                                  {"macroman", "MACINTOSH"},
+                                                                  {"macce", "MAC-CENTRALEUROPE"},
+                                                                  {"geostd8", "GEORGIAN-PS"},
+                                                                  {"keybcs2", "KEYBCS2"},
+                                                                  {"hp8", "HP-ROMAN8"},
+                                                                  {"dec8", "DEC-MCS"},
+                                                                  {"cp1252", "CP1252"}};
   for (const auto& [name, ic] : kMap) {
     if (name == cs) return ic;
   }
@@ -376,32 +444,97 @@ const char* iconv_charset(std::string_view cs) {
 // Collation ids (TABLE_MAP optional metadata) to charset names, for the common ones.
 std::string_view collation_charset(std::uint32_t id) {
   switch (id) {
-    case 63: return "binary";
-    case 5: case 8: case 15: case 31: case 47: case 48: case 49: case 94: return "latin1";
-    case 11: case 65: return "ascii";
-    case 33: case 83: case 76: return "utf8mb3";
-    case 45: case 46: return "utf8mb4";
-    case 9: case 21: case 27: case 77: return "latin2";
-    case 1: case 84: return "big5";
-    case 13: case 88: return "sjis";
-    case 95: case 96: return "cp932";
-    case 12: case 91: return "ujis";
-    case 28: case 87: return "gbk";
-    case 24: case 86: return "gb2312";
-    case 19: case 85: return "euckr";
-    case 51: case 14: case 23: case 50: case 52: return "cp1251";
-    case 26: case 34: case 44: case 66: case 99: return "cp1250";
-    case 35: case 90: return "ucs2";
-    case 54: case 55: return "utf16";
-    case 56: case 62: return "utf16le";
-    case 60: case 61: return "utf32";
-    case 7: case 74: return "koi8r";
-    case 22: case 75: return "koi8u";
-    case 25: case 70: return "greek";
-    case 16: case 71: return "hebrew";
-    case 30: case 78: return "latin5";
-    case 57: case 67: return "cp1256";
-    default: break;
+    case 63:
+      return "binary";
+    case 5:
+    case 8:
+    case 15:
+    case 31:
+    case 47:
+    case 48:
+    case 49:
+    case 94:
+      return "latin1";
+    case 11:
+    case 65:
+      return "ascii";
+    case 33:
+    case 83:
+    case 76:
+      return "utf8mb3";
+    case 45:
+    case 46:
+      return "utf8mb4";
+    case 9:
+    case 21:
+    case 27:
+    case 77:
+      return "latin2";
+    case 1:
+    case 84:
+      return "big5";
+    case 13:
+    case 88:
+      return "sjis";
+    case 95:
+    case 96:
+      return "cp932";
+    case 12:
+    case 91:
+      return "ujis";
+    case 28:
+    case 87:
+      return "gbk";
+    case 24:
+    case 86:
+      return "gb2312";
+    case 19:
+    case 85:
+      return "euckr";
+    case 51:
+    case 14:
+    case 23:
+    case 50:
+    case 52:
+      return "cp1251";
+    case 26:
+    case 34:
+    case 44:
+    case 66:
+    case 99:
+      return "cp1250";
+    case 35:
+    case 90:
+      return "ucs2";
+    case 54:
+    case 55:
+      return "utf16";
+    case 56:
+    case 62:
+      return "utf16le";
+    case 60:
+    case 61:
+      return "utf32";
+    case 7:
+    case 74:
+      return "koi8r";
+    case 22:
+    case 75:
+      return "koi8u";
+    case 25:
+    case 70:
+      return "greek";
+    case 16:
+    case 71:
+      return "hebrew";
+    case 30:
+    case 78:
+      return "latin5";
+    case 57:
+    case 67:
+      return "cp1256";
+    default:
+      break;
   }
   if ((id >= 192 && id <= 215) || id == 223 || (id >= 576 && id <= 671)) return "utf8mb3";
   if ((id >= 224 && id <= 247) || (id >= 255 && id <= 323) || (id >= 2048 && id <= 2400)) {
@@ -417,21 +550,35 @@ bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.
 
 bool binary_column_type(std::string_view t) {
   return starts_with(t, "binary") || starts_with(t, "varbinary") || starts_with(t, "blob") ||
-         starts_with(t, "tinyblob") || starts_with(t, "mediumblob") ||
-         starts_with(t, "longblob");
+         starts_with(t, "tinyblob") || starts_with(t, "mediumblob") || starts_with(t, "longblob");
 }
 
-// Converts with iconv; one converter per charset and thread, kept for the thread's life.
-bool append_iconv(std::string& out, const std::string& from, const std::uint8_t* p,
-                  std::size_t n) {
-  thread_local std::unordered_map<std::string, iconv_t> converters;
-  auto it = converters.find(from);
-  if (it == converters.end()) {
-    iconv_t cd = iconv_open("UTF-8", from.c_str());
-    if (cd == reinterpret_cast<iconv_t>(-1)) return false;
-    it = converters.emplace(from, cd).first;
+// Converts with iconv; one converter per charset and thread, kept for the thread's life
+// (closed when the thread ends). A charset iconv does not know is remembered as such.
+class IconvCache {
+ public:
+  ~IconvCache() {
+    for (auto& [name, cd] : converters_) {
+      if (cd != kNone) iconv_close(cd);
+    }
   }
-  iconv_t cd = it->second;
+  iconv_t get(const std::string& from) {
+    auto it = converters_.find(from);
+    if (it == converters_.end()) {
+      it = converters_.emplace(from, iconv_open("UTF-8", from.c_str())).first;
+    }
+    return it->second;
+  }
+  static inline const iconv_t kNone = reinterpret_cast<iconv_t>(-1);
+
+ private:
+  std::unordered_map<std::string, iconv_t> converters_;
+};
+
+bool append_iconv(std::string& out, const std::string& from, const std::uint8_t* p, std::size_t n) {
+  thread_local IconvCache cache;
+  iconv_t cd = cache.get(from);
+  if (cd == IconvCache::kNone) return false;
   iconv(cd, nullptr, nullptr, nullptr, nullptr);
   char* in = const_cast<char*>(reinterpret_cast<const char*>(p));
   std::size_t in_left = n;
@@ -510,36 +657,115 @@ RowReader::RowReader(const TableMapEvent& map, const TableSchema& schema, const 
     p.type = t;
     bool numeric = false, character = false;
     switch (t) {
-      case kTiny: case kShort: case kInt24: case kLong: case kLongLong:
-        p.kind = kKindInt; numeric = true; break;
-      case kFloat: p.kind = kKindFloat; numeric = true; break;
-      case kDouble: p.kind = kKindDouble; numeric = true; break;
-      case kNewDecimal: p.kind = kKindDecimal; numeric = true; break;
-      case kBit: p.kind = kKindBit; break;
-      case kYear: p.kind = kKindYear; break;
-      case kDate: case kNewDate: p.kind = kKindDate; break;
-      case kTime: p.kind = kKindTimeOld; break;
-      case kTime2: p.kind = kKindTime2; break;
-      case kDateTime: p.kind = kKindDateTimeOld; break;
-      case kDateTime2: p.kind = kKindDateTime2; break;
-      case kTimestamp: p.kind = kKindTimestampOld; break;
-      case kTimestamp2: p.kind = kKindTimestamp2; break;
-      case kVarchar: case kVarString:
-        p.kind = kKindVarString; p.length = p.meta; character = true; break;
-      case kString: p.kind = kKindFixedString; character = true; break;
-      case kBlob: case kTinyBlob: case kMediumBlob: case kLongBlob:
-        p.kind = kKindBlob; p.length = p.meta; character = true; break;
-      case kVector: p.kind = kKindBlob; p.length = p.meta; p.charset = kBinary; break;
-      case kEnum: p.kind = kKindEnum; break;
-      case kSet: p.kind = kKindSet; break;
-      case kJson: p.kind = kKindJsonBinary; p.length = p.meta; p.is_json = true; break;
-      case kGeometry: p.kind = kKindGeometry; p.length = p.meta; break;
-      case kNull: p.kind = kKindNull; break;
-      default: p.kind = kKindUnsupported; break;
+      case kTiny:
+      case kShort:
+      case kInt24:
+      case kLong:
+      case kLongLong:
+        p.kind = kKindInt;
+        numeric = true;
+        break;
+      case kFloat:
+        p.kind = kKindFloat;
+        numeric = true;
+        break;
+      case kDouble:
+        p.kind = kKindDouble;
+        numeric = true;
+        break;
+      case kNewDecimal:
+        p.kind = kKindDecimal;
+        numeric = true;
+        break;
+      case kBit:
+        p.kind = kKindBit;
+        break;
+      case kYear:
+        p.kind = kKindYear;
+        break;
+      case kDate:
+      case kNewDate:
+        p.kind = kKindDate;
+        break;
+      case kTime:
+        p.kind = kKindTimeOld;
+        break;
+      case kTime2:
+        p.kind = kKindTime2;
+        break;
+      case kDateTime:
+        p.kind = kKindDateTimeOld;
+        break;
+      case kDateTime2:
+        p.kind = kKindDateTime2;
+        break;
+      case kTimestamp:
+        p.kind = kKindTimestampOld;
+        break;
+      case kTimestamp2:
+        p.kind = kKindTimestamp2;
+        break;
+      case kVarchar:
+      case kVarString:
+        p.kind = kKindVarString;
+        p.length = p.meta;
+        character = true;
+        break;
+      case kString:
+        p.kind = kKindFixedString;
+        character = true;
+        break;
+      case kBlob:
+      case kTinyBlob:
+      case kMediumBlob:
+      case kLongBlob:
+        p.kind = kKindBlob;
+        p.length = p.meta;
+        character = true;
+        break;
+      case kVector:
+        p.kind = kKindBlob;
+        p.length = p.meta;
+        p.charset = kBinary;
+        break;
+      case kEnum:
+        p.kind = kKindEnum;
+        break;
+      case kSet:
+        p.kind = kKindSet;
+        break;
+      case kJson:
+        p.kind = kKindJsonBinary;
+        p.length = p.meta;
+        p.is_json = true;
+        break;
+      case kGeometry:
+        p.kind = kKindGeometry;
+        p.length = p.meta;
+        break;
+      case kNull:
+        p.kind = kKindNull;
+        break;
+      default:
+        p.kind = kKindUnsupported;
+        break;
+    }
+    if ((t == kTime || t == kDateTime || t == kTimestamp) &&
+        col.column_type.find('(') != std::string::npos &&
+        col.column_type.find("(0)") == std::string::npos) {
+      // MariaDB's pre-10.1 fractional temporal format (mysql56_temporal_format=OFF) logs
+      // TIME(n)/DATETIME(n)/TIMESTAMP(n) under the old type codes without their precision.
+      setup_error_ = Error::invalid_data(
+          "table " + schema.database + "." + schema.table + ", column " + col.name + " (" +
+          col.column_type +
+          "): logged in MariaDB's old fractional-seconds temporal format, "
+          "which cannot be decoded; remedy: SET GLOBAL mysql56_temporal_format = ON and "
+          "rebuild the table (ALTER TABLE ... FORCE)");
+      return;
     }
     if (numeric) {
-      p.is_unsigned = col.is_unsigned ||
-                      (numeric_i < md.is_unsigned.size() && md.is_unsigned[numeric_i]);
+      p.is_unsigned =
+          col.is_unsigned || (numeric_i < md.is_unsigned.size() && md.is_unsigned[numeric_i]);
       ++numeric_i;
       if (t == kFloat || t == kDouble) p.decimals = declared_decimals(col.column_type);
     }
@@ -593,6 +819,7 @@ Error RowReader::value_error(const ColumnPlan& plan, std::size_t at, std::string
 Result<bool> RowReader::next(DecodedRow& out) {
   if (setup_error_) return fail(*setup_error_);
   if (offset_ >= rows_.rows.size()) return false;
+  const std::size_t start = offset_;
   switch (rows_.kind) {
     case RowsKind::kWrite:
       out.before.reset();
@@ -610,6 +837,12 @@ Result<bool> RowReader::next(DecodedRow& out) {
       }
       CPPCDC_TRY(read_image(offset_, rows_.present_after, present_after_count_, out.after));
       break;
+  }
+  if (offset_ == start) {
+    // Images of no columns take no bytes: the rows data left over could never be read.
+    return fail(Error::invalid_data("table " + schema_.database + "." + schema_.table + ": " +
+                                    std::to_string(rows_.rows.size() - offset_) +
+                                    " bytes of rows data follow images with no columns"));
   }
   return true;
 }
@@ -653,13 +886,12 @@ Status RowReader::read_value(const ColumnPlan& plan, std::span<const std::uint8_
   const std::uint8_t* p = bytes.data() + pos;
   auto need = [&](std::size_t n) -> bool { return n <= left; };
   auto short_value = [&](std::size_t n) {
-    return fail(value_error(plan, pos,
-                            "the value needs " + std::to_string(n) + " bytes, " +
-                                std::to_string(left) + " are left"));
+    return fail(value_error(
+        plan, pos,
+        "the value needs " + std::to_string(n) + " bytes, " + std::to_string(left) + " are left"));
   };
   // Reads a little-endian length of `n` bytes, then that many bytes: the string's span.
-  auto length_prefixed = [&](std::size_t n, const std::uint8_t*& data,
-                             std::size_t& len) -> Status {
+  auto length_prefixed = [&](std::size_t n, const std::uint8_t*& data, std::size_t& len) -> Status {
     if (!need(n)) return short_value(n);
     len = static_cast<std::size_t>(ByteReader::load_le(p, n));
     if (len > left - n) return short_value(n + len);
@@ -669,14 +901,20 @@ Status RowReader::read_value(const ColumnPlan& plan, std::span<const std::uint8_
   };
   auto append_text = [&](const std::uint8_t* data, std::size_t len) -> Status {
     switch (static_cast<Charset>(plan.charset)) {
-      case kUtf8: out.append(reinterpret_cast<const char*>(data), len); break;
-      case kBinary: append_hex(out, data, len); break;
-      case kLatin1: append_latin1(out, data, len); break;
+      case kUtf8:
+        out.append(reinterpret_cast<const char*>(data), len);
+        break;
+      case kBinary:
+        append_hex(out, data, len);
+        break;
+      case kLatin1:
+        append_latin1(out, data, len);
+        break;
       case kIconv:
         if (!append_iconv(out, plan.iconv_name, data, len)) {
-          return fail(value_error(plan, pos - len,
-                                  "the value cannot be converted from " + plan.iconv_name +
-                                      " to UTF-8"));
+          return fail(
+              value_error(plan, pos - len,
+                          "the value cannot be converted from " + plan.iconv_name + " to UTF-8"));
         }
         break;
     }
@@ -687,11 +925,21 @@ Status RowReader::read_value(const ColumnPlan& plan, std::span<const std::uint8_
     case kKindInt: {
       std::size_t n = 0;
       switch (plan.type) {
-        case kTiny: n = 1; break;
-        case kShort: n = 2; break;
-        case kInt24: n = 3; break;
-        case kLong: n = 4; break;
-        default: n = 8; break;
+        case kTiny:
+          n = 1;
+          break;
+        case kShort:
+          n = 2;
+          break;
+        case kInt24:
+          n = 3;
+          break;
+        case kLong:
+          n = 4;
+          break;
+        default:
+          n = 8;
+          break;
       }
       if (!need(n)) return short_value(n);
       const std::uint64_t raw = ByteReader::load_le(p, n);
@@ -724,8 +972,8 @@ Status RowReader::read_value(const ColumnPlan& plan, std::span<const std::uint8_
       const int precision = plan.meta >> 8, scale = plan.meta & 0xff;
       if (precision < 1 || precision > 65 || scale > precision || scale > 30) {
         return fail(value_error(plan, pos,
-                                "the table map gives DECIMAL(" + std::to_string(precision) +
-                                    "," + std::to_string(scale) + ")"));
+                                "the table map gives DECIMAL(" + std::to_string(precision) + "," +
+                                    std::to_string(scale) + ")"));
       }
       const std::size_t n = decimal_size(precision, scale);
       if (!need(n)) return short_value(n);
@@ -782,15 +1030,24 @@ Status RowReader::read_value(const ColumnPlan& plan, std::span<const std::uint8_
       std::int64_t intpart = static_cast<std::int64_t>(ByteReader::load_be(p, 3)) - 0x800000;
       std::int64_t frac = 0;
       switch (fsp) {
-        case 0: break;
-        case 1: case 2:
+        case 0:
+          break;
+        case 1:
+        case 2:
           frac = p[3];  // unsigned: for negative values it counts back from 0x100
-          if (intpart < 0 && frac != 0) { intpart++; frac -= 0x100; }
+          if (intpart < 0 && frac != 0) {
+            intpart++;
+            frac -= 0x100;
+          }
           frac *= 10000;
           break;
-        case 3: case 4:
+        case 3:
+        case 4:
           frac = static_cast<std::int64_t>(ByteReader::load_be(p + 3, 2));
-          if (intpart < 0 && frac != 0) { intpart++; frac -= 0x10000; }
+          if (intpart < 0 && frac != 0) {
+            intpart++;
+            frac -= 0x10000;
+          }
           frac *= 100;
           break;
         default:
@@ -827,8 +1084,7 @@ Status RowReader::read_value(const ColumnPlan& plan, std::span<const std::uint8_
       }
       const std::size_t fb = static_cast<std::size_t>((fsp + 1) / 2);
       if (!need(5 + fb)) return short_value(5 + fb);
-      std::int64_t intpart = static_cast<std::int64_t>(ByteReader::load_be(p, 5)) -
-                             0x8000000000LL;
+      std::int64_t intpart = static_cast<std::int64_t>(ByteReader::load_be(p, 5)) - 0x8000000000LL;
       const std::uint64_t frac_raw = ByteReader::load_be(p + 5, fb);
       pos += 5 + fb;
       if (intpart < 0) intpart = -intpart;  // cannot be stored; print its magnitude
@@ -837,8 +1093,7 @@ Status RowReader::read_value(const ColumnPlan& plan, std::span<const std::uint8_
       append_date(out, ym / 13, ym % 13, ymd % 32);
       out += ' ';
       append_hms(out, hms >> 12, (hms >> 6) % 64, hms % 64);
-      const std::uint64_t micros = fb == 1 ? frac_raw * 10000 : fb == 2 ? frac_raw * 100
-                                                                         : frac_raw;
+      const std::uint64_t micros = fb == 1 ? frac_raw * 10000 : fb == 2 ? frac_raw * 100 : frac_raw;
       append_frac(out, micros, fsp);
       return ok();
     }
@@ -859,8 +1114,7 @@ Status RowReader::read_value(const ColumnPlan& plan, std::span<const std::uint8_
       const std::uint64_t secs = ByteReader::load_be(p, 4);
       const std::uint64_t frac_raw = ByteReader::load_be(p + 4, fb);
       pos += 4 + fb;
-      const std::uint64_t micros = fb == 1 ? frac_raw * 10000 : fb == 2 ? frac_raw * 100
-                                                                         : frac_raw;
+      const std::uint64_t micros = fb == 1 ? frac_raw * 10000 : fb == 2 ? frac_raw * 100 : frac_raw;
       append_timestamp(out, secs, micros, fsp);
       return ok();
     }
@@ -883,7 +1137,8 @@ Status RowReader::read_value(const ColumnPlan& plan, std::span<const std::uint8_
       }
       return append_text(data, len);
     }
-    case kKindInet6: case kKindUuid: {
+    case kKindInet6:
+    case kKindUuid: {
       const std::uint8_t* data;
       std::size_t len;
       CPPCDC_TRY(length_prefixed(1, data, len));
@@ -905,11 +1160,12 @@ Status RowReader::read_value(const ColumnPlan& plan, std::span<const std::uint8_
       }
       return ok();
     }
-    case kKindBlob: case kKindGeometry: case kKindJsonBinary: {
+    case kKindBlob:
+    case kKindGeometry:
+    case kKindJsonBinary: {
       if (plan.length < 1 || plan.length > 4) {
-        return fail(value_error(plan, pos,
-                                "the table map gives " + std::to_string(plan.length) +
-                                    " length bytes"));
+        return fail(value_error(
+            plan, pos, "the table map gives " + std::to_string(plan.length) + " length bytes"));
       }
       const std::uint8_t* data;
       std::size_t len;
@@ -973,8 +1229,8 @@ Status RowReader::read_value(const ColumnPlan& plan, std::span<const std::uint8_
     case kKindUnsupported:
       break;
   }
-  return fail(value_error(plan, pos, "the binlog type " + std::to_string(plan.type) +
-                                         " is not supported"));
+  return fail(
+      value_error(plan, pos, "the binlog type " + std::to_string(plan.type) + " is not supported"));
 }
 
 }  // namespace cppcdc::mysql

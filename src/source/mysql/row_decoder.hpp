@@ -44,9 +44,9 @@ struct ColumnSchema {
   std::string column_type;  ///< COLUMN_TYPE as the server prints it: "int(10) unsigned",
                             ///< "enum('a','b')", "decimal(12,4)", "datetime(6)"
   bool is_unsigned = false;
-  std::string charset;      ///< "utf8mb4", "latin1", "binary"; "" for non-character columns
+  std::string charset;  ///< "utf8mb4", "latin1", "binary"; "" for non-character columns
   std::vector<std::string> elements;  ///< ENUM / SET labels in declaration order
-  bool is_json = false;     ///< MySQL JSON, or MariaDB JSON (LONGTEXT with a json_valid check)
+  bool is_json = false;  ///< MySQL JSON, or MariaDB JSON (LONGTEXT with a json_valid check)
   bool nullable = true;
 };
 
@@ -54,9 +54,9 @@ struct ColumnSchema {
 struct TableSchema {
   std::string database;
   std::string table;
-  std::vector<ColumnSchema> columns;       ///< ordinal order
-  std::vector<std::string> primary_key;    ///< key order; empty when the table has none
-  RowShapePtr shape;                       ///< the canonical shape built from the above
+  std::vector<ColumnSchema> columns;     ///< ordinal order
+  std::vector<std::string> primary_key;  ///< key order; empty when the table has none
+  RowShapePtr shape;                     ///< the canonical shape built from the above
 };
 
 /// One row of a rows event. `before` is set for update and delete, `after` for write and
@@ -69,7 +69,7 @@ struct DecodedRow {
 namespace detail {
 /// How one column is decoded, worked out once per rows event.
 struct ColumnPlan {
-  std::uint8_t type = 0;      ///< real binlog type (STRING's hidden ENUM/SET/CHAR resolved)
+  std::uint8_t type = 0;  ///< real binlog type (STRING's hidden ENUM/SET/CHAR resolved)
   std::uint16_t meta = 0;
   std::uint32_t length = 0;   ///< STRING: max bytes; ENUM/SET: pack length; BLOB: length bytes
   std::uint8_t kind = 0;      ///< row_decoder.cpp's Kind
@@ -79,7 +79,7 @@ struct ColumnPlan {
   bool is_json = false;
   const std::string* name = nullptr;
   const std::vector<std::string>* labels = nullptr;  ///< ENUM/SET
-  std::string iconv_name;     ///< for Charset::kIconv
+  std::string iconv_name;                            ///< for Charset::kIconv
 };
 }  // namespace detail
 

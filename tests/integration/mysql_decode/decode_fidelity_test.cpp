@@ -10,10 +10,10 @@
 // Needs CPPCDC_TEST_MARIADB_PORT (a server from scripts/mariadb.sh: root@127.0.0.1 without a
 // password, binlog on, ROW format); skipped without it.
 
-#include <mysql.h>
-#include <mariadb_rpl.h>
-
 #include <gtest/gtest.h>
+#include <mysql.h>
+// mariadb_rpl.h needs mysql.h first.
+#include <mariadb_rpl.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -121,8 +121,8 @@ class DecodeFidelity : public ::testing::Test {
     s.table = table;
     auto rows = conn_->query(
         "SELECT COLUMN_NAME, COLUMN_TYPE, CHARACTER_SET_NAME, IS_NULLABLE FROM "
-        "information_schema.COLUMNS WHERE TABLE_SCHEMA = '" + db_ + "' AND TABLE_NAME = '" +
-        table + "' ORDER BY ORDINAL_POSITION");
+        "information_schema.COLUMNS WHERE TABLE_SCHEMA = '" +
+        db_ + "' AND TABLE_NAME = '" + table + "' ORDER BY ORDINAL_POSITION");
     for (auto& r : rows) {
       ColumnSchema c;
       c.name = *r[0];
@@ -158,8 +158,8 @@ class DecodeFidelity : public ::testing::Test {
     }
     auto checks = conn_->query(
         "SELECT CONSTRAINT_NAME FROM information_schema.CHECK_CONSTRAINTS WHERE "
-        "CONSTRAINT_SCHEMA = '" + db_ + "' AND TABLE_NAME = '" + table +
-        "' AND CHECK_CLAUSE LIKE 'json_valid(%'");
+        "CONSTRAINT_SCHEMA = '" +
+        db_ + "' AND TABLE_NAME = '" + table + "' AND CHECK_CLAUSE LIKE 'json_valid(%'");
     for (auto& r : checks) {
       for (auto& c : s.columns) {
         if (c.name == *r[0]) c.is_json = true;
@@ -169,7 +169,8 @@ class DecodeFidelity : public ::testing::Test {
   }
 
   // Reads the binlog from mark() to its end; decodes the rows of `table`.
-  std::vector<Change> read_changes(const TableSchema& schema, std::set<std::uint8_t>* types = nullptr) {
+  std::vector<Change> read_changes(const TableSchema& schema,
+                                   std::set<std::uint8_t>* types = nullptr) {
     std::vector<Change> out;
     Conn repl(port_);
     EXPECT_EQ(repl.error(), "");
@@ -183,7 +184,7 @@ class DecodeFidelity : public ::testing::Test {
                          static_cast<unsigned int>(MARIADB_RPL_BINLOG_DUMP_NON_BLOCK));
     EXPECT_EQ(mariadb_rpl_open(rpl), 0) << mysql_error(repl.raw());
     EventDecoder decoder(Flavor::kMariaDb);
-    decoder.set_checksummed(true);
+    decoder.set_checksummed(*conn_->query("SELECT @@global.binlog_checksum")[0][0] != "NONE");
     std::map<std::uint64_t, TableMapEvent> maps;
     while (MARIADB_RPL_EVENT* ev = mariadb_rpl_fetch(rpl, nullptr)) {
       // raw_data holds the packet: the OK byte, then the event.
@@ -232,9 +233,9 @@ class DecodeFidelity : public ::testing::Test {
     for (const auto& c : s.columns) {
       if (!cols.empty()) cols += ", ";
       const std::string& t = c.column_type;
-      const bool binary = c.charset.empty() &&
-                          (t.rfind("binary", 0) == 0 || t.rfind("varbinary", 0) == 0 ||
-                           t.find("blob") != std::string::npos);
+      const bool binary =
+          c.charset.empty() && (t.rfind("binary", 0) == 0 || t.rfind("varbinary", 0) == 0 ||
+                                t.find("blob") != std::string::npos);
       if (t.rfind("bit(", 0) == 0) {
         const int bits = std::stoi(t.substr(4));
         cols += "CONCAT('\\\\x', LPAD(LOWER(HEX(`" + c.name + "`)), " +
@@ -245,8 +246,8 @@ class DecodeFidelity : public ::testing::Test {
         cols += "`" + c.name + "`";
       }
     }
-    auto rows = conn_->query("SELECT " + cols + " FROM " + table + " WHERE id = " +
-                             std::to_string(id));
+    auto rows =
+        conn_->query("SELECT " + cols + " FROM " + table + " WHERE id = " + std::to_string(id));
     EXPECT_EQ(rows.size(), 1u) << "row " << id;
     return rows.empty() ? std::vector<Cell>{} : rows[0];
   }
@@ -263,9 +264,8 @@ class DecodeFidelity : public ::testing::Test {
       }
       EXPECT_EQ(row[i].name, s.columns[i].name);
       EXPECT_EQ(row[i].text, want[i])
-          << "row " << id << ", column " << s.columns[i].name << " ("
-          << s.columns[i].column_type << "): decoded "
-          << (row[i].text ? *row[i].text : "NULL") << ", SELECT gives "
+          << "row " << id << ", column " << s.columns[i].name << " (" << s.columns[i].column_type
+          << "): decoded " << (row[i].text ? *row[i].text : "NULL") << ", SELECT gives "
           << (want[i] ? *want[i] : "NULL");
     }
   }
@@ -367,7 +367,8 @@ TEST_F(DecodeFidelity, MinimalAndNoblobImagesLeaveColumnsAbsent) {
   ASSERT_EQ(changes.size(), 3u);
   auto names = [](const Row& r) {
     std::string out;
-    for (const auto& c : r) out += (out.empty() ? "" : ",") + c.name + "=" + c.text.value_or("NULL");
+    for (const auto& c : r)
+      out += (out.empty() ? "" : ",") + c.name + "=" + c.text.value_or("NULL");
     return out;
   };
   EXPECT_EQ(changes[0].kind, RowsKind::kUpdate);
@@ -391,8 +392,8 @@ TEST_F(DecodeFidelity, CompressedBinlogEventsDecode) {
   conn_->exec("SET GLOBAL log_bin_compress = OFF");
   std::set<std::uint8_t> types;
   const auto changes = read_changes(s, &types);
-  const bool compressed_rows = types.count(169) || types.count(170) || types.count(166) ||
-                               types.count(167);
+  const bool compressed_rows =
+      types.count(169) || types.count(170) || types.count(166) || types.count(167);
   EXPECT_TRUE(compressed_rows) << "no compressed rows event was seen";
   ASSERT_EQ(changes.size(), 3u);
   compare(s, "comp", *changes[1].row.after, 2);
@@ -403,6 +404,18 @@ TEST_F(DecodeFidelity, CompressedBinlogEventsDecode) {
     for (int i = 0; i < 500; ++i) x += "compress me ";
     return x;
   }());
+}
+
+TEST_F(DecodeFidelity, BinlogWithoutChecksums) {
+  conn_->exec("CREATE TABLE nocrc (id INT PRIMARY KEY, v VARCHAR(20), d DATETIME(3))");
+  const TableSchema s = schema("nocrc");
+  conn_->exec("SET GLOBAL binlog_checksum = NONE");  // rotates to a binlog without CRC32
+  mark();
+  conn_->exec("INSERT INTO nocrc VALUES (1, 'plain', '2024-02-29 12:34:56.789')");
+  const auto changes = read_changes(s);
+  conn_->exec("SET GLOBAL binlog_checksum = CRC32");
+  ASSERT_EQ(changes.size(), 1u);
+  compare(s, "nocrc", *changes[0].row.after, 1);
 }
 
 }  // namespace

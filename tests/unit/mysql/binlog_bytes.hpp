@@ -71,10 +71,17 @@ inline Bytes event(std::uint8_t type, const Bytes& body, bool crc = true,
 inline Bytes post_header_lengths() {
   Bytes lens(171, 0);
   auto set = [&](int type, int len) { lens[static_cast<std::size_t>(type - 1)] = len; };
-  set(2, 13); set(4, 8); set(19, 8);
+  set(2, 13);
+  set(4, 8);
+  set(19, 8);
   for (int t : {23, 24, 25, 169, 170, 171}) set(t, 8);
   for (int t : {30, 31, 32, 166, 167, 168}) set(t, 10);
-  set(33, 42); set(34, 42); set(162, 19); set(163, 4); set(161, 4); set(165, 13);
+  set(33, 42);
+  set(34, 42);
+  set(162, 19);
+  set(163, 4);
+  set(161, 4);
+  set(165, 13);
   return lens;
 }
 

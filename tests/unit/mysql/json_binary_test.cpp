@@ -29,33 +29,81 @@ struct J {
   std::uint64_t u = 0;
   double d = 0;
   std::string s;
-  std::uint8_t lit = 0;        // 0 null, 1 true, 2 false
+  std::uint8_t lit = 0;  // 0 null, 1 true, 2 false
   std::uint8_t opaque_type = 0;
   Bytes opaque;
 };
 
-J obj(std::vector<std::pair<std::string, J>> m) { J j; j.kind = J::kObj; j.obj = std::move(m); return j; }
-J arr(std::vector<J> a) { J j; j.kind = J::kArr; j.arr = std::move(a); return j; }
-J num(std::int64_t v) { J j; j.kind = J::kInt; j.i = v; return j; }
-J unum(std::uint64_t v) { J j; j.kind = J::kUInt64; j.u = v; return j; }
-J dbl(double v) { J j; j.kind = J::kDbl; j.d = v; return j; }
-J str(std::string v) { J j; j.kind = J::kStr; j.s = std::move(v); return j; }
-J lit(std::uint8_t v) { J j; j.kind = J::kLit; j.lit = v; return j; }
-J opaque(std::uint8_t type, Bytes b) { J j; j.kind = J::kOpaque; j.opaque_type = type; j.opaque = std::move(b); return j; }
+J obj(std::vector<std::pair<std::string, J>> m) {
+  J j;
+  j.kind = J::kObj;
+  j.obj = std::move(m);
+  return j;
+}
+J arr(std::vector<J> a) {
+  J j;
+  j.kind = J::kArr;
+  j.arr = std::move(a);
+  return j;
+}
+J num(std::int64_t v) {
+  J j;
+  j.kind = J::kInt;
+  j.i = v;
+  return j;
+}
+J unum(std::uint64_t v) {
+  J j;
+  j.kind = J::kUInt64;
+  j.u = v;
+  return j;
+}
+J dbl(double v) {
+  J j;
+  j.kind = J::kDbl;
+  j.d = v;
+  return j;
+}
+J str(std::string v) {
+  J j;
+  j.kind = J::kStr;
+  j.s = std::move(v);
+  return j;
+}
+J lit(std::uint8_t v) {
+  J j;
+  j.kind = J::kLit;
+  j.lit = v;
+  return j;
+}
+J opaque(std::uint8_t type, Bytes b) {
+  J j;
+  j.kind = J::kOpaque;
+  j.opaque_type = type;
+  j.opaque = std::move(b);
+  return j;
+}
 
 std::uint8_t type_of(const J& j, bool large) {
   switch (j.kind) {
-    case J::kObj: return large ? 0x01 : 0x00;
-    case J::kArr: return large ? 0x03 : 0x02;
+    case J::kObj:
+      return large ? 0x01 : 0x00;
+    case J::kArr:
+      return large ? 0x03 : 0x02;
     case J::kInt:
       if (j.i >= -32768 && j.i <= 32767) return 0x05;
       if (j.i >= INT32_MIN && j.i <= INT32_MAX) return 0x07;
       return 0x09;
-    case J::kUInt64: return 0x0a;
-    case J::kDbl: return 0x0b;
-    case J::kStr: return 0x0c;
-    case J::kLit: return 0x04;
-    case J::kOpaque: return 0x0f;
+    case J::kUInt64:
+      return 0x0a;
+    case J::kDbl:
+      return 0x0b;
+    case J::kStr:
+      return 0x0c;
+    case J::kLit:
+      return 0x04;
+    case J::kOpaque:
+      return 0x0f;
   }
   return 0;
 }
@@ -77,17 +125,29 @@ Bytes scalar(const J& j) {
       w.le(static_cast<std::uint64_t>(j.i), t == 0x05 ? 2 : t == 0x07 ? 4 : 8);
       break;
     }
-    case J::kUInt64: w.u64(j.u); break;
+    case J::kUInt64:
+      w.u64(j.u);
+      break;
     case J::kDbl: {
       std::uint64_t b;
       std::memcpy(&b, &j.d, 8);
       w.u64(b);
       break;
     }
-    case J::kStr: varlen(w, j.s.size()); w.raw(j.s); break;
-    case J::kLit: w.u8(j.lit); break;
-    case J::kOpaque: w.u8(j.opaque_type); varlen(w, j.opaque.size()); w.raw(j.opaque); break;
-    default: break;
+    case J::kStr:
+      varlen(w, j.s.size());
+      w.raw(j.s);
+      break;
+    case J::kLit:
+      w.u8(j.lit);
+      break;
+    case J::kOpaque:
+      w.u8(j.opaque_type);
+      varlen(w, j.opaque.size());
+      w.raw(j.opaque);
+      break;
+    default:
+      break;
   }
   return w.bytes();
 }
@@ -118,8 +178,10 @@ Bytes container(const J& j, bool large) {
     const auto t = type_of(v, large);
     entries.u8(t);
     if (t == 0x04 || t == 0x05 || (large && t == 0x07)) {
-      if (t == 0x04) entries.le(v.lit, w);
-      else entries.le(static_cast<std::uint64_t>(v.i) & (t == 0x05 ? 0xffff : 0xffffffff), w);
+      if (t == 0x04)
+        entries.le(v.lit, w);
+      else
+        entries.le(static_cast<std::uint64_t>(v.i) & (t == 0x05 ? 0xffff : 0xffffffff), w);
       continue;
     }
     entries.le(header + tail.size(), w);
@@ -153,25 +215,25 @@ TEST(JsonBinary, SmallObjectInMySqlPrintingStyle) {
   const J j = obj({{"a", num(1)}, {"b", arr({num(1), num(2)})}});
   const Bytes b = doc(j);
   // Hand-checked bytes of the small layout.
-  EXPECT_EQ(b, (Bytes{0x00, 2, 0, 30, 0,        // count 2, size 30
-                      18, 0, 1, 0, 19, 0, 1, 0,  // keys at 18 and 19, length 1
-                      0x05, 1, 0,                // "a": int16 1 inline
-                      0x02, 20, 0,               // "b": small array at 20
-                      'a', 'b',
-                      2, 0, 10, 0, 0x05, 1, 0, 0x05, 2, 0}));
+  EXPECT_EQ(b, (Bytes{0x00, 2,   0, 30, 0,               // count 2, size 30
+                      18,   0,   1, 0,  19, 0, 1,    0,  // keys at 18 and 19, length 1
+                      0x05, 1,   0,                      // "a": int16 1 inline
+                      0x02, 20,  0,                      // "b": small array at 20
+                      'a',  'b', 2, 0,  10, 0, 0x05, 1, 0, 0x05, 2, 0}));
   EXPECT_EQ(text(b), R"({"a": 1, "b": [1, 2]})");
 }
 
 TEST(JsonBinary, LargeLayoutGivesTheSameText) {
-  const J j = obj({{"k", arr({num(70000), num(-5), str("x"), lit(0), lit(1), lit(2)})},
-                   {"n", obj({})}});
+  const J j =
+      obj({{"k", arr({num(70000), num(-5), str("x"), lit(0), lit(1), lit(2)})}, {"n", obj({})}});
   EXPECT_EQ(text(doc(j, true)), R"({"k": [70000, -5, "x", null, true, false], "n": {}})");
   EXPECT_EQ(text(doc(j, false)), text(doc(j, true)));
 }
 
 TEST(JsonBinary, LargeDocumentOverSixtyFourKilobytes) {
   std::vector<J> items;
-  for (int i = 0; i < 5000; ++i) items.push_back(str(std::string(20, static_cast<char>('a' + i % 26))));
+  for (int i = 0; i < 5000; ++i)
+    items.push_back(str(std::string(20, static_cast<char>('a' + i % 26))));
   const J j = arr(std::move(items));
   const std::string t = text(doc(j, true));
   ASSERT_EQ(t.substr(0, 26), R"(["aaaaaaaaaaaaaaaaaaaa", ")");

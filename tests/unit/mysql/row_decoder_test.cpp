@@ -56,10 +56,10 @@ class Table {
   }
 
   // Reads every row of a rows event of `type` (23 write, 24 update, 25 delete).
-  Result<std::vector<DecodedRow>> rows(std::uint8_t type, const Bytes& present,
-                                       const Bytes& images, const Bytes* after = nullptr) {
-    rows_bytes_ = test::event(type, test::rows_body(42, schema_.columns.size(), present, after,
-                                                    images));
+  Result<std::vector<DecodedRow>> rows(std::uint8_t type, const Bytes& present, const Bytes& images,
+                                       const Bytes* after = nullptr) {
+    rows_bytes_ =
+        test::event(type, test::rows_body(42, schema_.columns.size(), present, after, images));
     auto ev = decoder_.decode(rows_bytes_);
     if (!ev) return fail(ev.error());
     rows_ = *ev->rows;
@@ -114,21 +114,44 @@ Bytes cat(std::initializer_list<Bytes> parts) {
 }
 
 TEST(RowDecoder, IntegersSignedAndUnsignedAtTheirExtremes) {
-  Table t({{1, {}, cs("ti")}, {1, {}, cs("tu", "", "", true)},
-           {2, {}, cs("si")}, {2, {}, cs("su", "", "", true)},
-           {9, {}, cs("mi")}, {9, {}, cs("mu", "", "", true)},
-           {3, {}, cs("li")}, {3, {}, cs("lu", "", "", true)},
-           {8, {}, cs("bi")}, {8, {}, cs("bu", "", "", true)}});
+  Table t({{1, {}, cs("ti")},
+           {1, {}, cs("tu", "", "", true)},
+           {2, {}, cs("si")},
+           {2, {}, cs("su", "", "", true)},
+           {9, {}, cs("mi")},
+           {9, {}, cs("mu", "", "", true)},
+           {3, {}, cs("li")},
+           {3, {}, cs("lu", "", "", true)},
+           {8, {}, cs("bi")},
+           {8, {}, cs("bu", "", "", true)}});
   Wire w;
-  w.raw(null_bits(10)).u8(0x80).u8(0xff).u16(0x8000).u16(0xffff).u24(0x800000).u24(0xffffff)
-      .u32(0x80000000).u32(0xffffffff).u64(0x8000000000000000ull).u64(~0ull);
+  w.raw(null_bits(10))
+      .u8(0x80)
+      .u8(0xff)
+      .u16(0x8000)
+      .u16(0xffff)
+      .u24(0x800000)
+      .u24(0xffffff)
+      .u32(0x80000000)
+      .u32(0xffffffff)
+      .u64(0x8000000000000000ull)
+      .u64(~0ull);
   EXPECT_EQ(t.insert(w.bytes()),
             "ti=-128 | tu=255 | si=-32768 | su=65535 | mi=-8388608 | mu=16777215 | "
             "li=-2147483648 | lu=4294967295 | bi=-9223372036854775808 | "
             "bu=18446744073709551615");
   Wire w2;
-  w2.raw(null_bits(10)).u8(0x7f).u8(0).u16(0x7fff).u16(0).u24(0x7fffff).u24(0).u32(0x7fffffff)
-      .u32(0).u64(0x7fffffffffffffffull).u64(0);
+  w2.raw(null_bits(10))
+      .u8(0x7f)
+      .u8(0)
+      .u16(0x7fff)
+      .u16(0)
+      .u24(0x7fffff)
+      .u24(0)
+      .u32(0x7fffffff)
+      .u32(0)
+      .u64(0x7fffffffffffffffull)
+      .u64(0);
   EXPECT_EQ(t.insert(w2.bytes()),
             "ti=127 | tu=0 | si=32767 | su=0 | mi=8388607 | mu=0 | li=2147483647 | lu=0 | "
             "bi=9223372036854775807 | bu=0");
@@ -150,32 +173,38 @@ Bytes encode_decimal(std::string v, int precision, int scale) {
   };
   const int lead = intg % 9;
   std::size_t pos = 0;
-  if (lead) { put(ip.substr(0, static_cast<std::size_t>(lead)), kBytes[lead]); pos = lead; }
+  if (lead) {
+    put(ip.substr(0, static_cast<std::size_t>(lead)), kBytes[lead]);
+    pos = lead;
+  }
   for (; pos < ip.size(); pos += 9) put(ip.substr(pos, 9), 4);
   std::size_t f = 0;
   for (; f + 9 <= fp.size(); f += 9) put(fp.substr(f, 9), 4);
   if (scale % 9) put(fp.substr(f), kBytes[scale % 9]);
   Bytes b = w.bytes();
   b[0] ^= 0x80;
-  if (neg) for (auto& x : b) x = static_cast<std::uint8_t>(~x);
+  if (neg)
+    for (auto& x : b) x = static_cast<std::uint8_t>(~x);
   return b;
 }
 
 TEST(RowDecoder, DecimalNegativeWideAndScaleZero) {
-  Table t({{246, {10, 4}, cs("a")}, {246, {65, 30}, cs("b")}, {246, {5, 0}, cs("c")},
-           {246, {5, 2}, cs("d")}, {246, {18, 9}, cs("e")}});
+  Table t({{246, {10, 4}, cs("a")},
+           {246, {65, 30}, cs("b")},
+           {246, {5, 0}, cs("c")},
+           {246, {5, 2}, cs("d")},
+           {246, {18, 9}, cs("e")}});
   EXPECT_EQ(encode_decimal("-1234.5600", 10, 4), (Bytes{0x7f, 0xfb, 0x2d, 0xea, 0x1f}));
   const std::string wide = "12345678901234567890123456789012345.123456789012345678901234567890";
-  auto image = cat({null_bits(5), encode_decimal("-1234.5600", 10, 4),
-                    encode_decimal(wide, 65, 30), encode_decimal("-12345", 5, 0),
-                    encode_decimal("0.00", 5, 2), encode_decimal("-0.000000001", 18, 9)});
-  EXPECT_EQ(t.insert(image), "a=-1234.5600 | b=" + wide +
-                                 " | c=-12345 | d=0.00 | e=-0.000000001");
+  auto image = cat({null_bits(5), encode_decimal("-1234.5600", 10, 4), encode_decimal(wide, 65, 30),
+                    encode_decimal("-12345", 5, 0), encode_decimal("0.00", 5, 2),
+                    encode_decimal("-0.000000001", 18, 9)});
+  EXPECT_EQ(t.insert(image), "a=-1234.5600 | b=" + wide + " | c=-12345 | d=0.00 | e=-0.000000001");
   auto image2 = cat({null_bits(5), encode_decimal("999999.9999", 10, 4),
                      encode_decimal("-" + wide, 65, 30), encode_decimal("99999", 5, 0),
                      encode_decimal("-999.99", 5, 2), encode_decimal("1", 18, 9)});
-  EXPECT_EQ(t.insert(image2), "a=999999.9999 | b=-" + wide +
-                                  " | c=99999 | d=-999.99 | e=1.000000000");
+  EXPECT_EQ(t.insert(image2),
+            "a=999999.9999 | b=-" + wide + " | c=99999 | d=-999.99 | e=1.000000000");
 }
 
 Bytes f32(float f) {
@@ -227,12 +256,25 @@ TEST(RowDecoder, DoublePrintsTheShortestRoundTrip) {
 }
 
 TEST(RowDecoder, BitYearDate) {
-  Table t({{16, Wire().u8(2).u8(1).bytes(), cs("b10")}, {16, Wire().u8(1).u8(0).bytes(), cs("b1")},
-           {16, Wire().u8(0).u8(8).bytes(), cs("b64")}, {13, {}, cs("y0")}, {13, {}, cs("y")},
-           {10, {}, cs("d0")}, {10, {}, cs("dp")}, {10, {}, cs("dmax")}});
+  Table t({{16, Wire().u8(2).u8(1).bytes(), cs("b10")},
+           {16, Wire().u8(1).u8(0).bytes(), cs("b1")},
+           {16, Wire().u8(0).u8(8).bytes(), cs("b64")},
+           {13, {}, cs("y0")},
+           {13, {}, cs("y")},
+           {10, {}, cs("d0")},
+           {10, {}, cs("dp")},
+           {10, {}, cs("dmax")}});
   Wire w;
-  w.raw(null_bits(8)).u8(0x03).u8(0xff).u8(0x01).u64(~0ull).u8(0).u8(155).u24(0)
-      .u24(2020u << 9).u24(9999u << 9 | 12u << 5 | 31u);
+  w.raw(null_bits(8))
+      .u8(0x03)
+      .u8(0xff)
+      .u8(0x01)
+      .u64(~0ull)
+      .u8(0)
+      .u8(155)
+      .u24(0)
+      .u24(2020u << 9)
+      .u24(9999u << 9 | 12u << 5 | 31u);
   EXPECT_EQ(t.insert(w.bytes()),
             "b10=\\x03ff | b1=\\x01 | b64=\\xffffffffffffffff | y0=0000 | y=2055 | "
             "d0=0000-00-00 | dp=2020-00-00 | dmax=9999-12-31");
@@ -244,26 +286,35 @@ Bytes time2(bool neg, unsigned h, unsigned m, unsigned s, unsigned micros, int f
   std::int64_t packed = (hms << 24) + micros;
   if (neg) packed = -packed;
   Wire w;
-  const std::int64_t intpart = packed >> 24;            // floor
-  const std::int64_t frac = packed % (1LL << 24);       // sign of packed
+  const std::int64_t intpart = packed >> 24;       // floor
+  const std::int64_t frac = packed % (1LL << 24);  // sign of packed
   switch (fsp) {
-    case 0: w.be(static_cast<std::uint64_t>(intpart + 0x800000), 3); break;
-    case 1: case 2:
+    case 0:
+      w.be(static_cast<std::uint64_t>(intpart + 0x800000), 3);
+      break;
+    case 1:
+    case 2:
       w.be(static_cast<std::uint64_t>(intpart + 0x800000), 3)
           .be(static_cast<std::uint64_t>(frac / 10000), 1);
       break;
-    case 3: case 4:
+    case 3:
+    case 4:
       w.be(static_cast<std::uint64_t>(intpart + 0x800000), 3)
           .be(static_cast<std::uint64_t>(frac / 100), 2);
       break;
-    default: w.be(static_cast<std::uint64_t>(packed + 0x800000000000LL), 6);
+    default:
+      w.be(static_cast<std::uint64_t>(packed + 0x800000000000LL), 6);
   }
   return w.bytes();
 }
 
 TEST(RowDecoder, Time2NegativeOver24HoursWithFractions) {
-  Table t({{19, {0}, cs("t0")}, {19, {0}, cs("tmin")}, {19, {2}, cs("t2")},
-           {19, {3}, cs("t3")}, {19, {6}, cs("t6")}, {19, {6}, cs("t6n")},
+  Table t({{19, {0}, cs("t0")},
+           {19, {0}, cs("tmin")},
+           {19, {2}, cs("t2")},
+           {19, {3}, cs("t3")},
+           {19, {6}, cs("t6")},
+           {19, {6}, cs("t6n")},
            {19, {1}, cs("t1")}});
   auto image = cat({null_bits(7), time2(false, 838, 59, 59, 0, 0), time2(true, 838, 59, 59, 0, 0),
                     time2(true, 0, 0, 1, 500000, 2), time2(true, 12, 34, 56, 789000, 3),
@@ -288,14 +339,19 @@ Bytes datetime2(unsigned y, unsigned mo, unsigned d, unsigned h, unsigned mi, un
 }
 
 TEST(RowDecoder, DateTime2AndTimestamp2WithFsp) {
-  Table t({{18, {0}, cs("dt0")}, {18, {6}, cs("dtmax")}, {18, {3}, cs("dtz")},
-           {17, {0}, cs("ts")}, {17, {3}, cs("ts3")}, {17, {6}, cs("ts0")},
+  Table t({{18, {0}, cs("dt0")},
+           {18, {6}, cs("dtmax")},
+           {18, {3}, cs("dtz")},
+           {17, {0}, cs("ts")},
+           {17, {3}, cs("ts3")},
+           {17, {6}, cs("ts0")},
            {18, {1}, cs("dt1")}});
   Wire ts;
   ts.be(1700000000, 4).be(1700000000, 4).be(1230, 2).be(0, 4).be(0, 3);
-  auto image = cat({null_bits(7), datetime2(1000, 1, 1, 0, 0, 0, 0, 0),
-                    datetime2(9999, 12, 31, 23, 59, 59, 999999, 6), datetime2(0, 0, 0, 0, 0, 0, 0, 3),
-                    ts.bytes(), datetime2(2020, 2, 29, 12, 0, 0, 500000, 1)});
+  auto image =
+      cat({null_bits(7), datetime2(1000, 1, 1, 0, 0, 0, 0, 0),
+           datetime2(9999, 12, 31, 23, 59, 59, 999999, 6), datetime2(0, 0, 0, 0, 0, 0, 0, 3),
+           ts.bytes(), datetime2(2020, 2, 29, 12, 0, 0, 500000, 1)});
   EXPECT_EQ(t.insert(image),
             "dt0=1000-01-01 00:00:00 | dtmax=9999-12-31 23:59:59.999999 | "
             "dtz=0000-00-00 00:00:00.000 | ts=2023-11-14 22:13:20 | "
@@ -304,14 +360,26 @@ TEST(RowDecoder, DateTime2AndTimestamp2WithFsp) {
 }
 
 TEST(RowDecoder, OldTemporalFormats) {
-  Table t({{11, {}, cs("t")}, {11, {}, cs("tn")}, {12, {}, cs("dt")}, {12, {}, cs("dt0")},
+  Table t({{11, {}, cs("t")},
+           {11, {}, cs("tn")},
+           {12, {}, cs("dt")},
+           {12, {}, cs("dt0")},
            {7, {}, cs("ts")}});
   Wire w;
-  w.raw(null_bits(5)).u24(8385959).u24(static_cast<std::uint32_t>(-123456) & 0xffffff)
-      .u64(20201231235958ull).u64(0).u32(86400);
+  w.raw(null_bits(5))
+      .u24(8385959)
+      .u24(static_cast<std::uint32_t>(-123456) & 0xffffff)
+      .u64(20201231235958ull)
+      .u64(0)
+      .u32(86400);
   EXPECT_EQ(t.insert(w.bytes()),
             "t=838:59:59 | tn=-12:34:56 | dt=2020-12-31 23:59:58 | dt0=0000-00-00 00:00:00 | "
             "ts=1970-01-02 00:00:00");
+}
+
+TEST(RowDecoder, OldFractionalTemporalFormatIsAnErrorWithRemedy) {
+  Table t({{12, {}, cs("dt", "datetime(3)")}});
+  EXPECT_THAT(t.insert(cat({null_bits(1), Bytes(8, 0)})), HasSubstr("mysql56_temporal_format"));
 }
 
 TEST(RowDecoder, StringsCharsetsAndBinary) {
@@ -327,18 +395,40 @@ TEST(RowDecoder, StringsCharsetsAndBinary) {
            {252, {1}, cs("g2", "tinytext", "cp1251")}});
   const std::string long_s(300, 'z');
   Wire w;
-  w.raw(null_bits(10)).u8(6).raw("w\xc3\xb6rld").u16(300).raw(long_s).u8(3).raw("abc")
-      .u16(3).raw("xyz").u8(6).raw("w\xf6rld\x80").u8(2).raw("ab").u8(3).raw(std::string("\0\1\xff", 3))
-      .u16(5).raw("hello").u16(2).raw("\xde\xad").u8(3).raw("\xcf\xf0\xe8");
-  EXPECT_EQ(t.insert(w.bytes()),
-            "v=w\xc3\xb6rld | vlong=" + long_s + " | c=abc | c255=xyz | l1=w\xc3\xb6rld\xe2\x82\xac | "
-            "bin=\\x61620000 | vb=\\x0001ff | txt=hello | blb=\\xdead | g2=\xd0\x9f\xd1\x80\xd0\xb8");
+  w.raw(null_bits(10))
+      .u8(6)
+      .raw("w\xc3\xb6rld")
+      .u16(300)
+      .raw(long_s)
+      .u8(3)
+      .raw("abc")
+      .u16(3)
+      .raw("xyz")
+      .u8(6)
+      .raw("w\xf6rld\x80")
+      .u8(2)
+      .raw("ab")
+      .u8(3)
+      .raw(std::string("\0\1\xff", 3))
+      .u16(5)
+      .raw("hello")
+      .u16(2)
+      .raw("\xde\xad")
+      .u8(3)
+      .raw("\xcf\xf0\xe8");
+  EXPECT_EQ(
+      t.insert(w.bytes()),
+      "v=w\xc3\xb6rld | vlong=" + long_s +
+          " | c=abc | c255=xyz | l1=w\xc3\xb6rld\xe2\x82\xac | "
+          "bin=\\x61620000 | vb=\\x0001ff | txt=hello | blb=\\xdead | g2=\xd0\x9f\xd1\x80\xd0\xb8");
 }
 
 TEST(RowDecoder, EnumAndSetWithMultiByteLabelsAndTheEmptyValue) {
   Table t({{254, {0xf7, 1}, cs("e", "enum('ä','b')", "utf8mb4", false, {"\xc3\xa4", "b"})},
            {254, {0xf7, 1}, cs("e0", "enum('a')", "utf8mb4", false, {"a"})},
-           {254, {0xf7, 2}, cs("e2", "enum(...)", "utf8mb4", false, std::vector<std::string>(300, "x"))},
+           {254,
+            {0xf7, 2},
+            cs("e2", "enum(...)", "utf8mb4", false, std::vector<std::string>(300, "x"))},
            {254, {0xf8, 1}, cs("s", "set('ö','b','c')", "utf8mb4", false, {"\xc3\xb6", "b", "c"})},
            {254, {0xf8, 1}, cs("s0", "set('a')", "utf8mb4", false, {"a"})}});
   Wire w;
@@ -350,19 +440,32 @@ TEST(RowDecoder, EnumAndSetWithMultiByteLabelsAndTheEmptyValue) {
 }
 
 TEST(RowDecoder, Inet6UuidGeometryAndJsonText) {
-  Table t({{254, {0xfe, 16}, cs("ip", "inet6")}, {254, {0xfe, 16}, cs("ip4", "inet6")},
-           {254, {0xfe, 16}, cs("ip0", "inet6")}, {254, {0xfe, 16}, cs("u", "uuid")},
-           {255, {4}, cs("g", "point")}, {252, {4}, cs("j", "longtext", "utf8mb4")}});
+  Table t({{254, {0xfe, 16}, cs("ip", "inet6")},
+           {254, {0xfe, 16}, cs("ip4", "inet6")},
+           {254, {0xfe, 16}, cs("ip0", "inet6")},
+           {254, {0xfe, 16}, cs("u", "uuid")},
+           {255, {4}, cs("g", "point")},
+           {252, {4}, cs("j", "longtext", "utf8mb4")}});
   t.schema().columns[5].is_json = true;
   const Bytes v6 = {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
   const Bytes v4 = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 1, 2, 3, 4};
-  const Bytes uuid = {0x12, 0x3e, 0x45, 0x67, 0xe8, 0x9b, 0x12, 0xd3,
-                      0xa4, 0x56, 0x42, 0x66, 0x55, 0x44};  // trailing 00 00 not logged
-  const Bytes point = {0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f,
-                       0, 0, 0, 0, 0, 0, 0, 0x40};
+  const Bytes uuid = {0x12, 0x3e, 0x45, 0x67, 0xe8, 0x9b, 0x12,
+                      0xd3, 0xa4, 0x56, 0x42, 0x66, 0x55, 0x44};  // trailing 00 00 not logged
+  const Bytes point = {0, 0, 0,    0,    1, 1, 0, 0, 0, 0, 0, 0,   0,
+                       0, 0, 0xf0, 0x3f, 0, 0, 0, 0, 0, 0, 0, 0x40};
   Wire w;
-  w.raw(null_bits(6)).u8(16).raw(v6).u8(16).raw(v4).u8(0).u8(uuid.size()).raw(uuid)
-      .u32(point.size()).raw(point).u32(7).raw("{\"a\":1}");
+  w.raw(null_bits(6))
+      .u8(16)
+      .raw(v6)
+      .u8(16)
+      .raw(v4)
+      .u8(0)
+      .u8(uuid.size())
+      .raw(uuid)
+      .u32(point.size())
+      .raw(point)
+      .u32(7)
+      .raw("{\"a\":1}");
   EXPECT_EQ(t.insert(w.bytes()),
             "ip=2001:db8::1 | ip4=::ffff:1.2.3.4 | ip0=:: | "
             "u=123e4567-e89b-12d3-a456-426655440000 | "
@@ -390,8 +493,10 @@ TEST(RowDecoder, MinimalUpdateAndDeleteImages) {
   // MINIMAL update: before = key only, after = the changed columns (id, n).
   const Bytes after_bits = test::bitmap(3, {0, 2});
   Wire images;
-  images.raw(null_bits(1)).u32(1)                 // before: id=1
-      .raw(null_bits(2, {1})).u32(1);             // after: id=1, n=NULL
+  images.raw(null_bits(1))
+      .u32(1)  // before: id=1
+      .raw(null_bits(2, {1}))
+      .u32(1);  // after: id=1, n=NULL
   images.raw(null_bits(1)).u32(2).raw(null_bits(2)).u32(2).u32(5);
   auto r = t.rows(24, test::bitmap(3, {0}), images.bytes(), &after_bits);
   ASSERT_TRUE(r) << r.error().report();
@@ -428,21 +533,29 @@ TEST(RowDecoder, UnsignedFromTableMapMetadata) {
   ASSERT_TRUE(d.decode(test::format_description("8.0.36")));
   Wire opt;
   opt.u8(1).packed(1).u8(0x80);
-  const Bytes tm_bytes = test::event(19, test::table_map_body(42, "app", "t", {{3, {}}}, opt.bytes()));
+  const Bytes tm_bytes =
+      test::event(19, test::table_map_body(42, "app", "t", {{3, {}}}, opt.bytes()));
   auto tm = d.decode(tm_bytes);
   ASSERT_TRUE(tm) << tm.error().report();
   TableSchema schema;
   schema.columns.push_back(cs("u"));
   Wire image;
   image.raw(null_bits(1)).u32(0xffffffff);
-  const Bytes rows_bytes = test::event(23, test::rows_body(42, 1, test::all_bits(1), nullptr,
-                                                           image.bytes()));
+  const Bytes rows_bytes =
+      test::event(23, test::rows_body(42, 1, test::all_bits(1), nullptr, image.bytes()));
   auto ev = d.decode(rows_bytes);
   ASSERT_TRUE(ev);
   RowReader reader(*tm->table_map, schema, *ev->rows, Flavor::kMySql);
   DecodedRow row;
   ASSERT_TRUE(*reader.next(row));
   EXPECT_EQ(*(*row.after)[0].text, "4294967295");
+}
+
+TEST(RowDecoder, ImagesWithoutColumnsCannotLoopForever) {
+  Table t({{3, {}, cs("id")}});
+  auto r = t.rows(23, test::bitmap(1, {}), {1, 2, 3});
+  ASSERT_FALSE(r);
+  EXPECT_THAT(r.error().message(), HasSubstr("images with no columns"));
 }
 
 TEST(RowDecoder, ColumnCountMismatchNamesBothCounts) {
@@ -455,11 +568,20 @@ TEST(RowDecoder, ColumnCountMismatchNamesBothCounts) {
 }
 
 TEST(RowDecoder, TruncatedImagesAreErrorsNamingTheColumn) {
-  Table t({{3, {}, cs("id")}, {15, Wire().u16(40).bytes(), cs("name")}, {252, {2}, cs("body")},
-           {246, {10, 4}, cs("d")}, {18, {6}, cs("dt")}});
+  Table t({{3, {}, cs("id")},
+           {15, Wire().u16(40).bytes(), cs("name")},
+           {252, {2}, cs("body")},
+           {246, {10, 4}, cs("d")},
+           {18, {6}, cs("dt")}});
   Wire full;
-  full.raw(null_bits(5)).u32(7).u8(2).raw("hi").u16(3).raw("abc")
-      .raw(encode_decimal("1.5", 10, 4)).raw(datetime2(2020, 1, 1, 0, 0, 0, 0, 6));
+  full.raw(null_bits(5))
+      .u32(7)
+      .u8(2)
+      .raw("hi")
+      .u16(3)
+      .raw("abc")
+      .raw(encode_decimal("1.5", 10, 4))
+      .raw(datetime2(2020, 1, 1, 0, 0, 0, 0, 6));
   EXPECT_EQ(t.insert(full.bytes()),
             "id=7 | name=hi | body=abc | d=1.5000 | dt=2020-01-01 00:00:00.000000");
   const Bytes all = full.bytes();
@@ -471,9 +593,14 @@ TEST(RowDecoder, TruncatedImagesAreErrorsNamingTheColumn) {
 }
 
 TEST(RowDecoder, GarbageImagesNeverCrash) {
-  Table t({{3, {}, cs("id")}, {15, Wire().u16(400).bytes(), cs("name")}, {252, {4}, cs("body")},
-           {246, {65, 30}, cs("d")}, {19, {6}, cs("t")}, {245, {4}, cs("j")},
-           {254, {0xf8, 8}, cs("s", "", "", false, {"a"})}, {16, {7, 8}, cs("b")}});
+  Table t({{3, {}, cs("id")},
+           {15, Wire().u16(400).bytes(), cs("name")},
+           {252, {4}, cs("body")},
+           {246, {65, 30}, cs("d")},
+           {19, {6}, cs("t")},
+           {245, {4}, cs("j")},
+           {254, {0xf8, 8}, cs("s", "", "", false, {"a"})},
+           {16, {7, 8}, cs("b")}});
   std::uint32_t x = 12345;
   for (int round = 0; round < 2000; ++round) {
     Bytes b(static_cast<std::size_t>(round % 97));
