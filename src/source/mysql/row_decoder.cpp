@@ -831,7 +831,7 @@ Result<bool> RowReader::next(DecodedRow& out) {
       break;
     case RowsKind::kUpdate:
       CPPCDC_TRY(read_image(offset_, rows_.present, present_count_, out.before));
-      if (offset_ >= rows_.rows.size()) {
+      if (offset_ >= rows_.rows.size() && present_after_count_ > 0) {
         return fail(Error::invalid_data("table " + schema_.database + "." + schema_.table +
                                         ": an update's after image is missing"));
       }
