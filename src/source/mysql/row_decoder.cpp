@@ -113,42 +113,56 @@ void append_int(std::string& out, T v) {
 }
 
 // Zero-padded decimal of exactly `width` digits (value < 10^width).
-void append_padded(std::string& out, std::uint64_t v, int width) {
-  char buf[20];
-  for (int i = width - 1; i >= 0; --i) {
-    buf[i] = static_cast<char>('0' + v % 10);
-    v /= 10;
-  }
-  out.append(buf, static_cast<std::size_t>(width));
-}
+// "00" to "99", for the two-digit fields of dates and times.
+constexpr char kDigitPairs[] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
 
-// At least two digits (hours of TIME can reach 838).
-void append_min2(std::string& out, std::uint64_t v) {
-  if (v < 10) out += '0';
-  append_int(out, v);
+// Writes v % 100 as two digits.
+inline char* put2(char* p, std::uint64_t v) {
+  std::memcpy(p, kDigitPairs + 2 * (v % 100), 2);
+  return p + 2;
 }
 
 void append_frac(std::string& out, std::uint64_t micros, int fsp) {
   if (fsp <= 0) return;
   static constexpr std::uint32_t kDiv[] = {1000000, 100000, 10000, 1000, 100, 10, 1};
-  out += '.';
-  append_padded(out, micros / kDiv[fsp], fsp);
+  char buf[8];
+  buf[0] = '.';
+  std::uint64_t v = micros / kDiv[fsp];
+  for (int i = fsp; i >= 1; --i) {
+    buf[i] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  }
+  out.append(buf, static_cast<std::size_t>(fsp) + 1);
 }
 
 void append_date(std::string& out, std::uint64_t y, std::uint64_t m, std::uint64_t d) {
-  append_padded(out, y % 10000, 4);
-  out += '-';
-  append_padded(out, m % 100, 2);
-  out += '-';
-  append_padded(out, d % 100, 2);
+  char buf[10];
+  char* p = put2(put2(buf, y / 100), y);
+  *p++ = '-';
+  p = put2(p, m);
+  *p++ = '-';
+  put2(p, d);
+  out.append(buf, 10);
 }
 
+// HH:MM:SS with at least two digits of hours (TIME reaches 838).
 void append_hms(std::string& out, std::uint64_t h, std::uint64_t mi, std::uint64_t s) {
-  append_min2(out, h);
-  out += ':';
-  append_padded(out, mi % 100, 2);
-  out += ':';
-  append_padded(out, s % 100, 2);
+  char buf[16];
+  char* p = buf;
+  if (h >= 100) {
+    const std::uint64_t hundreds = h / 100;
+    if (hundreds >= 10) *p++ = static_cast<char>('0' + hundreds / 10 % 10);
+    *p++ = static_cast<char>('0' + hundreds % 10);
+  }
+  p = put2(p, h);
+  *p++ = ':';
+  p = put2(p, mi);
+  *p++ = ':';
+  p = put2(p, s);
+  out.append(buf, static_cast<std::size_t>(p - buf));
 }
 
 // Days since 1970-01-01 to a civil date (proleptic Gregorian).
@@ -324,41 +338,48 @@ bool detail::decode_decimal(const std::uint8_t* p, std::size_t size, int precisi
   }
   const int intg = precision - scale;
   const int intg0 = intg / 9, intg0x = intg % 9, frac0 = scale / 9, frac0x = scale % 9;
+  // The groups of 9 (or fewer, for the partial ones) digits, most significant first.
+  std::uint32_t groups[16];
+  int widths[16];
+  int n = 0;
   std::size_t pos = 0;
-  char digits[80];
-  std::size_t nd = 0;
-  auto put = [&](std::uint32_t v, int width) {
-    for (int i = width - 1; i >= 0; --i) {
-      digits[nd + static_cast<std::size_t>(i)] = static_cast<char>('0' + v % 10);
-      v /= 10;
-    }
-    nd += static_cast<std::size_t>(width);
-  };
-  auto group = [&](int bytes) {
+  auto group = [&](int bytes, int width) {
     const auto v = static_cast<std::uint32_t>(ByteReader::load_be(buf + pos, bytes));
     pos += static_cast<std::size_t>(bytes);
-    return v;
+    groups[n] = v % 1000000000u;
+    widths[n++] = width;
   };
-  if (intg0x) put(group(kDigitBytes[intg0x]) % 1000000000u, intg0x);
-  for (int i = 0; i < intg0; ++i) put(group(4) % 1000000000u, 9);
-  const std::size_t int_digits = nd;
-  for (int i = 0; i < frac0; ++i) put(group(4) % 1000000000u, 9);
-  if (frac0x) put(group(kDigitBytes[frac0x]) % 1000000000u, frac0x);
-  // Integer part without leading zeros (at least one digit).
-  std::size_t first = 0;
-  while (first + 1 < int_digits && digits[first] == '0') ++first;
+  if (intg0x) group(kDigitBytes[intg0x], intg0x);
+  for (int i = 0; i < intg0; ++i) group(4, 9);
+  const int int_groups = n;
+  for (int i = 0; i < frac0; ++i) group(4, 9);
+  if (frac0x) group(kDigitBytes[frac0x], frac0x);
   bool zero = true;
-  for (std::size_t i = 0; i < nd; ++i) zero = zero && digits[i] == '0';
-  if (negative && !zero) out += '-';
-  if (int_digits == 0) {
-    out += '0';
+  for (int i = 0; i < n; ++i) zero = zero && groups[i] == 0;
+
+  char text[96];
+  char* q = text;
+  if (negative && !zero) *q++ = '-';
+  auto padded = [&](std::uint32_t v, int width) {
+    for (int i = width - 1; i >= 0; --i) {
+      q[i] = static_cast<char>('0' + v % 10);
+      v /= 10;
+    }
+    q += width;
+  };
+  int first = 0;
+  while (first < int_groups && groups[first] == 0) ++first;
+  if (first == int_groups) {
+    *q++ = '0';
   } else {
-    out.append(digits + first, int_digits - first);
+    q = std::to_chars(q, text + sizeof text, groups[first]).ptr;
+    for (int i = first + 1; i < int_groups; ++i) padded(groups[i], 9);
   }
   if (scale > 0) {
-    out += '.';
-    out.append(digits + int_digits, nd - int_digits);
+    *q++ = '.';
+    for (int i = int_groups; i < n; ++i) padded(groups[i], widths[i]);
   }
+  out.append(text, static_cast<std::size_t>(q - text));
   return true;
 }
 
@@ -831,7 +852,7 @@ Result<bool> RowReader::next(DecodedRow& out) {
       break;
     case RowsKind::kUpdate:
       CPPCDC_TRY(read_image(offset_, rows_.present, present_count_, out.before));
-      if (offset_ >= rows_.rows.size()) {
+      if (offset_ >= rows_.rows.size() && present_after_count_ > 0) {
         return fail(Error::invalid_data("table " + schema_.database + "." + schema_.table +
                                         ": an update's after image is missing"));
       }

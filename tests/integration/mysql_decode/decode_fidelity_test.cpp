@@ -170,7 +170,8 @@ class DecodeFidelity : public ::testing::Test {
 
   // Reads the binlog from mark() to its end; decodes the rows of `table`.
   std::vector<Change> read_changes(const TableSchema& schema,
-                                   std::set<std::uint8_t>* types = nullptr) {
+                                   std::set<std::uint8_t>* types = nullptr,
+                                   TableMapEvent* last_map = nullptr) {
     std::vector<Change> out;
     Conn repl(port_);
     EXPECT_EQ(repl.error(), "");
@@ -202,7 +203,12 @@ class DecodeFidelity : public ::testing::Test {
         break;
       }
       if (types) types->insert(decoded->header.type);
-      if (decoded->table_map) maps[decoded->table_map->table_id] = *decoded->table_map;
+      if (decoded->table_map) {
+        maps[decoded->table_map->table_id] = *decoded->table_map;
+        if (last_map != nullptr && decoded->table_map->table == schema.table) {
+          *last_map = *decoded->table_map;
+        }
+      }
       if (decoded->rows) {
         auto it = maps.find(decoded->rows->table_id);
         if (it != maps.end() && it->second.table == schema.table &&
@@ -228,7 +234,7 @@ class DecodeFidelity : public ::testing::Test {
   }
 
   // SELECT of every column of row `id` as the decoder prints it.
-  std::vector<Cell> expected(const TableSchema& s, const std::string& table, int id) {
+  std::vector<Cell> expected(const TableSchema& s, const std::string& table, long long id) {
     std::string cols;
     for (const auto& c : s.columns) {
       if (!cols.empty()) cols += ", ";
@@ -252,14 +258,14 @@ class DecodeFidelity : public ::testing::Test {
     return rows.empty() ? std::vector<Cell>{} : rows[0];
   }
 
-  void compare(const TableSchema& s, const std::string& table, const Row& row, int id) {
+  void compare(const TableSchema& s, const std::string& table, const Row& row, long long id) {
     const auto want = expected(s, table, id);
     ASSERT_EQ(want.size(), s.columns.size());
     ASSERT_EQ(row.size(), s.columns.size());
     const bool dump = std::getenv("CPPCDC_TEST_DUMP") != nullptr;
     for (std::size_t i = 0; i < row.size(); ++i) {
       if (dump) {
-        std::fprintf(stderr, "%d %s = %s\n", id, row[i].name.c_str(),
+        std::fprintf(stderr, "%lld %s = %s\n", id, row[i].name.c_str(),
                      row[i].text ? row[i].text->substr(0, 80).c_str() : "NULL");
       }
       EXPECT_EQ(row[i].name, s.columns[i].name);
@@ -416,6 +422,45 @@ TEST_F(DecodeFidelity, BinlogWithoutChecksums) {
   conn_->exec("SET GLOBAL binlog_checksum = CRC32");
   ASSERT_EQ(changes.size(), 1u);
   compare(s, "nocrc", *changes[0].row.after, 1);
+}
+
+TEST_F(DecodeFidelity, FullRowMetadataDecodesWithoutTheSchemasTypeDetails) {
+  conn_->exec(
+      "CREATE TABLE meta (id INT UNSIGNED PRIMARY KEY, n BIGINT, d DECIMAL(6,2) UNSIGNED, "
+      "v VARCHAR(10), l VARCHAR(10) CHARACTER SET latin1, b VARBINARY(4), "
+      "e ENUM('x','ä'), s SET('p','q','ÿ'), t TINYINT UNSIGNED)");
+  const TableSchema full = schema("meta");
+  auto before = conn_->query("SELECT @@global.binlog_row_metadata");
+  conn_->exec("SET GLOBAL binlog_row_metadata = FULL");
+  mark();
+  conn_->exec(
+      "INSERT INTO meta VALUES (4294967295, -5, 9999.99, 'vé', 'lé', 0x0102, "
+      "'ä', 'p,ÿ', 255)");
+  // Names only: unsignedness, charsets and labels must come from the table map.
+  TableSchema bare;
+  bare.database = full.database;
+  bare.table = full.table;
+  for (const auto& c : full.columns) {
+    ColumnSchema b;
+    b.name = c.name;
+    bare.columns.push_back(b);
+  }
+  TableMapEvent map;
+  const auto changes = read_changes(bare, nullptr, &map);
+  conn_->exec("SET GLOBAL binlog_row_metadata = " + *before[0][0]);
+  ASSERT_EQ(changes.size(), 1u);
+  std::vector<std::string> names;
+  for (const auto& c : full.columns) names.push_back(c.name);
+  EXPECT_EQ(map.metadata.column_names, names);
+  EXPECT_EQ(map.metadata.is_unsigned, (std::vector<bool>{true, false, true, true}));
+  EXPECT_EQ(map.metadata.primary_key, (std::vector<std::uint32_t>{0}));
+  ASSERT_EQ(map.metadata.enum_values.size(), 1u);
+  EXPECT_EQ(map.metadata.enum_values[0], (std::vector<std::string>{"x", "ä"}));
+  ASSERT_EQ(map.metadata.set_values.size(), 1u);
+  EXPECT_EQ(map.metadata.set_values[0].size(), 3u);
+  ASSERT_EQ(map.metadata.charsets.size(), 3u);  // v, l, b
+  EXPECT_EQ(map.metadata.charsets[2], 63u);     // binary
+  compare(full, "meta", *changes[0].row.after, 4294967295LL);
 }
 
 }  // namespace
