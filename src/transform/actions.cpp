@@ -1,6 +1,7 @@
 // unwrap, flatten, route, metadata_projection, key_shaping, field_mapping and outbox.
 
 #include <algorithm>
+#include <charconv>
 #include <memory>
 
 #include "core/json_write.hpp"
@@ -177,6 +178,23 @@ class RouteAction final : public TransformAction {
 
 // ---- metadata_projection ----
 
+// A JSON string; the escaping path (and its scratch room) only when some byte needs it.
+void append_string(std::string& out, std::string_view s) {
+  if (detail::json_needs_escape(s)) {
+    detail::append_json_string(out, s);
+    return;
+  }
+  out += '"';
+  out.append(s);
+  out += '"';
+}
+
+void append_number(std::string& out, std::int64_t v) {
+  char buf[24];
+  const auto end = std::to_chars(buf, buf + sizeof buf, v).ptr;
+  out.append(buf, end);
+}
+
 enum class MetaField { kSchema, kTable, kOperation, kSourceName, kSourceTimestamp, kOffset, kTs,
                        kTxId, kSnapshot };
 
@@ -227,26 +245,29 @@ class MetadataProjectionAction final : public TransformAction {
     for (const auto& [name, field] : fields_) {
       if (!first) json += ',';
       first = false;
-      detail::append_json_string(json, name);
-      json += ':';
+      json += '"';
+      json.append(name);  // a fixed name: nothing to escape
+      json += "\":";
       switch (field) {
         case MetaField::kSchema:
           if (event.schema) {
-            detail::append_json_string(json, *event.schema);
+            append_string(json, *event.schema);
           } else {
             json += "null";
           }
           break;
-        case MetaField::kTable: detail::append_json_string(json, event.table); break;
-        case MetaField::kOperation: detail::append_json_string(json, to_string(event.op)); break;
-        case MetaField::kSourceName:
-          detail::append_json_string(json, event.source.source_name);
-          break;
-        case MetaField::kSourceTimestamp: json += std::to_string(event.source.timestamp); break;
-        case MetaField::kOffset: detail::append_json_string(json, event.source.offset); break;
-        case MetaField::kTs: json += std::to_string(event.ts); break;
+        case MetaField::kTable: append_string(json, event.table); break;
+        case MetaField::kOperation: append_string(json, to_string(event.op)); break;
+        case MetaField::kSourceName: append_string(json, event.source.source_name); break;
+        case MetaField::kSourceTimestamp: append_number(json, event.source.timestamp); break;
+        case MetaField::kOffset: append_string(json, event.source.offset); break;
+        case MetaField::kTs: append_number(json, event.ts); break;
         case MetaField::kTxId:
-          json += event.transaction ? std::to_string(event.transaction->tx_id) : "null";
+          if (event.transaction) {
+            append_number(json, static_cast<std::int64_t>(event.transaction->tx_id));
+          } else {
+            json += "null";
+          }
           break;
         case MetaField::kSnapshot: json += event.snapshot ? "true" : "false"; break;
       }

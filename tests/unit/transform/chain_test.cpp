@@ -36,8 +36,6 @@ TEST(KeyGuard, ProjectionOmittingTheKeyIsRefused) {
 }
 
 TEST(KeyGuard, SettingTheKeyToNoneOnPurposeIsAllowed) {
-  FieldMappingConfig c;
-  c.remove = {"id"};
   TransformChainConfig config;
   TransformStage drop_key{"drop-key", {}, {}};
   drop_key.actions.push_back(must(make_unwrap({"data", true})));
