@@ -287,6 +287,9 @@ class MysqlSource final : public Source {
 
   Status stream_loop() {
     EventDecoder decoder(flavor_);
+    // The artificial ROTATE that opens the stream comes before the FORMAT_DESCRIPTION that
+    // tells the decoder about checksums, yet carries the checksum we declared we handle.
+    decoder.set_checksummed(server_.checksum == "CRC32");
     file_ = start_.file;
     table_maps_.clear();
     in_tx_ = false;
@@ -301,27 +304,12 @@ class MysqlSource final : public Source {
         return fail(Error::source(ErrorKind::kTransient, "the server ended the binlog stream"));
       }
       auto ev = decoder.decode(*bytes);
-      if (ev && ev->type == EventType::kRotate && ev->rotate && !decoder.checksummed()) {
-        // The artificial ROTATE that opens the stream comes before the FORMAT_DESCRIPTION
-        // that tells the decoder about checksums, yet carries one when the server
-        // checksums (we declared that we handle it): its trailer is not part of the name.
-        ev->rotate->next_file = rotate_name(*bytes);
-      }
       if (!ev)
         return fail(ev.error().context("decoding the binlog event after " + coordinate(last_end_)));
       CPPCDC_TRY(handle(*ev, decoder));
       handoff_.release_recycled();
     }
     return ok();
-  }
-
-  // The file name of a ROTATE event (19-byte header, 8-byte position, name, checksum as the
-  // server declares).
-  std::string rotate_name(std::span<const std::uint8_t> bytes) const {
-    const std::size_t trailer = server_.checksum == "CRC32" ? 4 : 0;
-    if (bytes.size() < 27 + trailer) return {};
-    return std::string(reinterpret_cast<const char*>(bytes.data()) + 27,
-                       bytes.size() - 27 - trailer);
   }
 
   // The binlog coordinate where `h`'s event starts (0 for artificial events).
