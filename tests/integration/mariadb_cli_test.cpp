@@ -96,5 +96,29 @@ TEST_F(MariaDbCli, RunSnapshotsAndStreamsIntoTheFileSink) {
   EXPECT_EQ(ls.str().find("cli-s3cret"), std::string::npos);
 }
 
+// `cppcdc preflight` on MariaDB: a ready server passes and reports where a first start reads
+// from; a user without the replication grants and a checkpoint whose binlog is gone fail,
+// each with its remedy, and the exit code says a start would fail.
+TEST_F(MariaDbCli, PreflightPassesOnAReadyServerAndNamesWhatIsMissing) {
+  setenv("CLI_TEST_PW", "cli-s3cret", 1);
+  session_.exec("CREATE TABLE " + db_ + ".nokey (a int)");
+  auto o = run_cli({"preflight", "--config", write_config().string()});
+  EXPECT_EQ(o.code, 0) << o.output;
+  EXPECT_NE(o.output.find("ok    connected to 127.0.0.1"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("2 tables match the captured tables"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("warn  table " + db_ + ".nokey has no primary key"), std::string::npos)
+      << o.output;
+  EXPECT_NE(o.output.find("no checkpoint: a first start reads from"), std::string::npos)
+      << o.output;
+  EXPECT_EQ(o.output.find("cli-s3cret"), std::string::npos) << o.output;
+  EXPECT_FALSE(fs::exists(dir_ / "state"));
+
+  session_.exec("REVOKE REPLICATION SLAVE ON *.* FROM 'cdc_cli'@'127.0.0.1'");
+  o = run_cli({"preflight", "--config", write_config().string()});
+  EXPECT_EQ(o.code, 3) << o.output;
+  EXPECT_NE(o.output.find("FAIL"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("REPLICATION SLAVE"), std::string::npos) << o.output;
+}
+
 }  // namespace
 }  // namespace cppcdc::it::maria

@@ -192,6 +192,10 @@ class ConfiguredMysqlSource final : public ConfiguredMysql {
   }
 
   Result<std::unique_ptr<Source>> build() const override { return make_mysql_source(config_); }
+  std::vector<PreflightCheck> preflight(
+      const std::optional<CheckpointRecord>& checkpoint) const override {
+    return run_preflight(config_, checkpoint);
+  }
 
  private:
   MysqlSourceConfig config_;

@@ -3,6 +3,8 @@
 // (register_plugin() in cppcdc/mysql.hpp registers configure_mysql_source()).
 
 #include <memory>
+#include <optional>
+#include <vector>
 
 #include "cppcdc/mysql.hpp"
 #include "cppcdc/plugin.hpp"
@@ -18,6 +20,10 @@ class ConfiguredMysql : public ConfiguredSource {
 /// Reads and validates the settings of a source of `flavor`. Errors: configuration, through
 /// `settings` (so they name where each key is written).
 Result<MysqlSourceConfig> read_mysql_settings(const Settings& settings, ServerFlavor flavor);
+
+/// The checks of `cppcdc preflight` (ConfiguredSource::preflight) for `config`: read-only.
+std::vector<PreflightCheck> run_preflight(const MysqlSourceConfig& config,
+                                          const std::optional<CheckpointRecord>& checkpoint);
 
 /// The factory registered for `flavor`'s type name; returns a ConfiguredMysql.
 Result<std::unique_ptr<ConfiguredSource>> configure_mysql_source(const Settings& settings,

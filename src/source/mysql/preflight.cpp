@@ -1,0 +1,130 @@
+// `cppcdc preflight` for MySQL and MariaDB: the source's start-up checks, run read-only: the
+// connection and login, the server's binlog settings and the user's grants, which tables the
+// patterns capture (and that each has a primary key), and a stored checkpoint against the
+// binlogs the server still has.
+
+#include <string>
+#include <vector>
+
+#include "cppcdc/mysql.hpp"
+#include "cppcdc/plugin.hpp"
+#include "source/mysql/binlog_client.hpp"
+#include "source/mysql/mysql_conn.hpp"
+#include "source/mysql/schema_history.hpp"
+
+namespace cppcdc::mysql {
+namespace {
+
+using Outcome = PreflightCheck::Outcome;
+
+PreflightCheck pass(std::string what) { return {Outcome::kPass, std::move(what), ""}; }
+
+/// A failed check whose error message already says what to do.
+PreflightCheck failed(const Error& error) {
+  std::string line;
+  for (const auto& layer : error.chain()) line += layer + ": ";
+  return {Outcome::kFail, line + error.message(), ""};
+}
+
+void check_tables(MYSQL* conn, const MysqlSourceConfig& config,
+                  std::vector<PreflightCheck>& out) {
+  auto rows = detail::query(
+      conn,
+      "SELECT t.TABLE_SCHEMA, t.TABLE_NAME, EXISTS (SELECT 1 FROM "
+      "information_schema.TABLE_CONSTRAINTS c WHERE c.TABLE_SCHEMA = t.TABLE_SCHEMA AND "
+      "c.TABLE_NAME = t.TABLE_NAME AND c.CONSTRAINT_TYPE = 'PRIMARY KEY') FROM "
+      "information_schema.TABLES t WHERE t.TABLE_TYPE = 'BASE TABLE' AND t.TABLE_SCHEMA NOT IN "
+      "('mysql', 'information_schema', 'performance_schema', 'sys')",
+      "listing the tables the user can see");
+  if (!rows) {
+    out.push_back(failed(rows.error()));
+    return;
+  }
+  detail::TableFilter filter(config.tables);
+  std::size_t captured = 0;
+  std::vector<std::string> keyless;
+  for (const auto& row : rows->rows) {
+    const std::string db = row[0].value_or("");
+    const std::string table = row[1].value_or("");
+    if (!filter.captured(db, table)) continue;
+    ++captured;
+    if (row[2].value_or("0") != "1") keyless.push_back(db + "." + table);
+  }
+  if (captured == 0) {
+    // A start does not fail on it (a matching table created later is captured), but it is
+    // rarely what was meant.
+    out.push_back({Outcome::kWarn,
+                   "no table the user can see matches the captured tables: nothing is captured "
+                   "until one is created",
+                   "check the database and table names in `tables`, and that the user has "
+                   "SELECT on them"});
+    return;
+  }
+  out.push_back(pass(std::to_string(captured) + " table" + (captured == 1 ? "" : "s") +
+                     " match the captured tables"));
+  for (const auto& name : keyless) {
+    out.push_back({Outcome::kWarn,
+                   "table " + name + " has no primary key: its events carry no key, and "
+                   "sinks that upsert by key cannot apply them",
+                   "add a primary key (ALTER TABLE " + name + " ADD PRIMARY KEY (...))"});
+  }
+}
+
+}  // namespace
+
+std::vector<PreflightCheck> run_preflight(const MysqlSourceConfig& config,
+                                          const std::optional<CheckpointRecord>& checkpoint) {
+  std::vector<PreflightCheck> out;
+  auto conn = detail::connect(config);
+  if (!conn) {
+    out.push_back(failed(conn.error()));
+    return out;
+  }
+  out.push_back(pass("connected to " + config.host + ":" + std::to_string(config.port) +
+                     " as " + config.user));
+  auto server = detail::check_server(conn->get(), config);
+  if (!server) {
+    out.push_back(failed(server.error()));
+  } else {
+    out.push_back(pass(std::string(server->mariadb ? "MariaDB " : "MySQL ") + server->version +
+                       ": binlog on, ROW format, replication grants present"));
+    if (!server->full_row_image) {
+      out.push_back({Outcome::kWarn,
+                     "binlog_row_image is not FULL: updates and deletes carry only the columns "
+                     "the server logs",
+                     "SET GLOBAL binlog_row_image = FULL for full before images"});
+    }
+  }
+  check_tables(conn->get(), config, out);
+  if (!server) return out;
+  if (!checkpoint) {
+    auto at = detail::current_position(conn->get(), *server);
+    if (!at) {
+      out.push_back(failed(at.error()));
+    } else {
+      out.push_back(pass("no checkpoint: a first start reads from " + at->offset()));
+    }
+    return out;
+  }
+  auto start = detail::parse_resume_offset(checkpoint->offset, *server);
+  if (!start) {
+    out.push_back(failed(start.error()));
+    return out;
+  }
+  auto problem = detail::resume_problem(conn->get(), *start, *server);
+  if (!problem) {
+    out.push_back(failed(problem.error()));
+  } else if (!problem->empty()) {
+    const bool snapshot_again = config.snapshot_mode == SnapshotMode::kWhenNeeded;
+    out.push_back({snapshot_again ? Outcome::kWarn : Outcome::kFail,
+                   "the checkpoint at " + checkpoint->offset + " cannot be resumed: " + *problem,
+                   snapshot_again ? "snapshot mode when_needed takes a new snapshot"
+                       : "remove the checkpoint (cppcdc teardown) and start with a snapshot"});
+  } else {
+    out.push_back(pass("the checkpoint (" + checkpoint->offset + ") can resume: the server "
+                       "still has its binlog"));
+  }
+  return out;
+}
+
+}  // namespace cppcdc::mysql
