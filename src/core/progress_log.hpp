@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <string>
 
+#include "core/text_util.hpp"
+
 namespace cppcdc::detail {
 
 // Progress for a person: rows done of the estimate, rate and time left. On a terminal, a
@@ -57,8 +59,9 @@ class ProgressLog {
       eta = ", about " + std::to_string(static_cast<std::uint64_t>((estimate_ - static_cast<double>(done)) / rate)) +
             " s left";
     }
-    spdlog::info("snapshot of {}: {} rows{}{} ({:.0f} rows/s){}", table_, done, of,
-                 final ? " read, complete" : " read", rate, eta);
+    spdlog::info("snapshot of {}: {}{}{} ({:.0f} rows/s){}", table_,
+                 estimate_ > 0 ? std::to_string(done) + " rows" : detail::counted(done, "row"),
+                 of, final ? " read, complete" : " read", rate, eta);
   }
 
  private:

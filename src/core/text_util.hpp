@@ -43,6 +43,16 @@ inline std::optional<std::string> sha256_hex(std::string_view data) {
 }
 
 /// Parses a whole string of decimal digits: no sign, no blanks, no overflow.
+/// "1 row", "2 rows": `count` and the noun, plural unless the count is one. `plural`
+/// defaults to the noun with an "s".
+inline std::string counted(std::uint64_t count, std::string_view noun,
+                           std::string_view plural = {}) {
+  std::string out = std::to_string(count) + " ";
+  if (count == 1) return out.append(noun);
+  if (!plural.empty()) return out.append(plural);
+  return out.append(noun).append("s");
+}
+
 inline std::optional<std::uint64_t> parse_decimal(std::string_view text) {
   if (text.empty()) return std::nullopt;
   std::uint64_t value = 0;

@@ -10,6 +10,7 @@
 #include <functional>
 #include <thread>
 
+#include "core/text_util.hpp"
 #include "cppcdc/checkpoint.hpp"
 #include "server/config.hpp"
 #include "server/control_socket.hpp"
@@ -246,9 +247,9 @@ std::string format_snapshot_status(const IncrementalSnapshotState& state) {
     }
     out += line + "\n";
   }
-  out += std::to_string(state.rows_emitted()) + " rows in all, " +
-         std::to_string(state.tables_remaining()) + " of " + std::to_string(state.tables.size()) +
-         " table(s) to go\n";
+  out += detail::counted(state.rows_emitted(), "row") + " in all, " +
+         std::to_string(state.tables_remaining()) + " of " +
+         detail::counted(state.tables.size(), "table") + " to go\n";
   return out;
 }
 

@@ -23,6 +23,7 @@
 #include <unordered_map>
 
 #include "core/progress_log.hpp"
+#include "core/text_util.hpp"
 #include "cppcdc/incremental_snapshot.hpp"
 
 namespace cppcdc {
@@ -218,9 +219,9 @@ class IncrementalSnapshotSource final : public Source {
     CPPCDC_TRY(inner_->start(inner_resume));
     last_offset_ = resume ? resume->offset : inner_->initial_offset().value_or("");
     if (!state_.tables.empty()) {
-      spdlog::info("incremental snapshot {}: {}, {} table(s) to go, {} rows so far",
-                   state_.snapshot_id, state_.status(), state_.tables_remaining(),
-                   state_.rows_emitted());
+      spdlog::info("incremental snapshot {}: {}, {} to go, {} so far", state_.snapshot_id,
+                   state_.status(), detail::counted(state_.tables_remaining(), "table"),
+                   detail::counted(state_.rows_emitted(), "row"));
     }
     control_->publish(state_);
     return ok();
@@ -589,8 +590,8 @@ class IncrementalSnapshotSource final : public Source {
     chunk_.reset();
     progress_.reset();
     ++version_;
-    spdlog::info("incremental snapshot {}: stopped, {} unfinished table(s) dropped",
-                 state_.snapshot_id, dropped);
+    spdlog::info("incremental snapshot {}: stopped, {} dropped", state_.snapshot_id,
+                 detail::counted(dropped, "unfinished table"));
   }
 
   // What one chunk reads from the backend, in this order: the low watermark, the in-flight
@@ -914,8 +915,9 @@ class IncrementalSnapshotSource final : public Source {
     if (t->complete) {
       progress_.reset();
       if (state_.is_complete()) {
-        spdlog::info("incremental snapshot {} complete: {} table(s), {} rows",
-                     state_.snapshot_id, state_.tables.size(), state_.rows_emitted());
+        spdlog::info("incremental snapshot {} complete: {}, {}", state_.snapshot_id,
+                     detail::counted(state_.tables.size(), "table"),
+                     detail::counted(state_.rows_emitted(), "row"));
       }
     }
   }

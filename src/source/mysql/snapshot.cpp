@@ -218,7 +218,8 @@ Status read_snapshot(SnapshotPlan& plan, const MysqlSourceConfig& config,
     if (stop.load()) return ok();
   }
   CPPCDC_TRY(exec(m, "COMMIT", "ending the snapshot transaction"));
-  spdlog::info("snapshot {}: {} rows of {} table(s) read", plan.id, total, plan.tables.size());
+  spdlog::info("snapshot {}: {} of {} read", plan.id, cppcdc::detail::counted(total, "row"),
+               cppcdc::detail::counted(plan.tables.size(), "table"));
   plan.conn.reset();
   return ok();
 }

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "core/text_util.hpp"
 #include "source/postgres/pg_conn.hpp"
 
 namespace cppcdc::pg::detail {
@@ -109,8 +110,8 @@ Status ensure_publication(PGconn* sql, const PostgresSourceConfig& config,
       }
       return fail(created.error());
     }
-    spdlog::info("created publication {} for {} table(s)", config.publication_name,
-                 tables.size());
+    spdlog::info("created publication {} for {}", config.publication_name,
+                 cppcdc::detail::counted(tables.size(), "table"));
     mark_created(sql, config, false);
     return ok();
   }

@@ -9,6 +9,7 @@
 #include <span>
 
 #include "core/progress_log.hpp"
+#include "core/text_util.hpp"
 #include "source/postgres/pg_conn.hpp"
 #include "source/postgres/sql_catalog.hpp"
 
@@ -454,7 +455,8 @@ Status run_snapshot(PGconn* conn, PGconn* catalog, TransactionAssembler& assembl
   }
   auto end = exec(conn, "commit", "ending the snapshot transaction");
   if (!end) return fail(end.error());
-  spdlog::info("snapshot {} complete ({} table(s))", progress.id, progress.tables.size());
+  spdlog::info("snapshot {} complete ({})", progress.id,
+               cppcdc::detail::counted(progress.tables.size(), "table"));
   return ok();
 }
 

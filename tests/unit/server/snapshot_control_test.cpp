@@ -238,7 +238,7 @@ TEST(SnapshotStatus, TableShowsRowsEstimateChunksAndCompletion) {
   EXPECT_CONTAINS(text, "TABLE             ROWS DONE  ESTIMATED        CHUNKS  COMPLETE");
   EXPECT_CONTAINS(text, "public.orders     250        1000 (25% done)  3       no");
   EXPECT_CONTAINS(text, "public.customers  40         unknown          1       yes");
-  EXPECT_CONTAINS(text, "290 rows in all, 1 of 2 table(s) to go");
+  EXPECT_CONTAINS(text, "290 rows in all, 1 of 2 tables to go");
 
   s.paused = true;
   EXPECT_CONTAINS(format_snapshot_status(s), "paused: no new chunk starts");
