@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/settings_read.hpp"
+
 namespace cppcdc::server {
 namespace {
 
@@ -45,7 +47,7 @@ std::string_view describe_type(toml::node_type type) {
   return "an unknown value";
 }
 
-std::string in_quotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
+using cppcdc::detail::in_quotes;
 
 // "file:line:col" when toml++ recorded a position, else just "file".
 std::string locate(const std::string& origin, const toml::source_region& where) {

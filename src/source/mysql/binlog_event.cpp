@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "source/mysql/byte_reader.hpp"
+#include "source/mysql/field_type.hpp"
 #include "source/mysql/gtid.hpp"
 
 namespace cppcdc::mysql {
@@ -24,42 +25,6 @@ constexpr std::size_t kChecksumLen = 4;
 // zlib cannot expand by more than about 1032:1; a declared length beyond that is corrupt.
 constexpr std::uint64_t kMaxInflateRatio = 1100;
 constexpr std::uint64_t kMaxEventBytes = 1ull << 30;  // max_allowed_packet's ceiling
-
-// Field types whose table-map metadata is one byte, two bytes, or none.
-enum FieldType : std::uint8_t {
-  kDecimal = 0,
-  kTiny = 1,
-  kShort = 2,
-  kLong = 3,
-  kFloat = 4,
-  kDouble = 5,
-  kNull = 6,
-  kTimestamp = 7,
-  kLongLong = 8,
-  kInt24 = 9,
-  kDate = 10,
-  kTime = 11,
-  kDateTime = 12,
-  kYear = 13,
-  kNewDate = 14,
-  kVarchar = 15,
-  kBit = 16,
-  kTimestamp2 = 17,
-  kDateTime2 = 18,
-  kTime2 = 19,
-  kVector = 242,
-  kJson = 245,
-  kNewDecimal = 246,
-  kEnum = 247,
-  kSet = 248,
-  kTinyBlob = 249,
-  kMediumBlob = 250,
-  kLongBlob = 251,
-  kBlob = 252,
-  kVarString = 253,
-  kString = 254,
-  kGeometry = 255,
-};
 
 const char* event_name(std::uint8_t type) noexcept {
   switch (type) {

@@ -18,6 +18,7 @@
 #include <unordered_map>
 
 #include "source/mysql/byte_reader.hpp"
+#include "source/mysql/field_type.hpp"
 #include "source/mysql/json_binary.hpp"
 
 namespace cppcdc::mysql {
@@ -25,41 +26,6 @@ namespace {
 
 using detail::ByteReader;
 using detail::ColumnPlan;
-
-enum Type : std::uint8_t {
-  kDecimal = 0,
-  kTiny = 1,
-  kShort = 2,
-  kLong = 3,
-  kFloat = 4,
-  kDouble = 5,
-  kNull = 6,
-  kTimestamp = 7,
-  kLongLong = 8,
-  kInt24 = 9,
-  kDate = 10,
-  kTime = 11,
-  kDateTime = 12,
-  kYear = 13,
-  kNewDate = 14,
-  kVarchar = 15,
-  kBit = 16,
-  kTimestamp2 = 17,
-  kDateTime2 = 18,
-  kTime2 = 19,
-  kVector = 242,
-  kJson = 245,
-  kNewDecimal = 246,
-  kEnum = 247,
-  kSet = 248,
-  kTinyBlob = 249,
-  kMediumBlob = 250,
-  kLongBlob = 251,
-  kBlob = 252,
-  kVarString = 253,
-  kString = 254,
-  kGeometry = 255,
-};
 
 enum Kind : std::uint8_t {
   kKindInt,

@@ -10,31 +10,19 @@
 #include <utility>
 #include <vector>
 
+#include "core/settings_read.hpp"
 #include "core/text_util.hpp"
 
 namespace cppcdc::mysql {
 namespace {
 
+using cppcdc::detail::assign_bool;
+using cppcdc::detail::assign_int;
+using cppcdc::detail::assign_string;
+using cppcdc::detail::in_quotes;
+
 constexpr std::int64_t kMaxU32 = std::numeric_limits<std::uint32_t>::max();
 constexpr std::int64_t kMaxBytes = std::int64_t{1} << 40;
-
-std::string in_quotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
-
-template <typename T>
-Status assign_int(const Settings& settings, std::string_view key, std::int64_t min,
-                  std::int64_t max, T& target) {
-  auto value = settings.get_int(key, min, max);
-  if (!value) return fail(value.error());
-  if (value->has_value()) target = static_cast<T>(**value);
-  return ok();
-}
-
-Status assign_string(const Settings& settings, std::string_view key, std::string& target) {
-  auto value = settings.get_string(key);
-  if (!value) return fail(value.error());
-  if (value->has_value()) target = std::move(**value);
-  return ok();
-}
 
 // A "database.table" name (globs allowed): exactly one dot, both parts non-empty.
 bool is_table_name(std::string_view name) {

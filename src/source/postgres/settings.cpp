@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/settings_read.hpp"
 #include "core/text_util.hpp"
 #include "cppcdc/postgres.hpp"
 #include "cppcdc/postgres/lsn.hpp"
@@ -19,34 +20,13 @@
 namespace cppcdc::pg {
 namespace {
 
+using cppcdc::detail::assign_bool;
+using cppcdc::detail::assign_int;
+using cppcdc::detail::assign_string;
+using cppcdc::detail::in_quotes;
+
 constexpr std::int64_t kMaxU32 = std::numeric_limits<std::uint32_t>::max();
 constexpr std::int64_t kMaxBytes = std::int64_t{1} << 40;
-
-std::string in_quotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
-
-// Reads an optional integer key into `target` (left alone when the key is absent).
-template <typename T>
-Status assign_int(const Settings& settings, std::string_view key, std::int64_t min,
-                  std::int64_t max, T& target) {
-  auto value = settings.get_int(key, min, max);
-  if (!value) return fail(value.error());
-  if (value->has_value()) target = static_cast<T>(**value);
-  return ok();
-}
-
-Status assign_bool(const Settings& settings, std::string_view key, bool& target) {
-  auto value = settings.get_bool(key);
-  if (!value) return fail(value.error());
-  if (value->has_value()) target = **value;
-  return ok();
-}
-
-Status assign_string(const Settings& settings, std::string_view key, std::string& target) {
-  auto value = settings.get_string(key);
-  if (!value) return fail(value.error());
-  if (value->has_value()) target = std::move(**value);
-  return ok();
-}
 
 bool is_slot_char(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; }
 
