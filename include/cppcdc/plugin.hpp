@@ -75,6 +75,12 @@ class Settings {
   /// A configuration error about `key`'s value: `what` says what is wrong ("expected ...,
   /// found ..."); the program adds where the key is written and how its file spells it.
   virtual Error error(std::string_view key, std::string_view what) const = 0;
+
+  /// The directory where this pipeline keeps its state on this machine (the checkpoint
+  /// backend's), when it keeps one there; nullopt otherwise (the default). A source may keep
+  /// small files of its own in it that must outlive the process (PostgreSQL: a record of the
+  /// replication slot it created, for `cppcdc teardown`). The directory may not exist yet.
+  virtual std::optional<std::filesystem::path> state_directory() const { return std::nullopt; }
   /// The same about element `index` (0-based) of an array or table value.
   virtual Error element_error(std::string_view key, std::size_t index,
                               std::string_view what) const = 0;
@@ -113,6 +119,9 @@ struct TeardownStep {
   Outcome outcome = Outcome::kAbsent;
   std::string what;    ///< "replication slot cppcdc"
   std::string detail;  ///< reason, remedy or error
+  /// The checkpoint's position lives in this object (PostgreSQL: the replication slot): while
+  /// it is kept, so is the checkpoint; once it is dropped, the checkpoint is useless and goes.
+  bool holds_position = false;
 };
 
 /// A source type's validated settings; builds the Source.

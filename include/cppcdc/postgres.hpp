@@ -11,6 +11,7 @@
 // functions.
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -57,6 +58,12 @@ struct PostgresSourceConfig {
   /// checkpoint, or another consumer on the slot). That is refused unless this is true, in
   /// which case the changes in between are skipped knowingly and a warning is logged.
   bool accept_slot_ahead_of_checkpoint = false;
+  /// Where the source records a replication slot it created when it cannot say so on the
+  /// publication (one cppcdc did not create, which it may not comment on): the file
+  /// `created-slot-<slot_name>` (mode 0600), which `cppcdc teardown` reads so that it drops
+  /// such a slot without being told. Empty: no such record (teardown then keeps that slot
+  /// unless told to include it). The server sets the checkpoint's directory.
+  std::filesystem::path state_dir;
   /// Deliver logical decoding messages written with pg_logical_emit_message() as events of
   /// op `message` on the synthetic table "<prefix>__messages" (no schema, no primary key,
   /// `after` = {prefix, content, transactional}). Asks pgoutput for them with the

@@ -18,6 +18,7 @@
 
 namespace cppcdc {
 
+class BlockingSnapshotTracker;
 class IncrementalSnapshotControl;
 
 class Source {
@@ -68,6 +69,12 @@ class Source {
   /// The handle steering this source's incremental snapshots (incremental_snapshot.hpp), or
   /// nullptr when it has none.
   virtual std::shared_ptr<IncrementalSnapshotControl> incremental_snapshot_control() {
+    return nullptr;
+  }
+
+  /// Where this source's blocking (initial) snapshot stands (blocking_snapshot.hpp), or
+  /// nullptr when it takes none. Valid from construction; read from any thread.
+  virtual std::shared_ptr<const BlockingSnapshotTracker> blocking_snapshot_tracker() const {
     return nullptr;
   }
 

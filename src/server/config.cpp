@@ -85,6 +85,12 @@ class Section final : public Settings {
 
   const std::string& name() const noexcept { return name_; }
   const std::string& origin() const noexcept { return origin_; }
+  void set_state_directory(std::optional<std::filesystem::path> dir) {
+    state_directory_ = std::move(dir);
+  }
+  std::optional<std::filesystem::path> state_directory() const override {
+    return state_directory_;
+  }
 
   // "[sink] path", or just "delivery_contract" at the top level.
   std::string label(std::string_view key) const {
@@ -338,6 +344,7 @@ class Section final : public Settings {
   const std::string& origin_;
   const std::filesystem::path& base_;
   const toml::table* table_;
+  std::optional<std::filesystem::path> state_directory_;
   std::string name_;
   mutable std::vector<std::string> known_;
   mutable std::list<Section> children_;  // stable addresses
@@ -535,10 +542,28 @@ Result<ServerConfig> read_document(const toml::table& document, const std::strin
                                                    in_quotes(config.delivery_contract)));
   }
 
+  // [state.offset] is read first, because the source may keep files beside the checkpoint
+  // (Settings::state_directory), but its errors are reported after the source's and the
+  // sink's, in the order the sections are usually written.
+  const Status state_read = [&]() -> Status {
+    auto state = top.get_table("state");
+    if (!state) return fail(state.error());
+    auto offset = (*state)->get_table("offset");
+    if (!offset) return fail(offset.error());
+    auto backend = read_type(**offset, "backend", defaults.checkpoint);
+    if (!backend) return fail(backend.error());
+    config.checkpoint_backend = *backend;
+    auto configured = configure<ConfiguredCheckpoint>(**offset, *backend, find_checkpoint_backend);
+    if (!configured) return fail(configured.error());
+    config.checkpoint = std::move(*configured);
+    return (*state)->reject_unknown(false);
+  }();
   {
     auto source = top.get_table("source");
     if (!source) return fail(source.error());
     Section& section = **source;
+    // A source may keep small files of its own beside the checkpoint.
+    if (config.checkpoint) section.set_state_directory(config.checkpoint->directory());
     if (!section.present()) {
       std::string types;
       for (const auto& t : source_type_names()) types += (types.empty() ? "" : ", ") + in_quotes(t);
@@ -564,19 +589,7 @@ Result<ServerConfig> read_document(const toml::table& document, const std::strin
     if (!configured) return fail(configured.error());
     config.sink = std::move(*configured);
   }
-  {
-    auto state = top.get_table("state");
-    if (!state) return fail(state.error());
-    auto offset = (*state)->get_table("offset");
-    if (!offset) return fail(offset.error());
-    auto backend = read_type(**offset, "backend", defaults.checkpoint);
-    if (!backend) return fail(backend.error());
-    config.checkpoint_backend = *backend;
-    auto configured = configure<ConfiguredCheckpoint>(**offset, *backend, find_checkpoint_backend);
-    if (!configured) return fail(configured.error());
-    config.checkpoint = std::move(*configured);
-    CPPCDC_TRY((*state)->reject_unknown(false));
-  }
+  if (!state_read) return fail(state_read.error());
 
   auto runtime = top.get_table("runtime");
   if (!runtime) return fail(runtime.error());

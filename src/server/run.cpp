@@ -150,6 +150,7 @@ int run_server(const ServerConfig& config) {
         "this pipeline runs no incremental snapshots (" +
         config.source->no_incremental_snapshots_reason().value_or("its source takes none") + ")";
   }
+  control_context.initial = (*source)->blocking_snapshot_tracker();
   control_context.config = std::filesystem::absolute(config.origin).string();
   auto control = ControlServer::start(
       config.control_socket,
@@ -373,8 +374,10 @@ int teardown(const std::filesystem::path& path, bool yes, bool include_preexisti
     return exit_code_for(plan.error().kind());
   }
   const std::string checkpoint_id = config->source->checkpoint_id();
-  bool kept = false;  // something the checkpoint's position belongs to stays
-  for (const auto& step : *plan) kept = kept || step.outcome == Outcome::kKept;
+  bool kept = false;  // what the checkpoint's position belongs to stays
+  for (const auto& step : *plan) {
+    kept = kept || (step.holds_position && step.outcome == Outcome::kKept);
+  }
   const bool has_checkpoint = !kept && config->checkpoint->durable() &&
                               config->checkpoint->may_hold_record(checkpoint_id);
   std::vector<TeardownStep> checkpoint_step{

@@ -200,9 +200,17 @@ std::string handle_control_request(std::string_view request, const ControlContex
     return refused("unknown command \"" + command +
                    "\"; expected ping, status, request, pause, resume or stop");
   }
+  if (command == "status" && (context.snapshot || context.initial)) {
+    boost::json::object o;
+    o["ok"] = true;
+    if (context.snapshot) o["state"] = boost::json::parse(context.snapshot->state().to_json());
+    if (context.initial) {
+      o["initial_snapshot"] = boost::json::parse(context.initial->status().to_json());
+    }
+    return boost::json::serialize(o);
+  }
   if (!context.snapshot) return refused(context.unavailable_reason);
   IncrementalSnapshotControl& control = *context.snapshot;
-  if (command == "status") return accepted(control.state());
   if (command == "request") return handle_request(o, control, stopping);
   if (command == "pause" || command == "resume") {
     return handle_pause(control, command == "pause", stopping);
@@ -250,6 +258,86 @@ std::string format_snapshot_status(const IncrementalSnapshotState& state) {
   out += detail::counted(state.rows_emitted(), "row") + " in all, " +
          std::to_string(state.tables_remaining()) + " of " +
          detail::counted(state.tables.size(), "table") + " to go\n";
+  return out;
+}
+
+std::string format_initial_snapshot_status(const BlockingSnapshotStatus& status,
+                                           std::int64_t now_ms) {
+  using Phase = BlockingSnapshotStatus::Phase;
+  std::string out = "initial snapshot";
+  if (!status.snapshot_id.empty()) out += " " + status.snapshot_id;
+  out += ": " + std::string(BlockingSnapshotStatus::phase_name(status.phase));
+  const std::string mode = status.mode.empty() ? std::string("?") : status.mode;
+  switch (status.phase) {
+    case Phase::kNone:
+      if (mode == "never" || mode == "incremental") {
+        out += " (snapshot mode " + mode + " takes none)\n";
+      } else {
+        out += " in this run (snapshot mode " + mode +
+               "): the checkpoint it resumed from holds no snapshot in progress, so the last "
+               "one completed in an earlier run\n";
+      }
+      return out;
+    case Phase::kPending:
+      out += " (reading starts once the source has connected)\n";
+      break;
+    case Phase::kRunning:
+    case Phase::kStopped: {
+      const std::int64_t end = status.phase == Phase::kRunning ? now_ms : status.finished_ms;
+      const std::int64_t secs = status.started_ms > 0 ? std::max<std::int64_t>(0, (end - status.started_ms) / 1000) : 0;
+      out += ": " + detail::counted(status.rows_read(), "row") + " read, " +
+             std::to_string(status.tables_complete()) + " of " +
+             detail::counted(status.tables.size(), "table") + " complete, " +
+             std::to_string(secs) + " s" + (status.resumed ? " (resumed)" : "") + "\n";
+      if (status.phase == Phase::kStopped) {
+        out += "cppcdc is stopping; the next start continues the snapshot from its checkpoint\n";
+      }
+      break;
+    }
+    case Phase::kComplete: {
+      const std::int64_t secs = status.started_ms > 0 && status.finished_ms >= status.started_ms
+                                    ? (status.finished_ms - status.started_ms) / 1000
+                                    : 0;
+      out += ": " + detail::counted(status.rows_read(), "row") + " from " +
+             detail::counted(status.tables.size(), "table") + " read in " +
+             std::to_string(secs) + " s" + (status.resumed ? " (resumed)" : "") +
+             (mode == "initial_only" ? "\n" : "; streaming changes since\n");
+      break;
+    }
+    case Phase::kFailed:
+      out += ": " + status.error + "\n";
+      break;
+  }
+  if (status.tables.empty()) return out;
+  std::vector<std::vector<std::string>> rows = {{"TABLE", "ROWS READ", "ESTIMATED", "COMPLETE"}};
+  for (const auto& t : status.tables) {
+    const bool earlier = t.earlier;
+    std::string estimate = "unknown";
+    if (t.estimated_rows > 0) {
+      estimate = std::to_string(static_cast<std::uint64_t>(std::llround(t.estimated_rows)));
+      if (!t.complete) {
+        const double pct =
+            std::min(99.0, 100.0 * static_cast<double>(t.rows_read) / t.estimated_rows);
+        estimate += " (" + std::to_string(static_cast<int>(pct)) + "% done)";
+      }
+    } else if (!t.started) {
+      estimate = "-";
+    }
+    rows.push_back({t.table, earlier ? std::string("-") : std::to_string(t.rows_read), estimate,
+                    t.complete ? (earlier ? std::string("yes (earlier run)") : std::string("yes"))
+                               : std::string("no")});
+  }
+  std::vector<std::size_t> widths(rows[0].size(), 0);
+  for (const auto& r : rows) {
+    for (std::size_t i = 0; i < r.size(); ++i) widths[i] = std::max(widths[i], r[i].size());
+  }
+  for (const auto& r : rows) {
+    std::string line;
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      line += i + 1 == r.size() ? r[i] : pad(r[i], widths[i] + 2);
+    }
+    out += line + "\n";
+  }
   return out;
 }
 
@@ -381,15 +469,36 @@ int run_snapshot_command(const std::filesystem::path& config_path, const Snapsho
     return kExitRefused;
   }
   const auto* state_value = a.if_contains("state");
+  const auto* initial_value = a.if_contains("initial_snapshot");
+  if (command.verb == SnapshotVerb::kStatus) {
+    if (command.json) {
+      boost::json::object both;
+      both["initial_snapshot"] = initial_value ? *initial_value : boost::json::value(nullptr);
+      both["incremental_snapshot"] = state_value ? *state_value : boost::json::value(nullptr);
+      std::printf("%s\n", boost::json::serialize(both).c_str());
+      return kExitOk;
+    }
+    if (initial_value != nullptr) {
+      auto initial = BlockingSnapshotStatus::from_json(boost::json::serialize(*initial_value));
+      if (!initial) {
+        complain(initial.error().report());
+        return kExitFailure;
+      }
+      const std::int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                      std::chrono::system_clock::now().time_since_epoch())
+                                      .count();
+      std::fputs(format_initial_snapshot_status(*initial, now_ms).c_str(), stdout);
+    }
+    if (state_value == nullptr) {
+      std::fflush(stdout);
+      return kExitOk;
+    }
+  }
   if (state_value == nullptr) {
     complain("the answer on the control socket has no state: " + reply.text.substr(0, 500));
     return kExitFailure;
   }
   const std::string state_json = boost::json::serialize(*state_value);
-  if (command.verb == SnapshotVerb::kStatus && command.json) {
-    std::printf("%s\n", state_json.c_str());
-    return kExitOk;
-  }
   auto state = IncrementalSnapshotState::from_json(state_json);
   if (!state) {
     complain(state.error().report());

@@ -5,13 +5,16 @@
 //
 // Protocol: one JSON object per line, one answer line per request.
 //   {"command":"ping"}                          -> {"ok":true,"pid":..,"version":..,"config":..}
-//   {"command":"status"}                        -> {"ok":true,"state":{...}}
+//   {"command":"status"}                        -> {"ok":true,"state":{...},
+//                                                   "initial_snapshot":{...}}
 //   {"command":"request","tables":["s.t",...],"timeout_ms":30000}
 //                                               -> {"ok":true,"state":{...}}
 //   {"command":"pause"|"resume"|"stop"}         -> {"ok":true,"state":{...},"message":".."}
 //   anything refused or failed                  -> {"ok":false,"error":"..."}
 // "state" is IncrementalSnapshotState::to_json(), the same object the checkpoint stores under
-// "incremental".
+// "incremental"; a status answer leaves it out when the pipeline runs no incremental
+// snapshots. "initial_snapshot" is BlockingSnapshotStatus::to_json(), present when the source
+// reports a blocking snapshot's status.
 
 #include <atomic>
 #include <chrono>
@@ -22,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cppcdc/blocking_snapshot.hpp"
 #include "cppcdc/incremental_snapshot.hpp"
 #include "cppcdc/result.hpp"
 
@@ -33,6 +37,8 @@ struct ControlContext {
   std::shared_ptr<IncrementalSnapshotControl> snapshot;
   /// Why `snapshot` is null, for the answer.
   std::string unavailable_reason;
+  /// The source's blocking snapshot status; null when it reports none.
+  std::shared_ptr<const BlockingSnapshotTracker> initial;
   std::string config;  ///< the configuration file, for ping answers
 };
 
@@ -44,6 +50,12 @@ std::string handle_control_request(std::string_view request, const ControlContex
 /// The state as `cppcdc snapshot status` prints it: a heading with the overall status and
 /// generation, then one row per table (rows done, estimate, chunks, complete).
 std::string format_snapshot_status(const IncrementalSnapshotState& state);
+
+/// The blocking snapshot's status as `cppcdc snapshot status` prints it: a heading with the
+/// phase (and, while running or complete, rows read and tables done), then one row per table
+/// (rows read, estimate, complete). `now_ms` (wall clock) dates a running snapshot.
+std::string format_initial_snapshot_status(const BlockingSnapshotStatus& status,
+                                           std::int64_t now_ms);
 
 /// "public.t" for "t"; other names unchanged.
 std::string qualify_table(const std::string& table);

@@ -145,6 +145,9 @@ class IncrementalSnapshotSource final : public Source {
   std::shared_ptr<IncrementalSnapshotControl> incremental_snapshot_control() override {
     return control_;
   }
+  std::shared_ptr<const BlockingSnapshotTracker> blocking_snapshot_tracker() const override {
+    return inner_->blocking_snapshot_tracker();
+  }
 
   Status start(const std::optional<CheckpointRecord>& resume) override {
     close();

@@ -40,12 +40,14 @@ class CliSnapshot : public ::testing::Test {
     if (!HasFailure()) fs::remove_all(dir_);
   }
 
-  // Captures `tables`, streams only (mode never), writes events to <dir>/events.jsonl.
-  void write_config(const std::string& tables, int chunk_size) {
+  // Captures `tables`, streams only (mode never unless told), writes events to
+  // <dir>/events.jsonl.
+  void write_config(const std::string& tables, int chunk_size,
+                    const std::string& mode = "never") {
     std::ofstream(dir_ / "cdc.toml")
         << "[source]\ndsn = \"" << it::dsn_for(db_) << "\"\nslot_name = \"" << db_
         << "\"\npublication_name = \"" << db_ << "_pub\"\ntables = [" << tables << "]\n"
-        << "[source.snapshot]\nmode = \"never\"\nchunk_size = " << chunk_size << "\n"
+        << "[source.snapshot]\nmode = \"" << mode << "\"\nchunk_size = " << chunk_size << "\n"
         << "[sink]\ntype = \"file\"\npath = \"events.jsonl\"\n"
         << "[state.offset]\nbackend = \"local_fs\"\ndir = \"state\"\n"
         << "[runtime]\nmax_poll_wait_ms = 100\n";
@@ -74,7 +76,12 @@ class CliSnapshot : public ::testing::Test {
       ADD_FAILURE() << "not a JSON object: " << o.output;
       return {};
     }
-    return v.as_object();
+    const auto* incremental = v.as_object().if_contains("incremental_snapshot");
+    if (incremental == nullptr || !incremental->is_object()) {
+      ADD_FAILURE() << "no incremental_snapshot object: " << o.output;
+      return {};
+    }
+    return incremental->as_object();
   }
   std::string status() {
     auto s = status_json();
@@ -148,6 +155,64 @@ class CliSnapshot : public ::testing::Test {
 };
 
 }  // namespace
+
+// `snapshot status` reports the initial (blocking) snapshot: complete with its row count once
+// read, and, after a restart that resumes from the checkpoint, that none runs in this process.
+TEST_F(CliSnapshot, StatusReportsTheInitialSnapshot) {
+  it::PgSession s(it::dsn_for(db_));
+  s.query("create table orders (id int primary key, note text)");
+  s.query("create table customers (id int primary key)");
+  s.query("insert into orders select g, 'n' || g from generate_series(1, 1500) g");
+  s.query("insert into customers select g from generate_series(1, 20) g");
+  s.query("analyze orders");
+  write_config("\"public.orders\", \"public.customers\"", 100, "initial");
+  start();
+  boost::json::object initial;
+  const bool complete = it::wait_until(
+      [&] {
+        auto o = snapshot({"status", "--json"});
+        if (o.code != 0) return false;
+        boost::system::error_code ec;
+        auto v = boost::json::parse(o.output, ec);
+        if (ec || !v.is_object() || !v.as_object().at("initial_snapshot").is_object()) {
+          return false;
+        }
+        EXPECT_TRUE(v.as_object().at("incremental_snapshot").is_object()) << o.output;
+        initial = v.as_object().at("initial_snapshot").as_object();
+        return initial.at("phase").as_string() == "complete";
+      },
+      60s);
+  ASSERT_TRUE(complete) << boost::json::serialize(initial);
+  EXPECT_EQ(initial.at("rows_read").as_int64(), 1520) << boost::json::serialize(initial);
+  EXPECT_EQ(initial.at("mode").as_string(), "initial");
+  const auto& tables = initial.at("tables").as_array();
+  ASSERT_EQ(tables.size(), 2u);
+  EXPECT_EQ(tables[0].at("table").as_string(), "public.orders");  // in the configured order
+  EXPECT_EQ(tables[0].at("rows_read").as_int64(), 1500);
+  EXPECT_EQ(tables[0].at("estimated_rows").to_number<double>(), 1500.0);  // analysed
+  EXPECT_EQ(tables[1].at("table").as_string(), "public.customers");
+  EXPECT_EQ(tables[1].at("rows_read").as_int64(), 20);
+  auto o = snapshot({"status"});
+  EXPECT_EQ(o.code, 0) << o.output;
+  EXPECT_NE(o.output.find(": complete: 1520 rows from 2 tables read in "), std::string::npos)
+      << o.output;
+  EXPECT_NE(o.output.find("; streaming changes since"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("public.orders     1500       1500       yes"), std::string::npos)
+      << o.output;
+  // The incremental part still prints after it.
+  EXPECT_NE(o.output.find("incremental snapshot"), std::string::npos) << o.output;
+  ASSERT_TRUE(it::wait_until([&] { return read_keys("orders").size() == 1500; }, 60s));
+
+  // A restart resumes from the checkpoint: no snapshot runs, and status says why.
+  it::stop_cppcdc_process(child_, SIGTERM);
+  start();
+  ASSERT_TRUE(it::wait_until([&] { return snapshot({"status"}).code == 0; }, 30s));
+  o = snapshot({"status"});
+  EXPECT_NE(o.output.find("initial snapshot: none in this run (snapshot mode initial): the "
+                          "checkpoint it resumed from holds no snapshot in progress"),
+            std::string::npos)
+      << o.output;
+}
 
 TEST_F(CliSnapshot, RequestReadsEveryRowAndStatusReportsComplete) {
   it::PgSession s(it::dsn_for(db_));

@@ -89,6 +89,13 @@ TEST_F(MariaDbCli, RunSnapshotsAndStreamsIntoTheFileSink) {
   const std::string out = output();
   EXPECT_NE(out.find("\"op\":\"read\""), std::string::npos) << out;
   EXPECT_NE(out.find("\"op\":\"insert\""), std::string::npos) << out;
+  // `snapshot status` reports the initial snapshot though this source runs no incremental ones.
+  auto status = run_cli({"snapshot", "status", "--config", (dir_ / "cdc.toml").string()});
+  EXPECT_EQ(status.code, 0) << status.output;
+  EXPECT_NE(status.output.find(": complete: 1 row from 1 table read in "), std::string::npos)
+      << status.output;
+  EXPECT_NE(status.output.find(db_ + ".t"), std::string::npos) << status.output;
+  EXPECT_EQ(status.output.find("incremental snapshot"), std::string::npos) << status.output;
   EXPECT_EQ(stop_cppcdc_process(child_, SIGTERM) & 0x7f, 0);
   std::ifstream log(dir_ / "cppcdc.log");
   std::stringstream ls;

@@ -154,8 +154,10 @@ TEST_F(Preflight, TeardownRemovesWhatCppcdcCreatedOnlyWhenStopped) {
   EXPECT_CONTAINS(o.output, "nothing to remove");
 }
 
-// A publication someone else made is kept, and so is the slot cppcdc made beside it (slots
-// take no mark); --include-preexisting drops them.
+// A publication someone else made is kept. The slot cppcdc made beside it (slots take no
+// comment, and that publication is not cppcdc's to comment on) is recorded in a file beside
+// the checkpoint, so teardown drops it and the checkpoint with it. A slot someone else made is
+// kept, and so is the checkpoint that resumes on it; --include-preexisting drops them.
 TEST_F(Preflight, TeardownKeepsPreexistingObjectsUnlessTold) {
   it::PgSession admin(it::dsn_for(db_));
   admin.query("create table t (id int primary key)");
@@ -165,10 +167,26 @@ TEST_F(Preflight, TeardownKeepsPreexistingObjectsUnlessTold) {
   pid_t child = -1;
   it::start_cppcdc_process(child, dir_, it::admin_dsn(), "pf_slot");
   it::stop_cppcdc_process(child, SIGTERM);
+  EXPECT_TRUE(fs::exists(dir_ / "state" / "created-slot-pf_slot"));
 
   auto o = run_cli({"teardown", "--config", config.string(), "--yes"});
   EXPECT_EQ(o.code, 0) << o.output;
   EXPECT_CONTAINS(o.output, "keep    publication pf_pub: cppcdc did not create it");
+  EXPECT_CONTAINS(o.output, "dropped replication slot pf_slot");
+  EXPECT_CONTAINS(o.output, "removed checkpoint");
+  EXPECT_EQ(server_objects(), "0/1");
+  EXPECT_FALSE(fs::exists(dir_ / "state" / "created-slot-pf_slot"));
+
+  // Now a slot made by someone else: cppcdc resumes on it but never drops it unasked.
+  admin.query("select pg_create_logical_replication_slot('pf_slot', 'pgoutput')");
+  it::start_cppcdc_process(child, dir_, it::admin_dsn(), "pf_slot");
+  it::PgSession(it::dsn_for(db_)).query("insert into t values (1)");
+  ASSERT_TRUE(it::wait_until([&] { return fs::exists(dir_ / "state" / "checkpoint-pf_slot.ckpt"); },
+                             std::chrono::seconds(30)));
+  it::stop_cppcdc_process(child, SIGTERM);
+  EXPECT_FALSE(fs::exists(dir_ / "state" / "created-slot-pf_slot"));
+  o = run_cli({"teardown", "--config", config.string(), "--yes"});
+  EXPECT_EQ(o.code, 0) << o.output;
   EXPECT_CONTAINS(o.output, "keep    replication slot pf_slot");
   EXPECT_CONTAINS(o.output, "--include-preexisting");
   EXPECT_CONTAINS(o.output, "keep    checkpoint");
@@ -176,5 +194,6 @@ TEST_F(Preflight, TeardownKeepsPreexistingObjectsUnlessTold) {
 
   o = run_cli({"teardown", "--config", config.string(), "--yes", "--include-preexisting"});
   EXPECT_EQ(o.code, 0) << o.output;
+  EXPECT_CONTAINS(o.output, "removed checkpoint");
   EXPECT_EQ(server_objects(), "0/0");
 }

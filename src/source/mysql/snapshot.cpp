@@ -104,7 +104,8 @@ Result<SnapshotPlan> begin_snapshot(const MysqlSourceConfig& config, SchemaHisto
 
 Status read_snapshot(SnapshotPlan& plan, const MysqlSourceConfig& config,
                      const SchemaHistory& history, const SnapshotEmit& emit,
-                     const std::atomic<bool>& stop, const std::string& state) {
+                     const std::atomic<bool>& stop, const std::string& state,
+                     BlockingSnapshotTracker* tracker) {
   (void)history;
   MYSQL* m = plan.conn.get();
   std::map<std::string, std::string> conditions;
@@ -143,6 +144,8 @@ Status read_snapshot(SnapshotPlan& plan, const MysqlSourceConfig& config,
     std::vector<bool> as_hex;
     for (const auto& c : t.columns) as_hex.push_back(raw_bytes(c));
     std::uint64_t chunk_no = 0;
+    std::uint64_t table_rows = 0;  // rows of this table handed over
+    if (tracker != nullptr) tracker->table_started(ti, 0);
     std::vector<Event> pending;  // the current chunk
     auto flush = [&](bool last_chunk) -> bool {
       for (auto& e : pending) {
@@ -150,8 +153,10 @@ Status read_snapshot(SnapshotPlan& plan, const MysqlSourceConfig& config,
         sizes.push_back(cppcdc::detail::approx_event_bytes(e));
         batch.push_back(std::move(e));
       }
+      table_rows += pending.size();
       pending.clear();
       ++chunk_no;
+      if (tracker != nullptr) tracker->table_progress(ti, table_rows, last_chunk);
       const bool emitted = emit(batch, sizes);
       batch.clear();
       sizes.clear();
@@ -214,7 +219,11 @@ Status read_snapshot(SnapshotPlan& plan, const MysqlSourceConfig& config,
       pending.back().resume_offset = plan.stream_start.offset();
       pending.back().resume_state = state;
     }
-    if (!pending.empty() && !flush(true)) return ok();
+    if (pending.empty()) {
+      if (tracker != nullptr) tracker->table_progress(ti, table_rows, true);
+    } else if (!flush(true)) {
+      return ok();
+    }
     if (stop.load()) return ok();
   }
   CPPCDC_TRY(exec(m, "COMMIT", "ending the snapshot transaction"));

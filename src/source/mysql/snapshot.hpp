@@ -39,9 +39,11 @@ Result<SnapshotPlan> begin_snapshot(const MysqlSourceConfig& config, SchemaHisto
                                     const ServerInfo& server);
 
 /// Reads every table of `plan` and emits its rows (see above). `state` is the resume_state
-/// of the last event. Returns ok() after a stop too (stop flag set).
+/// of the last event. Returns ok() after a stop too (stop flag set). `tracker` (may be null)
+/// is told of each table's start and of the rows read after each chunk.
 Status read_snapshot(SnapshotPlan& plan, const MysqlSourceConfig& config,
                      const SchemaHistory& history, const SnapshotEmit& emit,
-                     const std::atomic<bool>& stop, const std::string& state);
+                     const std::atomic<bool>& stop, const std::string& state,
+                     BlockingSnapshotTracker* tracker = nullptr);
 
 }  // namespace cppcdc::mysql::detail

@@ -96,6 +96,9 @@ class MysqlSource final : public Source {
   ~MysqlSource() override { close(); }
 
   std::string type() const override { return std::string(to_string(config_.flavor)); }
+  std::shared_ptr<const BlockingSnapshotTracker> blocking_snapshot_tracker() const override {
+    return tracker_;
+  }
   std::string source_id() const override { return config_.source_id; }
   std::optional<std::string> initial_offset() const override { return initial_offset_; }
 
@@ -187,6 +190,13 @@ class MysqlSource final : public Source {
       if (!g) return fail(g.error().context("the start GTID position"));
       gtid_ = *g;
     }
+    if (snapshot_) {
+      std::vector<std::string> names;
+      for (const auto& t : snapshot_->tables) names.push_back(t->database + "." + t->table);
+      tracker_->set_pending(snapshot_->id, names, 0, false, 0);
+    } else {
+      tracker_->set_none();
+    }
     const bool only = config_.snapshot_mode == SnapshotMode::kInitialOnly;
     if (only && !snapshot_) {
       spdlog::info("snapshot_mode initial_only: the snapshot was completed before; nothing to do");
@@ -268,8 +278,9 @@ class MysqlSource final : public Source {
       const bool read = run_blocking_snapshot(
           handoff_, "snapshot " + snapshot_->id, [&](const SnapshotEmit& emit) {
             return detail::read_snapshot(*snapshot_, config_, *history_, emit, handoff_.stop_flag(),
-                                         make_state(history_->serialize(), ""));
-          });
+                                         make_state(history_->serialize(), ""), tracker_.get());
+          },
+          tracker_.get());
       snapshot_.reset();
       if (!read) return;
       if (config_.snapshot_mode == SnapshotMode::kInitialOnly) {
@@ -607,6 +618,8 @@ class MysqlSource final : public Source {
   MysqlPtr sql_;
   std::unique_ptr<SchemaHistory> history_;
   std::optional<detail::SnapshotPlan> snapshot_;
+  std::shared_ptr<BlockingSnapshotTracker> tracker_ =
+      std::make_shared<BlockingSnapshotTracker>(std::string(to_string(config_.snapshot_mode)));
   std::optional<std::string> initial_offset_;
   std::atomic<bool> finished_{false};
   StreamStart start_;

@@ -1,6 +1,13 @@
 #include "source/postgres/server_checks.hpp"
 
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "core/text_util.hpp"
 #include "source/postgres/pg_conn.hpp"
@@ -193,11 +200,57 @@ constexpr std::string_view kMarkSlot = "; replication slot created by cppcdc: ";
 
 }  // namespace
 
+std::filesystem::path slot_mark_file(const PostgresSourceConfig& config) {
+  if (config.state_dir.empty()) return {};
+  return config.state_dir / ("created-slot-" + config.slot_name);
+}
+
+namespace {
+
+// What the slot mark file holds: the database the slot was made in (slots belong to one).
+Result<std::string> slot_mark_text(PGconn* sql, const PostgresSourceConfig& config) {
+  auto db = exec(sql, "select current_database()", "reading the database name");
+  if (!db) return fail(db.error());
+  return "replication slot " + config.slot_name + " in database " +
+         get(db->get(), 0, 0).value_or("") + " created by cppcdc\n";
+}
+
+// Writes the slot's mark file (0600, atomically). Logged, never an error.
+void write_slot_mark(PGconn* sql, const PostgresSourceConfig& config) {
+  const auto file = slot_mark_file(config);
+  if (file.empty()) return;
+  auto text = slot_mark_text(sql, config);
+  std::error_code ec;
+  if (text) std::filesystem::create_directories(file.parent_path(), ec);
+  const auto tmp = file.string() + ".tmp";
+  int fd = -1;
+  if (text && !ec) fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  bool written = fd >= 0 && ::write(fd, text->data(), text->size()) ==
+                                static_cast<ssize_t>(text->size()) &&
+                 ::fsync(fd) == 0;
+  if (fd >= 0) written = ::close(fd) == 0 && written;
+  if (written) written = std::rename(tmp.c_str(), file.c_str()) == 0;
+  if (!written) {
+    ::unlink(tmp.c_str());
+    spdlog::warn("cannot record in {} that cppcdc created replication slot {}{}; `cppcdc "
+                 "teardown` will ask before dropping it",
+                 file.string(), config.slot_name,
+                 text ? std::string() : " (" + text.error().report() + ")");
+  }
+}
+
+}  // namespace
+
 void mark_created(PGconn* sql, const PostgresSourceConfig& config, bool slot) {
   std::string comment(kMarkPublication);
   if (slot) {
     auto marks = read_created_marks(sql, config);
-    if (!marks || !marks->publication) return;  // not our publication: no place for the mark
+    if (!marks || !marks->publication) {
+      // Not our publication, which this role may not comment on: the mark goes beside the
+      // checkpoint instead.
+      write_slot_mark(sql, config);
+      return;
+    }
     comment += std::string(kMarkSlot) + config.slot_name;
   }
   auto done = exec(sql,
@@ -210,6 +263,16 @@ void mark_created(PGconn* sql, const PostgresSourceConfig& config, bool slot) {
   }
 }
 
+bool has_slot_mark_file(PGconn* sql, const PostgresSourceConfig& config) {
+  const auto file = slot_mark_file(config);
+  if (file.empty()) return false;
+  std::ifstream in(file);
+  if (!in) return false;
+  std::string saved((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto expected = slot_mark_text(sql, config);
+  return expected && saved == *expected;  // a slot of that name in another database is not it
+}
+
 Result<CreatedMarks> read_created_marks(PGconn* sql, const PostgresSourceConfig& config) {
   auto res = exec(sql,
                   "select coalesce(obj_description(oid, 'pg_publication'), '') from "
@@ -218,12 +281,16 @@ Result<CreatedMarks> read_created_marks(PGconn* sql, const PostgresSourceConfig&
                   {config.publication_name});
   if (!res) return fail(res.error());
   CreatedMarks marks;
-  if (PQntuples(res->get()) == 0) return marks;
+  if (PQntuples(res->get()) == 0) {
+    marks.slot = has_slot_mark_file(sql, config);
+    return marks;
+  }
   const std::string comment = get(res->get(), 0, 0).value_or("");
   marks.publication = comment.rfind(kMarkPublication, 0) == 0;
   marks.slot = marks.publication &&
                comment == std::string(kMarkPublication) + std::string(kMarkSlot) +
                               config.slot_name;
+  if (!marks.slot) marks.slot = has_slot_mark_file(sql, config);
   return marks;
 }
 

@@ -6,6 +6,7 @@
 
 #include <libpq-fe.h>
 
+#include <filesystem>
 #include <set>
 #include <string>
 #include <tuple>
@@ -48,8 +49,9 @@ Status check_replica_identities(PGconn* sql, const PostgresSourceConfig& config,
 
 /// What cppcdc records about the objects it made, so that `cppcdc teardown` drops those and
 /// leaves anyone else's alone: a comment on the publication it created, naming the slot too
-/// once it created that. A slot cppcdc made next to someone else's publication has no place
-/// for the mark (slots take no comments), so teardown asks to be told about it.
+/// once it created that. A slot cppcdc made next to someone else's publication (which it may
+/// not comment on; slots take no comments) is recorded in a file beside the checkpoint
+/// instead (slot_mark_file), when the pipeline keeps its state on this machine.
 struct CreatedMarks {
   bool publication = false;
   bool slot = false;
@@ -59,6 +61,13 @@ struct CreatedMarks {
 /// right after creating it: only possible when the publication carries cppcdc's mark). A
 /// failure is logged, never an error: the mark only spares a question at teardown.
 void mark_created(PGconn* sql, const PostgresSourceConfig& config, bool slot);
+
+/// The file recording a slot cppcdc created beside a publication it did not create
+/// (PostgresSourceConfig::state_dir); empty without a state directory.
+std::filesystem::path slot_mark_file(const PostgresSourceConfig& config);
+
+/// Whether that file exists and names config's slot in the database `sql` is connected to.
+bool has_slot_mark_file(PGconn* sql, const PostgresSourceConfig& config);
 
 /// Reads the marks of config's publication and slot.
 Result<CreatedMarks> read_created_marks(PGconn* sql, const PostgresSourceConfig& config);

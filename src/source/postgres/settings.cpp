@@ -211,6 +211,7 @@ Result<PostgresSourceConfig> read_postgres_settings(const Settings& source) {
     return fail(source.error("dsn", "expected a libpq connection string, found an empty string"));
   }
   out.dsn = std::move(**dsn);
+  if (auto dir = source.state_directory()) out.state_dir = *dir;
 
   CPPCDC_TRY(assign_string(source, "slot_name", out.slot_name));
   if (out.slot_name.empty() || out.slot_name.size() > 63 ||

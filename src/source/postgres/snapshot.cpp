@@ -382,6 +382,11 @@ Status run_snapshot(PGconn* conn, PGconn* catalog, TransactionAssembler& assembl
           cols.begin()));
     }
     cppcdc::detail::ProgressLog log(name, d->estimated_rows, progress.rows);
+    const std::size_t table_index = progress.table_index;
+    if (options.tracker != nullptr) {
+      options.tracker->table_started(table_index, d->estimated_rows);
+      options.tracker->table_progress(table_index, progress.rows, false);
+    }
     const std::string what = "reading the snapshot of " + name;
     // One COPY per table, in key order from the cursor, cut into chunks of n rows here: the
     // server streams rows while cppcdc converts and hands over the previous chunk, and pays
@@ -430,6 +435,9 @@ Status run_snapshot(PGconn* conn, PGconn* catalog, TransactionAssembler& assembl
         progress.cursor = std::move(cursor);
       }
       rows.drop_first(take);
+      if (options.tracker != nullptr) {
+        options.tracker->table_progress(table_index, progress.rows, table_done);
+      }
       if (table_done) {
         ++progress.table_index;
         progress.cursor.reset();

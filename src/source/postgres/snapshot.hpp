@@ -27,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cppcdc/blocking_snapshot.hpp"
 #include "cppcdc/event.hpp"
 #include "cppcdc/postgres/lsn.hpp"
 #include "cppcdc/result.hpp"
@@ -95,6 +96,8 @@ struct SnapshotOptions {
   std::uint32_t chunk_size = 1024;
   /// Optional WHERE condition per "schema.table".
   std::map<std::string, std::string> table_conditions;
+  /// Told of each table's start and of the rows read after each chunk; may be null.
+  BlockingSnapshotTracker* tracker = nullptr;
 };
 
 /// Reads the snapshot described by `progress` on `conn` (a connection of its own). Tables are

@@ -45,6 +45,9 @@ class PostgresSource final : public Source {
   ~PostgresSource() override { close(); }
 
   std::string type() const override { return "postgres"; }
+  std::shared_ptr<const BlockingSnapshotTracker> blocking_snapshot_tracker() const override {
+    return tracker_;
+  }
   std::string source_id() const override { return config_.slot_name; }
   std::optional<std::string> initial_offset() const override {
     if (slot_confirmed_.is_zero()) return std::nullopt;
@@ -183,6 +186,12 @@ class PostgresSource final : public Source {
     }
     if (only && snapshot_ && snapshot_->id.empty()) {
       snapshot_->id = config_.slot_name + "@" + snapshot_->stream_start.to_string();
+    }
+    if (snapshot_) {
+      tracker_->set_pending(snapshot_->id, snapshot_->tables, snapshot_->table_index,
+                            resume.has_value(), snapshot_->started_ms);
+    } else {
+      tracker_->set_none();
     }
     catalog_ = std::make_unique<SqlCatalog>(sql_.get());
     assembler_ = std::make_unique<TransactionAssembler>(
@@ -327,6 +336,7 @@ class PostgresSource final : public Source {
     }
     SnapshotOptions options;
     options.chunk_size = config_.snapshot_chunk_size;
+    options.tracker = tracker_.get();
     for (const auto& [table, condition] : config_.snapshot_table_conditions) {
       options.table_conditions[split_table(table).text()] = condition;
     }
@@ -341,7 +351,8 @@ class PostgresSource final : public Source {
                                  handoff_.stop_flag());
           conn->reset();
           return st;
-        });
+        },
+        tracker_.get());
     if (!read) return true;  // failed or stopped: the end was reported
     if (config_.snapshot_mode == SnapshotMode::kInitialOnly) {
       finished_.store(true);
@@ -362,6 +373,8 @@ class PostgresSource final : public Source {
   Lsn slot_confirmed_;  // the slot's confirmed_flush_lsn at start
   ConnPtr sql_;         // start-up checks; then the reader thread's (catalog, peeks' SQL)
   std::optional<SnapshotProgress> snapshot_;  // to read before streaming
+  std::shared_ptr<BlockingSnapshotTracker> tracker_ =
+      std::make_shared<BlockingSnapshotTracker>(std::string(to_string(config_.snapshot_mode)));
   std::atomic<bool> finished_{false};         // initial_only: all handed over
   std::unique_ptr<SqlCatalog> catalog_;
   std::unique_ptr<TransactionAssembler> assembler_;

@@ -4,6 +4,8 @@
 
 #include <libpq-fe.h>
 
+#include <filesystem>
+
 #include "cppcdc/plugin.hpp"
 #include "cppcdc/postgres.hpp"
 #include "source/postgres/pg_conn.hpp"
@@ -37,7 +39,7 @@ Result<std::vector<TeardownStep>> run_teardown(const PostgresSourceConfig& confi
   const std::string keep_hint = "; pass --include-preexisting to drop it anyway";
 
   // The slot first: it is what holds WAL, and dropping it makes the publication unused.
-  TeardownStep slot{Outcome::kAbsent, "replication slot " + config.slot_name, ""};
+  TeardownStep slot{Outcome::kAbsent, "replication slot " + config.slot_name, "", true};
   auto found = exec(sql,
                     "select active, coalesce(active_pid::text, ''), pg_size_pretty("
                     "pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)) from "
@@ -63,6 +65,13 @@ Result<std::vector<TeardownStep>> run_teardown(const PostgresSourceConfig& confi
                           "dropping replication slot " + config.slot_name, {config.slot_name});
       slot.outcome = dropped ? Outcome::kDropped : Outcome::kFailed;
       slot.detail = dropped ? "released " + held + " of WAL" : error_line(dropped.error());
+    }
+  }
+  if (!dry_run && slot.outcome != Outcome::kKept && slot.outcome != Outcome::kFailed) {
+    // The slot is gone: its record beside the checkpoint goes too.
+    if (const auto mark = detail::slot_mark_file(config); !mark.empty()) {
+      std::error_code ec;
+      std::filesystem::remove(mark, ec);
     }
   }
   steps.push_back(std::move(slot));

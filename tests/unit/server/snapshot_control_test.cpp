@@ -246,6 +246,127 @@ TEST(SnapshotStatus, TableShowsRowsEstimateChunksAndCompletion) {
                   "incremental snapshot: idle (generation 0)");
 }
 
+TEST_F(SnapshotControl, StatusCarriesTheInitialSnapshotEvenWithoutIncrementalSupport) {
+  auto tracker = std::make_shared<BlockingSnapshotTracker>("initial");
+  tracker->set_pending("slot@0/16B3748", {"public.a", "public.b"}, 0, false, 0);
+  tracker->set_running();
+  tracker->table_started(0, 100);
+  tracker->table_progress(0, 40, false);
+  ControlContext only_initial;
+  only_initial.unavailable_reason = "this pipeline runs no incremental snapshots";
+  only_initial.initial = tracker;
+  const std::atomic<bool> stopping{false};
+  auto a = answer(handle_control_request(R"({"command":"status"})", only_initial, stopping));
+  ASSERT_TRUE(a.at("ok").as_bool()) << boost::json::serialize(a);
+  EXPECT_FALSE(a.contains("state"));
+  auto status = BlockingSnapshotStatus::from_json(boost::json::serialize(a.at("initial_snapshot")));
+  ASSERT_TRUE(status) << status.error().report();
+  EXPECT_EQ(status->phase, BlockingSnapshotStatus::Phase::kRunning);
+  EXPECT_EQ(status->rows_read(), 40u);
+  // The other commands still need an incremental snapshot handle.
+  a = answer(handle_control_request(R"({"command":"pause"})", only_initial, stopping));
+  EXPECT_EQ(error_of(a), "this pipeline runs no incremental snapshots");
+}
+
+TEST(InitialSnapshotTracker, FollowsTheSnapshotFromPendingToComplete) {
+  BlockingSnapshotTracker tracker("initial");
+  EXPECT_EQ(tracker.status().phase, BlockingSnapshotStatus::Phase::kNone);
+  // Resumed: the first table was completed by an earlier process.
+  tracker.set_pending("s@1", {"public.a", "public.b", "public.c"}, 1, true, 1000);
+  auto s = tracker.status();
+  EXPECT_EQ(s.phase, BlockingSnapshotStatus::Phase::kPending);
+  EXPECT_TRUE(s.resumed);
+  EXPECT_TRUE(s.tables[0].earlier);
+  EXPECT_TRUE(s.tables[0].complete);
+  EXPECT_EQ(s.tables_complete(), 1u);
+  tracker.set_running();
+  tracker.table_started(1, 10);
+  tracker.table_progress(1, 10, true);
+  tracker.table_started(2, 0);
+  tracker.table_progress(2, 3, false);
+  s = tracker.status();
+  EXPECT_EQ(s.phase, BlockingSnapshotStatus::Phase::kRunning);
+  EXPECT_EQ(s.started_ms, 1000);  // kept from the checkpoint, not reset by set_running
+  EXPECT_EQ(s.rows_read(), 13u);
+  EXPECT_EQ(s.tables_complete(), 2u);
+  tracker.set_stopped();
+  EXPECT_EQ(tracker.status().phase, BlockingSnapshotStatus::Phase::kStopped);
+  tracker.set_complete();
+  s = tracker.status();
+  EXPECT_EQ(s.phase, BlockingSnapshotStatus::Phase::kComplete);
+  EXPECT_EQ(s.tables_complete(), 3u);
+  EXPECT_GT(s.finished_ms, 0);
+  // A completed snapshot is not turned into a stopped one by the shutdown that follows.
+  tracker.set_stopped();
+  EXPECT_EQ(tracker.status().phase, BlockingSnapshotStatus::Phase::kComplete);
+  tracker.set_failed("boom");
+  EXPECT_EQ(tracker.status().error, "boom");
+  tracker.set_none();
+  s = tracker.status();
+  EXPECT_EQ(s.phase, BlockingSnapshotStatus::Phase::kNone);
+  EXPECT_TRUE(s.tables.empty());
+  EXPECT_EQ(s.mode, "initial");
+}
+
+TEST(InitialSnapshotTracker, JsonRoundTripsAndRefusesMalformedInput) {
+  BlockingSnapshotTracker tracker("when_needed");
+  tracker.set_pending("s@2", {"public.a", "public.b"}, 1, false, 5);
+  tracker.set_running();
+  tracker.table_started(1, 2.5e6);
+  tracker.table_progress(1, 1200, false);
+  const auto s = tracker.status();
+  auto back = BlockingSnapshotStatus::from_json(s.to_json());
+  ASSERT_TRUE(back) << back.error().report();
+  EXPECT_EQ(back->to_json(), s.to_json());
+  EXPECT_EQ(back->tables[1].estimated_rows, 2.5e6);
+  EXPECT_TRUE(back->tables[0].earlier);
+  EXPECT_FALSE(BlockingSnapshotStatus::from_json("[]"));
+  EXPECT_FALSE(BlockingSnapshotStatus::from_json(R"({"phase":"sleeping"})"));
+  auto missing = BlockingSnapshotStatus::from_json(R"({"phase":"running"})");
+  ASSERT_FALSE(missing);
+  EXPECT_CONTAINS(missing.error().report(), "blocking snapshot status is malformed");
+}
+
+TEST(InitialSnapshotStatus, PrintsEachPhaseInWords) {
+  BlockingSnapshotStatus s;
+  s.mode = "never";
+  EXPECT_EQ(format_initial_snapshot_status(s, 0),
+            "initial snapshot: none (snapshot mode never takes none)\n");
+  s.mode = "initial";
+  EXPECT_CONTAINS(format_initial_snapshot_status(s, 0),
+                  "none in this run (snapshot mode initial): the checkpoint it resumed from "
+                  "holds no snapshot in progress");
+
+  BlockingSnapshotTracker tracker("initial");
+  tracker.set_pending("slot@0/1", {"public.orders", "public.customers", "public.items"}, 1,
+                      true, 10'000);
+  EXPECT_CONTAINS(format_initial_snapshot_status(tracker.status(), 20'000),
+                  "initial snapshot slot@0/1: pending");
+  tracker.set_running();
+  tracker.table_started(1, 1000);
+  tracker.table_progress(1, 250, false);
+  std::string text = format_initial_snapshot_status(tracker.status(), 40'000);
+  EXPECT_CONTAINS(text, "initial snapshot slot@0/1: running: 250 rows read, 1 of 3 tables "
+                        "complete, 30 s (resumed)");
+  EXPECT_CONTAINS(text, "TABLE             ROWS READ  ESTIMATED        COMPLETE");
+  EXPECT_CONTAINS(text, "public.orders     -          unknown          yes (earlier run)");
+  EXPECT_CONTAINS(text, "public.customers  250        1000 (25% done)  no");
+  EXPECT_CONTAINS(text, "public.items      0          -                no");
+  tracker.set_failed("snapshot slot@0/1: permission denied for table items");
+  text = format_initial_snapshot_status(tracker.status(), 0);
+  EXPECT_CONTAINS(text, "initial snapshot slot@0/1: failed: snapshot slot@0/1: permission denied");
+
+  BlockingSnapshotTracker done("initial_only");
+  done.set_pending("x@1", {"app.t"}, 0, false, 0);
+  done.set_running();
+  done.table_started(0, 0);
+  done.table_progress(0, 1, true);
+  done.set_complete();
+  text = format_initial_snapshot_status(done.status(), 0);
+  EXPECT_CONTAINS(text, "initial snapshot x@1: complete: 1 row from 1 table read in 0 s\n");
+  EXPECT_EQ(text.find("streaming"), std::string::npos) << text;
+}
+
 // A source_state with the blocking snapshot's own member beside the incremental one.
 std::string saved_state() {
   IncrementalSnapshotState s;
