@@ -35,6 +35,8 @@ PACKAGES=(
   # libraries (DESIGN.md section 4)
   libboost-json1.81-dev libexpected-dev libtomlplusplus-dev libcli11-dev
   libspdlog-dev libfmt-dev libssl-dev
+  # HTTP sink: libcurl (OpenSSL flavour) as the client; cpp-httplib for the receivers in tests
+  libcurl4-openssl-dev libcpp-httplib-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # scripts

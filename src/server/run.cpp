@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/json_write.hpp"
+#include "core/stop_request.hpp"
 #include "cppcdc/checkpoint.hpp"
 #include "cppcdc/pipeline.hpp"
 #include "cppcdc/transforms.hpp"
@@ -29,7 +30,12 @@ namespace {
 std::atomic<bool> g_stop_requested{false};
 static_assert(std::atomic<bool>::is_always_lock_free);
 
-extern "C" void on_stop_signal(int /*signo*/) { g_stop_requested.store(true); }
+// The core's flag too: parts that wait on something outside (the HTTP sink's retries) stop
+// waiting when it is set.
+extern "C" void on_stop_signal(int /*signo*/) {
+  g_stop_requested.store(true);
+  detail::g_process_stop_requested.store(true);
+}
 
 // No SA_RESTART, so a blocking call returns EINTR and the loop sees the flag promptly.
 // SA_RESETHAND: a second signal takes the default action (the process dies at once), which

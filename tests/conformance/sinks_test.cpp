@@ -1,4 +1,4 @@
-// The sink conformance suite for the built-in sinks: file and stdout.
+// The sink conformance suite for the built-in sinks: file, stdout and http.
 
 #include <fcntl.h>
 #include <stdio_ext.h>
@@ -14,7 +14,9 @@
 
 #include "conformance/conformance_util.hpp"
 #include "conformance/sink_conformance.hpp"
+#include "cppcdc/http_sink.hpp"
 #include "cppcdc/sink.hpp"
+#include "http_receiver.hpp"
 
 namespace cppcdc::conformance {
 namespace {
@@ -102,9 +104,60 @@ class StdoutSinkHarness {
   int saved_fd_ = -1;
 };
 
+/// A receiver on loopback (cpp-httplib) that checks every request's signature; JSON lines, so
+/// that what it kept is the suite's one record per line. The I/O failure is a listener that
+/// drops every connection.
+class HttpSinkHarness {
+ public:
+  static constexpr const char* kName = "http";
+  static constexpr const char* kSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+  HttpSinkHarness() : receiver_({kSecret}) {}
+
+  Result<std::unique_ptr<Sink>> open() { return make_http_sink(options(receiver_.url())); }
+
+  std::string delivered() {
+    for (const auto& r : receiver_.requests()) {
+      EXPECT_TRUE(r.signature_ok) << "a request with a bad signature: "
+                                  << r.header("webhook-signature");
+    }
+    return receiver_.delivered();
+  }
+
+  std::optional<Result<std::unique_ptr<Sink>>> open_failing() {
+    dropping_.emplace();
+    return make_http_sink(options(dropping_->url()));
+  }
+  std::string failing_location() { return dropping_ ? dropping_->url() : ""; }
+
+  /// A CA file that does not exist.
+  std::optional<Result<std::unique_ptr<Sink>>> open_misconfigured() {
+    HttpSinkOptions o = options("https://127.0.0.1:1/hook");
+    o.tls.ca_file = misconfigured_location();
+    return make_http_sink(std::move(o));
+  }
+  std::string misconfigured_location() { return "/nonexistent/cppcdc-conformance-ca.pem"; }
+
+ private:
+  static HttpSinkOptions options(const std::string& url) {
+    HttpSinkOptions o;
+    o.url = url;
+    o.format = HttpBodyFormat::kJsonLines;
+    o.signing_secrets = {kSecret};
+    o.retry.max_retries = 2;
+    o.retry.initial_backoff_ms = 1;
+    o.retry.max_backoff_ms = 5;
+    return o;
+  }
+
+  testing_http::HttpReceiver receiver_;
+  std::optional<testing_http::DroppingListener> dropping_;
+};
+
 }  // namespace
 
 INSTANTIATE_TYPED_TEST_SUITE_P(FileSink, SinkConformance, FileSinkHarness);
 INSTANTIATE_TYPED_TEST_SUITE_P(StdoutSink, SinkConformance, StdoutSinkHarness);
+INSTANTIATE_TYPED_TEST_SUITE_P(HttpSink, SinkConformance, HttpSinkHarness);
 
 }  // namespace cppcdc::conformance

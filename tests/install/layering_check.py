@@ -141,10 +141,10 @@ def check_sources(src_root, module, tops):
 # What src/server may not name outside its list of built-in plugins (check 3).
 SERVER_PLUGIN_LIST = "builtin_plugins.cpp"
 SERVER_FORBIDDEN_INCLUDE_RE = re.compile(
-    r'^(cppcdc/(postgres|mysql|sqlserver)(\.hpp|/)|(source|sink|checkpoint|codec)/)')
+    r'^(cppcdc/(postgres|mysql|sqlserver|http_sink)(\.hpp|/)|(source|sink|checkpoint|codec)/)')
 SERVER_FORBIDDEN_NAME_RE = re.compile(
     r'\b(pg|mysql|sqlserver)::|\b(FileCheckpoint|InMemoryCheckpoint|make_file_sink|'
-    r'make_stdout_sink|PostgresSourceConfig)\b')
+    r'make_stdout_sink|make_http_sink|PostgresSourceConfig)\b')
 
 
 def check_server(src_root):

@@ -296,7 +296,7 @@ TEST(ServerConfig, OutOfRangeAndBadValuesAreNamed) {
   EXPECT_CONTAINS(error_of(edit(example, "\"customers\"", "\"a.b.c\"")), "[source] tables");
   EXPECT_CONTAINS(error_of(edit(example, "\"customers\"", "\"orders\"")), "listed twice");
   EXPECT_CONTAINS(error_of(edit(example, "type = \"file\"", "type = \"kafka\"")),
-                  "[sink] type: expected \"file\" or \"stdout\"");
+                  "[sink] type: expected \"file\", \"http\" or \"stdout\"");
   EXPECT_CONTAINS(error_of(edit(example, "backend = \"local_fs\"", "backend = \"redis\"")),
                   "[state.offset] backend");
   EXPECT_CONTAINS(error_of(edit(example, "format = \"json\"", "format = \"xml\"")), "[log] format");
