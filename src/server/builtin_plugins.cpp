@@ -3,6 +3,7 @@
 
 #include <mutex>
 
+#include "cppcdc/kafka.hpp"
 #include "cppcdc/mysql.hpp"
 #include "cppcdc/plugin.hpp"
 #include "cppcdc/postgres.hpp"
@@ -19,6 +20,7 @@ void register_builtin_plugins() {
     sqlserver::register_plugin();  // reserved: not built yet
     register_file_sink_plugin();
     register_stdout_sink_plugin();
+    register_kafka_sink_plugin();
     register_checkpoint_plugins();
   });
 }
