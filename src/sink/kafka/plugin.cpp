@@ -24,28 +24,32 @@ class ConfiguredKafkaSink final : public ConfiguredSink {
       d.details.emplace_back(std::move(label), std::move(text));
     };
     add("topic", in_quotes(config_.topic));
-    add("delivery_mode", std::string(to_string(config_.delivery_mode)) + " (acks = all)");
+    add("delivery", std::string(to_string(config_.delivery_mode)) +
+                        " producer, acks = all, delivery timeout " +
+                        std::to_string(config_.delivery_timeout_ms) + " ms");
     add("partitioner", config_.partitioner);
     add("compression", config_.compression);
-    add("linger_ms", config_.linger_ms ? std::to_string(*config_.linger_ms)
-                                       : std::string("librdkafka's default (5)"));
-    add("batch_size", config_.batch_size ? std::to_string(*config_.batch_size)
-                                         : std::string("librdkafka's default (1000000)"));
-    add("delivery_timeout_ms", std::to_string(config_.delivery_timeout_ms));
-    add("tombstones_on_delete", config_.tombstones_on_delete ? "true" : "false");
+    add("batching", "linger " +
+                        (config_.linger_ms ? std::to_string(*config_.linger_ms) + " ms"
+                                           : std::string("5 ms (librdkafka's default)")) +
+                        ", batch size " +
+                        (config_.batch_size ? std::to_string(*config_.batch_size) + " bytes"
+                                            : std::string("1000000 bytes (librdkafka's default)")));
+    add("tombstones", config_.tombstones_on_delete ? "after every delete" : "none");
     if (config_.create_topics) {
       auto or_default = [](std::int32_t v) {
         return v < 0 ? std::string("the broker's default") : std::to_string(v);
       };
-      add("create_topics", "true (partitions: " + or_default(config_.topic_partitions) +
-                               ", replication factor: " +
-                               or_default(config_.topic_replication_factor) + ")");
+      add("missing topics", "created (partitions: " + or_default(config_.topic_partitions) +
+                                ", replication factor: " +
+                                or_default(config_.topic_replication_factor) + ")");
     } else {
-      add("create_topics", "false (a missing topic is an error)");
+      add("missing topics", "an error (create_topics = false)");
     }
     for (const auto& [name, value] : config_.properties) {
-      add("kafka_properties." + name,
-          is_secret_kafka_property(name) ? std::string("(redacted)") : in_quotes(value));
+      add("property", name + " = " +
+                          (is_secret_kafka_property(name) ? std::string("(redacted)")
+                                                          : in_quotes(value)));
     }
     return d;
   }

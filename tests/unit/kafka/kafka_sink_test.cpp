@@ -289,13 +289,14 @@ TEST(KafkaSinkPlugin, EveryKeyIsReadAndCheckConfigHidesTheSecrets) {
   EXPECT_EQ(text.find("s3cret-pw"), std::string::npos) << text;
   EXPECT_CONTAINS(text, "kafka 127.0.0.1:9092,127.0.0.1:9093");
   EXPECT_CONTAINS(text, "\"cdc.${table}\"");
-  EXPECT_CONTAINS(text, "idempotent (acks = all)");
+  EXPECT_CONTAINS(text, "idempotent producer, acks = all, delivery timeout 30000 ms");
   EXPECT_CONTAINS(text, "murmur2_random");
   EXPECT_CONTAINS(text, "lz4");
-  EXPECT_CONTAINS(text, "true (partitions: 6, replication factor: 1)");
-  EXPECT_CONTAINS(text, "kafka_properties.sasl.password");
-  EXPECT_CONTAINS(text, "(redacted)");
-  EXPECT_CONTAINS(text, "\"cdc\"");
+  EXPECT_CONTAINS(text, "linger 20 ms, batch size 65536 bytes");
+  EXPECT_CONTAINS(text, "after every delete");
+  EXPECT_CONTAINS(text, "created (partitions: 6, replication factor: 1)");
+  EXPECT_CONTAINS(text, "sasl.password = (redacted)");
+  EXPECT_CONTAINS(text, "sasl.username = \"cdc\"");
 }
 
 TEST(KafkaSinkPlugin, ErrorsNameTheKey) {
