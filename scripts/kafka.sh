@@ -74,7 +74,8 @@ fetch_jars() {
   libs=$(libs_dir)
   [[ -f "$libs/.complete" ]] && { printf '%s\n' "$libs"; return 0; }
   command -v mvn >/dev/null || die "mvn not found; run scripts/install-deps.sh (Debian's maven)"
-  command -v java >/dev/null || die "java not found; run scripts/install-deps.sh (openjdk-17-jre-headless)"
+  command -v java >/dev/null ||
+    die "java not found; run scripts/install-deps.sh (openjdk-17-jre-headless)"
   mkdir -p "$CACHE"
   local top
   top=$(dirname "$libs")
@@ -91,7 +92,8 @@ fetch_jars() {
       if ! mvn "${args[@]}" >"$top/mvn.log" 2>&1; then
         tail -n 30 "$top/mvn.log" >&2
         rm -rf -- "$tmp"
-        die "Maven could not fetch the jars (log: $top/mvn.log); Maven Central must be reachable once"
+        die "Maven could not fetch the jars (log: $top/mvn.log);" \
+          "Maven Central must be reachable once"
       fi
     fi
     ls "$tmp"/kafka_2.13-*.jar >/dev/null 2>&1 || die "no kafka_2.13 jar in $tmp after Maven ran"
@@ -173,9 +175,14 @@ EOF
 }
 
 # A cluster id: 16 random bytes in URL-safe base64 without padding (what the storage tool's
-# random-uuid prints), made here to save a JVM start.
+# random-uuid prints), made here to save a JVM start. Like Kafka's own, never one that starts
+# with '-': the storage tool would take it for an option.
 cluster_id() {
-  head -c16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n'
+  local id=-
+  while [[ "$id" == -* ]]; do
+    id=$(head -c16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n')
+  done
+  printf '%s\n' "$id"
 }
 
 cmd_start() {
@@ -214,7 +221,8 @@ cmd_start() {
   if [[ ! -f "$DIR/data/meta.properties" ]]; then
     log "formatting the storage in $DIR/data"
     # A short-lived JVM: the quick (C1) compiler alone and the serial collector start faster.
-    if ! (HEAP="-Xms64m -Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC" java_cmd "$libs" -Dlog4j2.configurationFile="$DIR/log4j2.properties" \
+    if ! (HEAP="-Xms64m -Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC" \
+          java_cmd "$libs" -Dlog4j2.configurationFile="$DIR/log4j2.properties" \
             kafka.tools.StorageTool format -t "$(cluster_id)" -c "$DIR/server.properties" \
             >"$DIR/format.log" 2>&1); then
       cat "$DIR/format.log" >&2
@@ -222,7 +230,9 @@ cmd_start() {
     fi
   fi
 
-  log "starting Kafka ($(basename "$(ls "$libs"/kafka_2.13-*.jar)" .jar)) in $DIR on 127.0.0.1:$PORT (controller $CPORT)"
+  local jar
+  jar=$(basename "$(ls "$libs"/kafka_2.13-*.jar)" .jar)
+  log "starting Kafka ($jar) in $DIR on 127.0.0.1:$PORT (controller $CPORT)"
   : >"$DIR/stdout.log"
   (
     cd "$DIR"
@@ -326,7 +336,8 @@ cmd_run() {
     producer-perf-test) class=org.apache.kafka.tools.ProducerPerformance; quick=0 ;;
     topics) class=org.apache.kafka.tools.TopicCommand ;;
     *.*) class=$tool; quick=0 ;;
-    *) die "unknown tool '$tool': console-consumer, console-producer, producer-perf-test, topics or a class name" ;;
+    *) die "unknown tool '$tool': console-consumer, console-producer, producer-perf-test," \
+         "topics or a class name" ;;
   esac
   local libs
   libs=$(fetch_jars)
