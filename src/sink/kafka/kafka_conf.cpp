@@ -15,8 +15,9 @@ bool is_secret_kafka_property(std::string_view name) noexcept {
   std::transform(lower.begin(), lower.end(), lower.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   constexpr std::array<std::string_view, 7> kSecret = {
-      "password", "secret", "sasl.oauthbearer.config", "ssl.key.pem", "ssl_key",
-      "ssl.keystore.location", "token"};
+      "password",    "secret",  "sasl.oauthbearer.config",
+      "ssl.key.pem", "ssl_key", "ssl.keystore.location",
+      "token"};
   for (const auto s : kSecret) {
     if (lower.find(s) != std::string::npos) return true;
   }
@@ -80,9 +81,9 @@ Result<ConfPtr> build_conf(const KafkaSinkConfig& config) {
                         in_quotes(config.partitioner)));
   }
   if (!one_of(config.compression, {"none", "gzip", "snappy", "lz4", "zstd"})) {
-    return fail(bad("compression",
-                    "expected \"none\", \"gzip\", \"snappy\", \"lz4\" or \"zstd\", found " +
-                        in_quotes(config.compression)));
+    return fail(
+        bad("compression", "expected \"none\", \"gzip\", \"snappy\", \"lz4\" or \"zstd\", found " +
+                               in_quotes(config.compression)));
   }
   if (config.delivery_mode == KafkaDeliveryMode::kTransactional) {
     return fail(bad("delivery_mode",
@@ -91,8 +92,8 @@ Result<ConfPtr> build_conf(const KafkaSinkConfig& config) {
                     "delivers every batch at least once"));
   }
   if (!config.transactional_id.empty()) {
-    return fail(bad("transactional_id",
-                    "is used only with delivery_mode = \"transactional\"; remove it"));
+    return fail(
+        bad("transactional_id", "is used only with delivery_mode = \"transactional\"; remove it"));
   }
   if (config.delivery_timeout_ms < 1 || config.delivery_timeout_ms > 2'147'483'647) {
     return fail(bad("delivery_timeout_ms",
@@ -104,9 +105,9 @@ Result<ConfPtr> build_conf(const KafkaSinkConfig& config) {
                                             std::to_string(config.topic_partitions)));
   }
   if (config.topic_replication_factor == 0 || config.topic_replication_factor < -1) {
-    return fail(bad("topic_replication_factor",
-                    "expected -1 (the broker's default) or at least 1, found " +
-                        std::to_string(config.topic_replication_factor)));
+    return fail(
+        bad("topic_replication_factor", "expected -1 (the broker's default) or at least 1, found " +
+                                            std::to_string(config.topic_replication_factor)));
   }
 
   ConfPtr conf(rd_kafka_conf_new());
@@ -126,8 +127,8 @@ Result<ConfPtr> build_conf(const KafkaSinkConfig& config) {
   CPPCDC_TRY(set("acks", "all", "delivery_mode"));
   CPPCDC_TRY(set("partitioner", config.partitioner, "partitioner"));
   CPPCDC_TRY(set("compression.codec", config.compression, "compression"));
-  CPPCDC_TRY(set("message.timeout.ms", std::to_string(config.delivery_timeout_ms),
-                 "delivery_timeout_ms"));
+  CPPCDC_TRY(
+      set("message.timeout.ms", std::to_string(config.delivery_timeout_ms), "delivery_timeout_ms"));
   if (config.linger_ms) {
     CPPCDC_TRY(set("linger.ms", std::to_string(*config.linger_ms), "linger_ms"));
   }

@@ -56,13 +56,14 @@ int level_for(int syslog_level) {
 
 // librdkafka's own log lines, from any of its threads (spdlog is thread-safe).
 void log_callback(const rd_kafka_t*, int level, const char* facility, const char* message) {
-  spdlog::log(static_cast<spdlog::level::level_enum>(level_for(level)), "kafka sink: librdkafka {}: {}",
-              facility, message);
+  spdlog::log(static_cast<spdlog::level::level_enum>(level_for(level)),
+              "kafka sink: librdkafka {}: {}", facility, message);
 }
 
 class KafkaSink final : public Sink {
  public:
-  KafkaSink(KafkaSinkConfig config, kafka_sink::TopicTemplate topic, std::unique_ptr<Encoder> encoder)
+  KafkaSink(KafkaSinkConfig config, kafka_sink::TopicTemplate topic,
+            std::unique_ptr<Encoder> encoder)
       : config_(std::move(config)), topic_(std::move(topic)), encoder_(std::move(encoder)) {}
 
   ~KafkaSink() override { destroy(/*purge=*/true); }
@@ -190,8 +191,8 @@ class KafkaSink final : public Sink {
 
   /// The topic handle for `event`, looked up (and checked on first use) by name.
   Result<Topic*> topic_for(const Event& event) {
-    if (last_ != nullptr && last_source_ == event.source.source_name && last_table_ == event.table &&
-        last_schema_ == event.schema) {
+    if (last_ != nullptr && last_source_ == event.source.source_name &&
+        last_table_ == event.table && last_schema_ == event.schema) {
       return last_;
     }
     bool sanitized = false;
@@ -200,9 +201,10 @@ class KafkaSink final : public Sink {
     auto it = topics_.find(*name);
     if (it == topics_.end()) {
       if (sanitized) {
-        spdlog::warn("kafka sink: the topic for {} is \"{}\": characters Kafka does not allow "
-                     "in topic names became '_'",
-                     table_of(event), *name);
+        spdlog::warn(
+            "kafka sink: the topic for {} is \"{}\": characters Kafka does not allow "
+            "in topic names became '_'",
+            table_of(event), *name);
       }
       auto prepared = prepare_topic(*name, event);
       if (!prepared) return fail(std::move(prepared).error());
@@ -243,15 +245,16 @@ class KafkaSink final : public Sink {
     for (;;) {
       const rd_kafka_metadata_t* md = nullptr;
       const int wait = static_cast<int>(std::max<std::int64_t>(
-          1, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count()));
+          1,
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count()));
       const rd_kafka_resp_err_t err = rd_kafka_metadata(rk_, 0, topic.rkt, &md, wait);
       if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        return fail(Error::sink(
-            ErrorKind::kTransient,
-            "cannot reach the Kafka brokers " + in_quotes(config_.bootstrap_servers) +
-                " to look up topic " + in_quotes(name) + " within delivery_timeout_ms (" +
-                std::to_string(config_.delivery_timeout_ms) + " ms): " + rd_kafka_err2str(err) +
-                last_broker_error_suffix()));
+        return fail(Error::sink(ErrorKind::kTransient,
+                                "cannot reach the Kafka brokers " +
+                                    in_quotes(config_.bootstrap_servers) + " to look up topic " +
+                                    in_quotes(name) + " within delivery_timeout_ms (" +
+                                    std::to_string(config_.delivery_timeout_ms) +
+                                    " ms): " + rd_kafka_err2str(err) + last_broker_error_suffix()));
       }
       rd_kafka_resp_err_t topic_err = RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
       int partitions = 0;
@@ -277,14 +280,16 @@ class KafkaSink final : public Sink {
     }
   }
 
-  Error topic_error(const std::string& name, rd_kafka_resp_err_t err, const std::string& raw) const {
+  Error topic_error(const std::string& name, rd_kafka_resp_err_t err,
+                    const std::string& raw) const {
     const std::string where = "topic " + in_quotes(name) + " (for " + raw + ") on " +
                               in_quotes(config_.bootstrap_servers);
     switch (err) {
       case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
         return Error::sink(ErrorKind::kConfiguration,
-                           where + " does not exist; create it, or set create_topics = true "
-                                   "so that the sink creates missing topics")
+                           where +
+                               " does not exist; create it, or set create_topics = true "
+                               "so that the sink creates missing topics")
             .for_setting(SettingOwner::kSink, "topic");
       case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
         return Error::sink(ErrorKind::kConfiguration,
@@ -303,9 +308,8 @@ class KafkaSink final : public Sink {
 
   Status create_topic(const std::string& name) {
     char err[512];
-    rd_kafka_NewTopic_t* nt = rd_kafka_NewTopic_new(name.c_str(), config_.topic_partitions,
-                                                    config_.topic_replication_factor, err,
-                                                    sizeof err);
+    rd_kafka_NewTopic_t* nt = rd_kafka_NewTopic_new(
+        name.c_str(), config_.topic_partitions, config_.topic_replication_factor, err, sizeof err);
     if (nt == nullptr) {
       return fail(Error::sink(ErrorKind::kConfiguration,
                               "cannot create topic " + in_quotes(name) + ": " + err)
@@ -319,16 +323,15 @@ class KafkaSink final : public Sink {
     rd_kafka_CreateTopics(rk_, &nt, 1, options, queue);
     rd_kafka_event_t* ev = rd_kafka_queue_poll(queue, timeout_ms() + 5000);
     Status st = ok();
-    const std::string where = "creating topic " + in_quotes(name) + " on " +
-                              in_quotes(config_.bootstrap_servers);
+    const std::string where =
+        "creating topic " + in_quotes(name) + " on " + in_quotes(config_.bootstrap_servers);
     if (ev == nullptr) {
-      st = fail(Error::sink(ErrorKind::kTransient,
-                            where + ": no answer within delivery_timeout_ms" +
-                                last_broker_error_suffix()));
+      st =
+          fail(Error::sink(ErrorKind::kTransient, where + ": no answer within delivery_timeout_ms" +
+                                                      last_broker_error_suffix()));
     } else if (rd_kafka_event_error(ev) != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      st = fail(Error::sink(ErrorKind::kTransient,
-                            where + ": " + rd_kafka_event_error_string(ev) +
-                                last_broker_error_suffix()));
+      st = fail(Error::sink(ErrorKind::kTransient, where + ": " + rd_kafka_event_error_string(ev) +
+                                                       last_broker_error_suffix()));
     } else {
       const rd_kafka_CreateTopics_result_t* result = rd_kafka_event_CreateTopics_result(ev);
       std::size_t n = 0;
@@ -336,7 +339,8 @@ class KafkaSink final : public Sink {
       for (std::size_t i = 0; i < n && st; ++i) {
         const rd_kafka_resp_err_t e = rd_kafka_topic_result_error(topics[i]);
         const char* msg = rd_kafka_topic_result_error_string(topics[i]);
-        const std::string detail = std::string(rd_kafka_err2name(e)) + (msg ? ": " + std::string(msg) : "");
+        const std::string detail =
+            std::string(rd_kafka_err2name(e)) + (msg ? ": " + std::string(msg) : "");
         switch (e) {
           case RD_KAFKA_RESP_ERR_NO_ERROR:
             spdlog::info("kafka sink: created topic \"{}\"", name);
@@ -382,8 +386,8 @@ class KafkaSink final : public Sink {
                  bool tombstone) {
     const std::string_view op = to_string(event.op);
     char version[8];
-    const int version_len = std::snprintf(version, sizeof version, "%u",
-                                          static_cast<unsigned>(event.envelope_version));
+    const int version_len =
+        std::snprintf(version, sizeof version, "%u", static_cast<unsigned>(event.envelope_version));
     const auto started = Clock::now();
     for (;;) {
       const rd_kafka_resp_err_t err = rd_kafka_producev(
@@ -408,7 +412,8 @@ class KafkaSink final : public Sink {
           return poison(Error::sink(ErrorKind::kTransient,
                                     "the producer's queue stayed full for delivery_timeout_ms (" +
                                         std::to_string(config_.delivery_timeout_ms) +
-                                        " ms): the brokers " + in_quotes(config_.bootstrap_servers) +
+                                        " ms): the brokers " +
+                                        in_quotes(config_.bootstrap_servers) +
                                         " do not take records" + last_broker_error_suffix()));
         }
         continue;
@@ -432,11 +437,11 @@ class KafkaSink final : public Sink {
   Error record_error(rd_kafka_resp_err_t err, const std::string& topic, const std::string& table,
                      const std::string& offset, std::size_t bytes,
                      const std::string& partition) const {
-    const std::string record = "the record of " + table + " at source offset " + offset +
-                               " (" + std::to_string(bytes) + " bytes) for topic " +
-                               in_quotes(topic) + partition;
-    const std::string code = std::string(" (") + rd_kafka_err2name(err) + ": " +
-                             rd_kafka_err2str(err) + ")";
+    const std::string record = "the record of " + table + " at source offset " + offset + " (" +
+                               std::to_string(bytes) + " bytes) for topic " + in_quotes(topic) +
+                               partition;
+    const std::string code =
+        std::string(" (") + rd_kafka_err2name(err) + ": " + rd_kafka_err2str(err) + ")";
     switch (err) {
       case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
       case RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE:
@@ -458,11 +463,11 @@ class KafkaSink final : public Sink {
                                "; create it, or set create_topics = true")
             .for_setting(SettingOwner::kSink, "topic");
       case RD_KAFKA_RESP_ERR__MSG_TIMED_OUT:
-        return Error::sink(ErrorKind::kTransient,
-                           record + " was not acknowledged by " +
-                               in_quotes(config_.bootstrap_servers) + " within delivery_timeout_ms (" +
-                               std::to_string(config_.delivery_timeout_ms) + " ms)" +
-                               last_broker_error_suffix());
+        return Error::sink(ErrorKind::kTransient, record + " was not acknowledged by " +
+                                                      in_quotes(config_.bootstrap_servers) +
+                                                      " within delivery_timeout_ms (" +
+                                                      std::to_string(config_.delivery_timeout_ms) +
+                                                      " ms)" + last_broker_error_suffix());
       case RD_KAFKA_RESP_ERR_INVALID_RECORD:
       case RD_KAFKA_RESP_ERR_INVALID_MSG:
       case RD_KAFKA_RESP_ERR_UNSUPPORTED_FOR_MESSAGE_FORMAT:
@@ -493,8 +498,8 @@ class KafkaSink final : public Sink {
     const std::string topic = rd_kafka_topic_name(m->rkt);
     std::string what = "the " + header_text(m, kafka_sink::kHeaderOp);
     if (m->key != nullptr) {
-      what += " with key " +
-              shortened(std::string_view(static_cast<const char*>(m->key), m->key_len));
+      what +=
+          " with key " + shortened(std::string_view(static_cast<const char*>(m->key), m->key_len));
     }
     self->delivery_error_ = self->record_error(
         m->err, topic, what, header_text(m, kafka_sink::kHeaderSourceOffset), m->len,
@@ -555,8 +560,10 @@ class KafkaSink final : public Sink {
 
 std::string_view to_string(KafkaDeliveryMode mode) noexcept {
   switch (mode) {
-    case KafkaDeliveryMode::kIdempotent: return "idempotent";
-    case KafkaDeliveryMode::kTransactional: return "transactional";
+    case KafkaDeliveryMode::kIdempotent:
+      return "idempotent";
+    case KafkaDeliveryMode::kTransactional:
+      return "transactional";
   }
   return "?";
 }

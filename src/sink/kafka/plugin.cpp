@@ -40,16 +40,16 @@ class ConfiguredKafkaSink final : public ConfiguredSink {
       auto or_default = [](std::int32_t v) {
         return v < 0 ? std::string("the broker's default") : std::to_string(v);
       };
-      add("missing topics", "created (partitions: " + or_default(config_.topic_partitions) +
-                                ", replication factor: " +
-                                or_default(config_.topic_replication_factor) + ")");
+      add("missing topics",
+          "created (partitions: " + or_default(config_.topic_partitions) +
+              ", replication factor: " + or_default(config_.topic_replication_factor) + ")");
     } else {
       add("missing topics", "an error (create_topics = false)");
     }
     for (const auto& [name, value] : config_.properties) {
-      add("property", name + " = " +
-                          (is_secret_kafka_property(name) ? std::string("(redacted)")
-                                                          : in_quotes(value)));
+      add("property",
+          name + " = " +
+              (is_secret_kafka_property(name) ? std::string("(redacted)") : in_quotes(value)));
     }
     return d;
   }
@@ -83,8 +83,8 @@ Result<std::unique_ptr<ConfiguredSink>> configure(const Settings& settings) {
   auto batch = settings.get_int("batch_size", 1, 2'147'483'647);
   if (!batch) return fail(batch.error());
   c.batch_size = *batch;
-  CPPCDC_TRY(detail::assign_int(settings, "delivery_timeout_ms", 1, 2'147'483'647,
-                                c.delivery_timeout_ms));
+  CPPCDC_TRY(
+      detail::assign_int(settings, "delivery_timeout_ms", 1, 2'147'483'647, c.delivery_timeout_ms));
 
   std::string mode = "idempotent";
   CPPCDC_TRY(detail::assign_string(settings, "delivery_mode", mode));
@@ -93,9 +93,8 @@ Result<std::unique_ptr<ConfiguredSink>> configure(const Settings& settings) {
   } else if (mode == "transactional") {
     c.delivery_mode = KafkaDeliveryMode::kTransactional;
   } else {
-    return fail(settings.error("delivery_mode",
-                               "expected \"idempotent\" or \"transactional\", found " +
-                                   in_quotes(mode)));
+    return fail(settings.error(
+        "delivery_mode", "expected \"idempotent\" or \"transactional\", found " + in_quotes(mode)));
   }
   CPPCDC_TRY(detail::assign_string(settings, "transactional_id", c.transactional_id));
   CPPCDC_TRY(detail::assign_bool(settings, "tombstones_on_delete", c.tombstones_on_delete));
@@ -105,13 +104,13 @@ Result<std::unique_ptr<ConfiguredSink>> configure(const Settings& settings) {
   CPPCDC_TRY(detail::assign_int(settings, "topic_replication_factor", -1, 32'767,
                                 c.topic_replication_factor));
   if (sized && !c.create_topics) {
-    return fail(settings.error(settings.has("topic_partitions") ? "topic_partitions"
-                                                                : "topic_replication_factor",
-                               "applies only to topics the sink creates; set create_topics = "
-                               "true, or remove it"));
+    return fail(settings.error(
+        settings.has("topic_partitions") ? "topic_partitions" : "topic_replication_factor",
+        "applies only to topics the sink creates; set create_topics = "
+        "true, or remove it"));
   }
-  auto properties = settings.get_string_map("kafka_properties",
-                                            "\"librdkafka property\" = \"value\"");
+  auto properties =
+      settings.get_string_map("kafka_properties", "\"librdkafka property\" = \"value\"");
   if (!properties) return fail(properties.error());
   if (*properties) c.properties = std::move(**properties);
 

@@ -7,8 +7,8 @@ namespace cppcdc::kafka_sink {
 bool write_record_key(const Event& event, std::string& out) {
   out.clear();
   if (!event.primary_key || event.primary_key->empty()) return false;
-  const Row* image = event.op == Operation::kDelete ? event.before.row()
-                                                    : (event.after ? &*event.after : nullptr);
+  const Row* image =
+      event.op == Operation::kDelete ? event.before.row() : (event.after ? &*event.after : nullptr);
   if (image == nullptr) return false;
   out += '{';
   bool first = true;

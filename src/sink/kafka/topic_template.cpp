@@ -68,9 +68,15 @@ Result<std::string> TopicTemplate::render(const Event& event, bool* sanitized) c
   for (const auto& p : pieces_) {
     std::string_view value;
     switch (p.part) {
-      case Part::kLiteral: value = p.literal; break;
-      case Part::kSourceName: value = event.source.source_name; break;
-      case Part::kTable: value = event.table; break;
+      case Part::kLiteral:
+        value = p.literal;
+        break;
+      case Part::kSourceName:
+        value = event.source.source_name;
+        break;
+      case Part::kTable:
+        value = event.table;
+        break;
       case Part::kSchema:
         if (!event.schema || event.schema->empty()) {
           skip_dot = true;

@@ -160,7 +160,8 @@ TEST(KafkaReplayOracle, KillsMidStreamLoseNoChangeAndTheTopicsReplayToTheSourceT
           << it::log_tail(dir / "cppcdc.log");
       child = -1;
       EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
-          << "the armed cppcdc did not die at its crash point: " << it::log_tail(dir / "cppcdc.log");
+          << "the armed cppcdc did not die at its crash point: "
+          << it::log_tail(dir / "cppcdc.log");
       ++crashes;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 500));
@@ -210,17 +211,17 @@ TEST(KafkaReplayOracle, KillsMidStreamLoseNoChangeAndTheTopicsReplayToTheSourceT
   }
   std::size_t missing = 0;
   for (const auto xid : committed) {
-    if (!seen_xids.count(xid) && missing++ < 5) ADD_FAILURE() << "transaction " << xid << " is not in Kafka";
+    if (!seen_xids.count(xid) && missing++ < 5)
+      ADD_FAILURE() << "transaction " << xid << " is not in Kafka";
   }
   EXPECT_EQ(missing, 0u);
   std::size_t duplicates = 0;
   for (const auto& [id, n] : copies) duplicates += static_cast<std::size_t>(n - 1);
   // The crashes after a flush left whole batches in Kafka without their acknowledgement.
   EXPECT_GT(duplicates, 0u) << "no batch was delivered twice: the kills missed the window";
-  std::cout << kills << " kills and " << crashes << " crashes at crash points, "
-            << committed.size() << " transactions, " << records
-            << " records (" << duplicates << " duplicates) replayed into " << rows << " rows"
-            << std::endl;
+  std::cout << kills << " kills and " << crashes << " crashes at crash points, " << committed.size()
+            << " transactions, " << records << " records (" << duplicates
+            << " duplicates) replayed into " << rows << " rows" << std::endl;
   it::drop_slots(db);
   if (!HasFailure()) fs::remove_all(dir);
 }

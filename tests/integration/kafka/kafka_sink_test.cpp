@@ -34,7 +34,8 @@ Event change(Operation op, const std::string& source_name, const std::string& ta
           {"region", std::string("eu"), false},
           {"note", note + std::string(filler, 'x'), false}};
   if (op == Operation::kDelete) {
-    b.before(BeforeKeyOnly{Row{{"id", std::to_string(id), false}, {"region", std::string("eu"), false}}});
+    b.before(BeforeKeyOnly{
+        Row{{"id", std::to_string(id), false}, {"region", std::string("eu"), false}}});
   } else {
     b.after(row);
   }
@@ -142,16 +143,16 @@ TEST(KafkaSinkOnBroker, KeyedRecordsLandWhereJavasPartitionerPutsThemAndKeylessO
       out << R"({"id":")" << i << R"(","region":"eu"})" << '\t' << "v" << i << '\n';
     }
   }
-  const std::string cmd = std::string(CPPCDC_SOURCE_DIR) +
-                          "/scripts/kafka.sh run console-producer --bootstrap-server " +
-                          bootstrap + " --topic " + java +
-                          " --property parse.key=true --property key.separator=$'\\t' < " +
-                          input + " 2>&1";
+  const std::string cmd =
+      std::string(CPPCDC_SOURCE_DIR) +
+      "/scripts/kafka.sh run console-producer --bootstrap-server " + bootstrap + " --topic " +
+      java + " --property parse.key=true --property key.separator=$'\\t' < " + input + " 2>&1";
   const auto produced = kafka_it::run_command("bash -c \"" + cmd + "\"");
   ASSERT_EQ(produced.code, 0) << produced.output;
 
   std::map<std::string, int> cppcdc_partition;
-  for (const auto& r : kafka_it::read_topic(bootstrap, ours)) cppcdc_partition[*r.key] = r.partition;
+  for (const auto& r : kafka_it::read_topic(bootstrap, ours))
+    cppcdc_partition[*r.key] = r.partition;
   std::map<std::string, int> java_partition;
   for (const auto& r : kafka_it::read_topic(bootstrap, java)) java_partition[*r.key] = r.partition;
   ASSERT_EQ(cppcdc_partition.size(), static_cast<std::size_t>(kKeys));
@@ -161,7 +162,8 @@ TEST(KafkaSinkOnBroker, KeyedRecordsLandWhereJavasPartitionerPutsThemAndKeylessO
   for (const auto& [key, partition] : cppcdc_partition) {
     used.insert(partition);
     if (java_partition[key] != partition) {
-      if (differ++ < 5) ADD_FAILURE() << key << ": cppcdc " << partition << ", Java " << java_partition[key];
+      if (differ++ < 5)
+        ADD_FAILURE() << key << ": cppcdc " << partition << ", Java " << java_partition[key];
     }
   }
   EXPECT_EQ(differ, 0);
@@ -254,6 +256,27 @@ TEST(KafkaSinkOnBroker, ARecordLargerThanTheTopicTakesIsATerminalErrorNamingTopi
   // Nothing after it is acknowledged: the sink stays failed.
   EXPECT_FALSE(sink->flush());
   (void)sink->close();
+}
+
+TEST(KafkaSinkOnBroker, ARecordLargerThanTheProducerTakesIsRefusedBeforeItIsSent) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  const std::string topic = kafka_it::unique_topic("huge");
+  ASSERT_TRUE(kafka_it::create_topic(bootstrap, topic, 1));
+  KafkaSinkConfig c;
+  c.bootstrap_servers = bootstrap;
+  c.topic = topic;
+  auto sink = open_sink(c);
+  ASSERT_NE(sink, nullptr);
+  // Over librdkafka's message.max.bytes (1,000,000 by default).
+  const std::vector<Event> batch = {change(Operation::kInsert, "s", "t", 1, "huge", 1'200'000)};
+  const Status st = sink->write(batch);
+  ASSERT_FALSE(st) << "a record over message.max.bytes was accepted";
+  EXPECT_EQ(st.error().kind(), ErrorKind::kTerminal) << st.error().report();
+  EXPECT_CONTAINS(st.error().report(), "public.t at source offset 0/8193");
+  EXPECT_CONTAINS(st.error().report(), "message.max.bytes");
+  EXPECT_FALSE(sink->flush());
+  (void)sink->close();
+  EXPECT_TRUE(kafka_it::read_topic(bootstrap, topic).empty());
 }
 
 }  // namespace

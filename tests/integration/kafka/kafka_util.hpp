@@ -6,9 +6,8 @@
 
 #include <gtest/gtest.h>
 
-#include <boost/json.hpp>
-
 #include <array>
+#include <boost/json.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -34,8 +33,8 @@ inline std::string unavailable_reason() {
 }
 
 /// Declares `var` as the bootstrap address, or skips the current test when none is set.
-#define KAFKA_TEST_BOOTSTRAP(var)                                              \
-  const std::string var = ::cppcdc::kafka_it::bootstrap();                     \
+#define KAFKA_TEST_BOOTSTRAP(var)                          \
+  const std::string var = ::cppcdc::kafka_it::bootstrap(); \
   if (var.empty()) GTEST_SKIP() << ::cppcdc::kafka_it::unavailable_reason()
 
 /// The Python that has confluent_kafka (Debian's; a pyenv python first on PATH has not).
@@ -80,7 +79,8 @@ inline std::string unique_topic(const std::string& prefix) {
 /// ("max.message.bytes=10000"); fails the test when it cannot.
 inline bool create_topic(const std::string& bootstrap, const std::string& topic, int partitions,
                          const std::vector<std::string>& configs = {}) {
-  std::string cmd = tool() + " " + bootstrap + " create " + topic + " " + std::to_string(partitions);
+  std::string cmd =
+      tool() + " " + bootstrap + " create " + topic + " " + std::to_string(partitions);
   for (const auto& c : configs) cmd += " " + c;
   const auto o = run_command(cmd);
   EXPECT_EQ(o.code, 0) << cmd;
@@ -141,9 +141,9 @@ inline std::vector<Record> read_topic(const std::string& bootstrap, const std::s
     }
     for (const auto& h : o2.at("headers").as_array()) {
       const auto& pair = h.as_array();
-      r.headers.emplace_back(std::string(pair.at(0).as_string().c_str()),
-                             pair.at(1).is_string() ? std::string(pair.at(1).as_string().c_str())
-                                                    : std::string());
+      r.headers.emplace_back(
+          std::string(pair.at(0).as_string().c_str()),
+          pair.at(1).is_string() ? std::string(pair.at(1).as_string().c_str()) : std::string());
     }
     out.push_back(std::move(r));
   }

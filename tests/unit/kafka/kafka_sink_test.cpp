@@ -34,8 +34,8 @@ Event row_event(Operation op, std::optional<std::string> schema = "public",
           {"note", std::string("n"), false},
           {"id", std::string("7"), false}};
   if (op == Operation::kDelete) {
-    e.before = BeforeKeyOnly{Row{{"id", std::string("7"), false},
-                                 {"region", std::string("eu \"west\""), false}}};
+    e.before = BeforeKeyOnly{
+        Row{{"id", std::string("7"), false}, {"region", std::string("eu \"west\""), false}}};
   } else {
     e.after = row;
   }
@@ -164,7 +164,8 @@ TEST(KafkaSinkConfig, TheDefaultsAreAccepted) {
   auto get = [&](const char* name) {
     char buf[256];
     std::size_t size = sizeof buf;
-    if (rd_kafka_conf_get(conf->get(), name, buf, &size) != RD_KAFKA_CONF_OK) return std::string("?");
+    if (rd_kafka_conf_get(conf->get(), name, buf, &size) != RD_KAFKA_CONF_OK)
+      return std::string("?");
     return std::string(buf);
   };
   EXPECT_EQ(get("enable.idempotence"), "true");
