@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Install the Debian 12 packages that cppcdc's build, tests, fuzzing and demo need.
+# Install the Debian 12 packages that cppcdc's build, tests, fuzzing and demo need, and the
+# Apache Kafka jars the tests' broker runs (scripts/kafka.sh fetch: Maven Central, once).
 #
 # Usage: scripts/install-deps.sh
 #
-# Safe to run again: when every package is already installed the script returns in well
-# under a second without touching apt. Otherwise it runs `apt-get update`, checks that every
-# package name has an installation candidate, and installs the missing ones. Needs root
-# (only when something is missing).
+# Safe to run again: when every package is already installed and the jars are cached the
+# script returns in well under a second without touching apt or the network. Otherwise it runs
+# `apt-get update`, checks that every package name has an installation candidate, and installs
+# the missing ones. Needs root (only when something is missing).
 set -euo pipefail
 if (($#)); then
   case "$1" in
@@ -32,6 +33,9 @@ PACKAGES=(
   libzstd-dev zlib1g-dev
   # GNU time, for the benchmark references' CPU and peak memory (bench/run.sh)
   time
+  # Kafka: librdkafka for the sink; Java 17 and Maven run and fetch the test broker
+  # (scripts/kafka.sh); confluent-kafka (the same librdkafka) reads back what the tests wrote
+  librdkafka-dev openjdk-17-jre-headless maven python3-confluent-kafka
   # libraries (DESIGN.md section 4)
   libboost-json1.81-dev libexpected-dev libtomlplusplus-dev libcli11-dev
   libspdlog-dev libfmt-dev libssl-dev
@@ -56,8 +60,14 @@ missing_packages() {
   done
 }
 
+# The Kafka broker's jars (cached under ~/.cache/cppcdc/kafka; returns at once when they are).
+fetch_kafka_jars() {
+  "$(dirname "${BASH_SOURCE[0]}")/kafka.sh" fetch >/dev/null
+}
+
 mapfile -t missing < <(missing_packages)
 if ((${#missing[@]} == 0)); then
+  fetch_kafka_jars || die "fetching the Kafka jars failed (see above)"
   log "all ${#PACKAGES[@]} packages already installed; nothing to do"
   exit 0
 fi
@@ -87,4 +97,5 @@ DEBIAN_FRONTEND=noninteractive apt-get "${APT_OPTS[@]}" install -y -q --no-insta
 
 mapfile -t still_missing < <(missing_packages)
 ((${#still_missing[@]} == 0)) || die "still not installed after apt-get: ${still_missing[*]}"
+fetch_kafka_jars || die "fetching the Kafka jars failed (see above)"
 log "done: all ${#PACKAGES[@]} packages installed"

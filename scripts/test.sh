@@ -8,10 +8,13 @@
 #   2. scripts/build.sh                     -> build/
 #   3. scripts/build.sh --asan              -> build-asan/
 #   4. scripts/build.sh --tsan              -> build-tsan/ (the unit test executables only)
-#   5. a throwaway PostgreSQL 15 on 127.0.0.1:55440 in /tmp/cppcdc-test-pg and a throwaway
-#      MariaDB 10.11 on 127.0.0.1:33440 in /tmp/cppcdc-test-mariadb, both removed on exit
+#   5. a throwaway PostgreSQL 15 on 127.0.0.1:55440 in /tmp/cppcdc-test-pg, a throwaway
+#      MariaDB 10.11 on 127.0.0.1:33440 in /tmp/cppcdc-test-mariadb and a throwaway Kafka
+#      broker on 127.0.0.1:19092 (controller 19093) in /tmp/cppcdc-test-kafka, all removed on
+#      exit; the broker starts in the background while the unit tests run
 #   6. ctest in build/: unit tests in parallel, then integration tests one at a time (they use
-#      CPPCDC_TEST_PG_DSN / _PORT and CPPCDC_TEST_MARIADB_PORT), then the install test (a Release build with default options
+#      CPPCDC_TEST_PG_DSN / _PORT, CPPCDC_TEST_MARIADB_PORT and CPPCDC_TEST_KAFKA_BOOTSTRAP),
+#      then the install test (a Release build with default options
 #      installed to a temporary prefix; examples/ built against it; no fault point in it)
 #   7. ctest -L unit in build-asan/ (unit tests under ASan + UBSan)
 #   8. ctest -L unit in build-tsan/ (unit tests, the threaded runtime, reader and snapshot ones
@@ -37,6 +40,8 @@ PG_DIR=/tmp/cppcdc-test-pg
 PG_PORT=55440
 MARIADB_DIR=/tmp/cppcdc-test-mariadb
 MARIADB_PORT=33440
+KAFKA_DIR=/tmp/cppcdc-test-kafka
+KAFKA_PORT=19092
 JOBS=2
 
 log() { printf '\n[test] ==== %s\n' "$*"; }
@@ -45,6 +50,8 @@ declare -a STEP_NAMES=() STEP_RESULTS=()
 failed=0
 pg_started=0
 mariadb_started=0
+kafka_started=0
+kafka_job=
 interrupted=0
 t0=$SECONDS
 
@@ -84,6 +91,14 @@ finish() {
   fi
   if ((mariadb_started)); then
     "$ROOT/scripts/mariadb.sh" stop "$MARIADB_DIR" --purge || true
+  fi
+  if ((kafka_started)); then
+    # A start still under way is ended first (it is this script's own background job).
+    if [[ -n "$kafka_job" ]] && kill -0 "$kafka_job" 2>/dev/null; then
+      kill "$kafka_job" 2>/dev/null || true
+      wait "$kafka_job" 2>/dev/null || true
+    fi
+    "$ROOT/scripts/kafka.sh" stop "$KAFKA_DIR" || true
   fi
   local i summary=""
   for i in "${!STEP_NAMES[@]}"; do
@@ -153,6 +168,36 @@ if ((build_ok)); then
 fi
 export CPPCDC_TEST_MARIADB_PORT=$MARIADB_PORT
 
+# Kafka for the Kafka sink's integration tests (a fresh broker every run). Its JVM takes a
+# while to start, so it starts in the background now and is waited for before the
+# integration tests.
+if ((build_ok)); then
+  log "kafka: fresh broker in $KAFKA_DIR on port $KAFKA_PORT (starting in the background)"
+  if [[ -d "$KAFKA_DIR" ]]; then "$ROOT/scripts/kafka.sh" stop "$KAFKA_DIR"; fi
+  kafka_started=1
+  kafka_t0=$SECONDS
+  "$ROOT/scripts/kafka.sh" start "$KAFKA_DIR" "$KAFKA_PORT" >/dev/null 2>"$KAFKA_DIR.start.log" &
+  kafka_job=$!
+fi
+
+# Waits for the broker's start; exports CPPCDC_TEST_KAFKA_BOOTSTRAP when it is up.
+await_kafka() {
+  [[ -n "$kafka_job" ]] || return 0
+  local waited_from=$SECONDS rc=0
+  wait "$kafka_job" || rc=$?
+  kafka_job=
+  cat "$KAFKA_DIR.start.log" >&2 || true
+  rm -f "$KAFKA_DIR.start.log"
+  if ((rc == 0)); then
+    printf '[test] kafka: up %ds after its start was launched; the tests waited %ds for it\n' \
+      "$((SECONDS - kafka_t0))" "$((SECONDS - waited_from))"
+    record kafka PASS
+    export CPPCDC_TEST_KAFKA_BOOTSTRAP=127.0.0.1:$KAFKA_PORT
+  else
+    record kafka FAIL
+  fi
+}
+
 # Sanitizer reports: stack traces, and stop at the first error.
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
@@ -163,6 +208,7 @@ if ((build_ok)); then
   # Unit tests in parallel; integration tests one at a time, so that the crash, fault and
   # restart tests do not compete with each other for the 2 cores and the one server.
   step ctest-unit ctest --test-dir build -L unit --output-on-failure -j"$JOBS" || true
+  await_kafka
   step ctest-integration ctest --test-dir build -L integration --output-on-failure -j1 || true
   step ctest-install ctest --test-dir build -L install --output-on-failure || true
 else

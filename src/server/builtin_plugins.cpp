@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "cppcdc/http_sink.hpp"
+#include "cppcdc/kafka.hpp"
 #include "cppcdc/mysql.hpp"
 #include "cppcdc/plugin.hpp"
 #include "cppcdc/postgres.hpp"
@@ -21,6 +22,7 @@ void register_builtin_plugins() {
     register_file_sink_plugin();
     register_stdout_sink_plugin();
     register_http_sink_plugin();
+    register_kafka_sink_plugin();
     register_checkpoint_plugins();
   });
 }

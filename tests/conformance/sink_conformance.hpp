@@ -21,6 +21,9 @@
 //                                               // a configuration that cannot work; nullopt:
 //                                               // the sink has no such setting (skipped)
 //   std::string misconfigured_location();       // what that error must name
+//   static std::string unavailable();           // optional: why the destination cannot be
+//                                               // reached in this run (a server that is not
+//                                               // configured); non-empty skips the test
 //
 // The suite reads the destination back after flush() and compares every line with
 // Event::to_json() of the event written, in order: one record per line.
@@ -80,7 +83,12 @@ inline std::string expected_lines(const std::vector<Event>& events) {
 template <typename Harness>
 class SinkConformance : public ::testing::Test {
  protected:
-  void SetUp() override { harness_.emplace(); }
+  void SetUp() override {
+    if constexpr (requires { Harness::unavailable(); }) {
+      if (const std::string why = Harness::unavailable(); !why.empty()) GTEST_SKIP() << why;
+    }
+    harness_.emplace();
+  }
   void TearDown() override { harness_.reset(); }
 
   Harness& harness() { return *harness_; }

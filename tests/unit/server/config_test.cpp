@@ -295,8 +295,8 @@ TEST(ServerConfig, OutOfRangeAndBadValuesAreNamed) {
       "[source] tables: expected at least one");
   EXPECT_CONTAINS(error_of(edit(example, "\"customers\"", "\"a.b.c\"")), "[source] tables");
   EXPECT_CONTAINS(error_of(edit(example, "\"customers\"", "\"orders\"")), "listed twice");
-  EXPECT_CONTAINS(error_of(edit(example, "type = \"file\"", "type = \"kafka\"")),
-                  "[sink] type: expected \"file\", \"http\" or \"stdout\"");
+  EXPECT_CONTAINS(error_of(edit(example, "type = \"file\"", "type = \"nats\"")),
+                  "[sink] type: expected \"file\", \"http\", \"kafka\" or \"stdout\"");
   EXPECT_CONTAINS(error_of(edit(example, "backend = \"local_fs\"", "backend = \"redis\"")),
                   "[state.offset] backend");
   EXPECT_CONTAINS(error_of(edit(example, "format = \"json\"", "format = \"xml\"")), "[log] format");

@@ -1,0 +1,161 @@
+#include "sink/kafka/kafka_conf.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <string>
+#include <utility>
+
+#include "sink/kafka/topic_template.hpp"
+
+namespace cppcdc {
+
+bool is_secret_kafka_property(std::string_view name) noexcept {
+  std::string lower(name);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  constexpr std::array<std::string_view, 7> kSecret = {
+      "password",    "secret",  "sasl.oauthbearer.config",
+      "ssl.key.pem", "ssl_key", "ssl.keystore.location",
+      "token"};
+  for (const auto s : kSecret) {
+    if (lower.find(s) != std::string::npos) return true;
+  }
+  return false;
+}
+
+namespace kafka_sink {
+namespace {
+
+Error bad(std::string setting, std::string message) {
+  return Error::sink(ErrorKind::kConfiguration, std::move(message))
+      .for_setting(SettingOwner::kSink, std::move(setting));
+}
+
+std::string in_quotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
+bool one_of(std::string_view value, std::initializer_list<std::string_view> allowed) {
+  return std::find(allowed.begin(), allowed.end(), value) != allowed.end();
+}
+
+}  // namespace
+
+const char* owning_setting(std::string_view name) noexcept {
+  static constexpr std::pair<std::string_view, const char*> kOwned[] = {
+      {"bootstrap.servers", "bootstrap_servers"},
+      {"metadata.broker.list", "bootstrap_servers"},
+      {"partitioner", "partitioner"},
+      {"compression.codec", "compression"},
+      {"compression.type", "compression"},
+      {"linger.ms", "linger_ms"},
+      {"queue.buffering.max.ms", "linger_ms"},
+      {"batch.size", "batch_size"},
+      {"message.timeout.ms", "delivery_timeout_ms"},
+      {"delivery.timeout.ms", "delivery_timeout_ms"},
+      {"transactional.id", "transactional_id"},
+      {"allow.auto.create.topics", "create_topics"},
+      {"enable.idempotence", ""},
+      {"acks", ""},
+      {"request.required.acks", ""},
+  };
+  for (const auto& [property, setting] : kOwned) {
+    if (property == name) return setting;
+  }
+  return nullptr;
+}
+
+Result<ConfPtr> build_conf(const KafkaSinkConfig& config) {
+  if (config.bootstrap_servers.empty()) {
+    return fail(bad("bootstrap_servers",
+                    "expected \"host:port\" of one or more brokers (comma-separated), found an "
+                    "empty string"));
+  }
+  if (auto parsed = TopicTemplate::parse(config.topic); !parsed) {
+    return fail(bad("topic", parsed.error().message()));
+  }
+  if (!one_of(config.partitioner, {"murmur2_random", "murmur2", "consistent", "consistent_random",
+                                   "fnv1a", "fnv1a_random", "random"})) {
+    return fail(bad("partitioner",
+                    "expected \"murmur2_random\", \"murmur2\", \"consistent\", "
+                    "\"consistent_random\", \"fnv1a\", \"fnv1a_random\" or \"random\", found " +
+                        in_quotes(config.partitioner)));
+  }
+  if (!one_of(config.compression, {"none", "gzip", "snappy", "lz4", "zstd"})) {
+    return fail(
+        bad("compression", "expected \"none\", \"gzip\", \"snappy\", \"lz4\" or \"zstd\", found " +
+                               in_quotes(config.compression)));
+  }
+  if (config.delivery_mode == KafkaDeliveryMode::kTransactional) {
+    return fail(bad("delivery_mode",
+                    "\"transactional\" is not available yet in this build (the transactional "
+                    "Kafka sink and effectively_once come later); use \"idempotent\", which "
+                    "delivers every batch at least once"));
+  }
+  if (!config.transactional_id.empty()) {
+    return fail(
+        bad("transactional_id", "is used only with delivery_mode = \"transactional\"; remove it"));
+  }
+  if (config.delivery_timeout_ms < 1 || config.delivery_timeout_ms > 2'147'483'647) {
+    return fail(bad("delivery_timeout_ms",
+                    "expected a number of milliseconds from 1 to 2147483647, found " +
+                        std::to_string(config.delivery_timeout_ms)));
+  }
+  if (config.topic_partitions == 0 || config.topic_partitions < -1) {
+    return fail(bad("topic_partitions", "expected -1 (the broker's default) or at least 1, found " +
+                                            std::to_string(config.topic_partitions)));
+  }
+  if (config.topic_replication_factor == 0 || config.topic_replication_factor < -1) {
+    return fail(
+        bad("topic_replication_factor", "expected -1 (the broker's default) or at least 1, found " +
+                                            std::to_string(config.topic_replication_factor)));
+  }
+
+  ConfPtr conf(rd_kafka_conf_new());
+  char err[512];
+  const auto set = [&](const std::string& name, const std::string& value,
+                       const std::string& setting) -> Status {
+    if (rd_kafka_conf_set(conf.get(), name.c_str(), value.c_str(), err, sizeof err) ==
+        RD_KAFKA_CONF_OK) {
+      return ok();
+    }
+    const std::string shown = is_secret_kafka_property(name) ? "(redacted)" : in_quotes(value);
+    return fail(bad(setting, "librdkafka refuses " + name + " = " + shown + ": " + err));
+  };
+  CPPCDC_TRY(set("bootstrap.servers", config.bootstrap_servers, "bootstrap_servers"));
+  CPPCDC_TRY(set("client.id", "cppcdc", "bootstrap_servers"));
+  CPPCDC_TRY(set("enable.idempotence", "true", "delivery_mode"));
+  CPPCDC_TRY(set("acks", "all", "delivery_mode"));
+  CPPCDC_TRY(set("partitioner", config.partitioner, "partitioner"));
+  CPPCDC_TRY(set("compression.codec", config.compression, "compression"));
+  CPPCDC_TRY(
+      set("message.timeout.ms", std::to_string(config.delivery_timeout_ms), "delivery_timeout_ms"));
+  if (config.linger_ms) {
+    CPPCDC_TRY(set("linger.ms", std::to_string(*config.linger_ms), "linger_ms"));
+  }
+  if (config.batch_size) {
+    CPPCDC_TRY(set("batch.size", std::to_string(*config.batch_size), "batch_size"));
+  }
+  // The sink creates topics itself (create_topics) or refuses missing ones: the broker's
+  // auto-creation (with its defaults) never decides.
+  CPPCDC_TRY(set("allow.auto.create.topics", "false", "create_topics"));
+  // A keyless record goes to a random partition of its own rather than to the partition the
+  // previous keyless records stuck to.
+  CPPCDC_TRY(set("sticky.partitioning.linger.ms", "0", "partitioner"));
+
+  for (const auto& [name, value] : config.properties) {
+    const std::string setting = "kafka_properties." + name;
+    if (const char* owner = owning_setting(name); owner != nullptr) {
+      if (*owner == '\0') {
+        return fail(bad(setting, "the sink sets " + name +
+                                     " itself (acks = all with an idempotent producer: no record "
+                                     "is acknowledged before every in-sync replica has it)"));
+      }
+      return fail(bad(setting, "set " + std::string(owner) + " instead of " + name));
+    }
+    CPPCDC_TRY(set(name, value, setting));
+  }
+  return conf;
+}
+
+}  // namespace kafka_sink
+}  // namespace cppcdc

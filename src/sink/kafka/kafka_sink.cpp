@@ -1,0 +1,589 @@
+// The Kafka sink (include/cppcdc/kafka.hpp): an idempotent librdkafka producer; a batch is
+// acknowledged only after every one of its records got a successful delivery report.
+//
+// How records are accounted: write() produces each record (copied into librdkafka's queue) and
+// counts it as outstanding; the delivery report callback, which librdkafka runs on this
+// thread inside rd_kafka_poll()/rd_kafka_flush(), counts it down and keeps the first failure.
+// flush() returns ok only when nothing is outstanding and nothing failed. Any failure is kept:
+// later calls return it, because records written after a lost one may have been delivered and
+// acknowledging past the loss would skip it.
+
+#include <librdkafka/rdkafka.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+
+#include "core/fault.hpp"
+#include "cppcdc/kafka.hpp"
+#include "sink/kafka/kafka_conf.hpp"
+#include "sink/kafka/record.hpp"
+#include "sink/kafka/topic_template.hpp"
+
+namespace cppcdc {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using kafka_sink::ConfPtr;
+
+/// Slack flush() allows beyond delivery_timeout_ms before it stops waiting on librdkafka
+/// itself (which fails every record at delivery_timeout_ms).
+constexpr std::chrono::milliseconds kFlushSlack{10'000};
+/// Delivery reports are served every this many produced records during write().
+constexpr std::size_t kPollEvery = 1024;
+
+std::string in_quotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
+/// At most `max` bytes of `s`, marked when cut.
+std::string shortened(std::string_view s, std::size_t max = 120) {
+  if (s.size() <= max) return std::string(s);
+  return std::string(s.substr(0, max)) + "...";
+}
+
+int level_for(int syslog_level) {
+  if (syslog_level <= 2) return SPDLOG_LEVEL_ERROR;
+  if (syslog_level <= 4) return SPDLOG_LEVEL_WARN;  // 3: a broker connection failed
+  if (syslog_level <= 6) return SPDLOG_LEVEL_INFO;
+  return SPDLOG_LEVEL_DEBUG;
+}
+
+// librdkafka's own log lines, from any of its threads (spdlog is thread-safe).
+void log_callback(const rd_kafka_t*, int level, const char* facility, const char* message) {
+  spdlog::log(static_cast<spdlog::level::level_enum>(level_for(level)),
+              "kafka sink: librdkafka {}: {}", facility, message);
+}
+
+class KafkaSink final : public Sink {
+ public:
+  KafkaSink(KafkaSinkConfig config, kafka_sink::TopicTemplate topic,
+            std::unique_ptr<Encoder> encoder)
+      : config_(std::move(config)), topic_(std::move(topic)), encoder_(std::move(encoder)) {}
+
+  ~KafkaSink() override { destroy(/*purge=*/true); }
+  KafkaSink(const KafkaSink&) = delete;
+  KafkaSink& operator=(const KafkaSink&) = delete;
+
+  Status start(ConfPtr conf) {
+    rd_kafka_conf_set_opaque(conf.get(), this);
+    rd_kafka_conf_set_dr_msg_cb(conf.get(), &KafkaSink::on_delivery);
+    rd_kafka_conf_set_error_cb(conf.get(), &KafkaSink::on_error);
+    rd_kafka_conf_set_log_cb(conf.get(), &log_callback);
+    char err[512];
+    // rd_kafka_new takes the configuration over only on success.
+    rk_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf.get(), err, sizeof err);
+    if (rk_ == nullptr) {
+      return fail(Error::sink(ErrorKind::kConfiguration,
+                              std::string("librdkafka cannot create the producer: ") + err));
+    }
+    (void)conf.release();
+    return ok();
+  }
+
+  Status write(std::span<const Event> events) override {
+    if (auto st = usable(); !st) return st;
+    for (const Event& event : events) {
+      auto rkt = topic_for(event);
+      if (!rkt) return poison(std::move(rkt).error());
+      const bool keyed = kafka_sink::write_record_key(event, key_);
+      value_.clear();
+      if (auto encoded = encoder_->encode(event, value_); !encoded) {
+        return poison(encoded.error().context("encoding the " + std::string(to_string(event.op)) +
+                                              " of " + table_of(event) + " at source offset " +
+                                              event.source.offset + " with " + encoder_->name()));
+      }
+      if (auto st = produce(**rkt, event, keyed, value_.view(), false); !st) return st;
+      if (config_.tombstones_on_delete && keyed && event.op == Operation::kDelete) {
+        if (auto st = produce(**rkt, event, true, {}, true); !st) return st;
+      }
+    }
+    rd_kafka_poll(rk_, 0);
+    if (delivery_error_) return poison(*delivery_error_);
+    return ok();
+  }
+
+  Status flush() override {
+    if (auto st = usable(); !st) return st;
+    const auto timeout = std::chrono::milliseconds(config_.delivery_timeout_ms) + kFlushSlack;
+    const auto deadline = Clock::now() + timeout;
+    while (outstanding_ > 0 && !delivery_error_) {
+      // Serves delivery reports; also sends what linger.ms would still hold back.
+      rd_kafka_flush(rk_, 200);
+      if (auto fatal = fatal_error(); fatal) return poison(std::move(*fatal));
+      if (outstanding_ > 0 && Clock::now() >= deadline) {
+        return poison(Error::sink(
+            ErrorKind::kTransient,
+            std::to_string(outstanding_) + " records to " + in_quotes(config_.bootstrap_servers) +
+                " got no delivery report within " + std::to_string(timeout.count()) + " ms" +
+                last_broker_error_suffix()));
+      }
+    }
+    if (delivery_error_) return poison(*delivery_error_);
+    CPPCDC_FAULT_POINT("kafka_sink.after_flush");
+    return ok();
+  }
+
+  Status close() override {
+    if (closed_) return ok();
+    Status st = ok();
+    if (failed_) {
+      st = fail(*failed_);
+    } else {
+      st = flush();
+    }
+    destroy(/*purge=*/!st);
+    closed_ = true;
+    return st;
+  }
+
+  std::string name() const override { return "kafka:" + config_.bootstrap_servers; }
+
+ private:
+  struct Topic {
+    rd_kafka_topic_t* rkt = nullptr;
+    std::string name;
+  };
+
+  static std::string table_of(const Event& e) {
+    return e.schema ? *e.schema + "." + e.table : e.table;
+  }
+
+  Status usable() const {
+    if (closed_) {
+      return fail(Error::invalid_state("the Kafka sink " + in_quotes(config_.bootstrap_servers) +
+                                       " is closed"));
+    }
+    if (failed_) {
+      return fail(failed_->context("the Kafka sink failed earlier and must be reopened"));
+    }
+    return ok();
+  }
+
+  Status poison(Error error) {
+    if (!failed_) failed_ = error;
+    return fail(std::move(error));
+  }
+
+  std::string last_broker_error_suffix() const {
+    std::lock_guard lock(mutex_);
+    if (last_broker_error_.empty()) return "";
+    return "; last error from librdkafka: " + last_broker_error_;
+  }
+
+  std::optional<Error> fatal_error() {
+    char reason[512];
+    const rd_kafka_resp_err_t err = rd_kafka_fatal_error(rk_, reason, sizeof reason);
+    if (err == RD_KAFKA_RESP_ERR_NO_ERROR) return std::nullopt;
+    return Error::sink(ErrorKind::kTerminal,
+                       std::string("the producer hit a fatal error and stopped (") +
+                           rd_kafka_err2name(err) + "): " + reason +
+                           "; nothing after the last acknowledged batch was acknowledged, "
+                           "restart to deliver it again");
+  }
+
+  // ---- topics ----------------------------------------------------------------------------
+
+  /// The topic handle for `event`, looked up (and checked on first use) by name.
+  Result<Topic*> topic_for(const Event& event) {
+    if (last_ != nullptr && last_source_ == event.source.source_name &&
+        last_table_ == event.table && last_schema_ == event.schema) {
+      return last_;
+    }
+    bool sanitized = false;
+    auto name = topic_.render(event, &sanitized);
+    if (!name) return fail(std::move(name).error().context("choosing the topic"));
+    auto it = topics_.find(*name);
+    if (it == topics_.end()) {
+      if (sanitized) {
+        spdlog::warn(
+            "kafka sink: the topic for {} is \"{}\": characters Kafka does not allow "
+            "in topic names became '_'",
+            table_of(event), *name);
+      }
+      auto prepared = prepare_topic(*name, event);
+      if (!prepared) return fail(std::move(prepared).error());
+      it = topics_.emplace(*name, std::move(*prepared)).first;
+    }
+    last_ = &it->second;
+    last_source_ = event.source.source_name;
+    last_table_ = event.table;
+    last_schema_ = event.schema;
+    return last_;
+  }
+
+  int timeout_ms() const {
+    return static_cast<int>(std::min<std::int64_t>(config_.delivery_timeout_ms, 1 << 30));
+  }
+
+  /// Makes the handle, creates the topic when asked to, and checks that it exists and that
+  /// this client may see it (one metadata round trip).
+  Result<Topic> prepare_topic(const std::string& name, const Event& event) {
+    const std::string raw = event.source.source_name + "/" + table_of(event);
+    Topic topic;
+    topic.name = name;
+    if (config_.create_topics) CPPCDC_TRY(create_topic(name));
+    topic.rkt = rd_kafka_topic_new(rk_, name.c_str(), nullptr);
+    if (topic.rkt == nullptr) {
+      return fail(Error::sink(ErrorKind::kConfiguration,
+                              "librdkafka refuses the topic " + in_quotes(name) + ": " +
+                                  rd_kafka_err2str(rd_kafka_last_error())));
+    }
+    struct Guard {
+      Topic& t;
+      bool keep = false;
+      ~Guard() {
+        if (!keep && t.rkt) rd_kafka_topic_destroy(t.rkt);
+      }
+    } guard{topic};
+    const auto deadline = Clock::now() + std::chrono::milliseconds(config_.delivery_timeout_ms);
+    for (;;) {
+      const rd_kafka_metadata_t* md = nullptr;
+      const int wait = static_cast<int>(std::max<std::int64_t>(
+          1,
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count()));
+      const rd_kafka_resp_err_t err = rd_kafka_metadata(rk_, 0, topic.rkt, &md, wait);
+      if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        return fail(Error::sink(ErrorKind::kTransient,
+                                "cannot reach the Kafka brokers " +
+                                    in_quotes(config_.bootstrap_servers) + " to look up topic " +
+                                    in_quotes(name) + " within delivery_timeout_ms (" +
+                                    std::to_string(config_.delivery_timeout_ms) +
+                                    " ms): " + rd_kafka_err2str(err) + last_broker_error_suffix()));
+      }
+      rd_kafka_resp_err_t topic_err = RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
+      int partitions = 0;
+      for (int i = 0; i < md->topic_cnt; ++i) {
+        if (name == md->topics[i].topic) {
+          topic_err = md->topics[i].err;
+          partitions = md->topics[i].partition_cnt;
+        }
+      }
+      rd_kafka_metadata_destroy(md);
+      if (topic_err == RD_KAFKA_RESP_ERR_NO_ERROR ||
+          topic_err == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE) {
+        spdlog::info("kafka sink: {} goes to topic \"{}\" ({} partitions)", raw, name, partitions);
+        guard.keep = true;
+        return topic;
+      }
+      // A topic created a moment ago may not be known to every broker yet.
+      const bool just_created = config_.create_topics &&
+                                topic_err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART &&
+                                Clock::now() < deadline;
+      if (!just_created) return fail(topic_error(name, topic_err, raw));
+      rd_kafka_poll(rk_, 100);
+    }
+  }
+
+  Error topic_error(const std::string& name, rd_kafka_resp_err_t err,
+                    const std::string& raw) const {
+    const std::string where = "topic " + in_quotes(name) + " (for " + raw + ") on " +
+                              in_quotes(config_.bootstrap_servers);
+    switch (err) {
+      case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
+        return Error::sink(ErrorKind::kConfiguration,
+                           where +
+                               " does not exist; create it, or set create_topics = true "
+                               "so that the sink creates missing topics")
+            .for_setting(SettingOwner::kSink, "topic");
+      case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
+        return Error::sink(ErrorKind::kConfiguration,
+                           "not authorized to access " + where +
+                               "; grant the sink's principal DESCRIBE and WRITE on it (and "
+                               "IDEMPOTENT_WRITE on the cluster)");
+      case RD_KAFKA_RESP_ERR_TOPIC_EXCEPTION:
+        return Error::sink(ErrorKind::kConfiguration,
+                           "the broker refuses the name of " + where + "; change topic")
+            .for_setting(SettingOwner::kSink, "topic");
+      default:
+        return Error::sink(ErrorKind::kTransient,
+                           "looking up " + where + ": " + rd_kafka_err2str(err));
+    }
+  }
+
+  Status create_topic(const std::string& name) {
+    char err[512];
+    rd_kafka_NewTopic_t* nt = rd_kafka_NewTopic_new(
+        name.c_str(), config_.topic_partitions, config_.topic_replication_factor, err, sizeof err);
+    if (nt == nullptr) {
+      return fail(Error::sink(ErrorKind::kConfiguration,
+                              "cannot create topic " + in_quotes(name) + ": " + err)
+                      .for_setting(SettingOwner::kSink, "topic_partitions"));
+    }
+    rd_kafka_queue_t* queue = rd_kafka_queue_new(rk_);
+    rd_kafka_AdminOptions_t* options =
+        rd_kafka_AdminOptions_new(rk_, RD_KAFKA_ADMIN_OP_CREATETOPICS);
+    (void)rd_kafka_AdminOptions_set_request_timeout(options, timeout_ms(), err, sizeof err);
+    (void)rd_kafka_AdminOptions_set_operation_timeout(options, timeout_ms(), err, sizeof err);
+    rd_kafka_CreateTopics(rk_, &nt, 1, options, queue);
+    rd_kafka_event_t* ev = rd_kafka_queue_poll(queue, timeout_ms() + 5000);
+    Status st = ok();
+    const std::string where =
+        "creating topic " + in_quotes(name) + " on " + in_quotes(config_.bootstrap_servers);
+    if (ev == nullptr) {
+      st =
+          fail(Error::sink(ErrorKind::kTransient, where + ": no answer within delivery_timeout_ms" +
+                                                      last_broker_error_suffix()));
+    } else if (rd_kafka_event_error(ev) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      st = fail(Error::sink(ErrorKind::kTransient, where + ": " + rd_kafka_event_error_string(ev) +
+                                                       last_broker_error_suffix()));
+    } else {
+      const rd_kafka_CreateTopics_result_t* result = rd_kafka_event_CreateTopics_result(ev);
+      std::size_t n = 0;
+      const rd_kafka_topic_result_t** topics = rd_kafka_CreateTopics_result_topics(result, &n);
+      for (std::size_t i = 0; i < n && st; ++i) {
+        const rd_kafka_resp_err_t e = rd_kafka_topic_result_error(topics[i]);
+        const char* msg = rd_kafka_topic_result_error_string(topics[i]);
+        const std::string detail =
+            std::string(rd_kafka_err2name(e)) + (msg ? ": " + std::string(msg) : "");
+        switch (e) {
+          case RD_KAFKA_RESP_ERR_NO_ERROR:
+            spdlog::info("kafka sink: created topic \"{}\"", name);
+            break;
+          case RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS:
+            break;
+          case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
+          case RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED:
+            st = fail(Error::sink(ErrorKind::kConfiguration,
+                                  where + ": not authorized (" + detail +
+                                      "); grant the sink's principal CREATE, or create the topic "
+                                      "beforehand")
+                          .for_setting(SettingOwner::kSink, "create_topics"));
+            break;
+          case RD_KAFKA_RESP_ERR_INVALID_PARTITIONS:
+            st = fail(Error::sink(ErrorKind::kConfiguration, where + ": " + detail)
+                          .for_setting(SettingOwner::kSink, "topic_partitions"));
+            break;
+          case RD_KAFKA_RESP_ERR_INVALID_REPLICATION_FACTOR:
+            st = fail(Error::sink(ErrorKind::kConfiguration, where + ": " + detail)
+                          .for_setting(SettingOwner::kSink, "topic_replication_factor"));
+            break;
+          case RD_KAFKA_RESP_ERR_INVALID_CONFIG:
+          case RD_KAFKA_RESP_ERR_POLICY_VIOLATION:
+            st = fail(Error::sink(ErrorKind::kConfiguration, where + ": " + detail)
+                          .for_setting(SettingOwner::kSink, "topic"));
+            break;
+          default:
+            st = fail(Error::sink(ErrorKind::kTransient, where + ": " + detail));
+        }
+      }
+    }
+    if (ev) rd_kafka_event_destroy(ev);
+    rd_kafka_AdminOptions_destroy(options);
+    rd_kafka_queue_destroy(queue);
+    rd_kafka_NewTopic_destroy(nt);
+    return st;
+  }
+
+  // ---- producing -------------------------------------------------------------------------
+
+  Status produce(Topic& topic, const Event& event, bool keyed, std::string_view value,
+                 bool tombstone) {
+    const std::string_view op = to_string(event.op);
+    char version[8];
+    const int version_len =
+        std::snprintf(version, sizeof version, "%u", static_cast<unsigned>(event.envelope_version));
+    const auto started = Clock::now();
+    for (;;) {
+      const rd_kafka_resp_err_t err = rd_kafka_producev(
+          rk_, RD_KAFKA_V_RKT(topic.rkt), RD_KAFKA_V_PARTITION(RD_KAFKA_PARTITION_UA),
+          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+          RD_KAFKA_V_KEY(keyed ? key_.data() : nullptr, keyed ? key_.size() : 0),
+          RD_KAFKA_V_VALUE(tombstone ? nullptr : const_cast<char*>(value.data()),
+                           tombstone ? 0 : value.size()),
+          RD_KAFKA_V_HEADER(kafka_sink::kHeaderOp, op.data(), static_cast<ssize_t>(op.size())),
+          RD_KAFKA_V_HEADER(kafka_sink::kHeaderSourceOffset, event.source.offset.data(),
+                            static_cast<ssize_t>(event.source.offset.size())),
+          RD_KAFKA_V_HEADER(kafka_sink::kHeaderEnvelopeVersion, version,
+                            static_cast<ssize_t>(version_len)),
+          RD_KAFKA_V_END);
+      if (err == RD_KAFKA_RESP_ERR_NO_ERROR) break;
+      if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+        // Wait for deliveries to make room (their reports are served here).
+        rd_kafka_poll(rk_, 50);
+        if (delivery_error_) return poison(*delivery_error_);
+        if (auto fatal = fatal_error(); fatal) return poison(std::move(*fatal));
+        if (Clock::now() - started > std::chrono::milliseconds(config_.delivery_timeout_ms)) {
+          return poison(Error::sink(ErrorKind::kTransient,
+                                    "the producer's queue stayed full for delivery_timeout_ms (" +
+                                        std::to_string(config_.delivery_timeout_ms) +
+                                        " ms): the brokers " +
+                                        in_quotes(config_.bootstrap_servers) +
+                                        " do not take records" + last_broker_error_suffix()));
+        }
+        continue;
+      }
+      if (err == RD_KAFKA_RESP_ERR__FATAL) {
+        if (auto fatal = fatal_error(); fatal) return poison(std::move(*fatal));
+      }
+      return poison(record_error(err, topic.name, table_of(event), event.source.offset,
+                                 tombstone ? 0 : value.size(), ""));
+    }
+    ++outstanding_;
+    if (++produced_since_poll_ >= kPollEvery) {
+      produced_since_poll_ = 0;
+      rd_kafka_poll(rk_, 0);
+      if (delivery_error_) return poison(*delivery_error_);
+    }
+    return ok();
+  }
+
+  /// The error for a record the producer or the broker refused.
+  Error record_error(rd_kafka_resp_err_t err, const std::string& topic, const std::string& table,
+                     const std::string& offset, std::size_t bytes,
+                     const std::string& partition) const {
+    const std::string record = "the record of " + table + " at source offset " + offset + " (" +
+                               std::to_string(bytes) + " bytes) for topic " + in_quotes(topic) +
+                               partition;
+    const std::string code =
+        std::string(" (") + rd_kafka_err2name(err) + ": " + rd_kafka_err2str(err) + ")";
+    switch (err) {
+      case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
+      case RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE:
+        return Error::sink(ErrorKind::kTerminal,
+                           record + " is larger than the producer or the topic accepts" + code +
+                               "; raise the topic's max.message.bytes and the sink's "
+                               "kafka_properties message.max.bytes, or keep such rows out of "
+                               "the pipeline (a filter transform)");
+      case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
+      case RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED:
+        return Error::sink(ErrorKind::kConfiguration,
+                           record + " was refused: not authorized" + code +
+                               "; grant the sink's principal WRITE on the topic and "
+                               "IDEMPOTENT_WRITE on the cluster");
+      case RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC:
+      case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
+        return Error::sink(ErrorKind::kConfiguration,
+                           record + " was refused: the topic does not exist" + code +
+                               "; create it, or set create_topics = true")
+            .for_setting(SettingOwner::kSink, "topic");
+      case RD_KAFKA_RESP_ERR__MSG_TIMED_OUT:
+        return Error::sink(ErrorKind::kTransient, record + " was not acknowledged by " +
+                                                      in_quotes(config_.bootstrap_servers) +
+                                                      " within delivery_timeout_ms (" +
+                                                      std::to_string(config_.delivery_timeout_ms) +
+                                                      " ms)" + last_broker_error_suffix());
+      case RD_KAFKA_RESP_ERR_INVALID_RECORD:
+      case RD_KAFKA_RESP_ERR_INVALID_MSG:
+      case RD_KAFKA_RESP_ERR_UNSUPPORTED_FOR_MESSAGE_FORMAT:
+      case RD_KAFKA_RESP_ERR_POLICY_VIOLATION:
+        return Error::sink(ErrorKind::kTerminal, record + " was refused by the broker" + code);
+      default:
+        return Error::sink(ErrorKind::kTransient,
+                           record + " was not delivered" + code + last_broker_error_suffix());
+    }
+  }
+
+  static std::string header_text(const rd_kafka_message_t* m, const char* name) {
+    rd_kafka_headers_t* headers = nullptr;
+    if (rd_kafka_message_headers(m, &headers) != RD_KAFKA_RESP_ERR_NO_ERROR) return "?";
+    const void* value = nullptr;
+    std::size_t size = 0;
+    if (rd_kafka_header_get_last(headers, name, &value, &size) != RD_KAFKA_RESP_ERR_NO_ERROR ||
+        value == nullptr) {
+      return "?";
+    }
+    return std::string(static_cast<const char*>(value), size);
+  }
+
+  static void on_delivery(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
+    auto* self = static_cast<KafkaSink*>(opaque);
+    if (self->outstanding_ > 0) --self->outstanding_;
+    if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR || self->delivery_error_) return;
+    const std::string topic = rd_kafka_topic_name(m->rkt);
+    std::string what = "the " + header_text(m, kafka_sink::kHeaderOp);
+    if (m->key != nullptr) {
+      what +=
+          " with key " + shortened(std::string_view(static_cast<const char*>(m->key), m->key_len));
+    }
+    self->delivery_error_ = self->record_error(
+        m->err, topic, what, header_text(m, kafka_sink::kHeaderSourceOffset), m->len,
+        m->partition >= 0 ? " partition " + std::to_string(m->partition) : "");
+  }
+
+  static void on_error(rd_kafka_t*, int err, const char* reason, void* opaque) {
+    auto* self = static_cast<KafkaSink*>(opaque);
+    const std::string text =
+        std::string(rd_kafka_err2name(static_cast<rd_kafka_resp_err_t>(err))) + ": " + reason;
+    {
+      std::lock_guard lock(self->mutex_);
+      if (text == self->last_broker_error_) return;  // librdkafka repeats itself while down
+      self->last_broker_error_ = text;
+    }
+    // librdkafka logs connection failures itself (log_callback); the rest is news.
+    if (err != RD_KAFKA_RESP_ERR__TRANSPORT) spdlog::warn("kafka sink: {}", text);
+  }
+
+  void destroy(bool purge) {
+    if (rk_ == nullptr) return;
+    if (purge) {
+      // Records not delivered yet are dropped: their batch was never acknowledged.
+      rd_kafka_purge(rk_, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+      rd_kafka_poll(rk_, 0);
+    }
+    for (auto& [name, topic] : topics_) rd_kafka_topic_destroy(topic.rkt);
+    topics_.clear();
+    last_ = nullptr;
+    rd_kafka_destroy(rk_);
+    rk_ = nullptr;
+  }
+
+  KafkaSinkConfig config_;
+  kafka_sink::TopicTemplate topic_;
+  std::unique_ptr<Encoder> encoder_;
+  rd_kafka_t* rk_ = nullptr;
+  bool closed_ = false;
+
+  std::unordered_map<std::string, Topic> topics_;
+  Topic* last_ = nullptr;  // the topic of the previous event, and what chose it
+  std::string last_source_;
+  std::string last_table_;
+  std::optional<std::string> last_schema_;
+
+  std::string key_;
+  ByteBuffer value_;
+  std::size_t outstanding_ = 0;  // produced, no delivery report yet
+  std::size_t produced_since_poll_ = 0;
+  std::optional<Error> delivery_error_;  // the first failed delivery report
+  std::optional<Error> failed_;          // the first failure of any call: sticky
+
+  mutable std::mutex mutex_;       // guards last_broker_error_ (error_cb)
+  std::string last_broker_error_;  // the last distinct error librdkafka reported
+};
+
+}  // namespace
+
+std::string_view to_string(KafkaDeliveryMode mode) noexcept {
+  switch (mode) {
+    case KafkaDeliveryMode::kIdempotent:
+      return "idempotent";
+    case KafkaDeliveryMode::kTransactional:
+      return "transactional";
+  }
+  return "?";
+}
+
+Status validate(const KafkaSinkConfig& config) {
+  auto conf = kafka_sink::build_conf(config);
+  if (!conf) return fail(std::move(conf).error());
+  return ok();
+}
+
+Result<std::unique_ptr<Sink>> make_kafka_sink(KafkaSinkConfig config,
+                                              std::unique_ptr<Encoder> encoder) {
+  auto conf = kafka_sink::build_conf(config);
+  if (!conf) return fail(std::move(conf).error());
+  auto topic = kafka_sink::TopicTemplate::parse(config.topic);
+  if (!topic) return fail(std::move(topic).error());
+  if (!encoder) encoder = make_json_encoder();
+  auto sink = std::make_unique<KafkaSink>(std::move(config), std::move(*topic), std::move(encoder));
+  CPPCDC_TRY(sink->start(std::move(*conf)));
+  return std::unique_ptr<Sink>(std::move(sink));
+}
+
+}  // namespace cppcdc

@@ -1,0 +1,133 @@
+// The Kafka sink as a plugin: `type = "kafka"` and the settings of KafkaSinkConfig, with
+// `[sink.kafka_properties]` for further librdkafka properties.
+
+#include "cppcdc/plugin.hpp"
+
+#include <mutex>
+
+#include "core/settings_read.hpp"
+#include "cppcdc/kafka.hpp"
+
+namespace cppcdc {
+namespace {
+
+using detail::in_quotes;
+
+class ConfiguredKafkaSink final : public ConfiguredSink {
+ public:
+  explicit ConfiguredKafkaSink(KafkaSinkConfig config) : config_(std::move(config)) {}
+
+  Description describe() const override {
+    Description d;
+    d.headline = "kafka " + config_.bootstrap_servers;
+    auto add = [&](std::string label, std::string text) {
+      d.details.emplace_back(std::move(label), std::move(text));
+    };
+    add("topic", in_quotes(config_.topic));
+    add("delivery", std::string(to_string(config_.delivery_mode)) +
+                        " producer, acks = all, delivery timeout " +
+                        std::to_string(config_.delivery_timeout_ms) + " ms");
+    add("partitioner", config_.partitioner);
+    add("compression", config_.compression);
+    add("batching", "linger " +
+                        (config_.linger_ms ? std::to_string(*config_.linger_ms) + " ms"
+                                           : std::string("5 ms (librdkafka's default)")) +
+                        ", batch size " +
+                        (config_.batch_size ? std::to_string(*config_.batch_size) + " bytes"
+                                            : std::string("1000000 bytes (librdkafka's default)")));
+    add("tombstones", config_.tombstones_on_delete ? "after every delete" : "none");
+    if (config_.create_topics) {
+      auto or_default = [](std::int32_t v) {
+        return v < 0 ? std::string("the broker's default") : std::to_string(v);
+      };
+      add("missing topics",
+          "created (partitions: " + or_default(config_.topic_partitions) +
+              ", replication factor: " + or_default(config_.topic_replication_factor) + ")");
+    } else {
+      add("missing topics", "an error (create_topics = false)");
+    }
+    for (const auto& [name, value] : config_.properties) {
+      add("property",
+          name + " = " +
+              (is_secret_kafka_property(name) ? std::string("(redacted)") : in_quotes(value)));
+    }
+    return d;
+  }
+
+  Result<std::unique_ptr<Sink>> open() const override { return make_kafka_sink(config_); }
+
+ private:
+  KafkaSinkConfig config_;
+};
+
+Result<std::unique_ptr<ConfiguredSink>> configure(const Settings& settings) {
+  KafkaSinkConfig c;
+  auto servers = settings.get_string("bootstrap_servers");
+  if (!servers) return fail(servers.error());
+  if (!*servers) {
+    return fail(settings.missing("bootstrap_servers",
+                                 "when type = \"kafka\" (\"host:port\" of one or more brokers)"));
+  }
+  c.bootstrap_servers = std::move(**servers);
+  if (c.bootstrap_servers.empty()) {
+    return fail(settings.error("bootstrap_servers",
+                               "expected \"host:port\" of one or more brokers, found an empty "
+                               "string"));
+  }
+  CPPCDC_TRY(detail::assign_string(settings, "topic", c.topic));
+  CPPCDC_TRY(detail::assign_string(settings, "partitioner", c.partitioner));
+  CPPCDC_TRY(detail::assign_string(settings, "compression", c.compression));
+  auto linger = settings.get_int("linger_ms", 0, 900'000);
+  if (!linger) return fail(linger.error());
+  c.linger_ms = *linger;
+  auto batch = settings.get_int("batch_size", 1, 2'147'483'647);
+  if (!batch) return fail(batch.error());
+  c.batch_size = *batch;
+  CPPCDC_TRY(
+      detail::assign_int(settings, "delivery_timeout_ms", 1, 2'147'483'647, c.delivery_timeout_ms));
+
+  std::string mode = "idempotent";
+  CPPCDC_TRY(detail::assign_string(settings, "delivery_mode", mode));
+  if (mode == "idempotent") {
+    c.delivery_mode = KafkaDeliveryMode::kIdempotent;
+  } else if (mode == "transactional") {
+    c.delivery_mode = KafkaDeliveryMode::kTransactional;
+  } else {
+    return fail(settings.error(
+        "delivery_mode", "expected \"idempotent\" or \"transactional\", found " + in_quotes(mode)));
+  }
+  CPPCDC_TRY(detail::assign_string(settings, "transactional_id", c.transactional_id));
+  CPPCDC_TRY(detail::assign_bool(settings, "tombstones_on_delete", c.tombstones_on_delete));
+  CPPCDC_TRY(detail::assign_bool(settings, "create_topics", c.create_topics));
+  const bool sized = settings.has("topic_partitions") || settings.has("topic_replication_factor");
+  CPPCDC_TRY(detail::assign_int(settings, "topic_partitions", -1, 1'000'000, c.topic_partitions));
+  CPPCDC_TRY(detail::assign_int(settings, "topic_replication_factor", -1, 32'767,
+                                c.topic_replication_factor));
+  if (sized && !c.create_topics) {
+    return fail(settings.error(
+        settings.has("topic_partitions") ? "topic_partitions" : "topic_replication_factor",
+        "applies only to topics the sink creates; set create_topics = "
+        "true, or remove it"));
+  }
+  auto properties =
+      settings.get_string_map("kafka_properties", "\"librdkafka property\" = \"value\"");
+  if (!properties) return fail(properties.error());
+  if (*properties) c.properties = std::move(**properties);
+
+  if (auto st = validate(c); !st) {
+    const Error& e = st.error();
+    // Name the setting where the configuration file writes it.
+    if (!e.setting().empty()) return fail(settings.error(e.setting(), e.message()));
+    return fail(e);
+  }
+  return std::unique_ptr<ConfiguredSink>(std::make_unique<ConfiguredKafkaSink>(std::move(c)));
+}
+
+}  // namespace
+
+void register_kafka_sink_plugin() {
+  static std::once_flag once;
+  std::call_once(once, [] { (void)register_sink_type("kafka", configure); });
+}
+
+}  // namespace cppcdc

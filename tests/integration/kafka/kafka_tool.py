@@ -1,0 +1,121 @@
+#!/usr/bin/python3
+"""The tests' independent view of the Kafka broker, through confluent-kafka (Debian's
+python3-confluent-kafka, over the same librdkafka the sink uses, but none of cppcdc's code).
+
+Usage: kafka_tool.py BOOTSTRAP COMMAND ...
+  create TOPIC PARTITIONS [NAME=VALUE ...]   create a topic (replication 1) with topic configs
+  partitions TOPIC                           print the topic's partition count
+  read TOPIC [read_committed|read_uncommitted]
+      print every record from the beginning up to the end the topic had when the command
+      started, one JSON object per line, partition by partition in offset order:
+      {"partition": P, "offset": O, "key": "..."|null, "value": "..."|null,
+       "headers": [["name", "value"], ...]}
+      (keys, values and header values must be UTF-8; anything else fails)
+"""
+
+import json
+import sys
+import time
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+
+def fail(message):
+    sys.stderr.write("kafka_tool.py: " + message + "\n")
+    sys.exit(1)
+
+
+def create(bootstrap, topic, partitions, configs):
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    config = dict(c.split("=", 1) for c in configs)
+    futures = admin.create_topics(
+        [NewTopic(topic, num_partitions=int(partitions), replication_factor=1, config=config)],
+        operation_timeout=30)
+    try:
+        futures[topic].result(timeout=60)
+    except KafkaException as e:
+        fail("creating %s: %s" % (topic, e))
+    # Wait until the metadata shows every partition with a leader.
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        md = admin.list_topics(topic, timeout=10).topics.get(topic)
+        if md and not md.error and len(md.partitions) == int(partitions) and all(
+                p.leader >= 0 for p in md.partitions.values()):
+            return
+        time.sleep(0.1)
+    fail("topic %s has no leaders after 60 s" % topic)
+
+
+def partitions(bootstrap, topic):
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    md = admin.list_topics(topic, timeout=30).topics.get(topic)
+    if md is None or md.error:
+        fail("no topic %s: %s" % (topic, md.error if md else "absent"))
+    print(len(md.partitions))
+
+
+def text(b):
+    return None if b is None else b.decode("utf-8")
+
+
+def read(bootstrap, topic, isolation):
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap,
+        "group.id": "cppcdc-test-reader",  # never joined: partitions are assigned by hand
+        "enable.auto.commit": False,
+        "isolation.level": isolation,
+        "enable.partition.eof": False,
+    })
+    md = consumer.list_topics(topic, timeout=30).topics.get(topic)
+    if md is None or md.error:
+        fail("no topic %s: %s" % (topic, md.error if md else "absent"))
+    ends = {}
+    for p in sorted(md.partitions):
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)
+        if high > low:
+            ends[p] = (low, high)
+    records = {p: [] for p in ends}
+    if ends:
+        consumer.assign([TopicPartition(topic, p, low) for p, (low, _) in ends.items()])
+    remaining = set(ends)
+    deadline = time.time() + 120
+    while remaining:
+        if time.time() > deadline:
+            fail("reading %s: partitions %s did not reach their end in 120 s" %
+                 (topic, sorted(remaining)))
+        m = consumer.poll(1.0)
+        if m is None:
+            continue
+        if m.error():
+            fail("reading %s: %s" % (topic, m.error()))
+        p = m.partition()
+        records[p].append({
+            "partition": p, "offset": m.offset(), "key": text(m.key()), "value": text(m.value()),
+            "headers": [[k, text(v)] for k, v in (m.headers() or [])]})
+        if m.offset() + 1 >= ends[p][1]:
+            remaining.discard(p)
+            consumer.pause([TopicPartition(topic, p)])
+    consumer.close()
+    out = sys.stdout
+    for p in sorted(records):
+        for r in records[p]:
+            out.write(json.dumps(r, ensure_ascii=False) + "\n")
+
+
+def main(argv):
+    if len(argv) < 3:
+        fail(__doc__)
+    bootstrap, command, args = argv[1], argv[2], argv[3:]
+    if command == "create" and len(args) >= 2:
+        create(bootstrap, args[0], args[1], args[2:])
+    elif command == "partitions" and len(args) == 1:
+        partitions(bootstrap, args[0])
+    elif command == "read" and len(args) in (1, 2):
+        read(bootstrap, args[0], args[1] if len(args) == 2 else "read_uncommitted")
+    else:
+        fail(__doc__)
+
+
+if __name__ == "__main__":
+    main(sys.argv)

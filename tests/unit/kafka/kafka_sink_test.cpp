@@ -1,0 +1,356 @@
+// The Kafka sink without a broker: topic names, record keys, the producer configuration and
+// `[sink] type = "kafka"` in cdc.toml, and what a sink does when no broker answers.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "cppcdc/kafka.hpp"
+#include "server/config.hpp"
+#include "sink/kafka/kafka_conf.hpp"
+#include "sink/kafka/record.hpp"
+#include "sink/kafka/topic_template.hpp"
+
+namespace cppcdc {
+namespace {
+
+using kafka_sink::TopicTemplate;
+
+#define EXPECT_CONTAINS(haystack, needle) \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
+
+Event row_event(Operation op, std::optional<std::string> schema = "public",
+                std::string table = "orders") {
+  Event e;
+  e.op = op;
+  e.source.source_name = "shop";
+  e.source.offset = "0/16B2E48";
+  e.schema = std::move(schema);
+  e.table = std::move(table);
+  e.primary_key = std::vector<std::string>{"id", "region"};
+  Row row{{"region", std::string("eu \"west\""), false},
+          {"note", std::string("n"), false},
+          {"id", std::string("7"), false}};
+  if (op == Operation::kDelete) {
+    e.before = BeforeKeyOnly{
+        Row{{"id", std::string("7"), false}, {"region", std::string("eu \"west\""), false}}};
+  } else {
+    e.after = row;
+  }
+  return e;
+}
+
+std::string render(const std::string& text, const Event& e) {
+  auto t = TopicTemplate::parse(text);
+  EXPECT_TRUE(t) << t.error().report();
+  if (!t) return "";
+  auto name = t->render(e);
+  EXPECT_TRUE(name) << name.error().report();
+  return name ? *name : "";
+}
+
+TEST(KafkaTopicTemplate, TheDefaultIsSourceNameSchemaAndTable) {
+  const KafkaSinkConfig defaults;
+  EXPECT_EQ(render(defaults.topic, row_event(Operation::kInsert)), "shop.public.orders");
+  EXPECT_EQ(render("cdc-${table}", row_event(Operation::kInsert)), "cdc-orders");
+  EXPECT_EQ(render("all.changes", row_event(Operation::kInsert)), "all.changes");
+}
+
+TEST(KafkaTopicTemplate, AnAbsentSchemaDropsOneDotNextToIt) {
+  const auto e = row_event(Operation::kInsert, std::nullopt, "app__messages");
+  EXPECT_EQ(render("${source_name}.${schema}.${table}", e), "shop.app__messages");
+  EXPECT_EQ(render("${schema}.${table}", e), "app__messages");
+  EXPECT_EQ(render("${table}.${schema}", e), "app__messages");
+  EXPECT_EQ(render("x-${schema}-${table}", e), "x--app__messages");
+}
+
+TEST(KafkaTopicTemplate, CharactersKafkaRefusesBecomeUnderscores) {
+  auto t = TopicTemplate::parse("${schema}.${table}");
+  ASSERT_TRUE(t);
+  bool sanitized = false;
+  auto name = t->render(row_event(Operation::kInsert, "Sales Dept", "Bestellungen/2024 \xc3\xa4"),
+                        &sanitized);
+  ASSERT_TRUE(name) << name.error().report();
+  EXPECT_EQ(*name, "Sales_Dept.Bestellungen_2024___");
+  EXPECT_TRUE(sanitized);
+  ASSERT_TRUE(t->render(row_event(Operation::kInsert), &sanitized));
+  EXPECT_FALSE(sanitized);
+}
+
+TEST(KafkaTopicTemplate, UnknownOrUnterminatedPlaceholdersAreRefused) {
+  auto unknown = TopicTemplate::parse("${database}.${table}");
+  ASSERT_FALSE(unknown);
+  EXPECT_CONTAINS(unknown.error().report(), "${database}");
+  EXPECT_CONTAINS(unknown.error().report(), "${source_name}, ${schema} and ${table}");
+  auto open = TopicTemplate::parse("x.${table");
+  ASSERT_FALSE(open);
+  EXPECT_CONTAINS(open.error().report(), "no closing '}'");
+  EXPECT_FALSE(TopicTemplate::parse(""));
+}
+
+TEST(KafkaTopicTemplate, ANameKafkaCannotTakeIsAnErrorNamingTheTable) {
+  auto t = TopicTemplate::parse("${table}");
+  ASSERT_TRUE(t);
+  auto too_long = t->render(row_event(Operation::kInsert, "s", std::string(300, 't')));
+  ASSERT_FALSE(too_long);
+  EXPECT_CONTAINS(too_long.error().report(), "at most 249");
+  auto dots = TopicTemplate::parse("${schema}..");
+  ASSERT_TRUE(dots);
+  auto dotted = dots->render(row_event(Operation::kInsert, std::nullopt));
+  ASSERT_FALSE(dotted);
+  EXPECT_CONTAINS(dotted.error().report(), "does not accept");
+}
+
+TEST(KafkaRecordKey, PrimaryKeyValuesInKeyOrderAsJson) {
+  std::string key;
+  ASSERT_TRUE(kafka_sink::write_record_key(row_event(Operation::kInsert), key));
+  EXPECT_EQ(key, R"({"id":"7","region":"eu \"west\""})");
+  // A delete takes the key from its before-image.
+  ASSERT_TRUE(kafka_sink::write_record_key(row_event(Operation::kDelete), key));
+  EXPECT_EQ(key, R"({"id":"7","region":"eu \"west\""})");
+}
+
+TEST(KafkaRecordKey, NullAndJsonValuesAreWrittenAsTheEnvelopeWritesThem) {
+  Event e = row_event(Operation::kUpdate);
+  e.primary_key = std::vector<std::string>{"doc", "gone"};
+  e.after = Row{{"doc", std::string(R"({"a":[1,2]})"), true}, {"gone", std::nullopt, false}};
+  std::string key;
+  ASSERT_TRUE(kafka_sink::write_record_key(e, key));
+  EXPECT_EQ(key, R"({"doc":{"a":[1,2]},"gone":null})");
+}
+
+TEST(KafkaRecordKey, NoKeyWithoutACompleteKey) {
+  std::string key = "stale";
+  Event keyless = row_event(Operation::kInsert);
+  keyless.primary_key.reset();
+  EXPECT_FALSE(kafka_sink::write_record_key(keyless, key));
+  EXPECT_EQ(key, "");
+  Event partial = row_event(Operation::kUpdate);
+  partial.primary_key = std::vector<std::string>{"id", "missing"};
+  EXPECT_FALSE(kafka_sink::write_record_key(partial, key));
+  EXPECT_EQ(key, "");
+  Event truncate;
+  truncate.op = Operation::kTruncate;
+  truncate.table = "orders";
+  EXPECT_FALSE(kafka_sink::write_record_key(truncate, key));
+  Event unavailable = row_event(Operation::kDelete);
+  unavailable.before = BeforeImage();
+  EXPECT_FALSE(kafka_sink::write_record_key(unavailable, key));
+}
+
+// ---- the producer configuration ----------------------------------------------------------
+
+KafkaSinkConfig minimal() {
+  KafkaSinkConfig c;
+  c.bootstrap_servers = "127.0.0.1:9092";
+  return c;
+}
+
+std::string refusal(const KafkaSinkConfig& c, const std::string& setting) {
+  auto st = validate(c);
+  if (st) return "(accepted)";
+  EXPECT_EQ(st.error().kind(), ErrorKind::kConfiguration) << st.error().report();
+  EXPECT_EQ(st.error().setting(), setting) << st.error().report();
+  return st.error().report();
+}
+
+TEST(KafkaSinkConfig, TheDefaultsAreAccepted) {
+  auto st = validate(minimal());
+  EXPECT_TRUE(st) << st.error().report();
+  auto conf = kafka_sink::build_conf(minimal());
+  ASSERT_TRUE(conf);
+  auto get = [&](const char* name) {
+    char buf[256];
+    std::size_t size = sizeof buf;
+    if (rd_kafka_conf_get(conf->get(), name, buf, &size) != RD_KAFKA_CONF_OK)
+      return std::string("?");
+    return std::string(buf);
+  };
+  EXPECT_EQ(get("enable.idempotence"), "true");
+  EXPECT_EQ(get("acks"), "-1");  // all
+  EXPECT_EQ(get("compression.codec"), "none");
+  EXPECT_EQ(get("message.timeout.ms"), "120000");
+  EXPECT_EQ(get("allow.auto.create.topics"), "false");
+  EXPECT_EQ(get("sticky.partitioning.linger.ms"), "0");
+}
+
+TEST(KafkaSinkConfig, BadValuesAreRefusedNamingTheSetting) {
+  auto c = minimal();
+  c.bootstrap_servers.clear();
+  EXPECT_CONTAINS(refusal(c, "bootstrap_servers"), "empty");
+  c = minimal();
+  c.compression = "brotli";
+  EXPECT_CONTAINS(refusal(c, "compression"), "\"lz4\"");
+  c = minimal();
+  c.partitioner = "murmur3";
+  EXPECT_CONTAINS(refusal(c, "partitioner"), "murmur2_random");
+  c = minimal();
+  c.topic = "${db}.${table}";
+  EXPECT_CONTAINS(refusal(c, "topic"), "${db}");
+  c = minimal();
+  c.delivery_timeout_ms = 0;
+  EXPECT_CONTAINS(refusal(c, "delivery_timeout_ms"), "from 1");
+  c = minimal();
+  c.topic_partitions = 0;
+  EXPECT_CONTAINS(refusal(c, "topic_partitions"), "at least 1");
+}
+
+TEST(KafkaSinkConfig, TransactionalIsNotAvailableYet) {
+  auto c = minimal();
+  c.delivery_mode = KafkaDeliveryMode::kTransactional;
+  c.transactional_id = "cppcdc-orders";
+  const std::string report = refusal(c, "delivery_mode");
+  EXPECT_CONTAINS(report, "not available yet");
+  EXPECT_CONTAINS(report, "idempotent");
+  c = minimal();
+  c.transactional_id = "cppcdc-orders";
+  EXPECT_CONTAINS(refusal(c, "transactional_id"), "only with delivery_mode = \"transactional\"");
+}
+
+TEST(KafkaSinkConfig, PropertiesPassThroughUnlessASettingOwnsThem) {
+  auto c = minimal();
+  c.properties = {{"security.protocol", "plaintext"}, {"socket.keepalive.enable", "true"}};
+  auto st = validate(c);
+  EXPECT_TRUE(st) << st.error().report();
+  c.properties = {{"compression.type", "zstd"}};
+  EXPECT_CONTAINS(refusal(c, "kafka_properties.compression.type"), "set compression instead");
+  c.properties = {{"acks", "1"}};
+  EXPECT_CONTAINS(refusal(c, "kafka_properties.acks"), "the sink sets acks itself");
+  c.properties = {{"enable.idempotence", "false"}};
+  EXPECT_CONTAINS(refusal(c, "kafka_properties.enable.idempotence"), "itself");
+  c.properties = {{"no.such.property", "1"}};
+  EXPECT_CONTAINS(refusal(c, "kafka_properties.no.such.property"), "librdkafka refuses");
+  // A refused secret is not echoed.
+  c.properties = {{"sasl.password", "hunter2"}, {"sasl.mechanism", "NOPE"}};
+  const std::string report = refusal(c, "kafka_properties.sasl.mechanism");
+  EXPECT_EQ(report.find("hunter2"), std::string::npos) << report;
+}
+
+TEST(KafkaSinkConfig, SecretPropertiesAreRecognised) {
+  for (const char* name : {"sasl.password", "ssl.key.password", "ssl.keystore.password",
+                           "sasl.oauthbearer.client.secret", "ssl.key.pem",
+                           "sasl.oauthbearer.config", "SASL.PASSWORD"}) {
+    EXPECT_TRUE(is_secret_kafka_property(name)) << name;
+  }
+  for (const char* name : {"sasl.username", "security.protocol", "ssl.ca.location"}) {
+    EXPECT_FALSE(is_secret_kafka_property(name)) << name;
+  }
+}
+
+// ---- cdc.toml ----------------------------------------------------------------------------
+
+constexpr const char* kConfig = R"([source]
+dsn = "host=localhost dbname=app"
+tables = ["public.t"]
+
+[sink]
+type = "kafka"
+bootstrap_servers = "127.0.0.1:9092,127.0.0.1:9093"
+topic = "cdc.${table}"
+compression = "lz4"
+linger_ms = 20
+batch_size = 65536
+delivery_timeout_ms = 30000
+tombstones_on_delete = true
+create_topics = true
+topic_partitions = 6
+topic_replication_factor = 1
+
+[sink.kafka_properties]
+"security.protocol" = "sasl_plaintext"
+"sasl.mechanism" = "SCRAM-SHA-256"
+"sasl.username" = "cdc"
+"sasl.password" = "s3cret-pw"
+
+[state.offset]
+dir = "/tmp/state"
+)";
+
+std::string config_error(const std::string& text) {
+  auto config = server::parse_server_config(text, "cdc.toml");
+  if (config) return "(no error)";
+  EXPECT_EQ(config.error().kind(), ErrorKind::kConfiguration) << config.error().report();
+  return config.error().report();
+}
+
+std::string edit(std::string text, const std::string& from, const std::string& to) {
+  const auto pos = text.find(from);
+  EXPECT_NE(pos, std::string::npos) << from;
+  if (pos != std::string::npos) text.replace(pos, from.size(), to);
+  return text;
+}
+
+TEST(KafkaSinkPlugin, EveryKeyIsReadAndCheckConfigHidesTheSecrets) {
+  auto config = server::parse_server_config(kConfig, "cdc.toml");
+  ASSERT_TRUE(config) << config.error().report();
+  EXPECT_EQ(config->sink_type, "kafka");
+  const std::string text = server::describe_config(*config);
+  EXPECT_EQ(text.find("s3cret-pw"), std::string::npos) << text;
+  EXPECT_CONTAINS(text, "kafka 127.0.0.1:9092,127.0.0.1:9093");
+  EXPECT_CONTAINS(text, "\"cdc.${table}\"");
+  EXPECT_CONTAINS(text, "idempotent producer, acks = all, delivery timeout 30000 ms");
+  EXPECT_CONTAINS(text, "murmur2_random");
+  EXPECT_CONTAINS(text, "lz4");
+  EXPECT_CONTAINS(text, "linger 20 ms, batch size 65536 bytes");
+  EXPECT_CONTAINS(text, "after every delete");
+  EXPECT_CONTAINS(text, "created (partitions: 6, replication factor: 1)");
+  EXPECT_CONTAINS(text, "sasl.password = (redacted)");
+  EXPECT_CONTAINS(text, "sasl.username = \"cdc\"");
+}
+
+TEST(KafkaSinkPlugin, ErrorsNameTheKey) {
+  const std::string c = kConfig;
+  EXPECT_CONTAINS(config_error(edit(c, "bootstrap_servers =", "bootstrap_server =")),
+                  "[sink] bootstrap_servers: required");
+  EXPECT_CONTAINS(config_error(edit(c, "compression = \"lz4\"", "compression = \"lz5\"")),
+                  "[sink] compression: expected");
+  EXPECT_CONTAINS(config_error(edit(c, "linger_ms = 20", "linger_ms = -1")), "[sink] linger_ms");
+  EXPECT_CONTAINS(config_error(edit(c, "create_topics = true", "create_topics = false")),
+                  "[sink] topic_partitions: applies only to topics the sink creates");
+  EXPECT_CONTAINS(config_error(edit(c, "tombstones_on_delete", "tombstones_on_delet")),
+                  "[sink] tombstones_on_delet: unknown key");
+  EXPECT_CONTAINS(config_error(edit(c, "\"sasl.username\" = \"cdc\"", "\"sasl.username\" = 5")),
+                  "must be a string");
+  EXPECT_CONTAINS(config_error(edit(c, "\"sasl.username\"", "\"linger.ms\"")),
+                  "[sink] kafka_properties.linger.ms: set linger_ms instead");
+  EXPECT_CONTAINS(config_error(edit(c, "create_topics = true",
+                                    "create_topics = true\ndelivery_mode = \"transactional\"")),
+                  "[sink] delivery_mode: \"transactional\" is not available yet");
+  EXPECT_CONTAINS(config_error(edit(c, "create_topics = true",
+                                    "create_topics = true\ndelivery_mode = \"exactly\"")),
+                  "[sink] delivery_mode: expected \"idempotent\" or \"transactional\"");
+}
+
+// ---- no broker -----------------------------------------------------------------------------
+
+TEST(KafkaSinkWithoutBroker, WriteFailsTransientNamingTheServersAfterTheTimeoutAndStaysFailed) {
+  auto c = minimal();
+  c.bootstrap_servers = "127.0.0.1:1";  // nothing listens on port 1
+  c.delivery_timeout_ms = 1500;
+  auto sink = make_kafka_sink(c);
+  ASSERT_TRUE(sink) << sink.error().report();
+  Event e = row_event(Operation::kInsert);
+  e.envelope_version = kEnvelopeVersion;
+  const std::vector<Event> batch{e};
+  const auto t0 = std::chrono::steady_clock::now();
+  Status st = (*sink)->write(batch);
+  if (st) st = (*sink)->flush();
+  ASSERT_FALSE(st) << "a write to an unreachable broker was reported as delivered";
+  EXPECT_EQ(st.error().kind(), ErrorKind::kTransient) << st.error().report();
+  EXPECT_CONTAINS(st.error().report(), "127.0.0.1:1");
+  EXPECT_CONTAINS(st.error().report(), "delivery_timeout_ms");
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(1400));
+  const auto again = (*sink)->flush();
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().kind(), ErrorKind::kTransient);
+  EXPECT_FALSE((*sink)->close());
+  EXPECT_TRUE((*sink)->close());
+  const auto after = (*sink)->write(batch);
+  ASSERT_FALSE(after);
+  EXPECT_EQ(after.error().kind(), ErrorKind::kInvalidState);
+}
+
+}  // namespace
+}  // namespace cppcdc
