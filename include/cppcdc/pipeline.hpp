@@ -13,6 +13,7 @@
 //
 // Ownership: the pipeline owns its transforms and sinks. Threading: one thread drives it.
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <span>
@@ -55,6 +56,10 @@ class Pipeline {
   Status flush();
   /// Closes every sink; the first error is returned after all were closed.
   Status close();
+
+  /// The shortest non-zero Sink::batch_delay() of the pipeline's sinks (0 when none asks):
+  /// how long Runtime::run_to_completion gathers a batch after its first event.
+  std::chrono::milliseconds batch_delay() const;
 
   /// The sink when the pipeline is exactly one route to a TransactionalSink; else nullptr.
   TransactionalSink* transactional_sink() const noexcept;

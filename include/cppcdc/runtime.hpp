@@ -158,7 +158,9 @@ class Runtime {
 
   /// The same loop over a pipeline (pipeline.hpp): each batch is transformed, routed and
   /// written to every sink, every sink is flushed, and only then is the batch acknowledged
-  /// (the batch as the source produced it, whatever the transforms did).
+  /// (the batch as the source produced it, whatever the transforms did). When the pipeline's
+  /// sinks ask for a gathering delay (Pipeline::batch_delay()), each poll goes on reading
+  /// after the first event until max_buffer_size events or that delay.
   Result<std::uint64_t> run_to_completion(Pipeline& pipeline, const std::atomic<bool>& cancel);
 
   /// Ends a run cleanly: polls until the source has nothing more to hand out (an empty poll),

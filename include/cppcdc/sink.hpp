@@ -4,12 +4,12 @@
 // durable in flush() (the file sink writes and fsyncs there). A sink turns events into bytes
 // through an Encoder (codec.hpp); the built-in sinks default to the JSON envelope.
 
+#include <chrono>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
-
-#include <optional>
 
 #include "cppcdc/checkpoint.hpp"
 #include "cppcdc/codec.hpp"
@@ -30,6 +30,11 @@ class Sink {
   virtual Status close() = 0;
   /// Name for logs ("file:/path", "stdout").
   virtual std::string name() const = 0;
+  /// How long this sink would like Runtime::run_to_completion to keep gathering events into a
+  /// batch after the first one arrived (up to RuntimeOptions::max_buffer_size), so that it
+  /// flushes larger batches less often. 0 (the default): no wish; the batch is handed over
+  /// with what the source had ready. Read once when a run starts.
+  virtual std::chrono::milliseconds batch_delay() const { return std::chrono::milliseconds(0); }
 };
 
 /// A sink that makes a batch and the checkpoint record durable together, in one transaction of

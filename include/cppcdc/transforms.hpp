@@ -371,15 +371,22 @@ std::string_view to_string(TransformErrorPolicy policy) noexcept;
 
 /// Receives an event the chain dropped under kSkip: the event as it entered the chain, the
 /// error, and the stage that failed. It must store the event durably before returning ok
-/// (the batch is acknowledged afterwards); an error from it fails the batch as kHalt would.
+/// (the batch is acknowledged afterwards), or, when the chain has a DeadLetterFlush, before
+/// that returns; an error from either fails the batch as kHalt would. A DeadLetterWriter
+/// (dead_letter.hpp) does both: append() as the hook, flush() as the flush.
 using DeadLetterHook =
     std::function<Status(const Event& event, const Error& error, std::string_view stage)>;
+/// Called once at the end of TransformChain::apply() when the hook received events during it:
+/// makes everything the hook received durable, so that one fsync covers a batch.
+using DeadLetterFlush = std::function<Status()>;
 
 struct TransformChainConfig {
   std::vector<TransformStage> stages;
   TransformErrorPolicy error_policy = TransformErrorPolicy::kHalt;
   /// Required with kSkip (create() refuses kSkip without one: events must not vanish).
   DeadLetterHook dead_letter;
+  /// Optional: lets the hook buffer (see DeadLetterFlush).
+  DeadLetterFlush dead_letter_flush;
   /// Name of the chain for Transform::name().
   std::string name = "transforms";
 };

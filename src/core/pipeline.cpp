@@ -109,6 +109,15 @@ Status Pipeline::close() {
   return first;
 }
 
+std::chrono::milliseconds Pipeline::batch_delay() const {
+  std::chrono::milliseconds shortest{0};
+  for (const auto& route : impl_->routes) {
+    const auto wish = route.sink->batch_delay();
+    if (wish.count() > 0 && (shortest.count() == 0 || wish < shortest)) shortest = wish;
+  }
+  return shortest;
+}
+
 TransactionalSink* Pipeline::transactional_sink() const noexcept {
   if (impl_->routes.size() != 1) return nullptr;
   return dynamic_cast<TransactionalSink*>(impl_->routes.front().sink);

@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <mutex>
@@ -172,6 +173,9 @@ struct Runtime::Impl {
   // delivered holds its transaction open (commit_ack then commits it with the record).
   TransactionalSink* transactional = nullptr;
   bool batch_open = false;
+  // While run_to_completion runs: how long a poll goes on gathering after the first event
+  // (Pipeline::batch_delay()).
+  std::chrono::milliseconds gather{0};
 
   Result<std::uint64_t> deliver_loop(Runtime& runtime, Pipeline& pipeline,
                                      const std::atomic<bool>& cancel, bool until_quiet);
@@ -292,9 +296,11 @@ Result<EventBatch> Runtime::poll_event_batch() {
     d.redeliver.pop_front();
   }
   if (events.size() < max) {
-    const auto wait = events.empty()
-                          ? std::chrono::milliseconds(d.config.options.max_poll_wait_ms)
-                          : std::chrono::milliseconds(0);
+    auto wait = events.empty() ? std::chrono::milliseconds(d.config.options.max_poll_wait_ms)
+                               : std::chrono::milliseconds(0);
+    // With a gathering delay (a sink's batch_delay()), polling goes on after the first event
+    // until the batch is full or the delay has passed.
+    std::optional<std::chrono::steady_clock::time_point> gather_until;
     const auto& policy = d.config.options.connection_retry;
     std::uint32_t attempt = 0;
     std::uint32_t delay = policy.initial_delay_ms;
@@ -316,6 +322,17 @@ Result<EventBatch> Runtime::poll_event_batch() {
         st = d.config.source->poll(events, max - before, wait);
         if (st) {
           d.drop_acknowledged(events, before);
+          if (d.gather.count() > 0 && !events.empty() && events.size() < max &&
+              !d.config.source->finished()) {
+            const auto now = std::chrono::steady_clock::now();
+            if (!gather_until) gather_until = now + d.gather;
+            if (now < *gather_until) {
+              wait = std::max(std::chrono::milliseconds(1),
+                              std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  *gather_until - now));
+              continue;
+            }
+          }
           break;
         }
         st = fail(st.error().context("polling the " + d.config.source->type() + " source"));
@@ -341,6 +358,7 @@ Result<EventBatch> Runtime::poll_event_batch() {
       delay = std::min<std::uint32_t>(policy.max_delay_ms, delay * 2);
       d.redeliver.clear();
       events.clear();
+      gather_until.reset();
       reconnect = true;
     }
   }
@@ -461,11 +479,13 @@ Result<std::uint64_t> Runtime::Impl::deliver_loop(Runtime& runtime, Pipeline& pi
   auto& d = *this;
   TransactionalSink* const sink = pipeline.transactional_sink();
   d.transactional = sink;
+  d.gather = pipeline.batch_delay();
   struct Reset {  // the sink is only borrowed for this loop
     Impl& d;
     ~Reset() {
       d.transactional = nullptr;
       d.batch_open = false;
+      d.gather = std::chrono::milliseconds(0);
     }
   } reset{d};
   std::uint64_t delivered = 0;

@@ -14,7 +14,9 @@
 #include <utility>
 #include <vector>
 
+#include "core/file_mode.hpp"
 #include "core/settings_read.hpp"
+#include "core/text_util.hpp"
 
 namespace cppcdc::server {
 namespace {
@@ -91,9 +93,15 @@ class Section final : public Settings {
   std::optional<std::filesystem::path> state_directory() const override {
     return state_directory_;
   }
+  const std::filesystem::path& base() const noexcept { return base_; }
+
+  // How messages name this section instead of "[name]" (an element of an array of tables:
+  // "[[sinks]] \"billing-hook\"").
+  void set_display(std::string display) { display_ = std::move(display); }
 
   // "[sink] path", or just "delivery_contract" at the top level.
   std::string label(std::string_view key) const {
+    if (!display_.empty()) return display_ + " " + std::string(key);
     if (name_.empty()) return std::string(key);
     return "[" + name_ + "] " + std::string(key);
   }
@@ -264,12 +272,14 @@ class Section final : public Settings {
       }
       const toml::source_region where = key.source().begin.line > 0 ? key.source() : node.source();
       std::string what = "unknown key";
-      if (name_.empty() && (key.str() == "sinks" || key.str() == "admin" ||
-                            key.str() == "schema_history" || key.str() == "dead_letter")) {
-        what += " (routes, extra sinks, dead letters and the admin server are not built yet)";
+      if (name_.empty() && key.str() == "admin") {
+        what += " (the admin server is not built yet)";
       }
-      if (name_ == "pipeline" && (key.str() == "routes" || key.str() == "transform_runtime")) {
-        what += " (routes and WASM transforms are not built yet)";
+      if (name_ == "state" && key.str() == "schema_history") {
+        what += " (a separate schema history backend is not built yet)";
+      }
+      if (name_ == "pipeline" && key.str() == "transform_runtime") {
+        what += " (WASM transforms are not built yet)";
       }
       return fail(Error::configuration(
           locate(origin_, where) + ": " + label(key.str()) + ": " + what +
@@ -282,7 +292,9 @@ class Section final : public Settings {
   // (Error::for_setting), or at the section.
   Error locate_error(const Error& e) const {
     if (e.setting().empty()) {
-      return Error::configuration(origin_ + ": [" + name_ + "]: " + e.report());
+      return Error::configuration(origin_ + ": " +
+                                  (display_.empty() ? "[" + name_ + "]" : display_) + ": " +
+                                  e.report());
     }
     const Section* section = this;
     std::string key = e.setting();
@@ -305,6 +317,10 @@ class Section final : public Settings {
     const toml::source_region where = node != nullptr ? node->source() : toml::source_region{};
     std::string text = e.message();
     for (auto it = e.chain().rbegin(); it != e.chain().rend(); ++it) text = *it + ": " + text;
+    if (!display_.empty()) {
+      return Error::configuration(locate(origin_, where) + ": " + display_ + " " + e.setting() +
+                                  ": " + text);
+    }
     return Error::configuration(locate(origin_, where) + ": [" + prefix + "] " + key + ": " + text);
   }
 
@@ -346,6 +362,7 @@ class Section final : public Settings {
   const toml::table* table_;
   std::optional<std::filesystem::path> state_directory_;
   std::string name_;
+  std::string display_;
   mutable std::vector<std::string> known_;
   mutable std::list<Section> children_;  // stable addresses
   mutable std::list<Section> scratch_;   // views made only to locate an error
@@ -433,21 +450,13 @@ Status read_runtime(const Section& runtime, RuntimeOptions& out,
   }
   std::optional<std::string> policy_name;
   CPPCDC_CFG_ASSIGN(policy_name, runtime.get_string("transform_error_policy"));
-  if (policy_name && *policy_name == "skip") {
-    // Skipping hands the failed event to a dead-letter destination; without one it would
-    // vanish. Refuse it until [dead_letter] exists rather than drop events silently.
-    return fail(runtime.error(
-        "transform_error_policy",
-        "\"skip\" drops a failed event and hands it to the dead-letter destination, and this "
-        "build has no dead-letter destination yet ([dead_letter] is not built), so the event "
-        "would be lost; use \"halt\" (the default: the pipeline stops without acknowledging "
-        "the batch)"));
-  }
-  if (policy_name && *policy_name != "halt") {
+  if (policy_name && *policy_name != "halt" && *policy_name != "skip") {
     return fail(runtime.error("transform_error_policy",
                               "expected \"halt\" or \"skip\", found " + in_quotes(*policy_name)));
   }
-  policy = TransformErrorPolicy::kHalt;
+  // "skip" needs [dead_letter]; read_document checks that once the whole file is read.
+  policy = policy_name && *policy_name == "skip" ? TransformErrorPolicy::kSkip
+                                                 : TransformErrorPolicy::kHalt;
   return runtime.reject_unknown(false);
 }
 
@@ -522,6 +531,300 @@ std::vector<std::string> summarize(const std::vector<TransformStage>& stages) {
   return out;
 }
 
+// ---- sinks, routes and dead letters -------------------------------------------------------
+
+constexpr std::string_view kBatchingKeys[] = {"batch_max_events", "sink_flush_interval_events",
+                                              "batch_max_delay_ms"};
+
+// The batching keys every sink section takes (the router applies them, whatever the type).
+Status read_batching(const Section& section, ChildBatching& out) {
+  CPPCDC_TRY(assign_int(section, "batch_max_events", 1, 100'000'000, out.max_events));
+  CPPCDC_TRY(
+      assign_int(section, "sink_flush_interval_events", 1, 100'000'000, out.flush_interval_events));
+  std::int64_t delay = 0;
+  CPPCDC_TRY(assign_int(section, "batch_max_delay_ms", 0, 3'600'000, delay));
+  out.max_delay = std::chrono::milliseconds(delay);
+  return ok();
+}
+
+// One sink section: `[sink]` or an element of `[[sinks]]`. A fanout's children are left as
+// names in `children` (resolved once every sink is read).
+Status read_sink_section(Section& section, SinkEntry& entry, std::vector<std::string>& children,
+                         const DefaultTypes& defaults) {
+  auto type = read_type(section, "type", defaults.sink);
+  if (!type) return fail(type.error());
+  entry.type = *type;
+  if (entry.type == "fanout") {
+    for (auto key : kBatchingKeys) {
+      if (section.has(key)) {
+        return fail(section.error(key, "a fanout hands every event to its children; set " +
+                                           std::string(key) + " on the children instead"));
+      }
+    }
+    auto list = section.get_string_list("sinks", "sink name");
+    if (!list) return fail(list.error());
+    if (!*list) {
+      return fail(section.missing("sinks", "when type = \"fanout\" (the names of the [[sinks]] "
+                                           "entries every event goes to)"));
+    }
+    if ((*list)->empty()) {
+      return fail(section.error("sinks", "expected at least one sink name, found an empty array"));
+    }
+    children = std::move(**list);
+    return section.reject_unknown(true);
+  }
+  CPPCDC_TRY(read_batching(section, entry.batching));
+  auto factory = find_sink_type(entry.type);
+  if (!factory) {
+    // The registry lists the plugins; the server's own composite type is not one of them.
+    Error e = factory.error();
+    return fail(section.locate_error(
+        Error::configuration(e.message() + ", or \"fanout\" (every event to several [[sinks]] "
+                                           "entries)")
+            .for_setting(SettingOwner::kSink, "type")));
+  }
+  auto configured = configure<ConfiguredSink>(section, entry.type, find_sink_type);
+  if (!configured) return fail(configured.error());
+  entry.configured = std::move(*configured);
+  return ok();
+}
+
+// The closest of `names` to `name`, when it is close enough to be a likely typo.
+std::string did_you_mean(const std::string& name, const std::vector<std::string>& names) {
+  std::string best;
+  std::size_t best_distance = 3;
+  for (const auto& n : names) {
+    const std::size_t d = edit_distance(n, name);
+    if (d < best_distance) {
+      best = n;
+      best_distance = d;
+    }
+  }
+  return best.empty() ? std::string() : "; did you mean " + in_quotes(best) + "?";
+}
+
+std::string join_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ",") + n;
+  return out;
+}
+
+std::string quoted_list(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + in_quotes(n);
+  return out;
+}
+
+// `[sink]`, then every `[[sinks]]` entry: names unique, fanouts resolved.
+Status read_sinks(Section& top, ServerConfig& config, std::list<Section>& sections,
+                  std::vector<Section*>& sink_sections) {
+  const DefaultTypes& defaults = default_types();
+  std::vector<std::vector<std::string>> children;
+  {
+    auto sink = top.get_table("sink");
+    if (!sink) return fail(sink.error());
+    Section& section = **sink;
+    SinkEntry entry;
+    entry.name = "default";
+    CPPCDC_CFG_ASSIGN(entry.name, section.get_string("name"));
+    if (entry.name.empty()) {
+      return fail(section.error("name", "expected a name, found an empty string (leave the key "
+                                        "out: [sink] is called \"default\")"));
+    }
+    entry.label = "[sink]";
+    children.emplace_back();
+    CPPCDC_TRY(read_sink_section(section, entry, children.back(), defaults));
+    config.sink_type = entry.type;
+    config.sink = entry.configured;
+    config.sinks.push_back(std::move(entry));
+    sink_sections.push_back(&section);
+  }
+  if (const toml::node* node = top.raw("sinks")) {
+    const toml::array* array = node->as_array();
+    if (array != nullptr && !array->empty() && !array->is_array_of_tables()) array = nullptr;
+    if (array == nullptr) {
+      return fail(top.error_at("sinks", node,
+                               "expected an array of tables ([[sinks]] entries, each with a name "
+                               "and a type), found " +
+                                   std::string(describe_type(node->type()))));
+    }
+    for (std::size_t i = 0; i < array->size(); ++i) {
+      Section& section = sections.emplace_back(top.origin(), top.base(), array->get(i)->as_table(),
+                                               "sinks");
+      section.set_display("[[sinks]] #" + std::to_string(i + 1));
+      SinkEntry entry;
+      auto name = section.get_string("name");
+      if (!name) return fail(name.error());
+      if (!*name) {
+        return fail(section.missing("name", "(how [[pipeline.routes]] rules and fanouts refer to "
+                                            "this sink)"));
+      }
+      if ((*name)->empty()) {
+        return fail(section.error("name", "expected a name, found an empty string"));
+      }
+      entry.name = **name;
+      entry.label = "[[sinks]] " + in_quotes(entry.name);
+      for (std::size_t j = 0; j < config.sinks.size(); ++j) {
+        if (config.sinks[j].name != entry.name) continue;
+        return fail(section.error(
+            "name", in_quotes(entry.name) + " is taken by " + config.sinks[j].label +
+                        (j == 0 ? " (its name when it does not set one)" : std::string()) +
+                        "; every sink needs a name of its own"));
+      }
+      section.set_display(entry.label);
+      children.emplace_back();
+      CPPCDC_TRY(read_sink_section(section, entry, children.back(), defaults));
+      config.sinks.push_back(std::move(entry));
+      sink_sections.push_back(&section);
+    }
+  }
+  std::vector<std::string> names;
+  for (const auto& s : config.sinks) names.push_back(s.name);
+  for (std::size_t i = 0; i < config.sinks.size(); ++i) {
+    const Section& section = *sink_sections[i];
+    for (std::size_t c = 0; c < children[i].size(); ++c) {
+      const std::string& child = children[i][c];
+      const auto at = std::find(names.begin(), names.end(), child);
+      if (at == names.end()) {
+        return fail(section.element_error(
+            "sinks", c,
+            "no sink is named " + in_quotes(child) + " (the sinks are " + quoted_list(names) +
+                ")" + did_you_mean(child, names)));
+      }
+      const auto index = static_cast<std::size_t>(at - names.begin());
+      if (index == i) {
+        return fail(section.element_error("sinks", c, "a fanout cannot list itself"));
+      }
+      if (config.sinks[index].type == "fanout") {
+        return fail(section.element_error(
+            "sinks", c, in_quotes(child) + " is a fanout too; list its children here instead"));
+      }
+      auto& fanout = config.sinks[i].fanout;
+      if (std::find(fanout.begin(), fanout.end(), index) != fanout.end()) {
+        return fail(section.element_error("sinks", c, in_quotes(child) + " is listed twice"));
+      }
+      fanout.push_back(index);
+    }
+  }
+  return ok();
+}
+
+// `[[pipeline.routes]]`: each rule's globs and the sink it names.
+Status read_routes(const Section& pipeline, ServerConfig& config, std::list<Section>& sections) {
+  const toml::node* node = pipeline.raw("routes");
+  if (node == nullptr) return ok();
+  const toml::array* array = node->as_array();
+  if (array != nullptr && array->empty()) return ok();
+  if (array == nullptr || !array->is_array_of_tables()) {
+    return fail(pipeline.error_at("routes", node,
+                                  "expected an array of tables ([[pipeline.routes]] rules, each "
+                                  "with tables or schemas and a sink), found " +
+                                      std::string(describe_type(node->type()))));
+  }
+  std::vector<std::string> names;
+  for (const auto& s : config.sinks) names.push_back(s.name);
+  for (std::size_t i = 0; i < array->size(); ++i) {
+    const toml::node* element = array->get(i);
+    Section& section = sections.emplace_back(pipeline.origin(), pipeline.base(),
+                                             element->as_table(), "pipeline.routes");
+    section.set_display("[[pipeline.routes]] #" + std::to_string(i + 1));
+    RouteEntry route;
+    route.where = locate(pipeline.origin(), element->source());
+    const std::pair<const char*, std::vector<std::string>*> lists[] = {
+        {"tables", &route.tables}, {"schemas", &route.schemas}};
+    for (auto [key, out] : lists) {
+      auto list = section.get_string_list(key, std::string(key) == "tables"
+                                                   ? "table glob (\"schema.table\" or \"table\")"
+                                                   : "schema glob");
+      if (!list) return fail(list.error());
+      if (!*list) continue;
+      if ((*list)->empty()) {
+        return fail(section.error(key, "expected at least one glob, found an empty array"));
+      }
+      for (std::size_t g = 0; g < (*list)->size(); ++g) {
+        if ((**list)[g].empty()) {
+          return fail(section.element_error(key, g, "expected a glob, found an empty string"));
+        }
+      }
+      *out = std::move(**list);
+    }
+    auto sink = section.get_string("sink");
+    if (!sink) return fail(sink.error());
+    if (route.tables.empty() && route.schemas.empty()) {
+      return fail(Error::configuration(
+          route.where + ": [[pipeline.routes]] #" + std::to_string(i + 1) +
+          ": names no tables and no schemas, so it would take every event; give it tables = "
+          "[...] or schemas = [...] (events no rule takes go to [sink] anyway)"));
+    }
+    if (!*sink) {
+      return fail(section.missing("sink", "(the name of the sink its events go to: [sink] is "
+                                          "\"" + config.sinks[0].name + "\", [[sinks]] entries "
+                                          "go by their name)"));
+    }
+    const auto at = std::find(names.begin(), names.end(), **sink);
+    if (at == names.end()) {
+      return fail(section.error("sink", "no sink is named " + in_quotes(**sink) +
+                                            " (the sinks are " + quoted_list(names) + ")" +
+                                            did_you_mean(**sink, names)));
+    }
+    route.sink = static_cast<std::size_t>(at - names.begin());
+    CPPCDC_TRY(section.reject_unknown(false));
+    config.routes.push_back(std::move(route));
+  }
+  return ok();
+}
+
+// Every [[sinks]] entry must receive something: from a route, as a fanout child, or as [sink].
+Status check_sinks_reached(const ServerConfig& config, std::vector<Section*>& sink_sections) {
+  std::vector<char> reached(config.sinks.size(), 0);
+  const auto reach = [&](std::size_t i) {
+    reached[i] = 1;
+    for (std::size_t child : config.sinks[i].fanout) reached[child] = 1;
+  };
+  reach(0);
+  for (const auto& route : config.routes) reach(route.sink);
+  for (std::size_t i = 1; i < config.sinks.size(); ++i) {
+    if (reached[i]) continue;
+    return fail(sink_sections[i]->error(
+        "name", "no [[pipeline.routes]] rule and no fanout sends events to " +
+                    in_quotes(config.sinks[i].name) +
+                    ", so it would never receive any; name it in a route's sink (or a fanout's "
+                    "sinks), or remove it"));
+  }
+  return ok();
+}
+
+// `[dead_letter]`: a JSON-lines file.
+Status read_dead_letter(Section& top, ServerConfig& config) {
+  auto section = top.get_table("dead_letter");
+  if (!section) return fail(section.error());
+  Section& dl = **section;
+  if (!dl.present()) return ok();
+  std::string type = "file";
+  CPPCDC_CFG_ASSIGN(type, dl.get_string("type"));
+  if (type != "file") {
+    return fail(dl.error("type", "expected \"file\" (the only dead-letter destination of this "
+                                 "build), found " + in_quotes(type)));
+  }
+  DeadLetterConfig out;
+  auto path = dl.get_path("path");
+  if (!path) return fail(path.error());
+  if (!*path) {
+    return fail(dl.missing("path", "(the JSON-lines file that keeps events the pipeline gives "
+                                   "up on)"));
+  }
+  if ((*path)->empty()) {
+    return fail(dl.error("path", "expected a file name, found an empty string"));
+  }
+  out.path = **path;
+  auto mode = detail::get_file_mode(dl, "file_mode");
+  if (!mode) return fail(mode.error());
+  out.file_mode = *mode;
+  CPPCDC_TRY(dl.reject_unknown(false));
+  config.dead_letter = std::move(out);
+  return ok();
+}
+
 Result<ServerConfig> read_document(const toml::table& document, const std::string& origin,
                                    const std::filesystem::path& base) {
   register_builtin_plugins();
@@ -579,16 +882,9 @@ Result<ServerConfig> read_document(const toml::table& document, const std::strin
     if (!configured) return fail(configured.error());
     config.source = std::move(*configured);
   }
-  {
-    auto sink = top.get_table("sink");
-    if (!sink) return fail(sink.error());
-    auto type = read_type(**sink, "type", defaults.sink);
-    if (!type) return fail(type.error());
-    config.sink_type = *type;
-    auto configured = configure<ConfiguredSink>(**sink, *type, find_sink_type);
-    if (!configured) return fail(configured.error());
-    config.sink = std::move(*configured);
-  }
+  std::list<Section> elements;  // the [[sinks]] and [[pipeline.routes]] entries
+  std::vector<Section*> sink_sections;
+  CPPCDC_TRY(read_sinks(top, config, elements, sink_sections));
   if (!state_read) return fail(state_read.error());
 
   auto runtime = top.get_table("runtime");
@@ -617,7 +913,18 @@ Result<ServerConfig> read_document(const toml::table& document, const std::strin
       if (!stages) return fail(stages.error());
       config.transform_summary = summarize(*stages);
     }
+    CPPCDC_TRY(read_routes(**pipeline, config, elements));
     CPPCDC_TRY((*pipeline)->reject_unknown(false));
+  }
+  CPPCDC_TRY(check_sinks_reached(config, sink_sections));
+  CPPCDC_TRY(read_dead_letter(top, config));
+  if (config.transform_error_policy == TransformErrorPolicy::kSkip && !config.dead_letter) {
+    return fail((*runtime)->error(
+        "transform_error_policy",
+        "\"skip\" drops a failed event and writes it to the dead-letter file, and this "
+        "configuration has no [dead_letter] section, so the event would be lost; add "
+        "[dead_letter] with a path, or use \"halt\" (the default: the pipeline stops without "
+        "acknowledging the batch)"));
   }
 
   auto log = top.get_table("log");
@@ -752,9 +1059,52 @@ std::string describe_config(const ServerConfig& config) {
       entry("  " + label + ":", text);
     }
   }
-  const Description sink = config.sink->describe();
-  entry("sink:", sink.headline);
-  for (const auto& [label, text] : sink.details) entry("  " + label + ":", text);
+  // Each sink: its headline, its plugin's details, its batching.
+  const auto describe_sink = [&](const SinkEntry& s, const std::string& label,
+                                 const std::string& indent) {
+    if (s.type == "fanout") {
+      std::vector<std::string> names;
+      for (std::size_t c : s.fanout) names.push_back(config.sinks[c].name);
+      entry(label, "fanout to " + quoted_list(names) + " (every event to each)");
+      return;
+    }
+    const Description d = s.configured->describe();
+    entry(label, d.headline);
+    for (const auto& [key, text] : d.details) entry(indent + key + ":", text);
+    std::string batching;
+    const auto add = [&batching](const std::string& text) {
+      batching += (batching.empty() ? "" : ", ") + text;
+    };
+    if (s.batching.max_events) add("batch_max_events " + std::to_string(s.batching.max_events));
+    if (s.batching.flush_interval_events) {
+      add("sink_flush_interval_events " + std::to_string(s.batching.flush_interval_events));
+    }
+    if (s.batching.max_delay.count()) {
+      add("batch_max_delay_ms " + std::to_string(s.batching.max_delay.count()));
+    }
+    if (!batching.empty()) entry(indent + "batching:", batching);
+  };
+  const SinkEntry& main_sink = config.sinks.front();
+  describe_sink(main_sink, "sink:", "  ");
+  if (config.sinks.size() > 1 || !config.routes.empty()) {
+    entry("  name:", in_quotes(main_sink.name) + " (events no route takes go here)");
+  }
+  for (std::size_t i = 1; i < config.sinks.size(); ++i) {
+    describe_sink(config.sinks[i], "sinks." + config.sinks[i].name + ":", "  ");
+  }
+  if (!config.routes.empty()) {
+    entry("routes:", detail::counted(config.routes.size(), "rule") +
+                         ", tried in order, the first match wins; the rest go to " +
+                         in_quotes(main_sink.name));
+    for (std::size_t i = 0; i < config.routes.size(); ++i) {
+      const auto& r = config.routes[i];
+      std::string line = "    " + std::to_string(i + 1) + ".";
+      if (!r.tables.empty()) line += " tables=" + join_names(r.tables);
+      if (!r.schemas.empty()) line += " schemas=" + join_names(r.schemas);
+      line += " -> " + in_quotes(config.sinks[r.sink].name);
+      out += line + "\n";
+    }
+  }
   entry("checkpoint:", config.checkpoint->describe(config.source->checkpoint_id()));
   const auto& rt = config.runtime;
   entry("runtime:", "max_buffer_size " + std::to_string(rt.max_buffer_size) +
@@ -774,6 +1124,12 @@ std::string describe_config(const ServerConfig& config) {
     for (const auto& stage : config.transform_summary) line("    " + stage);
   }
   entry("  error policy:", std::string(to_string(config.transform_error_policy)));
+  if (config.dead_letter) {
+    entry("dead letters:", config.dead_letter->path.string() + " (JSON lines, file_mode " +
+                               detail::format_file_mode(config.dead_letter->file_mode) + ")");
+  } else {
+    entry("dead letters:", "none ([dead_letter] is not configured)");
+  }
   entry("log:", "format " + config.log_format + ", level " + config.log_level);
   return out;
 }

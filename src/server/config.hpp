@@ -15,22 +15,61 @@
 
 #include "cppcdc/plugin.hpp"
 #include "cppcdc/result.hpp"
+#include "cppcdc/router.hpp"
 #include "cppcdc/runtime.hpp"
 #include "cppcdc/transforms.hpp"
 
 namespace cppcdc::server {
 
-/// The configuration of `cppcdc run`. The source, sink and checkpoint backend are whatever
+/// A sink of the configuration: `[sink]` (the default sink) or an entry of `[[sinks]]`.
+struct SinkEntry {
+  /// `name`: required in `[[sinks]]`; `[sink]` is "default" unless it names itself.
+  std::string name;
+  std::string type;  ///< `type` (the plugin's type name, or "fanout")
+  /// The plugin's validated settings; null for a fanout.
+  std::shared_ptr<const ConfiguredSink> configured;
+  /// A fanout's children (`sinks`): indexes into ServerConfig::sinks, never a fanout.
+  std::vector<std::size_t> fanout;
+  /// `batch_max_events`, `sink_flush_interval_events`, `batch_max_delay_ms`.
+  ChildBatching batching;
+  /// How messages name it: "[sink]" or "[[sinks]] \"billing-hook\"".
+  std::string label;
+};
+
+/// One `[[pipeline.routes]]` rule.
+struct RouteEntry {
+  std::vector<std::string> tables;   ///< `tables` globs
+  std::vector<std::string> schemas;  ///< `schemas` globs
+  std::size_t sink = 0;              ///< `sink`, as an index into ServerConfig::sinks
+  std::string where;                 ///< "cdc.toml:20:1", for messages
+};
+
+/// `[dead_letter]`: where events the pipeline gives up on are kept (a JSON-lines file).
+struct DeadLetterConfig {
+  std::filesystem::path path;  ///< `path`
+  unsigned file_mode = 0600;   ///< `file_mode`
+};
+
+/// The configuration of `cppcdc run`. The source, sinks and checkpoint backend are whatever
 /// their type names are registered for (cppcdc/plugin.hpp): the server reads `[source] type`,
-/// `[sink] type` and `[state.offset] backend` and hands the rest of each section to the
-/// plugin's factory.
+/// `[sink] type` (and each `[[sinks]]` entry's) and `[state.offset] backend` and hands the
+/// rest of each section to the plugin's factory. The type "fanout" is the server's own: a
+/// sink whose `sinks` lists other `[[sinks]]` entries, each getting every event.
 struct ServerConfig {
   /// Where the configuration came from (file name), for messages.
   std::string origin;
   std::string source_type;                                 ///< `[source] type`
   std::shared_ptr<const ConfiguredSource> source;          ///< never null after loading
   std::string sink_type;                                   ///< `[sink] type`
-  std::shared_ptr<const ConfiguredSink> sink;              ///< never null after loading
+  /// `[sink]`'s plugin settings; null when `[sink]` is a fanout (see sinks[0]).
+  std::shared_ptr<const ConfiguredSink> sink;
+  /// Every sink: [0] is `[sink]`, then the `[[sinks]]` entries in file order. Every entry is
+  /// reached by a route, a fanout or (for [0]) as the default.
+  std::vector<SinkEntry> sinks;
+  /// `[[pipeline.routes]]`, in order (the first match wins; unmatched events go to sinks[0]).
+  std::vector<RouteEntry> routes;
+  /// `[dead_letter]`, when configured.
+  std::optional<DeadLetterConfig> dead_letter;
   std::string checkpoint_backend;                          ///< `[state.offset] backend`
   std::shared_ptr<const ConfiguredCheckpoint> checkpoint;  ///< never null after loading
   RuntimeOptions runtime;
@@ -46,9 +85,8 @@ struct ServerConfig {
   std::optional<ConfigNode> transforms;
   /// One line per stage for describe_config: "name (when ...): action, action".
   std::vector<std::string> transform_summary;
-  /// `[runtime] transform_error_policy`. Only "halt" loads: "skip" needs a dead-letter
-  /// destination, which this build does not have yet, and is refused rather than allowed to
-  /// drop events silently.
+  /// `[runtime] transform_error_policy`. "skip" loads only with `[dead_letter]`: a skipped
+  /// event is written there, never dropped silently.
   TransformErrorPolicy transform_error_policy = TransformErrorPolicy::kHalt;
   std::string delivery_contract = "at_least_once";
   std::string log_format = "text";  ///< "text" or "json"

@@ -16,7 +16,9 @@
 #include "core/json_write.hpp"
 #include "core/stop_request.hpp"
 #include "cppcdc/checkpoint.hpp"
+#include "cppcdc/dead_letter.hpp"
 #include "cppcdc/pipeline.hpp"
+#include "cppcdc/router.hpp"
 #include "cppcdc/transforms.hpp"
 #include "cppcdc/runtime.hpp"
 #include "cppcdc/sink.hpp"
@@ -122,6 +124,53 @@ int report_failure(const Error& error, const std::string& origin) {
   return exit_code_for(error.kind());
 }
 
+// An error a sink plugin returned for a [[sinks]] entry, with its setting named as that entry
+// spells it (the plugin only knows "[sink] path").
+Error for_entry(const Error& e, const SinkEntry& entry) {
+  if (e.setting_owner() != SettingOwner::kSink || entry.label == "[sink]") return e;
+  Error out(e.kind(), e.category(), entry.label + " " + e.setting() + ": " + e.message());
+  for (auto it = e.chain().rbegin(); it != e.chain().rend(); ++it) {
+    out = std::move(out).context(*it);
+  }
+  return out;
+}
+
+// A plain pipeline of [sink] alone needs no router: no routes, no other sinks, no fanout, no
+// batching.
+bool needs_router(const ServerConfig& config) {
+  if (config.sinks.size() != 1 || !config.routes.empty()) return true;
+  const SinkEntry& only = config.sinks.front();
+  return only.type == "fanout" || only.batching.max_events != 0 ||
+         only.batching.flush_interval_events != 0 || only.batching.max_delay.count() != 0;
+}
+
+// The router over every opened sink: [[pipeline.routes]] in order, fanouts as targets of
+// several children, [sink] as the default target.
+Result<std::unique_ptr<RouterSink>> build_router(const ServerConfig& config,
+                                                 std::vector<std::unique_ptr<Sink>>& opened) {
+  RouterConfig rc;
+  std::vector<std::size_t> child_of(config.sinks.size(), 0);
+  for (std::size_t i = 0; i < config.sinks.size(); ++i) {
+    if (config.sinks[i].type == "fanout") continue;
+    child_of[i] = rc.children.size();
+    rc.children.push_back(
+        RouterChild{config.sinks[i].name, std::move(opened[i]), config.sinks[i].batching});
+  }
+  const auto targets = [&](std::size_t i) {
+    std::vector<std::size_t> out;
+    if (config.sinks[i].type != "fanout") return std::vector<std::size_t>{child_of[i]};
+    for (std::size_t c : config.sinks[i].fanout) out.push_back(child_of[c]);
+    return out;
+  };
+  for (const auto& route : config.routes) {
+    rc.routes.push_back(RouterRoute{route.tables, route.schemas, targets(route.sink),
+                                    config.sinks[route.sink].name});
+  }
+  rc.default_targets = targets(0);
+  rc.default_name = "the default sink \"" + config.sinks[0].name + "\" ([sink])";
+  return RouterSink::create(std::move(rc));
+}
+
 }  // namespace
 
 int exit_code_for(ErrorKind kind) noexcept {
@@ -174,42 +223,103 @@ int run_server(const ServerConfig& config) {
   }
   const std::string checkpoint_desc = config.checkpoint->describe(checkpoint_id);
 
-  auto sink = config.sink->open();
-  if (!sink) {
-    return report_failure(sink.error().context("opening the " + config.sink_type + " sink"),
-                          config.origin);
+  // Dead letters: opened only when something sends events there.
+  std::shared_ptr<DeadLetterWriter> dead_letters;
+  if (config.dead_letter && config.transform_error_policy == TransformErrorPolicy::kSkip) {
+    auto opened = DeadLetterWriter::open(config.dead_letter->path,
+                                         DeadLetterOptions{config.dead_letter->file_mode});
+    if (!opened) {
+      return report_failure(opened.error().context("opening [dead_letter]"), config.origin);
+    }
+    dead_letters = std::move(*opened);
+  } else if (config.dead_letter) {
+    spdlog::info("[dead_letter] {} is configured, but nothing is sent there while "
+                 "transform_error_policy = \"halt\"",
+                 config.dead_letter->path.string());
   }
+  const auto close_dead_letters = [&dead_letters]() -> Status {
+    if (!dead_letters) return ok();
+    const std::uint64_t kept = dead_letters->records();
+    auto closed = dead_letters->close();
+    if (kept > 0) {
+      spdlog::warn("{} written to the dead-letter file {} in this run",
+                   kept == 1 ? std::string("1 event was") : std::to_string(kept) + " events were",
+                   dead_letters->path().string());
+    }
+    return closed;
+  };
 
-  // The transforms, then the one sink. The pipeline owns both; `chain` stays readable for the
-  // rule counters.
+  // The transforms, then the sinks (one, or a router over several). The pipeline owns both;
+  // `chain` and `router` stay readable for their counters.
   TransformChain* chain = nullptr;
   PipelineConfig pipeline_config;
   if (config.transforms) {
     auto stages = parse_transform_stages(*config.transforms, "[[pipeline.transforms]]");
     if (!stages) {
-      (void)(*sink)->close();
+      (void)close_dead_letters();
       return report_failure(stages.error(), config.origin);
     }
     TransformChainConfig chain_config;
     chain_config.stages = std::move(*stages);
     chain_config.error_policy = config.transform_error_policy;
+    if (dead_letters) {
+      chain_config.dead_letter = [dead_letters](const Event& event, const Error& error,
+                                                std::string_view stage) {
+        return dead_letters->append(event, error, DeadLetterOrigin::stage(std::string(stage)));
+      };
+      chain_config.dead_letter_flush = [dead_letters] { return dead_letters->flush(); };
+    }
     auto built = TransformChain::create(std::move(chain_config));
     if (!built) {
-      (void)(*sink)->close();
+      (void)close_dead_letters();
       return report_failure(built.error().context("building the transforms"), config.origin);
     }
     chain = built->get();
     pipeline_config.transforms.push_back(std::move(*built));
   }
-  Sink* sink_ptr = sink->get();
-  pipeline_config.routes.push_back(PipelineRoute{std::move(*sink), {}});
+
+  std::vector<std::unique_ptr<Sink>> opened(config.sinks.size());
+  const auto close_opened = [&opened] {
+    for (auto& s : opened) {
+      if (s) (void)s->close();
+    }
+  };
+  for (std::size_t i = 0; i < config.sinks.size(); ++i) {
+    const SinkEntry& entry = config.sinks[i];
+    if (entry.type == "fanout") continue;
+    auto sink = entry.configured->open();
+    if (!sink) {
+      close_opened();
+      (void)close_dead_letters();
+      return report_failure(for_entry(sink.error(), entry)
+                                .context("opening the " + entry.type + " sink " +
+                                         (i == 0 ? std::string("[sink]") : entry.label)),
+                            config.origin);
+    }
+    opened[i] = std::move(*sink);
+  }
+  RouterSink* router = nullptr;
+  if (needs_router(config)) {
+    auto built = build_router(config, opened);
+    if (!built) {
+      close_opened();
+      (void)close_dead_letters();
+      return report_failure(built.error().context("building the routes"), config.origin);
+    }
+    router = built->get();
+    pipeline_config.routes.push_back(PipelineRoute{std::move(*built), {}});
+  } else {
+    pipeline_config.routes.push_back(PipelineRoute{std::move(opened[0]), {}});
+  }
   auto pipeline = Pipeline::create(std::move(pipeline_config));
   if (!pipeline) {
+    (void)close_dead_letters();
     return report_failure(pipeline.error().context("building the pipeline"), config.origin);
   }
-  // Rules that never fired are logged when the pipeline stops, whatever the reason.
-  const auto report_unmatched = [chain] {
+  // Rules and routes that never fired are logged when the pipeline stops, whatever the reason.
+  const auto report_unmatched = [chain, router] {
     if (chain != nullptr) chain->warn_on_unmatched_rules();
+    if (router != nullptr) router->warn_on_unmatched_routes();
   };
 
   RuntimeConfig runtime_config;
@@ -217,19 +327,24 @@ int run_server(const ServerConfig& config) {
   runtime_config.checkpoint = *checkpoint;
   runtime_config.options = config.runtime;
   auto runtime = Runtime::create(std::move(runtime_config));
-  if (!runtime) return report_failure(runtime.error().context("creating the runtime"),
-      config.origin);
+  if (!runtime) {
+    (void)(*pipeline)->close();
+    (void)close_dead_letters();
+    return report_failure(runtime.error().context("creating the runtime"), config.origin);
+  }
 
   spdlog::info(
       "cppcdc {} starting: source={} {} sink={} checkpoint={} delivery_contract={} "
-      "transforms={}",
-      kVersion, config.source_type, config.source->summary(), sink_ptr->name(), checkpoint_desc,
-      config.delivery_contract,
-      chain != nullptr ? std::to_string(chain->stage_count()) + " stage(s)" : std::string("none"));
+      "transforms={}{}",
+      kVersion, config.source_type, config.source->summary(), (*pipeline)->name(),
+      checkpoint_desc, config.delivery_contract,
+      chain != nullptr ? std::to_string(chain->stage_count()) + " stage(s)" : std::string("none"),
+      config.routes.empty() ? std::string() : " routes=" + std::to_string(config.routes.size()));
 
   if (auto started = (*runtime)->start(); !started) {
     shut_down(**runtime);
     (void)(*pipeline)->close();
+    (void)close_dead_letters();
     return report_failure(started.error().context("starting the pipeline"), config.origin);
   }
   spdlog::info("pipeline running; send SIGINT or SIGTERM to stop; control socket {}",
@@ -242,14 +357,20 @@ int run_server(const ServerConfig& config) {
     const auto snapshot = (*runtime)->admin_snapshot();
     shut_down(**runtime);
     (void)(*pipeline)->close();
-    spdlog::info("events delivered and acknowledged before the error: {}",
+    (void)close_dead_letters();
+    spdlog::info("events delivered and acknowledged before the error: {}; the batch that failed "
+                 "is not acknowledged and is delivered again, to every sink, at the next start",
                  snapshot.events_committed);
     return report_failure(delivered.error(), config.origin);
   }
 
   shut_down(**runtime);
   if (auto closed = (*pipeline)->close(); !closed) {
+    (void)close_dead_letters();
     return report_failure(closed.error(), config.origin);
+  }
+  if (auto closed = close_dead_letters(); !closed) {
+    return report_failure(closed.error().context("closing [dead_letter]"), config.origin);
   }
   const auto snapshot = (*runtime)->admin_snapshot();
   spdlog::info("cppcdc stopped{}: {} events delivered, checkpoint at {}",

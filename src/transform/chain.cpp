@@ -47,6 +47,7 @@ struct TransformChain::Impl {
   std::vector<Stage> stages;
   TransformErrorPolicy policy = TransformErrorPolicy::kHalt;
   DeadLetterHook dead_letter;
+  DeadLetterFlush dead_letter_flush;
   std::string name;
   std::atomic<std::uint64_t> skipped{0};
   std::atomic<std::uint64_t> events{0};  // events that entered the chain
@@ -88,6 +89,7 @@ Result<std::unique_ptr<TransformChain>> TransformChain::create(TransformChainCon
   }
   d.policy = config.error_policy;
   d.dead_letter = std::move(config.dead_letter);
+  d.dead_letter_flush = std::move(config.dead_letter_flush);
   d.name = std::move(config.name);
   return chain;
 }
@@ -138,6 +140,7 @@ Status TransformChain::apply(std::vector<Event>& events) {
   auto& d = *impl_;
   const bool skip = d.policy == TransformErrorPolicy::kSkip;
   std::size_t kept = 0;
+  std::size_t dead = 0;  // handed to the dead-letter hook in this call
   d.events.fetch_add(events.size(), std::memory_order_relaxed);
   for (std::size_t i = 0; i < events.size(); ++i) {
     std::optional<Event> original;
@@ -155,6 +158,7 @@ Status TransformChain::apply(std::vector<Event>& events) {
         return fail(st.error().context("handing a failed event to the dead-letter destination"));
       }
       d.skipped.fetch_add(1, std::memory_order_relaxed);
+      ++dead;
       continue;
     }
     if (*result == ActionResult::kDrop) continue;
@@ -162,6 +166,12 @@ Status TransformChain::apply(std::vector<Event>& events) {
     ++kept;
   }
   events.erase(events.begin() + static_cast<std::ptrdiff_t>(kept), events.end());
+  if (dead > 0 && d.dead_letter_flush) {
+    if (auto st = d.dead_letter_flush(); !st) {
+      return fail(st.error().context("making " + std::to_string(dead) +
+                                     " failed events durable at the dead-letter destination"));
+    }
+  }
   return ok();
 }
 

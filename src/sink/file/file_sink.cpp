@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/fault.hpp"
+#include "core/file_io.hpp"
 #include "cppcdc/codec.hpp"
 #include "cppcdc/sink.hpp"
 
@@ -30,73 +31,23 @@ Error io_error(std::string_view what, const std::filesystem::path& path, int err
                      std::string(what) + " '" + path.string() + "': " + errno_text(err));
 }
 
-// Writes [data, data+size) at the end of the file, retrying EINTR and short writes. `written`
-// counts the bytes that reached the file, also when an error stops the loop part way.
 Status write_all(int fd, const char* data, std::size_t size, std::size_t& written,
                  const std::filesystem::path& path) {
-  while (written < size) {
-    const ssize_t n = ::write(fd, data + written, size - written);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail(io_error("cannot write to", path, errno));
-    }
-    written += static_cast<std::size_t>(n);
+  if (const int err = detail::write_fully(fd, data, size, written); err != 0) {
+    return fail(io_error("cannot write to", path, err));
   }
   return ok();
 }
 
 Status sync_fd(int fd, const std::filesystem::path& path) {
-  while (::fdatasync(fd) != 0) {
-    if (errno == EINTR) continue;
-    if (errno == EINVAL) {  // some special files do not support fdatasync
-      if (::fsync(fd) == 0) return ok();
-      if (errno == EINTR) continue;
-    }
-    return fail(io_error("cannot fsync", path, errno));
+  if (const int err = detail::sync_data(fd); err != 0) {
+    return fail(io_error("cannot fsync", path, err));
   }
   return ok();
 }
 
-// Reads up to `size` bytes at `offset` (pread loop). Returns bytes read or -1 (errno set).
-ssize_t read_at(int fd, char* buf, std::size_t size, off_t offset) {
-  std::size_t done = 0;
-  while (done < size) {
-    const ssize_t n = ::pread(fd, buf + done, size - done, offset + static_cast<off_t>(done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return -1;
-    }
-    if (n == 0) break;
-    done += static_cast<std::size_t>(n);
-  }
-  return static_cast<ssize_t>(done);
-}
-
-// Offset just past the last '\n' of the file, or 0 when it has none. -1 on a read error.
-off_t end_of_last_line(int fd, off_t file_size) {
-  constexpr std::size_t kChunk = 64 * 1024;
-  std::string buf(kChunk, '\0');
-  off_t end = file_size;
-  while (end > 0) {
-    const std::size_t len = static_cast<std::size_t>(std::min<off_t>(end, kChunk));
-    const off_t start = end - static_cast<off_t>(len);
-    const ssize_t n = read_at(fd, buf.data(), len, start);
-    if (n < 0) return -1;
-    if (static_cast<std::size_t>(n) != len) {
-      errno = EIO;  // the file shrank under us
-      return -1;
-    }
-    for (std::size_t i = len; i > 0; --i) {
-      if (buf[i - 1] == '\n') return start + static_cast<off_t>(i);
-    }
-    end = start;
-  }
-  return 0;
-}
-
-// Cuts bytes after the last newline (a line torn by a crash). The sink's own descriptor is
-// write-only, so the scan uses a second, read-only one. Error kind configuration: the file
-// exists but cannot be repaired, which needs an operator.
+// Cuts bytes after the last newline (a line torn by a crash). Error kind configuration: the
+// file exists but cannot be repaired, which needs an operator.
 Status repair_torn_tail(int fd, const std::filesystem::path& path) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
@@ -104,28 +55,11 @@ Status repair_torn_tail(int fd, const std::filesystem::path& path) {
                             "cannot stat '" + path.string() + "': " + errno_text(errno)));
   }
   if (!S_ISREG(st.st_mode) || st.st_size == 0) return ok();
-  int rfd = -1;
-  do {
-    rfd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  } while (rfd < 0 && errno == EINTR);
-  if (rfd < 0) {
-    return fail(Error::sink(ErrorKind::kConfiguration,
-                            "cannot open '" + path.string() +
-                                "' for reading: " + errno_text(errno) +
-                                "; the file sink needs read access to check the last line"));
-  }
-  char last = '\0';
   off_t keep = st.st_size;
-  if (read_at(rfd, &last, 1, st.st_size - 1) != 1) {
-    keep = -1;
-  } else if (last != '\n') {
-    keep = end_of_last_line(rfd, st.st_size);
-  }
-  const int read_errno = errno;
-  ::close(rfd);
-  if (keep < 0) {
+  if (const int err = detail::complete_lines_length(path, st.st_size, keep); err != 0) {
     return fail(Error::sink(ErrorKind::kConfiguration,
-                            "cannot read '" + path.string() + "': " + errno_text(read_errno)));
+                            "cannot read '" + path.string() + "': " + errno_text(err) +
+                                "; the file sink needs read access to check the last line"));
   }
   if (keep == st.st_size) return ok();
   while (::ftruncate(fd, keep) != 0) {

@@ -91,16 +91,30 @@ TEST(TransformConfig, ErrorsNameFileLineAndKey) {
                   "unknown operation \"upsert\"");
   EXPECT_CONTAINS(error_of(head + "type = \"mask\"\nrulez = {}\n"), "rules: required");
   EXPECT_CONTAINS(error_of(head + "type = \"masc\"\n"), "unknown action \"masc\"");
-  EXPECT_CONTAINS(error_of("\n[pipeline]\nroutes = []\n"), "routes and WASM transforms are not built yet");
+  EXPECT_CONTAINS(error_of("\n[pipeline]\ntransform_runtime = {}\n"),
+                  "WASM transforms are not built yet");
 }
 
-TEST(TransformConfig, SkipIsRefusedUntilADeadLetterDestinationExists) {
+TEST(TransformConfig, SkipNeedsADeadLetterFileAndLoadsWithOne) {
   const std::string report = error_of("\n[runtime]\ntransform_error_policy = \"skip\"\n");
   EXPECT_CONTAINS(report, "cdc.toml:9:26: [runtime] transform_error_policy:");
-  EXPECT_CONTAINS(report, "no dead-letter destination");
+  EXPECT_CONTAINS(report, "no [dead_letter] section");
   EXPECT_CONTAINS(error_of("\n[runtime]\ntransform_error_policy = \"stop\"\n"),
                   "expected \"halt\" or \"skip\"");
   EXPECT_EQ(error_of("\n[runtime]\ntransform_error_policy = \"halt\"\n"), "(loaded)");
+  auto config = parse_server_config(std::string(kBase) +
+                                        "\n[runtime]\ntransform_error_policy = \"skip\"\n"
+                                        "\n[dead_letter]\npath = \"/var/lib/cppcdc/dead.jsonl\"\n",
+                                    "cdc.toml");
+  ASSERT_TRUE(config) << config.error().report();
+  EXPECT_EQ(config->transform_error_policy, TransformErrorPolicy::kSkip);
+  ASSERT_TRUE(config->dead_letter);
+  EXPECT_EQ(config->dead_letter->path, "/var/lib/cppcdc/dead.jsonl");
+  EXPECT_EQ(config->dead_letter->file_mode, 0600u);
+  const std::string described = describe_config(*config);
+  EXPECT_CONTAINS(described, "  error policy:     skip\n");
+  EXPECT_CONTAINS(described, "dead letters:       /var/lib/cppcdc/dead.jsonl (JSON lines, "
+                             "file_mode 0600)");
 }
 
 }  // namespace

@@ -203,6 +203,42 @@ TEST(Chain, SkipHandsTheOriginalEventAndErrorToTheDeadLetterHook) {
   EXPECT_EQ(chain->skipped_events(), 1u);
 }
 
+TEST(Chain, TheDeadLetterFlushRunsOncePerBatchThatSkippedAndItsFailureFailsTheBatch) {
+  std::vector<std::string> calls;
+  bool flush_fails = false;
+  TransformChainConfig config;
+  config.error_policy = TransformErrorPolicy::kSkip;
+  config.dead_letter = [&](const Event& e, const Error&, std::string_view) -> Status {
+    calls.push_back("letter:" + *value(e, "id"));
+    return ok();
+  };
+  config.dead_letter_flush = [&]() -> Status {
+    calls.push_back("flush");
+    if (flush_fails) return fail(Error::transient("disk full"));
+    return ok();
+  };
+  TransformStage s{"dec", {}, {}};
+  MaskConfig mask;
+  mask.rules.emplace_back("card", MaskRule::decrypt("k"));
+  s.actions.push_back(must(make_mask(std::move(mask))));
+  config.stages.push_back(std::move(s));
+  auto chain = must(TransformChain::create(std::move(config)));
+  std::vector<Event> clean{row_event({col("id", "1")})};
+  ASSERT_TRUE(chain->apply(clean));
+  EXPECT_TRUE(calls.empty()) << "nothing skipped: nothing to flush";
+  std::vector<Event> batch{row_event({col("id", "2"), col("card", "x")}),
+                           row_event({col("id", "3"), col("card", "y")}),
+                           row_event({col("id", "4")})};
+  ASSERT_TRUE(chain->apply(batch));
+  EXPECT_EQ(calls, (std::vector<std::string>{"letter:2", "letter:3", "flush"}));
+  flush_fails = true;
+  std::vector<Event> again{row_event({col("id", "5"), col("card", "z")})};
+  const auto st = chain->apply(again);
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().kind(), ErrorKind::kTransient);
+  EXPECT_NE(st.error().report().find("dead-letter"), std::string::npos) << st.error().report();
+}
+
 TEST(Chain, HaltFailsTheBatch) {
   MaskConfig mask;
   mask.rules.emplace_back("card", MaskRule::decrypt("k"));

@@ -1,0 +1,432 @@
+// The router and the fanout (cppcdc/router.hpp): first match wins, unmatched events go to the
+// default, every child gets its events in batch order, and a batch is acknowledged only once
+// every child that received part of it flushed; a failing child leaves the batch
+// unacknowledged and it comes again to every child.
+
+#include "cppcdc/router.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cppcdc/pipeline.hpp"
+#include "cppcdc/runtime.hpp"
+
+using namespace cppcdc;
+
+namespace {
+
+// What every test sink did, in order: "a.write:1,2", "a.flush", "save:0/3".
+struct Journal {
+  std::vector<std::string> steps;
+};
+
+Event event(int id, std::string schema, std::string table) {
+  Event e = EventBuilder(std::move(table), Operation::kInsert)
+                .schema(std::move(schema))
+                .source({"test", "0/" + std::to_string(id), 0})
+                .after({ColumnValue{"id", std::to_string(id), false}})
+                .build();
+  e.resume_offset = "0/" + std::to_string(id);
+  return e;
+}
+
+std::string id_of(const Event& e) { return (*e.after)[0].text.value_or("?"); }
+
+class JournalSink final : public Sink {
+ public:
+  JournalSink(Journal& journal, std::string name) : journal_(journal), name_(std::move(name)) {}
+  Status write(std::span<const Event> events) override {
+    if (closed_) return fail(Error::invalid_state(name_ + " is closed"));
+    std::string ids;
+    for (const auto& e : events) ids += (ids.empty() ? "" : ",") + id_of(e);
+    journal_.steps.push_back(name_ + ".write:" + ids);
+    if (fail_writes > 0) {
+      --fail_writes;
+      return fail(Error::sink(ErrorKind::kTransient, name_ + " refused the write"));
+    }
+    return ok();
+  }
+  Status flush() override {
+    if (closed_) return fail(Error::invalid_state(name_ + " is closed"));
+    journal_.steps.push_back(name_ + ".flush");
+    if (fail_flushes > 0) {
+      --fail_flushes;
+      return fail(Error::sink(ErrorKind::kTransient, name_ + " is unreachable"));
+    }
+    return ok();
+  }
+  Status close() override {
+    if (!closed_) journal_.steps.push_back(name_ + ".close");
+    closed_ = true;
+    return ok();
+  }
+  std::string name() const override { return "journal:" + name_; }
+  std::chrono::milliseconds batch_delay() const override { return delay; }
+
+  int fail_writes = 0;
+  int fail_flushes = 0;
+  std::chrono::milliseconds delay{0};
+
+ private:
+  Journal& journal_;
+  std::string name_;
+  bool closed_ = false;
+};
+
+// Steps whose text contains one of `kinds`.
+std::vector<std::string> steps_of(const Journal& j, std::initializer_list<std::string_view> kinds) {
+  std::vector<std::string> out;
+  for (const auto& s : j.steps) {
+    for (auto k : kinds) {
+      if (s.find(k) != std::string::npos) {
+        out.push_back(s);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+RouterChild child(Journal& j, const std::string& name, JournalSink** out = nullptr,
+                  ChildBatching batching = {}) {
+  auto sink = std::make_unique<JournalSink>(j, name);
+  if (out != nullptr) *out = sink.get();
+  return RouterChild{name, std::move(sink), batching};
+}
+
+// A source replaying a fixed list of events from the checkpointed one on, `per_poll` at a time.
+class ListSource final : public Source {
+ public:
+  ListSource(std::vector<Event> events, std::size_t per_poll = 1000)
+      : events_(std::move(events)), per_poll_(per_poll) {}
+  std::string type() const override { return "test"; }
+  std::string source_id() const override { return "list"; }
+  Status start(const std::optional<CheckpointRecord>& resume) override {
+    next_ = 0;
+    if (resume) {
+      for (std::size_t i = 0; i < events_.size(); ++i) {
+        if (events_[i].resume_offset == resume->offset) next_ = i + 1;
+      }
+    }
+    return ok();
+  }
+  Status poll(std::vector<Event>& out, std::size_t max, std::chrono::milliseconds) override {
+    for (std::size_t n = 0; n < std::min(max, per_poll_) && next_ < events_.size(); ++n) {
+      out.push_back(events_[next_++]);
+    }
+    return ok();
+  }
+  Status confirm(std::string_view) override { return ok(); }
+  bool finished() override { return next_ == events_.size(); }
+  void close() override {}
+
+ private:
+  std::vector<Event> events_;
+  std::size_t per_poll_;
+  std::size_t next_ = 0;
+};
+
+class JournalCheckpoint final : public Checkpoint {
+ public:
+  explicit JournalCheckpoint(Journal& j) : journal_(j) {}
+  std::string name() const override { return "journal"; }
+  std::optional<CheckpointRecord> record;
+
+ protected:
+  Result<std::optional<CheckpointRecord>> do_load() override { return record; }
+  Status do_save(const CheckpointRecord& r) override {
+    journal_.steps.push_back("save:" + r.offset);
+    record = r;
+    return ok();
+  }
+
+ private:
+  Journal& journal_;
+};
+
+std::vector<Event> mixed_batch() {
+  return {event(1, "public", "invoice"), event(2, "public", "orders"),
+          event(3, "billing", "ledger"), event(4, "public", "invoice_lines"),
+          event(5, "public", "orders"),  event(6, "public", "invoice")};
+}
+
+}  // namespace
+
+TEST(Router, TheFirstMatchingRouteWinsAndUnmatchedEventsGoToTheDefault) {
+  Journal j;
+  RouterConfig config;
+  config.children.push_back(child(j, "default"));
+  config.children.push_back(child(j, "billing-hook"));
+  config.children.push_back(child(j, "ledger"));
+  config.routes.push_back({{"public.invoice*"}, {}, {1}, ""});
+  config.routes.push_back({{}, {"billing"}, {2}, ""});
+  config.routes.push_back({{"*.invoice_lines"}, {}, {2}, ""});  // shadowed by the first
+  config.default_targets = {0};
+  auto router = RouterSink::create(std::move(config)).value();
+  const auto batch = mixed_batch();
+  ASSERT_TRUE(router->write(batch));
+  ASSERT_TRUE(router->flush());
+  EXPECT_EQ(steps_of(j, {".write"}),
+            (std::vector<std::string>{"default.write:2,5", "billing-hook.write:1,4,6",
+                                      "ledger.write:3"}));
+  const auto routes = router->routes();
+  ASSERT_EQ(routes.size(), 3u);
+  EXPECT_EQ(routes[0].hits, 3u);
+  EXPECT_EQ(routes[0].rule, "tables=public.invoice*");
+  EXPECT_EQ(routes[1].hits, 1u);
+  EXPECT_EQ(routes[2].hits, 0u);
+  EXPECT_EQ(router->default_hits(), 2u);
+  const auto unmatched = router->unmatched_routes();
+  ASSERT_EQ(unmatched.size(), 1u);
+  EXPECT_EQ(unmatched[0].index, 2u);
+  EXPECT_EQ(unmatched[0].target, "ledger");
+  EXPECT_NE(unmatched[0].consequence.find("went to the default sink"), std::string::npos)
+      << unmatched[0].consequence;
+  EXPECT_NE(unmatched[0].consequence.find("an earlier route"), std::string::npos);
+}
+
+TEST(Router, AChildReachedThroughSeveralTargetsGetsItsEventsInBatchOrder) {
+  Journal j;
+  RouterConfig config;
+  config.children.push_back(child(j, "a"));
+  config.children.push_back(child(j, "b"));
+  config.routes.push_back({{"orders"}, {}, {0, 1}, "both"});  // a fanout target
+  config.default_targets = {0};
+  auto router = RouterSink::create(std::move(config)).value();
+  ASSERT_TRUE(router->write(mixed_batch()));
+  ASSERT_TRUE(router->flush());
+  EXPECT_EQ(steps_of(j, {".write", ".flush"}),
+            (std::vector<std::string>{"a.write:1,2,3,4,5,6", "b.write:2,5", "a.flush", "b.flush"}));
+}
+
+TEST(Router, OnlyChildrenThatReceivedEventsAreFlushed) {
+  Journal j;
+  RouterConfig config;
+  config.children.push_back(child(j, "a"));
+  config.children.push_back(child(j, "b"));
+  config.routes.push_back({{"nothing_matches"}, {}, {1}, ""});
+  config.default_targets = {0};
+  auto router = RouterSink::create(std::move(config)).value();
+  ASSERT_TRUE(router->write(mixed_batch()));
+  ASSERT_TRUE(router->flush());
+  ASSERT_TRUE(router->flush());  // nothing written since: nothing to flush
+  EXPECT_EQ(steps_of(j, {".write", ".flush"}),
+            (std::vector<std::string>{"a.write:1,2,3,4,5,6", "a.flush"}));
+}
+
+TEST(Router, AFailedFlushIsReturnedWithItsKindAfterTheOtherChildrenFlushed) {
+  Journal j;
+  JournalSink* b = nullptr;
+  RouterConfig config;
+  config.children.push_back(child(j, "a"));
+  config.children.push_back(child(j, "b", &b));
+  config.children.push_back(child(j, "c"));
+  config.default_targets = {0, 1, 2};
+  auto router = RouterSink::create(std::move(config)).value();
+  b->fail_flushes = 1;
+  ASSERT_TRUE(router->write(mixed_batch()));
+  const auto flushed = router->flush();
+  ASSERT_FALSE(flushed);
+  EXPECT_EQ(flushed.error().kind(), ErrorKind::kTransient);
+  EXPECT_NE(flushed.error().report().find("flushing sink \"b\" (journal:b)"), std::string::npos)
+      << flushed.error().report();
+  EXPECT_EQ(steps_of(j, {".flush"}), (std::vector<std::string>{"a.flush", "b.flush", "c.flush"}));
+  // A retry flushes only what did not flush.
+  ASSERT_TRUE(router->flush());
+  EXPECT_EQ(steps_of(j, {".flush"}),
+            (std::vector<std::string>{"a.flush", "b.flush", "c.flush", "b.flush"}));
+}
+
+TEST(Router, AFailedWriteNamesTheChildAndKeepsTheKind) {
+  Journal j;
+  JournalSink* b = nullptr;
+  RouterConfig config;
+  config.children.push_back(child(j, "a"));
+  config.children.push_back(child(j, "b", &b));
+  config.routes.push_back({{"public.orders"}, {}, {1}, ""});
+  config.default_targets = {0};
+  auto router = RouterSink::create(std::move(config)).value();
+  b->fail_writes = 1;
+  const auto written = router->write(mixed_batch());
+  ASSERT_FALSE(written);
+  EXPECT_EQ(written.error().kind(), ErrorKind::kTransient);
+  EXPECT_NE(written.error().report().find("writing 2 events to sink \"b\""), std::string::npos)
+      << written.error().report();
+}
+
+TEST(Router, BatchingSplitsWritesAndFlushesInsideABatch) {
+  Journal j;
+  RouterConfig config;
+  ChildBatching chunks;
+  chunks.max_events = 2;
+  ChildBatching interval;
+  interval.flush_interval_events = 4;
+  interval.max_events = 3;
+  config.children.push_back(child(j, "a", nullptr, chunks));
+  config.children.push_back(child(j, "b", nullptr, interval));
+  config.default_targets = {0, 1};
+  auto router = RouterSink::create(std::move(config)).value();
+  ASSERT_TRUE(router->write(mixed_batch()));
+  ASSERT_TRUE(router->flush());
+  EXPECT_EQ(steps_of(j, {".write", ".flush"}),
+            (std::vector<std::string>{"a.write:1,2", "a.write:3,4", "a.write:5,6",
+                                      // b: 3 events, then 1 more to reach the interval of 4
+                                      "b.write:1,2,3", "b.write:4", "b.flush", "b.write:5,6",
+                                      // the flush before the acknowledgement
+                                      "a.flush", "b.flush"}));
+}
+
+TEST(Router, TheBatchDelayIsTheShortestWishOfAnyChild) {
+  Journal j;
+  RouterConfig config;
+  ChildBatching slow;
+  slow.max_delay = std::chrono::milliseconds(500);
+  JournalSink* c = nullptr;
+  config.children.push_back(child(j, "a"));
+  config.children.push_back(child(j, "b", nullptr, slow));
+  config.children.push_back(child(j, "c", &c));
+  config.default_targets = {0};
+  auto router = RouterSink::create(std::move(config)).value();
+  EXPECT_EQ(router->batch_delay(), std::chrono::milliseconds(500));
+  c->delay = std::chrono::milliseconds(40);
+  EXPECT_EQ(router->batch_delay(), std::chrono::milliseconds(40));
+}
+
+TEST(Router, ConfigurationMistakesAreRefused) {
+  Journal j;
+  const auto make = [&j](auto edit) {
+    RouterConfig config;
+    config.children.push_back(child(j, "a"));
+    config.children.push_back(child(j, "b"));
+    config.routes.push_back({{"t"}, {}, {1}, ""});
+    config.default_targets = {0};
+    edit(config);
+    auto r = RouterSink::create(std::move(config));
+    EXPECT_FALSE(r);
+    if (r) return std::string();
+    EXPECT_EQ(r.error().kind(), ErrorKind::kConfiguration);
+    return r.error().report();
+  };
+  EXPECT_NE(make([](RouterConfig& c) { c.children[1].name = "a"; }).find("the name is taken"),
+            std::string::npos);
+  EXPECT_NE(make([](RouterConfig& c) { c.routes[0].tables.clear(); }).find("every event"),
+            std::string::npos);
+  EXPECT_NE(make([](RouterConfig& c) { c.routes[0].targets = {7}; }).find("names child 7"),
+            std::string::npos);
+  EXPECT_NE(make([](RouterConfig& c) { c.routes[0].targets.clear(); }).find("no target"),
+            std::string::npos);
+  EXPECT_NE(make([](RouterConfig& c) { c.default_targets.clear(); }).find("default target"),
+            std::string::npos);
+  EXPECT_NE(make([](RouterConfig& c) { c.children[0].sink.reset(); }).find("has no sink"),
+            std::string::npos);
+}
+
+TEST(Router, CloseClosesEveryChildOnceAndRefusesLaterWrites) {
+  Journal j;
+  RouterConfig config;
+  config.children.push_back(child(j, "a"));
+  config.children.push_back(child(j, "b"));
+  config.default_targets = {0};
+  auto router = RouterSink::create(std::move(config)).value();
+  ASSERT_TRUE(router->close());
+  ASSERT_TRUE(router->close());
+  EXPECT_EQ(steps_of(j, {".close"}), (std::vector<std::string>{"a.close", "b.close"}));
+  const auto written = router->write(mixed_batch());
+  ASSERT_FALSE(written);
+  EXPECT_EQ(written.error().kind(), ErrorKind::kInvalidState);
+  EXPECT_EQ(router->name(), "router(a=journal:a, b=journal:b)");
+}
+
+TEST(Fanout, EveryEventGoesToEachChild) {
+  Journal j;
+  std::vector<RouterChild> children;
+  children.push_back(child(j, "a"));
+  children.push_back(child(j, "b"));
+  auto fanout = make_fanout_sink(std::move(children)).value();
+  const std::vector<Event> batch = {event(1, "s", "t"), event(2, "s", "u")};
+  ASSERT_TRUE(fanout->write(batch));
+  ASSERT_TRUE(fanout->flush());
+  EXPECT_EQ(steps_of(j, {".write", ".flush"}),
+            (std::vector<std::string>{"a.write:1,2", "b.write:1,2", "a.flush", "b.flush"}));
+  EXPECT_EQ(fanout->name(), "fanout(a=journal:a, b=journal:b)");
+  EXPECT_FALSE(make_fanout_sink({}));
+}
+
+// Through the runtime: the acknowledgement (the checkpoint save) comes only after every child
+// that received part of the batch flushed; when one child fails, nothing is acknowledged and
+// a restart delivers the whole batch again, to every child.
+TEST(RouterRuntime, ABatchIsAcknowledgedOnlyAfterEveryChildFlushedAndAFailureRedeliversToAll) {
+  Journal j;
+  auto checkpoint = std::make_shared<JournalCheckpoint>(j);
+  const auto run = [&](bool fail_b) -> Result<std::uint64_t> {
+    RouterConfig config;
+    JournalSink* b = nullptr;
+    config.children.push_back(child(j, "a"));
+    config.children.push_back(child(j, "b", &b));
+    config.routes.push_back({{"public.invoice*"}, {}, {1}, ""});
+    config.default_targets = {0};
+    b->fail_flushes = fail_b ? 1 : 0;
+    PipelineConfig pc;
+    pc.routes.push_back({RouterSink::create(std::move(config)).value(), nullptr});
+    auto pipeline = Pipeline::create(std::move(pc)).value();
+    RuntimeConfig rc;
+    rc.source = std::make_unique<ListSource>(mixed_batch());
+    rc.checkpoint = checkpoint;
+    rc.options.max_poll_wait_ms = 1;
+    auto runtime = Runtime::create(std::move(rc)).value();
+    EXPECT_TRUE(runtime->start());
+    std::atomic<bool> cancel{false};
+    auto delivered = runtime->run_to_completion(*pipeline, cancel);
+    if (!delivered) runtime->force_stop();
+    return delivered;
+  };
+
+  const auto failed = run(true);
+  ASSERT_FALSE(failed);
+  EXPECT_NE(failed.error().report().find("b is unreachable"), std::string::npos)
+      << failed.error().report();
+  EXPECT_FALSE(checkpoint->record) << "a batch was acknowledged although a child failed";
+  EXPECT_EQ(steps_of(j, {".write", ".flush", "save:"}),
+            (std::vector<std::string>{"a.write:2,3,5", "b.write:1,4,6", "a.flush", "b.flush"}));
+
+  j.steps.clear();
+  const auto again = run(false);
+  ASSERT_TRUE(again) << again.error().report();
+  EXPECT_EQ(*again, 6u);
+  // The whole batch again, to both children (a had flushed its part already: at-least-once),
+  // and the save after both flushes.
+  EXPECT_EQ(steps_of(j, {".write", ".flush", "save:"}),
+            (std::vector<std::string>{"a.write:2,3,5", "b.write:1,4,6", "a.flush", "b.flush",
+                                      "save:0/6"}));
+}
+
+TEST(RouterRuntime, ASinkBatchDelayGathersEventsIntoOneBatch) {
+  for (const bool gather : {false, true}) {
+    Journal j;
+    auto sink = std::make_unique<JournalSink>(j, "a");
+    // Long enough that the batch fills (max_buffer_size) before it passes.
+    if (gather) sink->delay = std::chrono::milliseconds(600'000);
+    PipelineConfig pc;
+    pc.routes.push_back({std::move(sink), nullptr});
+    auto pipeline = Pipeline::create(std::move(pc)).value();
+    RuntimeConfig rc;
+    rc.source = std::make_unique<ListSource>(mixed_batch(), /*per_poll=*/1);
+    rc.checkpoint = std::make_shared<JournalCheckpoint>(j);
+    rc.options.max_poll_wait_ms = 1;
+    rc.options.max_buffer_size = 3;
+    auto runtime = Runtime::create(std::move(rc)).value();
+    ASSERT_TRUE(runtime->start());
+    std::atomic<bool> cancel{false};
+    ASSERT_TRUE(runtime->run_to_completion(*pipeline, cancel));
+    const auto writes = steps_of(j, {".write"});
+    if (gather) {
+      EXPECT_EQ(writes, (std::vector<std::string>{"a.write:1,2,3", "a.write:4,5,6"}));
+    } else {
+      EXPECT_EQ(writes.size(), 6u);
+    }
+  }
+}
