@@ -11,7 +11,10 @@
 #   5. a throwaway PostgreSQL 15 on 127.0.0.1:55440 in /tmp/cppcdc-test-pg and a throwaway
 #      MariaDB 10.11 on 127.0.0.1:33440 in /tmp/cppcdc-test-mariadb, both removed on exit
 #   6. ctest in build/: unit tests in parallel, then integration tests one at a time (they use
-#      CPPCDC_TEST_PG_DSN / _PORT and CPPCDC_TEST_MARIADB_PORT), then the install test (a Release build with default options
+#      CPPCDC_TEST_PG_DSN / _PORT and CPPCDC_TEST_MARIADB_PORT), then the PostgreSQL core set
+#      (label pgcore) against PostgreSQL 12 and 18 (scripts/pg-matrix.sh: npm binaries, one
+#      server at a time on 127.0.0.1:55441, removed on exit; scripts/pg-matrix.sh alone runs
+#      all of 12 to 18), then the install test (a Release build with default options
 #      installed to a temporary prefix; examples/ built against it; no fault point in it)
 #   7. ctest -L unit in build-asan/ (unit tests under ASan + UBSan)
 #   8. ctest -L unit in build-tsan/ (unit tests, the threaded runtime, reader and snapshot ones
@@ -35,6 +38,8 @@ cd "$ROOT"
 
 PG_DIR=/tmp/cppcdc-test-pg
 PG_PORT=55440
+MATRIX_PORT=55441          # scripts/pg-matrix.sh: its cluster lives in /tmp/cppcdc-matrix-pg-PORT
+MATRIX_MAJORS=(12 18)      # 15 is the main run's server
 MARIADB_DIR=/tmp/cppcdc-test-mariadb
 MARIADB_PORT=33440
 JOBS=2
@@ -44,6 +49,7 @@ log() { printf '\n[test] ==== %s\n' "$*"; }
 declare -a STEP_NAMES=() STEP_RESULTS=()
 failed=0
 pg_started=0
+matrix_started=0
 mariadb_started=0
 interrupted=0
 t0=$SECONDS
@@ -84,6 +90,9 @@ finish() {
   fi
   if ((mariadb_started)); then
     "$ROOT/scripts/mariadb.sh" stop "$MARIADB_DIR" --purge || true
+  fi
+  if ((matrix_started)); then  # pg-matrix.sh removes its server itself; this is for a kill
+    "$ROOT/scripts/pg.sh" stop "/tmp/cppcdc-matrix-pg-$MATRIX_PORT" --purge >/dev/null 2>&1 || true
   fi
   local i summary=""
   for i in "${!STEP_NAMES[@]}"; do
@@ -164,6 +173,9 @@ if ((build_ok)); then
   # restart tests do not compete with each other for the 2 cores and the one server.
   step ctest-unit ctest --test-dir build -L unit --output-on-failure -j"$JOBS" || true
   step ctest-integration ctest --test-dir build -L integration --output-on-failure -j1 || true
+  matrix_started=1
+  step "pg-core(${MATRIX_MAJORS[*]})" "$ROOT/scripts/pg-matrix.sh" --no-build --port "$MATRIX_PORT" \
+    "${MATRIX_MAJORS[@]}" || true
   step ctest-install ctest --test-dir build -L install --output-on-failure || true
 else
   skip ctest "build failed"
