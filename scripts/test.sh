@@ -14,7 +14,10 @@
 #      exit; the broker starts in the background while the unit tests run
 #   6. ctest in build/: unit tests in parallel, then integration tests one at a time (they use
 #      CPPCDC_TEST_PG_DSN / _PORT, CPPCDC_TEST_MARIADB_PORT and CPPCDC_TEST_KAFKA_BOOTSTRAP),
-#      then the install test (a Release build with default options
+#      then the PostgreSQL core set (label pgcore) against PostgreSQL 12 and 18
+#      (scripts/pg-matrix.sh: npm binaries, one server at a time on 127.0.0.1:55441, removed on
+#      exit; scripts/pg-matrix.sh alone runs all of 12 to 18), then the install test (a Release
+#      build with default options
 #      installed to a temporary prefix; examples/ built against it; no fault point in it)
 #   7. ctest -L unit in build-asan/ (unit tests under ASan + UBSan)
 #   8. ctest -L unit in build-tsan/ (unit tests, the threaded runtime, reader and snapshot ones
@@ -38,6 +41,8 @@ cd "$ROOT"
 
 PG_DIR=/tmp/cppcdc-test-pg
 PG_PORT=55440
+MATRIX_PORT=55441          # scripts/pg-matrix.sh: its cluster lives in /tmp/cppcdc-matrix-pg-PORT
+MATRIX_MAJORS=(12 18)      # 15 is the main run's server
 MARIADB_DIR=/tmp/cppcdc-test-mariadb
 MARIADB_PORT=33440
 KAFKA_DIR=/tmp/cppcdc-test-kafka
@@ -49,6 +54,7 @@ log() { printf '\n[test] ==== %s\n' "$*"; }
 declare -a STEP_NAMES=() STEP_RESULTS=()
 failed=0
 pg_started=0
+matrix_started=0
 mariadb_started=0
 kafka_started=0
 kafka_job=
@@ -91,6 +97,9 @@ finish() {
   fi
   if ((mariadb_started)); then
     "$ROOT/scripts/mariadb.sh" stop "$MARIADB_DIR" --purge || true
+  fi
+  if ((matrix_started)); then  # pg-matrix.sh removes its server itself; this is for a kill
+    "$ROOT/scripts/pg.sh" stop "/tmp/cppcdc-matrix-pg-$MATRIX_PORT" --purge >/dev/null 2>&1 || true
   fi
   if ((kafka_started)); then
     # A start still under way is ended first (it is this script's own background job).
@@ -210,6 +219,9 @@ if ((build_ok)); then
   step ctest-unit ctest --test-dir build -L unit --output-on-failure -j"$JOBS" || true
   await_kafka
   step ctest-integration ctest --test-dir build -L integration --output-on-failure -j1 || true
+  matrix_started=1
+  step "pg-core(${MATRIX_MAJORS[*]})" "$ROOT/scripts/pg-matrix.sh" --no-build --port "$MATRIX_PORT" \
+    "${MATRIX_MAJORS[@]}" || true
   step ctest-install ctest --test-dir build -L install --output-on-failure || true
 else
   skip ctest "build failed"

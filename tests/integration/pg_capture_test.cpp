@@ -261,6 +261,7 @@ TEST_F(PgCapture, CleanStopAndRestartDeliversZeroDuplicates) {
 }
 
 TEST_F(PgCapture, LogicalMessagesArriveInTheirTransactionAndExactlyOnceAcrossARestart) {
+  CPPCDC_REQUIRE_PG(14, "capture_logical_messages");
   std::shared_ptr<Checkpoint> checkpoint;
   {
     Capture cap(db_, {"public.orders"}, {.capture_logical_messages = true});
@@ -668,6 +669,7 @@ TEST_F(PgCapture, SlotHeldByAnotherProcessIsNamedAfterTheRetries) {
 }
 
 TEST_F(PgCapture, PartitionedTableIsCapturedWhetherOrNotThePublicationUsesTheRoot) {
+  CPPCDC_REQUIRE_PG(13, "capturing a partitioned table");
   PgSession s(it::dsn_for(db_));
   s.query("create table parted (id int primary key, v text) partition by range (id);"
           "create table parted_low partition of parted for values from (0) to (100);"
@@ -707,6 +709,7 @@ TEST_F(PgCapture, PartitionedTableIsCapturedWhetherOrNotThePublicationUsesTheRoo
 // pgoutput describes a partition (a Relation message) also when it sends the partition's changes
 // under the root's name; the log line must say which of the two happens.
 TEST_F(PgCapture, APartitionsLogLineSaysUnderWhichNameItsChangesArrive) {
+  CPPCDC_REQUIRE_PG(13, "capturing a partitioned table");
   PgSession s(it::dsn_for(db_));
   s.query("create table parted (id int primary key, v text) partition by range (id);"
           "create table parted_low partition of parted for values from (0) to (100)");

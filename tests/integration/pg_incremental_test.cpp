@@ -202,7 +202,9 @@ TEST_F(PgIncremental, ACommitWaitingForASynchronousStandbyCannotMakeAStaleChunkR
   ASSERT_TRUE(consume(
       *rt, replay, [&] { return replay.tables["public.t"].count("id=5;") > 0; }, 20));
   EXPECT_EQ(s.scalar("select v from t where id = 5"), "old");  // not visible
-  EXPECT_NE(s.scalar("select pg_current_snapshot()::text"), "");
+  EXPECT_NE(s.scalar(it::server_version_num() >= 130000 ? "select pg_current_snapshot()::text"
+                                                      : "select txid_current_snapshot()::text"),
+            "");
 
   // Now the snapshot, while the transaction is still in flight.
   std::thread requester([&] { EXPECT_TRUE(control->request({"public.t"})); });

@@ -55,6 +55,7 @@ std::vector<Event> take(it::Reader& r, std::size_t n, int seconds = 60) {
 class PgStreaming : public ::testing::Test {
  protected:
   void SetUp() override {
+    CPPCDC_REQUIRE_PG(14, "stream_in_progress (pgoutput protocol v2)");
     db_ = it::test_database("strm");
     it::fresh_database(db_);
     PgSession admin(it::admin_dsn());
@@ -62,7 +63,9 @@ class PgStreaming : public ::testing::Test {
     PgSession s(it::dsn_for(db_));
     s.query("create table st (id int primary key, payload text)");
   }
-  void TearDown() override { it::drop_slots(db_); }
+  void TearDown() override {
+    if (!db_.empty()) it::drop_slots(db_);
+  }
 
   // Inserts ids [from, to] with a 100-byte payload on `s`.
   static void insert(PgSession& s, int from, int to) {

@@ -1,6 +1,7 @@
 #pragma once
-// Helpers for integration tests against the real PostgreSQL 15 that scripts/test.sh starts
-// (CPPCDC_TEST_PG_DSN). Each test works in a database of its own and drops its slots.
+// Helpers for integration tests against the real PostgreSQL that scripts/test.sh starts
+// (CPPCDC_TEST_PG_DSN: Debian's 15, or any major from 12 to 18 for the tests labelled pgcore,
+// see scripts/pg-matrix.sh). Each test works in a database of its own and drops its slots.
 
 #include <gtest/gtest.h>
 #include <libpq-fe.h>
@@ -240,12 +241,52 @@ inline void drop_slots(const std::string& db) {
       std::chrono::seconds(10), std::chrono::milliseconds(100));
 }
 
+/// The test server's server_version_num (e.g. 150018); 0 when it cannot be read (the failure
+/// is reported).
+inline int server_version_num() {
+  static const int version = [] {
+    PgSession admin(admin_dsn());
+    const std::string v = admin.scalar("select current_setting('server_version_num')");
+    return v.empty() ? 0 : std::stoi(v);
+  }();
+  return version;
+}
+
+/// "12.22" for 120022.
+inline std::string server_version_text() {
+  const int v = server_version_num();
+  return std::to_string(v / 10000) + "." + std::to_string(v % 10000);
+}
+
 /// Creates (or recreates) database `db`, dropping slots left in it by an earlier run.
 inline void fresh_database(const std::string& db) {
   drop_slots(db);
   PgSession admin(admin_dsn());
-  admin.query("drop database if exists " + db + " with (force)");
+  if (server_version_num() >= 130000) {
+    admin.query("drop database if exists " + db + " with (force)");
+  } else {
+    // PostgreSQL 12 has no DROP DATABASE ... WITH (FORCE): end the sessions first.
+    wait_until(
+        [&] {
+          admin.query("select pg_terminate_backend(pid) from pg_stat_activity where datname = $1",
+                      {db});
+          return admin.try_exec("drop database if exists " + db);
+        },
+        std::chrono::seconds(10), std::chrono::milliseconds(100));
+    admin.query("drop database if exists " + db);
+  }
   admin.query("create database " + db);
 }
 
 }  // namespace cppcdc::it
+
+/// Skips the rest of the test (from the test body or SetUp) when the test server is older than
+/// PostgreSQL `major`, saying which feature needs which version and what the server is.
+#define CPPCDC_REQUIRE_PG(major, feature)                                                   \
+  do {                                                                                      \
+    if (::cppcdc::it::server_version_num() < (major) * 10000) {                             \
+      GTEST_SKIP() << (feature) << " needs PostgreSQL " << (major)                          \
+                   << " or later; this server is PostgreSQL "                               \
+                   << ::cppcdc::it::server_version_text();                                  \
+    }                                                                                       \
+  } while (0)

@@ -135,8 +135,12 @@ class PgIncrementalBackend final : public IncrementalSnapshotBackend {
 
   Result<std::string> in_flight() override {
     CPPCDC_TRY(connect());
-    auto r = exec(conn_.get(), "select pg_current_snapshot()::text",
-                  "reading the transactions in flight");
+    // pg_current_snapshot() came with PostgreSQL 13; 12 has the same value, in the same text
+    // form (64-bit xids, "xmin:xmax:xip,..."), as txid_current_snapshot().
+    const char* sql = PQserverVersion(conn_.get()) >= 130000
+                          ? "select pg_current_snapshot()::text"
+                          : "select txid_current_snapshot()::text";
+    auto r = exec(conn_.get(), sql, "reading the transactions in flight");
     if (!r) return fail(r.error());
     return get(r->get(), 0, 0).value_or("");
   }

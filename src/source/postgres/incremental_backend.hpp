@@ -1,9 +1,10 @@
 #pragma once
 // The PostgreSQL half of the incremental snapshot (cppcdc/incremental_snapshot.hpp).
 //
-// Watermarks are pg_current_wal_insert_lsn(); the in-flight set is pg_current_snapshot(), and an
-// event is inside a chunk's bracket when its transaction committed at or after the low
-// watermark and before the high one, or when that snapshot did not see its transaction
+// Watermarks are pg_current_wal_insert_lsn(); the in-flight set is pg_current_snapshot()
+// (txid_current_snapshot() on PostgreSQL 12), and an event is inside a chunk's bracket when its
+// transaction committed at or after the low watermark and before the high one, or when that
+// snapshot did not see its transaction
 // (xid >= xmax, or xid in xip): a commit record can be in the WAL before its transaction is
 // visible to new snapshots, so the position alone would let a stale chunk row win. Events
 // carry the commit record's LSN in Event::log_position. Chunks are keyset queries on their own

@@ -174,10 +174,11 @@ void check_slot(PGconn* sql, const PostgresSourceConfig& config, const std::stri
     return;
   }
   auto res = query(sql, out,
-                   "select plugin, database, active, active_pid, confirmed_flush_lsn, "
-                   "coalesce(wal_status, ''), pg_size_pretty(pg_wal_lsn_diff("
-                   "pg_current_wal_lsn(), confirmed_flush_lsn)) "
-                   "from pg_replication_slots where slot_name = $1",
+                   std::string("select plugin, database, active, active_pid, "
+                               "confirmed_flush_lsn, coalesce(") +
+                       detail::wal_status_column(sql) +
+                       ", ''), pg_size_pretty(pg_wal_lsn_diff(pg_current_wal_lsn(), "
+                       "confirmed_flush_lsn)) from pg_replication_slots where slot_name = $1",
                    "looking up replication slot " + name, {name});
   if (!res) return;
   if (PQntuples(res->get()) == 0) {

@@ -20,6 +20,42 @@ TableName split_table(const std::string& name) {
   return {name.substr(0, dot), name.substr(dot + 1)};
 }
 
+Status check_server_version(int version, const PostgresSourceConfig& config) {
+  const auto needs = [&](const std::string& feature, const std::string& why, int major,
+                         const std::string& remedy) {
+    return fail(Error::source(ErrorKind::kTerminal,
+                              feature + " needs PostgreSQL " + std::to_string(major) +
+                                  " or later (" + why + "); this server is PostgreSQL " +
+                                  version_text(version) + ": upgrade it or " + remedy));
+  };
+  if (version < kMinServerVersion) {
+    return fail(Error::source(ErrorKind::kTerminal,
+                              "this server is PostgreSQL " + version_text(version) +
+                                  "; cppcdc needs PostgreSQL 12 or later"));
+  }
+  if (config.stream_in_progress && version < 140000) {
+    return needs("stream_in_progress", "pgoutput streams in-progress transactions from 14 on",
+                 14, "set stream_in_progress = false");
+  }
+  if (config.capture_logical_messages && version < 140000) {
+    return needs("capture_logical_messages", "pgoutput sends logical messages from 14 on", 14,
+                 "set capture_logical_messages = false");
+  }
+  return ok();
+}
+
+std::string version_text(int version) {
+  if (version >= 100000) {
+    return std::to_string(version / 10000) + "." + std::to_string(version % 10000);
+  }
+  return std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100) + "." +
+         std::to_string(version % 100);
+}
+
+const char* wal_status_column(PGconn* conn) {
+  return PQserverVersion(conn) >= 130000 ? "wal_status" : "null::text";
+}
+
 Status check_server(PGconn* sql, const PostgresSourceConfig& config, std::string& database) {
   auto res = exec(sql, "select current_setting('wal_level'), current_database(), "
                               "current_setting('server_version_num')::int",
@@ -34,27 +70,7 @@ Status check_server(PGconn* sql, const PostgresSourceConfig& config, std::string
             "; logical replication needs wal_level = logical: set it in postgresql.conf (or "
             "ALTER SYSTEM SET wal_level = logical) and restart PostgreSQL"));
   }
-  const int version = std::stoi(get(res->get(), 0, 2).value_or("0"));
-  if (version < 100000) {
-    return fail(Error::source(ErrorKind::kTerminal,
-                              "PostgreSQL " + std::to_string(version) +
-                                  " has no pgoutput; cppcdc needs PostgreSQL 10 or later"));
-  }
-  if (config.stream_in_progress && version < 140000) {
-    return fail(Error::source(ErrorKind::kTerminal,
-                              "stream_in_progress needs PostgreSQL 14 or later (pgoutput "
-                              "streams in-progress transactions from 14 on); this server is " +
-                                  std::to_string(version) +
-                                  ": upgrade it or set stream_in_progress = false"));
-  }
-  if (config.capture_logical_messages && version < 140000) {
-    return fail(Error::source(ErrorKind::kTerminal,
-                              "capture_logical_messages needs PostgreSQL 14 or later (pgoutput "
-                              "sends messages from 14 on); this server is " +
-                                  std::to_string(version) +
-                                  ": upgrade it or set capture_logical_messages = false"));
-  }
-  return ok();
+  return check_server_version(std::stoi(get(res->get(), 0, 2).value_or("0")), config);
 }
 
 Status check_tables(PGconn* sql, const std::set<TableName>& tables, const std::string& database) {
@@ -76,6 +92,15 @@ Status check_tables(PGconn* sql, const std::set<TableName>& tables, const std::s
       return fail(Error::source(ErrorKind::kTerminal,
                                 t.text() + " is not a table (relkind '" + kind +
                                     "'); only tables can be captured"));
+    }
+    if (kind == "p" && PQserverVersion(sql) < 130000) {
+      return fail(Error::source(ErrorKind::kTerminal,
+                                t.text() + " is a partitioned table: capturing one needs "
+                                           "PostgreSQL 13 or later (12 cannot publish it); "
+                                           "this server is PostgreSQL " +
+                                    version_text(PQserverVersion(sql)) +
+                                    ": upgrade it, or capture its partitions instead")
+                      .for_setting(SettingOwner::kSource, "tables"));
     }
   }
   return ok();
@@ -104,8 +129,9 @@ Status ensure_publication(PGconn* sql, const PostgresSourceConfig& config,
       create += quote_ident(t.schema) + "." + quote_ident(t.table);
     }
     // Changes to a partitioned table's partitions are published as the table itself, so
-    // events carry the name that was configured.
-    create += " WITH (publish_via_partition_root = true)";
+    // events carry the name that was configured. PostgreSQL 12 has no such option (nor
+    // partitioned tables in publications: check_tables refuses them there).
+    if (PQserverVersion(sql) >= 130000) create += " WITH (publish_via_partition_root = true)";
     auto created = exec(sql, create, "creating publication " + config.publication_name);
     if (!created) {
       const auto& m = created.error().message();

@@ -29,11 +29,27 @@ struct TableName {
 /// "schema.table", or "table" in schema public.
 TableName split_table(const std::string& name);
 
+/// The oldest server cppcdc runs against (server_version_num): 12, whose catalogs the
+/// source's queries need (pg_attribute.attgenerated, pg_partition_ancestors()).
+inline constexpr int kMinServerVersion = 120000;
+
+/// A server of `version` (server_version_num, e.g. 120022) against the features `config` asks
+/// for: older than kMinServerVersion, or stream_in_progress or capture_logical_messages before
+/// 14, is a terminal error naming the version needed.
+Status check_server_version(int version, const PostgresSourceConfig& config);
+
+/// "12.22" for 120022 (and "9.6.24" for 90624).
+std::string version_text(int version);
+
+/// pg_replication_slots.wal_status for a select list: the column from PostgreSQL 13 on, NULL
+/// before (12 has no such column; a slot there is never invalidated).
+const char* wal_status_column(PGconn* conn);
+
 /// wal_level, server version and the features `config` asks for; `database` receives the
 /// connection's database name.
 Status check_server(PGconn* sql, const PostgresSourceConfig& config, std::string& database);
 
-/// Every table exists in `database` and is a table (plain or partitioned).
+/// Every table exists in `database` and is a table (plain, or partitioned on 13 and later).
 Status check_tables(PGconn* sql, const std::set<TableName>& tables, const std::string& database);
 
 /// The publication exists and includes every table, or is created for them when

@@ -12,8 +12,12 @@ Result<SlotState> create_slot_exporting(const PostgresSourceConfig& config) {
   auto repl = detail::connect(config.dsn, true);
   if (!repl) return fail(repl.error());
   slot.repl = std::move(*repl);
+  // PostgreSQL 15 introduced the option list; before it the snapshot is asked for with a
+  // keyword (which 15 and later still accept, but may drop one day).
+  const bool option_list = PQserverVersion(slot.repl.get()) >= 150000;
   const std::string cmd = "CREATE_REPLICATION_SLOT " + quote_ident(config.slot_name) +
-                          " LOGICAL pgoutput (SNAPSHOT 'export')";
+                          " LOGICAL pgoutput " +
+                          (option_list ? "(SNAPSHOT 'export')" : "EXPORT_SNAPSHOT");
   detail::PgResultPtr res(PQexec(slot.repl.get(), cmd.c_str()));
   if (!res || PQresultStatus(res.get()) != PGRES_TUPLES_OK || PQntuples(res.get()) != 1) {
     return fail(detail::error_from_result(res.get(), slot.repl.get(),
@@ -47,9 +51,9 @@ Result<SlotState> ensure_slot(PGconn* sql, const PostgresSourceConfig& config,
                               bool export_snapshot) {
   SlotState slot;
   auto res = exec(sql,
-                  "select plugin, database, slot_type, confirmed_flush_lsn, wal_status, "
-                  "active_pid from pg_replication_slots "
-                  "where slot_name = $1",
+                  std::string("select plugin, database, slot_type, confirmed_flush_lsn, ") +
+                      wal_status_column(sql) + ", active_pid from pg_replication_slots "
+                      "where slot_name = $1",
                   "looking up replication slot " + config.slot_name, {config.slot_name});
   if (!res) return fail(res.error());
   if (PQntuples(res->get()) == 0) {
@@ -163,8 +167,8 @@ Result<SlotState> ensure_slot(PGconn* sql, const PostgresSourceConfig& config,
 Result<std::string> checkpoint_usable(PGconn* sql, const PostgresSourceConfig& config,
                                       Lsn checkpoint) {
   auto res = exec(sql,
-                  "select confirmed_flush_lsn, wal_status, active_pid from "
-                  "pg_replication_slots where slot_name = $1",
+                  std::string("select confirmed_flush_lsn, ") + wal_status_column(sql) +
+                      ", active_pid from pg_replication_slots where slot_name = $1",
                   "looking up replication slot " + config.slot_name, {config.slot_name});
   if (!res) return fail(res.error());
   if (PQntuples(res->get()) == 0) {

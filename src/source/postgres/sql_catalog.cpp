@@ -10,7 +10,9 @@ using detail::exec;
 using detail::get;
 
 Result<std::optional<bool>> publishes_via_root(PGconn* conn, const std::string& publication) {
-  auto res = exec(conn, "select pubviaroot from pg_publication where pubname = $1",
+  // PostgreSQL 12 has no pubviaroot (nor the option): a partition's changes carry its name.
+  const char* column = PQserverVersion(conn) >= 130000 ? "pubviaroot" : "false";
+  auto res = exec(conn, std::string("select ") + column + " from pg_publication where pubname = $1",
                   "looking up publication " + publication, {publication});
   if (!res) return fail(res.error());
   if (PQntuples(res->get()) == 0) return std::optional<bool>();
