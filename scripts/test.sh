@@ -108,6 +108,7 @@ finish() {
       wait "$kafka_job" 2>/dev/null || true
     fi
     "$ROOT/scripts/kafka.sh" stop "$KAFKA_DIR" || true
+    rm -f "$KAFKA_DIR.start.log"
   fi
   local i summary=""
   for i in "${!STEP_NAMES[@]}"; do
