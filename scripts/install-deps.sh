@@ -39,6 +39,9 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # scripts
   git procps python3
+  # scripts/package.sh (CPack's dpkg-shlibdeps step needs file; dpkg-dev comes with
+  # build-essential) and its test (strace: the system calls against the unit's filter)
+  file strace
 )
 
 # Packages that are not fully installed ("ii") yet.
