@@ -60,7 +60,8 @@ if command -v ccache >/dev/null && [[ -z "${CPPCDC_NO_CCACHE:-}" ]]; then
   cfg+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$ROOT}
 fi
-if [[ -f "$BUILD/CMakeCache.txt" ]] && ! grep -qx 'CMAKE_GENERATOR:INTERNAL=Ninja' "$BUILD/CMakeCache.txt"; then
+if [[ -f "$BUILD/CMakeCache.txt" ]] &&
+  ! grep -qx 'CMAKE_GENERATOR:INTERNAL=Ninja' "$BUILD/CMakeCache.txt"; then
   log "$BUILD was configured with another generator; removing it"
   rm -rf -- "$BUILD"
 fi
@@ -83,7 +84,8 @@ shopt -s nullglob
 debs=("$OUT"/cppcdc_*.deb "$OUT"/cppcdc-dev_*.deb)
 ((${#debs[@]} == 2)) || die "expected cppcdc and cppcdc-dev packages in $OUT, found: ${debs[*]}"
 for deb in "${debs[@]}"; do
-  log "$(basename "$deb"): $(dpkg-deb -f "$deb" Package Version Architecture Depends | paste -sd ' ' -)"
+  fields=$(dpkg-deb -f "$deb" Package Version Architecture Depends | paste -sd ' ' -)
+  log "$(basename "$deb"): $fields"
 done
 if command -v lintian >/dev/null; then
   log "lintian:"

@@ -52,7 +52,9 @@ exec 9>/tmp/cppcdc-package-test.lock
 flock 9
 
 installed() { # package: is it installed (or half-installed)?
-  dpkg-query -W -f='${db:Status-Abbrev}' "$1" 2>/dev/null | grep -q '^.[^n]'
+  local status
+  status=$(dpkg-query -W -f='${db:Status-Abbrev}' "$1" 2>/dev/null) || return 1
+  [[ "$status" == ?[!n]* ]]
 }
 for p in cppcdc cppcdc-dev; do
   installed "$p" && skip "package $p is installed already; this test would replace and purge it"
@@ -87,7 +89,8 @@ drop_test_database() {
   done
   sql postgres -c "select pg_drop_replication_slot(slot_name) from pg_replication_slots
                    where slot_name = '$SLOT'" >/dev/null
-  sql postgres -c "drop database if exists $DB with (force)" >/dev/null
+  sql postgres -c "set client_min_messages = warning" \
+    -c "drop database if exists $DB with (force)" >/dev/null
 }
 
 # Everything the test did to the machine is undone here, whatever failed.
@@ -107,7 +110,9 @@ cleanup() {
   rm -f -- "/etc/cppcdc/$NAME.toml"
   rm -rf -- "/var/lib/cppcdc/$NAME"
   for p in cppcdc-dev cppcdc; do
-    if installed "$p"; then dpkg -P "$p" >"$TMP/purge-$p.log" 2>&1 || cat "$TMP/purge-$p.log" >&2; fi
+    if installed "$p"; then
+      dpkg -P "$p" >"$TMP/purge-$p.log" 2>&1 || cat "$TMP/purge-$p.log" >&2
+    fi
   done
   ((had_etc)) || rmdir /etc/cppcdc 2>/dev/null
   ((had_varlib)) || rmdir /var/lib/cppcdc 2>/dev/null
@@ -156,20 +161,26 @@ for f in ./usr/include/cppcdc/runtime.hpp "$libdir/libcppcdc_core.a" "$libdir/pk
   "$libdir/cmake/cppcdc/cppcdcConfig.cmake"; do
   grep -qxF -- "$f" "$TMP/dev.files" || die "cppcdc-dev does not hold $f"
 done
-! grep -qE '^\./usr/(include|lib/.*\.a$)' "$TMP/server.files" || die "cppcdc holds development files"
+! grep -qE '^\./usr/(include|lib/.*\.a$)' "$TMP/server.files" ||
+  die "cppcdc holds development files"
 ! grep -qxF ./usr/bin/cppcdc "$TMP/dev.files" || die "cppcdc-dev holds the binary"
-dpkg-deb --ctrl-tarfile "$SERVER_DEB" | tar -t | grep -qx './postinst' || die "cppcdc has no postinst"
+# (No `| grep -q` on a longer output: grep's early exit would fail the pipeline under pipefail.)
+control_files=$(dpkg-deb --ctrl-tarfile "$SERVER_DEB" | tar -t)
+grep -qx './postinst' <<<"$control_files" ||
+  die "cppcdc has no postinst"
 log "built $(basename "$SERVER_DEB") (Depends: $depends) and $(basename "$DEV_DEB")"
 
 # 2. install --------------------------------------------------------------------------------
 log "dpkg -i"
-dpkg -i "$SERVER_DEB" "$DEV_DEB" >"$TMP/dpkg-i.log" 2>&1 || { cat "$TMP/dpkg-i.log" >&2; die "dpkg -i failed"; }
+dpkg -i "$SERVER_DEB" "$DEV_DEB" >"$TMP/dpkg-i.log" 2>&1 ||
+  { cat "$TMP/dpkg-i.log" >&2; die "dpkg -i failed"; }
 [[ "$(/usr/bin/cppcdc version)" == "cppcdc $version" ]] ||
   die "/usr/bin/cppcdc version says '$(/usr/bin/cppcdc version)', expected 'cppcdc $version'"
 getent passwd cppcdc >/dev/null || die "postinst made no user cppcdc"
 [[ "$(stat -c '%U:%G %a' /etc/cppcdc)" == "root:cppcdc 750" ]] ||
   die "/etc/cppcdc is $(stat -c '%U:%G %a' /etc/cppcdc), expected root:cppcdc 750"
-[[ "$(pkg-config --modversion cppcdc)" == "$version" ]] || die "pkg-config does not find cppcdc $version"
+[[ "$(pkg-config --modversion cppcdc)" == "$version" ]] ||
+  die "pkg-config does not find cppcdc $version"
 [[ "$(man -w cppcdc)" == /usr/share/man/man1/cppcdc.1.gz ]] || die "man -w cppcdc: $(man -w cppcdc)"
 MANWIDTH=100 man --warnings -l /usr/share/man/man1/cppcdc.1.gz >"$TMP/man.txt" 2>"$TMP/man.err" ||
   die "man cppcdc failed: $(cat "$TMP/man.err")"
@@ -177,23 +188,27 @@ MANWIDTH=100 man --warnings -l /usr/share/man/man1/cppcdc.1.gz >"$TMP/man.txt" 2
 # Every command and subcommand `--help` lists has an entry in COMMANDS; every exit code of the
 # --help footer has one under EXIT STATUS.
 commands_of() { # help text -> the names under SUBCOMMANDS:
-  awk '/^SUBCOMMANDS:/ { on = 1; next } on && /^ *$/ { exit } on { print $1 }'
+  awk 'tolower($0) ~ /^subcommands:/ { on = 1; next } on && /^ *$/ { exit } on { print $1 }'
 }
 section() { awk -v s="$1" '/^[A-Z][A-Z ]+$/ { on = ($0 == s); next } on' "$TMP/man.txt"; }
+man_commands=$(section COMMANDS)
+man_exit=$(section 'EXIT STATUS')
 mapfile -t top < <(/usr/bin/cppcdc --help | commands_of)
 mapfile -t snap < <(/usr/bin/cppcdc snapshot --help | commands_of)
 ((${#top[@]} >= 6 && ${#snap[@]} >= 6)) || die "could not read the commands from cppcdc --help"
 for c in "${top[@]}"; do
   [[ "$c" == snapshot ]] && continue
-  section COMMANDS | grep -qE "^       $c\b" || die "the man page has no entry for '$c'"
+  grep -qE "^       $c\b" <<<"$man_commands" || die "the man page has no entry for '$c'"
 done
 for c in "${snap[@]}"; do
-  section COMMANDS | grep -qE "^       snapshot $c\b" || die "the man page has no entry for 'snapshot $c'"
+  grep -qE "^       snapshot $c\b" <<<"$man_commands" ||
+    die "the man page has no entry for 'snapshot $c'"
 done
 mapfile -t codes < <(/usr/bin/cppcdc --help | tr ',' '\n' | sed -nE 's/.*\b([0-9]) [a-z`].*/\1/p')
 ((${#codes[@]} >= 6)) || die "could not read the exit codes from cppcdc --help"
 for code in "${codes[@]}"; do
-  section 'EXIT STATUS' | grep -qE "^       $code\b" || die "the man page does not explain exit code $code"
+  grep -qE "^       $code\b" <<<"$man_exit" ||
+    die "the man page does not explain exit code $code"
 done
 log "installed: /usr/bin/cppcdc $version, user cppcdc, /etc/cppcdc, man page (commands:" \
   "${top[*]}; snapshot ${snap[*]}; exit codes ${codes[*]})"
@@ -228,11 +243,12 @@ as_cppcdc=(setpriv --reuid=cppcdc --regid=cppcdc --init-groups --)
 
 run=("${as_cppcdc[@]}")
 mdwe=0
-if python3 -c 'import ctypes, sys; sys.exit(ctypes.CDLL(None).prctl(66, 0, 0, 0, 0) != 0)' \
+# PR_GET_MDWE (66) answers where the kernel (6.3 and later) has it.
+if /usr/bin/python3 -c 'import ctypes, sys; sys.exit(ctypes.CDLL(None).prctl(66, 0, 0, 0, 0) < 0)' \
   2>/dev/null; then
   # PR_SET_MDWE (65) with PR_MDWE_REFUSE_EXEC_GAIN (1): no mapping may be writable and
   # executable, none may become executable; inherited across fork and execve.
-  run+=(python3 -c 'import ctypes, os, sys
+  run+=(/usr/bin/python3 -c 'import ctypes, os, sys
 if ctypes.CDLL(None).prctl(65, 1, 0, 0, 0) != 0: sys.exit("prctl(PR_SET_MDWE) failed")
 os.execvp(sys.argv[1], sys.argv[1:])')
   mdwe=1
@@ -244,15 +260,16 @@ if command -v strace >/dev/null && command -v systemd-analyze >/dev/null; then
 fi
 run+=(/usr/bin/cppcdc run --config "$config")
 touch "$TMP/strace.log" && chmod 0666 "$TMP/strace.log" && chmod 0755 "$TMP"
-log "cppcdc run as user cppcdc (MemoryDenyWriteExecute: $( ((mdwe)) && echo yes || echo 'no: kernel') ;" \
-  "system call trace: $( ((traced)) && echo yes || echo 'no: strace or systemd-analyze missing'))"
+log "cppcdc run as user cppcdc (MemoryDenyWriteExecute: $( ((mdwe)) && echo yes ||
+  echo 'no: kernel'); system call trace: $( ((traced)) && echo yes ||
+  echo 'no: strace or systemd-analyze missing'))"
 (cd "$state" && exec "${run[@]}") >"$TMP/cppcdc.log" 2>&1 &
 run_pid=$!
 
 # The cppcdc process itself: the one started, or strace's child.
 deadline=$((SECONDS + WAIT_SECONDS))
 until [[ -n "$cdc_pid" ]]; do
-  kill -0 "$run_pid" 2>/dev/null || die "cppcdc exited early; see the log above"
+  kill -0 "$run_pid" 2>/dev/null || die "cppcdc exited early (its log follows)"
   for p in $run_pid $(pgrep -P "$run_pid" || true); do
     if [[ "$(readlink "/proc/$p/exe" 2>/dev/null)" == /usr/bin/cppcdc ]]; then cdc_pid=$p; fi
   done
@@ -308,7 +325,8 @@ if rows[6]["after"]["status"] != "shipped":
     sys.exit(f"update: {rows[6]}")
 PY
 for f in "$events" "$state/checkpoint-$SLOT.ckpt"; do
-  [[ "$(stat -c '%U %a' "$f")" == "cppcdc 600" ]] || die "$f is $(stat -c '%U %a' "$f"), expected cppcdc 600"
+  [[ "$(stat -c '%U %a' "$f")" == "cppcdc 600" ]] ||
+    die "$f is $(stat -c '%U %a' "$f"), expected cppcdc 600"
 done
 [[ ! -e "$state/cppcdc.sock" ]] || die "the control socket was left behind"
 log "$EXPECTED_EVENTS events as in the demo, checkpoint in $state, clean stop (exit 0)"
@@ -361,7 +379,7 @@ if command -v systemd-analyze >/dev/null; then
     { cat "$TMP/verify.log" >&2; die "systemd-analyze verify cppcdc@$NAME.service failed"; }
   [[ ! -s "$TMP/verify.log" ]] || { cat "$TMP/verify.log" >&2; die "systemd-analyze verify warns"; }
   log "systemd-analyze verify $unit (as cppcdc@$NAME.service): clean"
-  # The hardening as systemd rates it, from 0 (locked down) to 10; 1.5 when written.
+  # The hardening as systemd rates it, from 0 (locked down) to 10; 1.2 when written.
   exposure=$(systemd-analyze security --offline=true "$unit" 2>&1 |
     sed -nE 's/^.*Overall exposure level for [^:]*: ([0-9.]+).*/\1/p')
   [[ -n "$exposure" ]] || die "systemd-analyze security --offline gave no exposure level"
@@ -375,7 +393,8 @@ fi
 # 5. purge ----------------------------------------------------------------------------------
 rm -f -- "$config"
 rm -rf -- "$state"
-dpkg -P cppcdc-dev cppcdc >"$TMP/dpkg-p.log" 2>&1 || { cat "$TMP/dpkg-p.log" >&2; die "dpkg -P failed"; }
+dpkg -P cppcdc-dev cppcdc >"$TMP/dpkg-p.log" 2>&1 ||
+  { cat "$TMP/dpkg-p.log" >&2; die "dpkg -P failed"; }
 for f in /usr/bin/cppcdc "$unit" /usr/share/man/man1/cppcdc.1.gz /usr/include/cppcdc; do
   [[ ! -e "$f" ]] || die "$f is still there after dpkg -P"
 done
