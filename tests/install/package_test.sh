@@ -17,9 +17,11 @@
 #      SystemCallFilter= allows, and every socket is of a family RestrictAddressFamilies=
 #      allows;
 #   4. the installed unit passes `systemd-analyze verify`, and `systemd-analyze security`
-#      rates its exposure 2.0 or less (when systemd-analyze exists);
-#   5. dpkg -P removes both packages, and the machine is as it was: the user, /etc/cppcdc and
-#      /var/lib/cppcdc go again when the test made them, also when a step fails.
+#      rates its exposure 2.0 or less (when systemd-analyze exists); `systemctl enable`
+#      enables an instance;
+#   5. dpkg -P removes both packages and the instance's enable link, and the machine is as it
+#      was: the user, /etc/cppcdc and /var/lib/cppcdc go again when the test made them, also
+#      when a step fails.
 # Exits 77 (ctest: skipped) when not root, without dpkg or CPPCDC_TEST_PG_DSN, or when a
 # cppcdc package is installed already (the test would replace and then purge it).
 # One run at a time on a machine (a lock in /tmp), whichever checkout it comes from.
@@ -69,6 +71,8 @@ getent group cppcdc >/dev/null && had_group=1
 [[ ! -e /etc/cppcdc/$NAME.toml ]] || die "/etc/cppcdc/$NAME.toml exists; not touching it"
 [[ ! -e /var/lib/cppcdc/$NAME ]] || die "/var/lib/cppcdc/$NAME exists; not touching it"
 cdc_pid="" run_pid=""
+enable_link=/etc/systemd/system/multi-user.target.wants/cppcdc@$NAME.service
+[[ ! -e "$enable_link" ]] || die "$enable_link exists; not touching it"
 DSN="$CPPCDC_TEST_PG_DSN"
 
 sql() { # db [psql args...]
@@ -107,7 +111,7 @@ cleanup() {
     tail -n 30 "$TMP/cppcdc.log" >&2
   fi
   drop_test_database 2>/dev/null
-  rm -f -- "/etc/cppcdc/$NAME.toml"
+  rm -f -- "/etc/cppcdc/$NAME.toml" "$enable_link"
   rm -rf -- "/var/lib/cppcdc/$NAME"
   for p in cppcdc-dev cppcdc; do
     if installed "$p"; then
@@ -389,6 +393,13 @@ if command -v systemd-analyze >/dev/null; then
 else
   log "systemd-analyze not installed: the unit is not verified"
 fi
+# `systemctl enable` works on the files alone; the purge removes what it made.
+if command -v systemctl >/dev/null; then
+  systemctl enable "cppcdc@$NAME.service" >"$TMP/enable.log" 2>&1 ||
+    { cat "$TMP/enable.log" >&2; die "systemctl enable cppcdc@$NAME.service failed"; }
+  [[ -L "$enable_link" ]] || die "systemctl enable made no $enable_link"
+  log "systemctl enable cppcdc@$NAME.service: $enable_link"
+fi
 
 # 5. purge ----------------------------------------------------------------------------------
 rm -f -- "$config"
@@ -399,5 +410,6 @@ for f in /usr/bin/cppcdc "$unit" /usr/share/man/man1/cppcdc.1.gz /usr/include/cp
   [[ ! -e "$f" ]] || die "$f is still there after dpkg -P"
 done
 ((had_etc)) || [[ ! -e /etc/cppcdc ]] || die "/etc/cppcdc is still there after dpkg -P"
+[[ ! -e "$enable_link" && ! -L "$enable_link" ]] || die "$enable_link is still there after dpkg -P"
 log "dpkg -P removed both packages"
 log "ok"
