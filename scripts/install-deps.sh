@@ -47,6 +47,9 @@ PACKAGES=(
   git procps python3
   # scripts/pg-dist.sh: PostgreSQL 12 to 18 from the npm registry over HTTPS
   curl ca-certificates
+  # scripts/package.sh (CPack's dpkg-shlibdeps step needs file; dpkg-dev comes with
+  # build-essential) and its test (strace: the system calls against the unit's filter)
+  file strace
 )
 
 # Packages that are not fully installed ("ii") yet.

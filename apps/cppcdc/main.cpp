@@ -23,8 +23,14 @@ int main(int argc, char** argv) {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 64 << 20);
 
-  CLI::App app{"cppcdc: change data capture from PostgreSQL to JSON lines", "cppcdc"};
+  CLI::App app{"cppcdc: change data capture from PostgreSQL and MariaDB/MySQL to JSON events",
+               "cppcdc"};
   app.require_subcommand(1);
+  app.footer(
+      "Exit codes: 0 success or a clean stop (SIGINT/SIGTERM), 1 other errors (a retry may\n"
+      "succeed), 2 invalid configuration or command line, 3 needs an operator (authentication,\n"
+      "a missing table or slot, a failed preflight check), 4 no cppcdc answers on the control\n"
+      "socket, 5 refused. `cppcdc COMMAND --help` shows a command's options; man cppcdc.");
 
   std::string run_config;
   CLI::App* run = app.add_subcommand("run", "Capture changes and deliver them to the sink");
