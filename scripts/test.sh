@@ -11,10 +11,11 @@
 #   5. a throwaway PostgreSQL 15 on 127.0.0.1:55440 in /tmp/cppcdc-test-pg and a throwaway
 #      MariaDB 10.11 on 127.0.0.1:33440 in /tmp/cppcdc-test-mariadb, both removed on exit
 #   6. ctest in build/: unit tests in parallel, then integration tests one at a time (they use
-#      CPPCDC_TEST_PG_DSN / _PORT and CPPCDC_TEST_MARIADB_PORT), then the install tests (a Release build with default options
-#      installed to a temporary prefix; examples/ built against it; no fault point in it;
-#      the Debian packages of scripts/package.sh installed with dpkg -i, the demo's capture
-#      run with the installed binary as its service would, then purged)
+#      CPPCDC_TEST_PG_DSN / _PORT and CPPCDC_TEST_MARIADB_PORT), then the install tests, which
+#      share one Release build with default options, scripts/package.sh's build-pkg/: it is
+#      installed to a temporary prefix, examples/ built against it, no fault point in it; its
+#      Debian packages installed with dpkg -i, the demo's capture run with the installed
+#      binary as its service would, then purged
 #   7. ctest -L unit in build-asan/ (unit tests under ASan + UBSan)
 #   8. ctest -L unit in build-tsan/ (unit tests, the threaded runtime, reader and snapshot ones
 #      among them, under ThreadSanitizer; suppressions in tests/tsan.supp)
