@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # Build the Debian packages of cppcdc with CPack (docs/packaging.md).
 #
-# Usage: scripts/package.sh [--build-dir DIR] [--output DIR]
-#   --build-dir  the Release build (default build-pkg/ in the repository); kept, so a rerun
-#                only rebuilds what changed
-#   --output     where the packages go (default DIR/packages of the build); the .deb files
-#                of an earlier run there are replaced
+# Usage: scripts/package.sh [--build-dir DIR] [--output DIR] [--build-only]
+#   --build-dir   the Release build (default build-pkg/ in the repository); kept, so a rerun
+#                 only rebuilds what changed
+#   --output      where the packages go (default DIR/packages of the build); the .deb files
+#                 of an earlier run there are replaced
+#   --build-only  configure and build, no packages (tests/install/install_test.sh installs
+#                 this build with `cmake --install --prefix`, so CI builds Release once)
 #
 # Produces cppcdc_<version>-1_<arch>.deb (the binary in /usr/bin, the systemd unit
 # cppcdc@.service, the man page, an example configuration; postinst adds the system user
 # cppcdc) and cppcdc-dev_<version>-1_<arch>.deb (static libraries, headers, the CMake package
 # and cppcdc.pc). The build is Release with prefix /usr and Debian's hardening flags
-# (dpkg-buildflags, hardening=+all); the binary's Depends come from dpkg-shlibdeps. Needs
+# (dpkg-buildflags, hardening=+all) and the project's default options (every build option
+# but CPPCDC_TESTS, which is OFF, reset to its default on each run: no fault points, warnings
+# not errors); the binary's Depends come from dpkg-shlibdeps. Needs
 # cmake, ninja, dpkg-dev and file (scripts/install-deps.sh installs them), not root.
 # Install with: dpkg -i cppcdc_*.deb   (apt-get install ./cppcdc_*.deb also pulls in Depends)
 # Jobs: CPPCDC_JOBS (default nproc). ccache is used when installed (CPPCDC_NO_CCACHE=1: not).
@@ -23,12 +27,14 @@ die() { printf '[package] ERROR: %s\n' "$*" >&2; exit 1; }
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=$ROOT/build-pkg
 OUT=""
+build_only=0
 while (($#)); do
   a=$1
   shift
   case "$a" in
     --build-dir) (($#)) || die "--build-dir needs a directory"; BUILD=$1; shift ;;
     --output) (($#)) || die "--output needs a directory"; OUT=$1; shift ;;
+    --build-only) build_only=1 ;;
     -h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     *) die "unknown argument '$a' (see --help)" ;;
   esac
@@ -36,7 +42,9 @@ done
 OUT=${OUT:-$BUILD/packages}
 JOBS=${CPPCDC_JOBS:-$(nproc)}
 
-for tool in cmake cpack ninja dpkg-buildflags dpkg-shlibdeps dpkg-deb file; do
+tools=(cmake ninja dpkg-buildflags)
+((build_only)) || tools+=(cpack dpkg-shlibdeps dpkg-deb file)
+for tool in "${tools[@]}"; do
   command -v "$tool" >/dev/null || die "$tool not found; run scripts/install-deps.sh"
 done
 
@@ -51,7 +59,10 @@ buildflag() {
 cxxflags="$(buildflag CPPFLAGS) $(buildflag CXXFLAGS)"
 ldflags=$(buildflag LDFLAGS)
 
-cfg=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DCPPCDC_TESTS=OFF -DCMAKE_INSTALL_PREFIX=/usr
+# The build options go back to their defaults (-U drops the cache entry, option() makes it
+# again), whatever an earlier configure of this directory set.
+cfg=(-G Ninja -U CPPCDC_WERROR -U CPPCDC_FAULT_POINTS -U CPPCDC_SANITIZE -U CPPCDC_TSAN
+     -U CPPCDC_FUZZ -DCMAKE_BUILD_TYPE=Release -DCPPCDC_TESTS=OFF -DCMAKE_INSTALL_PREFIX=/usr
      "-DCMAKE_CXX_FLAGS=$cxxflags" "-DCMAKE_EXE_LINKER_FLAGS=$ldflags"
      # cpack installs what `--target cppcdc` built; the examples, tools and benchmarks that
      # `all` would build are not packaged.
@@ -70,6 +81,10 @@ log "configure $BUILD (Release, prefix /usr, flags: $cxxflags; $ldflags)"
 cmake -S "$ROOT" -B "$BUILD" "${cfg[@]}" >/dev/null
 log "build cppcdc and its libraries"
 cmake --build "$BUILD" --parallel "$JOBS" --target cppcdc
+if ((build_only)); then
+  log "built in $BUILD (no packages: --build-only)"
+  exit 0
+fi
 
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)

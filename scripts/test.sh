@@ -16,11 +16,11 @@
 #      CPPCDC_TEST_PG_DSN / _PORT, CPPCDC_TEST_MARIADB_PORT and CPPCDC_TEST_KAFKA_BOOTSTRAP),
 #      then the PostgreSQL core set (label pgcore) against PostgreSQL 12 and 18
 #      (scripts/pg-matrix.sh: npm binaries, one server at a time on 127.0.0.1:55441, removed on
-#      exit; scripts/pg-matrix.sh alone runs all of 12 to 18), then the install tests (a
-#      Release build with default options installed to a temporary prefix; examples/ built
-#      against it; no fault point in it; the Debian packages of scripts/package.sh installed
-#      with dpkg -i, the demo's capture run with the installed binary as its service would,
-#      then purged)
+#      exit; scripts/pg-matrix.sh alone runs all of 12 to 18), then the install tests, which
+#      share one Release build with default options, scripts/package.sh's build-pkg/: it is
+#      installed to a temporary prefix, examples/ built against it, no fault point in it; its
+#      Debian packages installed with dpkg -i, the demo's capture run with the installed
+#      binary as its service would, then purged
 #   7. ctest -L unit in build-asan/ (unit tests under ASan + UBSan)
 #   8. ctest -L unit in build-tsan/ (unit tests, the threaded runtime, reader and snapshot ones
 #      among them, under ThreadSanitizer; suppressions in tests/tsan.supp)

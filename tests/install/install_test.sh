@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # What an embedder or packager gets (ctest label install; scripts/test.sh runs it):
-#   1. a Release build with default options (warnings not errors, no fault points) configures
-#      and builds, in WORK_DIR/release (kept between runs, so a rerun is incremental; ccache is
-#      used when installed);
+#   1. the package build (scripts/package.sh --build-only: Release, the project's default
+#      options, so warnings are not errors and there are no fault points) configures and
+#      builds the binary and the libraries in build-pkg/ of the source tree. The package test
+#      (package_test.sh) builds its packages there too, so CI makes one Release build; the
+#      directory is kept, so a rerun is incremental (ccache is used when installed);
 #   2. `cmake --install` to a fresh temporary prefix installs the binary, the libraries, the
 #      public headers, the CMake package and cppcdc.pc, and none of src/'s private headers;
 #   3. neither the installed binary nor the libraries carry a fault point: no point name from
@@ -13,6 +15,7 @@
 #   5. the example compiles and links with `pkg-config --cflags --libs cppcdc` alone.
 #
 # Usage: install_test.sh SOURCE_DIR WORK_DIR [REFERENCE_BINARY REFERENCE_HAS_FAULT_POINTS]
+#   (WORK_DIR: the build's logs)
 # Jobs: CPPCDC_JOBS (default 2). CPPCDC_NO_CCACHE=1: no ccache.
 set -euo pipefail
 
@@ -25,7 +28,7 @@ WORK=$2
 REF_BIN=${3:-}
 REF_FAULTS=${4:-OFF}
 JOBS=${CPPCDC_JOBS:-2}
-BUILD=$WORK/release
+BUILD=$SRC/build-pkg
 
 mkdir -p "$WORK"
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/cppcdc-install-test.XXXXXX")
@@ -40,21 +43,16 @@ if command -v ccache >/dev/null && [[ -z "${CPPCDC_NO_CCACHE:-}" ]]; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$SRC}
 fi
-# A build directory made with another generator cannot be reused: start it afresh.
-if [[ -f "$BUILD/CMakeCache.txt" ]] &&
-  ! grep -qx "CMAKE_GENERATOR:INTERNAL=$generator" "$BUILD/CMakeCache.txt"; then
-  rm -rf -- "$BUILD"
-fi
 
-# 1. Release build, default options. Tests are not built: they are not part of what installs.
-log "configure and build Release in $BUILD"
-cmake -S "$SRC" -B "$BUILD" "${gen[@]}" "${launcher[@]}" -DCMAKE_BUILD_TYPE=Release \
-  -DCPPCDC_TESTS=OFF >"$WORK/configure.log" 2>&1 || { cat "$WORK/configure.log"; die "configure"; }
+# 1. the package build: what it installs is what the packages hold. Its options are reset to
+# their defaults on every run (package.sh), so the cache shows the defaults.
+log "scripts/package.sh --build-only (build in $BUILD, log: $WORK/build.log)"
+CPPCDC_JOBS=$JOBS "$SRC/scripts/package.sh" --build-only >"$WORK/build.log" 2>&1 ||
+  { tail -n 60 "$WORK/build.log"; die "Release build (log: $WORK/build.log)"; }
+grep -qx 'CMAKE_BUILD_TYPE:STRING=Release' "$BUILD/CMakeCache.txt" || die "$BUILD is not Release"
 for opt in CPPCDC_WERROR CPPCDC_FAULT_POINTS; do
   grep -qx "$opt:BOOL=OFF" "$BUILD/CMakeCache.txt" || die "$opt is not OFF by default"
 done
-cmake --build "$BUILD" --parallel "$JOBS" >"$WORK/build.log" 2>&1 ||
-  { tail -n 60 "$WORK/build.log"; die "Release build (log: $WORK/build.log)"; }
 warnings=$(grep -c 'warning:' "$WORK/build.log" || true)
 log "built ($warnings compiler warning lines in $WORK/build.log)"
 

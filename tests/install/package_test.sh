@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Debian packages, installed on this machine (ctest label install; scripts/test.sh runs it):
 #   1. scripts/package.sh builds cppcdc and cppcdc-dev as a user would, in build-pkg/ of the
-#      source tree (shared with a manual run, so a rerun is incremental); each holds what it
+#      source tree (shared with a manual run and with install_test.sh, which installs that
+#      build elsewhere, so a rerun or the second test is incremental); each holds what it
 #      should, and cppcdc's Depends (from dpkg-shlibdeps) name libpq and Connector/C;
 #   2. dpkg -i installs both: /usr/bin/cppcdc runs and reports the project's version, postinst
 #      made the system user cppcdc and /etc/cppcdc (root:cppcdc, 0750), pkg-config finds
