@@ -13,7 +13,8 @@
 #   scripts/kafka.sh fetch                             only fetch the jars; prints their directory
 #   scripts/kafka.sh run TOOL [ARGS...]                run one of Kafka's tools from the same jars:
 #                                                      console-consumer, console-producer,
-#                                                      producer-perf-test, topics, or a class name
+#                                                      producer-perf-test, topics, acls, or a
+#                                                      class name
 #
 # The controller listens on CONTROLLER_PORT (default PORT + 1). DIR holds server.properties,
 # the data (DIR/data), the broker's log (DIR/server.log) and its pid (DIR/kafka.pid).
@@ -152,6 +153,10 @@ share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
 num.partitions=1
+# ACLs are enforced, but everything no ACL denies is allowed: tests take rights away with
+# `run acls --add --deny-principal User:ANONYMOUS ...`.
+authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+allow.everyone.if.no.acl.found=true
 # A small machine: few threads.
 num.network.threads=2
 num.io.threads=2
@@ -335,9 +340,10 @@ cmd_run() {
     console-producer) class=org.apache.kafka.tools.ConsoleProducer ;;
     producer-perf-test) class=org.apache.kafka.tools.ProducerPerformance; quick=0 ;;
     topics) class=org.apache.kafka.tools.TopicCommand ;;
+    acls) class=org.apache.kafka.tools.AclCommand ;;
     *.*) class=$tool; quick=0 ;;
     *) die "unknown tool '$tool': console-consumer, console-producer, producer-perf-test," \
-         "topics or a class name" ;;
+         "topics, acls or a class name" ;;
   esac
   local libs
   libs=$(fetch_jars)

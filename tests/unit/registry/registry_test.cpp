@@ -223,7 +223,7 @@ TEST(PluginRegistry, UnknownTypeIsAConfigurationErrorListingTheKnownTypes) {
   EXPECT_CONTAINS(error_of(edit(kTestPipeline, "\"test_counter\"", "\"oracle\"")),
                   "cdc.toml:2:8: [source] type: expected ");
   EXPECT_CONTAINS(error_of(edit(kTestPipeline, "\"test_counter\"", "\"oracle\"")), "\"postgres\"");
-  EXPECT_CONTAINS(error_of(edit(kTestPipeline, "\"test_collect\"", "\"kafka\"")),
+  EXPECT_CONTAINS(error_of(edit(kTestPipeline, "\"test_collect\"", "\"nats\"")),
                   "[sink] type: expected ");
   EXPECT_CONTAINS(error_of(edit(kTestPipeline, "\"test_recording\"", "\"redis\"")),
                   "[state.offset] backend: expected ");
