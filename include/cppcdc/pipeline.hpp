@@ -8,6 +8,10 @@
 // writes a batch to every sink, flushes them all, and only then acknowledges the batch: a
 // batch is checkpointed once every sink holds its events durably.
 //
+// For routing by table and schema globs where the first matching rule wins and the rest go to
+// a default sink (the server's [[pipeline.routes]]), and for fanouts, use one route to a
+// RouterSink (router.hpp).
+//
 // With exactly one route whose sink is a TransactionalSink (sink.hpp), that sink commits each
 // batch together with the checkpoint record instead of being flushed.
 //

@@ -624,6 +624,7 @@ Status read_sinks(Section& top, ServerConfig& config, std::list<Section>& sectio
     auto sink = top.get_table("sink");
     if (!sink) return fail(sink.error());
     Section& section = **sink;
+    (void)section.has("type");  // listed first among the keys a section takes
     SinkEntry entry;
     entry.name = "default";
     CPPCDC_CFG_ASSIGN(entry.name, section.get_string("name"));
@@ -652,6 +653,7 @@ Status read_sinks(Section& top, ServerConfig& config, std::list<Section>& sectio
       Section& section = sections.emplace_back(top.origin(), top.base(), array->get(i)->as_table(),
                                                "sinks");
       section.set_display("[[sinks]] #" + std::to_string(i + 1));
+      (void)section.has("type");
       SinkEntry entry;
       auto name = section.get_string("name");
       if (!name) return fail(name.error());

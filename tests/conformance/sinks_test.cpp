@@ -1,4 +1,5 @@
-// The sink conformance suite for the built-in sinks: file, stdout and http.
+// The sink conformance suite for the built-in sinks: file, stdout, http, and the router and
+// fanout over file sinks.
 
 #include <fcntl.h>
 #include <stdio_ext.h>
@@ -15,6 +16,7 @@
 #include "conformance/conformance_util.hpp"
 #include "conformance/sink_conformance.hpp"
 #include "cppcdc/http_sink.hpp"
+#include "cppcdc/router.hpp"
 #include "cppcdc/sink.hpp"
 #include "http_receiver.hpp"
 
@@ -154,9 +156,95 @@ class HttpSinkHarness {
   std::optional<testing_http::DroppingListener> dropping_;
 };
 
+/// A router whose route takes the suite's events (table public.orders) to a file sink, with a
+/// default file sink that must receive nothing.
+class RouterSinkHarness {
+ public:
+  static constexpr const char* kName = "router";
+
+  Result<std::unique_ptr<Sink>> open() { return router(routed_path()); }
+  std::string delivered() {
+    EXPECT_EQ(read_bytes(default_path()), "") << "the default sink got routed events";
+    return read_bytes(routed_path());
+  }
+
+  std::optional<Result<std::unique_ptr<Sink>>> open_failing() { return router("/dev/full"); }
+  std::string failing_location() { return "/dev/full"; }
+
+  std::optional<Result<std::unique_ptr<Sink>>> open_misconfigured() {
+    std::ofstream(tmp_.path() / "plain_file") << "x";
+    return router(tmp_.path() / "plain_file" / "sub" / "e.jsonl");
+  }
+  std::string misconfigured_location() {
+    return (tmp_.path() / "plain_file" / "sub" / "e.jsonl").string();
+  }
+
+ private:
+  Result<std::unique_ptr<Sink>> router(const fs::path& routed) {
+    RouterConfig config;
+    auto fallback = make_file_sink(default_path());
+    if (!fallback) return fail(fallback.error());
+    auto target = make_file_sink(routed);
+    if (!target) return fail(target.error());
+    config.children.push_back(RouterChild{"default", std::move(*fallback), {}});
+    config.children.push_back(RouterChild{"orders", std::move(*target), {}});
+    config.routes.push_back(RouterRoute{{"public.ord*"}, {}, {1}, ""});
+    config.default_targets = {0};
+    auto built = RouterSink::create(std::move(config));
+    if (!built) return fail(built.error());
+    return std::unique_ptr<Sink>(std::move(*built));
+  }
+  fs::path default_path() const { return tmp_.path() / "default.jsonl"; }
+  fs::path routed_path() const { return tmp_.path() / "out" / "orders.jsonl"; }
+
+  TempDir tmp_{"cppcdc-conformance-router-sink"};
+};
+
+/// A fanout over two file sinks: both must hold the same bytes.
+class FanoutSinkHarness {
+ public:
+  static constexpr const char* kName = "fanout";
+
+  Result<std::unique_ptr<Sink>> open() { return fanout(first_path()); }
+  std::string delivered() {
+    const std::string first = read_bytes(first_path());
+    EXPECT_EQ(read_bytes(second_path()), first) << "the fanout's children differ";
+    return first;
+  }
+
+  std::optional<Result<std::unique_ptr<Sink>>> open_failing() { return fanout("/dev/full"); }
+  std::string failing_location() { return "/dev/full"; }
+
+  std::optional<Result<std::unique_ptr<Sink>>> open_misconfigured() {
+    std::ofstream(tmp_.path() / "plain_file") << "x";
+    return fanout(tmp_.path() / "plain_file" / "sub" / "e.jsonl");
+  }
+  std::string misconfigured_location() {
+    return (tmp_.path() / "plain_file" / "sub" / "e.jsonl").string();
+  }
+
+ private:
+  Result<std::unique_ptr<Sink>> fanout(const fs::path& first) {
+    auto a = make_file_sink(first);
+    if (!a) return fail(a.error());
+    auto b = make_file_sink(second_path());
+    if (!b) return fail(b.error());
+    std::vector<RouterChild> children;
+    children.push_back(RouterChild{"a", std::move(*a), {}});
+    children.push_back(RouterChild{"b", std::move(*b), {}});
+    return make_fanout_sink(std::move(children));
+  }
+  fs::path first_path() const { return tmp_.path() / "a" / "events.jsonl"; }
+  fs::path second_path() const { return tmp_.path() / "b" / "events.jsonl"; }
+
+  TempDir tmp_{"cppcdc-conformance-fanout-sink"};
+};
+
 }  // namespace
 
 INSTANTIATE_TYPED_TEST_SUITE_P(FileSink, SinkConformance, FileSinkHarness);
+INSTANTIATE_TYPED_TEST_SUITE_P(RouterSink, SinkConformance, RouterSinkHarness);
+INSTANTIATE_TYPED_TEST_SUITE_P(FanoutSink, SinkConformance, FanoutSinkHarness);
 INSTANTIATE_TYPED_TEST_SUITE_P(StdoutSink, SinkConformance, StdoutSinkHarness);
 INSTANTIATE_TYPED_TEST_SUITE_P(HttpSink, SinkConformance, HttpSinkHarness);
 

@@ -261,7 +261,8 @@ TEST(PluginRegistry, APluginsSettingErrorsNameTheKeyAsTheFileSpellsIt) {
   EXPECT_CONTAINS(error_of(edit(kTestPipeline, "events = 7", "events = 7\nevnets = 1")),
                   "[source] evnets: unknown key; expected one of: type, events");
   EXPECT_CONTAINS(error_of(edit(kTestPipeline, "[sink]\n", "[sink]\npath = \"x\"\n")),
-                  "[sink] path: unknown key; expected one of: type");
+                  "[sink] path: unknown key; expected one of: type, name, batch_max_events, "
+                  "sink_flush_interval_events, batch_max_delay_ms");
 }
 
 TEST(PluginRegistry, TheServerNamesASettingAsCdcTomlSpellsIt) {
