@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
   CLI::App* pause = leaf("pause", "Pause the incremental snapshot (a chunk in progress completes)");
   CLI::App* resume = leaf("resume", "Resume a paused incremental snapshot");
   CLI::App* stop = leaf("stop", "Stop the incremental snapshot, dropping its unfinished tables");
-  CLI::App* status = leaf("status", "Show the incremental snapshot's progress");
+  CLI::App* status = leaf("status", "Show the initial and incremental snapshots' progress");
   status->add_flag("--json", command.json, "Print the raw state as JSON");
   CLI::App* forget = leaf("forget",
                           "While cppcdc is stopped: remove tables from the incremental snapshot "

@@ -87,7 +87,8 @@ struct BlockingSnapshotStatus {
   /// "none", "pending", "running", "complete", "failed" or "stopped".
   static std::string_view phase_name(Phase phase) noexcept;
   /// A JSON object: {"phase", "snapshot_id", "mode", "resumed", "started_ms", "finished_ms",
-  /// "error", "rows_read", "tables": [{"table", "rows_read", "estimated_rows", "started",
+  /// "error", "rows_read", "tables": [{"table", "rows_read", "estimated_rows" (null when
+  /// unknown), "started",
   /// "complete"}]}.
   std::string to_json() const;
   /// The inverse of to_json(); an error names what is missing or malformed.

@@ -127,7 +127,9 @@ std::string BlockingSnapshotStatus::to_json() const {
     boost::json::object j;
     j["table"] = t.table;
     j["rows_read"] = t.rows_read;
-    j["estimated_rows"] = t.estimated_rows;
+    // Unknown (never analysed, or not reached yet) is null rather than a negative number.
+    j["estimated_rows"] = t.estimated_rows > 0 ? boost::json::value(t.estimated_rows)
+                                               : boost::json::value(nullptr);
     j["started"] = t.started;
     j["complete"] = t.complete;
     j["earlier"] = t.earlier;
@@ -167,7 +169,8 @@ Result<BlockingSnapshotStatus> BlockingSnapshotStatus::from_json(std::string_vie
       BlockingSnapshotTable t;
       t.table = j.at("table").as_string();
       t.rows_read = j.at("rows_read").to_number<std::uint64_t>();
-      t.estimated_rows = j.at("estimated_rows").to_number<double>();
+      const auto& estimate = j.at("estimated_rows");
+      t.estimated_rows = estimate.is_null() ? 0 : estimate.to_number<double>();
       t.started = j.at("started").as_bool();
       t.complete = j.at("complete").as_bool();
       t.earlier = j.at("earlier").as_bool();

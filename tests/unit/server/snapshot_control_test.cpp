@@ -319,6 +319,8 @@ TEST(InitialSnapshotTracker, JsonRoundTripsAndRefusesMalformedInput) {
   ASSERT_TRUE(back) << back.error().report();
   EXPECT_EQ(back->to_json(), s.to_json());
   EXPECT_EQ(back->tables[1].estimated_rows, 2.5e6);
+  // An unknown estimate is null, not a negative number.
+  EXPECT_CONTAINS(s.to_json(), R"("table":"public.a","rows_read":0,"estimated_rows":null)");
   EXPECT_TRUE(back->tables[0].earlier);
   EXPECT_FALSE(BlockingSnapshotStatus::from_json("[]"));
   EXPECT_FALSE(BlockingSnapshotStatus::from_json(R"({"phase":"sleeping"})"));
