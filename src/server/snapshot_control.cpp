@@ -169,6 +169,34 @@ std::string pad(const std::string& s, std::size_t width) {
   return s.size() >= width ? s : s + std::string(width - s.size(), ' ');
 }
 
+// Rows of cells as aligned columns (two spaces apart), one line each.
+std::string render_columns(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> widths(rows.empty() ? 0 : rows[0].size(), 0);
+  for (const auto& r : rows) {
+    for (std::size_t i = 0; i < r.size(); ++i) widths[i] = std::max(widths[i], r[i].size());
+  }
+  std::string out;
+  for (const auto& r : rows) {
+    std::string line;
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      line += i + 1 == r.size() ? r[i] : pad(r[i], widths[i] + 2);
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+// "1000 (25% done)" for an estimate and the rows done so far; "unknown" without an estimate.
+std::string estimate_cell(double estimated_rows, std::uint64_t done, bool complete) {
+  if (estimated_rows <= 0) return "unknown";
+  std::string cell = std::to_string(static_cast<std::uint64_t>(std::llround(estimated_rows)));
+  if (!complete) {
+    const double pct = std::min(99.0, 100.0 * static_cast<double>(done) / estimated_rows);
+    cell += " (" + std::to_string(static_cast<int>(pct)) + "% done)";
+  }
+  return cell;
+}
+
 }  // namespace
 
 std::string qualify_table(const std::string& table) {
@@ -233,28 +261,11 @@ std::string format_snapshot_status(const IncrementalSnapshotState& state) {
   std::vector<std::vector<std::string>> rows = {
       {"TABLE", "ROWS DONE", "ESTIMATED", "CHUNKS", "COMPLETE"}};
   for (const auto& t : state.tables) {
-    std::string estimate = "unknown";
-    if (t.estimated_rows > 0) {
-      estimate = std::to_string(static_cast<std::uint64_t>(std::llround(t.estimated_rows)));
-      if (!t.complete) {
-        const double pct = std::min(99.0, 100.0 * static_cast<double>(t.rows) / t.estimated_rows);
-        estimate += " (" + std::to_string(static_cast<int>(pct)) + "% done)";
-      }
-    }
+    const std::string estimate = estimate_cell(t.estimated_rows, t.rows, t.complete);
     rows.push_back({t.table, std::to_string(t.rows), estimate, std::to_string(t.chunks),
                     t.complete ? "yes" : "no"});
   }
-  std::vector<std::size_t> widths(rows[0].size(), 0);
-  for (const auto& r : rows) {
-    for (std::size_t i = 0; i < r.size(); ++i) widths[i] = std::max(widths[i], r[i].size());
-  }
-  for (const auto& r : rows) {
-    std::string line;
-    for (std::size_t i = 0; i < r.size(); ++i) {
-      line += i + 1 == r.size() ? r[i] : pad(r[i], widths[i] + 2);
-    }
-    out += line + "\n";
-  }
+  out += render_columns(rows);
   out += detail::counted(state.rows_emitted(), "row") + " in all, " +
          std::to_string(state.tables_remaining()) + " of " +
          detail::counted(state.tables.size(), "table") + " to go\n";
@@ -312,32 +323,14 @@ std::string format_initial_snapshot_status(const BlockingSnapshotStatus& status,
   std::vector<std::vector<std::string>> rows = {{"TABLE", "ROWS READ", "ESTIMATED", "COMPLETE"}};
   for (const auto& t : status.tables) {
     const bool earlier = t.earlier;
-    std::string estimate = "unknown";
-    if (t.estimated_rows > 0) {
-      estimate = std::to_string(static_cast<std::uint64_t>(std::llround(t.estimated_rows)));
-      if (!t.complete) {
-        const double pct =
-            std::min(99.0, 100.0 * static_cast<double>(t.rows_read) / t.estimated_rows);
-        estimate += " (" + std::to_string(static_cast<int>(pct)) + "% done)";
-      }
-    } else if (!t.started) {
-      estimate = "-";
-    }
+    const std::string estimate = t.estimated_rows <= 0 && !t.started
+                                     ? std::string("-")
+                                     : estimate_cell(t.estimated_rows, t.rows_read, t.complete);
     rows.push_back({t.table, earlier ? std::string("-") : std::to_string(t.rows_read), estimate,
                     t.complete ? (earlier ? std::string("yes (earlier run)") : std::string("yes"))
                                : std::string("no")});
   }
-  std::vector<std::size_t> widths(rows[0].size(), 0);
-  for (const auto& r : rows) {
-    for (std::size_t i = 0; i < r.size(); ++i) widths[i] = std::max(widths[i], r[i].size());
-  }
-  for (const auto& r : rows) {
-    std::string line;
-    for (std::size_t i = 0; i < r.size(); ++i) {
-      line += i + 1 == r.size() ? r[i] : pad(r[i], widths[i] + 2);
-    }
-    out += line + "\n";
-  }
+  out += render_columns(rows);
   return out;
 }
 
