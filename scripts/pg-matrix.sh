@@ -81,7 +81,7 @@ for m in "${majors[@]}"; do
   export CPPCDC_TEST_PG_PORT=$PORT
   out=$(mktemp)
   rc=0
-  ctest --test-dir "$BUILD" -L pgcore --output-on-failure -j1 2>&1 | tee "$out" >&2 || rc=$?
+  ctest --test-dir "$BUILD" -L pgcore --output-on-failure -j1 --timeout 600 2>&1 | tee "$out" >&2 || rc=$?
   total=$(sed -nE 's/.* tests? failed out of ([0-9]+)$/\1/p' "$out" | tail -n 1)
   nfail=$(sed -nE 's/.*, ([0-9]+) tests? failed out of [0-9]+$/\1/p' "$out" | tail -n 1)
   nskip=$(grep -cE '^[[:space:]]*[0-9]+ - .*\(Skipped\)$' "$out" || true)

@@ -50,6 +50,8 @@ MARIADB_PORT=33440
 KAFKA_DIR=/tmp/cppcdc-test-kafka
 KAFKA_PORT=19092
 JOBS=2
+# A test without a TIMEOUT of its own fails after this many seconds instead of hanging the run.
+TEST_TIMEOUT=600
 
 log() { printf '\n[test] ==== %s\n' "$*"; }
 
@@ -219,9 +221,10 @@ export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:supp
 if ((build_ok)); then
   # Unit tests in parallel; integration tests one at a time, so that the crash, fault and
   # restart tests do not compete with each other for the 2 cores and the one server.
-  step ctest-unit ctest --test-dir build -L unit --output-on-failure -j"$JOBS" || true
+  step ctest-unit ctest --test-dir build -L unit --output-on-failure -j"$JOBS" --timeout "$TEST_TIMEOUT" || true
   await_kafka
-  step ctest-integration ctest --test-dir build -L integration --output-on-failure -j1 || true
+  step ctest-integration ctest --test-dir build -L integration --output-on-failure -j1 \
+    --timeout "$TEST_TIMEOUT" || true
   matrix_started=1
   step "pg-core(${MATRIX_MAJORS[*]})" "$ROOT/scripts/pg-matrix.sh" --no-build --port "$MATRIX_PORT" \
     "${MATRIX_MAJORS[@]}" || true
@@ -232,14 +235,14 @@ fi
 
 # 7. unit tests under ASan + UBSan
 if ((asan_ok)); then
-  step ctest-asan-unit ctest --test-dir build-asan -L unit --output-on-failure -j"$JOBS" || true
+  step ctest-asan-unit ctest --test-dir build-asan -L unit --output-on-failure -j"$JOBS" --timeout "$TEST_TIMEOUT" || true
 else
   skip ctest-asan-unit "asan build failed"
 fi
 
 # 8. unit tests under ThreadSanitizer (the first report fails its test)
 if ((tsan_ok)); then
-  step ctest-tsan-unit ctest --test-dir build-tsan -L unit --output-on-failure -j"$JOBS" || true
+  step ctest-tsan-unit ctest --test-dir build-tsan -L unit --output-on-failure -j"$JOBS" --timeout "$TEST_TIMEOUT" || true
 else
   skip ctest-tsan-unit "tsan build failed"
 fi

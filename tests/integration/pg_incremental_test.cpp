@@ -30,12 +30,19 @@ class PgIncremental : public ::testing::Test {
   void SetUp() override {
     db_ = it::test_database("incr");
     it::fresh_database(db_);
+    // A test that died with the ghost standby configured would leave every later synchronous
+    // commit on this server waiting forever: start each test without it.
+    PgSession admin(it::admin_dsn());
+    if (admin.scalar("show synchronous_standby_names") != "") reset_ghost_standby(admin);
+  }
+  static void reset_ghost_standby(PgSession& admin) {
+    admin.query("alter system reset synchronous_standby_names");
+    admin.query("select pg_reload_conf()");
   }
   void TearDown() override {
     if (ghost_standby_) {
       PgSession admin(it::admin_dsn());
-      admin.query("alter system reset synchronous_standby_names");
-      admin.query("select pg_reload_conf()");
+      reset_ghost_standby(admin);
     }
     it::drop_slots(db_);
   }
@@ -185,13 +192,30 @@ TEST_F(PgIncremental, ACommitWaitingForASynchronousStandbyCannotMakeAStaleChunkR
   ghost_standby_ = true;
   PgSession w(it::dsn_for(db_));
   const std::string writer_pid = w.scalar("select pg_backend_pid()");
+  // The writer's own backend must have taken the reload in, not just the admin's: a backend
+  // reads a changed configuration when the postmaster's signal reaches it, and one that has
+  // not would commit without waiting.
   ASSERT_TRUE(it::wait_until(
-      [&] { return admin.scalar("show synchronous_standby_names") == "cppcdc_ghost_standby"; },
+      [&] { return w.scalar("show synchronous_standby_names") == "cppcdc_ghost_standby"; },
       10s));
   std::thread waiting([&] {
     // Commits locally, then waits for the standby: in the WAL, not yet visible.
     w.try_exec("set synchronous_commit = on; update t set v = 'new' where id = 5");
   });
+  std::thread requester;
+  struct Release {  // on every exit, an assertion's early return too: no thread left joinable
+    PgSession& admin;
+    const std::string& pid;
+    std::thread& waiting;
+    std::thread& requester;
+    ~Release() {
+      if (waiting.joinable()) {
+        admin.try_exec("select pg_cancel_backend(" + pid + ")");
+        waiting.join();
+      }
+      if (requester.joinable()) requester.join();
+    }
+  } release{admin, writer_pid, waiting, requester};
   ASSERT_TRUE(it::wait_until(
       [&] {
         return admin.scalar("select wait_event from pg_stat_activity where pid = " + writer_pid) ==
@@ -207,7 +231,7 @@ TEST_F(PgIncremental, ACommitWaitingForASynchronousStandbyCannotMakeAStaleChunkR
             "");
 
   // Now the snapshot, while the transaction is still in flight.
-  std::thread requester([&] { EXPECT_TRUE(control->request({"public.t"})); });
+  requester = std::thread([&] { EXPECT_TRUE(control->request({"public.t"})); });
   ASSERT_TRUE(consume(*rt, replay, [&] { return !control->state().tables.empty(); }, 20));
   requester.join();
   consume(*rt, replay, [] { return false; }, 1);  // chunks are attempted meanwhile
