@@ -104,6 +104,50 @@ class EventBatch {
 enum class RuntimeState { kCreated, kRunning, kStopped, kFailed };
 std::string_view to_string(RuntimeState state) noexcept;
 
+/// Why a running pipeline is not making progress, and so whose problem it is. The health
+/// check looks for them in this order and reports the first that holds (API guide, "Health
+/// verdict").
+enum class StallCause {
+  kSourcePositionLost,         ///< the database dropped the retained position (slot invalidated)
+  kUnconfirmedSourcePosition,  ///< a durable position the source refused to confirm
+  kDeliveryFailing,            ///< record_delivery_failure reported for longer than the threshold
+  kPollLoopNotTurning,         ///< no poll returned for max_poll_wait_ms x 6 (at least 30 s)
+  kConsumerNotAcknowledging,   ///< events handed out, no commit_ack for too long
+};
+/// snake_case name: "source_position_lost", "unconfirmed_source_position", "delivery_failing",
+/// "poll_loop_not_turning", "consumer_not_acknowledging".
+std::string_view to_string(StallCause cause) noexcept;
+
+/// The runtime's answer to "is this pipeline making progress?".
+struct HealthVerdict {
+  enum class Kind {
+    kHealthy,     ///< polls return and events flow
+    kIdle,        ///< polls return, the source is quiet: normal, never alert on it alone
+    kStalled,     ///< see cause
+    kNotRunning,  ///< not started yet, stopped or failed
+  };
+  Kind kind = Kind::kNotRunning;
+  std::optional<StallCause> cause;  ///< set exactly when kind is kStalled
+  /// For a person: what fired, with the measurements (elapsed ms, counts, positions); it
+  /// changes from one evaluation to the next, so never compare it to detect a change.
+  std::string reason;
+
+  /// True for kStalled only: what a readiness probe or an alert gates on.
+  bool is_alertable() const noexcept { return kind == Kind::kStalled; }
+  /// Stable while the condition is: the verdict's name, and for a stall its cause
+  /// ("healthy", "idle", "not_running", "stalled:poll_loop_not_turning").
+  std::string change_key() const;
+};
+/// "healthy", "idle", "stalled", "not_running".
+std::string_view to_string(HealthVerdict::Kind kind) noexcept;
+
+/// The circuit breaker that source reads and sink deliveries share (core concepts, "Circuit
+/// breaker"): closed (normal), open (cooling down after consecutive recoverable errors),
+/// half-open (one probe allowed), error (escalated after too many open cycles: terminal).
+enum class BreakerState { kClosed, kOpen, kHalfOpen, kError };
+/// "closed", "open", "half_open", "error".
+std::string_view to_string(BreakerState state) noexcept;
+
 /// Counters and positions for an admin endpoint or logs.
 struct RuntimeAdminSnapshot {
   RuntimeState state = RuntimeState::kCreated;
@@ -111,8 +155,18 @@ struct RuntimeAdminSnapshot {
   std::uint64_t events_committed = 0;  ///< acknowledged
   std::uint64_t in_flight = 0;         ///< delivered, not yet acknowledged
   std::optional<std::string> checkpoint_offset;  ///< last durable resume position
-  std::int64_t last_poll_at_ms = 0;
-  std::int64_t last_commit_at_ms = 0;
+  std::int64_t last_poll_at_ms = 0;      ///< wall clock (ms since the epoch) of the last
+                                         ///< returned poll, empty or not; 0: none yet
+  std::int64_t last_delivery_at_ms = 0;  ///< the last poll that returned events; 0: none yet
+  std::int64_t last_commit_at_ms = 0;    ///< the last commit_ack; 0: none yet
+  HealthVerdict health;
+  BreakerState breaker_state = BreakerState::kClosed;
+  /// Recoverable errors retried so far (source reads and sink deliveries together).
+  std::uint64_t recoverable_errors = 0;
+  /// The idempotency guard's counters (0 without a guard): entries pushed out of a full
+  /// window, and events let through because nothing identifies them.
+  std::uint64_t idempotency_evictions = 0;
+  std::uint64_t idempotency_unidentifiable_passthrough = 0;
   /// The incremental snapshot's state as of the last poll; nullopt when the source has none.
   std::optional<IncrementalSnapshotState> incremental_snapshot;
 };

@@ -34,6 +34,46 @@ std::string_view to_string(RuntimeState state) noexcept {
   return "unknown";
 }
 
+std::string_view to_string(StallCause cause) noexcept {
+  switch (cause) {
+    case StallCause::kSourcePositionLost: return "source_position_lost";
+    case StallCause::kUnconfirmedSourcePosition: return "unconfirmed_source_position";
+    case StallCause::kDeliveryFailing: return "delivery_failing";
+    case StallCause::kPollLoopNotTurning: return "poll_loop_not_turning";
+    case StallCause::kConsumerNotAcknowledging: return "consumer_not_acknowledging";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(HealthVerdict::Kind kind) noexcept {
+  switch (kind) {
+    case HealthVerdict::Kind::kHealthy: return "healthy";
+    case HealthVerdict::Kind::kIdle: return "idle";
+    case HealthVerdict::Kind::kStalled: return "stalled";
+    case HealthVerdict::Kind::kNotRunning: return "not_running";
+  }
+  return "unknown";
+}
+
+std::string HealthVerdict::change_key() const {
+  std::string key(to_string(kind));
+  if (kind == Kind::kStalled && cause) {
+    key += ':';
+    key += to_string(*cause);
+  }
+  return key;
+}
+
+std::string_view to_string(BreakerState state) noexcept {
+  switch (state) {
+    case BreakerState::kClosed: return "closed";
+    case BreakerState::kOpen: return "open";
+    case BreakerState::kHalfOpen: return "half_open";
+    case BreakerState::kError: return "error";
+  }
+  return "unknown";
+}
+
 Result<AckToken> AckToken::accept_prefix(std::size_t n) const {
   if (used_->load()) {
     return fail(Error::invalid_state("ack token of delivery " + std::to_string(delivery_id_) +
@@ -543,6 +583,9 @@ RuntimeAdminSnapshot Runtime::admin_snapshot() const {
   if (d.checkpoint) s.checkpoint_offset = d.checkpoint->offset;
   s.last_poll_at_ms = d.last_poll_at_ms;
   s.last_commit_at_ms = d.last_commit_at_ms;
+  // Provisional until the health checks land: running or not.
+  s.health.kind = d.state == RuntimeState::kRunning ? HealthVerdict::Kind::kHealthy
+                                                    : HealthVerdict::Kind::kNotRunning;
   if (auto control = d.config.source->incremental_snapshot_control()) {
     s.incremental_snapshot = control->state();
   }
