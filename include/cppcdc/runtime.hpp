@@ -25,6 +25,7 @@
 
 #include "cppcdc/checkpoint.hpp"
 #include "cppcdc/event.hpp"
+#include "cppcdc/idempotency.hpp"
 #include "cppcdc/incremental_snapshot.hpp"
 #include "cppcdc/pipeline.hpp"
 #include "cppcdc/result.hpp"
@@ -41,12 +42,36 @@ struct ConnectionRetryPolicy {
   std::uint32_t max_delay_ms = 10'000;
 };
 
+/// Whether a batch may end inside a source transaction (API guide, "Transaction Boundaries").
+enum class TransactionBoundaryPolicy {
+  /// Batches are cut on size alone, so a transaction may be spread over two batches (and two
+  /// sink commits). Lowest latency, memory bounded by max_buffer_size. The default.
+  kSplit,
+  /// Every batch ends on a transaction boundary: a trailing transaction whose end has not been
+  /// read yet is held back and delivered with the next batch. A transaction ends at its event
+  /// with event_index + 1 == total_events, or where an event of another transaction follows;
+  /// an event without transaction metadata is a boundary of its own. A transaction with more
+  /// events than max_buffer_size cannot fit and is delivered split, with a warning naming it.
+  kPreserveTransactions,
+};
+/// "split", "preserve_transactions".
+std::string_view to_string(TransactionBoundaryPolicy policy) noexcept;
+
 struct RuntimeOptions {
   /// Most events in one batch.
   std::size_t max_buffer_size = 10'000;
   /// Longest a poll waits for the first event, in ms.
   std::uint32_t max_poll_wait_ms = 500;
   ConnectionRetryPolicy connection_retry;
+  /// The runtime's own duplicate suppression, on by default; nullopt turns it off. An event
+  /// the source hands over again after it was acknowledged in this process (an incremental
+  /// snapshot chunk re-read after a reconnect, a source replaying past the checkpoint) is not
+  /// handed out a second time, but is acknowledged and checkpointed as if it had been. Only
+  /// identifiable events are suppressed (idempotency.hpp); events delivered and not yet
+  /// acknowledged (a batch's tail after accept_prefix, a batch delivered again) are never
+  /// suppressed. The window is in memory and starts empty on every start.
+  std::optional<IdempotencyOptions> idempotency = IdempotencyOptions{};
+  TransactionBoundaryPolicy transaction_boundary = TransactionBoundaryPolicy::kSplit;
 };
 
 struct RuntimeConfig {
@@ -151,7 +176,8 @@ std::string_view to_string(BreakerState state) noexcept;
 /// Counters and positions for an admin endpoint or logs.
 struct RuntimeAdminSnapshot {
   RuntimeState state = RuntimeState::kCreated;
-  std::uint64_t events_delivered = 0;  ///< handed out by poll_event_batch
+  std::uint64_t events_delivered = 0;  ///< handed out by poll_event_batch (and suppressed
+                                       ///< duplicates, acknowledged as if handed out)
   std::uint64_t events_committed = 0;  ///< acknowledged
   std::uint64_t in_flight = 0;         ///< delivered, not yet acknowledged
   std::optional<std::string> checkpoint_offset;  ///< last durable resume position
@@ -167,6 +193,8 @@ struct RuntimeAdminSnapshot {
   /// window, and events let through because nothing identifies them.
   std::uint64_t idempotency_evictions = 0;
   std::uint64_t idempotency_unidentifiable_passthrough = 0;
+  /// Events not handed out because they had been acknowledged before (0 without a guard).
+  std::uint64_t idempotency_suppressed = 0;
   /// The incremental snapshot's state as of the last poll; nullopt when the source has none.
   std::optional<IncrementalSnapshotState> incremental_snapshot;
 };
@@ -174,7 +202,7 @@ struct RuntimeAdminSnapshot {
 class Runtime {
  public:
   /// Validates the config. Error kind configuration (no source, no checkpoint,
-  /// max_buffer_size 0).
+  /// max_buffer_size 0, idempotency capacity 0).
   static Result<std::unique_ptr<Runtime>> create(RuntimeConfig config);
   ~Runtime();
   Runtime(const Runtime&) = delete;
@@ -188,7 +216,11 @@ class Runtime {
   /// batch when the source was quiet. At most one batch is outstanding: polling again before
   /// acknowledging the previous batch is refused (invalid_state). Events of a partially
   /// acknowledged batch are handed out again first. Transient source failures are retried
-  /// (reconnecting from the last checkpoint) under the retry policy.
+  /// (reconnecting from the last checkpoint) under the retry policy. Under
+  /// kPreserveTransactions a trailing unfinished transaction is held back for the next poll.
+  /// With the idempotency guard, events acknowledged before are left out of the batch and
+  /// acknowledged with it; a poll whose events were all left out acknowledges them itself and
+  /// goes on reading.
   Result<EventBatch> poll_event_batch();
 
   /// Acknowledges a batch (or a prefix of one): the consumer has made those events durable.
@@ -233,6 +265,7 @@ class Runtime {
 
  private:
   explicit Runtime(RuntimeConfig config);
+  Result<EventBatch> poll_source_batch();
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -10,6 +10,7 @@
 #include <span>
 #include <thread>
 
+#include "core/batch_shaper.hpp"
 #include "core/commit_barrier.hpp"
 #include "core/fault.hpp"
 
@@ -30,6 +31,14 @@ std::string_view to_string(RuntimeState state) noexcept {
     case RuntimeState::kRunning: return "running";
     case RuntimeState::kStopped: return "stopped";
     case RuntimeState::kFailed: return "failed";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(TransactionBoundaryPolicy policy) noexcept {
+  switch (policy) {
+    case TransactionBoundaryPolicy::kSplit: return "split";
+    case TransactionBoundaryPolicy::kPreserveTransactions: return "preserve_transactions";
   }
   return "unknown";
 }
@@ -225,6 +234,23 @@ struct Runtime::Impl {
   std::optional<std::uint64_t> outstanding_id;
   std::deque<Event> redeliver;                   // tail of a partially acknowledged batch
   std::shared_ptr<std::vector<Event>> scratch;  // the outstanding batch's events
+  // Held-back partial transactions and duplicate suppression (batch_shaper.hpp).
+  detail::BatchShaper shaper;
+  bool swallowed = false;  // the last poll's events were all suppressed and acknowledged here
+
+  // Acknowledges a batch whose every event was suppressed as a duplicate: the consumer has
+  // them from before, so the checkpoint moves past them without handing them out.
+  Status acknowledge_suppressed() {
+    static const std::vector<Event> kNone;
+    const auto& produced = shaper.produced(kNone);
+    auto plan = detail::plan_commit(barrier_state(), produced, now_ms());
+    shaper.acknowledge(produced.size());
+    CPPCDC_TRY(apply(plan));
+    std::lock_guard lock(mutex);
+    events_committed = plan.committed_events;
+    swallowed = true;
+    return ok();
+  }
 
   Status start_source_with_retry() {
     const auto& policy = config.options.connection_retry;
@@ -266,7 +292,9 @@ Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeConfig config) {
   if (config.options.max_buffer_size == 0) {
     return fail(Error::configuration("runtime max_buffer_size must be at least 1"));
   }
-  return std::unique_ptr<Runtime>(new Runtime(std::move(config)));
+  std::unique_ptr<Runtime> runtime(new Runtime(std::move(config)));
+  CPPCDC_TRY(runtime->impl_->shaper.configure(runtime->impl_->config.options));
+  return runtime;
 }
 
 Status Runtime::start() {
@@ -318,6 +346,16 @@ Status Runtime::start() {
 }
 
 Result<EventBatch> Runtime::poll_event_batch() {
+  // A poll whose events were all suppressed as duplicates acknowledged them itself; reading
+  // goes on, so that a replayed stretch does not look like a quiet source.
+  for (;;) {
+    impl_->swallowed = false;
+    auto batch = poll_source_batch();
+    if (!batch || !batch->empty() || !impl_->swallowed) return batch;
+  }
+}
+
+Result<EventBatch> Runtime::poll_source_batch() {
   auto& d = *impl_;
   if (d.state != RuntimeState::kRunning) {
     return fail(Error::invalid_state("poll_event_batch() on a runtime that is " +
@@ -335,9 +373,12 @@ Result<EventBatch> Runtime::poll_event_batch() {
     events.push_back(std::move(d.redeliver.front()));
     d.redeliver.pop_front();
   }
+  // Held-back events were never handed out: with only those, wait for the source as usual.
+  const bool nothing_to_redeliver = events.empty();
+  d.shaper.take_held(events, max);
   if (events.size() < max) {
-    auto wait = events.empty() ? std::chrono::milliseconds(d.config.options.max_poll_wait_ms)
-                               : std::chrono::milliseconds(0);
+    auto wait = nothing_to_redeliver ? std::chrono::milliseconds(d.config.options.max_poll_wait_ms)
+                                     : std::chrono::milliseconds(0);
     // With a gathering delay (a sink's batch_delay()), polling goes on after the first event
     // until the batch is full or the delay has passed.
     std::optional<std::chrono::steady_clock::time_point> gather_until;
@@ -397,12 +438,25 @@ Result<EventBatch> Runtime::poll_event_batch() {
       std::this_thread::sleep_for(std::chrono::milliseconds(delay));
       delay = std::min<std::uint32_t>(policy.max_delay_ms, delay * 2);
       d.redeliver.clear();
+      d.shaper.drop_held();
       events.clear();
       gather_until.reset();
       reconnect = true;
     }
   }
-  if (events.empty() && d.redeliver.empty() &&
+  d.shaper.hold_back_open_transaction(events, max, d.config.source->finished());
+  if (const std::size_t suppressed = d.shaper.suppress(events); suppressed > 0) {
+    {
+      std::lock_guard lock(d.mutex);
+      d.events_delivered += suppressed;  // acknowledged as if delivered
+    }
+    if (events.empty()) {
+      if (auto acked = d.acknowledge_suppressed(); !acked) {
+        return fail(acked.error().context("acknowledging events suppressed as duplicates"));
+      }
+    }
+  }
+  if (events.empty() && d.redeliver.empty() && !d.shaper.holds_events() &&
       (!d.checkpoint || d.checkpoint->partial_tx_events == 0)) {
     // Nothing in flight and everything delivered is acknowledged: let the checkpoint (and so
     // the slot) follow the source's idle position, checkpointed before it is confirmed.
@@ -450,12 +504,15 @@ Status Runtime::commit_ack(const AckToken& token) {
                                      std::to_string(token.delivery_id()) +
                                      " was already committed; each token is committed once"));
   }
-  const std::size_t n = token.size();
-  // The plan reads the acknowledged prefix as the source produced it.
-  auto plan = detail::plan_commit(d.barrier_state(), std::span<const Event>(d.scratch->data(), n),
+  // The plan reads the acknowledged prefix as the source produced it, events suppressed as
+  // duplicates included.
+  const std::vector<Event>& produced = d.shaper.produced(*d.scratch);
+  const std::size_t n = d.shaper.produced_prefix(token.size());
+  auto plan = detail::plan_commit(d.barrier_state(), std::span<const Event>(produced.data(), n),
                                   now_ms());
   // Hand the unacknowledged tail out again on the next poll.
-  for (std::size_t i = d.scratch->size(); i > n; --i) d.redeliver.push_front((*d.scratch)[i - 1]);
+  for (std::size_t i = produced.size(); i > n; --i) d.redeliver.push_front(produced[i - 1]);
+  d.shaper.acknowledge(n);
   d.scratch.reset();
   d.outstanding_id.reset();
   if (auto applied = d.apply(plan); !applied) {
@@ -491,6 +548,8 @@ void Runtime::force_stop() {
   d.config.source->close();
   d.outstanding_id.reset();
   d.redeliver.clear();
+  d.shaper.drop_held();
+  d.shaper.end_batch();
   d.scratch.reset();
   std::lock_guard lock(d.mutex);
   d.state = RuntimeState::kStopped;
@@ -583,6 +642,9 @@ RuntimeAdminSnapshot Runtime::admin_snapshot() const {
   if (d.checkpoint) s.checkpoint_offset = d.checkpoint->offset;
   s.last_poll_at_ms = d.last_poll_at_ms;
   s.last_commit_at_ms = d.last_commit_at_ms;
+  s.idempotency_evictions = d.shaper.evictions();
+  s.idempotency_unidentifiable_passthrough = d.shaper.unidentifiable();
+  s.idempotency_suppressed = d.shaper.suppressed();
   // Provisional until the health checks land: running or not.
   s.health.kind = d.state == RuntimeState::kRunning ? HealthVerdict::Kind::kHealthy
                                                     : HealthVerdict::Kind::kNotRunning;
