@@ -667,5 +667,53 @@ TEST(RunServer, CheckConfigReportsAnInvalidFile) {
   EXPECT_EQ(check_config("/nonexistent/cdc.toml"), 2);
 }
 
+TEST(ServerConfig, DuplicateSuppressionIsOnByDefaultAndItsKeysAreRead) {
+  auto defaults = parse_server_config(kMinimal, "cdc.toml");
+  ASSERT_TRUE(defaults) << defaults.error().report();
+  ASSERT_TRUE(defaults->runtime.idempotency);
+  EXPECT_EQ(defaults->runtime.idempotency->capacity, kDefaultIdempotencyCapacity);
+  EXPECT_EQ(defaults->runtime.idempotency->ttl_ms, 0u);
+
+  const std::string example = kExample;
+  auto sized = parse_server_config(
+      edit(example, "[runtime]\n",
+           "[runtime]\nidempotency_capacity = 5000\nidempotency_ttl_ms = 60000\n"),
+      "cdc.toml");
+  ASSERT_TRUE(sized) << sized.error().report();
+  ASSERT_TRUE(sized->runtime.idempotency);
+  EXPECT_EQ(sized->runtime.idempotency->capacity, 5000u);
+  EXPECT_EQ(sized->runtime.idempotency->ttl_ms, 60000u);
+
+  auto off = parse_server_config(edit(example, "[runtime]\n", "[runtime]\nidempotency = false\n"),
+                                 "cdc.toml");
+  ASSERT_TRUE(off) << off.error().report();
+  EXPECT_FALSE(off->runtime.idempotency);
+
+  EXPECT_CONTAINS(
+      error_of(edit(example, "[runtime]\n", "[runtime]\nidempotency_capacity = 0\n")),
+      "[runtime] idempotency_capacity: expected an integer from 1");
+  EXPECT_CONTAINS(error_of(edit(example, "[runtime]\n",
+                                "[runtime]\nidempotency = false\nidempotency_capacity = 10\n")),
+                  "[runtime] idempotency_capacity: set while idempotency = false");
+}
+
+TEST(ServerConfig, TransactionBoundaryIsSplitUnlessPreserveTransactionsIsAskedFor) {
+  auto defaults = parse_server_config(kMinimal, "cdc.toml");
+  ASSERT_TRUE(defaults) << defaults.error().report();
+  EXPECT_EQ(defaults->runtime.transaction_boundary, TransactionBoundaryPolicy::kSplit);
+  const std::string example = kExample;
+  auto preserve = parse_server_config(
+      edit(example, "[runtime]\n", "[runtime]\ntransaction_boundary = \"preserve_transactions\"\n"),
+      "cdc.toml");
+  ASSERT_TRUE(preserve) << preserve.error().report();
+  EXPECT_EQ(preserve->runtime.transaction_boundary,
+            TransactionBoundaryPolicy::kPreserveTransactions);
+  EXPECT_CONTAINS(error_of(edit(example, "[runtime]\n",
+                                "[runtime]\ntransaction_boundary = \"preserve\"\n")),
+                  "[runtime] transaction_boundary: expected \"split\" or "
+                  "\"preserve_transactions\", found \"preserve\"");
+  EXPECT_CONTAINS(describe_config(*preserve), "preserve_transactions");
+}
+
 }  // namespace
 }  // namespace cppcdc::server
