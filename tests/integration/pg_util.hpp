@@ -125,6 +125,7 @@ struct ReaderOptions {
   std::size_t max_buffer_size = RuntimeOptions{}.max_buffer_size;
   std::optional<std::uint32_t> max_retries = ConnectionRetryPolicy{}.max_retries;
   std::uint32_t initial_delay_ms = ConnectionRetryPolicy{}.initial_delay_ms;
+  TransactionBoundaryPolicy transaction_boundary = RuntimeOptions{}.transaction_boundary;
 };
 
 /// A library Runtime over a PostgreSQL source reading database `db` of the test server:
@@ -146,6 +147,7 @@ struct Reader {
     rc.options.max_buffer_size = options.max_buffer_size;
     rc.options.connection_retry.max_retries = options.max_retries;
     rc.options.connection_retry.initial_delay_ms = options.initial_delay_ms;
+    rc.options.transaction_boundary = options.transaction_boundary;
     auto rt = Runtime::create(std::move(rc));
     EXPECT_TRUE(rt);
     runtime = std::move(*rt);
