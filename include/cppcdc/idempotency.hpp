@@ -49,10 +49,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <string>
-#include <unordered_set>
+#include <vector>
 
 #include "cppcdc/event.hpp"
 #include "cppcdc/result.hpp"
@@ -144,27 +143,33 @@ class EventIdempotencyGuard {
   std::uint64_t unidentifiable_passthrough_count() const noexcept { return unidentifiable_; }
   /// Fingerprints remembered now (those past the age limit may still be counted until the
   /// next call that looks at the window).
-  std::size_t size() const noexcept { return order_.size(); }
+  std::size_t size() const noexcept { return count_; }
   std::size_t capacity() const noexcept { return capacity_; }
 
  private:
   EventIdempotencyGuard(std::size_t capacity, Clock clock);
-  struct Hash {
-    std::size_t operator()(const TransientFingerprint& f) const noexcept {
-      return static_cast<std::size_t>(f.lo ^ (f.hi * 0x9e3779b97f4a7c15ULL));
-    }
-  };
   struct Entry {
     TransientFingerprint fingerprint;
     std::int64_t at_ms = 0;
   };
   void expire();
+  void drop_oldest();
+  std::size_t find_slot(const TransientFingerprint& fingerprint) const noexcept;
+  void index(std::uint32_t at);
+  void unindex(std::size_t slot) noexcept;
+  void grow();
 
   std::size_t capacity_;
   std::uint64_t ttl_ms_ = 0;
   Clock clock_;
-  std::deque<Entry> order_;  // oldest first
-  std::unordered_set<TransientFingerprint, Hash> members_;
+  // The window: a circular buffer of entries, oldest at head_, grown on demand up to
+  // capacity_, and an open-addressing index over it (linear probing, at most half full). A
+  // slot holds the low 32 bits of the fingerprint's `lo` (its home slot and a quick filter)
+  // above the entry's position + 1; 0 when free.
+  std::vector<Entry> ring_;
+  std::size_t head_ = 0;
+  std::size_t count_ = 0;
+  std::vector<std::uint64_t> slots_;
   std::uint64_t evictions_ = 0;
   std::uint64_t unidentifiable_ = 0;
 };

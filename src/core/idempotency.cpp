@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstring>
+#include <limits>
 #include <random>
 
 #include "core/siphash.hpp"
@@ -15,38 +17,104 @@ namespace {
 
 constexpr std::string_view kDomain = "cppcdc.fingerprint.v1";
 
-void put_u8(std::string& out, std::uint8_t v) { out.push_back(static_cast<char>(v)); }
+// The canonical encoding (idempotency.hpp), written in two passes: Sizer counts the bytes,
+// Writer fills a buffer sized once, so encoding costs one allocation at most.
+struct Sizer {
+  std::size_t n = 0;
+  void u8(std::uint8_t) { n += 1; }
+  void u32(std::uint32_t) { n += 4; }
+  void u64(std::uint64_t) { n += 8; }
+  void raw(std::string_view s) { n += s.size(); }
+};
 
-void put_u32(std::string& out, std::uint32_t v) {
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+struct Writer {
+  char* p;
+  void u8(std::uint8_t v) { *p++ = static_cast<char>(v); }
+  void u32(std::uint32_t v) {
+    for (int i = 0; i < 4; ++i) *p++ = static_cast<char>((v >> (8 * i)) & 0xff);
+  }
+  void u64(std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) *p++ = static_cast<char>((v >> (8 * i)) & 0xff);
+  }
+  void raw(std::string_view s) {
+    if (!s.empty()) std::memcpy(p, s.data(), s.size());
+    p += s.size();
+  }
+};
+
+template <class Out>
+void put_str(Out& out, std::string_view s) {
+  out.u32(static_cast<std::uint32_t>(s.size()));
+  out.raw(s);
 }
 
-void put_u64(std::string& out, std::uint64_t v) {
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-
-void put_str(std::string& out, std::string_view s) {
-  put_u32(out, static_cast<std::uint32_t>(s.size()));
-  out.append(s);
-}
-
-void put_names(std::string& out, const std::vector<std::string>& names) {
-  put_u32(out, static_cast<std::uint32_t>(names.size()));
+template <class Out>
+void put_names(Out& out, const std::vector<std::string>& names) {
+  out.u32(static_cast<std::uint32_t>(names.size()));
   for (const auto& n : names) put_str(out, n);
 }
 
-void put_row(std::string& out, const Row& row) {
-  put_u32(out, static_cast<std::uint32_t>(row.size()));
+template <class Out>
+void put_row(Out& out, const Row& row) {
+  out.u32(static_cast<std::uint32_t>(row.size()));
   for (const auto& c : row) {
     put_str(out, c.name);
     if (c.text) {
-      put_u8(out, 1);
+      out.u8(1);
       put_str(out, *c.text);
     } else {
-      put_u8(out, 0);
+      out.u8(0);
     }
-    put_u8(out, c.is_json ? 1 : 0);
+    out.u8(c.is_json ? 1 : 0);
   }
+}
+
+template <class Out>
+void encode(const Event& e, Out& out) {
+  out.raw(kDomain);
+  out.u8(0);
+  put_str(out, e.source.source_name);
+  put_str(out, e.source.offset);
+  put_str(out, to_string(e.op));
+  if (e.schema) {
+    out.u8(1);
+    put_str(out, *e.schema);
+  } else {
+    out.u8(0);
+  }
+  put_str(out, e.table);
+  if (e.transaction) {
+    out.u8(1);
+    out.u64(e.transaction->tx_id);
+    out.u64(e.transaction->total_events);
+    out.u64(e.transaction->event_index);
+  } else {
+    out.u8(0);
+  }
+  out.u8(e.snapshot ? 1 : 0);
+  if (e.primary_key) {
+    out.u8(1);
+    put_names(out, *e.primary_key);
+  } else {
+    out.u8(0);
+  }
+  if (e.before.is_full()) {
+    out.u8(2);
+    put_row(out, *e.before.full_row());
+    put_names(out, e.before.unavailable_columns());
+  } else if (e.before.is_key_only()) {
+    out.u8(1);
+    put_row(out, *e.before.row());
+  } else {
+    out.u8(0);
+  }
+  if (e.after) {
+    out.u8(1);
+    put_row(out, *e.after);
+  } else {
+    out.u8(0);
+  }
+  put_names(out, e.unavailable_columns);
 }
 
 bool row_has_all(const Row* row, const std::vector<std::string>& names) noexcept {
@@ -118,50 +186,12 @@ std::string TransientFingerprint::to_string() const {
 }
 
 void append_fingerprint_encoding(const Event& e, std::string& out) {
-  out.append(kDomain);
-  put_u8(out, 0);
-  put_str(out, e.source.source_name);
-  put_str(out, e.source.offset);
-  put_str(out, to_string(e.op));
-  if (e.schema) {
-    put_u8(out, 1);
-    put_str(out, *e.schema);
-  } else {
-    put_u8(out, 0);
-  }
-  put_str(out, e.table);
-  if (e.transaction) {
-    put_u8(out, 1);
-    put_u64(out, e.transaction->tx_id);
-    put_u64(out, e.transaction->total_events);
-    put_u64(out, e.transaction->event_index);
-  } else {
-    put_u8(out, 0);
-  }
-  put_u8(out, e.snapshot ? 1 : 0);
-  if (e.primary_key) {
-    put_u8(out, 1);
-    put_names(out, *e.primary_key);
-  } else {
-    put_u8(out, 0);
-  }
-  if (e.before.is_full()) {
-    put_u8(out, 2);
-    put_row(out, *e.before.full_row());
-    put_names(out, e.before.unavailable_columns());
-  } else if (e.before.is_key_only()) {
-    put_u8(out, 1);
-    put_row(out, *e.before.row());
-  } else {
-    put_u8(out, 0);
-  }
-  if (e.after) {
-    put_u8(out, 1);
-    put_row(out, *e.after);
-  } else {
-    put_u8(out, 0);
-  }
-  put_names(out, e.unavailable_columns);
+  Sizer sizer;
+  encode(e, sizer);
+  const std::size_t at = out.size();
+  out.resize(at + sizer.n);
+  Writer writer{out.data() + at};
+  encode(e, writer);
 }
 
 Result<std::string> fingerprint_event_stable(const Event& event) {
@@ -191,9 +221,7 @@ bool is_identifiable(const Event& e) noexcept {
 }
 
 EventIdempotencyGuard::EventIdempotencyGuard(std::size_t capacity, Clock clock)
-    : capacity_(capacity), clock_(clock ? std::move(clock) : Clock(steady_ms)) {
-  members_.reserve(std::min<std::size_t>(capacity, 1 << 16));
-}
+    : capacity_(capacity), clock_(clock ? std::move(clock) : Clock(steady_ms)) {}
 
 Result<EventIdempotencyGuard> EventIdempotencyGuard::create(std::size_t capacity) {
   return create(IdempotencyOptions{capacity, 0});
@@ -206,6 +234,10 @@ Result<EventIdempotencyGuard> EventIdempotencyGuard::create(const IdempotencyOpt
         "idempotency guard capacity must be at least 1 (turn the guard off instead of sizing "
         "it 0)"));
   }
+  if (options.capacity > std::numeric_limits<std::uint32_t>::max() / 4) {
+    return fail(Error::configuration("idempotency guard capacity " +
+                                     std::to_string(options.capacity) + " is too large"));
+  }
   EventIdempotencyGuard guard(options.capacity, std::move(clock));
   guard.ttl_ms_ = options.ttl_ms;
   return guard;
@@ -215,34 +247,116 @@ Status EventIdempotencyGuard::set_ttl_ms(std::uint64_t ttl_ms) {
   if (ttl_ms == 0) {
     return fail(Error::configuration("idempotency guard ttl_ms must be at least 1"));
   }
+  if (ttl_ms_ == 0 && count_ > 0) {
+    // Without an age limit entries were not stamped: their age counts from now.
+    const std::int64_t now = clock_();
+    for (std::size_t i = 0; i < count_; ++i) ring_[(head_ + i) % ring_.size()].at_ms = now;
+  }
   ttl_ms_ = ttl_ms;
   return ok();
 }
 
+namespace {
+
+constexpr std::uint64_t tag_of(const TransientFingerprint& fp) noexcept { return fp.lo << 32; }
+constexpr std::uint64_t kTagMask = 0xffffffff00000000ULL;
+constexpr std::uint32_t position_of(std::uint64_t slot) noexcept {
+  return static_cast<std::uint32_t>(slot);
+}
+
+}  // namespace
+
+std::size_t EventIdempotencyGuard::find_slot(const TransientFingerprint& fp) const noexcept {
+  if (slots_.empty()) return slots_.size();
+  const std::size_t mask = slots_.size() - 1;
+  const std::uint64_t tag = tag_of(fp);
+  for (std::size_t i = fp.lo & mask;; i = (i + 1) & mask) {
+    const std::uint64_t v = slots_[i];
+    if (v == 0) return slots_.size();
+    if ((v & kTagMask) == tag && ring_[position_of(v) - 1].fingerprint == fp) return i;
+  }
+}
+
+void EventIdempotencyGuard::index(std::uint32_t at) {
+  const std::size_t mask = slots_.size() - 1;
+  const auto& fp = ring_[at].fingerprint;
+  std::size_t i = fp.lo & mask;
+  while (slots_[i] != 0) i = (i + 1) & mask;
+  slots_[i] = tag_of(fp) | (static_cast<std::uint64_t>(at) + 1);
+}
+
+void EventIdempotencyGuard::unindex(std::size_t slot) noexcept {
+  // Backward-shift deletion: pull later entries of the probe run into the hole when their
+  // home slot does not lie between the hole and themselves. The home comes from the tag.
+  const std::size_t mask = slots_.size() - 1;
+  std::size_t hole = slot;
+  slots_[hole] = 0;
+  for (std::size_t j = (hole + 1) & mask; slots_[j] != 0; j = (j + 1) & mask) {
+    const std::size_t home = (slots_[j] >> 32) & mask;
+    const bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
+    if (stays) continue;
+    slots_[hole] = slots_[j];
+    slots_[j] = 0;
+    hole = j;
+  }
+}
+
+void EventIdempotencyGuard::drop_oldest() {
+  // The oldest entry's slot is found by its position alone: no other entry is read.
+  const std::size_t mask = slots_.size() - 1;
+  const std::uint64_t want = static_cast<std::uint64_t>(head_) + 1;
+  for (std::size_t i = ring_[head_].fingerprint.lo & mask;; i = (i + 1) & mask) {
+    if (slots_[i] == 0) break;  // not indexed (cannot happen)
+    if (position_of(slots_[i]) == want) {
+      unindex(i);
+      break;
+    }
+  }
+  head_ = (head_ + 1) % ring_.size();
+  --count_;
+}
+
+void EventIdempotencyGuard::grow() {
+  const std::size_t size =
+      std::min(capacity_, std::max<std::size_t>(1024, ring_.size() * 2));
+  std::vector<Entry> next;
+  next.reserve(size);
+  for (std::size_t i = 0; i < count_; ++i) next.push_back(ring_[(head_ + i) % ring_.size()]);
+  next.resize(size);
+  ring_ = std::move(next);
+  head_ = 0;
+  std::size_t table = 1;
+  while (table < 2 * size) table <<= 1;
+  slots_.assign(table, 0);
+  for (std::size_t i = 0; i < count_; ++i) index(static_cast<std::uint32_t>(i));
+}
+
 void EventIdempotencyGuard::expire() {
-  if (ttl_ms_ == 0 || order_.empty()) return;
+  if (ttl_ms_ == 0 || count_ == 0) return;
   const std::int64_t now = clock_();
-  while (!order_.empty() &&
-         now - order_.front().at_ms >= static_cast<std::int64_t>(ttl_ms_)) {
-    members_.erase(order_.front().fingerprint);
-    order_.pop_front();
+  while (count_ > 0 && now - ring_[head_].at_ms >= static_cast<std::int64_t>(ttl_ms_)) {
+    drop_oldest();
   }
 }
 
 bool EventIdempotencyGuard::contains(const TransientFingerprint& fingerprint) {
   expire();
-  return members_.contains(fingerprint);
+  return find_slot(fingerprint) != slots_.size();
 }
 
 void EventIdempotencyGuard::remember(const TransientFingerprint& fingerprint) {
   expire();
-  if (!members_.insert(fingerprint).second) return;  // already in the window
-  while (order_.size() >= capacity_) {
-    members_.erase(order_.front().fingerprint);
-    order_.pop_front();
+  if (find_slot(fingerprint) != slots_.size()) return;  // already in the window
+  if (count_ == capacity_) {
+    drop_oldest();
     ++evictions_;
+  } else if (count_ == ring_.size()) {
+    grow();
   }
-  order_.push_back(Entry{fingerprint, clock_()});
+  const std::size_t at = (head_ + count_) % ring_.size();
+  ring_[at] = Entry{fingerprint, ttl_ms_ == 0 ? 0 : clock_()};
+  ++count_;
+  index(static_cast<std::uint32_t>(at));
 }
 
 bool EventIdempotencyGuard::should_process(const Event& event) {

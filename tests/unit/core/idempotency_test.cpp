@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <deque>
 #include <string>
 
 #include "core/siphash.hpp"
@@ -227,4 +229,52 @@ TEST(IdempotencyGuard, CheckAndRecordSeparatelyForADurableWriteInBetween) {
   EXPECT_TRUE(guard.is_duplicate(tx_insert()));
   guard.mark_processed(keyless_ping());
   EXPECT_EQ(guard.unidentifiable_passthrough_count(), 1u);
+}
+
+TEST(IdempotencyGuard, TheWindowHoldsExactlyTheLastCapacityFingerprintsUnderCollisions) {
+  // Fingerprints chosen to collide in the index (equal low bits) and to wrap around its end,
+  // checked against a plain model after every step: the window is the last `capacity`
+  // distinct fingerprints remembered.
+  constexpr std::size_t kCapacity = 50;
+  auto guard = EventIdempotencyGuard::create(kCapacity).value();
+  std::deque<TransientFingerprint> model;
+  std::uint64_t state = 12345;
+  auto next = [&] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return state >> 33;
+  };
+  for (int step = 0; step < 20'000; ++step) {
+    const std::uint64_t k = next() % 300;
+    // Low bits in a narrow band near the top of any power-of-two table: long probe runs that
+    // wrap; hi tells fingerprints with equal low bits apart.
+    TransientFingerprint fp{k, (k % 7) * 1024 + 1020 + (k % 5)};
+    const bool in_model = std::find(model.begin(), model.end(), fp) != model.end();
+    ASSERT_EQ(guard.contains(fp), in_model) << "step " << step;
+    guard.remember(fp);
+    if (!in_model) {
+      model.push_back(fp);
+      if (model.size() > kCapacity) model.pop_front();
+    }
+    ASSERT_EQ(guard.size(), model.size());
+    if (step % 97 == 0) {
+      for (std::uint64_t j = 0; j < 300; ++j) {
+        TransientFingerprint probe{j, (j % 7) * 1024 + 1020 + (j % 5)};
+        const bool expected = std::find(model.begin(), model.end(), probe) != model.end();
+        ASSERT_EQ(guard.contains(probe), expected) << "step " << step << " key " << j;
+      }
+    }
+  }
+}
+
+TEST(IdempotencyGuard, AnAgeLimitSetLaterCountsFromWhenItWasSet) {
+  std::int64_t now = 0;
+  IdempotencyOptions options;
+  options.capacity = 10;
+  auto guard = EventIdempotencyGuard::create(options, [&] { return now; }).value();
+  guard.mark_processed(tx_insert());
+  now = 1'000'000;
+  ASSERT_TRUE(guard.set_ttl_ms(100));
+  EXPECT_TRUE(guard.is_duplicate(tx_insert()));
+  now += 100;
+  EXPECT_FALSE(guard.is_duplicate(tx_insert()));
 }
