@@ -34,10 +34,11 @@ void BatchShaper::hold_back_open_transaction(std::vector<Event>& events, std::si
       // Holding it back would leave every batch empty: deliver it split.
       if (warned_tx_ != open->tx_id) {
         warned_tx_ = open->tx_id;
-        spdlog::warn("transaction {} has more events than max_buffer_size ({}): it cannot fit "
-                     "in one batch and is delivered split across batches; raise "
-                     "max_buffer_size above the largest transaction to keep them whole",
-                     open->tx_id, max);
+        spdlog::warn(
+            "transaction {} has more events than max_buffer_size ({}): it cannot fit "
+            "in one batch and is delivered split across batches; raise "
+            "max_buffer_size above the largest transaction to keep them whole",
+            open->tx_id, max);
       }
       return;
     }

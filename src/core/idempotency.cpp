@@ -317,8 +317,7 @@ void EventIdempotencyGuard::drop_oldest() {
 }
 
 void EventIdempotencyGuard::grow() {
-  const std::size_t size =
-      std::min(capacity_, std::max<std::size_t>(1024, ring_.size() * 2));
+  const std::size_t size = std::min(capacity_, std::max<std::size_t>(1024, ring_.size() * 2));
   std::vector<Entry> next;
   next.reserve(size);
   for (std::size_t i = 0; i < count_; ++i) next.push_back(ring_[(head_ + i) % ring_.size()]);

@@ -425,8 +425,9 @@ Status read_runtime_delivery(const Section& runtime, RuntimeOptions& out) {
   if (!ttl) return fail(ttl.error());
   if (!enabled && (capacity->has_value() || ttl->has_value())) {
     const char* key = capacity->has_value() ? "idempotency_capacity" : "idempotency_ttl_ms";
-    return fail(runtime.error(key, "set while idempotency = false turns the guard off; remove "
-                                   "one of the two"));
+    return fail(runtime.error(key,
+                              "set while idempotency = false turns the guard off; remove "
+                              "one of the two"));
   }
   if (capacity->has_value()) window.capacity = static_cast<std::size_t>(**capacity);
   if (ttl->has_value()) window.ttl_ms = static_cast<std::uint64_t>(**ttl);
@@ -440,9 +441,9 @@ Status read_runtime_delivery(const Section& runtime, RuntimeOptions& out) {
     } else if (*boundary == "preserve_transactions") {
       out.transaction_boundary = TransactionBoundaryPolicy::kPreserveTransactions;
     } else {
-      return fail(runtime.error("transaction_boundary",
-                                "expected \"split\" or \"preserve_transactions\", found " +
-                                    in_quotes(*boundary)));
+      return fail(runtime.error(
+          "transaction_boundary",
+          "expected \"split\" or \"preserve_transactions\", found " + in_quotes(*boundary)));
     }
   }
   return ok();
@@ -1148,13 +1149,12 @@ std::string describe_config(const ServerConfig& config) {
   entry("runtime:", "max_buffer_size " + std::to_string(rt.max_buffer_size) +
                         ", max_poll_wait_ms " + std::to_string(rt.max_poll_wait_ms));
   entry("  duplicates:",
-        rt.idempotency ? "suppressed, window of " + std::to_string(rt.idempotency->capacity) +
-                             " events" +
-                             (rt.idempotency->ttl_ms ? ", forgotten after " +
-                                                           std::to_string(rt.idempotency->ttl_ms) +
-                                                           " ms"
-                                                     : std::string())
-                       : std::string("not suppressed (idempotency = false)"));
+        rt.idempotency
+            ? "suppressed, window of " + std::to_string(rt.idempotency->capacity) + " events" +
+                  (rt.idempotency->ttl_ms
+                       ? ", forgotten after " + std::to_string(rt.idempotency->ttl_ms) + " ms"
+                       : std::string())
+            : std::string("not suppressed (idempotency = false)"));
   entry("  transactions:", std::string(to_string(rt.transaction_boundary)) +
                                (rt.transaction_boundary == TransactionBoundaryPolicy::kSplit
                                     ? " (a batch may end inside a transaction)"

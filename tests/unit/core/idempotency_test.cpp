@@ -1,5 +1,7 @@
 // The idempotency guard and the event fingerprints (idempotency.hpp).
 
+#include "cppcdc/idempotency.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -7,7 +9,6 @@
 #include <string>
 
 #include "core/siphash.hpp"
-#include "cppcdc/idempotency.hpp"
 
 using namespace cppcdc;
 

@@ -410,8 +410,7 @@ TEST(TransactionBoundary, APartialAcknowledgementUnderPreserveRedeliversTheTailF
 
 TEST(TransactionBoundary, PolicyNames) {
   EXPECT_EQ(to_string(TransactionBoundaryPolicy::kSplit), "split");
-  EXPECT_EQ(to_string(TransactionBoundaryPolicy::kPreserveTransactions),
-            "preserve_transactions");
+  EXPECT_EQ(to_string(TransactionBoundaryPolicy::kPreserveTransactions), "preserve_transactions");
 }
 
 TEST(TransactionBoundary, TrailingOpenTransactionFindsWhereTheHeldBackTailBegins) {

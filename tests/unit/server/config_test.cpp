@@ -689,9 +689,8 @@ TEST(ServerConfig, DuplicateSuppressionIsOnByDefaultAndItsKeysAreRead) {
   ASSERT_TRUE(off) << off.error().report();
   EXPECT_FALSE(off->runtime.idempotency);
 
-  EXPECT_CONTAINS(
-      error_of(edit(example, "[runtime]\n", "[runtime]\nidempotency_capacity = 0\n")),
-      "[runtime] idempotency_capacity: expected an integer from 1");
+  EXPECT_CONTAINS(error_of(edit(example, "[runtime]\n", "[runtime]\nidempotency_capacity = 0\n")),
+                  "[runtime] idempotency_capacity: expected an integer from 1");
   EXPECT_CONTAINS(error_of(edit(example, "[runtime]\n",
                                 "[runtime]\nidempotency = false\nidempotency_capacity = 10\n")),
                   "[runtime] idempotency_capacity: set while idempotency = false");
@@ -708,10 +707,10 @@ TEST(ServerConfig, TransactionBoundaryIsSplitUnlessPreserveTransactionsIsAskedFo
   ASSERT_TRUE(preserve) << preserve.error().report();
   EXPECT_EQ(preserve->runtime.transaction_boundary,
             TransactionBoundaryPolicy::kPreserveTransactions);
-  EXPECT_CONTAINS(error_of(edit(example, "[runtime]\n",
-                                "[runtime]\ntransaction_boundary = \"preserve\"\n")),
-                  "[runtime] transaction_boundary: expected \"split\" or "
-                  "\"preserve_transactions\", found \"preserve\"");
+  EXPECT_CONTAINS(
+      error_of(edit(example, "[runtime]\n", "[runtime]\ntransaction_boundary = \"preserve\"\n")),
+      "[runtime] transaction_boundary: expected \"split\" or "
+      "\"preserve_transactions\", found \"preserve\"");
   EXPECT_CONTAINS(describe_config(*preserve), "preserve_transactions");
 }
 
