@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "core/event_identity.hpp"
 #include "core/tx_boundary.hpp"
 
 namespace cppcdc::detail {
@@ -63,7 +64,7 @@ std::size_t BatchShaper::suppress(std::vector<Event>& events) {
       fingerprints_.emplace_back();
       continue;
     }
-    const auto fp = fingerprint_event_transient(events[i]);
+    const auto fp = event_identity(events[i]);
     fingerprints_.emplace_back(fp);
     if (guard_->contains(fp)) {
       if (duplicates++ == 0) first_duplicate = i;

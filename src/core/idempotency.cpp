@@ -10,6 +10,7 @@
 #include <limits>
 #include <random>
 
+#include "core/event_identity.hpp"
 #include "core/siphash.hpp"
 
 namespace cppcdc {
@@ -212,6 +213,41 @@ TransientFingerprint fingerprint_event_transient(const Event& event) {
   const auto h = detail::siphash24_128(process_key(), bytes);
   return TransientFingerprint{h[0], h[1]};
 }
+
+namespace detail {
+
+TransientFingerprint event_identity(const Event& e) {
+  if (!e.transaction) return fingerprint_event_transient(e);
+  // A domain of its own, so that it never equals a full encoding's hash by construction.
+  constexpr std::string_view kIdentityDomain = "cppcdc.identity.tx.v1";
+  const auto encode_identity = [&](auto& out) {
+    out.raw(kIdentityDomain);
+    out.u8(0);
+    put_str(out, e.source.source_name);
+    put_str(out, e.source.offset);
+    put_str(out, to_string(e.op));
+    if (e.schema) {
+      out.u8(1);
+      put_str(out, *e.schema);
+    } else {
+      out.u8(0);
+    }
+    put_str(out, e.table);
+    out.u64(e.transaction->tx_id);
+    out.u64(e.transaction->total_events);
+    out.u64(e.transaction->event_index);
+  };
+  Sizer sizer;
+  encode_identity(sizer);
+  std::string& bytes = scratch();
+  bytes.resize(sizer.n);
+  Writer writer{bytes.data()};
+  encode_identity(writer);
+  const auto h = siphash24_128(process_key(), bytes);
+  return TransientFingerprint{h[0], h[1]};
+}
+
+}  // namespace detail
 
 bool is_identifiable(const Event& e) noexcept {
   if (e.transaction) return true;

@@ -8,6 +8,7 @@
 #include <deque>
 #include <string>
 
+#include "core/event_identity.hpp"
 #include "core/siphash.hpp"
 
 using namespace cppcdc;
@@ -278,4 +279,19 @@ TEST(IdempotencyGuard, AnAgeLimitSetLaterCountsFromWhenItWasSet) {
   EXPECT_TRUE(guard.is_duplicate(tx_insert()));
   now += 100;
   EXPECT_FALSE(guard.is_duplicate(tx_insert()));
+}
+
+TEST(Fingerprint, TheRuntimesIdentityOfATransactedEventIsItsPlaceNotItsImages) {
+  const Event a = tx_insert();
+  Event same_place = a;
+  (*same_place.after)[1].text = "changed";  // images are not part of the identity
+  EXPECT_EQ(detail::event_identity(same_place), detail::event_identity(a));
+  Event next = a;
+  next.transaction->event_index = 2;
+  EXPECT_NE(detail::event_identity(next), detail::event_identity(a));
+  Event moved = a;
+  moved.source.offset = "0/16B2E49";
+  EXPECT_NE(detail::event_identity(moved), detail::event_identity(a));
+  // Without transaction metadata the identity is the whole encoding.
+  EXPECT_EQ(detail::event_identity(keyed_delete()), fingerprint_event_transient(keyed_delete()));
 }

@@ -1,0 +1,16 @@
+#pragma once
+// The identity the runtime's duplicate window keys on (batch_shaper.hpp). An event with
+// transaction metadata is identified by where it sits: source, position, table, op and its
+// transaction sequence (a change has one place in one transaction), so its row images are not
+// hashed; any other (identifiable) event by its whole canonical encoding, as
+// fingerprint_event_transient. Both under the process's random key; comparable only within
+// the process.
+
+#include "cppcdc/event.hpp"
+#include "cppcdc/idempotency.hpp"
+
+namespace cppcdc::detail {
+
+TransientFingerprint event_identity(const Event& event);
+
+}  // namespace cppcdc::detail
