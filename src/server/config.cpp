@@ -920,6 +920,18 @@ Result<ServerConfig> read_document(const toml::table& document, const std::strin
   }
   CPPCDC_TRY(check_sinks_reached(config, sink_sections));
   CPPCDC_TRY(read_dead_letter(top, config));
+  if (!config.dead_letter) {
+    for (std::size_t i = 0; i < config.sinks.size(); ++i) {
+      const SinkEntry& sink = config.sinks[i];
+      const auto key = sink.configured ? sink.configured->dead_letter_key() : std::nullopt;
+      if (!key) continue;
+      return fail(sink_sections[i]->error(
+          *key, "this sink hands the batches its destination refuses to the dead-letter file, "
+                "and this configuration has no [dead_letter] section, so they would be lost; "
+                "add [dead_letter] with a path, or leave the setting at its default (a refused "
+                "batch stops the pipeline)"));
+    }
+  }
   if (config.transform_error_policy == TransformErrorPolicy::kSkip && !config.dead_letter) {
     return fail((*runtime)->error(
         "transform_error_policy",

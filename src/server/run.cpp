@@ -4,12 +4,14 @@
 #include <unistd.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <ctime>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -225,7 +227,12 @@ int run_server(const ServerConfig& config) {
 
   // Dead letters: opened only when something sends events there.
   std::shared_ptr<DeadLetterWriter> dead_letters;
-  if (config.dead_letter && config.transform_error_policy == TransformErrorPolicy::kSkip) {
+  const bool sinks_send_dead_letters =
+      std::any_of(config.sinks.begin(), config.sinks.end(), [](const SinkEntry& e) {
+        return e.configured && e.configured->dead_letter_key().has_value();
+      });
+  if (config.dead_letter &&
+      (config.transform_error_policy == TransformErrorPolicy::kSkip || sinks_send_dead_letters)) {
     auto opened = DeadLetterWriter::open(config.dead_letter->path,
                                          DeadLetterOptions{config.dead_letter->file_mode});
     if (!opened) {
@@ -234,7 +241,7 @@ int run_server(const ServerConfig& config) {
     dead_letters = std::move(*opened);
   } else if (config.dead_letter) {
     spdlog::info("[dead_letter] {} is configured, but nothing is sent there while "
-                 "transform_error_policy = \"halt\"",
+                 "transform_error_policy = \"halt\" and no sink skips refused batches",
                  config.dead_letter->path.string());
   }
   const auto close_dead_letters = [&dead_letters]() -> Status {
@@ -287,7 +294,18 @@ int run_server(const ServerConfig& config) {
   for (std::size_t i = 0; i < config.sinks.size(); ++i) {
     const SinkEntry& entry = config.sinks[i];
     if (entry.type == "fanout") continue;
-    auto sink = entry.configured->open();
+    SinkOpenContext context;
+    context.name = entry.name;
+    if (dead_letters) {
+      context.dead_letter = [dead_letters, name = entry.name](std::span<const Event> events,
+                                                              const Error& error) -> Status {
+        for (const Event& event : events) {
+          CPPCDC_TRY(dead_letters->append(event, error, DeadLetterOrigin::sink(name)));
+        }
+        return dead_letters->flush();
+      };
+    }
+    auto sink = entry.configured->open(context);
     if (!sink) {
       close_opened();
       (void)close_dead_letters();
