@@ -60,8 +60,10 @@ HealthVerdict evaluate_health(const HealthInputs& in) {
     // The consumer is alive and retrying a batch it holds: neither its polls nor its
     // acknowledgements are expected until the destination takes the batch.
   } else if (in.outstanding_since_ms == 0) {
-    // Nothing handed out: the loop should be polling.
-    const std::int64_t since = std::max(in.last_poll_at_ms, in.started_at_ms);
+    // Nothing handed out: the loop should be polling. A commit is a turn of the loop too (the
+    // poll comes right after it).
+    const std::int64_t since =
+        std::max({in.last_poll_at_ms, in.started_at_ms, in.last_commit_at_ms});
     const std::int64_t quiet_for = age(since);
     if (quiet_for > threshold) {
       std::string reason =

@@ -22,6 +22,9 @@ namespace cppcdc::server {
 namespace {
 
 constexpr std::int64_t kMaxU32 = std::numeric_limits<std::uint32_t>::max();
+// [runtime] recoverable_error_backoff_initial_ms and _max_ms when the file says nothing.
+constexpr std::uint32_t kServerBackoffInitialMs = 100;
+constexpr std::uint32_t kServerBackoffMaxMs = 5'000;
 
 std::string_view describe_type(toml::node_type type) {
   switch (type) {
@@ -413,8 +416,41 @@ Result<std::shared_ptr<const Configured>> configure(Section& section, const std:
   return std::shared_ptr<const Configured>(std::move(*configured));
 }
 
+// The back-off has two names: connection_retry_*_delay_ms (the library's ConnectionRetryPolicy)
+// and recoverable_error_backoff_*_ms (the spec's [runtime] table); both set the one back-off of
+// the circuit breaker, so a file may use either, not both.
+Status assign_backoff(const Section& runtime, std::string_view key, std::string_view alias,
+                      std::uint32_t& target) {
+  if (runtime.has(key) && runtime.has(alias)) {
+    return fail(runtime.error(key, "is the same setting as " + std::string(alias) +
+                                       "; set only one of them"));
+  }
+  CPPCDC_TRY(assign_int(runtime, key, 0, kMaxU32, target));
+  return assign_int(runtime, alias, 0, kMaxU32, target);
+}
+
+// The circuit breaker shared by the source and the sinks, and the event size limit (core
+// concepts, "Circuit breaker").
+Status read_breaker(const Section& runtime, RuntimeOptions& out) {
+  auto& b = out.breaker;
+  CPPCDC_TRY(assign_int(runtime, "recoverable_error_breaker_consecutive_threshold", 1, kMaxU32,
+                        b.consecutive_threshold));
+  CPPCDC_TRY(assign_int(runtime, "recoverable_error_breaker_cooldown_ms", 0, kMaxU32,
+                        b.cooldown_ms));
+  CPPCDC_TRY(assign_int(runtime, "recoverable_error_breaker_max_open_cycles", 1, kMaxU32,
+                        b.max_open_cycles));
+  return assign_int(runtime, "max_event_bytes", 0, std::numeric_limits<std::int64_t>::max(),
+                    out.max_event_bytes);
+}
+
 Status read_runtime(const Section& runtime, RuntimeOptions& out,
                     std::filesystem::path& control_socket, TransformErrorPolicy& policy) {
+  // The server's defaults are the spec's [runtime] table: no retry budget (the circuit
+  // breaker decides when to give up), back-off from 100 ms to 5 s. The library keeps the
+  // ConnectionRetryPolicy defaults of the API guide.
+  out.connection_retry.max_retries.reset();
+  out.connection_retry.initial_delay_ms = kServerBackoffInitialMs;
+  out.connection_retry.max_delay_ms = kServerBackoffMaxMs;
   CPPCDC_TRY(assign_int(runtime, "max_buffer_size", 1, 100'000'000, out.max_buffer_size));
   CPPCDC_TRY(assign_int(runtime, "max_poll_wait_ms", 0, kMaxU32, out.max_poll_wait_ms));
   std::int64_t retries = out.connection_retry.max_retries
@@ -423,15 +459,22 @@ Status read_runtime(const Section& runtime, RuntimeOptions& out,
   CPPCDC_TRY(assign_int(runtime, "connection_retry_max_retries", -1, kMaxU32, retries));
   out.connection_retry.max_retries =
       retries < 0 ? std::nullopt : std::optional<std::uint32_t>(static_cast<std::uint32_t>(retries));
-  CPPCDC_TRY(assign_int(runtime, "connection_retry_initial_delay_ms", 0, kMaxU32,
-                        out.connection_retry.initial_delay_ms));
-  CPPCDC_TRY(assign_int(runtime, "connection_retry_max_delay_ms", 0, kMaxU32,
-                        out.connection_retry.max_delay_ms));
+  CPPCDC_TRY(assign_backoff(runtime, "connection_retry_initial_delay_ms",
+                            "recoverable_error_backoff_initial_ms",
+                            out.connection_retry.initial_delay_ms));
+  CPPCDC_TRY(assign_backoff(runtime, "connection_retry_max_delay_ms",
+                            "recoverable_error_backoff_max_ms", out.connection_retry.max_delay_ms));
   if (out.connection_retry.max_delay_ms < out.connection_retry.initial_delay_ms) {
-    return fail(runtime.error("connection_retry_max_delay_ms",
-                              "expected at least connection_retry_initial_delay_ms (" +
-                                  std::to_string(out.connection_retry.initial_delay_ms) +
-                                  "), found " + std::to_string(out.connection_retry.max_delay_ms)));
+    const bool spec_names = runtime.has("recoverable_error_backoff_max_ms") ||
+                            runtime.has("recoverable_error_backoff_initial_ms");
+    const std::string max_key =
+        spec_names ? "recoverable_error_backoff_max_ms" : "connection_retry_max_delay_ms";
+    const std::string initial_key =
+        spec_names ? "recoverable_error_backoff_initial_ms" : "connection_retry_initial_delay_ms";
+    return fail(runtime.error(max_key, "expected at least " + initial_key + " (" +
+                                           std::to_string(out.connection_retry.initial_delay_ms) +
+                                           "), found " +
+                                           std::to_string(out.connection_retry.max_delay_ms)));
   }
   std::optional<std::string> socket;
   CPPCDC_CFG_ASSIGN(socket, runtime.get_string("control_socket"));
@@ -457,6 +500,7 @@ Status read_runtime(const Section& runtime, RuntimeOptions& out,
   // "skip" needs [dead_letter]; read_document checks that once the whole file is read.
   policy = policy_name && *policy_name == "skip" ? TransformErrorPolicy::kSkip
                                                  : TransformErrorPolicy::kHalt;
+  CPPCDC_TRY(read_breaker(runtime, out));
   return runtime.reject_unknown(false);
 }
 
@@ -1116,6 +1160,14 @@ std::string describe_config(const ServerConfig& config) {
                                                   : std::string("forever")) +
                                    ", initial delay " + std::to_string(retry.initial_delay_ms) +
                                    " ms, max delay " + std::to_string(retry.max_delay_ms) + " ms");
+  const auto& breaker = rt.breaker;
+  entry("  circuit breaker:",
+        "opens after " + std::to_string(breaker.consecutive_threshold) +
+            " recoverable errors in a row, cooldown " + std::to_string(breaker.cooldown_ms) +
+            " ms, error state after " + std::to_string(breaker.max_open_cycles) +
+            " open cycles");
+  entry("  max event bytes:", rt.max_event_bytes == 0 ? std::string("no limit")
+                                                       : std::to_string(rt.max_event_bytes));
   entry("  control socket:", config.control_socket.string() +
                                  " (`cppcdc snapshot ...` commands reach the running pipeline "
                                  "here)");
