@@ -416,21 +416,21 @@ Result<std::shared_ptr<const Configured>> configure(Section& section, const std:
   return std::shared_ptr<const Configured>(std::move(*configured));
 }
 
-// The back-off has two names: connection_retry_*_delay_ms (the library's ConnectionRetryPolicy)
-// and recoverable_error_backoff_*_ms (the spec's [runtime] table); both set the one back-off of
-// the circuit breaker, so a file may use either, not both.
-Status assign_backoff(const Section& runtime, std::string_view key, std::string_view alias,
-                      std::uint32_t& target) {
-  if (runtime.has(key) && runtime.has(alias)) {
-    return fail(runtime.error(key, "is the same setting as " + std::string(alias) +
-                                       "; set only one of them"));
+// The back-off has two names: connection_retry_*_delay_ms (the library's ConnectionRetryPolicy,
+// read with the other connection_retry keys) and recoverable_error_backoff_*_ms (the spec's
+// [runtime] table, read here); both set the one back-off of the circuit breaker, so a file may
+// use either name, not both.
+Status assign_backoff_alias(const Section& runtime, std::string_view alias,
+                            std::string_view old_name, std::uint32_t& target) {
+  if (runtime.has(alias) && runtime.has(old_name)) {
+    return fail(runtime.error(old_name, "is the same setting as " + std::string(alias) +
+                                            "; set only one of them"));
   }
-  CPPCDC_TRY(assign_int(runtime, key, 0, kMaxU32, target));
   return assign_int(runtime, alias, 0, kMaxU32, target);
 }
 
-// The circuit breaker shared by the source and the sinks, and the event size limit (core
-// concepts, "Circuit breaker").
+// The circuit breaker shared by the source and the sinks, its back-off, and the event size
+// limit (core concepts, "Circuit breaker").
 Status read_breaker(const Section& runtime, RuntimeOptions& out) {
   auto& b = out.breaker;
   CPPCDC_TRY(assign_int(runtime, "recoverable_error_breaker_consecutive_threshold", 1, kMaxU32,
@@ -439,6 +439,22 @@ Status read_breaker(const Section& runtime, RuntimeOptions& out) {
                         b.cooldown_ms));
   CPPCDC_TRY(assign_int(runtime, "recoverable_error_breaker_max_open_cycles", 1, kMaxU32,
                         b.max_open_cycles));
+  auto& retry = out.connection_retry;
+  CPPCDC_TRY(assign_backoff_alias(runtime, "recoverable_error_backoff_initial_ms",
+                                  "connection_retry_initial_delay_ms", retry.initial_delay_ms));
+  CPPCDC_TRY(assign_backoff_alias(runtime, "recoverable_error_backoff_max_ms",
+                                  "connection_retry_max_delay_ms", retry.max_delay_ms));
+  if (retry.max_delay_ms < retry.initial_delay_ms) {
+    const bool spec_names = runtime.has("recoverable_error_backoff_max_ms") ||
+                            runtime.has("recoverable_error_backoff_initial_ms");
+    const std::string max_key =
+        spec_names ? "recoverable_error_backoff_max_ms" : "connection_retry_max_delay_ms";
+    const std::string initial_key =
+        spec_names ? "recoverable_error_backoff_initial_ms" : "connection_retry_initial_delay_ms";
+    return fail(runtime.error(max_key, "expected at least " + initial_key + " (" +
+                                           std::to_string(retry.initial_delay_ms) + "), found " +
+                                           std::to_string(retry.max_delay_ms)));
+  }
   return assign_int(runtime, "max_event_bytes", 0, std::numeric_limits<std::int64_t>::max(),
                     out.max_event_bytes);
 }
@@ -459,23 +475,11 @@ Status read_runtime(const Section& runtime, RuntimeOptions& out,
   CPPCDC_TRY(assign_int(runtime, "connection_retry_max_retries", -1, kMaxU32, retries));
   out.connection_retry.max_retries =
       retries < 0 ? std::nullopt : std::optional<std::uint32_t>(static_cast<std::uint32_t>(retries));
-  CPPCDC_TRY(assign_backoff(runtime, "connection_retry_initial_delay_ms",
-                            "recoverable_error_backoff_initial_ms",
-                            out.connection_retry.initial_delay_ms));
-  CPPCDC_TRY(assign_backoff(runtime, "connection_retry_max_delay_ms",
-                            "recoverable_error_backoff_max_ms", out.connection_retry.max_delay_ms));
-  if (out.connection_retry.max_delay_ms < out.connection_retry.initial_delay_ms) {
-    const bool spec_names = runtime.has("recoverable_error_backoff_max_ms") ||
-                            runtime.has("recoverable_error_backoff_initial_ms");
-    const std::string max_key =
-        spec_names ? "recoverable_error_backoff_max_ms" : "connection_retry_max_delay_ms";
-    const std::string initial_key =
-        spec_names ? "recoverable_error_backoff_initial_ms" : "connection_retry_initial_delay_ms";
-    return fail(runtime.error(max_key, "expected at least " + initial_key + " (" +
-                                           std::to_string(out.connection_retry.initial_delay_ms) +
-                                           "), found " +
-                                           std::to_string(out.connection_retry.max_delay_ms)));
-  }
+  CPPCDC_TRY(assign_int(runtime, "connection_retry_initial_delay_ms", 0, kMaxU32,
+                        out.connection_retry.initial_delay_ms));
+  CPPCDC_TRY(assign_int(runtime, "connection_retry_max_delay_ms", 0, kMaxU32,
+                        out.connection_retry.max_delay_ms));
+  // Their order is checked in read_breaker(), once the alias names are read too.
   std::optional<std::string> socket;
   CPPCDC_CFG_ASSIGN(socket, runtime.get_string("control_socket"));
   if (socket) {
