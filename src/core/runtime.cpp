@@ -310,8 +310,7 @@ struct Runtime::Impl {
   // While run_to_completion runs: how long a poll goes on gathering after the first event
   // (Pipeline::batch_delay()).
   std::chrono::milliseconds gather{0};
-  // While run_to_completion runs: its cancel flag (a retry's wait ends early on it) and the
-  // pipeline's name (the destination a failing delivery names).
+  // While run_to_completion runs: its cancel flag (a retry's wait ends early on it).
   const std::atomic<bool>* cancel = nullptr;
   // A retry wait of the source was cancelled: the next poll reconnects first.
   bool reconnect_pending = false;
