@@ -3,8 +3,10 @@
 // and recovers, where nothing may be lost and only the refused batch may come twice.
 // The stopped server is the test's own (own_server.hpp, port offset 109).
 
+#include <algorithm>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include "cppcdc/postgres.hpp"
 #include "cppcdc/runtime.hpp"
