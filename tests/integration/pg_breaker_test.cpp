@@ -31,7 +31,7 @@ class RecordingSink final : public Sink {
       std::string id = e.table + ":";
       if (e.after) {
         for (const auto& c : *e.after) {
-          if (c.name == "id" && c.value) id += *c.value;
+          if (c.name == "id" && c.text) id += *c.text;
         }
       }
       received_.push_back(id);
