@@ -211,8 +211,12 @@ class Runtime {
   Runtime& operator=(const Runtime&) = delete;
 
   /// Loads the checkpoint and starts the source from it, retrying transient failures under
-  /// the connection retry policy. A checkpoint that cannot be read is terminal.
+  /// the connection retry policy and the circuit breaker. A checkpoint that cannot be read is
+  /// terminal.
   Status start();
+  /// start(), whose waits between retries end once `cancel` becomes true (a stop signal while
+  /// the database is unreachable at startup): it then fails with the last source error.
+  Status start(const std::atomic<bool>& cancel);
 
   /// Up to max_buffer_size events, waiting up to max_poll_wait_ms for the first; an empty
   /// batch when the source was quiet. At most one batch is outstanding: polling again before

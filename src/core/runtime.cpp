@@ -342,7 +342,7 @@ struct Runtime::Impl {
       spdlog::warn("source start failed ({}), retrying in {} ms: {}", next.note,
                    next.wait.count(), st.error().report());
       if (!wait_retry(next.wait)) {
-        return fail(st.error().context("cancelled while waiting to retry"));
+        return fail(st.error().context("stopped while waiting to retry"));
       }
       before_retry();
     }
@@ -419,6 +419,13 @@ Status Runtime::start() {
   d.state = RuntimeState::kRunning;
   d.started_at_ms = d.now();
   return ok();
+}
+
+Status Runtime::start(const std::atomic<bool>& cancel) {
+  impl_->cancel = &cancel;
+  auto st = start();
+  impl_->cancel = nullptr;
+  return st;
 }
 
 Result<EventBatch> Runtime::poll_event_batch() {

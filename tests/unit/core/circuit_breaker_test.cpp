@@ -265,3 +265,17 @@ TEST(RuntimeBreaker, TheLibraryDefaultKeepsTheRetryBudgetOfTheConnectionRetryPol
   EXPECT_EQ(f.source->starts, 6);
   EXPECT_EQ(f.clock.slept, 1 + 2 + 4 + 8 + 16);
 }
+
+TEST(RuntimeBreaker, AStopSignalEndsTheRetriesOfAStartThatCannotConnect) {
+  FakeRuntime f;
+  f.source->start_errors.push_back(Error::source(ErrorKind::kTransient, "connection refused"));
+  f.source->start_errors_forever = true;
+  std::atomic<bool> cancel{false};
+  f.cancel_on_wait = &cancel;  // SIGTERM during the first back-off
+  auto st = f.runtime->start(cancel);
+  ASSERT_FALSE(st);
+  EXPECT_TRUE(has(st.error().report(), "stopped while waiting to retry")) << st.error().report();
+  EXPECT_TRUE(has(st.error().report(), "connection refused")) << st.error().report();
+  EXPECT_EQ(f.source->starts, 1);
+  EXPECT_LE(f.clock.slept, 100);
+}
