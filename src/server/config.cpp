@@ -1160,8 +1160,9 @@ std::string describe_config(const ServerConfig& config) {
   entry("runtime:", "max_buffer_size " + std::to_string(rt.max_buffer_size) +
                         ", max_poll_wait_ms " + std::to_string(rt.max_poll_wait_ms));
   const auto& retry = rt.connection_retry;
-  entry("  connection retry:", (retry.max_retries ? std::to_string(*retry.max_retries) + " retries"
-                                                  : std::string("forever")) +
+  entry("  connection retry:", (retry.max_retries
+                                    ? std::to_string(*retry.max_retries) + " retries in a row"
+                                    : std::string("no retry budget (the circuit breaker decides)")) +
                                    ", initial delay " + std::to_string(retry.initial_delay_ms) +
                                    " ms, max delay " + std::to_string(retry.max_delay_ms) + " ms");
   const auto& breaker = rt.breaker;
