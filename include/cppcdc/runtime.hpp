@@ -18,6 +18,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,12 +34,28 @@
 
 namespace cppcdc {
 
-/// Reconnection policy for transient source failures. Defaults: 5 retries, 300 ms initial
-/// delay, 10 s cap, doubling (API guide, "Connection Retry Policy").
+/// Back-off and retry budget for recoverable (transient) failures of the source and of the
+/// sinks run_to_completion delivers to (API guide, "Connection Retry Policy"). Defaults: 5
+/// retries, 300 ms initial delay, 10 s cap, doubling. The delays are the back-off of the
+/// circuit breaker below while it is closed; max_retries, when set, ends the run after that many
+/// failed retries in a row even before the breaker would escalate. Only errors of kind
+/// transient are retried; configuration, terminal and invalid-data errors never are.
 struct ConnectionRetryPolicy {
-  std::optional<std::uint32_t> max_retries = 5;  ///< nullopt: retry forever
+  std::optional<std::uint32_t> max_retries = 5;  ///< nullopt: no budget, the breaker decides
   std::uint32_t initial_delay_ms = 300;
   std::uint32_t max_delay_ms = 10'000;
+};
+
+/// The circuit breaker over recoverable errors that source reads and sink deliveries share
+/// (core concepts, "Circuit breaker"; `[runtime] recoverable_error_breaker_*` in cdc.toml).
+/// After `consecutive_threshold` failures in a row it opens: nothing is tried for
+/// `cooldown_ms`, then one probe. A failed probe opens it again; when the probe of the
+/// `max_open_cycles`-th cycle fails too, it escalates to the error state and the run ends.
+/// Any success closes it and resets the counts.
+struct CircuitBreakerPolicy {
+  std::uint32_t consecutive_threshold = 10;  ///< >= 1
+  std::uint32_t cooldown_ms = 30'000;
+  std::uint32_t max_open_cycles = 3;  ///< >= 1
 };
 
 struct RuntimeOptions {
@@ -47,6 +64,19 @@ struct RuntimeOptions {
   /// Longest a poll waits for the first event, in ms.
   std::uint32_t max_poll_wait_ms = 500;
   ConnectionRetryPolicy connection_retry;
+  CircuitBreakerPolicy breaker;
+  /// Largest event run_to_completion hands to a sink, in bytes as held in memory (column
+  /// values, names and the envelope's strings; approximate but proportional). A larger event
+  /// ends the run with an invalid_data error naming its table and size: it is never retried,
+  /// as it would be just as large on every attempt. 0: no limit.
+  std::uint64_t max_event_bytes = 0;
+  /// The wall clock the health verdict and the breaker read, in ms since the epoch. Empty:
+  /// the system clock. Tests put a fake clock here.
+  std::function<std::int64_t()> clock_ms;
+  /// How the runtime waits between retries. Empty: std::this_thread::sleep_for. A fake
+  /// clock's test advances its clock here instead of sleeping. Called with at most 100 ms at a
+  /// time, so that a cancelled run stops waiting soon.
+  std::function<void(std::chrono::milliseconds)> sleep;
 };
 
 struct RuntimeConfig {
@@ -181,8 +211,12 @@ class Runtime {
   Runtime& operator=(const Runtime&) = delete;
 
   /// Loads the checkpoint and starts the source from it, retrying transient failures under
-  /// the connection retry policy. A checkpoint that cannot be read is terminal.
+  /// the connection retry policy and the circuit breaker. A checkpoint that cannot be read is
+  /// terminal.
   Status start();
+  /// start(), whose waits between retries end once `cancel` becomes true (a stop signal while
+  /// the database is unreachable at startup): it then fails with the last source error.
+  Status start(const std::atomic<bool>& cancel);
 
   /// Up to max_buffer_size events, waiting up to max_poll_wait_ms for the first; an empty
   /// batch when the source was quiet. At most one batch is outstanding: polling again before
@@ -223,7 +257,19 @@ class Runtime {
   /// coming, so a source that never goes quiet is drained only as far as `cancel` lets it.
   Result<std::uint64_t> drain_and_stop(Pipeline& pipeline, const std::atomic<bool>& cancel);
 
+  /// Reports that delivering the outstanding batch failed; call it on every failed attempt
+  /// of a consumer loop that holds a batch and retries it (run_to_completion does so itself).
+  /// `destination` names where the batch was going (empty: the error's own text must say).
+  /// Once the first such failure is older than the stall threshold with no commit_ack since,
+  /// the health verdict is Stalled with cause kDeliveryFailing, naming the destination and
+  /// the last error; before that it stays Healthy or Idle. The next successful commit_ack
+  /// clears it. Thread-safe.
+  void record_delivery_failure(const Error& error, std::string_view destination = {});
+
   RuntimeState state() const noexcept;
+  /// Counters, positions and the health verdict, evaluated now on the runtime's clock
+  /// (RuntimeOptions::clock_ms). The verdict's stall threshold is max_poll_wait_ms x 6, at least
+  /// 30 s. Thread-safe.
   RuntimeAdminSnapshot admin_snapshot() const;
 
   /// The handle that requests, pauses, resumes and stops incremental snapshots and reads

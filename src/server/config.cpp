@@ -22,6 +22,9 @@ namespace cppcdc::server {
 namespace {
 
 constexpr std::int64_t kMaxU32 = std::numeric_limits<std::uint32_t>::max();
+// [runtime] recoverable_error_backoff_initial_ms and _max_ms when the file says nothing.
+constexpr std::uint32_t kServerBackoffInitialMs = 100;
+constexpr std::uint32_t kServerBackoffMaxMs = 5'000;
 
 std::string_view describe_type(toml::node_type type) {
   switch (type) {
@@ -413,8 +416,57 @@ Result<std::shared_ptr<const Configured>> configure(Section& section, const std:
   return std::shared_ptr<const Configured>(std::move(*configured));
 }
 
+// The back-off has two names: connection_retry_*_delay_ms (the library's ConnectionRetryPolicy,
+// read with the other connection_retry keys) and recoverable_error_backoff_*_ms (the spec's
+// [runtime] table, read here); both set the one back-off of the circuit breaker, so a file may
+// use either name, not both.
+Status assign_backoff_alias(const Section& runtime, std::string_view alias,
+                            std::string_view old_name, std::uint32_t& target) {
+  if (runtime.has(alias) && runtime.has(old_name)) {
+    return fail(runtime.error(old_name, "is the same setting as " + std::string(alias) +
+                                            "; set only one of them"));
+  }
+  return assign_int(runtime, alias, 0, kMaxU32, target);
+}
+
+// The circuit breaker shared by the source and the sinks, its back-off, and the event size
+// limit (core concepts, "Circuit breaker").
+Status read_breaker(const Section& runtime, RuntimeOptions& out) {
+  auto& b = out.breaker;
+  CPPCDC_TRY(assign_int(runtime, "recoverable_error_breaker_consecutive_threshold", 1, kMaxU32,
+                        b.consecutive_threshold));
+  CPPCDC_TRY(assign_int(runtime, "recoverable_error_breaker_cooldown_ms", 0, kMaxU32,
+                        b.cooldown_ms));
+  CPPCDC_TRY(assign_int(runtime, "recoverable_error_breaker_max_open_cycles", 1, kMaxU32,
+                        b.max_open_cycles));
+  auto& retry = out.connection_retry;
+  CPPCDC_TRY(assign_backoff_alias(runtime, "recoverable_error_backoff_initial_ms",
+                                  "connection_retry_initial_delay_ms", retry.initial_delay_ms));
+  CPPCDC_TRY(assign_backoff_alias(runtime, "recoverable_error_backoff_max_ms",
+                                  "connection_retry_max_delay_ms", retry.max_delay_ms));
+  if (retry.max_delay_ms < retry.initial_delay_ms) {
+    const bool spec_names = runtime.has("recoverable_error_backoff_max_ms") ||
+                            runtime.has("recoverable_error_backoff_initial_ms");
+    const std::string max_key =
+        spec_names ? "recoverable_error_backoff_max_ms" : "connection_retry_max_delay_ms";
+    const std::string initial_key =
+        spec_names ? "recoverable_error_backoff_initial_ms" : "connection_retry_initial_delay_ms";
+    return fail(runtime.error(max_key, "expected at least " + initial_key + " (" +
+                                           std::to_string(retry.initial_delay_ms) + "), found " +
+                                           std::to_string(retry.max_delay_ms)));
+  }
+  return assign_int(runtime, "max_event_bytes", 0, std::numeric_limits<std::int64_t>::max(),
+                    out.max_event_bytes);
+}
+
 Status read_runtime(const Section& runtime, RuntimeOptions& out,
                     std::filesystem::path& control_socket, TransformErrorPolicy& policy) {
+  // The server's defaults are the spec's [runtime] table: no retry budget (the circuit
+  // breaker decides when to give up), back-off from 100 ms to 5 s. The library keeps the
+  // ConnectionRetryPolicy defaults of the API guide.
+  out.connection_retry.max_retries.reset();
+  out.connection_retry.initial_delay_ms = kServerBackoffInitialMs;
+  out.connection_retry.max_delay_ms = kServerBackoffMaxMs;
   CPPCDC_TRY(assign_int(runtime, "max_buffer_size", 1, 100'000'000, out.max_buffer_size));
   CPPCDC_TRY(assign_int(runtime, "max_poll_wait_ms", 0, kMaxU32, out.max_poll_wait_ms));
   std::int64_t retries = out.connection_retry.max_retries
@@ -427,12 +479,7 @@ Status read_runtime(const Section& runtime, RuntimeOptions& out,
                         out.connection_retry.initial_delay_ms));
   CPPCDC_TRY(assign_int(runtime, "connection_retry_max_delay_ms", 0, kMaxU32,
                         out.connection_retry.max_delay_ms));
-  if (out.connection_retry.max_delay_ms < out.connection_retry.initial_delay_ms) {
-    return fail(runtime.error("connection_retry_max_delay_ms",
-                              "expected at least connection_retry_initial_delay_ms (" +
-                                  std::to_string(out.connection_retry.initial_delay_ms) +
-                                  "), found " + std::to_string(out.connection_retry.max_delay_ms)));
-  }
+  // Their order is checked in read_breaker(), once the alias names are read too.
   std::optional<std::string> socket;
   CPPCDC_CFG_ASSIGN(socket, runtime.get_string("control_socket"));
   if (socket) {
@@ -457,6 +504,7 @@ Status read_runtime(const Section& runtime, RuntimeOptions& out,
   // "skip" needs [dead_letter]; read_document checks that once the whole file is read.
   policy = policy_name && *policy_name == "skip" ? TransformErrorPolicy::kSkip
                                                  : TransformErrorPolicy::kHalt;
+  CPPCDC_TRY(read_breaker(runtime, out));
   return runtime.reject_unknown(false);
 }
 
@@ -1124,10 +1172,19 @@ std::string describe_config(const ServerConfig& config) {
   entry("runtime:", "max_buffer_size " + std::to_string(rt.max_buffer_size) +
                         ", max_poll_wait_ms " + std::to_string(rt.max_poll_wait_ms));
   const auto& retry = rt.connection_retry;
-  entry("  connection retry:", (retry.max_retries ? std::to_string(*retry.max_retries) + " retries"
-                                                  : std::string("forever")) +
+  entry("  connection retry:", (retry.max_retries
+                                    ? std::to_string(*retry.max_retries) + " retries in a row"
+                                    : std::string("no retry budget (the circuit breaker decides)")) +
                                    ", initial delay " + std::to_string(retry.initial_delay_ms) +
                                    " ms, max delay " + std::to_string(retry.max_delay_ms) + " ms");
+  const auto& breaker = rt.breaker;
+  entry("  circuit breaker:",
+        "opens after " + std::to_string(breaker.consecutive_threshold) +
+            " recoverable errors in a row, cooldown " + std::to_string(breaker.cooldown_ms) +
+            " ms, error state after " + std::to_string(breaker.max_open_cycles) +
+            " open cycles");
+  entry("  max event bytes:", rt.max_event_bytes == 0 ? std::string("no limit")
+                                                       : std::to_string(rt.max_event_bytes));
   entry("  control socket:", config.control_socket.string() +
                                  " (`cppcdc snapshot ...` commands reach the running pipeline "
                                  "here)");

@@ -359,10 +359,17 @@ int run_server(const ServerConfig& config) {
       chain != nullptr ? std::to_string(chain->stage_count()) + " stage(s)" : std::string("none"),
       config.routes.empty() ? std::string() : " routes=" + std::to_string(config.routes.size()));
 
-  if (auto started = (*runtime)->start(); !started) {
+  // A stop signal ends the retries of a source that cannot be reached yet.
+  if (auto started = (*runtime)->start(g_stop_requested); !started) {
     shut_down(**runtime);
     (void)(*pipeline)->close();
     (void)close_dead_letters();
+    if (g_stop_requested.load()) {
+      spdlog::info("cppcdc stopped by signal before the pipeline started: {}",
+                   started.error().report());
+      spdlog::default_logger()->flush();
+      return kExitOk;
+    }
     return report_failure(started.error().context("starting the pipeline"), config.origin);
   }
   spdlog::info("pipeline running; send SIGINT or SIGTERM to stop; control socket {}",
