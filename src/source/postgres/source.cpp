@@ -275,9 +275,11 @@ class PostgresSource final : public Source {
   // reader's malloc arena.
   void recycle(std::vector<Event>&& events) override { handoff_.recycle(std::move(events)); }
 
-  // The slot's figures from pg_replication_slots, on a connection of the caller's (never the
+  // The slot's figures from pg_replication_slots, on a connection of its own (never the
   // reader's), at most every kLagRefresh; after a failure no new attempt for kLagBackoff, so
-  // that scrapes while the server is down do not each wait for a connection timeout.
+  // that scrapes while the server is down do not each wait for a connection timeout (a
+  // connection attempt may take up to the DSN's connect_timeout, 10 s by default: it delays
+  // that one scrape, never the pipeline). The connection lives until the source is destroyed.
   std::optional<SourceLag> lag() const override {
     static constexpr auto kLagRefresh = std::chrono::seconds(2);
     static constexpr auto kLagBackoff = std::chrono::seconds(15);
@@ -322,12 +324,9 @@ class PostgresSource final : public Source {
     return lag_cache_;
   }
 
+  // The lag connection is left alone (it is the caller's of lag(), which may hold its lock
+  // while connecting): closing must never wait for a monitoring query.
   void close() override {
-    {
-      std::lock_guard lock(lag_mutex_);
-      lag_conn_.reset();
-      lag_at_.reset();
-    }
     if (reader_.joinable()) {
       handoff_.request_stop();
       reader_.join();
