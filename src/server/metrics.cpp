@@ -233,17 +233,24 @@ PipelineMetrics::~PipelineMetrics() = default;
 std::size_t PipelineMetrics::slot_for(const Event& event) {
   const std::string_view schema = event.schema ? std::string_view(*event.schema) : "";
   if (has_last_ && event.table == last_table_ && schema == last_schema_) return last_slot_;
-  std::string name = schema.empty() ? event.table : std::string(schema) + "." + event.table;
+  // "schema.table" (or "table") compared in place: no allocation unless the table is new.
+  const std::string_view table = event.table;
+  const auto names = [&](const std::string& name) {
+    if (schema.empty()) return name == table;
+    return name.size() == schema.size() + 1 + table.size() && name.starts_with(schema) &&
+           name[schema.size()] == '.' && name.ends_with(table);
+  };
   const std::size_t published = slot_count_.load(std::memory_order_relaxed);
   std::size_t slot = kMaxTableSeries;
-  for (std::size_t i = 0; i < published; ++i) {  // few tables; only on a change of table
-    if (slots_[i].name == name) {
+  for (std::size_t i = 0; i < published; ++i) {  // only on a change of table
+    if (names(slots_[i].name)) {
       slot = i;
       break;
     }
   }
   if (slot == kMaxTableSeries && published < kMaxTableSeries) {
-    slots_[published].name = std::move(name);
+    slots_[published].name =
+        schema.empty() ? std::string(table) : std::string(schema) + "." + std::string(table);
     slot_count_.store(published + 1, std::memory_order_release);
     slot = published;
   }
