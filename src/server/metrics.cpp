@@ -507,8 +507,10 @@ std::string PipelineMetrics::render(const MetricsInputs& in) const {
     out.sample("process_virtual_memory_bytes", {}, process->virtual_bytes);
     out.family("process_open_fds", "gauge", "Open file descriptors.");
     out.sample("process_open_fds", {}, process->open_fds);
-    out.family("process_max_fds", "gauge", "The limit on open file descriptors.");
-    out.sample("process_max_fds", {}, process->max_fds);
+    if (process->max_fds > 0) {  // a seccomp filter may refuse prlimit64
+      out.family("process_max_fds", "gauge", "The limit on open file descriptors.");
+      out.sample("process_max_fds", {}, process->max_fds);
+    }
     out.family("process_start_time_seconds", "gauge",
                "When the process started, in seconds since the Unix epoch.");
     out.sample("process_start_time_seconds", {}, process->start_time_seconds);

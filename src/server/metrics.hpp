@@ -91,7 +91,7 @@ struct ProcessStats {
   double resident_bytes = 0;
   double virtual_bytes = 0;
   double open_fds = 0;
-  double max_fds = 0;
+  double max_fds = 0;               ///< 0: unknown (not exported)
   double start_time_seconds = 0;    ///< since the Unix epoch
 };
 /// nullopt where /proc cannot be read (not Linux).
