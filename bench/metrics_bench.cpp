@@ -43,9 +43,9 @@ void BM_ObserveBatch(benchmark::State& state) {
     metrics.on_committed(batch, 1'700'000'000'500);
   }
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(batch.size()));
-  state.counters["ns_per_event"] = benchmark::Counter(
-      static_cast<double>(state.iterations() * batch.size()),
-      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["ns_per_event"] =
+      benchmark::Counter(static_cast<double>(state.iterations() * batch.size()),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_ObserveBatch)->Arg(1)->Arg(8);
 

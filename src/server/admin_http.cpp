@@ -44,16 +44,16 @@ Result<std::pair<std::string, int>> parse_listen_address(std::string_view text) 
   if (!text.empty() && text.front() == '[') {
     const auto close = text.find(']');
     if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':') {
-      return fail(Error::configuration("expected \"[ipv6]:port\", found \"" + std::string(text) +
-                                       "\""));
+      return fail(
+          Error::configuration("expected \"[ipv6]:port\", found \"" + std::string(text) + "\""));
     }
     host = std::string(text.substr(1, close - 1));
     port_text = text.substr(close + 2);
   } else {
     const auto colon = text.rfind(':');
     if (colon == std::string_view::npos || text.find(':') != colon) {
-      return fail(Error::configuration("expected \"host:port\" (e.g. \"127.0.0.1:9464\"), found \"" +
-                                       std::string(text) + "\""));
+      return fail(Error::configuration(
+          "expected \"host:port\" (e.g. \"127.0.0.1:9464\"), found \"" + std::string(text) + "\""));
     }
     host = std::string(text.substr(0, colon));
     port_text = text.substr(colon + 1);
@@ -207,10 +207,11 @@ Result<std::unique_ptr<AdminServer>> AdminServer::start(const AdminConfig& confi
   spdlog::info("admin server listening on http://{} (/livez /readyz /metrics /admin/...){}", where,
                config.token.empty() ? "" : "; a bearer token is required except for the probes");
   if (config.token.empty() && !is_loopback_host(config.host)) {
-    spdlog::warn("[admin] listen = \"{}\" is not a loopback address and no [admin] token is "
-                 "set: anyone who can reach it can read the metrics and steer snapshots; set "
-                 "token or token_env, or listen on 127.0.0.1",
-                 config.listen);
+    spdlog::warn(
+        "[admin] listen = \"{}\" is not a loopback address and no [admin] token is "
+        "set: anyone who can reach it can read the metrics and steer snapshots; set "
+        "token or token_env, or listen on 127.0.0.1",
+        config.listen);
   }
   return server;
 }
@@ -273,13 +274,12 @@ void AdminServer::install_routes() {
     const PipelineMetrics& metrics = sources_.metrics ? *sources_.metrics : kEmpty;
     res.set_content(metrics.render(in), "text/plain; version=0.0.4; charset=utf-8");
   });
-  http.Get("/admin/snapshot",
-           [this, authorized](const httplib::Request& req, httplib::Response& res) {
-             if (!authorized(req, res)) return;
-             res.set_content(
-                 admin_snapshot_json(sources_.snapshot(), initial_status(sources_), wall_ms()),
-                 kJson);
-           });
+  http.Get(
+      "/admin/snapshot", [this, authorized](const httplib::Request& req, httplib::Response& res) {
+        if (!authorized(req, res)) return;
+        res.set_content(
+            admin_snapshot_json(sources_.snapshot(), initial_status(sources_), wall_ms()), kJson);
+      });
   http.Get("/admin/openapi.yaml",
            [authorized](const httplib::Request& req, httplib::Response& res) {
              if (!authorized(req, res)) return;
@@ -298,8 +298,7 @@ void AdminServer::install_routes() {
       boost::json::value parsed = boost::json::parse(body, ec);
       if (ec || !parsed.is_object()) {
         res.status = 400;
-        res.set_content(status_json(false, "bad_request", "the body must be a JSON object"),
-                        kJson);
+        res.set_content(status_json(false, "bad_request", "the body must be a JSON object"), kJson);
         return;
       }
       request = std::move(parsed.as_object());

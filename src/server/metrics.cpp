@@ -6,8 +6,8 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -18,10 +18,9 @@ namespace cppcdc::server {
 namespace {
 
 constexpr std::size_t kOps = 7;  // Operation::kInsert .. Operation::kMessage
-constexpr Operation kAllOps[kOps] = {Operation::kInsert,       Operation::kUpdate,
-                                     Operation::kDelete,       Operation::kRead,
-                                     Operation::kSchemaChange, Operation::kTruncate,
-                                     Operation::kMessage};
+constexpr Operation kAllOps[kOps] = {
+    Operation::kInsert,       Operation::kUpdate,   Operation::kDelete, Operation::kRead,
+    Operation::kSchemaChange, Operation::kTruncate, Operation::kMessage};
 
 std::size_t op_index(Operation op) noexcept {
   const auto i = static_cast<std::size_t>(op);
@@ -62,10 +61,17 @@ std::string escape_label_value(std::string_view value) {
   out.reserve(value.size());
   for (char c : value) {
     switch (c) {
-      case '\\': out += "\\\\"; break;
-      case '"': out += "\\\""; break;
-      case '\n': out += "\\n"; break;
-      default: out += c;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -286,11 +292,10 @@ void PipelineMetrics::on_delivered(std::span<const Event> events) {
   }
   bump(bytes_delivered_, bytes);
   bump(batches_delivered_, 1);
-  last_delivered_ms_.store(
-      std::chrono::duration_cast<std::chrono::milliseconds>(
-          std::chrono::system_clock::now().time_since_epoch())
-          .count(),
-      std::memory_order_relaxed);
+  last_delivered_ms_.store(std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count(),
+                           std::memory_order_relaxed);
 }
 
 void PipelineMetrics::on_committed(std::span<const Event> events, std::int64_t acked_at_ms) {
@@ -371,8 +376,7 @@ std::string PipelineMetrics::render(const MetricsInputs& in) const {
     out.sample(name, {}, age_ms(in.now_ms, at_ms));
   };
   age("cppcdc_runtime_poll_age_ms",
-      "Milliseconds since a poll of the runtime last returned (empty or not).",
-      s.last_poll_at_ms);
+      "Milliseconds since a poll of the runtime last returned (empty or not).", s.last_poll_at_ms);
   age("cppcdc_runtime_delivery_age_ms", "Milliseconds since a poll last returned events.",
       std::max(s.last_delivery_at_ms, last_delivered_ms_.load(std::memory_order_relaxed)));
   age("cppcdc_runtime_commit_age_ms", "Milliseconds since a batch was last acknowledged.",
@@ -440,11 +444,13 @@ std::string PipelineMetrics::render(const MetricsInputs& in) const {
 
   if (s.incremental_snapshot) {
     const IncrementalSnapshotState& inc = *s.incremental_snapshot;
-    out.family("cppcdc_incremental_snapshot_paused", "gauge", "1 while incremental snapshots are paused.");
+    out.family("cppcdc_incremental_snapshot_paused", "gauge",
+               "1 while incremental snapshots are paused.");
     out.sample("cppcdc_incremental_snapshot_paused", {}, inc.paused ? 1 : 0);
     const std::size_t n = std::min(inc.tables.size(), kMaxTableSeries);
-    out.family("cppcdc_incremental_snapshot_rows", "gauge",
-               "Rows an incremental snapshot delivered so far, per table (of the current request).");
+    out.family(
+        "cppcdc_incremental_snapshot_rows", "gauge",
+        "Rows an incremental snapshot delivered so far, per table (of the current request).");
     for (std::size_t i = 0; i < n; ++i) {
       out.sample("cppcdc_incremental_snapshot_rows", {{"table", inc.tables[i].table}},
                  static_cast<double>(inc.tables[i].rows));
@@ -463,8 +469,7 @@ std::string PipelineMetrics::render(const MetricsInputs& in) const {
                  inc.tables[i].complete ? 1 : 0);
     }
   }
-  if (in.initial_snapshot &&
-      in.initial_snapshot->phase != BlockingSnapshotStatus::Phase::kNone) {
+  if (in.initial_snapshot && in.initial_snapshot->phase != BlockingSnapshotStatus::Phase::kNone) {
     const BlockingSnapshotStatus& init = *in.initial_snapshot;
     const std::size_t n = std::min(init.tables.size(), kMaxTableSeries);
     out.family("cppcdc_initial_snapshot_rows", "gauge",

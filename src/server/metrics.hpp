@@ -87,12 +87,12 @@ class Histogram {
 
 /// The process figures Prometheus client libraries export under process_*, read from /proc.
 struct ProcessStats {
-  double cpu_seconds = 0;           ///< user + system time
+  double cpu_seconds = 0;  ///< user + system time
   double resident_bytes = 0;
   double virtual_bytes = 0;
   double open_fds = 0;
-  double max_fds = 0;               ///< 0: unknown (not exported)
-  double start_time_seconds = 0;    ///< since the Unix epoch
+  double max_fds = 0;             ///< 0: unknown (not exported)
+  double start_time_seconds = 0;  ///< since the Unix epoch
 };
 /// nullopt where /proc cannot be read (not Linux).
 std::optional<ProcessStats> read_process_stats();
@@ -132,8 +132,8 @@ class PipelineMetrics final : public RuntimeObserver {
   std::size_t slot_for(const Event& event);
   void count(std::span<const Event> events, bool committed);
 
-  std::unique_ptr<TableSlot[]> slots_;        // kMaxTableSeries + 1 (the last: "_other")
-  std::atomic<std::size_t> slot_count_{0};   // named slots published
+  std::unique_ptr<TableSlot[]> slots_;      // kMaxTableSeries + 1 (the last: "_other")
+  std::atomic<std::size_t> slot_count_{0};  // named slots published
   // The writer's lookup cache: the previous event's table and its slot.
   std::string last_schema_;
   std::string last_table_;

@@ -117,8 +117,7 @@ class Prometheus {
   std::optional<double> query(const std::string& promql) const {
     httplib::Client client("127.0.0.1", port_);
     client.set_connection_timeout(2, 0);
-    auto res = client.Get("/api/v1/query", httplib::Params{{"query", promql}},
-                          httplib::Headers{});
+    auto res = client.Get("/api/v1/query", httplib::Params{{"query", promql}}, httplib::Headers{});
     if (!res || res->status != 200) return std::nullopt;
     boost::system::error_code ec;
     const auto doc = boost::json::parse(res->body, ec);
@@ -146,7 +145,8 @@ class Admin : public OwnServerTest {
     start_cppcdc();
     ASSERT_TRUE(wait_until([&] { return http_get(admin_port_, "/readyz").status == 200; },
                            std::chrono::seconds(30)))
-        << http_get(admin_port_, "/readyz").body << "\n" << log();
+        << http_get(admin_port_, "/readyz").body << "\n"
+        << log();
   }
 
   int admin_port_ = 0;
@@ -171,11 +171,13 @@ TEST_F(Admin, PrometheusScrapesTheEventsCommittedPerTable) {
       },
       std::chrono::seconds(60), std::chrono::milliseconds(250)))
       << "last value: " << (seen ? std::to_string(*seen) : "none") << "\n"
-      << prometheus.log() << "\n" << log();
+      << prometheus.log() << "\n"
+      << log();
   EXPECT_TRUE(wait_until(
       [&] {
-        return prometheus.query("cppcdc_events_committed_total{table=\"public.acct\","
-                                "op=\"update\"}") == 4.0;
+        return prometheus.query(
+                   "cppcdc_events_committed_total{table=\"public.acct\","
+                   "op=\"update\"}") == 4.0;
       },
       std::chrono::seconds(30), std::chrono::milliseconds(250)));
   // The scrape itself worked with the token, and the series Prometheus keeps are there.
@@ -225,8 +227,8 @@ TEST_F(Admin, TheTokenGuardsEverythingButTheProbes) {
   EXPECT_EQ(pause.status, 409) << pause.body;
   EXPECT_NE(pause.body.find("nothing to pause"), std::string::npos) << pause.body;
   EXPECT_EQ(http_post(admin_port_, "/admin/snapshot/request", "[1", kToken).status, 400);
-  const Reply request = http_post(admin_port_, "/admin/snapshot/request",
-                                  R"({"tables":["public.acct"]})", kToken);
+  const Reply request =
+      http_post(admin_port_, "/admin/snapshot/request", R"({"tables":["public.acct"]})", kToken);
   EXPECT_EQ(request.status, 200) << request.body;
   EXPECT_NE(request.body.find("public.acct"), std::string::npos) << request.body;
 
@@ -253,15 +255,18 @@ TEST_F(Admin, DISABLED_ReadinessFollowsTheDatabaseGoingAwayAndComingBack) {
         return ready.status == 503;
       },
       std::chrono::seconds(120), std::chrono::milliseconds(500)))
-      << ready.body << "\n" << log();
+      << ready.body << "\n"
+      << log();
   EXPECT_NE(ready.body.find("stalled"), std::string::npos) << ready.body;
   EXPECT_EQ(http_get(admin_port_, "/livez").status, 200);  // a stall is not a restart
   ASSERT_EQ(std::system((script("pg.sh") + " start " + pg_dir() + " " + std::to_string(port()) +
-                         " >/dev/null 2>&1").c_str()),
+                         " >/dev/null 2>&1")
+                            .c_str()),
             0);
   EXPECT_TRUE(wait_until([&] { return http_get(admin_port_, "/readyz").status == 200; },
                          std::chrono::seconds(120), std::chrono::milliseconds(500)))
-      << http_get(admin_port_, "/readyz").body << "\n" << log();
+      << http_get(admin_port_, "/readyz").body << "\n"
+      << log();
   EXPECT_EQ(stop_cppcdc(), 0) << log();
 }
 

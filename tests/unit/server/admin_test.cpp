@@ -57,8 +57,8 @@ TEST(AdminConfig, ListenTakesHostAndPortIncludingBracketedIpv6) {
   ASSERT_TRUE(v4) << v4.error().report();
   EXPECT_EQ(v4->admin->host, "0.0.0.0");
   EXPECT_EQ(v4->admin->port, 9470);
-  auto v6 = parse_server_config(std::string(kMinimal) + "[admin]\nlisten = \"[::1]:9471\"\n",
-                                "cdc.toml");
+  auto v6 =
+      parse_server_config(std::string(kMinimal) + "[admin]\nlisten = \"[::1]:9471\"\n", "cdc.toml");
   ASSERT_TRUE(v6) << v6.error().report();
   EXPECT_EQ(v6->admin->host, "::1");
   EXPECT_EQ(v6->admin->port, 9471);
@@ -77,9 +77,8 @@ TEST(AdminConfig, ErrorsNameTheKey) {
                   "[admin] token: expected a non-empty token");
   EXPECT_CONTAINS(error_of(std::string(kMinimal) + "[admin]\ntoken = \"a b\"\n"),
                   "[admin] token: the token must not contain spaces");
-  EXPECT_CONTAINS(
-      error_of(std::string(kMinimal) + "[admin]\ntoken = \"x\"\ntoken_env = \"T\"\n"),
-      "[admin] token_env: set either token or token_env, not both");
+  EXPECT_CONTAINS(error_of(std::string(kMinimal) + "[admin]\ntoken = \"x\"\ntoken_env = \"T\"\n"),
+                  "[admin] token_env: set either token or token_env, not both");
   EXPECT_CONTAINS(error_of(std::string(kMinimal) +
                            "[admin]\ntoken_env = \"CPPCDC_TEST_SURELY_UNSET_VARIABLE\"\n"),
                   "[admin] token_env: the environment variable "
@@ -363,8 +362,8 @@ std::string read_file(const std::string& path) {
 }
 
 TEST(AdminOpenApi, TheBuiltInDocumentIsTheCheckedInOne) {
-  const std::string checked_in = read_file(std::string(CPPCDC_SOURCE_DIR) +
-                                           "/docs/admin-openapi.yaml");
+  const std::string checked_in =
+      read_file(std::string(CPPCDC_SOURCE_DIR) + "/docs/admin-openapi.yaml");
   ASSERT_FALSE(checked_in.empty());
   EXPECT_EQ(std::string(admin_openapi_document()), checked_in);
 }
