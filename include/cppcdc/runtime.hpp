@@ -21,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -79,10 +80,29 @@ struct RuntimeOptions {
   std::function<void(std::chrono::milliseconds)> sleep;
 };
 
+/// Hooks for counting what the runtime does (the server's metrics). Called on the thread that
+/// drives the runtime, once per batch or checkpoint, never per event, and never with the
+/// runtime's lock held: an implementation must be quick and must not call back into the
+/// runtime. The spans are valid only during the call.
+class RuntimeObserver {
+ public:
+  virtual ~RuntimeObserver() = default;
+  /// A poll handed out `events` (a non-empty batch, as the source produced it).
+  virtual void on_delivered(std::span<const Event> /*events*/) {}
+  /// commit_ack succeeded for `events` (the acknowledged prefix of the outstanding batch).
+  /// `acked_at_ms`: wall clock when commit_ack was called, i.e. right after the sinks flushed
+  /// when run_to_completion drives the runtime.
+  virtual void on_committed(std::span<const Event> /*events*/, std::int64_t /*acked_at_ms*/) {}
+  /// A checkpoint record became durable (after a batch, or for an idle position).
+  virtual void on_checkpoint(const CheckpointRecord& /*record*/) {}
+};
+
 struct RuntimeConfig {
   std::unique_ptr<Source> source;
   std::shared_ptr<Checkpoint> checkpoint;
   RuntimeOptions options;
+  /// Optional; shared so that its owner may read what it counted from other threads.
+  std::shared_ptr<RuntimeObserver> observer;
 };
 
 class Runtime;

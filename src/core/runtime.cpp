@@ -244,6 +244,7 @@ struct Runtime::Impl {
       std::lock_guard lock(mutex);
       checkpoint = plan.record;
     }
+    if (config.observer) config.observer->on_checkpoint(*plan.record);
     if (!plan.confirm) return ok();
     auto confirmed = config.source->confirm(*plan.confirm);
     if (!confirmed) {
@@ -540,19 +541,22 @@ Result<EventBatch> Runtime::poll_event_batch() {
       return fail(applied.error().context("checkpointing the idle position " + idle.value_or("")));
     }
   }
-  std::lock_guard lock(d.mutex);
-  d.breaker->on_success();
-  d.last_poll_at_ms = d.now();
-  if (events.empty()) return batch;
-  const std::uint64_t id = d.next_delivery_id++;
-  d.outstanding_id = id;
-  d.events_delivered += events.size();
-  d.last_delivery_at_ms = d.last_poll_at_ms;
-  d.outstanding_since_ms = d.last_poll_at_ms;
-  d.outstanding_events = events.size();
-  batch.token_ = AckToken(id, events.size(), std::make_shared<std::atomic<bool>>(false));
-  // A partial acknowledgement needs the tail again: share the events with the batch.
-  d.scratch = batch.events_;
+  {
+    std::lock_guard lock(d.mutex);
+    d.breaker->on_success();
+    d.last_poll_at_ms = d.now();
+    if (events.empty()) return batch;
+    const std::uint64_t id = d.next_delivery_id++;
+    d.outstanding_id = id;
+    d.events_delivered += events.size();
+    d.last_delivery_at_ms = d.last_poll_at_ms;
+    d.outstanding_since_ms = d.last_poll_at_ms;
+    d.outstanding_events = events.size();
+    batch.token_ = AckToken(id, events.size(), std::make_shared<std::atomic<bool>>(false));
+    // A partial acknowledgement needs the tail again: share the events with the batch.
+    d.scratch = batch.events_;
+  }
+  if (d.config.observer) d.config.observer->on_delivered(events);
   return batch;
 }
 
@@ -579,23 +583,31 @@ Status Runtime::commit_ack(const AckToken& token) {
                                      " was already committed; each token is committed once"));
   }
   const std::size_t n = token.size();
+  const std::int64_t acked_at_ms = d.now();
   // The plan reads the acknowledged prefix as the source produced it.
   auto plan = detail::plan_commit(d.barrier_state(), std::span<const Event>(d.scratch->data(), n),
-                                  d.now());
+                                  acked_at_ms);
   // Hand the unacknowledged tail out again on the next poll.
   for (std::size_t i = d.scratch->size(); i > n; --i) d.redeliver.push_front((*d.scratch)[i - 1]);
+  // Kept until the observer has seen the acknowledged events.
+  const std::shared_ptr<std::vector<Event>> acked = std::move(d.scratch);
   d.scratch.reset();
   d.outstanding_id.reset();
   if (auto applied = d.apply(plan); !applied) {
     return fail(applied.error().context("after acknowledging delivery " +
                                         std::to_string(token.delivery_id())));
   }
-  std::lock_guard lock(d.mutex);
-  d.events_committed = plan.committed_events;
-  d.last_commit_at_ms = d.now();
-  d.outstanding_since_ms = 0;
-  d.outstanding_events = 0;
-  d.delivery_failure.reset();  // the destination took it
+  {
+    std::lock_guard lock(d.mutex);
+    d.events_committed = plan.committed_events;
+    d.last_commit_at_ms = acked_at_ms;
+    d.outstanding_since_ms = 0;
+    d.outstanding_events = 0;
+    d.delivery_failure.reset();  // the destination took it
+  }
+  if (d.config.observer) {
+    d.config.observer->on_committed(std::span<const Event>(acked->data(), n), acked_at_ms);
+  }
   return ok();
 }
 

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <limits>
@@ -17,6 +18,7 @@
 #include "core/file_mode.hpp"
 #include "core/settings_read.hpp"
 #include "core/text_util.hpp"
+#include "server/admin_http.hpp"
 
 namespace cppcdc::server {
 namespace {
@@ -275,9 +277,6 @@ class Section final : public Settings {
       }
       const toml::source_region where = key.source().begin.line > 0 ? key.source() : node.source();
       std::string what = "unknown key";
-      if (name_.empty() && key.str() == "admin") {
-        what += " (the admin server is not built yet)";
-      }
       if (name_ == "state" && key.str() == "schema_history") {
         what += " (a separate schema history backend is not built yet)";
       }
@@ -875,6 +874,54 @@ Status read_dead_letter(Section& top, ServerConfig& config) {
   return ok();
 }
 
+// `[admin]`: the admin HTTP server. Present means on; `listen` has a default.
+Status read_admin(Section& top, ServerConfig& config) {
+  auto section = top.get_table("admin");
+  if (!section) return fail(section.error());
+  Section& admin = **section;
+  if (!admin.present()) return ok();
+  AdminConfig out;
+  CPPCDC_CFG_ASSIGN(out.listen, admin.get_string("listen"));
+  auto address = parse_listen_address(out.listen);
+  if (!address) return fail(admin.error("listen", address.error().message()));
+  out.host = address->first;
+  out.port = address->second;
+  std::optional<std::string> token;
+  std::optional<std::string> token_env;
+  CPPCDC_CFG_ASSIGN(token, admin.get_string("token"));
+  CPPCDC_CFG_ASSIGN(token_env, admin.get_string("token_env"));
+  if (token && token_env) {
+    return fail(admin.error("token_env", "set either token or token_env, not both"));
+  }
+  if (token) {
+    if (token->empty()) {
+      return fail(admin.error("token", "expected a non-empty token (leave the key out for "
+                                       "none)"));
+    }
+    out.token = *token;
+    out.token_origin = "token";
+  }
+  if (token_env) {
+    const char* value = token_env->empty() ? nullptr : std::getenv(token_env->c_str());
+    if (value == nullptr || *value == '\0') {
+      return fail(admin.error("token_env", "the environment variable " + in_quotes(*token_env) +
+                                               " is not set or empty; it must hold the bearer "
+                                               "token"));
+    }
+    out.token = value;
+    out.token_origin = "token_env " + *token_env;
+  }
+  for (char c : out.token) {
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) {
+      return fail(admin.error(token ? "token" : "token_env",
+                              "the token must not contain spaces or control characters"));
+    }
+  }
+  CPPCDC_TRY(admin.reject_unknown(false));
+  config.admin = std::move(out);
+  return ok();
+}
+
 Result<ServerConfig> read_document(const toml::table& document, const std::string& origin,
                                    const std::filesystem::path& base) {
   register_builtin_plugins();
@@ -980,6 +1027,7 @@ Result<ServerConfig> read_document(const toml::table& document, const std::strin
                 "batch stops the pipeline)"));
     }
   }
+  CPPCDC_TRY(read_admin(top, config));
   if (config.transform_error_policy == TransformErrorPolicy::kSkip && !config.dead_letter) {
     return fail((*runtime)->error(
         "transform_error_policy",
@@ -1200,6 +1248,14 @@ std::string describe_config(const ServerConfig& config) {
                                detail::format_file_mode(config.dead_letter->file_mode) + ")");
   } else {
     entry("dead letters:", "none ([dead_letter] is not configured)");
+  }
+  if (config.admin) {
+    entry("admin:", "http://" + config.admin->listen + " (/livez /readyz /metrics /admin/...), " +
+                        (config.admin->token.empty()
+                             ? std::string("no token")
+                             : "bearer token from " + config.admin->token_origin));
+  } else {
+    entry("admin:", "off ([admin] is not configured)");
   }
   entry("log:", "format " + config.log_format + ", level " + config.log_level);
   return out;

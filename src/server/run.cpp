@@ -24,7 +24,9 @@
 #include "cppcdc/transforms.hpp"
 #include "cppcdc/runtime.hpp"
 #include "cppcdc/sink.hpp"
+#include "server/admin_http.hpp"
 #include "server/control_socket.hpp"
+#include "server/metrics.hpp"
 #include "server/snapshot_control.hpp"
 
 namespace cppcdc::server {
@@ -340,16 +342,47 @@ int run_server(const ServerConfig& config) {
     if (router != nullptr) router->warn_on_unmatched_routes();
   };
 
+  // Metrics are counted only when something serves them.
+  std::shared_ptr<PipelineMetrics> metrics;
+  if (config.admin) metrics = std::make_shared<PipelineMetrics>();
+  const Source* source_view = source->get();  // owned by the runtime, which outlives its use
   RuntimeConfig runtime_config;
   runtime_config.source = std::move(*source);
   runtime_config.checkpoint = *checkpoint;
   runtime_config.options = config.runtime;
+  runtime_config.observer = metrics;
   auto runtime = Runtime::create(std::move(runtime_config));
   if (!runtime) {
     (void)(*pipeline)->close();
     (void)close_dead_letters();
     return report_failure(runtime.error().context("creating the runtime"), config.origin);
   }
+
+  // The admin server comes up before the pipeline starts, so that the probes answer (not
+  // ready) while it connects or takes its initial snapshot. Stopped before the runtime goes.
+  std::unique_ptr<AdminServer> admin;
+  if (config.admin) {
+    AdminSources sources;
+    const Runtime* rt = runtime->get();
+    sources.snapshot = [rt] { return rt->admin_snapshot(); };
+    sources.lag = [source_view] { return source_view->lag(); };
+    if (chain != nullptr) {
+      sources.unmatched_rules = [chain] { return chain->unmatched_rules(); };
+    }
+    sources.metrics = metrics;
+    sources.control = control_context;
+    auto started = AdminServer::start(*config.admin, std::move(sources));
+    if (!started) {
+      (void)(*pipeline)->close();
+      (void)close_dead_letters();
+      return report_failure(started.error().context("starting the admin server"),
+                            config.origin);
+    }
+    admin = std::move(*started);
+  }
+  const auto stop_admin = [&admin] {
+    if (admin) admin->stop();
+  };
 
   spdlog::info(
       "cppcdc {} starting: source={} {} sink={} checkpoint={} delivery_contract={} "
@@ -361,6 +394,7 @@ int run_server(const ServerConfig& config) {
 
   // A stop signal ends the retries of a source that cannot be reached yet.
   if (auto started = (*runtime)->start(g_stop_requested); !started) {
+    stop_admin();
     shut_down(**runtime);
     (void)(*pipeline)->close();
     (void)close_dead_letters();
@@ -377,6 +411,7 @@ int run_server(const ServerConfig& config) {
 
   auto delivered = (*runtime)->run_to_completion(**pipeline, g_stop_requested);
   (*control)->stop();  // no command is taken while the pipeline shuts down
+  stop_admin();
   report_unmatched();
   if (!delivered) {
     const auto snapshot = (*runtime)->admin_snapshot();

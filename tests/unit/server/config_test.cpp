@@ -444,7 +444,7 @@ TEST(ServerConfig, UnknownKeysAreErrorsNamingTheKey) {
   EXPECT_CONTAINS(error_of(std::string("delivery_contrat = \"at_least_once\"\n") + kMinimal),
                   "cdc.toml:1:1: delivery_contrat: unknown key");
   EXPECT_CONTAINS(error_of(std::string(kMinimal) + "[admin]\nport = 1\n"),
-                  "admin: unknown key (the admin server is not built yet)");
+                  "[admin] port: unknown key; expected one of: listen, token, token_env");
   EXPECT_CONTAINS(error_of(std::string(kMinimal) + "[state.schema_history]\nbackend = \"x\"\n"),
                   "cdc.toml:7:8: [state] schema_history: unknown key");
 }
