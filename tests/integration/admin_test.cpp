@@ -245,7 +245,7 @@ TEST_F(Admin, TheTokenGuardsEverythingButTheProbes) {
 // reconnecting inside its poll, so the verdict must turn Stalled (poll loop not turning, or
 // the breaker's view of the failing source) for /readyz to answer 503. With the provisional
 // verdict (Healthy while running) it stays 200; enable it with that work.
-TEST_F(Admin, DISABLED_ReadinessFollowsTheDatabaseGoingAwayAndComingBack) {
+TEST_F(Admin, ReadinessFollowsTheDatabaseGoingAwayAndComingBack) {
   start_with_admin();
   ASSERT_EQ(std::system((script("pg.sh") + " stop " + pg_dir() + " >/dev/null 2>&1").c_str()), 0);
   Reply ready;
