@@ -15,6 +15,10 @@
 #   --cppcdc-stream X    on (default) or off: cppcdc's [source] stream_in_progress (pgoutput
 #                        protocol v2 streams large transactions before their commit); the
 #                        pg_recvlogical references always use pgoutput's defaults (v1)
+#   --admin              also run cppcdc with [admin] on (/metrics scraped every second) next
+#                        to each plain cppcdc run (after it, or before it in even repetitions):
+#                        the cost of the metrics (issue 17: at most 2 %) as the ratio of the
+#                        two, same WAL, same run; use --repeat 2 or more
 #   --record-frames      re-record bench/frames/*.frames (the micro-benchmark's input) first
 #   --no-build           use the binaries already in the build directory
 #   --build-dir DIR      build with CMake into DIR instead of scripts/build.sh into build/
@@ -46,6 +50,8 @@ only="a,b,c,d,latency,micro"
 w2j_format=2
 cdc_stream=on
 record_frames=0
+admin=0
+ADMIN_PORT=${CPPCDC_BENCH_ADMIN_PORT:-9464}
 build=1
 keep=0
 own_build_dir=0
@@ -69,6 +75,7 @@ while (($#)); do
     --wal2json-format) w2j_format=${1:?--wal2json-format 1|2}; shift ;;
     --cppcdc-stream) cdc_stream=${1:?--cppcdc-stream on|off}; shift ;;
     --record-frames) record_frames=1 ;;
+    --admin) admin=1 ;;
     --no-build) build=0 ;;
     --build-dir) BUILD=${1:?--build-dir DIR}; own_build_dir=1; shift ;;
     --keep) keep=1 ;;
@@ -225,8 +232,8 @@ record "$(printf '{"kind":"meta","mode":"%s","rows":%d,"updates":%d,"wide_rows":
 # ---- decoders -------------------------------------------------------------------------------
 # cppcdc's config: slot $2 (made before the load) on public.$3, events to $1/events.jsonl and
 # the checkpoint in $1/state; written to $1/cdc.toml.
-write_cdc_config() { # dir slot table
-  local dir=$1 slot=$2 table=$3
+write_cdc_config() { # dir slot table [admin-port]
+  local dir=$1 slot=$2 table=$3 admin_port=${4:-}
   cat >"$dir/cdc.toml" <<EOF
 [source]
 type = "postgres"
@@ -250,21 +257,39 @@ path = "$dir/events.jsonl"
 backend = "local_fs"
 dir = "$dir/state"
 EOF
+  if [[ -n $admin_port ]]; then
+    printf '\n[admin]\nlisten = "127.0.0.1:%s"\n' "$admin_port" >>"$dir/cdc.toml"
+  fi
 }
 
 # cppcdc end to end: slot -> file sink (fsync per batch) -> file checkpoint, defaults for
 # batching. Wall time: from just before exec to the mtime of the checkpoint that records all
 # N events (the last batch written, fsynced, acknowledged and checkpointed).
-run_cppcdc() { # workload rep slot table events
-  local w=$1 r=$2 slot=$3 table=$4 n=$5
+# With decoder cppcdc_admin the same, with [admin] on and /metrics fetched every second (more
+# often than a usual scrape interval) while it runs.
+run_cppcdc() { # workload rep slot table events [decoder]
+  local w=$1 r=$2 slot=$3 table=$4 n=$5 decoder=${6:-cppcdc}
   local dir=$WORK/$slot
   mkdir -p "$dir/state"
   : >"$dir/events.jsonl"
-  write_cdc_config "$dir" "$slot" "$table"
-  local t0 watch rc=0
+  if [[ $decoder == cppcdc_admin ]]; then
+    write_cdc_config "$dir" "$slot" "$table" "$ADMIN_PORT"
+  else
+    write_cdc_config "$dir" "$slot" "$table"
+  fi
+  local t0 watch rc=0 scraper=""
   t0=$(now_ns)
   "$CPPCDC" run --config "$dir/cdc.toml" 2>"$dir/cppcdc.log" &
   cdc_pid=$!
+  if [[ $decoder == cppcdc_admin ]]; then
+    # A scrape loop, paced like Prometheus (the sleep is the scrape interval, not a wait).
+    (while kill -0 "$cdc_pid" 2>/dev/null; do
+      curl -s -o /dev/null "http://127.0.0.1:$ADMIN_PORT/metrics" || true
+      sleep 1
+    done) &
+    scraper=$!
+    bg_pids+=("$scraper")
+  fi
   watch=$("$SINKWATCH" checkpoint --file "$dir/state/checkpoint-$slot.ckpt" --events "$n" \
     --stall 120) || rc=$?
   local hwm cpu wpid wcpu=0
@@ -276,6 +301,7 @@ run_cppcdc() { # workload rep slot table events
   local exit_code=0
   wait "$cdc_pid" || exit_code=$?
   cdc_pid=""
+  if [[ -n $scraper ]]; then wait "$scraper" 2>/dev/null || true; fi
   if ((rc != 0)); then
     tail -n 20 "$dir/cppcdc.log" >&2
     die "cppcdc did not deliver $n events on slot $slot ($watch)"
@@ -289,8 +315,8 @@ run_cppcdc() { # workload rep slot table events
   end_ns=$(sed 's/.*"checkpoint_mtime_ns":\([0-9]*\).*/\1/' <<<"$watch")
   first_ns=$(sed 's/.*"first_checkpoint_mtime_ns":\([0-9]*\).*/\1/' <<<"$watch")
   sink_ns=$(stat -c %.9Y "$dir/events.jsonl" | tr -d .)
-  record "$(printf '{"kind":"throughput","workload":"%s","rep":%d,"decoder":"cppcdc","events":%d,"start_ns":%s,"end_ns":%s,"first_batch_ns":%s,"sink_end_ns":%s,"rss_peak_kb":%s,"cpu_s":%s,"walsender_cpu_s":%s,"output_bytes":%s,"exit_code":%d}' \
-    "$w" "$r" "$n" "$t0" "$end_ns" "$first_ns" "$sink_ns" "$hwm" "$cpu" "$wcpu" "$bytes" "$exit_code")"
+  record "$(printf '{"kind":"throughput","workload":"%s","rep":%d,"decoder":"%s","events":%d,"start_ns":%s,"end_ns":%s,"first_batch_ns":%s,"sink_end_ns":%s,"rss_peak_kb":%s,"cpu_s":%s,"walsender_cpu_s":%s,"output_bytes":%s,"exit_code":%d}' \
+    "$w" "$r" "$decoder" "$n" "$t0" "$end_ns" "$first_ns" "$sink_ns" "$hwm" "$cpu" "$wcpu" "$bytes" "$exit_code")"
   rm -f "$dir/events.jsonl"
 }
 
@@ -357,6 +383,7 @@ workload() { # name table events load_sql_function
   local r slots=()
   for ((r = 1; r <= repeat; r++)); do
     slots+=("cdc_${w}_$r:pgoutput" "pgo_${w}_$r:pgoutput" "w2j_${w}_$r:wal2json")
+    if ((admin)); then slots+=("adm_${w}_$r:pgoutput"); fi
   done
   local s
   for s in "${slots[@]}"; do
@@ -375,8 +402,18 @@ workload() { # name table events load_sql_function
     "$w" "$table" "$n" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print (b - a) / 1e9 }')" "$wal_bytes" "$start_lsn" "$end_lsn")"
   log "($w) $((wal_bytes / 1048576)) MB of WAL; decoding"
   for ((r = 1; r <= repeat; r++)); do
+    # With --admin, the [admin] run goes second in odd repetitions and first in even ones, so
+    # that neither profits from the WAL the other left in the page cache.
+    if ((admin && r % 2 == 0)); then
+      run_cppcdc "$w" "$r" "adm_${w}_$r" "$table" "$n" cppcdc_admin
+      log "($w) cppcdc with [admin] run $r done"
+    fi
     run_cppcdc "$w" "$r" "cdc_${w}_$r" "$table" "$n"
     log "($w) cppcdc run $r done"
+    if ((admin && r % 2 == 1)); then
+      run_cppcdc "$w" "$r" "adm_${w}_$r" "$table" "$n" cppcdc_admin
+      log "($w) cppcdc with [admin] run $r done"
+    fi
     run_recvlogical "$w" "$r" "pgo_${w}_$r" pgoutput "$end_lsn" "$n"
     log "($w) pg_recvlogical/pgoutput run $r done"
     run_recvlogical "$w" "$r" "w2j_${w}_$r" wal2json "$end_lsn" "$n"

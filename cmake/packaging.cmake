@@ -27,6 +27,7 @@ set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_COMPRESSION_TYPE xz)
 
 # cppcdc: Depends computed by dpkg-shlibdeps from the binary (libpq5, libmariadb3, libssl3,
+# libcpp-httplib0.11 for the admin server,
 # ...), plus adduser for postinst.
 set(CPACK_DEBIAN_SERVER_PACKAGE_NAME cppcdc)
 set(CPACK_DEBIAN_SERVER_PACKAGE_SECTION database)

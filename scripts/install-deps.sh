@@ -39,8 +39,11 @@ PACKAGES=(
   # libraries (DESIGN.md section 4)
   libboost-json1.81-dev libexpected-dev libtomlplusplus-dev libcli11-dev
   libspdlog-dev libfmt-dev libssl-dev
-  # HTTP sink: libcurl (OpenSSL flavour) as the client; cpp-httplib for the receivers in tests
+  # HTTP sink: libcurl (OpenSSL flavour) as the client; cpp-httplib serves the admin API
+  # ([admin]: probes, /metrics) and the receivers in tests
   libcurl4-openssl-dev libcpp-httplib-dev
+  # the admin tests scrape cppcdc with a real Prometheus; promtool checks the example rules
+  prometheus
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # scripts

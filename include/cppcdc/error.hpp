@@ -39,6 +39,21 @@ enum class SettingOwner {
   kCheckpoint,  ///< the checkpoint backend's settings
 };
 
+/// A fact about a root cause that the runtime acts on beyond its kind (Error::condition()).
+/// Connectors set it where they recognise the situation; the core never reads a message to
+/// find it out.
+enum class ErrorCondition {
+  kNone,
+  /// The log position the source has to resume from no longer exists on the database (a
+  /// PostgreSQL replication slot that was invalidated, binlogs purged past a MariaDB/MySQL
+  /// position): changes are missing and only a new snapshot recovers. Always terminal. The
+  /// health verdict reports it as StallCause::kSourcePositionLost (runtime.hpp).
+  kSourcePositionLost,
+};
+
+/// "none", "source_position_lost".
+std::string_view to_string(ErrorCondition condition) noexcept;
+
 /// Stable lower-case name of a kind ("transient", "terminal", ...).
 std::string_view to_string(ErrorKind kind) noexcept;
 
@@ -76,6 +91,13 @@ class Error {
   [[nodiscard]] Error for_setting(SettingOwner owner, std::string path) const&;
   [[nodiscard]] Error for_setting(SettingOwner owner, std::string path) &&;
 
+  /// Tags the root cause with a condition the runtime recognises (see ErrorCondition). The
+  /// kind is unchanged, and context layers added later keep the condition.
+  [[nodiscard]] Error with_condition(ErrorCondition condition) const&;
+  [[nodiscard]] Error with_condition(ErrorCondition condition) &&;
+  /// The root cause's condition, kNone unless a connector set one.
+  ErrorCondition condition() const noexcept { return condition_; }
+
   /// The part whose setting the root cause is about, or kNone.
   SettingOwner setting_owner() const noexcept { return setting_owner_; }
   /// The setting's path (see for_setting), or empty.
@@ -109,6 +131,7 @@ class Error {
   std::vector<std::string> contexts_;  // outermost first
   SettingOwner setting_owner_ = SettingOwner::kNone;
   std::string setting_;
+  ErrorCondition condition_ = ErrorCondition::kNone;
 };
 
 }  // namespace cppcdc

@@ -25,6 +25,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -167,13 +168,32 @@ class ConfiguredSource {
   }
 };
 
+/// Stores events a sink gave up on for good (a permanent refusal by its destination) with
+/// the error, durably, before it returns ok; the sink then counts them as delivered. An error
+/// from it is the sink's failure (the batch is not acknowledged).
+using SinkDeadLetterHook = std::function<Status(std::span<const Event> events, const Error& error)>;
+
+/// What the program hands a sink it opens for a pipeline.
+struct SinkOpenContext {
+  /// The sink's name in the configuration (the default sink's is "default").
+  std::string name;
+  /// The program's dead-letter destination, already bound to this sink's name; null when
+  /// the configuration has none. A sink whose dead_letter_key() is set is opened with it.
+  SinkDeadLetterHook dead_letter;
+};
+
 /// A sink type's validated settings; opens the Sink.
 class ConfiguredSink {
  public:
   virtual ~ConfiguredSink() = default;
   virtual Description describe() const = 0;
-  /// Opens the sink (a file sink opens its file here).
-  virtual Result<std::unique_ptr<Sink>> open() const = 0;
+  /// Opens the sink (a file sink opens its file here). Error kind configuration when the
+  /// settings need something `context` lacks (dead letters, say).
+  virtual Result<std::unique_ptr<Sink>> open(const SinkOpenContext& context) const = 0;
+  /// The setting that makes this sink hand refused events to the dead-letter destination
+  /// (the program then requires one and names this key when it is missing); nullopt: it never
+  /// does.
+  virtual std::optional<std::string> dead_letter_key() const { return std::nullopt; }
 };
 
 /// A checkpoint backend's validated settings; opens the Checkpoint for a source.

@@ -18,8 +18,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -34,10 +36,14 @@
 
 namespace cppcdc {
 
-/// Reconnection policy for transient source failures. Defaults: 5 retries, 300 ms initial
-/// delay, 10 s cap, doubling (API guide, "Connection Retry Policy").
+/// Back-off and retry budget for recoverable (transient) failures of the source and of the
+/// sinks run_to_completion delivers to (API guide, "Connection Retry Policy"). Defaults: 5
+/// retries, 300 ms initial delay, 10 s cap, doubling. The delays are the back-off of the
+/// circuit breaker below while it is closed; max_retries, when set, ends the run after that many
+/// failed retries in a row even before the breaker would escalate. Only errors of kind
+/// transient are retried; configuration, terminal and invalid-data errors never are.
 struct ConnectionRetryPolicy {
-  std::optional<std::uint32_t> max_retries = 5;  ///< nullopt: retry forever
+  std::optional<std::uint32_t> max_retries = 5;  ///< nullopt: no budget, the breaker decides
   std::uint32_t initial_delay_ms = 300;
   std::uint32_t max_delay_ms = 10'000;
 };
@@ -56,6 +62,17 @@ enum class TransactionBoundaryPolicy {
 };
 /// "split", "preserve_transactions".
 std::string_view to_string(TransactionBoundaryPolicy policy) noexcept;
+/// The circuit breaker over recoverable errors that source reads and sink deliveries share
+/// (core concepts, "Circuit breaker"; `[runtime] recoverable_error_breaker_*` in cdc.toml).
+/// After `consecutive_threshold` failures in a row it opens: nothing is tried for
+/// `cooldown_ms`, then one probe. A failed probe opens it again; when the probe of the
+/// `max_open_cycles`-th cycle fails too, it escalates to the error state and the run ends.
+/// Any success closes it and resets the counts.
+struct CircuitBreakerPolicy {
+  std::uint32_t consecutive_threshold = 10;  ///< >= 1
+  std::uint32_t cooldown_ms = 30'000;
+  std::uint32_t max_open_cycles = 3;  ///< >= 1
+};
 
 struct RuntimeOptions {
   /// Most events in one batch.
@@ -72,12 +89,44 @@ struct RuntimeOptions {
   /// suppressed. The window is in memory and starts empty on every start.
   std::optional<IdempotencyOptions> idempotency = IdempotencyOptions{};
   TransactionBoundaryPolicy transaction_boundary = TransactionBoundaryPolicy::kSplit;
+  CircuitBreakerPolicy breaker;
+  /// Largest event run_to_completion hands to a sink, in bytes as held in memory (column
+  /// values, names and the envelope's strings; approximate but proportional). A larger event
+  /// ends the run with an invalid_data error naming its table and size: it is never retried,
+  /// as it would be just as large on every attempt. 0: no limit.
+  std::uint64_t max_event_bytes = 0;
+  /// The wall clock the health verdict and the breaker read, in ms since the epoch. Empty:
+  /// the system clock. Tests put a fake clock here.
+  std::function<std::int64_t()> clock_ms;
+  /// How the runtime waits between retries. Empty: std::this_thread::sleep_for. A fake
+  /// clock's test advances its clock here instead of sleeping. Called with at most 100 ms at a
+  /// time, so that a cancelled run stops waiting soon.
+  std::function<void(std::chrono::milliseconds)> sleep;
+};
+
+/// Hooks for counting what the runtime does (the server's metrics). Called on the thread that
+/// drives the runtime, once per batch or checkpoint, never per event, and never with the
+/// runtime's lock held: an implementation must be quick and must not call back into the
+/// runtime. The spans are valid only during the call.
+class RuntimeObserver {
+ public:
+  virtual ~RuntimeObserver() = default;
+  /// A poll handed out `events` (a non-empty batch, as the source produced it).
+  virtual void on_delivered(std::span<const Event> /*events*/) {}
+  /// commit_ack succeeded for `events` (the acknowledged prefix of the outstanding batch).
+  /// `acked_at_ms`: wall clock when commit_ack was called, i.e. right after the sinks flushed
+  /// when run_to_completion drives the runtime.
+  virtual void on_committed(std::span<const Event> /*events*/, std::int64_t /*acked_at_ms*/) {}
+  /// A checkpoint record became durable (after a batch, or for an idle position).
+  virtual void on_checkpoint(const CheckpointRecord& /*record*/) {}
 };
 
 struct RuntimeConfig {
   std::unique_ptr<Source> source;
   std::shared_ptr<Checkpoint> checkpoint;
   RuntimeOptions options;
+  /// Optional; shared so that its owner may read what it counted from other threads.
+  std::shared_ptr<RuntimeObserver> observer;
 };
 
 class Runtime;
@@ -209,8 +258,12 @@ class Runtime {
   Runtime& operator=(const Runtime&) = delete;
 
   /// Loads the checkpoint and starts the source from it, retrying transient failures under
-  /// the connection retry policy. A checkpoint that cannot be read is terminal.
+  /// the connection retry policy and the circuit breaker. A checkpoint that cannot be read is
+  /// terminal.
   Status start();
+  /// start(), whose waits between retries end once `cancel` becomes true (a stop signal while
+  /// the database is unreachable at startup): it then fails with the last source error.
+  Status start(const std::atomic<bool>& cancel);
 
   /// Up to max_buffer_size events, waiting up to max_poll_wait_ms for the first; an empty
   /// batch when the source was quiet. At most one batch is outstanding: polling again before
@@ -255,7 +308,19 @@ class Runtime {
   /// coming, so a source that never goes quiet is drained only as far as `cancel` lets it.
   Result<std::uint64_t> drain_and_stop(Pipeline& pipeline, const std::atomic<bool>& cancel);
 
+  /// Reports that delivering the outstanding batch failed; call it on every failed attempt
+  /// of a consumer loop that holds a batch and retries it (run_to_completion does so itself).
+  /// `destination` names where the batch was going (empty: the error's own text must say).
+  /// Once the first such failure is older than the stall threshold with no commit_ack since,
+  /// the health verdict is Stalled with cause kDeliveryFailing, naming the destination and
+  /// the last error; before that it stays Healthy or Idle. The next successful commit_ack
+  /// clears it. Thread-safe.
+  void record_delivery_failure(const Error& error, std::string_view destination = {});
+
   RuntimeState state() const noexcept;
+  /// Counters, positions and the health verdict, evaluated now on the runtime's clock
+  /// (RuntimeOptions::clock_ms). The verdict's stall threshold is max_poll_wait_ms x 6, at least
+  /// 30 s. Thread-safe.
   RuntimeAdminSnapshot admin_snapshot() const;
 
   /// The handle that requests, pauses, resumes and stops incremental snapshots and reads

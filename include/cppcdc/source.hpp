@@ -6,6 +6,7 @@
 // log on a thread of its own (the PostgreSQL source does) and hand events over in poll().
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,6 +21,17 @@ namespace cppcdc {
 
 class BlockingSnapshotTracker;
 class IncrementalSnapshotControl;
+
+/// How far the database is ahead of what this pipeline has made durable, for monitoring.
+/// Each figure is nullopt when the source cannot tell (yet).
+struct SourceLag {
+  /// Log the database keeps for this pipeline, in bytes (PostgreSQL: from the slot's
+  /// restart_lsn to the server's current WAL position).
+  std::optional<std::uint64_t> retained_bytes;
+  /// Log written on the server beyond the position this pipeline confirmed, in bytes
+  /// (PostgreSQL: from the confirmed flush LSN to the end of WAL the server last reported).
+  std::optional<std::uint64_t> confirmed_lag_bytes;
+};
 
 class Source {
  public:
@@ -87,6 +99,12 @@ class Source {
   /// whose reader thread builds events avoids freeing every value across threads. The
   /// default releases them here. Called by Runtime::run_to_completion; never required.
   virtual void recycle(std::vector<Event>&& events) { events.clear(); }
+
+  /// The source's lag figures (SourceLag), or nullopt when it reports none (the default).
+  /// Unlike the other methods this one may be called from any thread, concurrently with
+  /// poll() (an admin endpoint reads it while the runtime runs), and must not block for long:
+  /// a source that asks its database does so with a short timeout.
+  virtual std::optional<SourceLag> lag() const { return std::nullopt; }
 
   /// Closes connections and stops any reader thread. Idempotent.
   virtual void close() = 0;

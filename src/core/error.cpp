@@ -16,6 +16,14 @@ std::string_view to_string(ErrorKind kind) noexcept {
   return "unknown";
 }
 
+std::string_view to_string(ErrorCondition condition) noexcept {
+  switch (condition) {
+    case ErrorCondition::kNone: return "none";
+    case ErrorCondition::kSourcePositionLost: return "source_position_lost";
+  }
+  return "unknown";
+}
+
 bool is_retryable(ErrorKind kind) noexcept { return kind == ErrorKind::kTransient; }
 
 Error::Error(ErrorKind kind, std::string category, std::string message)
@@ -55,6 +63,16 @@ Error Error::for_setting(SettingOwner owner, std::string path) const& {
 Error Error::for_setting(SettingOwner owner, std::string path) && {
   setting_owner_ = path.empty() ? SettingOwner::kNone : owner;
   setting_ = setting_owner_ == SettingOwner::kNone ? std::string() : std::move(path);
+  return std::move(*this);
+}
+
+Error Error::with_condition(ErrorCondition condition) const& {
+  Error copy = *this;
+  return std::move(copy).with_condition(condition);
+}
+
+Error Error::with_condition(ErrorCondition condition) && {
+  condition_ = condition;
   return std::move(*this);
 }
 

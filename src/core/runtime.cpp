@@ -11,8 +11,11 @@
 #include <thread>
 
 #include "core/batch_shaper.hpp"
+#include "core/circuit_breaker.hpp"
 #include "core/commit_barrier.hpp"
+#include "core/event_spill.hpp"
 #include "core/fault.hpp"
+#include "core/health.hpp"
 
 namespace cppcdc {
 namespace {
@@ -104,6 +107,18 @@ struct Runtime::Impl {
   std::int64_t last_poll_at_ms = 0;
   std::int64_t last_commit_at_ms = 0;
   std::optional<CheckpointRecord> checkpoint;  // last durable record
+  // What the health verdict reads (health.hpp), and the breaker (circuit_breaker.hpp); all
+  // guarded by `mutex`.
+  std::int64_t started_at_ms = 0;
+  std::int64_t poll_started_at_ms = 0;
+  std::int64_t last_delivery_at_ms = 0;
+  std::int64_t outstanding_since_ms = 0;
+  std::uint64_t outstanding_events = 0;
+  std::optional<std::string> position_lost;
+  std::optional<detail::UnconfirmedPosition> unconfirmed;
+  std::optional<detail::DeliveryFailure> delivery_failure;
+  std::optional<detail::CircuitBreaker> breaker;  // made in the constructor
+  std::string last_recoverable_error;
   // Events of the transaction after the checkpoint offset that were acknowledged before a
   // restart; dropped when the source sends that transaction again.
   std::string initial_offset;  // where the stream began when there was no checkpoint
@@ -153,6 +168,70 @@ struct Runtime::Impl {
     state = next;
   }
 
+  // The runtime's clock (RuntimeOptions::clock_ms), ms since the epoch.
+  std::int64_t now() const {
+    return config.options.clock_ms ? config.options.clock_ms() : now_ms();
+  }
+
+  // Waits before a retry, in slices so that a cancelled run stops waiting soon. False when
+  // the run was cancelled (only while run_to_completion drives the runtime).
+  bool wait_retry(std::chrono::milliseconds total) {
+    constexpr std::chrono::milliseconds kSlice{100};
+    while (total.count() > 0) {
+      if (cancel != nullptr && cancel->load()) return false;
+      const auto step = std::min(total, kSlice);
+      if (config.options.sleep) {
+        config.options.sleep(step);
+      } else {
+        std::this_thread::sleep_for(step);
+      }
+      total -= step;
+    }
+    return cancel == nullptr || !cancel->load();
+  }
+
+  // A failed source start or poll: a lost position is remembered for the health verdict for
+  // the rest of the run.
+  void note_source_error(const Error& error) {
+    if (error.condition() != ErrorCondition::kSourcePositionLost) return;
+    std::lock_guard lock(mutex);
+    if (!position_lost) position_lost = error.report();
+  }
+
+  // The breaker's verdict on a recoverable failure.
+  detail::CircuitBreaker::Next on_recoverable(const Error& error) {
+    std::lock_guard lock(mutex);
+    last_recoverable_error = error.report();
+    return breaker->on_failure();
+  }
+  void before_retry() {
+    std::lock_guard lock(mutex);
+    breaker->before_attempt();
+  }
+  void on_recovered() {
+    std::lock_guard lock(mutex);
+    breaker->on_success();
+  }
+
+  // A position checkpointed earlier whose confirmation the source refused: asked again before
+  // each poll until the source takes it (or a newer position is confirmed).
+  void retry_unconfirmed() {
+    if (!unconfirmed) return;  // written only on this thread
+    std::string offset;
+    {
+      std::lock_guard lock(mutex);
+      offset = unconfirmed->offset;
+    }
+    auto confirmed = config.source->confirm(offset);
+    std::lock_guard lock(mutex);
+    if (confirmed) {
+      spdlog::info("the source confirmed position {} after refusing it", offset);
+      unconfirmed.reset();
+    } else {
+      unconfirmed->error = confirmed.error().report();
+    }
+  }
+
   // Applies a commit plan: the record is made durable (by the checkpoint backend, or already
   // by a transactional sink's commit when `saved_by_sink`), then the source may release up to
   // the confirmed position (invariant 2). Any failure fails the runtime: the events are
@@ -174,12 +253,28 @@ struct Runtime::Impl {
       std::lock_guard lock(mutex);
       checkpoint = plan.record;
     }
+    if (config.observer) config.observer->on_checkpoint(*plan.record);
     if (!plan.confirm) return ok();
     auto confirmed = config.source->confirm(*plan.confirm);
     if (!confirmed) {
+      if (confirmed.error().retryable()) {
+        // The position is durable: nothing is lost, the database only goes on retaining log
+        // until a later confirmation gets through (the health verdict says so meanwhile).
+        spdlog::warn("the source refused to confirm checkpointed position {}; asking again "
+                     "before the next poll: {}",
+                     *plan.confirm, confirmed.error().report());
+        std::lock_guard lock(mutex);
+        const std::int64_t since = unconfirmed ? unconfirmed->since_ms : now();
+        unconfirmed = detail::UnconfirmedPosition{*plan.confirm, confirmed.error().report(), since};
+        return ok();
+      }
       set_state(RuntimeState::kFailed);
       return fail(confirmed.error().context("confirming checkpointed position " + *plan.confirm +
                                             " to the source"));
+    }
+    if (unconfirmed) {
+      std::lock_guard lock(mutex);
+      unconfirmed.reset();
     }
     return ok();
   }
@@ -225,6 +320,10 @@ struct Runtime::Impl {
   // While run_to_completion runs: how long a poll goes on gathering after the first event
   // (Pipeline::batch_delay()).
   std::chrono::milliseconds gather{0};
+  // While run_to_completion runs: its cancel flag (a retry's wait ends early on it).
+  const std::atomic<bool>* cancel = nullptr;
+  // A retry wait of the source was cancelled: the next poll reconnects first.
+  bool reconnect_pending = false;
 
   Result<std::uint64_t> deliver_loop(Runtime& runtime, Pipeline& pipeline,
                                      const std::atomic<bool>& cancel, bool until_quiet);
@@ -243,7 +342,7 @@ struct Runtime::Impl {
   Status acknowledge_suppressed() {
     static const std::vector<Event> kNone;
     const auto& produced = shaper.produced(kNone);
-    auto plan = detail::plan_commit(barrier_state(), produced, now_ms());
+    auto plan = detail::plan_commit(barrier_state(), produced, now());
     shaper.acknowledge(produced.size());
     CPPCDC_TRY(apply(plan));
     std::lock_guard lock(mutex);
@@ -253,33 +352,33 @@ struct Runtime::Impl {
   }
 
   Status start_source_with_retry() {
-    const auto& policy = config.options.connection_retry;
-    std::uint32_t attempt = 0;
-    std::uint32_t delay = policy.initial_delay_ms;
     for (;;) {
       auto st = config.source->start(checkpoint);
-      if (st) return st;
+      if (st) {
+        on_recovered();
+        return st;
+      }
+      note_source_error(st.error());
       if (!st.error().retryable()) {
         config.source->close();
         return st;
       }
-      if (policy.max_retries && attempt >= *policy.max_retries) {
-        config.source->close();
-        return fail(st.error().context("gave up after " + std::to_string(attempt) +
-                                       " retries (connection_retry_max_retries)"));
-      }
-      ++attempt;
-      spdlog::warn("source start failed (attempt {}), retrying in {} ms: {}", attempt, delay,
-                   st.error().report());
+      const auto next = on_recoverable(st.error());
       config.source->close();
-      std::this_thread::sleep_for(std::chrono::milliseconds(delay));
-      delay = std::min<std::uint32_t>(policy.max_delay_ms, delay * 2);
+      if (next.give_up) return fail(st.error().context(next.note));
+      spdlog::warn("source start failed ({}), retrying in {} ms: {}", next.note,
+                   next.wait.count(), st.error().report());
+      if (!wait_retry(next.wait)) {
+        return fail(st.error().context("stopped while waiting to retry"));
+      }
+      before_retry();
     }
   }
 };
 
 Runtime::Runtime(RuntimeConfig config) : impl_(std::make_unique<Impl>()) {
   impl_->config = std::move(config);
+  impl_->breaker.emplace(impl_->config.options.connection_retry, impl_->config.options.breaker);
 }
 
 Runtime::~Runtime() {
@@ -291,6 +390,11 @@ Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeConfig config) {
   if (!config.checkpoint) return fail(Error::configuration("runtime config has no checkpoint"));
   if (config.options.max_buffer_size == 0) {
     return fail(Error::configuration("runtime max_buffer_size must be at least 1"));
+  }
+  if (config.options.breaker.consecutive_threshold == 0 ||
+      config.options.breaker.max_open_cycles == 0) {
+    return fail(Error::configuration(
+        "runtime breaker consecutive_threshold and max_open_cycles must be at least 1"));
   }
   std::unique_ptr<Runtime> runtime(new Runtime(std::move(config)));
   CPPCDC_TRY(runtime->impl_->shaper.configure(runtime->impl_->config.options));
@@ -342,7 +446,15 @@ Status Runtime::start() {
   if (!record) d.initial_offset = d.config.source->initial_offset().value_or("");
   std::lock_guard lock(d.mutex);
   d.state = RuntimeState::kRunning;
+  d.started_at_ms = d.now();
   return ok();
+}
+
+Status Runtime::start(const std::atomic<bool>& cancel) {
+  impl_->cancel = &cancel;
+  auto st = start();
+  impl_->cancel = nullptr;
+  return st;
 }
 
 Result<EventBatch> Runtime::poll_event_batch() {
@@ -366,9 +478,22 @@ Result<EventBatch> Runtime::poll_source_batch() {
                                      " is not acknowledged yet; commit its token (or a prefix "
                                      "of it) before polling again"));
   }
+  {
+    std::lock_guard lock(d.mutex);
+    d.poll_started_at_ms = d.now();
+  }
+  struct PollEnd {  // no poll is running once this one returns, however it returns
+    Impl& d;
+    ~PollEnd() {
+      std::lock_guard lock(d.mutex);
+      d.poll_started_at_ms = 0;
+    }
+  } poll_end{d};
+  if (!d.reconnect_pending) d.retry_unconfirmed();
   EventBatch batch;
   auto& events = *batch.events_;
   const std::size_t max = d.config.options.max_buffer_size;
+  bool cancelled = false;
   while (!d.redeliver.empty() && events.size() < max) {
     events.push_back(std::move(d.redeliver.front()));
     d.redeliver.pop_front();
@@ -382,13 +507,12 @@ Result<EventBatch> Runtime::poll_source_batch() {
     // With a gathering delay (a sink's batch_delay()), polling goes on after the first event
     // until the batch is full or the delay has passed.
     std::optional<std::chrono::steady_clock::time_point> gather_until;
-    const auto& policy = d.config.options.connection_retry;
-    std::uint32_t attempt = 0;
-    std::uint32_t delay = policy.initial_delay_ms;
-    bool reconnect = false;
+    bool reconnect = d.reconnect_pending;
+    d.reconnect_pending = false;
     for (;;) {
       Status st = ok();
       if (reconnect) {
+        d.before_retry();
         st = d.config.source->start(d.checkpoint);
         if (st) {
           reconnect = false;
@@ -418,32 +542,33 @@ Result<EventBatch> Runtime::poll_source_batch() {
         }
         st = fail(st.error().context("polling the " + d.config.source->type() + " source"));
       }
-      if (!st.error().retryable() || (policy.max_retries && attempt >= *policy.max_retries)) {
+      d.note_source_error(st.error());
+      std::optional<detail::CircuitBreaker::Next> next;
+      if (st.error().retryable()) next = d.on_recoverable(st.error());
+      if (!next || next->give_up) {
         std::lock_guard lock(d.mutex);
         d.state = RuntimeState::kFailed;
-        Error e = st.error();
-        if (e.retryable()) {
-          e = std::move(e).context("gave up after " + std::to_string(attempt) +
-                                   " reconnection attempts (connection_retry_max_retries)");
-        }
-        return fail(std::move(e));
+        if (next) return fail(st.error().context(next->note));
+        return fail(st.error());
       }
       // Reconnect from the durable checkpoint. Everything read from the dropped connection
       // and not yet acknowledged is discarded: the source sends it again.
-      ++attempt;
-      spdlog::warn("source failed (attempt {} of {}), reconnecting from checkpoint in {} ms: {}",
-                   attempt, policy.max_retries ? std::to_string(*policy.max_retries) : "unlimited",
-                   delay, st.error().report());
+      spdlog::warn("source failed ({}), reconnecting from checkpoint in {} ms: {}", next->note,
+                   next->wait.count(), st.error().report());
       d.config.source->close();
-      std::this_thread::sleep_for(std::chrono::milliseconds(delay));
-      delay = std::min<std::uint32_t>(policy.max_delay_ms, delay * 2);
       d.redeliver.clear();
       d.shaper.drop_held();
       events.clear();
       gather_until.reset();
       reconnect = true;
+      if (!d.wait_retry(next->wait)) {
+        d.reconnect_pending = true;  // the run was cancelled; a later poll reconnects
+        cancelled = true;
+        break;
+      }
     }
   }
+  if (cancelled) return batch;
   d.shaper.hold_back_open_transaction(events, max, d.config.source->finished());
   if (const std::size_t suppressed = d.shaper.suppress(events); suppressed > 0) {
     {
@@ -465,20 +590,27 @@ Result<EventBatch> Runtime::poll_source_batch() {
     auto idle = d.config.source->idle_offset();
     std::optional<std::string> idle_state;
     if (idle) idle_state = d.config.source->idle_state();
-    auto plan = detail::plan_idle(d.barrier_state(), idle, idle_state, now_ms());
+    auto plan = detail::plan_idle(d.barrier_state(), idle, idle_state, d.now());
     if (auto applied = d.apply(plan); !applied) {
       return fail(applied.error().context("checkpointing the idle position " + idle.value_or("")));
     }
   }
-  std::lock_guard lock(d.mutex);
-  d.last_poll_at_ms = now_ms();
-  if (events.empty()) return batch;
-  const std::uint64_t id = d.next_delivery_id++;
-  d.outstanding_id = id;
-  d.events_delivered += events.size();
-  batch.token_ = AckToken(id, events.size(), std::make_shared<std::atomic<bool>>(false));
-  // A partial acknowledgement needs the tail again: share the events with the batch.
-  d.scratch = batch.events_;
+  {
+    std::lock_guard lock(d.mutex);
+    d.breaker->on_success();
+    d.last_poll_at_ms = d.now();
+    if (events.empty()) return batch;
+    const std::uint64_t id = d.next_delivery_id++;
+    d.outstanding_id = id;
+    d.events_delivered += events.size();
+    d.last_delivery_at_ms = d.last_poll_at_ms;
+    d.outstanding_since_ms = d.last_poll_at_ms;
+    d.outstanding_events = events.size();
+    batch.token_ = AckToken(id, events.size(), std::make_shared<std::atomic<bool>>(false));
+    // A partial acknowledgement needs the tail again: share the events with the batch.
+    d.scratch = batch.events_;
+  }
+  if (d.config.observer) d.config.observer->on_delivered(events);
   return batch;
 }
 
@@ -504,24 +636,37 @@ Status Runtime::commit_ack(const AckToken& token) {
                                      std::to_string(token.delivery_id()) +
                                      " was already committed; each token is committed once"));
   }
+  const std::int64_t acked_at_ms = d.now();
   // The plan reads the acknowledged prefix as the source produced it, events suppressed as
   // duplicates included.
   const std::vector<Event>& produced = d.shaper.produced(*d.scratch);
   const std::size_t n = d.shaper.produced_prefix(token.size());
   auto plan = detail::plan_commit(d.barrier_state(), std::span<const Event>(produced.data(), n),
-                                  now_ms());
+                                  acked_at_ms);
   // Hand the unacknowledged tail out again on the next poll.
   for (std::size_t i = produced.size(); i > n; --i) d.redeliver.push_front(produced[i - 1]);
   d.shaper.acknowledge(n);
+  // Kept until the observer has seen the acknowledged events, as they were delivered.
+  const std::size_t delivered_acked = token.size();
+  const std::shared_ptr<std::vector<Event>> acked = std::move(d.scratch);
   d.scratch.reset();
   d.outstanding_id.reset();
   if (auto applied = d.apply(plan); !applied) {
     return fail(applied.error().context("after acknowledging delivery " +
                                         std::to_string(token.delivery_id())));
   }
-  std::lock_guard lock(d.mutex);
-  d.events_committed = plan.committed_events;
-  d.last_commit_at_ms = now_ms();
+  {
+    std::lock_guard lock(d.mutex);
+    d.events_committed = plan.committed_events;
+    d.last_commit_at_ms = acked_at_ms;
+    d.outstanding_since_ms = 0;
+    d.outstanding_events = 0;
+    d.delivery_failure.reset();  // the destination took it
+  }
+  if (d.config.observer) {
+    d.config.observer->on_committed(std::span<const Event>(acked->data(), delivered_acked),
+                                    acked_at_ms);
+  }
   return ok();
 }
 
@@ -553,6 +698,8 @@ void Runtime::force_stop() {
   d.scratch.reset();
   std::lock_guard lock(d.mutex);
   d.state = RuntimeState::kStopped;
+  d.outstanding_since_ms = 0;
+  d.outstanding_events = 0;
 }
 
 Result<std::uint64_t> Runtime::run_to_completion(Sink& sink, const std::atomic<bool>& cancel) {
@@ -572,6 +719,27 @@ Result<std::uint64_t> Runtime::drain_and_stop(Pipeline& pipeline, const std::ato
   return delivered;
 }
 
+namespace {
+
+// The first event of `events` over `limit` bytes (0: no limit), as an error that is never
+// retried: the event is just as large on every attempt.
+Status check_event_sizes(const std::vector<Event>& events, std::uint64_t limit) {
+  if (limit == 0) return ok();
+  for (const auto& e : events) {
+    const std::size_t bytes = detail::approx_event_bytes(e);
+    if (bytes <= limit) continue;
+    const std::string table = e.schema ? *e.schema + "." + e.table : e.table;
+    return fail(Error::invalid_data(
+        "an event of table " + table + " at source offset " + e.source.offset + " is " +
+        std::to_string(bytes) + " bytes, over runtime.max_event_bytes (" + std::to_string(limit) +
+        "); it is not retried, as it is as large on every attempt: raise max_event_bytes under "
+        "[runtime], or keep such rows out of the pipeline (a filter transform)"));
+  }
+  return ok();
+}
+
+}  // namespace
+
 Result<std::uint64_t> Runtime::Impl::deliver_loop(Runtime& runtime, Pipeline& pipeline,
                                                   const std::atomic<bool>& cancel,
                                                   bool until_quiet) {
@@ -579,12 +747,14 @@ Result<std::uint64_t> Runtime::Impl::deliver_loop(Runtime& runtime, Pipeline& pi
   TransactionalSink* const sink = pipeline.transactional_sink();
   d.transactional = sink;
   d.gather = pipeline.batch_delay();
+  d.cancel = &cancel;
   struct Reset {  // the sink is only borrowed for this loop
     Impl& d;
     ~Reset() {
       d.transactional = nullptr;
       d.batch_open = false;
       d.gather = std::chrono::milliseconds(0);
+      d.cancel = nullptr;
     }
   } reset{d};
   std::uint64_t delivered = 0;
@@ -599,21 +769,45 @@ Result<std::uint64_t> Runtime::Impl::deliver_loop(Runtime& runtime, Pipeline& pi
       return std::string(what) + " a batch of " + std::to_string(batch->size()) + " events to " +
              pipeline.name();
     };
-    if (sink != nullptr) {
-      if (auto begun = sink->begin(); !begun) {
-        return fail(begun.error().context(context("opening a transaction for")));
+    CPPCDC_TRY(check_event_sizes(batch->events(), d.config.options.max_event_bytes));
+    // One attempt at handing the batch to the sinks; a recoverable failure delivers the same
+    // batch again after the breaker's wait (duplicates at the sinks that had taken it are what
+    // at-least-once allows; a transactional sink aborts, so nothing of the attempt is seen).
+    const auto attempt = [&]() -> Status {
+      if (sink != nullptr) {
+        if (auto begun = sink->begin(); !begun) {
+          return fail(begun.error().context(context("opening a transaction for")));
+        }
+        d.batch_open = true;
       }
-      d.batch_open = true;
+      auto written = pipeline.write(batch->events());
+      if (!written) {
+        if (sink != nullptr) {
+          (void)sink->abort();
+          d.batch_open = false;
+        }
+        return fail(written.error().context(context("writing")));
+      }
+      if (sink == nullptr) {
+        auto flushed = pipeline.flush();
+        if (!flushed) return fail(flushed.error().context(context("flushing")));
+      }
+      return ok();
+    };
+    for (;;) {
+      auto st = attempt();
+      if (st) break;
+      if (!st.error().retryable()) return fail(st.error());
+      runtime.record_delivery_failure(st.error(), pipeline.name());
+      const auto next = d.on_recoverable(st.error());
+      if (next.give_up) return fail(st.error().context(next.note));
+      spdlog::warn("delivery failed ({}); delivering the same batch again in {} ms: {}",
+                   next.note, next.wait.count(), st.error().report());
+      // Cancelled meanwhile: the batch stays unacknowledged and comes again after a restart.
+      if (!d.wait_retry(next.wait)) return delivered;
+      d.before_retry();
     }
-    auto written = pipeline.write(batch->events());
-    if (!written) {
-      if (sink != nullptr) (void)sink->abort();
-      return fail(written.error().context(context("writing")));
-    }
-    if (sink == nullptr) {
-      auto flushed = pipeline.flush();
-      if (!flushed) return fail(flushed.error().context(context("flushing")));
-    }
+    d.on_recovered();
     CPPCDC_FAULT_POINT("runtime.before_ack");
     CPPCDC_TRY(runtime.commit_ack(batch->ack_mode()));
     delivered += batch->size();
@@ -623,6 +817,21 @@ Result<std::uint64_t> Runtime::Impl::deliver_loop(Runtime& runtime, Pipeline& pi
     }
   }
   return delivered;
+}
+
+void Runtime::record_delivery_failure(const Error& error, std::string_view destination) {
+  auto& d = *impl_;
+  std::lock_guard lock(d.mutex);
+  const std::int64_t now = d.now();
+  if (!d.delivery_failure) {
+    d.delivery_failure.emplace();
+    d.delivery_failure->first_at_ms = now;
+  }
+  auto& f = *d.delivery_failure;
+  if (!destination.empty()) f.destination = std::string(destination);
+  f.last_error = error.report();
+  f.last_at_ms = now;
+  ++f.attempts;
 }
 
 RuntimeState Runtime::state() const noexcept {
@@ -641,13 +850,31 @@ RuntimeAdminSnapshot Runtime::admin_snapshot() const {
                                                         : 0;
   if (d.checkpoint) s.checkpoint_offset = d.checkpoint->offset;
   s.last_poll_at_ms = d.last_poll_at_ms;
+  s.last_delivery_at_ms = d.last_delivery_at_ms;
   s.last_commit_at_ms = d.last_commit_at_ms;
   s.idempotency_evictions = d.shaper.evictions();
   s.idempotency_unidentifiable_passthrough = d.shaper.unidentifiable();
   s.idempotency_suppressed = d.shaper.suppressed();
-  // Provisional until the health checks land: running or not.
-  s.health.kind = d.state == RuntimeState::kRunning ? HealthVerdict::Kind::kHealthy
-                                                    : HealthVerdict::Kind::kNotRunning;
+  s.breaker_state = d.breaker->state();
+  s.recoverable_errors = d.breaker->recoverable_errors();
+  detail::HealthInputs in;
+  in.state = d.state;
+  in.now_ms = d.now();
+  in.max_poll_wait_ms = d.config.options.max_poll_wait_ms;
+  in.started_at_ms = d.started_at_ms;
+  in.last_poll_at_ms = d.last_poll_at_ms;
+  in.poll_started_at_ms = d.poll_started_at_ms;
+  in.last_delivery_at_ms = d.last_delivery_at_ms;
+  in.last_commit_at_ms = d.last_commit_at_ms;
+  in.outstanding_since_ms = d.outstanding_since_ms;
+  in.outstanding_events = d.outstanding_events;
+  in.position_lost = d.position_lost;
+  in.unconfirmed = d.unconfirmed;
+  in.delivery_failure = d.delivery_failure;
+  in.breaker = d.breaker->state();
+  in.consecutive_errors = d.breaker->consecutive();
+  in.last_recoverable_error = d.last_recoverable_error;
+  s.health = detail::evaluate_health(in);
   if (auto control = d.config.source->incremental_snapshot_control()) {
     s.incremental_snapshot = control->state();
   }

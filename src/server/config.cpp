@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <limits>
@@ -17,11 +18,15 @@
 #include "core/file_mode.hpp"
 #include "core/settings_read.hpp"
 #include "core/text_util.hpp"
+#include "server/admin_http.hpp"
 
 namespace cppcdc::server {
 namespace {
 
 constexpr std::int64_t kMaxU32 = std::numeric_limits<std::uint32_t>::max();
+// [runtime] recoverable_error_backoff_initial_ms and _max_ms when the file says nothing.
+constexpr std::uint32_t kServerBackoffInitialMs = 100;
+constexpr std::uint32_t kServerBackoffMaxMs = 5'000;
 
 std::string_view describe_type(toml::node_type type) {
   switch (type) {
@@ -272,9 +277,6 @@ class Section final : public Settings {
       }
       const toml::source_region where = key.source().begin.line > 0 ? key.source() : node.source();
       std::string what = "unknown key";
-      if (name_.empty() && key.str() == "admin") {
-        what += " (the admin server is not built yet)";
-      }
       if (name_ == "state" && key.str() == "schema_history") {
         what += " (a separate schema history backend is not built yet)";
       }
@@ -447,10 +449,57 @@ Status read_runtime_delivery(const Section& runtime, RuntimeOptions& out) {
     }
   }
   return ok();
+// The back-off has two names: connection_retry_*_delay_ms (the library's ConnectionRetryPolicy,
+// read with the other connection_retry keys) and recoverable_error_backoff_*_ms (the spec's
+// [runtime] table, read here); both set the one back-off of the circuit breaker, so a file may
+// use either name, not both.
+Status assign_backoff_alias(const Section& runtime, std::string_view alias,
+                            std::string_view old_name, std::uint32_t& target) {
+  if (runtime.has(alias) && runtime.has(old_name)) {
+    return fail(runtime.error(old_name, "is the same setting as " + std::string(alias) +
+                                            "; set only one of them"));
+  }
+  return assign_int(runtime, alias, 0, kMaxU32, target);
+}
+
+// The circuit breaker shared by the source and the sinks, its back-off, and the event size
+// limit (core concepts, "Circuit breaker").
+Status read_breaker(const Section& runtime, RuntimeOptions& out) {
+  auto& b = out.breaker;
+  CPPCDC_TRY(assign_int(runtime, "recoverable_error_breaker_consecutive_threshold", 1, kMaxU32,
+                        b.consecutive_threshold));
+  CPPCDC_TRY(assign_int(runtime, "recoverable_error_breaker_cooldown_ms", 0, kMaxU32,
+                        b.cooldown_ms));
+  CPPCDC_TRY(assign_int(runtime, "recoverable_error_breaker_max_open_cycles", 1, kMaxU32,
+                        b.max_open_cycles));
+  auto& retry = out.connection_retry;
+  CPPCDC_TRY(assign_backoff_alias(runtime, "recoverable_error_backoff_initial_ms",
+                                  "connection_retry_initial_delay_ms", retry.initial_delay_ms));
+  CPPCDC_TRY(assign_backoff_alias(runtime, "recoverable_error_backoff_max_ms",
+                                  "connection_retry_max_delay_ms", retry.max_delay_ms));
+  if (retry.max_delay_ms < retry.initial_delay_ms) {
+    const bool spec_names = runtime.has("recoverable_error_backoff_max_ms") ||
+                            runtime.has("recoverable_error_backoff_initial_ms");
+    const std::string max_key =
+        spec_names ? "recoverable_error_backoff_max_ms" : "connection_retry_max_delay_ms";
+    const std::string initial_key =
+        spec_names ? "recoverable_error_backoff_initial_ms" : "connection_retry_initial_delay_ms";
+    return fail(runtime.error(max_key, "expected at least " + initial_key + " (" +
+                                           std::to_string(retry.initial_delay_ms) + "), found " +
+                                           std::to_string(retry.max_delay_ms)));
+  }
+  return assign_int(runtime, "max_event_bytes", 0, std::numeric_limits<std::int64_t>::max(),
+                    out.max_event_bytes);
 }
 
 Status read_runtime(const Section& runtime, RuntimeOptions& out,
                     std::filesystem::path& control_socket, TransformErrorPolicy& policy) {
+  // The server's defaults are the spec's [runtime] table: no retry budget (the circuit
+  // breaker decides when to give up), back-off from 100 ms to 5 s. The library keeps the
+  // ConnectionRetryPolicy defaults of the API guide.
+  out.connection_retry.max_retries.reset();
+  out.connection_retry.initial_delay_ms = kServerBackoffInitialMs;
+  out.connection_retry.max_delay_ms = kServerBackoffMaxMs;
   CPPCDC_TRY(assign_int(runtime, "max_buffer_size", 1, 100'000'000, out.max_buffer_size));
   CPPCDC_TRY(assign_int(runtime, "max_poll_wait_ms", 0, kMaxU32, out.max_poll_wait_ms));
   std::int64_t retries = out.connection_retry.max_retries
@@ -463,12 +512,7 @@ Status read_runtime(const Section& runtime, RuntimeOptions& out,
                         out.connection_retry.initial_delay_ms));
   CPPCDC_TRY(assign_int(runtime, "connection_retry_max_delay_ms", 0, kMaxU32,
                         out.connection_retry.max_delay_ms));
-  if (out.connection_retry.max_delay_ms < out.connection_retry.initial_delay_ms) {
-    return fail(runtime.error("connection_retry_max_delay_ms",
-                              "expected at least connection_retry_initial_delay_ms (" +
-                                  std::to_string(out.connection_retry.initial_delay_ms) +
-                                  "), found " + std::to_string(out.connection_retry.max_delay_ms)));
-  }
+  // Their order is checked in read_breaker(), once the alias names are read too.
   std::optional<std::string> socket;
   CPPCDC_CFG_ASSIGN(socket, runtime.get_string("control_socket"));
   if (socket) {
@@ -494,6 +538,7 @@ Status read_runtime(const Section& runtime, RuntimeOptions& out,
   policy = policy_name && *policy_name == "skip" ? TransformErrorPolicy::kSkip
                                                  : TransformErrorPolicy::kHalt;
   CPPCDC_TRY(read_runtime_delivery(runtime, out));
+  CPPCDC_TRY(read_breaker(runtime, out));
   return runtime.reject_unknown(false);
 }
 
@@ -864,6 +909,54 @@ Status read_dead_letter(Section& top, ServerConfig& config) {
   return ok();
 }
 
+// `[admin]`: the admin HTTP server. Present means on; `listen` has a default.
+Status read_admin(Section& top, ServerConfig& config) {
+  auto section = top.get_table("admin");
+  if (!section) return fail(section.error());
+  Section& admin = **section;
+  if (!admin.present()) return ok();
+  AdminConfig out;
+  CPPCDC_CFG_ASSIGN(out.listen, admin.get_string("listen"));
+  auto address = parse_listen_address(out.listen);
+  if (!address) return fail(admin.error("listen", address.error().message()));
+  out.host = address->first;
+  out.port = address->second;
+  std::optional<std::string> token;
+  std::optional<std::string> token_env;
+  CPPCDC_CFG_ASSIGN(token, admin.get_string("token"));
+  CPPCDC_CFG_ASSIGN(token_env, admin.get_string("token_env"));
+  if (token && token_env) {
+    return fail(admin.error("token_env", "set either token or token_env, not both"));
+  }
+  if (token) {
+    if (token->empty()) {
+      return fail(admin.error("token", "expected a non-empty token (leave the key out for "
+                                       "none)"));
+    }
+    out.token = *token;
+    out.token_origin = "token";
+  }
+  if (token_env) {
+    const char* value = token_env->empty() ? nullptr : std::getenv(token_env->c_str());
+    if (value == nullptr || *value == '\0') {
+      return fail(admin.error("token_env", "the environment variable " + in_quotes(*token_env) +
+                                               " is not set or empty; it must hold the bearer "
+                                               "token"));
+    }
+    out.token = value;
+    out.token_origin = "token_env " + *token_env;
+  }
+  for (char c : out.token) {
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) {
+      return fail(admin.error(token ? "token" : "token_env",
+                              "the token must not contain spaces or control characters"));
+    }
+  }
+  CPPCDC_TRY(admin.reject_unknown(false));
+  config.admin = std::move(out);
+  return ok();
+}
+
 Result<ServerConfig> read_document(const toml::table& document, const std::string& origin,
                                    const std::filesystem::path& base) {
   register_builtin_plugins();
@@ -957,6 +1050,19 @@ Result<ServerConfig> read_document(const toml::table& document, const std::strin
   }
   CPPCDC_TRY(check_sinks_reached(config, sink_sections));
   CPPCDC_TRY(read_dead_letter(top, config));
+  if (!config.dead_letter) {
+    for (std::size_t i = 0; i < config.sinks.size(); ++i) {
+      const SinkEntry& sink = config.sinks[i];
+      const auto key = sink.configured ? sink.configured->dead_letter_key() : std::nullopt;
+      if (!key) continue;
+      return fail(sink_sections[i]->error(
+          *key, "this sink hands the batches its destination refuses to the dead-letter file, "
+                "and this configuration has no [dead_letter] section, so they would be lost; "
+                "add [dead_letter] with a path, or leave the setting at its default (a refused "
+                "batch stops the pipeline)"));
+    }
+  }
+  CPPCDC_TRY(read_admin(top, config));
   if (config.transform_error_policy == TransformErrorPolicy::kSkip && !config.dead_letter) {
     return fail((*runtime)->error(
         "transform_error_policy",
@@ -1160,10 +1266,19 @@ std::string describe_config(const ServerConfig& config) {
                                     ? " (a batch may end inside a transaction)"
                                     : " (every batch ends on a transaction boundary)"));
   const auto& retry = rt.connection_retry;
-  entry("  connection retry:", (retry.max_retries ? std::to_string(*retry.max_retries) + " retries"
-                                                  : std::string("forever")) +
+  entry("  connection retry:", (retry.max_retries
+                                    ? std::to_string(*retry.max_retries) + " retries in a row"
+                                    : std::string("no retry budget (the circuit breaker decides)")) +
                                    ", initial delay " + std::to_string(retry.initial_delay_ms) +
                                    " ms, max delay " + std::to_string(retry.max_delay_ms) + " ms");
+  const auto& breaker = rt.breaker;
+  entry("  circuit breaker:",
+        "opens after " + std::to_string(breaker.consecutive_threshold) +
+            " recoverable errors in a row, cooldown " + std::to_string(breaker.cooldown_ms) +
+            " ms, error state after " + std::to_string(breaker.max_open_cycles) +
+            " open cycles");
+  entry("  max event bytes:", rt.max_event_bytes == 0 ? std::string("no limit")
+                                                       : std::to_string(rt.max_event_bytes));
   entry("  control socket:", config.control_socket.string() +
                                  " (`cppcdc snapshot ...` commands reach the running pipeline "
                                  "here)");
@@ -1179,6 +1294,14 @@ std::string describe_config(const ServerConfig& config) {
                                detail::format_file_mode(config.dead_letter->file_mode) + ")");
   } else {
     entry("dead letters:", "none ([dead_letter] is not configured)");
+  }
+  if (config.admin) {
+    entry("admin:", "http://" + config.admin->listen + " (/livez /readyz /metrics /admin/...), " +
+                        (config.admin->token.empty()
+                             ? std::string("no token")
+                             : "bearer token from " + config.admin->token_origin));
+  } else {
+    entry("admin:", "off ([admin] is not configured)");
   }
   entry("log:", "format " + config.log_format + ", level " + config.log_level);
   return out;

@@ -50,6 +50,18 @@ struct DeadLetterConfig {
   unsigned file_mode = 0600;   ///< `file_mode`
 };
 
+/// `[admin]`: the admin HTTP server (admin_http.hpp). Off unless the section is present.
+struct AdminConfig {
+  std::string listen = "127.0.0.1:9464";  ///< `listen`, as written ("host:port")
+  std::string host = "127.0.0.1";          ///< its host ("::1" for "[::1]:9464")
+  int port = 9464;                         ///< its port; 0: any free port (logged)
+  /// `token`, or the value of the environment variable `token_env` names (read when the
+  /// configuration is loaded). Empty: no token. Never printed.
+  std::string token;
+  /// Where the token came from, for describe_config: "", "token", "token_env NAME".
+  std::string token_origin;
+};
+
 /// The configuration of `cppcdc run`. The source, sinks and checkpoint backend are whatever
 /// their type names are registered for (cppcdc/plugin.hpp): the server reads `[source] type`,
 /// `[sink] type` (and each `[[sinks]]` entry's) and `[state.offset] backend` and hands the
@@ -70,6 +82,8 @@ struct ServerConfig {
   std::vector<RouteEntry> routes;
   /// `[dead_letter]`, when configured.
   std::optional<DeadLetterConfig> dead_letter;
+  /// `[admin]`, when configured.
+  std::optional<AdminConfig> admin;
   std::string checkpoint_backend;                          ///< `[state.offset] backend`
   std::shared_ptr<const ConfiguredCheckpoint> checkpoint;  ///< never null after loading
   RuntimeOptions runtime;

@@ -4,12 +4,14 @@
 #include <unistd.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <ctime>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -22,7 +24,9 @@
 #include "cppcdc/transforms.hpp"
 #include "cppcdc/runtime.hpp"
 #include "cppcdc/sink.hpp"
+#include "server/admin_http.hpp"
 #include "server/control_socket.hpp"
+#include "server/metrics.hpp"
 #include "server/snapshot_control.hpp"
 
 namespace cppcdc::server {
@@ -225,7 +229,12 @@ int run_server(const ServerConfig& config) {
 
   // Dead letters: opened only when something sends events there.
   std::shared_ptr<DeadLetterWriter> dead_letters;
-  if (config.dead_letter && config.transform_error_policy == TransformErrorPolicy::kSkip) {
+  const bool sinks_send_dead_letters =
+      std::any_of(config.sinks.begin(), config.sinks.end(), [](const SinkEntry& e) {
+        return e.configured && e.configured->dead_letter_key().has_value();
+      });
+  if (config.dead_letter &&
+      (config.transform_error_policy == TransformErrorPolicy::kSkip || sinks_send_dead_letters)) {
     auto opened = DeadLetterWriter::open(config.dead_letter->path,
                                          DeadLetterOptions{config.dead_letter->file_mode});
     if (!opened) {
@@ -234,7 +243,7 @@ int run_server(const ServerConfig& config) {
     dead_letters = std::move(*opened);
   } else if (config.dead_letter) {
     spdlog::info("[dead_letter] {} is configured, but nothing is sent there while "
-                 "transform_error_policy = \"halt\"",
+                 "transform_error_policy = \"halt\" and no sink skips refused batches",
                  config.dead_letter->path.string());
   }
   const auto close_dead_letters = [&dead_letters]() -> Status {
@@ -287,7 +296,18 @@ int run_server(const ServerConfig& config) {
   for (std::size_t i = 0; i < config.sinks.size(); ++i) {
     const SinkEntry& entry = config.sinks[i];
     if (entry.type == "fanout") continue;
-    auto sink = entry.configured->open();
+    SinkOpenContext context;
+    context.name = entry.name;
+    if (dead_letters) {
+      context.dead_letter = [dead_letters, name = entry.name](std::span<const Event> events,
+                                                              const Error& error) -> Status {
+        for (const Event& event : events) {
+          CPPCDC_TRY(dead_letters->append(event, error, DeadLetterOrigin::sink(name)));
+        }
+        return dead_letters->flush();
+      };
+    }
+    auto sink = entry.configured->open(context);
     if (!sink) {
       close_opened();
       (void)close_dead_letters();
@@ -322,16 +342,47 @@ int run_server(const ServerConfig& config) {
     if (router != nullptr) router->warn_on_unmatched_routes();
   };
 
+  // Metrics are counted only when something serves them.
+  std::shared_ptr<PipelineMetrics> metrics;
+  if (config.admin) metrics = std::make_shared<PipelineMetrics>();
+  const Source* source_view = source->get();  // owned by the runtime, which outlives its use
   RuntimeConfig runtime_config;
   runtime_config.source = std::move(*source);
   runtime_config.checkpoint = *checkpoint;
   runtime_config.options = config.runtime;
+  runtime_config.observer = metrics;
   auto runtime = Runtime::create(std::move(runtime_config));
   if (!runtime) {
     (void)(*pipeline)->close();
     (void)close_dead_letters();
     return report_failure(runtime.error().context("creating the runtime"), config.origin);
   }
+
+  // The admin server comes up before the pipeline starts, so that the probes answer (not
+  // ready) while it connects or takes its initial snapshot. Stopped before the runtime goes.
+  std::unique_ptr<AdminServer> admin;
+  if (config.admin) {
+    AdminSources sources;
+    const Runtime* rt = runtime->get();
+    sources.snapshot = [rt] { return rt->admin_snapshot(); };
+    sources.lag = [source_view] { return source_view->lag(); };
+    if (chain != nullptr) {
+      sources.unmatched_rules = [chain] { return chain->unmatched_rules(); };
+    }
+    sources.metrics = metrics;
+    sources.control = control_context;
+    auto started = AdminServer::start(*config.admin, std::move(sources));
+    if (!started) {
+      (void)(*pipeline)->close();
+      (void)close_dead_letters();
+      return report_failure(started.error().context("starting the admin server"),
+                            config.origin);
+    }
+    admin = std::move(*started);
+  }
+  const auto stop_admin = [&admin] {
+    if (admin) admin->stop();
+  };
 
   spdlog::info(
       "cppcdc {} starting: source={} {} sink={} checkpoint={} delivery_contract={} "
@@ -341,10 +392,18 @@ int run_server(const ServerConfig& config) {
       chain != nullptr ? std::to_string(chain->stage_count()) + " stage(s)" : std::string("none"),
       config.routes.empty() ? std::string() : " routes=" + std::to_string(config.routes.size()));
 
-  if (auto started = (*runtime)->start(); !started) {
+  // A stop signal ends the retries of a source that cannot be reached yet.
+  if (auto started = (*runtime)->start(g_stop_requested); !started) {
+    stop_admin();
     shut_down(**runtime);
     (void)(*pipeline)->close();
     (void)close_dead_letters();
+    if (g_stop_requested.load()) {
+      spdlog::info("cppcdc stopped by signal before the pipeline started: {}",
+                   started.error().report());
+      spdlog::default_logger()->flush();
+      return kExitOk;
+    }
     return report_failure(started.error().context("starting the pipeline"), config.origin);
   }
   spdlog::info("pipeline running; send SIGINT or SIGTERM to stop; control socket {}",
@@ -352,6 +411,7 @@ int run_server(const ServerConfig& config) {
 
   auto delivered = (*runtime)->run_to_completion(**pipeline, g_stop_requested);
   (*control)->stop();  // no command is taken while the pipeline shuts down
+  stop_admin();
   report_unmatched();
   if (!delivered) {
     const auto snapshot = (*runtime)->admin_snapshot();

@@ -145,6 +145,7 @@ class IncrementalSnapshotSource final : public Source {
   std::shared_ptr<IncrementalSnapshotControl> incremental_snapshot_control() override {
     return control_;
   }
+  std::optional<SourceLag> lag() const override { return inner_->lag(); }
   std::shared_ptr<const BlockingSnapshotTracker> blocking_snapshot_tracker() const override {
     return inner_->blocking_snapshot_tracker();
   }

@@ -316,6 +316,70 @@ TEST_F(HttpSinkRun, ARefusedBatchStopsThePipelineAndArrivesAfterTheReceiverIsFix
   expect_receiver_equals_source();
 }
 
+// refused_batch_policy = "skip": the refused request's events go to the dead-letter file,
+// durably and named after the sink, and the pipeline goes on; what the receiver kept plus
+// what the dead-letter file holds is the source, and a restart does not deliver the refused
+// events again.
+TEST_F(HttpSinkRun, UnderSkipARefusedBatchGoesToTheDeadLetterFileAndThePipelineGoesOn) {
+  make_receiver({"--secret", kSecret});
+  write_config(std::string("content_type = \"application/x-ndjson\"\nsigning_secret = \"") +
+               kSecret + "\"\nrefused_batch_policy = \"skip\"\n\n[dead_letter]\npath = \"" +
+               (dir_ / "dead.jsonl").string() + "\"\n");
+  receiver_->control(R"({"status": 400, "count": 1, "body": "amount: not a number"})");
+  start();
+  some_changes(db_, 1, 20);
+  // The first request is refused; what comes after it must still arrive.
+  ASSERT_TRUE(wait_until([&] { return receiver_->status_count(400) == 1; }, 120s))
+      << log_tail(dir_ / "cppcdc.log");
+  some_changes(db_, 21, 20);
+  mark_and_wait(1);
+  EXPECT_EQ(WEXITSTATUS(it::stop_cppcdc_process(child_, SIGTERM)), 0)
+      << log_tail(dir_ / "cppcdc.log");
+  EXPECT_EQ(receiver_->status_count(400), 1) << "a permanent refusal is not retried";
+  EXPECT_GT(receiver_->stat("kept_records"), 0);
+
+  const auto dead_letters = [&] {
+    std::vector<Event> events;
+    std::ifstream in(dir_ / "dead.jsonl");
+    std::string line;
+    while (std::getline(in, line)) {
+      const auto record = boost::json::parse(line).as_object();
+      EXPECT_EQ(record.at("sink").as_string(), "default") << line;
+      EXPECT_FALSE(record.contains("stage")) << line;
+      const std::string error(record.at("error").as_string());
+      EXPECT_NE(error.find("HTTP 400"), std::string::npos) << line;
+      EXPECT_NE(error.find("amount: not a number"), std::string::npos) << line;
+      auto event = Event::from_json(boost::json::serialize(record.at("event")));
+      EXPECT_TRUE(event) << line;
+      if (event) events.push_back(std::move(*event));
+    }
+    return events;
+  };
+  const auto refused = dead_letters();
+  ASSERT_FALSE(refused.empty()) << log_tail(dir_ / "cppcdc.log");
+  const std::string log = log_tail(dir_ / "cppcdc.log");
+  EXPECT_NE(log.find("dead-letter"), std::string::npos) << log;
+
+  // A restart goes on after the refused batch: it was acknowledged once it was durable there.
+  start();
+  mark_and_wait(2);
+  EXPECT_EQ(WEXITSTATUS(it::stop_cppcdc_process(child_, SIGTERM)), 0);
+  EXPECT_EQ(dead_letters().size(), refused.size());
+  EXPECT_EQ(receiver_->status_count(400), 1);
+
+  it::PgSession s(it::dsn_for(db_));
+  it::Replay replay;
+  for (const auto& e : refused) replay.apply(e);
+  for (const auto& e : it::read_sink(receiver_->kept().string())) replay.apply(e);
+  EXPECT_TRUE(replay.problems.empty()) << replay.problems.front();
+  for (const auto& [table, key] : std::vector<std::pair<std::string, std::string>>{
+           {"acct", "id"}, {"item", "id"}, {"marker", "id"}}) {
+    EXPECT_EQ(it::diff_tables(replay.tables["public." + table], it::source_rows(s, table, {key})),
+              "")
+        << table;
+  }
+}
+
 TEST_F(HttpSinkRun, ServerErrorsRetryAfterStallsAndDropsAreRetriedUntilDelivered) {
   make_receiver({"--secret", kSecret});
   write_config(std::string("content_type = \"application/x-ndjson\"\nsigning_secret = \"") +

@@ -17,7 +17,7 @@ class ConfiguredFileSink final : public ConfiguredSink {
   Description describe() const override {
     return {"file " + path_.string(), {{"file_mode", detail::format_file_mode(file_mode_)}}};
   }
-  Result<std::unique_ptr<Sink>> open() const override {
+  Result<std::unique_ptr<Sink>> open(const SinkOpenContext&) const override {
     return make_file_sink(path_, nullptr, FileSinkOptions{file_mode_});
   }
 

@@ -295,8 +295,6 @@ class HttpSink final : public Sink {
           }
           Error refused =
               Error::sink(ErrorKind::kTerminal, message + "; a refused batch is not retried");
-          // TODO(dead letters): the server passes no hook yet; `skip` will hand the batch to
-          // the dead-letter destination here instead of stopping the pipeline.
           if (options_.on_rejected) return skip(first, end, refused);
           return fail(std::move(refused));
         }

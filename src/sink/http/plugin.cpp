@@ -91,20 +91,36 @@ class ConfiguredHttpSink final : public ConfiguredSink {
       batch += " per request";
     }
     add("batching", batch);
-    add("refused batch", "halt (the pipeline stops; the batch is not acknowledged)");
+    add("refused batch",
+        skip_refused_ ? "skip (written to the [dead_letter] file, then the pipeline goes on)"
+                      : "halt (the pipeline stops; the batch is not acknowledged)");
     return d;
   }
 
-  Result<std::unique_ptr<Sink>> open() const override {
+  Result<std::unique_ptr<Sink>> open(const SinkOpenContext& context) const override {
     HttpSinkOptions options = options_;
     options.stop = &detail::g_process_stop_requested;
-    // TODO(dead letters): under `skip`, set options.on_rejected to hand refused batches to
-    // the dead-letter destination; until then a refused batch stops the pipeline.
+    if (skip_refused_) {
+      if (!context.dead_letter) {
+        return fail(Error::configuration("\"skip\" needs a dead-letter destination, and "
+                                         "none was given")
+                        .for_setting(SettingOwner::kSink, "refused_batch_policy"));
+      }
+      options.on_rejected = context.dead_letter;
+    }
     return make_http_sink(std::move(options));
   }
 
+  std::optional<std::string> dead_letter_key() const override {
+    if (!skip_refused_) return std::nullopt;
+    return std::string("refused_batch_policy");
+  }
+
+  void skip_refused() { skip_refused_ = true; }
+
  private:
   HttpSinkOptions options_;
+  bool skip_refused_ = false;
 };
 
 // A secret given inline (`key`) or through the environment (`env_key`), not both.
@@ -274,6 +290,20 @@ Result<std::unique_ptr<ConfiguredSink>> configure(const Settings& settings) {
     CPPCDC_TRY(assign_int(**retry, "max_backoff_ms", 0, kMaxMs, o.retry.max_backoff_ms));
   }
 
+  // A batch the receiver refuses for good: "halt" (the default) stops the pipeline without
+  // acknowledging it, "skip" writes it to the dead-letter file and goes on.
+  bool skip_refused = false;
+  auto refused = settings.get_string("refused_batch_policy");
+  if (!refused) return fail(refused.error());
+  if (*refused) {
+    if (**refused == "skip") {
+      skip_refused = true;
+    } else if (**refused != "halt") {
+      return fail(settings.error("refused_batch_policy",
+                                 "expected \"halt\" or \"skip\", found " + in_quotes(**refused)));
+    }
+  }
+
   // The checks make_http_sink runs (URL, headers, secrets, files), now, so that
   // check-config reports them; nothing connects.
   {
@@ -281,7 +311,9 @@ Result<std::unique_ptr<ConfiguredSink>> configure(const Settings& settings) {
     auto sink = make_http_sink(std::move(probe));
     if (!sink) return fail(sink.error());
   }
-  return std::unique_ptr<ConfiguredSink>(std::make_unique<ConfiguredHttpSink>(std::move(o)));
+  auto configured = std::make_unique<ConfiguredHttpSink>(std::move(o));
+  if (skip_refused) configured->skip_refused();
+  return std::unique_ptr<ConfiguredSink>(std::move(configured));
 }
 
 }  // namespace

@@ -54,7 +54,7 @@ class ConfiguredKafkaSink final : public ConfiguredSink {
     return d;
   }
 
-  Result<std::unique_ptr<Sink>> open() const override { return make_kafka_sink(config_); }
+  Result<std::unique_ptr<Sink>> open(const SinkOpenContext&) const override { return make_kafka_sink(config_); }
 
  private:
   KafkaSinkConfig config_;

@@ -12,7 +12,7 @@ namespace {
 class ConfiguredStdoutSink final : public ConfiguredSink {
  public:
   Description describe() const override { return {"stdout", {}}; }
-  Result<std::unique_ptr<Sink>> open() const override { return make_stdout_sink(); }
+  Result<std::unique_ptr<Sink>> open(const SinkOpenContext&) const override { return make_stdout_sink(); }
 };
 
 Result<std::unique_ptr<ConfiguredSink>> configure(const Settings&) {

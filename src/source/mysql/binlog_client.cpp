@@ -347,7 +347,8 @@ Error BinlogStream::stream_error(const std::string& what) const {
                          full +
                              "; the server no longer has the binlog this position needs "
                              "(purged, or reset): the changes in between are lost; take a "
-                             "new snapshot (snapshot mode when_needed does so by itself)");
+                             "new snapshot (snapshot mode when_needed does so by itself)")
+        .with_condition(ErrorCondition::kSourcePositionLost);
   }
   if (code == ER_SPECIFIC_ACCESS_DENIED_ERROR || code == ER_ACCESS_DENIED_ERROR) {
     return Error::source(ErrorKind::kTerminal,

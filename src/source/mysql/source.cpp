@@ -141,7 +141,8 @@ class MysqlSource final : public Source {
               ErrorKind::kTerminal,
               "cannot resume at checkpoint " + resume->offset + ": " + *problem +
                   "; the changes in between are lost: take a new snapshot (remove the "
-                  "checkpoint, or use snapshot mode when_needed)"));
+                  "checkpoint, or use snapshot mode when_needed)")
+                  .with_condition(ErrorCondition::kSourcePositionLost));
         }
       }
     }

@@ -182,6 +182,15 @@ Error error_from_result(const PGresult* res, PGconn* conn, const std::string& wh
   if (contains(msg, "replication role")) {
     text += "; grant the REPLICATION attribute: ALTER ROLE <user> REPLICATION";
   }
+  // Decoding from a slot that PostgreSQL invalidated (it removed WAL the slot still needed,
+  // max_slot_wal_keep_size): the position is gone for good.
+  if (sqlstate == "55000" && contains(msg, "can no longer get changes from replication slot")) {
+    return Error::source(ErrorKind::kTerminal,
+                         text + "; the slot was invalidated and the changes it retained are "
+                                "lost: drop it, let cppcdc create a new one and reload the "
+                                "tables from a snapshot")
+        .with_condition(ErrorCondition::kSourcePositionLost);
+  }
   return Error::source(kind, text);
 }
 

@@ -131,7 +131,8 @@ Result<SlotState> ensure_slot(PGconn* sql, const PostgresSourceConfig& config,
         "source position lost: replication slot " + config.slot_name +
             " was invalidated (wal_status 'lost'; max_slot_wal_keep_size let PostgreSQL "
             "remove WAL it still needed), so changes are missing; drop the slot, let cppcdc "
-            "create a new one, and reload the tables from a snapshot"));
+            "create a new one, and reload the tables from a snapshot")
+                    .with_condition(ErrorCondition::kSourcePositionLost));
   }
   if (!checkpoint.is_zero() && slot.confirmed > checkpoint) {
     const std::string what = "replication slot " + config.slot_name +

@@ -7,7 +7,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <regex>
 #include <set>
 #include <thread>
@@ -272,6 +275,57 @@ class PostgresSource final : public Source {
   // reader's malloc arena.
   void recycle(std::vector<Event>&& events) override { handoff_.recycle(std::move(events)); }
 
+  // The slot's figures from pg_replication_slots, on a connection of its own (never the
+  // reader's), at most every kLagRefresh; after a failure no new attempt for kLagBackoff, so
+  // that scrapes while the server is down do not each wait for a connection timeout (a
+  // connection attempt may take up to the DSN's connect_timeout, 10 s by default: it delays
+  // that one scrape, never the pipeline). The connection lives until the source is destroyed.
+  std::optional<SourceLag> lag() const override {
+    static constexpr auto kLagRefresh = std::chrono::seconds(2);
+    static constexpr auto kLagBackoff = std::chrono::seconds(15);
+    std::lock_guard lock(lag_mutex_);
+    const auto now = std::chrono::steady_clock::now();
+    if (lag_at_ && now - *lag_at_ < kLagRefresh) return lag_cache_;
+    if (now < lag_retry_after_) return std::nullopt;
+    lag_at_ = now;
+    lag_cache_.reset();
+    if (!lag_conn_) {
+      auto conn = detail::connect(config_.dsn, false);
+      if (!conn) {
+        lag_retry_after_ = now + kLagBackoff;
+        return std::nullopt;
+      }
+      lag_conn_ = std::move(*conn);
+      if (!exec(lag_conn_.get(), "set statement_timeout = 2000", "limiting lag queries")) {
+        lag_conn_.reset();
+        lag_retry_after_ = now + kLagBackoff;
+        return std::nullopt;
+      }
+    }
+    // The slot name is validated ([a-z0-9_]), so it can be written as a literal.
+    auto result = exec(lag_conn_.get(),
+                       "select pg_current_wal_lsn() - restart_lsn, "
+                       "pg_current_wal_lsn() - confirmed_flush_lsn "
+                       "from pg_replication_slots where slot_name = '" + config_.slot_name + "'",
+                       "reading the slot's lag");
+    if (!result) {
+      lag_conn_.reset();
+      lag_retry_after_ = now + kLagBackoff;
+      return std::nullopt;
+    }
+    PGresult* res = result->get();
+    if (PQntuples(res) != 1) return std::nullopt;  // no slot (yet)
+    const auto bytes = [res](int column) -> std::optional<std::uint64_t> {
+      if (PQgetisnull(res, 0, column)) return std::nullopt;
+      const double v = std::strtod(PQgetvalue(res, 0, column), nullptr);
+      return v > 0 ? static_cast<std::uint64_t>(v) : 0;
+    };
+    lag_cache_ = SourceLag{bytes(0), bytes(1)};
+    return lag_cache_;
+  }
+
+  // The lag connection is left alone (it is the caller's of lag(), which may hold its lock
+  // while connecting): closing must never wait for a monitoring query.
   void close() override {
     if (reader_.joinable()) {
       handoff_.request_stop();
@@ -383,6 +437,13 @@ class PostgresSource final : public Source {
   cppcdc::detail::ReaderHandoff handoff_;
   detail::ReaderShared shared_{config_, handoff_};
   std::unique_ptr<detail::WalReader> wal_;  // the transport, started before or after a snapshot
+
+  // lag(): its own connection and last answer (any thread).
+  mutable std::mutex lag_mutex_;
+  mutable ConnPtr lag_conn_;
+  mutable std::optional<SourceLag> lag_cache_;
+  mutable std::optional<std::chrono::steady_clock::time_point> lag_at_;
+  mutable std::chrono::steady_clock::time_point lag_retry_after_{};
 
 };
 

@@ -120,7 +120,7 @@ class CollectingSink final : public Sink {
 class ConfiguredCollector final : public ConfiguredSink {
  public:
   Description describe() const override { return {"test_collect", {}}; }
-  Result<std::unique_ptr<Sink>> open() const override {
+  Result<std::unique_ptr<Sink>> open(const SinkOpenContext&) const override {
     return std::unique_ptr<Sink>(std::make_unique<CollectingSink>());
   }
 };

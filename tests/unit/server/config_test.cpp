@@ -173,7 +173,15 @@ TEST(ServerConfig, MinimalConfigTakesTheDefaults) {
   EXPECT_EQ(config->sink_type, "stdout");
   EXPECT_EQ(config->checkpoint_backend, "local_fs");
   EXPECT_EQ(config->runtime.max_buffer_size, rt_defaults.max_buffer_size);
-  EXPECT_EQ(config->runtime.connection_retry.max_retries, std::optional<std::uint32_t>(5));
+  // The server's retry defaults are the spec's [runtime] table: the breaker decides when to give
+  // up, the back-off runs from 100 ms to 5 s.
+  EXPECT_FALSE(config->runtime.connection_retry.max_retries.has_value());
+  EXPECT_EQ(config->runtime.connection_retry.initial_delay_ms, 100u);
+  EXPECT_EQ(config->runtime.connection_retry.max_delay_ms, 5'000u);
+  EXPECT_EQ(config->runtime.breaker.consecutive_threshold, 10u);
+  EXPECT_EQ(config->runtime.breaker.cooldown_ms, 30'000u);
+  EXPECT_EQ(config->runtime.breaker.max_open_cycles, 3u);
+  EXPECT_EQ(config->runtime.max_event_bytes, 0u);
   EXPECT_EQ(config->delivery_contract, "at_least_once");
   EXPECT_EQ(config->log_format, "text");
   EXPECT_EQ(config->log_level, "info");
@@ -196,12 +204,16 @@ TEST(ServerConfig, EachIntegerKeyAloneLeavesEveryOtherAtItsDefault) {
         {"chunk_size", s.snapshot_chunk_size == d.snapshot_chunk_size},
         {"max_buffer_size", c.runtime.max_buffer_size == r.max_buffer_size},
         {"max_poll_wait_ms", c.runtime.max_poll_wait_ms == r.max_poll_wait_ms},
-        {"connection_retry_max_retries",
-         c.runtime.connection_retry.max_retries == std::optional<std::uint32_t>(5)},
-        {"connection_retry_initial_delay_ms",
-         c.runtime.connection_retry.initial_delay_ms == r.connection_retry.initial_delay_ms},
-        {"connection_retry_max_delay_ms",
-         c.runtime.connection_retry.max_delay_ms == r.connection_retry.max_delay_ms}};
+        {"connection_retry_max_retries", !c.runtime.connection_retry.max_retries.has_value()},
+        {"connection_retry_initial_delay_ms", c.runtime.connection_retry.initial_delay_ms == 100},
+        {"connection_retry_max_delay_ms", c.runtime.connection_retry.max_delay_ms == 5'000},
+        {"recoverable_error_breaker_consecutive_threshold",
+         c.runtime.breaker.consecutive_threshold == r.breaker.consecutive_threshold},
+        {"recoverable_error_breaker_cooldown_ms",
+         c.runtime.breaker.cooldown_ms == r.breaker.cooldown_ms},
+        {"recoverable_error_breaker_max_open_cycles",
+         c.runtime.breaker.max_open_cycles == r.breaker.max_open_cycles},
+        {"max_event_bytes", c.runtime.max_event_bytes == r.max_event_bytes}};
     for (const auto& [name, equal] : same) {
       if (name != key) {
         EXPECT_TRUE(equal) << name << " changed when only " << key << " was set";
@@ -216,7 +228,11 @@ TEST(ServerConfig, EachIntegerKeyAloneLeavesEveryOtherAtItsDefault) {
       {"runtime", "max_buffer_size = 4321"},    {"runtime", "max_poll_wait_ms = 4321"},
       {"runtime", "connection_retry_max_retries = 4321"},
       {"runtime", "connection_retry_initial_delay_ms = 1"},
-      {"runtime", "connection_retry_max_delay_ms = 43210"}};
+      {"runtime", "connection_retry_max_delay_ms = 43210"},
+      {"runtime", "recoverable_error_breaker_consecutive_threshold = 4321"},
+      {"runtime", "recoverable_error_breaker_cooldown_ms = 4321"},
+      {"runtime", "recoverable_error_breaker_max_open_cycles = 4321"},
+      {"runtime", "max_event_bytes = 4321"}};
   for (const auto& [section, line] : keys) {
     std::string text;
     if (section == "source") {
@@ -326,6 +342,55 @@ TEST(ServerConfig, OutOfRangeAndBadValuesAreNamed) {
                   "[runtime] connection_retry_max_delay_ms");
 }
 
+TEST(ServerConfig, TheCircuitBreakerKeysAreRead) {
+  const std::string text = std::string(kMinimal) +
+                           "\n[runtime]\n"
+                           "recoverable_error_breaker_consecutive_threshold = 4\n"
+                           "recoverable_error_breaker_cooldown_ms = 250\n"
+                           "recoverable_error_breaker_max_open_cycles = 2\n"
+                           "recoverable_error_backoff_initial_ms = 20\n"
+                           "recoverable_error_backoff_max_ms = 80\n"
+                           "max_event_bytes = 1048576\n";
+  auto config = parse_server_config(text, "cdc.toml");
+  ASSERT_TRUE(config) << config.error().report();
+  const auto& rt = config->runtime;
+  EXPECT_EQ(rt.breaker.consecutive_threshold, 4u);
+  EXPECT_EQ(rt.breaker.cooldown_ms, 250u);
+  EXPECT_EQ(rt.breaker.max_open_cycles, 2u);
+  EXPECT_EQ(rt.connection_retry.initial_delay_ms, 20u);
+  EXPECT_EQ(rt.connection_retry.max_delay_ms, 80u);
+  EXPECT_EQ(rt.max_event_bytes, 1'048'576u);
+  const std::string described = describe_config(*config);
+  EXPECT_CONTAINS(described, "opens after 4 recoverable errors in a row, cooldown 250 ms");
+  EXPECT_CONTAINS(described, "error state after 2 open cycles");
+  EXPECT_CONTAINS(described, "initial delay 20 ms, max delay 80 ms");
+}
+
+TEST(ServerConfig, BadCircuitBreakerValuesNameTheirKey) {
+  const std::string base = std::string(kMinimal) + "\n[runtime]\n";
+  EXPECT_CONTAINS(error_of(base + "recoverable_error_breaker_consecutive_threshold = 0\n"),
+                  "[runtime] recoverable_error_breaker_consecutive_threshold: expected an "
+                  "integer from 1");
+  EXPECT_CONTAINS(error_of(base + "recoverable_error_breaker_max_open_cycles = 0\n"),
+                  "[runtime] recoverable_error_breaker_max_open_cycles: expected an integer "
+                  "from 1");
+  EXPECT_CONTAINS(error_of(base + "recoverable_error_breaker_cooldown_ms = -1\n"),
+                  "[runtime] recoverable_error_breaker_cooldown_ms");
+  EXPECT_CONTAINS(error_of(base + "recoverable_error_breaker_cooldown_ms = \"30s\"\n"),
+                  "[runtime] recoverable_error_breaker_cooldown_ms: expected an integer");
+  EXPECT_CONTAINS(error_of(base + "max_event_bytes = -5\n"), "[runtime] max_event_bytes");
+  EXPECT_CONTAINS(error_of(base + "recoverable_error_backoff_initial_ms = 500\n"
+                                  "recoverable_error_backoff_max_ms = 100\n"),
+                  "[runtime] recoverable_error_backoff_max_ms: expected at least "
+                  "recoverable_error_backoff_initial_ms (500), found 100");
+  EXPECT_CONTAINS(error_of(base + "recoverable_error_backoff_initial_ms = 50\n"
+                                  "connection_retry_initial_delay_ms = 50\n"),
+                  "[runtime] connection_retry_initial_delay_ms: is the same setting as "
+                  "recoverable_error_backoff_initial_ms; set only one of them");
+  EXPECT_CONTAINS(error_of(base + "recoverable_error_breaker_treshold = 3\n"),
+                  "[runtime] recoverable_error_breaker_treshold: unknown key");
+}
+
 TEST(ServerConfig, FileModeIsAnOctalStringOfReadAndWriteBits) {
   const std::string example = kExample;
   const std::string sink_path = "path = \"/var/lib/cppcdc/out/events.jsonl\"";
@@ -379,7 +444,7 @@ TEST(ServerConfig, UnknownKeysAreErrorsNamingTheKey) {
   EXPECT_CONTAINS(error_of(std::string("delivery_contrat = \"at_least_once\"\n") + kMinimal),
                   "cdc.toml:1:1: delivery_contrat: unknown key");
   EXPECT_CONTAINS(error_of(std::string(kMinimal) + "[admin]\nport = 1\n"),
-                  "admin: unknown key (the admin server is not built yet)");
+                  "[admin] port: unknown key; expected one of: listen, token, token_env");
   EXPECT_CONTAINS(error_of(std::string(kMinimal) + "[state.schema_history]\nbackend = \"x\"\n"),
                   "cdc.toml:7:8: [state] schema_history: unknown key");
 }

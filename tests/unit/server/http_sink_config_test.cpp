@@ -169,6 +169,30 @@ TEST(HttpSinkConfig, ErrorsNameTheKeyAndItsLine) {
   EXPECT_CONTAINS(error_of(edit(kFull, "\"gzip\"", "\"zstd\"")), "cdc.toml:");
 }
 
+// refused_batch_policy: "halt" by default; "skip" needs [dead_letter], and check-config says
+// which one applies.
+TEST(HttpSinkConfig, RefusedBatchPolicySkipNeedsADeadLetterFile) {
+  const std::string skip = edit(kFull, "batch_max_events = 500",
+                                "batch_max_events = 500\nrefused_batch_policy = \"skip\"");
+  EXPECT_CONTAINS(error_of(skip), "[sink] refused_batch_policy: this sink hands the batches");
+  EXPECT_CONTAINS(error_of(skip), "no [dead_letter] section");
+  EXPECT_CONTAINS(error_of(edit(kFull, "batch_max_events = 500",
+                                "batch_max_events = 500\nrefused_batch_policy = \"drop\"")),
+                  "[sink] refused_batch_policy: expected \"halt\" or \"skip\", found \"drop\"");
+
+  auto with_file =
+      parse_server_config(with_head(skip) + "\n[dead_letter]\npath = \"/tmp/dead.jsonl\"\n",
+                          "cdc.toml");
+  ASSERT_TRUE(with_file) << with_file.error().report();
+  EXPECT_CONTAINS(describe_config(*with_file), "skip (written to the [dead_letter] file");
+  auto plain = parse_server_config(with_head(kFull), "cdc.toml");
+  ASSERT_TRUE(plain) << plain.error().report();
+  EXPECT_CONTAINS(describe_config(*plain), "halt (the pipeline stops");
+  EXPECT_FALSE(plain->sinks[0].configured->dead_letter_key());
+  EXPECT_EQ(with_file->sinks[0].configured->dead_letter_key().value_or(""),
+            "refused_batch_policy");
+}
+
 TEST(HttpSinkConfig, ErrorsDoNotRepeatASecret) {
   const std::string text =
       error_of(edit(kFull, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "whsec_MfKQ9r8GKYqrTwjU*"));

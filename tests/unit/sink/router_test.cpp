@@ -55,7 +55,7 @@ class JournalSink final : public Sink {
     journal_.steps.push_back(name_ + ".flush");
     if (fail_flushes > 0) {
       --fail_flushes;
-      return fail(Error::sink(ErrorKind::kTransient, name_ + " is unreachable"));
+      return fail(Error::sink(flush_error_kind, name_ + " is unreachable"));
     }
     return ok();
   }
@@ -69,6 +69,7 @@ class JournalSink final : public Sink {
 
   int fail_writes = 0;
   int fail_flushes = 0;
+  ErrorKind flush_error_kind = ErrorKind::kTransient;
   std::chrono::milliseconds delay{0};
 
  private:
@@ -357,12 +358,13 @@ TEST(Fanout, EveryEventGoesToEachChild) {
 }
 
 // Through the runtime: the acknowledgement (the checkpoint save) comes only after every child
-// that received part of the batch flushed; when one child fails, nothing is acknowledged and
-// a restart delivers the whole batch again, to every child.
+// that received part of the batch flushed. When one child fails, nothing is acknowledged and the
+// whole batch goes again to every child: at once under the circuit breaker when the failure is
+// transient, after a restart when it is terminal.
 TEST(RouterRuntime, ABatchIsAcknowledgedOnlyAfterEveryChildFlushedAndAFailureRedeliversToAll) {
   Journal j;
   auto checkpoint = std::make_shared<JournalCheckpoint>(j);
-  const auto run = [&](bool fail_b) -> Result<std::uint64_t> {
+  const auto run = [&](std::optional<ErrorKind> fail_b) -> Result<std::uint64_t> {
     RouterConfig config;
     JournalSink* b = nullptr;
     config.children.push_back(child(j, "a"));
@@ -370,6 +372,7 @@ TEST(RouterRuntime, ABatchIsAcknowledgedOnlyAfterEveryChildFlushedAndAFailureRed
     config.routes.push_back({{"public.invoice*"}, {}, {1}, ""});
     config.default_targets = {0};
     b->fail_flushes = fail_b ? 1 : 0;
+    b->flush_error_kind = fail_b.value_or(ErrorKind::kTransient);
     PipelineConfig pc;
     pc.routes.push_back({RouterSink::create(std::move(config)).value(), nullptr});
     auto pipeline = Pipeline::create(std::move(pc)).value();
@@ -377,6 +380,7 @@ TEST(RouterRuntime, ABatchIsAcknowledgedOnlyAfterEveryChildFlushedAndAFailureRed
     rc.source = std::make_unique<ListSource>(mixed_batch());
     rc.checkpoint = checkpoint;
     rc.options.max_poll_wait_ms = 1;
+    rc.options.sleep = [](std::chrono::milliseconds) {};  // the breaker's back-off
     auto runtime = Runtime::create(std::move(rc)).value();
     EXPECT_TRUE(runtime->start());
     std::atomic<bool> cancel{false};
@@ -384,24 +388,36 @@ TEST(RouterRuntime, ABatchIsAcknowledgedOnlyAfterEveryChildFlushedAndAFailureRed
     if (!delivered) runtime->force_stop();
     return delivered;
   };
+  const std::vector<std::string> attempt = {"a.write:2,3,5", "b.write:1,4,6", "a.flush",
+                                            "b.flush"};
 
-  const auto failed = run(true);
+  // Transient: the same batch again to both children (a had flushed its part already:
+  // at-least-once), and the save only after both flushed.
+  const auto retried = run(ErrorKind::kTransient);
+  ASSERT_TRUE(retried) << retried.error().report();
+  EXPECT_EQ(*retried, 6u);
+  auto expected = attempt;
+  expected.insert(expected.end(), attempt.begin(), attempt.end());
+  expected.push_back("save:0/6");
+  EXPECT_EQ(steps_of(j, {".write", ".flush", "save:"}), expected);
+
+  // Terminal: the run ends with nothing acknowledged, and a restart delivers it all again.
+  checkpoint->record.reset();
+  j.steps.clear();
+  const auto failed = run(ErrorKind::kTerminal);
   ASSERT_FALSE(failed);
   EXPECT_NE(failed.error().report().find("b is unreachable"), std::string::npos)
       << failed.error().report();
   EXPECT_FALSE(checkpoint->record) << "a batch was acknowledged although a child failed";
-  EXPECT_EQ(steps_of(j, {".write", ".flush", "save:"}),
-            (std::vector<std::string>{"a.write:2,3,5", "b.write:1,4,6", "a.flush", "b.flush"}));
+  EXPECT_EQ(steps_of(j, {".write", ".flush", "save:"}), attempt);
 
   j.steps.clear();
-  const auto again = run(false);
+  const auto again = run(std::nullopt);
   ASSERT_TRUE(again) << again.error().report();
   EXPECT_EQ(*again, 6u);
-  // The whole batch again, to both children (a had flushed its part already: at-least-once),
-  // and the save after both flushes.
-  EXPECT_EQ(steps_of(j, {".write", ".flush", "save:"}),
-            (std::vector<std::string>{"a.write:2,3,5", "b.write:1,4,6", "a.flush", "b.flush",
-                                      "save:0/6"}));
+  expected = attempt;
+  expected.push_back("save:0/6");
+  EXPECT_EQ(steps_of(j, {".write", ".flush", "save:"}), expected);
 }
 
 TEST(RouterRuntime, ASinkBatchDelayGathersEventsIntoOneBatch) {

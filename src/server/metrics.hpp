@@ -1,0 +1,152 @@
+#pragma once
+// The server's Prometheus metrics: a small hand-written registry and the text exposition
+// format (version 0.0.4), served by the admin server on /metrics (admin_http.hpp).
+//
+// Why not a client library: Debian 12 packages prometheus-cpp 1.0, but its development package
+// pulls in civetweb and libcurl for HTTP parts we do not use (cpp-httplib serves the
+// endpoints), it has no gauges computed at scrape time (the ages, the source lag and the
+// process figures all are), and its atomics, like cpp-httplib's, would be invisible to our
+// TSan builds. What the server needs is a few counters, one histogram and text output.
+//
+// Counting: PipelineMetrics is the runtime's RuntimeObserver. It is called once per batch on
+// the thread that drives the runtime, which is the only writer; every figure is a relaxed
+// atomic that the scrape thread reads. Per event it only compares the table name with the
+// previous event's and adds to a counter; no lock, no allocation unless a new table appears.
+//
+// Bounded labels: `table` takes at most kMaxTableSeries distinct values per metric (the
+// tables seen first); later tables are counted under table="_other". `op` has the seven
+// operation names. Snapshot progress is labelled by the snapshot's tables (capped the same
+// way), transform rules by the configured rules; nothing else carries a label from data.
+
+#include <atomic>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "cppcdc/blocking_snapshot.hpp"
+#include "cppcdc/event.hpp"
+#include "cppcdc/runtime.hpp"
+#include "cppcdc/source.hpp"
+#include "cppcdc/transforms.hpp"
+
+namespace cppcdc::server {
+
+/// Most distinct `table` label values a per-table metric keeps (then table="_other").
+inline constexpr std::size_t kMaxTableSeries = 256;
+/// The `table` label value of the events beyond kMaxTableSeries tables.
+inline constexpr std::string_view kOtherTable = "_other";
+
+using MetricLabels = std::initializer_list<std::pair<std::string_view, std::string_view>>;
+
+/// Writes the Prometheus text format. Not thread-safe; one per scrape.
+class Exposition {
+ public:
+  /// `# HELP` and `# TYPE` lines; type is "counter", "gauge" or "histogram".
+  void family(std::string_view name, std::string_view type, std::string_view help);
+  /// One sample line: name{labels} value.
+  void sample(std::string_view name, MetricLabels labels, double value);
+  /// The same with labels built at run time (the histogram's `le`).
+  void sample_with(std::string_view name,
+                   std::span<const std::pair<std::string, std::string>> labels, double value);
+  const std::string& text() const noexcept { return out_; }
+  std::string take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+/// A label value escaped for the text format (backslash, double quote, newline).
+std::string escape_label_value(std::string_view value);
+/// A sample value as the text format spells it: integers without a fraction, "+Inf", "-Inf",
+/// "NaN", otherwise the shortest text that reads back the same double.
+std::string format_metric_value(double value);
+
+/// A histogram with fixed upper bounds. One writer thread; readers on any thread may see a
+/// sum and counts from slightly different moments, which the format tolerates.
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> upper_bounds);
+  /// Adds `count` observations of `value`.
+  void observe(double value, std::uint64_t count = 1) noexcept;
+  /// The family's `_bucket` (cumulative, with le="+Inf"), `_sum` and `_count` lines.
+  void write(Exposition& out, std::string_view name) const;
+  std::uint64_t count() const noexcept { return count_.load(std::memory_order_relaxed); }
+
+ private:
+  std::vector<double> bounds_;
+  std::unique_ptr<std::atomic<std::uint64_t>[]> buckets_;  // per bucket, not cumulative; +1 +Inf
+  std::atomic<double> sum_{0};
+  std::atomic<std::uint64_t> count_{0};
+};
+
+/// The process figures Prometheus client libraries export under process_*, read from /proc.
+struct ProcessStats {
+  double cpu_seconds = 0;  ///< user + system time
+  double resident_bytes = 0;
+  double virtual_bytes = 0;
+  double open_fds = 0;
+  double max_fds = 0;             ///< 0: unknown (not exported)
+  double start_time_seconds = 0;  ///< since the Unix epoch
+};
+/// nullopt where /proc cannot be read (not Linux).
+std::optional<ProcessStats> read_process_stats();
+
+/// What a scrape shows besides the observer's own counts.
+struct MetricsInputs {
+  RuntimeAdminSnapshot snapshot;
+  std::optional<SourceLag> lag;
+  std::optional<BlockingSnapshotStatus> initial_snapshot;
+  std::vector<UnmatchedRule> unmatched_rules;  ///< only while a rule is unmatched
+  std::int64_t now_ms = 0;                     ///< wall clock
+};
+
+/// The pipeline's counters (a RuntimeObserver) and the rendering of every series.
+class PipelineMetrics final : public RuntimeObserver {
+ public:
+  PipelineMetrics();
+  ~PipelineMetrics() override;
+
+  void on_delivered(std::span<const Event> events) override;
+  void on_committed(std::span<const Event> events, std::int64_t acked_at_ms) override;
+  void on_checkpoint(const CheckpointRecord& record) override;
+
+  /// The whole exposition: the counters above, the gauges of `inputs` and process_*.
+  std::string render(const MetricsInputs& inputs) const;
+
+  /// For tests: the count of (table, op) committed, 0 when never seen.
+  std::uint64_t committed(std::string_view table, Operation op) const;
+  /// Wall clock of the last on_delivered, 0: none yet.
+  std::int64_t last_delivered_at_ms() const noexcept {
+    return last_delivered_ms_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  struct TableSlot;
+  struct Tally;
+  std::size_t slot_for(const Event& event);
+  void count(std::span<const Event> events, bool committed);
+
+  std::unique_ptr<TableSlot[]> slots_;      // kMaxTableSeries + 1 (the last: "_other")
+  std::atomic<std::size_t> slot_count_{0};  // named slots published
+  // The writer's lookup cache: the previous event's table and its slot.
+  std::string last_schema_;
+  std::string last_table_;
+  std::size_t last_slot_ = 0;
+  bool has_last_ = false;
+
+  std::atomic<std::uint64_t> batches_delivered_{0};
+  std::atomic<std::uint64_t> batches_committed_{0};
+  std::atomic<std::uint64_t> bytes_delivered_{0};
+  std::atomic<std::int64_t> last_delivered_ms_{0};
+  std::atomic<std::int64_t> checkpoint_saved_ms_{0};
+  std::atomic<std::uint64_t> checkpoints_saved_{0};
+  Histogram latency_;
+};
+
+}  // namespace cppcdc::server

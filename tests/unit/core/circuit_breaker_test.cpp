@@ -1,0 +1,281 @@
+// The circuit breaker (core concepts, "Circuit breaker"): its state machine on its own, then
+// the runtime retrying a failing sink and a failing source under it, on a fake clock.
+
+#include <gtest/gtest.h>
+
+#include "core/circuit_breaker.hpp"
+#include "fake_runtime.hpp"
+
+using namespace cppcdc;
+using cppcdc::test::FakeRuntime;
+using cppcdc::test::FlakySink;
+
+namespace {
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+ConnectionRetryPolicy backoff(std::uint32_t initial, std::uint32_t max,
+                              std::optional<std::uint32_t> retries = std::nullopt) {
+  ConnectionRetryPolicy p;
+  p.max_retries = retries;
+  p.initial_delay_ms = initial;
+  p.max_delay_ms = max;
+  return p;
+}
+
+}  // namespace
+
+TEST(CircuitBreaker, DefaultsAreTheSpecifiedOnes) {
+  CircuitBreakerPolicy p;
+  EXPECT_EQ(p.consecutive_threshold, 10u);
+  EXPECT_EQ(p.cooldown_ms, 30'000u);
+  EXPECT_EQ(p.max_open_cycles, 3u);
+}
+
+TEST(CircuitBreaker, BacksOffWhileClosedThenOpensProbesAndEscalates) {
+  detail::CircuitBreaker b(backoff(100, 300), CircuitBreakerPolicy{3, 1'000, 2});
+  EXPECT_EQ(b.state(), BreakerState::kClosed);
+  auto n = b.on_failure();
+  EXPECT_FALSE(n.give_up);
+  EXPECT_EQ(n.wait.count(), 100);
+  n = b.on_failure();
+  EXPECT_EQ(n.wait.count(), 200);
+  EXPECT_EQ(b.state(), BreakerState::kClosed);
+  n = b.on_failure();  // the third in a row: open
+  EXPECT_EQ(b.state(), BreakerState::kOpen);
+  EXPECT_EQ(n.wait.count(), 1'000);
+  b.before_attempt();
+  EXPECT_EQ(b.state(), BreakerState::kHalfOpen);
+  n = b.on_failure();  // the probe failed: open again, second cycle
+  EXPECT_EQ(b.state(), BreakerState::kOpen);
+  EXPECT_FALSE(n.give_up);
+  EXPECT_EQ(n.wait.count(), 1'000);
+  b.before_attempt();
+  n = b.on_failure();  // the probe of the last cycle failed too
+  EXPECT_TRUE(n.give_up);
+  EXPECT_EQ(b.state(), BreakerState::kError);
+  EXPECT_TRUE(has(n.note, "recoverable_error_breaker_max_open_cycles")) << n.note;
+  EXPECT_EQ(b.recoverable_errors(), 5u);
+  b.on_success();  // terminal
+  EXPECT_EQ(b.state(), BreakerState::kError);
+}
+
+TEST(CircuitBreaker, ASuccessfulProbeClosesItAndResetsTheCounts) {
+  detail::CircuitBreaker b(backoff(10, 1'000), CircuitBreakerPolicy{2, 500, 1});
+  (void)b.on_failure();
+  (void)b.on_failure();
+  ASSERT_EQ(b.state(), BreakerState::kOpen);
+  b.before_attempt();
+  b.on_success();
+  EXPECT_EQ(b.state(), BreakerState::kClosed);
+  EXPECT_EQ(b.consecutive(), 0u);
+  // A fresh run of failures starts from the initial back-off and may open again.
+  EXPECT_EQ(b.on_failure().wait.count(), 10);
+  EXPECT_EQ(b.on_failure().wait.count(), 500);
+  EXPECT_EQ(b.state(), BreakerState::kOpen);
+  EXPECT_EQ(b.recoverable_errors(), 4u);
+}
+
+TEST(CircuitBreaker, BackOffDoublesUpToTheCap) {
+  detail::CircuitBreaker b(backoff(100, 5'000), CircuitBreakerPolicy{100, 1, 1});
+  std::vector<long> waits;
+  for (int i = 0; i < 9; ++i) waits.push_back(static_cast<long>(b.on_failure().wait.count()));
+  EXPECT_EQ(waits, (std::vector<long>{100, 200, 400, 800, 1600, 3200, 5000, 5000, 5000}));
+}
+
+TEST(CircuitBreaker, TheRetryBudgetEndsItBeforeTheBreakerWould) {
+  detail::CircuitBreaker b(backoff(1, 1, 2), CircuitBreakerPolicy{10, 1, 3});
+  EXPECT_FALSE(b.on_failure().give_up);
+  EXPECT_FALSE(b.on_failure().give_up);
+  auto n = b.on_failure();
+  EXPECT_TRUE(n.give_up);
+  EXPECT_TRUE(has(n.note, "gave up after 2 retries")) << n.note;
+  EXPECT_TRUE(has(n.note, "connection_retry_max_retries")) << n.note;
+  EXPECT_EQ(b.state(), BreakerState::kError);
+}
+
+TEST(RuntimeBreaker, ARecoverableSinkFailureRedeliversTheSameBatchAndLosesNothing) {
+  FakeRuntime f;
+  f.source->add(5);
+  f.source->finish_when_empty = true;
+  ASSERT_TRUE(f.runtime->start());
+  FlakySink sink;
+  sink.failures = 3;
+  std::atomic<bool> cancel{false};
+  auto delivered = f.runtime->run_to_completion(sink, cancel);
+  ASSERT_TRUE(delivered) << delivered.error().report();
+  EXPECT_EQ(*delivered, 5u);
+  EXPECT_EQ(sink.writes, 4);  // three refusals, then the same batch again
+  EXPECT_EQ(sink.received, (std::vector<std::string>{"1", "2", "3", "4", "5"}));
+  EXPECT_EQ(f.clock.slept, 100 + 200 + 400);  // the back-off, never a real sleep
+  const auto s = f.runtime->admin_snapshot();
+  EXPECT_EQ(s.recoverable_errors, 3u);
+  EXPECT_EQ(s.breaker_state, BreakerState::kClosed);
+  EXPECT_EQ(s.events_committed, 5u);
+  EXPECT_EQ(f.checkpoint->record->offset, "5");
+  EXPECT_FALSE(s.health.is_alertable()) << s.health.reason;  // the commit cleared the failure
+}
+
+TEST(RuntimeBreaker, ASinkThatKeepsFailingOpensTheBreakerAndEscalatesToTheErrorState) {
+  FakeRuntime f;  // threshold 4, cooldown 1 s, 2 open cycles
+  f.source->add(2);
+  ASSERT_TRUE(f.runtime->start());
+  FlakySink sink;
+  sink.fail_forever = true;
+  std::atomic<bool> cancel{false};
+  auto delivered = f.runtime->run_to_completion(sink, cancel);
+  ASSERT_FALSE(delivered);
+  const std::string report = delivered.error().report();
+  EXPECT_TRUE(has(report, "recoverable_error_breaker_max_open_cycles")) << report;
+  EXPECT_TRUE(has(report, "the destination is unavailable")) << report;
+  EXPECT_TRUE(has(report, "flaky")) << report;
+  // 4 closed attempts, then a failed probe after each of the 2 cooldowns.
+  EXPECT_EQ(sink.writes, 6);
+  EXPECT_EQ(f.clock.slept, 100 + 200 + 400 + 1'000 + 1'000);
+  const auto s = f.runtime->admin_snapshot();
+  EXPECT_EQ(s.breaker_state, BreakerState::kError);
+  EXPECT_EQ(s.recoverable_errors, 6u);
+  EXPECT_EQ(s.events_committed, 0u);
+  // The failures were reported: the verdict blames the destination, not the loop.
+  f.clock.advance(30'000);
+  EXPECT_EQ(s.health.kind, HealthVerdict::Kind::kHealthy);
+  EXPECT_EQ(f.health().cause, StallCause::kDeliveryFailing) << f.health().reason;
+  EXPECT_TRUE(has(f.health().reason, "flaky")) << f.health().reason;
+}
+
+TEST(RuntimeBreaker, ConfigurationErrorsOfASinkAreNeverRetried) {
+  FakeRuntime f;
+  f.source->add(1);
+  ASSERT_TRUE(f.runtime->start());
+  FlakySink sink;
+  sink.fail_forever = true;
+  sink.error = Error::sink(ErrorKind::kConfiguration, "topic name is empty");
+  std::atomic<bool> cancel{false};
+  auto delivered = f.runtime->run_to_completion(sink, cancel);
+  ASSERT_FALSE(delivered);
+  EXPECT_EQ(delivered.error().kind(), ErrorKind::kConfiguration);
+  EXPECT_EQ(sink.writes, 1);
+  EXPECT_EQ(f.clock.slept, 0);
+  EXPECT_EQ(f.runtime->admin_snapshot().recoverable_errors, 0u);
+}
+
+TEST(RuntimeBreaker, AnEventOverMaxEventBytesEndsTheRunWithoutRetryNamingTableSizeAndKey) {
+  auto options = FakeRuntime::defaults();
+  options.max_event_bytes = 64;
+  FakeRuntime f(options);
+  f.source->add(1);
+  ASSERT_TRUE(f.runtime->start());
+  FlakySink sink;
+  std::atomic<bool> cancel{false};
+  auto delivered = f.runtime->run_to_completion(sink, cancel);
+  ASSERT_FALSE(delivered);
+  const std::string report = delivered.error().report();
+  EXPECT_EQ(delivered.error().kind(), ErrorKind::kInvalidData);
+  EXPECT_TRUE(has(report, "public.t")) << report;
+  EXPECT_TRUE(has(report, "max_event_bytes")) << report;
+  EXPECT_TRUE(has(report, " bytes")) << report;
+  EXPECT_EQ(sink.writes, 0);
+  EXPECT_EQ(f.runtime->admin_snapshot().recoverable_errors, 0u);
+}
+
+TEST(RuntimeBreaker, EventsWithinMaxEventBytesPass) {
+  auto options = FakeRuntime::defaults();
+  options.max_event_bytes = 1'000'000;
+  FakeRuntime f(options);
+  f.source->add(3);
+  f.source->finish_when_empty = true;
+  ASSERT_TRUE(f.runtime->start());
+  FlakySink sink;
+  std::atomic<bool> cancel{false};
+  auto delivered = f.runtime->run_to_completion(sink, cancel);
+  ASSERT_TRUE(delivered) << delivered.error().report();
+  EXPECT_EQ(*delivered, 3u);
+}
+
+TEST(RuntimeBreaker, ASourceThatStaysDownOpensTheSameBreakerAndFailsTheRuntime) {
+  FakeRuntime f;
+  ASSERT_TRUE(f.runtime->start());
+  f.source->poll_errors.push_back(Error::source(ErrorKind::kTransient, "connection reset"));
+  f.source->start_errors.push_back(Error::source(ErrorKind::kTransient, "connection refused"));
+  f.source->start_errors_forever = true;
+  FlakySink sink;
+  std::atomic<bool> cancel{false};
+  auto delivered = f.runtime->run_to_completion(sink, cancel);
+  ASSERT_FALSE(delivered);
+  const std::string report = delivered.error().report();
+  EXPECT_TRUE(has(report, "recoverable_error_breaker_max_open_cycles")) << report;
+  EXPECT_TRUE(has(report, "connection refused")) << report;
+  const auto s = f.runtime->admin_snapshot();
+  EXPECT_EQ(s.state, RuntimeState::kFailed);
+  EXPECT_EQ(s.breaker_state, BreakerState::kError);
+  EXPECT_EQ(s.recoverable_errors, 6u);  // the broken poll, then five failed reconnections
+  EXPECT_EQ(f.source->starts, 1 + 5);
+}
+
+TEST(RuntimeBreaker, ASourceThatComesBackClosesTheBreaker) {
+  FakeRuntime f;
+  ASSERT_TRUE(f.runtime->start());
+  f.source->add(2);
+  f.source->finish_when_empty = true;
+  f.source->poll_errors.push_back(Error::source(ErrorKind::kTransient, "connection reset"));
+  for (int i = 0; i < 4; ++i) {  // long enough to open the breaker once
+    f.source->start_errors.push_back(Error::source(ErrorKind::kTransient, "refused"));
+  }
+  FlakySink sink;
+  std::atomic<bool> cancel{false};
+  auto delivered = f.runtime->run_to_completion(sink, cancel);
+  ASSERT_TRUE(delivered) << delivered.error().report();
+  EXPECT_EQ(*delivered, 2u);
+  const auto s = f.runtime->admin_snapshot();
+  EXPECT_EQ(s.breaker_state, BreakerState::kClosed);
+  EXPECT_EQ(s.recoverable_errors, 5u);
+  EXPECT_EQ(f.clock.slept, 100 + 200 + 400 + 1'000 + 1'000);
+}
+
+TEST(RuntimeBreaker, ACancelledRunStopsWaitingAndLeavesTheBatchUnacknowledged) {
+  FakeRuntime f;
+  f.source->add(1);
+  ASSERT_TRUE(f.runtime->start());
+  FlakySink sink;
+  sink.fail_forever = true;
+  std::atomic<bool> cancel{false};
+  f.cancel_on_wait = &cancel;  // SIGTERM while the breaker waits
+  auto delivered = f.runtime->run_to_completion(sink, cancel);
+  ASSERT_TRUE(delivered) << delivered.error().report();
+  EXPECT_EQ(*delivered, 0u);
+  EXPECT_EQ(sink.writes, 1);
+  EXPECT_LE(f.clock.slept, 100);
+  EXPECT_FALSE(f.runtime->stop());  // the batch is in flight: a forced stop replays it
+  f.runtime->force_stop();
+}
+
+TEST(RuntimeBreaker, TheLibraryDefaultKeepsTheRetryBudgetOfTheConnectionRetryPolicy) {
+  auto options = FakeRuntime::defaults();
+  options.connection_retry = ConnectionRetryPolicy{};  // 5 retries
+  options.connection_retry.initial_delay_ms = 1;
+  options.breaker = CircuitBreakerPolicy{};  // 10 in a row before it opens
+  FakeRuntime f(options);
+  f.source->start_errors.push_back(Error::source(ErrorKind::kTransient, "refused"));
+  f.source->start_errors_forever = true;
+  auto st = f.runtime->start();
+  ASSERT_FALSE(st);
+  EXPECT_TRUE(has(st.error().report(), "gave up after 5 retries")) << st.error().report();
+  EXPECT_EQ(f.source->starts, 6);
+  EXPECT_EQ(f.clock.slept, 1 + 2 + 4 + 8 + 16);
+}
+
+TEST(RuntimeBreaker, AStopSignalEndsTheRetriesOfAStartThatCannotConnect) {
+  FakeRuntime f;
+  f.source->start_errors.push_back(Error::source(ErrorKind::kTransient, "connection refused"));
+  f.source->start_errors_forever = true;
+  std::atomic<bool> cancel{false};
+  f.cancel_on_wait = &cancel;  // SIGTERM during the first back-off
+  auto st = f.runtime->start(cancel);
+  ASSERT_FALSE(st);
+  EXPECT_TRUE(has(st.error().report(), "stopped while waiting to retry")) << st.error().report();
+  EXPECT_TRUE(has(st.error().report(), "connection refused")) << st.error().report();
+  EXPECT_EQ(f.source->starts, 1);
+  EXPECT_LE(f.clock.slept, 100);
+}

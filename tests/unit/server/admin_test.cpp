@@ -1,0 +1,387 @@
+// The admin server's pieces without a network: [admin] parsing, the probes' answers, the
+// Prometheus text format, the pipeline counters and the OpenAPI document's coverage.
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "server/admin_http.hpp"
+#include "server/config.hpp"
+#include "server/metrics.hpp"
+
+namespace cppcdc::server {
+namespace {
+
+constexpr const char* kMinimal = R"([source]
+dsn = "host=localhost dbname=app"
+tables = ["public.t"]
+
+[state.offset]
+dir = "/tmp/state"
+)";
+
+#define EXPECT_CONTAINS(haystack, needle) \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
+
+std::string error_of(const std::string& text) {
+  auto config = parse_server_config(text, "cdc.toml");
+  if (config) return "(no error)";
+  EXPECT_EQ(config.error().kind(), ErrorKind::kConfiguration) << config.error().report();
+  return config.error().report();
+}
+
+TEST(AdminConfig, OffUnlessTheSectionIsPresent) {
+  auto config = parse_server_config(kMinimal, "cdc.toml");
+  ASSERT_TRUE(config) << config.error().report();
+  EXPECT_FALSE(config->admin.has_value());
+  EXPECT_CONTAINS(describe_config(*config), "off ([admin] is not configured)");
+}
+
+TEST(AdminConfig, AnEmptySectionListensOnTheDefaultLoopbackPort) {
+  auto config = parse_server_config(std::string(kMinimal) + "[admin]\n", "cdc.toml");
+  ASSERT_TRUE(config) << config.error().report();
+  ASSERT_TRUE(config->admin.has_value());
+  EXPECT_EQ(config->admin->host, "127.0.0.1");
+  EXPECT_EQ(config->admin->port, 9464);
+  EXPECT_TRUE(config->admin->token.empty());
+}
+
+TEST(AdminConfig, ListenTakesHostAndPortIncludingBracketedIpv6) {
+  auto v4 = parse_server_config(std::string(kMinimal) + "[admin]\nlisten = \"0.0.0.0:9470\"\n",
+                                "cdc.toml");
+  ASSERT_TRUE(v4) << v4.error().report();
+  EXPECT_EQ(v4->admin->host, "0.0.0.0");
+  EXPECT_EQ(v4->admin->port, 9470);
+  auto v6 =
+      parse_server_config(std::string(kMinimal) + "[admin]\nlisten = \"[::1]:9471\"\n", "cdc.toml");
+  ASSERT_TRUE(v6) << v6.error().report();
+  EXPECT_EQ(v6->admin->host, "::1");
+  EXPECT_EQ(v6->admin->port, 9471);
+}
+
+TEST(AdminConfig, ErrorsNameTheKey) {
+  EXPECT_CONTAINS(error_of(std::string(kMinimal) + "[admin]\nlisten = \"9464\"\n"),
+                  "cdc.toml:8:10: [admin] listen: expected \"host:port\"");
+  EXPECT_CONTAINS(error_of(std::string(kMinimal) + "[admin]\nlisten = \"127.0.0.1:99999\"\n"),
+                  "[admin] listen: expected a port from 0 to 65535");
+  EXPECT_CONTAINS(error_of(std::string(kMinimal) + "[admin]\nlisten = \":9464\"\n"),
+                  "[admin] listen: the host is missing");
+  EXPECT_CONTAINS(error_of(std::string(kMinimal) + "[admin]\nlisten = 9464\n"),
+                  "[admin] listen: expected a string, found an integer");
+  EXPECT_CONTAINS(error_of(std::string(kMinimal) + "[admin]\ntoken = \"\"\n"),
+                  "[admin] token: expected a non-empty token");
+  EXPECT_CONTAINS(error_of(std::string(kMinimal) + "[admin]\ntoken = \"a b\"\n"),
+                  "[admin] token: the token must not contain spaces");
+  EXPECT_CONTAINS(error_of(std::string(kMinimal) + "[admin]\ntoken = \"x\"\ntoken_env = \"T\"\n"),
+                  "[admin] token_env: set either token or token_env, not both");
+  EXPECT_CONTAINS(error_of(std::string(kMinimal) +
+                           "[admin]\ntoken_env = \"CPPCDC_TEST_SURELY_UNSET_VARIABLE\"\n"),
+                  "[admin] token_env: the environment variable "
+                  "\"CPPCDC_TEST_SURELY_UNSET_VARIABLE\" is not set or empty");
+  EXPECT_CONTAINS(error_of(std::string(kMinimal) + "[admin]\nlisen = \"127.0.0.1:1\"\n"),
+                  "[admin] lisen: unknown key; expected one of: listen, token, token_env");
+}
+
+TEST(AdminConfig, TheTokenComesFromTheFileOrTheEnvironmentAndIsNeverDescribed) {
+  ::setenv("CPPCDC_TEST_ADMIN_TOKEN", "s3cret-admin-token", 1);
+  auto config = parse_server_config(
+      std::string(kMinimal) + "[admin]\ntoken_env = \"CPPCDC_TEST_ADMIN_TOKEN\"\n", "cdc.toml");
+  ::unsetenv("CPPCDC_TEST_ADMIN_TOKEN");
+  ASSERT_TRUE(config) << config.error().report();
+  EXPECT_EQ(config->admin->token, "s3cret-admin-token");
+  const std::string description = describe_config(*config);
+  EXPECT_CONTAINS(description, "bearer token from token_env CPPCDC_TEST_ADMIN_TOKEN");
+  EXPECT_EQ(description.find("s3cret"), std::string::npos);
+  auto inline_token =
+      parse_server_config(std::string(kMinimal) + "[admin]\ntoken = \"abc\"\n", "cdc.toml");
+  ASSERT_TRUE(inline_token);
+  EXPECT_EQ(inline_token->admin->token, "abc");
+}
+
+TEST(AdminListen, LoopbackHosts) {
+  EXPECT_TRUE(is_loopback_host("127.0.0.1"));
+  EXPECT_TRUE(is_loopback_host("127.1.2.3"));
+  EXPECT_TRUE(is_loopback_host("::1"));
+  EXPECT_TRUE(is_loopback_host("localhost"));
+  EXPECT_FALSE(is_loopback_host("0.0.0.0"));
+  EXPECT_FALSE(is_loopback_host("::"));
+  EXPECT_FALSE(is_loopback_host("10.0.0.5"));
+}
+
+RuntimeAdminSnapshot running() {
+  RuntimeAdminSnapshot s;
+  s.state = RuntimeState::kRunning;
+  s.health.kind = HealthVerdict::Kind::kHealthy;
+  return s;
+}
+
+TEST(AdminProbes, LivenessFailsOnlyWhenTheBreakerEscalated) {
+  RuntimeAdminSnapshot s = running();
+  for (auto state : {BreakerState::kClosed, BreakerState::kOpen, BreakerState::kHalfOpen}) {
+    s.breaker_state = state;
+    EXPECT_EQ(liveness(s).status, 200) << to_string(state);
+  }
+  s.state = RuntimeState::kFailed;  // not running is still alive
+  s.health.kind = HealthVerdict::Kind::kNotRunning;
+  EXPECT_EQ(liveness(s).status, 200);
+  s.breaker_state = BreakerState::kError;
+  EXPECT_EQ(liveness(s).status, 503);
+  EXPECT_CONTAINS(liveness(s).body, "\"status\":\"error\"");
+}
+
+TEST(AdminProbes, ReadinessNeedsARunningStreamThatIsNotStalled) {
+  RuntimeAdminSnapshot s = running();
+  EXPECT_EQ(readiness(s, std::nullopt).status, 200);
+  s.health.kind = HealthVerdict::Kind::kIdle;  // a quiet database is ready
+  EXPECT_EQ(readiness(s, std::nullopt).status, 200);
+
+  s.health.kind = HealthVerdict::Kind::kStalled;
+  s.health.cause = StallCause::kPollLoopNotTurning;
+  s.health.reason = "no poll returned for 31000 ms";
+  const ProbeAnswer stalled = readiness(s, std::nullopt);
+  EXPECT_EQ(stalled.status, 503);
+  EXPECT_CONTAINS(stalled.body, "stalled:poll_loop_not_turning");
+  EXPECT_CONTAINS(stalled.body, "no poll returned for 31000 ms");
+
+  RuntimeAdminSnapshot created;
+  EXPECT_EQ(readiness(created, std::nullopt).status, 503);
+  EXPECT_CONTAINS(readiness(created, std::nullopt).body, "not_running");
+
+  BlockingSnapshotStatus initial;
+  initial.phase = BlockingSnapshotStatus::Phase::kRunning;
+  EXPECT_EQ(readiness(running(), initial).status, 503);
+  EXPECT_CONTAINS(readiness(running(), initial).body, "initial_snapshot");
+  initial.phase = BlockingSnapshotStatus::Phase::kComplete;
+  EXPECT_EQ(readiness(running(), initial).status, 200);
+}
+
+TEST(AdminSnapshotJson, CarriesHealthBreakerCountersAndBothSnapshots) {
+  RuntimeAdminSnapshot s = running();
+  s.events_delivered = 7;
+  s.events_committed = 5;
+  s.in_flight = 2;
+  s.checkpoint_offset = "0/16B2E48";
+  s.breaker_state = BreakerState::kHalfOpen;
+  s.recoverable_errors = 3;
+  IncrementalSnapshotState inc;
+  inc.generation = 2;
+  inc.tables.push_back({"public.t", {"id"}, std::nullopt, 2, 1, 10, 100, false});
+  s.incremental_snapshot = inc;
+  BlockingSnapshotStatus initial;
+  initial.phase = BlockingSnapshotStatus::Phase::kComplete;
+  const std::string json = admin_snapshot_json(s, initial, 1234);
+  EXPECT_CONTAINS(json, "\"state\":\"running\"");
+  EXPECT_CONTAINS(json, "\"events_committed\":5");
+  EXPECT_CONTAINS(json, "\"checkpoint_offset\":\"0/16B2E48\"");
+  EXPECT_CONTAINS(json, "\"verdict\":\"healthy\"");
+  EXPECT_CONTAINS(json, "\"breaker_state\":\"half_open\"");
+  EXPECT_CONTAINS(json, "\"recoverable_errors\":3");
+  EXPECT_CONTAINS(json, "\"incremental_snapshot\":{");
+  EXPECT_CONTAINS(json, "\"public.t\"");
+  EXPECT_CONTAINS(json, "\"initial_snapshot\":{\"phase\":\"complete\"");
+  EXPECT_CONTAINS(json, "\"now_ms\":1234");
+}
+
+// ---- the text format ------------------------------------------------------------------------
+
+TEST(MetricsExposition, FamiliesSamplesAndEscaping) {
+  Exposition out;
+  out.family("cppcdc_x_total", "counter", "A help text with a \\ and a\nnewline.");
+  out.sample("cppcdc_x_total", {{"table", "a\"b\\c\nd"}, {"op", "insert"}}, 3);
+  out.sample("cppcdc_x_total", {}, 0.25);
+  EXPECT_EQ(out.text(),
+            "# HELP cppcdc_x_total A help text with a \\\\ and a\\nnewline.\n"
+            "# TYPE cppcdc_x_total counter\n"
+            "cppcdc_x_total{table=\"a\\\"b\\\\c\\nd\",op=\"insert\"} 3\n"
+            "cppcdc_x_total 0.25\n");
+}
+
+TEST(MetricsExposition, ValuesAreSpelledAsPrometheusReadsThem) {
+  EXPECT_EQ(format_metric_value(0), "0");
+  EXPECT_EQ(format_metric_value(12345678901234), "12345678901234");
+  EXPECT_EQ(format_metric_value(-2), "-2");
+  EXPECT_EQ(format_metric_value(0.005), "0.005");
+  EXPECT_EQ(format_metric_value(1.0 / 0.0), "+Inf");
+  EXPECT_EQ(format_metric_value(-1.0 / 0.0), "-Inf");
+  EXPECT_EQ(format_metric_value(0.0 / 0.0), "NaN");
+}
+
+TEST(MetricsExposition, HistogramBucketsAreCumulativeWithInfSumAndCount) {
+  Histogram h({0.1, 1});
+  h.observe(0.0625);
+  h.observe(0.5, 2);
+  h.observe(5);
+  Exposition out;
+  h.write(out, "lat_seconds");
+  EXPECT_EQ(out.text(),
+            "lat_seconds_bucket{le=\"0.1\"} 1\n"
+            "lat_seconds_bucket{le=\"1\"} 3\n"
+            "lat_seconds_bucket{le=\"+Inf\"} 4\n"
+            "lat_seconds_sum 6.0625\n"
+            "lat_seconds_count 4\n");
+}
+
+// Every sample line of an exposition: "name{labels}" -> value.
+std::map<std::string, std::string> samples(const std::string& text) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    const auto space = line.rfind(' ');
+    out[line.substr(0, space)] = line.substr(space + 1);
+  }
+  return out;
+}
+
+Event make_event(std::string schema, std::string table, Operation op, std::int64_t commit_ms) {
+  Event e;
+  e.schema = std::move(schema);
+  e.table = std::move(table);
+  e.op = op;
+  e.source.timestamp = commit_ms;
+  e.after = Row{ColumnValue{"id", std::string("12345"), false}};
+  return e;
+}
+
+TEST(PipelineMetrics, CountsDeliveredAndCommittedByTableAndOp) {
+  PipelineMetrics metrics;
+  std::vector<Event> batch = {make_event("public", "a", Operation::kInsert, 1000),
+                              make_event("public", "a", Operation::kInsert, 1000),
+                              make_event("public", "b", Operation::kDelete, 1000),
+                              make_event("public", "a", Operation::kUpdate, 2000)};
+  metrics.on_delivered(batch);
+  metrics.on_committed(std::span<const Event>(batch.data(), 3), 1500);  // a prefix
+  MetricsInputs in;
+  in.snapshot = running();
+  in.now_ms = 5000;
+  const auto s = samples(metrics.render(in));
+  EXPECT_EQ(s.at("cppcdc_events_delivered_total{table=\"public.a\",op=\"insert\"}"), "2");
+  EXPECT_EQ(s.at("cppcdc_events_delivered_total{table=\"public.a\",op=\"update\"}"), "1");
+  EXPECT_EQ(s.at("cppcdc_events_delivered_total{table=\"public.b\",op=\"delete\"}"), "1");
+  EXPECT_EQ(s.at("cppcdc_events_committed_total{table=\"public.a\",op=\"insert\"}"), "2");
+  EXPECT_EQ(s.at("cppcdc_events_committed_total{table=\"public.b\",op=\"delete\"}"), "1");
+  EXPECT_EQ(s.count("cppcdc_events_committed_total{table=\"public.a\",op=\"update\"}"), 0u);
+  EXPECT_EQ(s.at("cppcdc_batches_delivered_total"), "1");
+  EXPECT_EQ(s.at("cppcdc_batches_committed_total"), "1");
+  EXPECT_EQ(s.at("cppcdc_delivered_bytes_total"), "20");
+  // Three events committed 0.5 s after their commit: one observation of weight 3.
+  EXPECT_EQ(s.at("cppcdc_sink_latency_seconds_bucket{le=\"0.25\"}"), "0");
+  EXPECT_EQ(s.at("cppcdc_sink_latency_seconds_bucket{le=\"0.5\"}"), "3");
+  EXPECT_EQ(s.at("cppcdc_sink_latency_seconds_count"), "3");
+  EXPECT_EQ(metrics.committed("public.a", Operation::kInsert), 2u);
+}
+
+TEST(PipelineMetrics, TablesBeyondTheCapShareOneOtherSeries) {
+  PipelineMetrics metrics;
+  std::vector<Event> batch;
+  for (std::size_t i = 0; i < kMaxTableSeries + 10; ++i) {
+    batch.push_back(make_event("s", "t" + std::to_string(i), Operation::kInsert, 0));
+  }
+  metrics.on_delivered(batch);
+  metrics.on_committed(batch, 0);
+  MetricsInputs in;
+  const auto s = samples(metrics.render(in));
+  std::size_t series = 0;
+  for (const auto& [key, value] : s) {
+    series += key.rfind("cppcdc_events_committed_total{", 0) == 0;
+  }
+  EXPECT_EQ(series, kMaxTableSeries + 1);
+  EXPECT_EQ(s.at("cppcdc_events_committed_total{table=\"_other\",op=\"insert\"}"), "10");
+}
+
+TEST(PipelineMetrics, AgesHealthBreakerLagAndSnapshotProgressAreRendered) {
+  PipelineMetrics metrics;
+  CheckpointRecord record;
+  record.saved_at_ms = 9000;
+  metrics.on_checkpoint(record);
+  MetricsInputs in;
+  in.snapshot = running();
+  in.snapshot.last_poll_at_ms = 9900;
+  in.snapshot.last_commit_at_ms = 9500;
+  in.snapshot.health.kind = HealthVerdict::Kind::kStalled;
+  in.snapshot.health.cause = StallCause::kDeliveryFailing;
+  in.snapshot.breaker_state = BreakerState::kOpen;
+  in.snapshot.recoverable_errors = 4;
+  in.snapshot.idempotency_evictions = 5;
+  in.snapshot.idempotency_unidentifiable_passthrough = 6;
+  IncrementalSnapshotState inc;
+  inc.tables.push_back({"public.t", {"id"}, std::nullopt, 1, 2, 40, 100, false});
+  in.snapshot.incremental_snapshot = inc;
+  in.lag = SourceLag{4096, 512};
+  in.unmatched_rules.push_back({"mask_pii", "mask", "user.ssn", "nothing is masked"});
+  in.now_ms = 10000;
+  const auto s = samples(metrics.render(in));
+  EXPECT_EQ(s.at("cppcdc_runtime_poll_age_ms"), "100");
+  EXPECT_EQ(s.at("cppcdc_runtime_commit_age_ms"), "500");
+  EXPECT_EQ(s.at("cppcdc_checkpoint_age_ms"), "1000");
+  EXPECT_EQ(s.count("cppcdc_runtime_delivery_age_ms"), 0u);  // nothing delivered yet
+  EXPECT_EQ(s.at("cppcdc_health_verdict{verdict=\"stalled\"}"), "1");
+  EXPECT_EQ(s.at("cppcdc_health_verdict{verdict=\"healthy\"}"), "0");
+  EXPECT_EQ(s.at("cppcdc_health_stall_cause{cause=\"delivery_failing\"}"), "1");
+  EXPECT_EQ(s.at("cppcdc_health_stall_cause{cause=\"poll_loop_not_turning\"}"), "0");
+  EXPECT_EQ(s.at("cppcdc_breaker_state{state=\"open\"}"), "1");
+  EXPECT_EQ(s.at("cppcdc_breaker_state{state=\"error\"}"), "0");
+  EXPECT_EQ(s.at("cppcdc_recoverable_errors_total"), "4");
+  EXPECT_EQ(s.at("cppcdc_idempotency_evictions_total"), "5");
+  EXPECT_EQ(s.at("cppcdc_idempotency_unidentifiable_passthrough_total"), "6");
+  EXPECT_EQ(s.at("cppcdc_source_retained_bytes"), "4096");
+  EXPECT_EQ(s.at("cppcdc_source_confirmed_lag_bytes"), "512");
+  EXPECT_EQ(s.at("cppcdc_incremental_snapshot_rows{table=\"public.t\"}"), "40");
+  EXPECT_EQ(s.at("cppcdc_incremental_snapshot_estimated_rows{table=\"public.t\"}"), "100");
+  EXPECT_EQ(s.at("cppcdc_incremental_snapshot_table_complete{table=\"public.t\"}"), "0");
+  EXPECT_EQ(s.at("cppcdc_transform_rules_unmatched{transform=\"mask_pii\",kind=\"mask\","
+                 "rule=\"user.ssn\"}"),
+            "1");
+  EXPECT_EQ(s.count("process_cpu_seconds_total"), 1u);
+  EXPECT_EQ(s.count("process_resident_memory_bytes"), 1u);
+  EXPECT_EQ(s.count("process_open_fds"), 1u);
+  EXPECT_EQ(s.count("process_start_time_seconds"), 1u);
+}
+
+TEST(ProcessStats, ReadFromProc) {
+  const auto stats = read_process_stats();
+  ASSERT_TRUE(stats.has_value());
+  EXPECT_GT(stats->resident_bytes, 0);
+  EXPECT_GE(stats->open_fds, 3);  // stdin, stdout, stderr at least
+  EXPECT_GT(stats->start_time_seconds, 1.6e9);
+  EXPECT_GE(stats->cpu_seconds, 0);
+}
+
+// ---- the OpenAPI document ----------------------------------------------------------------------
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(AdminOpenApi, TheBuiltInDocumentIsTheCheckedInOne) {
+  const std::string checked_in =
+      read_file(std::string(CPPCDC_SOURCE_DIR) + "/docs/admin-openapi.yaml");
+  ASSERT_FALSE(checked_in.empty());
+  EXPECT_EQ(std::string(admin_openapi_document()), checked_in);
+}
+
+TEST(AdminOpenApi, EveryRegisteredRouteIsDescribed) {
+  const std::string doc(admin_openapi_document());
+  for (const std::string& route : admin_routes()) {
+    const auto space = route.find(' ');
+    std::string method = route.substr(0, space);
+    for (auto& c : method) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const std::string path = route.substr(space + 1);
+    const auto at = doc.find("\n  " + path + ":\n");
+    ASSERT_NE(at, std::string::npos) << route << " is not under paths";
+    // The method is the path's next line (each path here has one operation).
+    const auto next = at + 4 + path.size() + 1;
+    EXPECT_EQ(doc.compare(next, method.size() + 6, "    " + method + ":\n"), 0) << route;
+  }
+}
+
+}  // namespace
+}  // namespace cppcdc::server
