@@ -5,9 +5,9 @@
 #   (default)  build/       default build type (RelWithDebInfo), warnings are errors, fault
 #                           points compiled in (the crash tests need them)
 #   --asan     build-asan/  Debug with AddressSanitizer + UndefinedBehaviorSanitizer
-#   --tsan     build-tsan/  RelWithDebInfo with ThreadSanitizer; without --target it builds
-#                           only what ctest -L unit runs there (unit tests, conformance
-#                           suites of backends and sinks, fuzz replays)
+#   --tsan     build-tsan/  RelWithDebInfo with ThreadSanitizer
+#              (with --asan or --tsan and no --target, only what ctest -L unit runs there is
+#              built: unit tests, conformance suites of backends and sinks, fuzz replays)
 #   --target   build only that target (e.g. cppcdc for the binary alone); may be repeated
 # Extra -D options are passed to the CMake configure step. Parallel jobs: nproc
 # (override with CPPCDC_JOBS). ccache is used when it is installed (CPPCDC_NO_CCACHE=1: not).
@@ -66,10 +66,10 @@ fi
 log "configure $BUILD_DIR"
 cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCPPCDC_WERROR=ON -DCPPCDC_FAULT_POINTS=ON "${cfg[@]}" "${extra[@]}"
 
-# The TSan build serves only the unit-labelled tests: by default build their executables (the
-# unit test executables, the checkpoint and sink conformance suites, the fuzz replays), nothing
-# else.
-if ((tsan)) && ((${#targets[@]} == 0)); then
+# The sanitizer builds serve only the unit-labelled tests: by default build their executables
+# (the unit test executables, the checkpoint and sink conformance suites, the fuzz replays),
+# nothing else.
+if ((tsan || asan)) && ((${#targets[@]} == 0)); then
   mapfile -t unit_targets < <(cmake --build "$BUILD_DIR" --target help |
     sed -n 's/^\(cppcdc_unit_[A-Za-z0-9_]*\|cppcdc_conformance\|[a-z_]*_fuzz_replay\):.*/\1/p')
   ((${#unit_targets[@]})) || die "no cppcdc_unit_* targets in $BUILD_DIR"

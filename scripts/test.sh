@@ -6,7 +6,7 @@
 # Steps:
 #   1. scripts/install-deps.sh              (returns at once when everything is installed)
 #   2. scripts/build.sh                     -> build/
-#   3. scripts/build.sh --asan              -> build-asan/
+#   3. scripts/build.sh --asan              -> build-asan/ (the unit test executables only)
 #   4. scripts/build.sh --tsan              -> build-tsan/ (the unit test executables only)
 #   5. a throwaway PostgreSQL 15 on 127.0.0.1:55440 in /tmp/cppcdc-test-pg, a throwaway
 #      MariaDB 10.11 on 127.0.0.1:33440 in /tmp/cppcdc-test-mariadb and a throwaway Kafka

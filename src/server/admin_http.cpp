@@ -38,43 +38,6 @@ std::optional<BlockingSnapshotStatus> initial_status(const AdminSources& sources
 
 }  // namespace
 
-Result<std::pair<std::string, int>> parse_listen_address(std::string_view text) {
-  std::string host;
-  std::string_view port_text;
-  if (!text.empty() && text.front() == '[') {
-    const auto close = text.find(']');
-    if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':') {
-      return fail(
-          Error::configuration("expected \"[ipv6]:port\", found \"" + std::string(text) + "\""));
-    }
-    host = std::string(text.substr(1, close - 1));
-    port_text = text.substr(close + 2);
-  } else {
-    const auto colon = text.rfind(':');
-    if (colon == std::string_view::npos || text.find(':') != colon) {
-      return fail(Error::configuration(
-          "expected \"host:port\" (e.g. \"127.0.0.1:9464\"), found \"" + std::string(text) + "\""));
-    }
-    host = std::string(text.substr(0, colon));
-    port_text = text.substr(colon + 1);
-  }
-  if (host.empty()) {
-    return fail(Error::configuration("the host is missing in \"" + std::string(text) +
-                                     "\" (use 0.0.0.0 for every address, 127.0.0.1 for "
-                                     "loopback only)"));
-  }
-  int port = -1;
-  if (!port_text.empty() && port_text.size() <= 5 &&
-      port_text.find_first_not_of("0123456789") == std::string_view::npos) {
-    port = std::stoi(std::string(port_text));
-  }
-  if (port < 0 || port > 65535) {
-    return fail(Error::configuration("expected a port from 0 to 65535 after the host, found \"" +
-                                     std::string(port_text) + "\""));
-  }
-  return std::make_pair(std::move(host), port);
-}
-
 bool is_loopback_host(std::string_view host) {
   return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }

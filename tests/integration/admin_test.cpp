@@ -35,16 +35,7 @@ std::pair<int, int> port_range(const char* variable, int low, int high) {
 int free_port(const char* variable, int low, int high) {
   const auto [from, to] = port_range(variable, low, high);
   for (int port = from; port <= to; ++port) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    const int one = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<std::uint16_t>(port));
-    const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-    ::close(fd);
-    if (ok) return port;
+    if (loopback_port_bindable(port)) return port;
   }
   ADD_FAILURE() << "no free port in " << variable << " " << from << "-" << to;
   return from;

@@ -72,6 +72,21 @@ inline std::string describe_wait_status(int status) {
   return "wait status " + std::to_string(status);
 }
 
+/// Whether a listening socket could bind 127.0.0.1:port now (as PostgreSQL does it, with
+/// SO_REUSEADDR).
+inline bool loopback_port_bindable(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  ::close(fd);
+  return ok;
+}
+
 class OwnServerTest : public ::testing::Test {
  protected:
   /// This test's offset from CPPCDC_TEST_PG_PORT; unique among all tests that use the fixture.
@@ -86,20 +101,7 @@ class OwnServerTest : public ::testing::Test {
     return "host=127.0.0.1 port=" + std::to_string(port_) + " dbname=" + db +
            " user=postgres application_name=cppcdc_it";
   }
-  // Whether a listening socket could bind 127.0.0.1:port now (as PostgreSQL does it, with
-  // SO_REUSEADDR).
-  static bool port_bindable(int port) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    const int one = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<std::uint16_t>(port));
-    const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-    ::close(fd);
-    return ok;
-  }
+  static bool port_bindable(int port) { return loopback_port_bindable(port); }
   static std::string script(const std::string& name) {
     return std::string(CPPCDC_SOURCE_DIR) + "/scripts/" + name;
   }
