@@ -55,6 +55,10 @@ JOBS=${CPPCDC_JOBS:-$(nproc)}
 if command -v ccache >/dev/null && [[ -z "${CPPCDC_NO_CCACHE:-}" ]]; then
   cfg+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$ROOT}
+  # With -g the compiler's working directory goes into the debug info, and ccache would hash
+  # it, so a clone elsewhere (CI's) would miss every object; this keeps the hits (the debug
+  # info of an object from the cache may then name the other clone's directory).
+  export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
 fi
 
 # A build directory made with another generator cannot be reused by CMake: start it afresh.

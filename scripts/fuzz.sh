@@ -37,6 +37,10 @@ cfg=()
 if command -v ccache >/dev/null && [[ -z "${CPPCDC_NO_CCACHE:-}" ]]; then
   cfg+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root}
+  # With -g the compiler's working directory goes into the debug info, and ccache would hash
+  # it, so a clone elsewhere (CI's) would miss every object; this keeps the hits (the debug
+  # info of an object from the cache may then name the other clone's directory).
+  export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
 fi
 
 CC=clang-14 CXX=clang++-14 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \

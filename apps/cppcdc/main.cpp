@@ -1,9 +1,9 @@
 // The only main(): the cppcdc server and its tools. Command-line parsing (CLI11, slow to
 // compile) stays in this file; everything else lives in src/server.
 
-#include <CLI/CLI.hpp>
 #include <malloc.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -65,7 +65,8 @@ int main(int argc, char** argv) {
   // `cppcdc snapshot ...`: steer the incremental snapshot of a running `cppcdc run` through its
   // control socket; `forget` edits the saved checkpoint while cppcdc is stopped.
   CLI::App* snapshot = app.add_subcommand(
-      "snapshot", "Steer the incremental snapshot of a running `cppcdc run` (see README)");
+      "snapshot",
+      "Show the snapshots of a running `cppcdc run` and steer its incremental snapshot");
   snapshot->require_subcommand(1);
   std::string snapshot_config;
   server::SnapshotCommand command;

@@ -72,7 +72,7 @@ ProbeAnswer readiness(const RuntimeAdminSnapshot& snapshot,
 
 std::string admin_snapshot_json(const RuntimeAdminSnapshot& s,
                                 const std::optional<BlockingSnapshotStatus>& initial,
-                                std::int64_t now_ms) {
+                                std::int64_t now_ms, const std::vector<UnmatchedRule>& unmatched) {
   boost::json::object o;
   o["state"] = std::string(to_string(s.state));
   o["events_delivered"] = s.events_delivered;
@@ -102,6 +102,17 @@ std::string admin_snapshot_json(const RuntimeAdminSnapshot& s,
   o["recoverable_errors"] = s.recoverable_errors;
   o["idempotency_evictions"] = s.idempotency_evictions;
   o["idempotency_unidentifiable_passthrough"] = s.idempotency_unidentifiable_passthrough;
+  o["idempotency_suppressed"] = s.idempotency_suppressed;
+  boost::json::array rules;
+  for (const auto& rule : unmatched) {
+    boost::json::object r;
+    r["transform"] = rule.transform;
+    r["kind"] = rule.kind;
+    r["rule"] = rule.rule;
+    r["consequence"] = rule.consequence;
+    rules.push_back(std::move(r));
+  }
+  o["unmatched_rules"] = std::move(rules);
   if (s.incremental_snapshot) {
     o["incremental_snapshot"] = boost::json::parse(s.incremental_snapshot->to_json());
   } else {
@@ -240,8 +251,13 @@ void AdminServer::install_routes() {
   http.Get(
       "/admin/snapshot", [this, authorized](const httplib::Request& req, httplib::Response& res) {
         if (!authorized(req, res)) return;
+        const RuntimeAdminSnapshot snapshot = sources_.snapshot();
+        std::vector<UnmatchedRule> unmatched;
+        if (sources_.unmatched_rules && snapshot.events_delivered > 0) {
+          unmatched = sources_.unmatched_rules();
+        }
         res.set_content(
-            admin_snapshot_json(sources_.snapshot(), initial_status(sources_), wall_ms()), kJson);
+            admin_snapshot_json(snapshot, initial_status(sources_), wall_ms(), unmatched), kJson);
       });
   http.Get("/admin/openapi.yaml",
            [authorized](const httplib::Request& req, httplib::Response& res) {

@@ -51,7 +51,8 @@ struct AdminSources {
   std::function<RuntimeAdminSnapshot()> snapshot;
   /// The source's lag figures; may be null.
   std::function<std::optional<SourceLag>()> lag;
-  /// Unmatched transform rules; may be null.
+  /// Unmatched transform rules and routes ([[pipeline.routes]] entries, kind "route",
+  /// transform "pipeline.routes"); may be null.
   std::function<std::vector<UnmatchedRule>()> unmatched_rules;
   /// The counters the runtime's observer keeps; may be null (then /metrics has only the
   /// snapshot's figures).
@@ -78,10 +79,12 @@ ProbeAnswer liveness(const RuntimeAdminSnapshot& snapshot);
 /// verdict is not alertable.
 ProbeAnswer readiness(const RuntimeAdminSnapshot& snapshot,
                       const std::optional<BlockingSnapshotStatus>& initial);
-/// The JSON of /admin/snapshot.
+/// The JSON of /admin/snapshot. `unmatched`: the transform rules and routes that never matched
+/// (an "unmatched_rules" array; empty before the first event, when every rule is unmatched).
 std::string admin_snapshot_json(const RuntimeAdminSnapshot& snapshot,
                                 const std::optional<BlockingSnapshotStatus>& initial,
-                                std::int64_t now_ms);
+                                std::int64_t now_ms,
+                                const std::vector<UnmatchedRule>& unmatched = {});
 
 /// The routes the server registers, as "METHOD /path".
 const std::vector<std::string>& admin_routes();

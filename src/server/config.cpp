@@ -95,9 +95,7 @@ class Section final : public Settings {
   void set_state_directory(std::optional<std::filesystem::path> dir) {
     state_directory_ = std::move(dir);
   }
-  std::optional<std::filesystem::path> state_directory() const override {
-    return state_directory_;
-  }
+  std::optional<std::filesystem::path> state_directory() const override { return state_directory_; }
   const std::filesystem::path& base() const noexcept { return base_; }
 
   // How messages name this section instead of "[name]" (an element of an array of tables:
@@ -294,9 +292,8 @@ class Section final : public Settings {
   // (Error::for_setting), or at the section.
   Error locate_error(const Error& e) const {
     if (e.setting().empty()) {
-      return Error::configuration(origin_ + ": " +
-                                  (display_.empty() ? "[" + name_ + "]" : display_) + ": " +
-                                  e.report());
+      return Error::configuration(
+          origin_ + ": " + (display_.empty() ? "[" + name_ + "]" : display_) + ": " + e.report());
     }
     const Section* section = this;
     std::string key = e.setting();
@@ -449,6 +446,8 @@ Status read_runtime_delivery(const Section& runtime, RuntimeOptions& out) {
     }
   }
   return ok();
+}
+
 // The back-off has two names: connection_retry_*_delay_ms (the library's ConnectionRetryPolicy,
 // read with the other connection_retry keys) and recoverable_error_backoff_*_ms (the spec's
 // [runtime] table, read here); both set the one back-off of the circuit breaker, so a file may
@@ -456,8 +455,8 @@ Status read_runtime_delivery(const Section& runtime, RuntimeOptions& out) {
 Status assign_backoff_alias(const Section& runtime, std::string_view alias,
                             std::string_view old_name, std::uint32_t& target) {
   if (runtime.has(alias) && runtime.has(old_name)) {
-    return fail(runtime.error(old_name, "is the same setting as " + std::string(alias) +
-                                            "; set only one of them"));
+    return fail(runtime.error(
+        old_name, "is the same setting as " + std::string(alias) + "; set only one of them"));
   }
   return assign_int(runtime, alias, 0, kMaxU32, target);
 }
@@ -468,8 +467,8 @@ Status read_breaker(const Section& runtime, RuntimeOptions& out) {
   auto& b = out.breaker;
   CPPCDC_TRY(assign_int(runtime, "recoverable_error_breaker_consecutive_threshold", 1, kMaxU32,
                         b.consecutive_threshold));
-  CPPCDC_TRY(assign_int(runtime, "recoverable_error_breaker_cooldown_ms", 0, kMaxU32,
-                        b.cooldown_ms));
+  CPPCDC_TRY(
+      assign_int(runtime, "recoverable_error_breaker_cooldown_ms", 0, kMaxU32, b.cooldown_ms));
   CPPCDC_TRY(assign_int(runtime, "recoverable_error_breaker_max_open_cycles", 1, kMaxU32,
                         b.max_open_cycles));
   auto& retry = out.connection_retry;
@@ -507,7 +506,8 @@ Status read_runtime(const Section& runtime, RuntimeOptions& out,
                              : -1;
   CPPCDC_TRY(assign_int(runtime, "connection_retry_max_retries", -1, kMaxU32, retries));
   out.connection_retry.max_retries =
-      retries < 0 ? std::nullopt : std::optional<std::uint32_t>(static_cast<std::uint32_t>(retries));
+      retries < 0 ? std::nullopt
+                  : std::optional<std::uint32_t>(static_cast<std::uint32_t>(retries));
   CPPCDC_TRY(assign_int(runtime, "connection_retry_initial_delay_ms", 0, kMaxU32,
                         out.connection_retry.initial_delay_ms));
   CPPCDC_TRY(assign_int(runtime, "connection_retry_max_delay_ms", 0, kMaxU32,
@@ -646,8 +646,9 @@ Status read_sink_section(Section& section, SinkEntry& entry, std::vector<std::st
     auto list = section.get_string_list("sinks", "sink name");
     if (!list) return fail(list.error());
     if (!*list) {
-      return fail(section.missing("sinks", "when type = \"fanout\" (the names of the [[sinks]] "
-                                           "entries every event goes to)"));
+      return fail(section.missing("sinks",
+                                  "when type = \"fanout\" (the names of the [[sinks]] "
+                                  "entries every event goes to)"));
     }
     if ((*list)->empty()) {
       return fail(section.error("sinks", "expected at least one sink name, found an empty array"));
@@ -711,8 +712,9 @@ Status read_sinks(Section& top, ServerConfig& config, std::list<Section>& sectio
     entry.name = "default";
     CPPCDC_CFG_ASSIGN(entry.name, section.get_string("name"));
     if (entry.name.empty()) {
-      return fail(section.error("name", "expected a name, found an empty string (leave the key "
-                                        "out: [sink] is called \"default\")"));
+      return fail(section.error("name",
+                                "expected a name, found an empty string (leave the key "
+                                "out: [sink] is called \"default\")"));
     }
     entry.label = "[sink]";
     children.emplace_back();
@@ -732,16 +734,17 @@ Status read_sinks(Section& top, ServerConfig& config, std::list<Section>& sectio
                                    std::string(describe_type(node->type()))));
     }
     for (std::size_t i = 0; i < array->size(); ++i) {
-      Section& section = sections.emplace_back(top.origin(), top.base(), array->get(i)->as_table(),
-                                               "sinks");
+      Section& section =
+          sections.emplace_back(top.origin(), top.base(), array->get(i)->as_table(), "sinks");
       section.set_display("[[sinks]] #" + std::to_string(i + 1));
       (void)section.has("type");
       SinkEntry entry;
       auto name = section.get_string("name");
       if (!name) return fail(name.error());
       if (!*name) {
-        return fail(section.missing("name", "(how [[pipeline.routes]] rules and fanouts refer to "
-                                            "this sink)"));
+        return fail(section.missing("name",
+                                    "(how [[pipeline.routes]] rules and fanouts refer to "
+                                    "this sink)"));
       }
       if ((*name)->empty()) {
         return fail(section.error("name", "expected a name, found an empty string"));
@@ -770,10 +773,10 @@ Status read_sinks(Section& top, ServerConfig& config, std::list<Section>& sectio
       const std::string& child = children[i][c];
       const auto at = std::find(names.begin(), names.end(), child);
       if (at == names.end()) {
-        return fail(section.element_error(
-            "sinks", c,
-            "no sink is named " + in_quotes(child) + " (the sinks are " + quoted_list(names) +
-                ")" + did_you_mean(child, names)));
+        return fail(section.element_error("sinks", c,
+                                          "no sink is named " + in_quotes(child) +
+                                              " (the sinks are " + quoted_list(names) + ")" +
+                                              did_you_mean(child, names)));
       }
       const auto index = static_cast<std::size_t>(at - names.begin());
       if (index == i) {
@@ -814,8 +817,8 @@ Status read_routes(const Section& pipeline, ServerConfig& config, std::list<Sect
     section.set_display("[[pipeline.routes]] #" + std::to_string(i + 1));
     RouteEntry route;
     route.where = locate(pipeline.origin(), element->source());
-    const std::pair<const char*, std::vector<std::string>*> lists[] = {
-        {"tables", &route.tables}, {"schemas", &route.schemas}};
+    const std::pair<const char*, std::vector<std::string>*> lists[] = {{"tables", &route.tables},
+                                                                       {"schemas", &route.schemas}};
     for (auto [key, out] : lists) {
       auto list = section.get_string_list(key, std::string(key) == "tables"
                                                    ? "table glob (\"schema.table\" or \"table\")"
@@ -841,9 +844,12 @@ Status read_routes(const Section& pipeline, ServerConfig& config, std::list<Sect
           "[...] or schemas = [...] (events no rule takes go to [sink] anyway)"));
     }
     if (!*sink) {
-      return fail(section.missing("sink", "(the name of the sink its events go to: [sink] is "
-                                          "\"" + config.sinks[0].name + "\", [[sinks]] entries "
-                                          "go by their name)"));
+      return fail(section.missing("sink",
+                                  "(the name of the sink its events go to: [sink] is "
+                                  "\"" +
+                                      config.sinks[0].name +
+                                      "\", [[sinks]] entries "
+                                      "go by their name)"));
     }
     const auto at = std::find(names.begin(), names.end(), **sink);
     if (at == names.end()) {
@@ -887,15 +893,18 @@ Status read_dead_letter(Section& top, ServerConfig& config) {
   std::string type = "file";
   CPPCDC_CFG_ASSIGN(type, dl.get_string("type"));
   if (type != "file") {
-    return fail(dl.error("type", "expected \"file\" (the only dead-letter destination of this "
-                                 "build), found " + in_quotes(type)));
+    return fail(dl.error("type",
+                         "expected \"file\" (the only dead-letter destination of this "
+                         "build), found " +
+                             in_quotes(type)));
   }
   DeadLetterConfig out;
   auto path = dl.get_path("path");
   if (!path) return fail(path.error());
   if (!*path) {
-    return fail(dl.missing("path", "(the JSON-lines file that keeps events the pipeline gives "
-                                   "up on)"));
+    return fail(dl.missing("path",
+                           "(the JSON-lines file that keeps events the pipeline gives "
+                           "up on)"));
   }
   if ((*path)->empty()) {
     return fail(dl.error("path", "expected a file name, found an empty string"));
@@ -930,8 +939,9 @@ Status read_admin(Section& top, ServerConfig& config) {
   }
   if (token) {
     if (token->empty()) {
-      return fail(admin.error("token", "expected a non-empty token (leave the key out for "
-                                       "none)"));
+      return fail(admin.error("token",
+                              "expected a non-empty token (leave the key out for "
+                              "none)"));
     }
     out.token = *token;
     out.token_origin = "token";
@@ -952,6 +962,7 @@ Status read_admin(Section& top, ServerConfig& config) {
                               "the token must not contain spaces or control characters"));
     }
   }
+  CPPCDC_TRY(assign_int(admin, "error_linger_ms", 0, 3'600'000, out.error_linger_ms));
   CPPCDC_TRY(admin.reject_unknown(false));
   config.admin = std::move(out);
   return ok();
@@ -1056,10 +1067,11 @@ Result<ServerConfig> read_document(const toml::table& document, const std::strin
       const auto key = sink.configured ? sink.configured->dead_letter_key() : std::nullopt;
       if (!key) continue;
       return fail(sink_sections[i]->error(
-          *key, "this sink hands the batches its destination refuses to the dead-letter file, "
-                "and this configuration has no [dead_letter] section, so they would be lost; "
-                "add [dead_letter] with a path, or leave the setting at its default (a refused "
-                "batch stops the pipeline)"));
+          *key,
+          "this sink hands the batches its destination refuses to the dead-letter file, "
+          "and this configuration has no [dead_letter] section, so they would be lost; "
+          "add [dead_letter] with a path, or leave the setting at its default (a refused "
+          "batch stops the pipeline)"));
     }
   }
   CPPCDC_TRY(read_admin(top, config));
@@ -1106,16 +1118,15 @@ Result<ServerConfig> parse_config(std::string_view toml_text, const std::string&
     // toml++ reads a bare word after '=' as a number or a boolean and reports that; the usual
     // cause is a string without its quotes (mode = incremental).
     const std::string what(e.description());
-    if (what.find("parsing") != std::string::npos &&
-        what.find("header") == std::string::npos &&
+    if (what.find("parsing") != std::string::npos && what.find("header") == std::string::npos &&
         (what.find("floating-point") != std::string::npos ||
          what.find("integer") != std::string::npos || what.find("boolean") != std::string::npos ||
          what.find("expected") != std::string::npos ||
          what.find("value type") != std::string::npos)) {
       hint = " (a text value needs double quotes: key = \"value\")";
     }
-    return fail(Error::configuration(locate(origin, e.source()) + ": invalid TOML: " + what +
-                                     hint));
+    return fail(
+        Error::configuration(locate(origin, e.source()) + ": invalid TOML: " + what + hint));
   }
   auto config = read_document(document, origin, base);
   if (config && config->control_socket.is_absolute()) {
@@ -1266,19 +1277,18 @@ std::string describe_config(const ServerConfig& config) {
                                     ? " (a batch may end inside a transaction)"
                                     : " (every batch ends on a transaction boundary)"));
   const auto& retry = rt.connection_retry;
-  entry("  connection retry:", (retry.max_retries
-                                    ? std::to_string(*retry.max_retries) + " retries in a row"
-                                    : std::string("no retry budget (the circuit breaker decides)")) +
-                                   ", initial delay " + std::to_string(retry.initial_delay_ms) +
-                                   " ms, max delay " + std::to_string(retry.max_delay_ms) + " ms");
+  entry("  connection retry:",
+        (retry.max_retries ? std::to_string(*retry.max_retries) + " retries in a row"
+                           : std::string("no retry budget (the circuit breaker decides)")) +
+            ", initial delay " + std::to_string(retry.initial_delay_ms) + " ms, max delay " +
+            std::to_string(retry.max_delay_ms) + " ms");
   const auto& breaker = rt.breaker;
-  entry("  circuit breaker:",
-        "opens after " + std::to_string(breaker.consecutive_threshold) +
-            " recoverable errors in a row, cooldown " + std::to_string(breaker.cooldown_ms) +
-            " ms, error state after " + std::to_string(breaker.max_open_cycles) +
-            " open cycles");
-  entry("  max event bytes:", rt.max_event_bytes == 0 ? std::string("no limit")
-                                                       : std::to_string(rt.max_event_bytes));
+  entry("  circuit breaker:", "opens after " + std::to_string(breaker.consecutive_threshold) +
+                                  " recoverable errors in a row, cooldown " +
+                                  std::to_string(breaker.cooldown_ms) + " ms, error state after " +
+                                  std::to_string(breaker.max_open_cycles) + " open cycles");
+  entry("  max event bytes:",
+        rt.max_event_bytes == 0 ? std::string("no limit") : std::to_string(rt.max_event_bytes));
   entry("  control socket:", config.control_socket.string() +
                                  " (`cppcdc snapshot ...` commands reach the running pipeline "
                                  "here)");
@@ -1296,10 +1306,12 @@ std::string describe_config(const ServerConfig& config) {
     entry("dead letters:", "none ([dead_letter] is not configured)");
   }
   if (config.admin) {
-    entry("admin:", "http://" + config.admin->listen + " (/livez /readyz /metrics /admin/...), " +
-                        (config.admin->token.empty()
-                             ? std::string("no token")
-                             : "bearer token from " + config.admin->token_origin));
+    entry("admin:",
+          "http://" + config.admin->listen + " (/livez /readyz /metrics /admin/...), " +
+              (config.admin->token.empty() ? std::string("no token")
+                                           : "bearer token from " + config.admin->token_origin) +
+              ", /livez 503 for " + std::to_string(config.admin->error_linger_ms) +
+              " ms before exiting on a breaker error");
   } else {
     entry("admin:", "off ([admin] is not configured)");
   }

@@ -53,13 +53,18 @@ struct DeadLetterConfig {
 /// `[admin]`: the admin HTTP server (admin_http.hpp). Off unless the section is present.
 struct AdminConfig {
   std::string listen = "127.0.0.1:9464";  ///< `listen`, as written ("host:port")
-  std::string host = "127.0.0.1";          ///< its host ("::1" for "[::1]:9464")
-  int port = 9464;                         ///< its port; 0: any free port (logged)
+  std::string host = "127.0.0.1";         ///< its host ("::1" for "[::1]:9464")
+  int port = 9464;                        ///< its port; 0: any free port (logged)
   /// `token`, or the value of the environment variable `token_env` names (read when the
   /// configuration is loaded). Empty: no token. Never printed.
   std::string token;
   /// Where the token came from, for describe_config: "", "token", "token_env NAME".
   std::string token_origin;
+  /// `error_linger_ms`: after the circuit breaker escalated to its error state, the process
+  /// keeps answering /livez with 503 (and serving /metrics) for this long before it exits
+  /// with the error, so that a liveness probe or a last scrape sees why. A stop signal ends
+  /// the wait early. 0: exit at once. Milliseconds, 0 to 3600000.
+  std::int64_t error_linger_ms = 15000;
 };
 
 /// The configuration of `cppcdc run`. The source, sinks and checkpoint backend are whatever
@@ -70,9 +75,9 @@ struct AdminConfig {
 struct ServerConfig {
   /// Where the configuration came from (file name), for messages.
   std::string origin;
-  std::string source_type;                                 ///< `[source] type`
-  std::shared_ptr<const ConfiguredSource> source;          ///< never null after loading
-  std::string sink_type;                                   ///< `[sink] type`
+  std::string source_type;                         ///< `[source] type`
+  std::shared_ptr<const ConfiguredSource> source;  ///< never null after loading
+  std::string sink_type;                           ///< `[sink] type`
   /// `[sink]`'s plugin settings; null when `[sink]` is a fanout (see sinks[0]).
   std::shared_ptr<const ConfiguredSink> sink;
   /// Every sink: [0] is `[sink]`, then the `[[sinks]]` entries in file order. Every entry is

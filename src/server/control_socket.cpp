@@ -172,12 +172,12 @@ ControlReply call_control_socket(const std::filesystem::path& path, std::string_
     std::string remedy;
     if (err == EACCES || err == EPERM) {
       // The socket is created mode 0600: only the user running cppcdc may steer it.
-      remedy = "; run this command as the user that runs `cppcdc run` (the socket admits only "
-               "its owner)";
+      remedy =
+          "; run this command as the user that runs `cppcdc run` (the socket admits only "
+          "its owner)";
     }
-    return {ControlReply::Outcome::kFailed,
-            "cannot connect to the control socket " + path.string() + ": " + errno_text(err) +
-                remedy};
+    return {ControlReply::Outcome::kFailed, "cannot connect to the control socket " +
+                                                path.string() + ": " + errno_text(err) + remedy};
   }
   std::string line(request);
   line += '\n';
@@ -244,8 +244,10 @@ Result<std::unique_ptr<ControlServer>> ControlServer::start(std::filesystem::pat
     if (ec) {
       return fail(Error::configuration("cannot create the directory of " + where + ": " +
                                        ec.message() +
-                                       "; set [runtime] control_socket to a "
-                                       "path in a writable directory"));
+                                       "; create that directory writable for this user "
+                                       "(it is the checkpoint's directory unless [runtime] "
+                                       "control_socket is set), or set [runtime] "
+                                       "control_socket to a path in a writable directory"));
     }
   }
   struct stat st {};

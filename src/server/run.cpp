@@ -1,8 +1,8 @@
 #include "server/run.hpp"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
-#include <unistd.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -13,6 +13,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/json_write.hpp"
@@ -21,9 +22,9 @@
 #include "cppcdc/dead_letter.hpp"
 #include "cppcdc/pipeline.hpp"
 #include "cppcdc/router.hpp"
-#include "cppcdc/transforms.hpp"
 #include "cppcdc/runtime.hpp"
 #include "cppcdc/sink.hpp"
+#include "cppcdc/transforms.hpp"
 #include "server/admin_http.hpp"
 #include "server/control_socket.hpp"
 #include "server/metrics.hpp"
@@ -242,9 +243,10 @@ int run_server(const ServerConfig& config) {
     }
     dead_letters = std::move(*opened);
   } else if (config.dead_letter) {
-    spdlog::info("[dead_letter] {} is configured, but nothing is sent there while "
-                 "transform_error_policy = \"halt\" and no sink skips refused batches",
-                 config.dead_letter->path.string());
+    spdlog::info(
+        "[dead_letter] {} is configured, but nothing is sent there while "
+        "transform_error_policy = \"halt\" and no sink skips refused batches",
+        config.dead_letter->path.string());
   }
   const auto close_dead_letters = [&dead_letters]() -> Status {
     if (!dead_letters) return ok();
@@ -366,8 +368,18 @@ int run_server(const ServerConfig& config) {
     const Runtime* rt = runtime->get();
     sources.snapshot = [rt] { return rt->admin_snapshot(); };
     sources.lag = [source_view] { return source_view->lag(); };
-    if (chain != nullptr) {
-      sources.unmatched_rules = [chain] { return chain->unmatched_rules(); };
+    if (chain != nullptr || router != nullptr) {
+      sources.unmatched_rules = [chain, router] {
+        std::vector<UnmatchedRule> all;
+        if (chain != nullptr) all = chain->unmatched_rules();
+        if (router != nullptr) {
+          for (const auto& route : router->unmatched_routes()) {
+            all.push_back({"pipeline.routes", "route", route.rule + " -> " + route.target,
+                           route.consequence});
+          }
+        }
+        return all;
+      };
     }
     sources.metrics = metrics;
     sources.control = control_context;
@@ -375,25 +387,40 @@ int run_server(const ServerConfig& config) {
     if (!started) {
       (void)(*pipeline)->close();
       (void)close_dead_letters();
-      return report_failure(started.error().context("starting the admin server"),
-                            config.origin);
+      return report_failure(started.error().context("starting the admin server"), config.origin);
     }
     admin = std::move(*started);
   }
   const auto stop_admin = [&admin] {
     if (admin) admin->stop();
   };
+  // After the breaker escalated, /livez answers 503 for [admin] error_linger_ms before the
+  // process exits, so that a liveness probe (and a last scrape) sees the error state.
+  const auto linger_on_breaker_error = [&] {
+    if (!admin || config.admin->error_linger_ms <= 0) return;
+    if ((*runtime)->admin_snapshot().breaker_state != BreakerState::kError) return;
+    spdlog::error(
+        "the circuit breaker escalated to its error state; /livez answers 503 for {} "
+        "ms before cppcdc exits ([admin] error_linger_ms; SIGTERM ends the wait)",
+        config.admin->error_linger_ms);
+    const auto until =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(config.admin->error_linger_ms);
+    while (!g_stop_requested.load() && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  };
 
   spdlog::info(
       "cppcdc {} starting: source={} {} sink={} checkpoint={} delivery_contract={} "
       "transforms={}{}",
-      kVersion, config.source_type, config.source->summary(), (*pipeline)->name(),
-      checkpoint_desc, config.delivery_contract,
+      kVersion, config.source_type, config.source->summary(), (*pipeline)->name(), checkpoint_desc,
+      config.delivery_contract,
       chain != nullptr ? std::to_string(chain->stage_count()) + " stage(s)" : std::string("none"),
       config.routes.empty() ? std::string() : " routes=" + std::to_string(config.routes.size()));
 
   // A stop signal ends the retries of a source that cannot be reached yet.
   if (auto started = (*runtime)->start(g_stop_requested); !started) {
+    linger_on_breaker_error();
     stop_admin();
     shut_down(**runtime);
     (void)(*pipeline)->close();
@@ -411,6 +438,7 @@ int run_server(const ServerConfig& config) {
 
   auto delivered = (*runtime)->run_to_completion(**pipeline, g_stop_requested);
   (*control)->stop();  // no command is taken while the pipeline shuts down
+  if (!delivered) linger_on_breaker_error();
   stop_admin();
   report_unmatched();
   if (!delivered) {
@@ -418,9 +446,10 @@ int run_server(const ServerConfig& config) {
     shut_down(**runtime);
     (void)(*pipeline)->close();
     (void)close_dead_letters();
-    spdlog::info("events delivered and acknowledged before the error: {}; the batch that failed "
-                 "is not acknowledged and is delivered again, to every sink, at the next start",
-                 snapshot.events_committed);
+    spdlog::info(
+        "events delivered and acknowledged before the error: {}; the batch that failed "
+        "is not acknowledged and is delivered again, to every sink, at the next start",
+        snapshot.events_committed);
     return report_failure(delivered.error(), config.origin);
   }
 
@@ -453,6 +482,57 @@ int check_config(const std::filesystem::path& path) {
   return kExitOk;
 }
 
+namespace {
+
+// Empty when this process may write in `dir`, or create it (its nearest existing ancestor is
+// writable); otherwise what stands in the way.
+std::string directory_problem(const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::filesystem::path probe = dir.empty() ? std::filesystem::path(".") : dir;
+  bool exists = std::filesystem::exists(probe, ec);
+  while (!exists && probe.has_parent_path() && probe != probe.parent_path()) {
+    probe = probe.parent_path();
+    exists = std::filesystem::exists(probe, ec);
+  }
+  if (!exists) return "no part of it exists";
+  if (!std::filesystem::is_directory(probe, ec)) return probe.string() + " is not a directory";
+  if (::access(probe.c_str(), W_OK | X_OK) != 0) {
+    return (probe == dir ? "it is" : probe.string() + " is") +
+           std::string(" not writable for this user (uid ") + std::to_string(::geteuid()) + ")";
+  }
+  return {};
+}
+
+// The directories a start creates or writes in: the checkpoint's and the control socket's.
+void check_local_directories(const ServerConfig& config, std::vector<PreflightCheck>& checks) {
+  using Outcome = PreflightCheck::Outcome;
+  std::vector<std::pair<std::string, std::filesystem::path>> dirs;
+  if (auto dir = config.checkpoint->directory()) dirs.emplace_back("the checkpoint", *dir);
+  const auto socket_dir = config.control_socket.parent_path();
+  if (dirs.empty() || dirs.front().second != socket_dir) {
+    dirs.emplace_back("the control socket", socket_dir);
+  }
+  for (const auto& [what, dir] : dirs) {
+    const std::string shown = dir.empty() ? std::string(".") : dir.string();
+    if (const std::string problem = directory_problem(dir); !problem.empty()) {
+      checks.push_back(
+          {Outcome::kFail,
+           "the directory of " + what + " (" + shown + ") cannot be used: " + problem,
+           "create it writable for the user cppcdc runs as (as root: install -d -o "
+           "USER " +
+               shown + ")" +
+               (what == "the control socket" ? ", or set [runtime] control_socket elsewhere"
+                                             : ", or point [state.offset] dir elsewhere")});
+    } else {
+      checks.push_back(
+          {Outcome::kPass,
+           "the directory of " + what + " (" + shown + ") is writable or can be created", ""});
+    }
+  }
+}
+
+}  // namespace
+
 int preflight(const std::filesystem::path& path) {
   auto config = load_server_config(path);
   if (!config) {
@@ -473,8 +553,8 @@ int preflight(const std::filesystem::path& path) {
   } else if (!config->checkpoint->may_hold_record(checkpoint_id)) {
     checks.push_back({Outcome::kPass, "no checkpoint yet (" + where + "): a first start", ""});
   } else if (auto opened = config->checkpoint->open(checkpoint_id); !opened) {
-    checks.push_back({Outcome::kWarn, "the checkpoint could not be opened: " +
-                                          opened.error().report(),
+    checks.push_back({Outcome::kWarn,
+                      "the checkpoint could not be opened: " + opened.error().report(),
                       "a running cppcdc holds it: its state was not compared"});
   } else if (auto loaded = (*opened)->load(); !loaded) {
     checks.push_back({Outcome::kFail, loaded.error().report(), ""});
@@ -484,6 +564,7 @@ int preflight(const std::filesystem::path& path) {
     record = **loaded;
     checks.push_back({Outcome::kPass, "checkpoint at " + record->offset + " (" + where + ")", ""});
   }
+  check_local_directories(*config, checks);
   for (auto& check : config->source->preflight(record)) checks.push_back(std::move(check));
 
   std::printf("preflight of %s (source %s):\n", config->origin.c_str(),
@@ -503,11 +584,11 @@ int preflight(const std::filesystem::path& path) {
     std::printf("%d check%s failed: a start would stop there\n", failures,
                 failures == 1 ? "" : "s");
   } else {
-    std::printf("all checks passed%s\n",
-                warnings > 0 ? (" (" + std::to_string(warnings) + " warning" +
-                                (warnings == 1 ? "" : "s") + ")")
-                                   .c_str()
-                             : "");
+    std::printf("all checks passed%s\n", warnings > 0
+                                             ? (" (" + std::to_string(warnings) + " warning" +
+                                                (warnings == 1 ? "" : "s") + ")")
+                                                   .c_str()
+                                             : "");
   }
   std::fflush(stdout);
   return failures > 0 ? kExitTerminal : kExitOk;
@@ -518,11 +599,16 @@ namespace {
 const char* step_tag(TeardownStep::Outcome outcome) {
   using Outcome = TeardownStep::Outcome;
   switch (outcome) {
-    case Outcome::kWouldDrop: return "drop   ";
-    case Outcome::kDropped: return "dropped";
-    case Outcome::kKept: return "keep   ";
-    case Outcome::kAbsent: return "absent ";
-    case Outcome::kFailed: return "FAILED ";
+    case Outcome::kWouldDrop:
+      return "drop   ";
+    case Outcome::kDropped:
+      return "dropped";
+    case Outcome::kKept:
+      return "keep   ";
+    case Outcome::kAbsent:
+      return "absent ";
+    case Outcome::kFailed:
+      return "FAILED ";
   }
   return "?";
 }
@@ -544,9 +630,8 @@ int teardown(const std::filesystem::path& path, bool yes, bool include_preexisti
     return kExitConfiguration;
   }
   spdlog::set_level(spdlog::level::warn);
-  const ControlReply running = call_control_socket(config->control_socket,
-                                                   R"({"command":"ping"})",
-                                                   std::chrono::seconds(2));
+  const ControlReply running =
+      call_control_socket(config->control_socket, R"({"command":"ping"})", std::chrono::seconds(2));
   if (running.outcome == ControlReply::Outcome::kAnswered) {
     std::fprintf(stderr,
                  "cppcdc: a cppcdc runs this pipeline (it answers on %s): stop it before "
@@ -565,14 +650,15 @@ int teardown(const std::filesystem::path& path, bool yes, bool include_preexisti
   for (const auto& step : *plan) {
     kept = kept || (step.holds_position && step.outcome == Outcome::kKept);
   }
-  const bool has_checkpoint = !kept && config->checkpoint->durable() &&
-                              config->checkpoint->may_hold_record(checkpoint_id);
+  const bool has_checkpoint =
+      !kept && config->checkpoint->durable() && config->checkpoint->may_hold_record(checkpoint_id);
   std::vector<TeardownStep> checkpoint_step{
-      {has_checkpoint ? Outcome::kWouldDrop : kept ? Outcome::kKept : Outcome::kAbsent,
+      {has_checkpoint ? Outcome::kWouldDrop
+       : kept         ? Outcome::kKept
+                      : Outcome::kAbsent,
        "checkpoint " + config->checkpoint->describe(checkpoint_id),
        kept ? "what it resumes on is kept" : ""}};
-  std::printf("teardown of %s (source %s):\n", config->origin.c_str(),
-              config->source_type.c_str());
+  std::printf("teardown of %s (source %s):\n", config->origin.c_str(), config->source_type.c_str());
   print_steps(*plan);
   print_steps(checkpoint_step);
   bool any = has_checkpoint;
@@ -589,8 +675,9 @@ int teardown(const std::filesystem::path& path, bool yes, bool include_preexisti
   }
   if (!yes) {
     if (::isatty(STDIN_FILENO) == 0) {
-      std::printf("not confirmed (no terminal to ask on): pass --yes to proceed; nothing was "
-                  "changed\n");
+      std::printf(
+          "not confirmed (no terminal to ask on): pass --yes to proceed; nothing was "
+          "changed\n");
       return kExitRefused;
     }
     std::printf("Proceed? This cannot be undone [y/N] ");

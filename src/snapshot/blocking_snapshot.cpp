@@ -7,6 +7,7 @@
 #include <boost/json.hpp>
 #include <chrono>
 #include <deque>
+#include <limits>
 #include <string>
 
 #include "core/reader_handoff.hpp"
@@ -102,12 +103,18 @@ std::size_t BlockingSnapshotStatus::tables_complete() const noexcept {
 
 std::string_view BlockingSnapshotStatus::phase_name(Phase phase) noexcept {
   switch (phase) {
-    case Phase::kNone: return "none";
-    case Phase::kPending: return "pending";
-    case Phase::kRunning: return "running";
-    case Phase::kComplete: return "complete";
-    case Phase::kFailed: return "failed";
-    case Phase::kStopped: return "stopped";
+    case Phase::kNone:
+      return "none";
+    case Phase::kPending:
+      return "pending";
+    case Phase::kRunning:
+      return "running";
+    case Phase::kComplete:
+      return "complete";
+    case Phase::kFailed:
+      return "failed";
+    case Phase::kStopped:
+      return "stopped";
   }
   return "none";
 }
@@ -128,8 +135,12 @@ std::string BlockingSnapshotStatus::to_json() const {
     j["table"] = t.table;
     j["rows_read"] = t.rows_read;
     // Unknown (never analysed, or not reached yet) is null rather than a negative number.
-    j["estimated_rows"] = t.estimated_rows > 0 ? boost::json::value(t.estimated_rows)
-                                               : boost::json::value(nullptr);
+    // A row count: written as an integer (a double would print as 2.5E3).
+    j["estimated_rows"] =
+        t.estimated_rows > 0 ? boost::json::value(t.estimated_rows >= 9.2e18
+                                                      ? std::numeric_limits<std::int64_t>::max()
+                                                      : static_cast<std::int64_t>(t.estimated_rows))
+                             : boost::json::value(nullptr);
     j["started"] = t.started;
     j["complete"] = t.complete;
     j["earlier"] = t.earlier;
@@ -226,8 +237,7 @@ void BlockingSnapshotTracker::table_started(std::size_t index, double estimated_
   status_.tables[index].estimated_rows = estimated_rows;
 }
 
-void BlockingSnapshotTracker::table_progress(std::size_t index, std::uint64_t rows,
-                                             bool complete) {
+void BlockingSnapshotTracker::table_progress(std::size_t index, std::uint64_t rows, bool complete) {
   std::lock_guard lock(mutex_);
   if (index >= status_.tables.size()) return;
   auto& t = status_.tables[index];

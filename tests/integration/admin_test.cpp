@@ -5,14 +5,16 @@
 // document answer; SIGTERM stops the server with the pipeline. The readiness probe follows the
 // database going away and coming back.
 //
-// Ports: the admin listener takes the first free port of CPPCDC_TEST_ADMIN_PORTS (default
-// 9471-9479), Prometheus the first free one of CPPCDC_TEST_PROMETHEUS_PORTS (9480-9489).
-// The PostgreSQL server: CPPCDC_TEST_PG_PORT + 115 (own_server.hpp).
+// Ports: the admin listener binds port 0 (any free port, read back from cppcdc's log),
+// Prometheus the first free one of CPPCDC_TEST_PROMETHEUS_PORTS (9480-9489). The PostgreSQL
+// servers: CPPCDC_TEST_PG_PORT + 115 to 118, one per test (own_server.hpp).
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <cstdlib>
+#include <set>
 #include <string>
 
 #include "own_server.hpp"
@@ -126,14 +128,29 @@ class Prometheus {
 
 class Admin : public OwnServerTest {
  protected:
-  int port_offset(const std::string&) const override { return 115; }
+  // One server per test: ctest runs them in parallel.
+  int port_offset(const std::string& name) const override {
+    return name.find("Prometheus") != std::string::npos  ? 115
+           : name.find("Token") != std::string::npos     ? 116
+           : name.find("Readiness") != std::string::npos ? 117
+                                                         : 118;
+  }
 
-  void start_with_admin() {
-    admin_port_ = free_port("CPPCDC_TEST_ADMIN_PORTS", 9471, 9479);
+  // `runtime_extra`: more [runtime] keys; `admin_extra`: more [admin] keys.
+  void start_with_admin(const std::string& runtime_extra = "",
+                        const std::string& admin_extra = "") {
+    // Port 0: the server takes a free port and logs it (no race between parallel tests).
     write_config(dsn(name_), "",
-                 "\n[admin]\nlisten = \"127.0.0.1:" + std::to_string(admin_port_) +
-                     "\"\ntoken = \"" + kToken + "\"\n");
+                 runtime_extra + "\n[admin]\nlisten = \"127.0.0.1:0\"\ntoken = \"" + kToken +
+                     "\"\n" + admin_extra);
     start_cppcdc();
+    const std::string marker = "admin server listening on http://127.0.0.1:";
+    ASSERT_TRUE(wait_until([&] { return log().find(marker) != std::string::npos; },
+                           std::chrono::seconds(30)))
+        << log();
+    const std::string text = log();
+    admin_port_ = std::atoi(text.c_str() + text.find(marker) + marker.size());
+    ASSERT_GT(admin_port_, 0) << text;
     ASSERT_TRUE(wait_until([&] { return http_get(admin_port_, "/readyz").status == 200; },
                            std::chrono::seconds(30)))
         << http_get(admin_port_, "/readyz").body << "\n"
@@ -186,7 +203,14 @@ TEST_F(Admin, PrometheusScrapesTheEventsCommittedPerTable) {
 }
 
 TEST_F(Admin, TheTokenGuardsEverythingButTheProbes) {
-  start_with_admin();
+  // A mask rule on a column no table has and a route no table matches: both are reported as
+  // unmatched in the admin snapshot once events flowed.
+  start_with_admin("\n[[sinks]]\nname = \"spare\"\ntype = \"file\"\npath = \"" +
+                   (dir_ / "spare.jsonl").string() +
+                   "\"\n\n[[pipeline.routes]]\ntables = [\"public.nothing*\"]\n"
+                   "sink = \"spare\"\n\n[[pipeline.transforms]]\nname = \"pii\"\n"
+                   "[[pipeline.transforms.actions]]\ntype = \"mask\"\n"
+                   "rules = { \"ssn\" = \"null\" }\n");
   EXPECT_EQ(http_get(admin_port_, "/metrics").status, 401);
   EXPECT_EQ(http_get(admin_port_, "/metrics", "wrong-token").status, 401);
   EXPECT_EQ(http_get(admin_port_, "/admin/snapshot").status, 401);
@@ -197,9 +221,30 @@ TEST_F(Admin, TheTokenGuardsEverythingButTheProbes) {
   EXPECT_EQ(metrics.status, 200);
   EXPECT_NE(metrics.body.find("# TYPE cppcdc_events_committed_total counter"), std::string::npos);
 
-  const Reply snapshot = http_get(admin_port_, "/admin/snapshot", kToken);
+  PgSession(dsn(name_)).query("insert into acct values (1, 1, 'x')");
+  Reply snapshot;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        snapshot = http_get(admin_port_, "/admin/snapshot", kToken);
+        return snapshot.body.find("\"events_committed\":1") != std::string::npos;
+      },
+      std::chrono::seconds(30)))
+      << snapshot.body << "\n"
+      << log();
   ASSERT_EQ(snapshot.status, 200);
   const auto doc = boost::json::parse(snapshot.body).as_object();
+  const auto& unmatched = doc.at("unmatched_rules").as_array();
+  std::set<std::string> rules;
+  for (const auto& rule : unmatched) {
+    rules.insert(std::string(rule.at("transform").as_string()) + "/" +
+                 std::string(rule.at("rule").as_string()));
+    EXPECT_FALSE(rule.at("consequence").as_string().empty()) << snapshot.body;
+  }
+  EXPECT_EQ(rules.size(), 2u) << snapshot.body;
+  EXPECT_EQ(rules.count("pii/ssn"), 1u) << snapshot.body;
+  EXPECT_TRUE(std::any_of(rules.begin(), rules.end(), [](const std::string& r) {
+    return r.rfind("pipeline.routes/", 0) == 0 && r.find("public.nothing*") != std::string::npos;
+  })) << snapshot.body;
   EXPECT_EQ(doc.at("state").as_string(), "running");
   EXPECT_EQ(doc.at("health").at("verdict").as_string() == "healthy" ||
                 doc.at("health").at("verdict").as_string() == "idle",
@@ -232,10 +277,9 @@ TEST_F(Admin, TheTokenGuardsEverythingButTheProbes) {
   EXPECT_EQ(stop_cppcdc(), 0) << log();
 }
 
-// Needs the health verdict of issue 17 item 1: while the database is down the runtime keeps
-// reconnecting inside its poll, so the verdict must turn Stalled (poll loop not turning, or
-// the breaker's view of the failing source) for /readyz to answer 503. With the provisional
-// verdict (Healthy while running) it stays 200; enable it with that work.
+// While the database is down the runtime keeps reconnecting inside its poll; the verdict turns
+// Stalled (the poll loop not turning, or the breaker's view of the failing source), so /readyz
+// answers 503, and 200 again once the database is back.
 TEST_F(Admin, ReadinessFollowsTheDatabaseGoingAwayAndComingBack) {
   start_with_admin();
   ASSERT_EQ(std::system((script("pg.sh") + " stop " + pg_dir() + " >/dev/null 2>&1").c_str()), 0);
@@ -259,6 +303,41 @@ TEST_F(Admin, ReadinessFollowsTheDatabaseGoingAwayAndComingBack) {
       << http_get(admin_port_, "/readyz").body << "\n"
       << log();
   EXPECT_EQ(stop_cppcdc(), 0) << log();
+}
+
+// A database that stays down: the breaker opens, its probes fail, it escalates to its error
+// state, and the process keeps answering /livez with 503 ([admin] error_linger_ms) until a stop
+// signal, then exits with the error. /readyz says why too.
+TEST_F(Admin, LivenessTurns503OnceTheBreakerEscalates) {
+  start_with_admin(
+      "recoverable_error_breaker_consecutive_threshold = 3\n"
+      "recoverable_error_breaker_cooldown_ms = 300\n"
+      "recoverable_error_breaker_max_open_cycles = 2\n",
+      "error_linger_ms = 600000\n");
+  ASSERT_EQ(http_get(admin_port_, "/livez").status, 200);
+  ASSERT_EQ(std::system((script("pg.sh") + " stop " + pg_dir() + " >/dev/null 2>&1").c_str()), 0);
+  Reply live;
+  EXPECT_TRUE(wait_until(
+      [&] {
+        live = http_get(admin_port_, "/livez");
+        return live.status == 503;
+      },
+      std::chrono::seconds(120), std::chrono::milliseconds(200)))
+      << live.status << " " << live.body << "\n"
+      << log();
+  EXPECT_NE(live.body.find("circuit breaker escalated"), std::string::npos) << live.body;
+  EXPECT_EQ(http_get(admin_port_, "/readyz").status, 503);
+  const Reply metrics = http_get(admin_port_, "/metrics", kToken);
+  EXPECT_NE(metrics.body.find("cppcdc_breaker_state{state=\"error\"} 1"), std::string::npos)
+      << metrics.body;
+  EXPECT_NE(log().find("error_linger_ms"), std::string::npos) << log();
+  // SIGTERM ends the wait at once; the exit status is the breaker's error, not success.
+  EXPECT_NE(stop_cppcdc(), 0) << log();
+  EXPECT_NE(log().find("escalated to the error state"), std::string::npos) << log();
+  ASSERT_EQ(std::system((script("pg.sh") + " start " + pg_dir() + " " + std::to_string(port()) +
+                         " >/dev/null 2>&1")
+                            .c_str()),
+            0);  // for TearDown, which drops the slot
 }
 
 }  // namespace

@@ -6,7 +6,8 @@
 //
 // ctest may run tests in parallel, so every test gets a server and port of its own:
 // CPPCDC_TEST_PG_PORT + port_offset(test name), in /tmp/cppcdc-it-own-<port>. Offsets in use:
-// 100-102 pg_faults_test, 103-106 pg_tls_test, 107-108 pg_network_test, 109 pg_breaker_test.
+// 100-102 pg_faults_test, 103-106 pg_tls_test, 107-108 pg_network_test, 109 pg_breaker_test,
+// 115-118 admin_test. Tests that ctest may run in parallel need offsets of their own.
 // The work directory (/tmp/cppcdc-it-own_<test>: cdc.toml, cppcdc.log, the sink) is kept when
 // a test fails, or always with CPPCDC_IT_KEEP set.
 
@@ -121,8 +122,11 @@ class OwnServerTest : public ::testing::Test {
         << "127.0.0.1:" << port_ << " stayed in use for 70 s";
     const std::string out = "/tmp/cppcdc-it-own-" + std::to_string(port_) + ".start.log";
     ASSERT_EQ(std::system((script("pg.sh") + " start " + pg_dir() + " " + std::to_string(port_) +
-                           " >" + out + " 2>&1").c_str()), 0)
-        << "could not start " << pg_dir() << ":\n" << log_tail(out);
+                           " >" + out + " 2>&1")
+                              .c_str()),
+              0)
+        << "could not start " << pg_dir() << ":\n"
+        << log_tail(out);
     fs::remove(out);
     name_ = test_database("own");
     dir_ = fs::temp_directory_path() / ("cppcdc-it-" + name_);
@@ -132,8 +136,9 @@ class OwnServerTest : public ::testing::Test {
     admin.query("drop database if exists " + name_ + " with (force)");
     admin.query("create database " + name_);
     PgSession s(dsn(name_));
-    s.query("create table acct (id int primary key, balance bigint, note text);"
-            "create table marker (id int primary key)");
+    s.query(
+        "create table acct (id int primary key, balance bigint, note text);"
+        "create table marker (id int primary key)");
     write_config(dsn(name_));
   }
 
@@ -141,15 +146,21 @@ class OwnServerTest : public ::testing::Test {
     stop_cppcdc_process(child_, SIGKILL);
     {
       PgSession admin(dsn("postgres"));
-      admin.try_exec("select pg_terminate_backend(active_pid) from pg_replication_slots where "
-                     "slot_name = '" + name_ + "' and active_pid is not null");
+      admin.try_exec(
+          "select pg_terminate_backend(active_pid) from pg_replication_slots where "
+          "slot_name = '" +
+          name_ + "' and active_pid is not null");
       // The drop fails while the terminated walsender still holds the slot: retry until it
       // is gone (a slot that does not exist drops nothing and succeeds).
       if (admin.get()) {
-        wait_until([&] {
-          return admin.try_exec("select pg_drop_replication_slot(slot_name) from "
-                                "pg_replication_slots where slot_name = '" + name_ + "'");
-        }, std::chrono::seconds(10));
+        wait_until(
+            [&] {
+              return admin.try_exec(
+                  "select pg_drop_replication_slot(slot_name) from "
+                  "pg_replication_slots where slot_name = '" +
+                  name_ + "'");
+            },
+            std::chrono::seconds(10));
       }
     }
     if (!HasFailure() && std::getenv("CPPCDC_IT_KEEP") == nullptr) fs::remove_all(dir_);
@@ -163,12 +174,14 @@ class OwnServerTest : public ::testing::Test {
     std::ofstream(dir_ / "cdc.toml")
         << "[source]\ntype = \"postgres\"\ndsn = \"" << cppcdc_dsn << "\"\n"
         << "slot_name = \"" << name_ << "\"\npublication_name = \"own_pub\"\n"
-        << "tables = [\"public.acct\", \"public.marker\"]\n" << source_extra
-        << "\n[sink]\ntype = \"file\"\npath = \"" << (dir_ / "events.jsonl").string() << "\"\n\n"
+        << "tables = [\"public.acct\", \"public.marker\"]\n"
+        << source_extra << "\n[sink]\ntype = \"file\"\npath = \""
+        << (dir_ / "events.jsonl").string() << "\"\n\n"
         << "[state.offset]\nbackend = \"local_fs\"\ndir = \"" << (dir_ / "state").string()
         << "\"\n\n[runtime]\nmax_buffer_size = 300\nmax_poll_wait_ms = 100\n"
         << "connection_retry_max_retries = 100\nconnection_retry_initial_delay_ms = 100\n"
-        << "connection_retry_max_delay_ms = 1000\n" << extra;
+        << "connection_retry_max_delay_ms = 1000\n"
+        << extra;
   }
 
   fs::path log_path() const { return dir_ / "cppcdc.log"; }
@@ -233,23 +246,26 @@ class OwnServerTest : public ::testing::Test {
   void finish_and_check() {
     Resilient(dsn(name_)).run("insert into marker values (1)");
     const fs::path sink = dir_ / "events.jsonl";
-    const bool caught_up = wait_until([&] {
-      std::ifstream in(sink);
-      std::string line, last;
-      while (std::getline(in, line)) last = line;
-      return last.find("\"table\":\"marker\"") != std::string::npos;
-    }, std::chrono::seconds(120));
+    const bool caught_up = wait_until(
+        [&] {
+          std::ifstream in(sink);
+          std::string line, last;
+          while (std::getline(in, line)) last = line;
+          return last.find("\"table\":\"marker\"") != std::string::npos;
+        },
+        std::chrono::seconds(120));
     const int status = stop_cppcdc();
     ASSERT_TRUE(caught_up) << log_tail(log_path());
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-        << describe_wait_status(status) << "\n" << log_tail(log_path());
+        << describe_wait_status(status) << "\n"
+        << log_tail(log_path());
 
     const auto events = read_sink(sink.string());
     std::set<std::string> ids;
     std::size_t duplicates = 0;
     for (const auto& e : events) {
-      const std::string id = e.source.offset + "/" + std::to_string(e.transaction->tx_id) +
-                             "/" + std::to_string(e.transaction->event_index);
+      const std::string id = e.source.offset + "/" + std::to_string(e.transaction->tx_id) + "/" +
+                             std::to_string(e.transaction->event_index);
       if (!ids.insert(id).second) ++duplicates;
     }
     EXPECT_EQ(duplicates, 0u);

@@ -7,10 +7,10 @@
 #include <signal.h>
 
 #include <atomic>
-#include <map>
 #include <boost/json.hpp>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <thread>
 
@@ -31,10 +31,19 @@ class PgIncremental : public ::testing::Test {
     db_ = it::test_database("incr");
     it::fresh_database(db_);
     // A test that died with the ghost standby configured would leave every later synchronous
-    // commit on this server waiting forever: start each test without it.
+    // commit on this server waiting forever: start each test without it. But not while the
+    // test that set it runs (ctest runs tests in parallel): that one holds the advisory lock
+    // kGhostStandbyLock on its session for as long as it uses the setting, and a process that
+    // died lost its session, and with it the lock.
     PgSession admin(it::admin_dsn());
-    if (admin.scalar("show synchronous_standby_names") != "") reset_ghost_standby(admin);
+    if (admin.scalar("show synchronous_standby_names") != "" &&
+        admin.scalar("select pg_try_advisory_lock(" + std::to_string(kGhostStandbyLock) + ")") ==
+            "t") {
+      reset_ghost_standby(admin);
+      admin.query("select pg_advisory_unlock(" + std::to_string(kGhostStandbyLock) + ")");
+    }
   }
+  static constexpr long kGhostStandbyLock = 7710431;
   static void reset_ghost_standby(PgSession& admin) {
     admin.query("alter system reset synchronous_standby_names");
     admin.query("select pg_reload_conf()");
@@ -96,8 +105,10 @@ TEST_F(PgIncremental, AMillionRowTableUnderRandomWritesEndsEqualToTheSource) {
     create table items (id bigint primary key, v int, note text, big text);
     alter table items alter column big set storage external;
   )");
-  s.query("insert into items select g, g % 1000, 'n' || g, case when g % 500 = 0 then "
-          "repeat(md5(g::text), 100) end from generate_series(1, " + std::to_string(kRows) + ") g");
+  s.query(
+      "insert into items select g, g % 1000, 'n' || g, case when g % 500 = 0 then "
+      "repeat(md5(g::text), 100) end from generate_series(1, " +
+      std::to_string(kRows) + ") g");
   s.query("analyze items");
   auto rt = runtime(pg::SnapshotMode::kIncremental, {"public.items"}, 1024);
   ASSERT_TRUE(rt->start());
@@ -184,9 +195,17 @@ TEST_F(PgIncremental, ACommitWaitingForASynchronousStandbyCannotMakeAStaleChunkR
   auto control = rt->incremental_snapshot_control();
   it::Replay replay;
   // The first poll creates the stream's position; nothing is there yet.
-  ASSERT_TRUE(consume(*rt, replay, [] { return true; }, 5));
+  ASSERT_TRUE(consume(
+      *rt, replay, [] { return true; }, 5));
 
   PgSession admin(it::admin_dsn());
+  // Held by this session until the test ends (see SetUp); nobody else takes it for long.
+  ASSERT_TRUE(it::wait_until(
+      [&] {
+        return admin.scalar("select pg_try_advisory_lock(" + std::to_string(kGhostStandbyLock) +
+                            ")") == "t";
+      },
+      10s));
   admin.query("alter system set synchronous_standby_names = 'cppcdc_ghost_standby'");
   admin.query("select pg_reload_conf()");
   ghost_standby_ = true;
@@ -196,8 +215,7 @@ TEST_F(PgIncremental, ACommitWaitingForASynchronousStandbyCannotMakeAStaleChunkR
   // reads a changed configuration when the postmaster's signal reaches it, and one that has
   // not would commit without waiting.
   ASSERT_TRUE(it::wait_until(
-      [&] { return w.scalar("show synchronous_standby_names") == "cppcdc_ghost_standby"; },
-      10s));
+      [&] { return w.scalar("show synchronous_standby_names") == "cppcdc_ghost_standby"; }, 10s));
   std::thread waiting([&] {
     // Commits locally, then waits for the standby: in the WAL, not yet visible.
     w.try_exec("set synchronous_commit = on; update t set v = 'new' where id = 5");
@@ -227,14 +245,16 @@ TEST_F(PgIncremental, ACommitWaitingForASynchronousStandbyCannotMakeAStaleChunkR
       *rt, replay, [&] { return replay.tables["public.t"].count("id=5;") > 0; }, 20));
   EXPECT_EQ(s.scalar("select v from t where id = 5"), "old");  // not visible
   EXPECT_NE(s.scalar(it::server_version_num() >= 130000 ? "select pg_current_snapshot()::text"
-                                                      : "select txid_current_snapshot()::text"),
+                                                        : "select txid_current_snapshot()::text"),
             "");
 
   // Now the snapshot, while the transaction is still in flight.
   requester = std::thread([&] { EXPECT_TRUE(control->request({"public.t"})); });
-  ASSERT_TRUE(consume(*rt, replay, [&] { return !control->state().tables.empty(); }, 20));
+  ASSERT_TRUE(consume(
+      *rt, replay, [&] { return !control->state().tables.empty(); }, 20));
   requester.join();
-  consume(*rt, replay, [] { return false; }, 1);  // chunks are attempted meanwhile
+  consume(
+      *rt, replay, [] { return false; }, 1);  // chunks are attempted meanwhile
   EXPECT_FALSE(control->state().is_complete())
       << "a chunk was delivered while a transaction it could not see was in flight";
   EXPECT_EQ((*replay.tables["public.t"]["id=5;"]["v"]), "new");
@@ -242,7 +262,8 @@ TEST_F(PgIncremental, ACommitWaitingForASynchronousStandbyCannotMakeAStaleChunkR
   // Release the waiting session: the transaction becomes visible, the chunks go on.
   admin.query("select pg_cancel_backend(" + writer_pid + ")");
   waiting.join();
-  ASSERT_TRUE(consume(*rt, replay, [&] { return control->state().is_complete(); }, 30))
+  ASSERT_TRUE(consume(
+      *rt, replay, [&] { return control->state().is_complete(); }, 30))
       << control->state().to_json();
   EXPECT_EQ((*replay.tables["public.t"]["id=5;"]["v"]), "new")
       << "the chunk's stale row won over the newer update";
@@ -262,19 +283,24 @@ TEST_F(PgIncremental, PauseResumeReRequestAndStopAreVisibleInTheState) {
   auto control = rt->incremental_snapshot_control();
   it::Replay replay;
   std::uint64_t reads = 0;
-  ASSERT_TRUE(consume(*rt, replay, [] { return true; }, 5));
+  ASSERT_TRUE(consume(
+      *rt, replay, [] { return true; }, 5));
   std::thread requester([&] { EXPECT_TRUE(control->request({"public.t"})); });
-  ASSERT_TRUE(consume(*rt, replay, [&] { return reads >= 300; }, 30, &reads));
+  ASSERT_TRUE(consume(
+      *rt, replay, [&] { return reads >= 300; }, 30, &reads));
   requester.join();
   control->pause();
-  consume(*rt, replay, [] { return false; }, 1, &reads);
+  consume(
+      *rt, replay, [] { return false; }, 1, &reads);
   const auto paused = control->state();
   EXPECT_EQ(paused.status(), "paused");
   const std::uint64_t rows_when_paused = paused.tables.at(0).rows;
-  consume(*rt, replay, [] { return false; }, 1, &reads);
+  consume(
+      *rt, replay, [] { return false; }, 1, &reads);
   EXPECT_EQ(control->state().tables.at(0).rows, rows_when_paused);
   control->resume();
-  ASSERT_TRUE(consume(*rt, replay, [&] { return control->state().is_complete(); }, 30, &reads));
+  ASSERT_TRUE(consume(
+      *rt, replay, [&] { return control->state().is_complete(); }, 30, &reads));
   EXPECT_EQ(reads, 20000u);
   EXPECT_EQ(control->state().status(), "complete");
 
@@ -294,7 +320,8 @@ TEST_F(PgIncremental, PauseResumeReRequestAndStopAreVisibleInTheState) {
   ASSERT_GE(offsets.size(), 1u);
   EXPECT_EQ(offsets.front(), "incremental:2:public.t:[\"1\"]");
   control->stop();
-  consume(*rt, replay, [] { return false; }, 1);
+  consume(
+      *rt, replay, [] { return false; }, 1);
   const auto stopped = control->state();
   EXPECT_EQ(stopped.status(), "stopped");
   EXPECT_EQ(stopped.generation, 3u);
@@ -306,7 +333,8 @@ TEST_F(PgIncremental, PauseResumeReRequestAndStopAreVisibleInTheState) {
     ASSERT_FALSE(st);
     EXPECT_NE(st.error().report().find("not captured"), std::string::npos) << st.error().report();
   });
-  consume(*rt, replay, [] { return false; }, 1);
+  consume(
+      *rt, replay, [] { return false; }, 1);
   bad.join();
   ASSERT_TRUE(rt->stop());
 }
@@ -328,8 +356,9 @@ std::pair<long, bool> saved_cursor(const std::filesystem::path& state_dir) {
     const auto* incr = parsed.as_object().if_contains("incremental");
     if (!incr || incr->at("tables").as_array().empty()) return {-1, false};
     const auto& t = incr->at("tables").as_array()[0].as_object();
-    const long cursor =
-        t.at("cursor").is_null() ? -1 : std::stol(std::string(t.at("cursor").as_array()[0].as_string()));
+    const long cursor = t.at("cursor").is_null()
+                            ? -1
+                            : std::stol(std::string(t.at("cursor").as_array()[0].as_string()));
     return {cursor, t.at("complete").as_bool()};
   }
   return {-1, false};
@@ -370,9 +399,14 @@ TEST_F(PgIncremental, TenKillsMidSnapshotResumeAtTheChunkBoundaryAndEndEqual) {
     while (!stop.load()) {
       const std::string id = std::to_string(1 + rng() % kRows);
       switch (rng() % 3) {
-        case 0: w.query("update items set v = v + 1 where id = " + id); break;
-        case 1: w.query("delete from items where id = " + id); break;
-        default: w.query("insert into items values (" + std::to_string(next_id++) + ", 1, 'w')");
+        case 0:
+          w.query("update items set v = v + 1 where id = " + id);
+          break;
+        case 1:
+          w.query("delete from items where id = " + id);
+          break;
+        default:
+          w.query("insert into items values (" + std::to_string(next_id++) + ", 1, 'w')");
       }
       // Pacing, not waiting: a steady load while the snapshot runs.
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -400,8 +434,8 @@ TEST_F(PgIncremental, TenKillsMidSnapshotResumeAtTheChunkBoundaryAndEndEqual) {
     ++kills;
     const auto [cursor, complete] = saved_cursor(dir / "state");
     ASSERT_FALSE(complete) << "the snapshot ended before kill " << kills << "; make it longer";
-    restarts.emplace_back(fs::exists(dir / "events.jsonl") ? fs::file_size(dir / "events.jsonl") : 0,
-                          cursor);
+    restarts.emplace_back(
+        fs::exists(dir / "events.jsonl") ? fs::file_size(dir / "events.jsonl") : 0, cursor);
     it::start_cppcdc_process(child, dir, it::admin_dsn(), db_, 60);
   }
   // Let the snapshot finish, then stop the writer and wait for a marker row.
@@ -448,9 +482,9 @@ TEST_F(PgIncremental, TenKillsMidSnapshotResumeAtTheChunkBoundaryAndEndEqual) {
   }
   EXPECT_LE(reread, static_cast<std::size_t>(kills * kChunk)) << "more than a chunk per restart";
   EXPECT_TRUE(replay.problems.empty()) << replay.problems.front();
-  EXPECT_EQ(it::diff_tables(replay.tables["public.items"],
-                            it::source_rows(s, "public.items", {"id"})),
-            "");
+  EXPECT_EQ(
+      it::diff_tables(replay.tables["public.items"], it::source_rows(s, "public.items", {"id"})),
+      "");
   std::cout << kills << " kills; " << reread << " rows read twice; " << times_read.size()
             << " distinct rows read\n";
   it::drop_slots(db_);
@@ -508,8 +542,9 @@ TEST_F(PgIncremental, ChunkRowsCarryTheStreamsTextAndShape) {
 // made, and the message says what to list instead.
 TEST_F(PgIncremental, AKeylessTableInTheConfiguredSetFailsBeforeAnySlotIsMade) {
   PgSession s(it::dsn_for(db_));
-  s.query("create table keyed (id int primary key); create table nokey (a int);"
-          "alter table nokey replica identity full");
+  s.query(
+      "create table keyed (id int primary key); create table nokey (a int);"
+      "alter table nokey replica identity full");
   auto rt = runtime(pg::SnapshotMode::kIncremental, {"public.keyed", "public.nokey"}, 100);
   auto st = rt->start();
   ASSERT_FALSE(st);

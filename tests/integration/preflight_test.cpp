@@ -21,8 +21,9 @@ class Preflight : public ::testing::Test {
   void SetUp() override {
     db_ = it::test_database("preflight");
     it::fresh_database(db_);
-    dir_ = fs::temp_directory_path() / ("cppcdc-it-preflight-" + std::to_string(getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("cppcdc-it-preflight-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -35,8 +36,9 @@ class Preflight : public ::testing::Test {
                         const std::string& extra = "") {
     const fs::path p = dir_ / "cdc.toml";
     std::ofstream(p) << "[source]\ntype = \"postgres\"\ndsn = \"" << dsn << "\"\n"
-                     << "slot_name = \"pf_slot\"\npublication_name = \"pf_pub\"\n"
-                     << "tables = [" << tables << "]\n" << extra << "\n[sink]\ntype = \"file\"\n"
+                     << "slot_name = \"" << slot_ << "\"\npublication_name = \"pf_pub\"\n"
+                     << "tables = [" << tables << "]\n"
+                     << extra << "\n[sink]\ntype = \"file\"\n"
                      << "path = \"" << (dir_ / "out" / "events.jsonl").string() << "\"\n\n"
                      << "[state.offset]\nbackend = \"local_fs\"\ndir = \""
                      << (dir_ / "state").string() << "\"\n";
@@ -46,26 +48,27 @@ class Preflight : public ::testing::Test {
   // Slots and publications of the test database.
   std::string server_objects() {
     it::PgSession s(it::dsn_for(db_));
-    return s.scalar("select count(*) from pg_replication_slots where database = '" + db_ +
-                    "'") +
+    return s.scalar("select count(*) from pg_replication_slots where database = '" + db_ + "'") +
            "/" + s.scalar("select count(*) from pg_publication");
   }
 
   std::string db_;
   fs::path dir_;
+  // Slots belong to the whole server, and ctest runs these tests in parallel: one per process.
+  std::string slot_ = "pf_slot_" + std::to_string(getpid());
 };
 
 }  // namespace
 
 TEST_F(Preflight, AReadyDatabasePassesAndNothingIsCreated) {
   it::PgSession(it::dsn_for(db_)).query("create table t (id int primary key, v text)");
-  const auto o = run_cli({"preflight", "--config", write_config(it::dsn_for(db_), "\"public.t\"")
-                                                       .string()});
+  const auto o =
+      run_cli({"preflight", "--config", write_config(it::dsn_for(db_), "\"public.t\"").string()});
   EXPECT_EQ(o.code, 0) << o.output;
   EXPECT_CONTAINS(o.output, "ok    wal_level is logical");
   EXPECT_CONTAINS(o.output, "ok    table public.t exists");
   EXPECT_CONTAINS(o.output, "publication pf_pub does not exist yet");
-  EXPECT_CONTAINS(o.output, "replication slot pf_slot does not exist yet");
+  EXPECT_CONTAINS(o.output, "replication slot " + slot_ + " does not exist yet");
   EXPECT_CONTAINS(o.output, "all checks passed");
   EXPECT_EQ(o.output.find("FAIL"), std::string::npos) << o.output;
   // Read-only: no slot, no publication, no sink file, no state directory.
@@ -108,22 +111,23 @@ TEST_F(Preflight, ACheckpointWhoseSlotIsGoneFails) {
   it::PgSession(it::dsn_for(db_)).query("create table t (id int primary key)");
   write_config(it::dsn_for(db_), "\"public.t\"");
   pid_t child = -1;
-  it::start_cppcdc_process(child, dir_, it::admin_dsn(), "pf_slot");
+  it::start_cppcdc_process(child, dir_, it::admin_dsn(), slot_);
   it::PgSession(it::dsn_for(db_)).query("insert into t values (1)");
-  ASSERT_TRUE(it::wait_until([&] { return fs::exists(dir_ / "state" / "checkpoint-pf_slot.ckpt"); },
-                             std::chrono::seconds(30)));
+  ASSERT_TRUE(
+      it::wait_until([&] { return fs::exists(dir_ / "state" / ("checkpoint-" + slot_ + ".ckpt")); },
+                     std::chrono::seconds(30)));
   it::stop_cppcdc_process(child, SIGTERM);
 
   auto o = run_cli({"preflight", "--config", (dir_ / "cdc.toml").string()});
   EXPECT_EQ(o.code, 0) << o.output;
   EXPECT_CONTAINS(o.output, "ok    checkpoint at ");
-  EXPECT_CONTAINS(o.output, "replication slot pf_slot exists and is free");
-  EXPECT_CONTAINS(o.output, "can resume on slot pf_slot");
+  EXPECT_CONTAINS(o.output, "replication slot " + slot_ + " exists and is free");
+  EXPECT_CONTAINS(o.output, "can resume on slot " + slot_);
 
   it::drop_slots(db_);
   o = run_cli({"preflight", "--config", (dir_ / "cdc.toml").string()});
   EXPECT_EQ(o.code, 3) << o.output;
-  EXPECT_CONTAINS(o.output, "replication slot pf_slot does not exist, but a checkpoint at");
+  EXPECT_CONTAINS(o.output, "replication slot " + slot_ + " does not exist, but a checkpoint at");
 }
 
 // `cppcdc teardown`: refused while the pipeline runs; afterwards it drops the slot and the
@@ -132,10 +136,11 @@ TEST_F(Preflight, TeardownRemovesWhatCppcdcCreatedOnlyWhenStopped) {
   it::PgSession(it::dsn_for(db_)).query("create table t (id int primary key)");
   const fs::path config = write_config(it::dsn_for(db_), "\"public.t\"");
   pid_t child = -1;
-  it::start_cppcdc_process(child, dir_, it::admin_dsn(), "pf_slot");
+  it::start_cppcdc_process(child, dir_, it::admin_dsn(), slot_);
   it::PgSession(it::dsn_for(db_)).query("insert into t values (1)");
-  ASSERT_TRUE(it::wait_until([&] { return fs::exists(dir_ / "state" / "checkpoint-pf_slot.ckpt"); },
-                             std::chrono::seconds(30)));
+  ASSERT_TRUE(
+      it::wait_until([&] { return fs::exists(dir_ / "state" / ("checkpoint-" + slot_ + ".ckpt")); },
+                     std::chrono::seconds(30)));
   auto o = run_cli({"teardown", "--config", config.string(), "--yes"});
   EXPECT_EQ(o.code, 5) << o.output;
   EXPECT_CONTAINS(o.output, "stop it before tearing the pipeline down");
@@ -144,7 +149,7 @@ TEST_F(Preflight, TeardownRemovesWhatCppcdcCreatedOnlyWhenStopped) {
 
   o = run_cli({"teardown", "--config", config.string(), "--yes"});
   EXPECT_EQ(o.code, 0) << o.output;
-  EXPECT_CONTAINS(o.output, "dropped replication slot pf_slot");
+  EXPECT_CONTAINS(o.output, "dropped replication slot " + slot_);
   EXPECT_CONTAINS(o.output, "dropped publication pf_pub");
   EXPECT_CONTAINS(o.output, "removed checkpoint");
   EXPECT_EQ(server_objects(), "0/0");
@@ -165,29 +170,30 @@ TEST_F(Preflight, TeardownKeepsPreexistingObjectsUnlessTold) {
   const fs::path config =
       write_config(it::dsn_for(db_), "\"public.t\"", "create_publication = false\n");
   pid_t child = -1;
-  it::start_cppcdc_process(child, dir_, it::admin_dsn(), "pf_slot");
+  it::start_cppcdc_process(child, dir_, it::admin_dsn(), slot_);
   it::stop_cppcdc_process(child, SIGTERM);
-  EXPECT_TRUE(fs::exists(dir_ / "state" / "created-slot-pf_slot"));
+  EXPECT_TRUE(fs::exists(dir_ / "state" / ("created-slot-" + slot_)));
 
   auto o = run_cli({"teardown", "--config", config.string(), "--yes"});
   EXPECT_EQ(o.code, 0) << o.output;
   EXPECT_CONTAINS(o.output, "keep    publication pf_pub: cppcdc did not create it");
-  EXPECT_CONTAINS(o.output, "dropped replication slot pf_slot");
+  EXPECT_CONTAINS(o.output, "dropped replication slot " + slot_);
   EXPECT_CONTAINS(o.output, "removed checkpoint");
   EXPECT_EQ(server_objects(), "0/1");
-  EXPECT_FALSE(fs::exists(dir_ / "state" / "created-slot-pf_slot"));
+  EXPECT_FALSE(fs::exists(dir_ / "state" / ("created-slot-" + slot_)));
 
   // Now a slot made by someone else: cppcdc resumes on it but never drops it unasked.
-  admin.query("select pg_create_logical_replication_slot('pf_slot', 'pgoutput')");
-  it::start_cppcdc_process(child, dir_, it::admin_dsn(), "pf_slot");
+  admin.query("select pg_create_logical_replication_slot('" + slot_ + "', 'pgoutput')");
+  it::start_cppcdc_process(child, dir_, it::admin_dsn(), slot_);
   it::PgSession(it::dsn_for(db_)).query("insert into t values (1)");
-  ASSERT_TRUE(it::wait_until([&] { return fs::exists(dir_ / "state" / "checkpoint-pf_slot.ckpt"); },
-                             std::chrono::seconds(30)));
+  ASSERT_TRUE(
+      it::wait_until([&] { return fs::exists(dir_ / "state" / ("checkpoint-" + slot_ + ".ckpt")); },
+                     std::chrono::seconds(30)));
   it::stop_cppcdc_process(child, SIGTERM);
-  EXPECT_FALSE(fs::exists(dir_ / "state" / "created-slot-pf_slot"));
+  EXPECT_FALSE(fs::exists(dir_ / "state" / ("created-slot-" + slot_)));
   o = run_cli({"teardown", "--config", config.string(), "--yes"});
   EXPECT_EQ(o.code, 0) << o.output;
-  EXPECT_CONTAINS(o.output, "keep    replication slot pf_slot");
+  EXPECT_CONTAINS(o.output, "keep    replication slot " + slot_);
   EXPECT_CONTAINS(o.output, "--include-preexisting");
   EXPECT_CONTAINS(o.output, "keep    checkpoint");
   EXPECT_EQ(server_objects(), "1/1");
@@ -196,4 +202,69 @@ TEST_F(Preflight, TeardownKeepsPreexistingObjectsUnlessTold) {
   EXPECT_EQ(o.code, 0) << o.output;
   EXPECT_CONTAINS(o.output, "removed checkpoint");
   EXPECT_EQ(server_objects(), "0/0");
+}
+
+// An existing publication: every configured table that exists is checked for membership, also
+// one that failed another check (the trial's preflight said "ok" for a publication lacking a
+// table that had no replica identity). A table without a replica identity inside a publication
+// that publishes updates does not stop a start (the publication is used as it is): a warning
+// saying that PostgreSQL refuses the application's UPDATE and DELETE on it.
+TEST_F(Preflight, ExistingPublicationAndKeylessMember) {
+  it::PgSession admin(it::dsn_for(db_));
+  admin.query("create table t (id int primary key)");
+  admin.query("create table audit (a int)");  // no key, in the publication
+  admin.query("create table loose (a int)");  // no key, not in it
+  admin.query("create publication pf_pub for table t, audit");
+  auto o = run_cli({"preflight", "--config",
+                    write_config(it::dsn_for(db_),
+                                 "\"public.t\", \"public.audit\", "
+                                 "\"public.loose\"")
+                        .string()});
+  EXPECT_EQ(o.code, 3) << o.output;
+  EXPECT_CONTAINS(o.output, "FAIL  publication pf_pub does not include public.loose");
+  EXPECT_CONTAINS(o.output, "first give public.loose a primary key or REPLICA IDENTITY FULL");
+  EXPECT_CONTAINS(o.output,
+                  "warn  table public.audit has no replica identity, and publication "
+                  "pf_pub publishes updates and deletes");
+  EXPECT_EQ(o.output.find("includes every captured table"), std::string::npos) << o.output;
+
+  o = run_cli({"preflight", "--config",
+               write_config(it::dsn_for(db_), "\"public.t\", \"public.audit\"").string()});
+  EXPECT_EQ(o.code, 0) << o.output;
+  EXPECT_CONTAINS(o.output, "ok    publication pf_pub exists and includes every captured table");
+  EXPECT_CONTAINS(o.output, "warn  table public.audit has no replica identity");
+  // And a start agrees: it runs, capturing the keyless table's inserts.
+  pid_t child = -1;
+  it::start_cppcdc_process(child, dir_, it::admin_dsn(), slot_);
+  admin.query("insert into audit values (7)");
+  EXPECT_TRUE(it::wait_until(
+      [&] {
+        std::ifstream in(dir_ / "out" / "events.jsonl");
+        const std::string text((std::istreambuf_iterator<char>(in)), {});
+        return text.find("\"table\":\"audit\"") != std::string::npos;
+      },
+      std::chrono::seconds(30)));
+  EXPECT_EQ(it::stop_cppcdc_process(child, SIGTERM), 0);
+  admin.query("drop publication pf_pub");
+}
+
+// The directories a start writes in are checked too: here the checkpoint's directory lies
+// under a regular file, so neither it nor the control socket beside it can be created.
+TEST_F(Preflight, AStateDirectoryThatCannotBeCreatedFails) {
+  it::PgSession(it::dsn_for(db_)).query("create table t (id int primary key)");
+  std::ofstream(dir_ / "afile") << "x";
+  const fs::path config = write_config(it::dsn_for(db_), "\"public.t\"");
+  {
+    std::ifstream in(config);
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    const std::string from = (dir_ / "state").string();
+    text.replace(text.find(from), from.size(), (dir_ / "afile" / "state").string());
+    std::ofstream(config) << text;
+  }
+  const auto o = run_cli({"preflight", "--config", config.string()});
+  EXPECT_EQ(o.code, 3) << o.output;
+  EXPECT_CONTAINS(o.output,
+                  "FAIL  the directory of the checkpoint (" + (dir_ / "afile" / "state").string() +
+                      ") cannot be used: " + (dir_ / "afile").string() + " is not a directory");
+  EXPECT_CONTAINS(o.output, "remedy: create it writable for the user cppcdc runs as");
 }

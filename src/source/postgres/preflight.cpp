@@ -5,6 +5,8 @@
 
 #include <libpq-fe.h>
 
+#include <algorithm>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -38,10 +40,9 @@ PreflightCheck failed(const Error& error) {
 }
 
 /// One row of a query, or the error as a failed line (appended to `out`).
-std::optional<detail::PgResultPtr> query(PGconn* sql, std::vector<PreflightCheck>& out,
-                                         const std::string& text, const std::string& what,
-                                         const std::vector<std::optional<std::string>>& params =
-                                             {}) {
+std::optional<detail::PgResultPtr> query(
+    PGconn* sql, std::vector<PreflightCheck>& out, const std::string& text, const std::string& what,
+    const std::vector<std::optional<std::string>>& params = {}) {
   auto res = exec(sql, text, what, params);
   if (!res) {
     out.push_back(failed(res.error()));
@@ -72,15 +73,18 @@ void check_role(PGconn* sql, std::vector<PreflightCheck>& out, std::string& role
   }
 }
 
+// `existing`: the tables that exist (the publication checks look at those); `no_identity`:
+// those without a usable replica identity, with the error saying so.
 void check_tables(PGconn* sql, const PostgresSourceConfig& config,
                   const std::set<TableName>& tables, const std::string& database,
                   const std::string& role, std::vector<PreflightCheck>& out,
-                  std::set<TableName>& usable) {
+                  std::set<TableName>& existing, std::map<TableName, Error>& no_identity) {
   for (const auto& t : tables) {
     if (auto st = detail::check_tables(sql, {t}, database); !st) {
       out.push_back(failed(st.error()));
       continue;
     }
+    existing.insert(t);
     auto res = query(sql, out,
                      "select has_table_privilege(format('%I.%I', $1::text, $2::text), "
                      "'SELECT')",
@@ -91,30 +95,39 @@ void check_tables(PGconn* sql, const PostgresSourceConfig& config,
                            "GRANT SELECT ON " + t.text() + " TO " + detail::quote_ident(role)));
       continue;
     }
-    // The replica identity matters once the table is in a publication that publishes updates
-    // and deletes, which is what cppcdc creates; an existing publication may publish less.
+    // Whether a missing replica identity stops a start depends on the publication (see
+    // check_publication); it is reported there.
     if (auto st = detail::check_replica_identities(sql, config, {t}); !st) {
-      out.push_back(failed(st.error()));
+      no_identity.emplace(t, st.error());
+      out.push_back(pass("table " + t.text() + " exists and is readable"));
       continue;
     }
-    usable.insert(t);
     out.push_back(pass("table " + t.text() + " exists, is readable and has a replica identity"));
   }
 }
 
+// The publication: it exists and includes every table, or the role may create it. A table
+// without a replica identity stops a start only when cppcdc would create the publication (it
+// refuses to, since PostgreSQL would then refuse the application's UPDATE and DELETE on it);
+// in a publication that exists already, that harm is done, and it is a warning.
 void check_publication(PGconn* sql, const PostgresSourceConfig& config,
-                       const std::set<TableName>& tables, std::vector<PreflightCheck>& out) {
+                       const std::set<TableName>& tables,
+                       const std::map<TableName, Error>& no_identity,
+                       std::vector<PreflightCheck>& out) {
   const std::string& name = config.publication_name;
-  auto res = query(sql, out, "select puballtables from pg_publication where pubname = $1",
+  auto res = query(sql, out,
+                   "select puballtables, pubupdate or pubdelete from pg_publication where "
+                   "pubname = $1",
                    "looking up publication " + name, {name});
   if (!res) return;
   if (PQntuples(res->get()) == 0) {
     if (!config.create_publication) {
-      out.push_back(failed("publication " + name + " does not exist (create_publication = false)",
-                           "CREATE PUBLICATION " + name +
-                               " FOR TABLE ..., or set create_publication = true"));
+      out.push_back(failed(
+          "publication " + name + " does not exist (create_publication = false)",
+          "CREATE PUBLICATION " + name + " FOR TABLE ..., or set create_publication = true"));
       return;
     }
+    for (const auto& [table, error] : no_identity) out.push_back(failed(error));
     // CREATE PUBLICATION ... FOR TABLE needs ownership of every table (or superuser).
     bool all_owned = true;
     for (const auto& t : tables) {
@@ -126,21 +139,36 @@ void check_publication(PGconn* sql, const PostgresSourceConfig& config,
       if (!owner || PQntuples(owner->get()) == 0) continue;
       if (!is_true(owner->get(), 0, 0)) {
         all_owned = false;
-        out.push_back(failed(
-            "publication " + name + " does not exist, and the role does not own table " +
-                t.text() + ", so it cannot create it",
-            "create the publication as the owner (CREATE PUBLICATION " + name +
-                " FOR TABLE ...) and set create_publication = false"));
+        out.push_back(failed("publication " + name +
+                                 " does not exist, and the role does not own table " + t.text() +
+                                 ", so it cannot create it",
+                             "create the publication as the owner (CREATE PUBLICATION " + name +
+                                 " FOR TABLE ...) and set create_publication = false"));
       }
     }
-    if (all_owned) {
+    if (all_owned && no_identity.empty()) {
       out.push_back(pass("publication " + name +
                          " does not exist yet; the role may create it (create_publication)"));
     }
     return;
   }
+  const bool publishes_changes = is_true(res->get(), 0, 1);
+  // Only tables the publication holds: `outside` lists those it does not.
+  const auto warn_identities = [&](const std::vector<std::string>& outside) {
+    if (!publishes_changes) return;
+    for (const auto& [table, error] : no_identity) {
+      if (std::find(outside.begin(), outside.end(), table.text()) != outside.end()) continue;
+      out.push_back(
+          warn("table " + table.text() + " has no replica identity, and publication " + name +
+                   " publishes updates and deletes: PostgreSQL refuses the "
+                   "application's UPDATE and DELETE on it (cppcdc captures its "
+                   "inserts)",
+               "add a primary key, or ALTER TABLE " + table.text() + " REPLICA IDENTITY FULL"));
+    }
+  };
   if (is_true(res->get(), 0, 0)) {
     out.push_back(pass("publication " + name + " exists and publishes all tables"));
+    warn_identities({});
     return;
   }
   std::vector<std::string> missing;
@@ -156,13 +184,23 @@ void check_publication(PGconn* sql, const PostgresSourceConfig& config,
     if (member && PQntuples(member->get()) == 0) missing.push_back(t.text());
   }
   if (missing.empty()) {
-    out.push_back(pass("publication " + name + " exists and includes every captured table"));
+    out.push_back(pass("publication " + name + " exists and includes every captured table" +
+                       (tables.size() < config.tables.size() ? " that exists" : "")));
+    warn_identities({});
     return;
   }
   std::string list;
   for (const auto& t : missing) list += (list.empty() ? "" : ", ") + t;
-  out.push_back(failed("publication " + name + " does not include " + list,
-                       "ALTER PUBLICATION " + name + " ADD TABLE " + list));
+  std::string remedy = "ALTER PUBLICATION " + name + " ADD TABLE " + list;
+  for (const auto& t : missing) {
+    if (no_identity.count(detail::split_table(t)) != 0 && publishes_changes) {
+      remedy += " (first give " + t +
+                " a primary key or REPLICA IDENTITY FULL: in the publication without one, its "
+                "UPDATE and DELETE fail)";
+    }
+  }
+  out.push_back(failed("publication " + name + " does not include " + list, remedy));
+  warn_identities(missing);
 }
 
 void check_slot(PGconn* sql, const PostgresSourceConfig& config, const std::string& database,
@@ -190,10 +228,10 @@ void check_slot(PGconn* sql, const PostgresSourceConfig& config, const std::stri
       return;
     }
     if (checkpoint) {
-      out.push_back(failed(
-          "replication slot " + name + " does not exist, but a checkpoint at " +
-              checkpoint->offset + " does: the changes since then are gone",
-          "remove the checkpoint to start afresh (cppcdc teardown), or restore the slot"));
+      out.push_back(
+          failed("replication slot " + name + " does not exist, but a checkpoint at " +
+                     checkpoint->offset + " does: the changes since then are gone",
+                 "remove the checkpoint to start afresh (cppcdc teardown), or restore the slot"));
       return;
     }
     if (!config.create_slot) {
@@ -215,8 +253,8 @@ void check_slot(PGconn* sql, const PostgresSourceConfig& config, const std::stri
                            "drop an unused slot, or raise max_replication_slots and restart "
                            "PostgreSQL"));
     } else {
-      out.push_back(pass("replication slot " + name + " does not exist yet; " +
-                         std::to_string(n) + " free slot(s) to create it in"));
+      out.push_back(pass("replication slot " + name + " does not exist yet; " + std::to_string(n) +
+                         " free slot(s) to create it in"));
     }
     return;
   }
@@ -312,9 +350,10 @@ std::vector<PreflightCheck> run_preflight(const PostgresSourceConfig& config,
 
   std::set<TableName> tables;
   for (const auto& name : config.tables) tables.insert(detail::split_table(name));
-  std::set<TableName> usable;
-  check_tables(sql, config, tables, database, role, out, usable);
-  check_publication(sql, config, usable, out);
+  std::set<TableName> existing;
+  std::map<TableName, Error> no_identity;
+  check_tables(sql, config, tables, database, role, out, existing, no_identity);
+  check_publication(sql, config, existing, no_identity, out);
   check_slot(sql, config, database, checkpoint, out);
   if (config.transport == WalTransport::kStreamingReplication) check_wal_senders(sql, out);
   return out;

@@ -14,6 +14,7 @@
 #include <mysql.h>
 // mariadb_rpl.h needs mysql.h first.
 #include <mariadb_rpl.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -96,7 +97,8 @@ class DecodeFidelity : public ::testing::Test {
     port_ = static_cast<unsigned>(std::atoi(port));
     conn_ = std::make_unique<Conn>(port_);
     ASSERT_EQ(conn_->error(), "");
-    db_ = "decode_fidelity";
+    // One database per test process: ctest runs these tests in parallel.
+    db_ = "decode_fidelity_" + std::to_string(getpid());
     conn_->exec("DROP DATABASE IF EXISTS " + db_);
     conn_->exec("CREATE DATABASE " + db_ + " CHARACTER SET utf8mb4");
     conn_->exec("USE " + db_);
@@ -104,6 +106,9 @@ class DecodeFidelity : public ::testing::Test {
     conn_->exec("SET SESSION time_zone = '+00:00'");
     conn_->exec("SET SESSION sql_mode = ''");
     conn_->exec("SET SESSION binlog_row_image = 'FULL'");
+  }
+  void TearDown() override {
+    if (conn_ && !db_.empty()) conn_->exec("DROP DATABASE IF EXISTS " + db_);
   }
 
   // The binlog from here on.
@@ -178,7 +183,9 @@ class DecodeFidelity : public ::testing::Test {
     repl.exec("SET @mariadb_slave_capability=4");
     repl.exec("SET @master_binlog_checksum=@@global.binlog_checksum");
     MARIADB_RPL* rpl = mariadb_rpl_init(repl.raw());
-    mariadb_rpl_optionsv(rpl, MARIADB_RPL_SERVER_ID, static_cast<unsigned int>(4711));
+    mariadb_rpl_optionsv(rpl, MARIADB_RPL_SERVER_ID,
+                         // a replica id of its own: the server ends an older dump of the same id
+                         static_cast<unsigned int>(4711 + getpid() % 100000));
     mariadb_rpl_optionsv(rpl, MARIADB_RPL_FILENAME, file_.c_str(), file_.size());
     mariadb_rpl_optionsv(rpl, MARIADB_RPL_START, static_cast<unsigned long>(pos_));
     mariadb_rpl_optionsv(rpl, MARIADB_RPL_FLAGS,

@@ -84,7 +84,20 @@ TEST(AdminConfig, ErrorsNameTheKey) {
                   "[admin] token_env: the environment variable "
                   "\"CPPCDC_TEST_SURELY_UNSET_VARIABLE\" is not set or empty");
   EXPECT_CONTAINS(error_of(std::string(kMinimal) + "[admin]\nlisen = \"127.0.0.1:1\"\n"),
-                  "[admin] lisen: unknown key; expected one of: listen, token, token_env");
+                  "[admin] lisen: unknown key; expected one of: listen, token, token_env, "
+                  "error_linger_ms");
+  EXPECT_CONTAINS(error_of(std::string(kMinimal) + "[admin]\nerror_linger_ms = -1\n"),
+                  "[admin] error_linger_ms: expected an integer from 0 to 3600000, found -1");
+}
+
+TEST(AdminConfig, ErrorLingerDefaultsTo15SecondsAndZeroTurnsItOff) {
+  auto plain = parse_server_config(std::string(kMinimal) + "[admin]\n", "cdc.toml");
+  ASSERT_TRUE(plain) << plain.error().report();
+  EXPECT_EQ(plain->admin->error_linger_ms, 15000);
+  auto off =
+      parse_server_config(std::string(kMinimal) + "[admin]\nerror_linger_ms = 0\n", "cdc.toml");
+  ASSERT_TRUE(off) << off.error().report();
+  EXPECT_EQ(off->admin->error_linger_ms, 0);
 }
 
 TEST(AdminConfig, TheTokenComesFromTheFileOrTheEnvironmentAndIsNeverDescribed) {
@@ -174,7 +187,13 @@ TEST(AdminSnapshotJson, CarriesHealthBreakerCountersAndBothSnapshots) {
   s.incremental_snapshot = inc;
   BlockingSnapshotStatus initial;
   initial.phase = BlockingSnapshotStatus::Phase::kComplete;
-  const std::string json = admin_snapshot_json(s, initial, 1234);
+  const std::string json = admin_snapshot_json(
+      s, initial, 1234, {{"pii", "mask", "ssn", "the column ssn is delivered in clear text"}});
+  EXPECT_CONTAINS(json,
+                  "\"unmatched_rules\":[{\"transform\":\"pii\",\"kind\":\"mask\","
+                  "\"rule\":\"ssn\",\"consequence\":\"the column ssn is delivered in "
+                  "clear text\"}]");
+  EXPECT_CONTAINS(admin_snapshot_json(s, initial, 1234), "\"unmatched_rules\":[]");
   EXPECT_CONTAINS(json, "\"state\":\"running\"");
   EXPECT_CONTAINS(json, "\"events_committed\":5");
   EXPECT_CONTAINS(json, "\"checkpoint_offset\":\"0/16B2E48\"");

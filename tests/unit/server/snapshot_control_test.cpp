@@ -321,6 +321,8 @@ TEST(InitialSnapshotTracker, JsonRoundTripsAndRefusesMalformedInput) {
   EXPECT_EQ(back->tables[1].estimated_rows, 2.5e6);
   // An unknown estimate is null, not a negative number.
   EXPECT_CONTAINS(s.to_json(), R"("table":"public.a","rows_read":0,"estimated_rows":null)");
+  // A known estimate is a row count: an integer, not 2.5E6.
+  EXPECT_CONTAINS(s.to_json(), R"("rows_read":1200,"estimated_rows":2500000,)");
   EXPECT_TRUE(back->tables[0].earlier);
   EXPECT_FALSE(BlockingSnapshotStatus::from_json("[]"));
   EXPECT_FALSE(BlockingSnapshotStatus::from_json(R"({"phase":"sleeping"})"));
@@ -340,16 +342,17 @@ TEST(InitialSnapshotStatus, PrintsEachPhaseInWords) {
                   "holds no snapshot in progress");
 
   BlockingSnapshotTracker tracker("initial");
-  tracker.set_pending("slot@0/1", {"public.orders", "public.customers", "public.items"}, 1,
-                      true, 10'000);
+  tracker.set_pending("slot@0/1", {"public.orders", "public.customers", "public.items"}, 1, true,
+                      10'000);
   EXPECT_CONTAINS(format_initial_snapshot_status(tracker.status(), 20'000),
                   "initial snapshot slot@0/1: pending");
   tracker.set_running();
   tracker.table_started(1, 1000);
   tracker.table_progress(1, 250, false);
   std::string text = format_initial_snapshot_status(tracker.status(), 40'000);
-  EXPECT_CONTAINS(text, "initial snapshot slot@0/1: running: 250 rows read, 1 of 3 tables "
-                        "complete, 30 s (resumed)");
+  EXPECT_CONTAINS(text,
+                  "initial snapshot slot@0/1: running: 250 rows read, 1 of 3 tables "
+                  "complete, 30 s (resumed)");
   EXPECT_CONTAINS(text, "TABLE             ROWS READ  ESTIMATED        COMPLETE");
   EXPECT_CONTAINS(text, "public.orders     -          unknown          yes (earlier run)");
   EXPECT_CONTAINS(text, "public.customers  250        1000 (25% done)  no");

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <string>
+#include <vector>
 
 #include "server/config.hpp"
 
@@ -26,7 +28,7 @@ std::string error_of(const std::string& extra) {
   return render_error(config.error());
 }
 
-#define EXPECT_CONTAINS(haystack, needle)                                      \
+#define EXPECT_CONTAINS(haystack, needle) \
   EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
 
 TEST(TransformConfig, AChainLoadsAndCheckConfigListsIt) {
@@ -64,7 +66,8 @@ name = "meta"
 }
 
 TEST(TransformConfig, ErrorsNameFileLineAndKey) {
-  const std::string head = "\n[[pipeline.transforms]]\nname = \"s\"\n[[pipeline.transforms.actions]]\n";
+  const std::string head =
+      "\n[[pipeline.transforms]]\nname = \"s\"\n[[pipeline.transforms.actions]]\n";
   // Line numbers: kBase has 6 lines, then a blank one; the action table opens on line 10.
   EXPECT_CONTAINS(error_of(head + "type = \"filter\"\nfilters = [{ field = \"after.x\", op = "
                                   "\"equals\", value = \"1\" }]\n"),
@@ -113,8 +116,66 @@ TEST(TransformConfig, SkipNeedsADeadLetterFileAndLoadsWithOne) {
   EXPECT_EQ(config->dead_letter->file_mode, 0600u);
   const std::string described = describe_config(*config);
   EXPECT_CONTAINS(described, "  error policy:     skip\n");
-  EXPECT_CONTAINS(described, "dead letters:       /var/lib/cppcdc/dead.jsonl (JSON lines, "
-                             "file_mode 0600)");
+  EXPECT_CONTAINS(described,
+                  "dead letters:       /var/lib/cppcdc/dead.jsonl (JSON lines, "
+                  "file_mode 0600)");
+}
+
+// ---- the documented examples ------------------------------------------------------------------
+
+// The ```toml blocks of a Markdown file, in order.
+std::vector<std::string> toml_blocks(const std::string& relative) {
+  std::ifstream in(std::string(CPPCDC_SOURCE_DIR) + "/" + relative);
+  EXPECT_TRUE(in.good()) << relative;
+  std::vector<std::string> blocks;
+  std::string line;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    if (!inside && line.rfind("```toml", 0) == 0) {
+      inside = true;
+      blocks.emplace_back();
+    } else if (inside && line.rfind("```", 0) == 0) {
+      inside = false;
+    } else if (inside) {
+      blocks.back() += line + "\n";
+    }
+  }
+  return blocks;
+}
+
+// Every example of the transform and routing pages (and the README's transform example) loads
+// as written, after a source and a checkpoint: a page that documents a key the reader refuses,
+// or an example with a typo, fails here.
+TEST(TransformConfig, EveryDocumentedExampleLoads) {
+  ::setenv("CDC_PII_KEY", "doc-example-hmac-key", 1);
+  ::setenv("CDC_CARD_KEY", "doc-example-card-key", 1);
+  ::setenv("BILLING_WHSEC", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", 1);
+  std::size_t checked = 0;
+  for (const char* page : {"docs/transforms.md", "docs/routing.md", "README.md"}) {
+    for (const auto& block : toml_blocks(page)) {
+      if (block.find("[[pipeline.") == std::string::npos &&
+          block.find("[dead_letter]") == std::string::npos) {
+        continue;  // other topics' examples (sources, sinks) are checked elsewhere
+      }
+      std::string document = std::string(kBase) + "\n" + block;
+      if (block.find("[sink]") == std::string::npos) {
+        document += "\n[sink]\ntype = \"stdout\"\n";
+      }
+      if (block.find("[[pipeline.routes]]") != std::string::npos &&
+          block.find("[[sinks]]") == std::string::npos) {
+        continue;  // a routes fragment without its sinks
+      }
+      auto config = parse_server_config(document, std::string(page));
+      EXPECT_TRUE(config) << page << " example:\n"
+                          << block << "\n"
+                          << (config ? std::string() : render_error(config.error()));
+      ++checked;
+    }
+  }
+  ::unsetenv("CDC_PII_KEY");
+  ::unsetenv("CDC_CARD_KEY");
+  ::unsetenv("BILLING_WHSEC");
+  EXPECT_GE(checked, 11u);  // the nine actions, the routes and the dead letters
 }
 
 }  // namespace
