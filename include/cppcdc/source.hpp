@@ -26,10 +26,12 @@ class IncrementalSnapshotControl;
 /// Each figure is nullopt when the source cannot tell (yet).
 struct SourceLag {
   /// Log the database keeps for this pipeline, in bytes (PostgreSQL: from the slot's
-  /// restart_lsn to the server's current WAL position).
+  /// restart_lsn to the server's current WAL position; MariaDB/MySQL: nullopt, their binlogs
+  /// expire by the server's own settings).
   std::optional<std::uint64_t> retained_bytes;
   /// Log written on the server beyond the position this pipeline confirmed, in bytes
-  /// (PostgreSQL: from the confirmed flush LSN to the end of WAL the server last reported).
+  /// (PostgreSQL: from the confirmed flush LSN to the end of WAL the server last reported;
+  /// MariaDB/MySQL: the binlog bytes after the confirmed coordinate, across files).
   std::optional<std::uint64_t> confirmed_lag_bytes;
 };
 

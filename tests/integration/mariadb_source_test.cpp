@@ -263,5 +263,45 @@ TEST_F(MariaDbSource, BlockingSnapshotThenStreamWithTheSameText) {
   EXPECT_EQ(text_of(&*events[0].after, "b"), "\\x00ff");
 }
 
+// lag(): the binlog written after the position this pipeline confirmed. It grows with writes
+// that are read but not confirmed and falls back once they are. Other tests write to the same
+// server meanwhile, so the bounds leave room for their (small) transactions.
+TEST_F(MariaDbSource, LagIsTheBinlogWrittenAfterTheConfirmedPosition) {
+  session_.exec("CREATE TABLE " + db_ + ".t (id int primary key, v text)");
+  start(config());
+  EXPECT_FALSE(source_->lag().has_value()) << "nothing is confirmed yet";
+  session_.exec("INSERT INTO " + db_ + ".t VALUES (0, 'first')");
+  auto first = rows(1);
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_TRUE(source_->confirm(first.back().resume_offset));
+
+  constexpr std::uint64_t kBig = 300 * 1000;  // 300 rows of 1000 bytes
+  for (int i = 1; i <= 300; ++i) {
+    session_.exec("INSERT INTO " + db_ + ".t VALUES (" + std::to_string(i) +
+                  ", REPEAT('x', 1000))");
+  }
+  auto more = rows(300);
+  ASSERT_EQ(more.size(), 300u);
+  std::optional<SourceLag> lag;
+  EXPECT_TRUE(cppcdc::test::wait_until(
+      [&] {
+        lag = source_->lag();
+        return lag && lag->confirmed_lag_bytes && *lag->confirmed_lag_bytes >= kBig;
+      },
+      std::chrono::seconds(30), std::chrono::milliseconds(200)))
+      << (lag && lag->confirmed_lag_bytes ? std::to_string(*lag->confirmed_lag_bytes) : "none");
+  ASSERT_TRUE(lag);
+  EXPECT_FALSE(lag->retained_bytes) << "the server keeps binlogs by its own expiry";
+
+  ASSERT_TRUE(source_->confirm(more.back().resume_offset));
+  EXPECT_TRUE(cppcdc::test::wait_until(
+      [&] {
+        lag = source_->lag();
+        return lag && lag->confirmed_lag_bytes && *lag->confirmed_lag_bytes < kBig / 2;
+      },
+      std::chrono::seconds(30), std::chrono::milliseconds(200)))
+      << (lag && lag->confirmed_lag_bytes ? std::to_string(*lag->confirmed_lag_bytes) : "none");
+}
+
 }  // namespace
 }  // namespace cppcdc::it::maria
