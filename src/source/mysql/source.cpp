@@ -10,10 +10,10 @@
 #include <deque>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <thread>
 #include <unordered_map>
 
+#include "core/lag_sampler.hpp"
 #include "core/reader_handoff.hpp"
 #include "cppcdc/blocking_snapshot.hpp"
 #include "cppcdc/mysql.hpp"
@@ -256,51 +256,41 @@ class MysqlSource final : public Source {
   /// or REPLICATION CLIENT privilege; without it, nullopt). Refreshed at most every 2 s on a
   /// connection of its own; after a failure, not tried for 15 s.
   std::optional<SourceLag> lag() const override {
-    static constexpr auto kLagRefresh = std::chrono::seconds(2);
-    static constexpr auto kLagBackoff = std::chrono::seconds(15);
-    std::lock_guard lock(lag_mutex_);
-    const auto now = std::chrono::steady_clock::now();
-    if (lag_at_ && now - *lag_at_ < kLagRefresh) return lag_cache_;
-    if (now < lag_retry_after_) return std::nullopt;
-    lag_at_ = now;
-    lag_cache_.reset();
     const auto confirmed = const_cast<cppcdc::detail::ReaderHandoff&>(handoff_).locked(
         [&](const auto&) { return confirmed_coord_; });
     if (!confirmed) return std::nullopt;
-    if (!lag_conn_) {
-      auto conn = detail::connect(config_, 2000);
-      if (!conn) {
-        lag_retry_after_ = now + kLagBackoff;
-        return std::nullopt;
+    return lag_sampler_.get([&]() -> Result<std::optional<SourceLag>> {
+      if (!lag_conn_) {
+        auto conn = detail::connect(config_, 2000);
+        if (!conn) return fail(conn.error());
+        lag_conn_ = std::move(*conn);
       }
-      lag_conn_ = std::move(*conn);
-    }
-    auto logs = detail::query(lag_conn_.get(), "SHOW BINARY LOGS", "reading the binlog sizes");
-    if (!logs) {
-      lag_conn_.reset();
-      lag_retry_after_ = now + kLagBackoff;
-      return std::nullopt;
-    }
-    const auto at = parse_binlog_coordinate(confirmed->first + ":0");
-    std::uint64_t behind = 0;
-    bool found = false;
-    for (const auto& row : logs->rows) {
-      if (row.size() < 2 || !row[0] || !row[1]) continue;
-      const auto file = parse_binlog_coordinate(*row[0] + ":0");
-      if (!file || !at || file->basename != at->basename || file->sequence < at->sequence) {
-        continue;
+      auto logs = detail::query(lag_conn_.get(), "SHOW BINARY LOGS", "reading the binlog sizes");
+      if (!logs) {
+        lag_conn_.reset();
+        return fail(logs.error());
       }
-      const std::uint64_t size = std::strtoull(row[1]->c_str(), nullptr, 10);
-      if (file->sequence == at->sequence) {
-        found = true;
-        behind += size > confirmed->second ? size - confirmed->second : 0;
-      } else {
-        behind += size;
+      const auto at = parse_binlog_coordinate(confirmed->first + ":0");
+      std::uint64_t behind = 0;
+      bool found = false;
+      for (const auto& row : logs->rows) {
+        if (row.size() < 2 || !row[0] || !row[1]) continue;
+        const auto file = parse_binlog_coordinate(*row[0] + ":0");
+        if (!file || !at || file->basename != at->basename || file->sequence < at->sequence) {
+          continue;
+        }
+        const std::uint64_t size = std::strtoull(row[1]->c_str(), nullptr, 10);
+        if (file->sequence == at->sequence) {
+          found = true;
+          behind += size > confirmed->second ? size - confirmed->second : 0;
+        } else {
+          behind += size;
+        }
       }
-    }
-    if (!found) return std::nullopt;  // that binlog is gone (purged), or renamed
-    lag_cache_ = SourceLag{std::nullopt, behind};
-    return lag_cache_;
+      // That binlog is gone (purged) or renamed: no figure.
+      if (!found) return std::optional<SourceLag>();
+      return std::optional<SourceLag>(SourceLag{std::nullopt, behind});
+    });
   }
 
   std::optional<std::string> idle_offset() override {
@@ -726,12 +716,9 @@ class MysqlSource final : public Source {
   Coordinate idle_coord_;
   std::optional<Coordinate> confirmed_coord_;
 
-  // lag(): its own connection and cache.
-  mutable std::mutex lag_mutex_;
+  // lag(): its throttle, and its connection (used only under the throttle's lock).
+  mutable cppcdc::detail::LagSampler lag_sampler_;
   mutable MysqlPtr lag_conn_;
-  mutable std::optional<std::chrono::steady_clock::time_point> lag_at_;
-  mutable std::chrono::steady_clock::time_point lag_retry_after_{};
-  mutable std::optional<SourceLag> lag_cache_;
 
   std::thread reader_;
   cppcdc::detail::ReaderHandoff handoff_;

@@ -17,6 +17,7 @@
 
 #include "core/event_spill.hpp"
 #include "core/fault.hpp"
+#include "core/lag_sampler.hpp"
 #include "core/reader_handoff.hpp"
 #include "cppcdc/blocking_snapshot.hpp"
 #include "cppcdc/postgres.hpp"
@@ -97,8 +98,8 @@ class PostgresSource final : public Source {
                               " where (" + condition + ") limit 0",
                           "checking the snapshot condition of " + t.text());
         if (!probe) {
-          return fail(Error::configuration("the condition for " + t.text() + " (\"" +
-                                           condition + "\"): " + probe.error().message())
+          return fail(Error::configuration("the condition for " + t.text() + " (\"" + condition +
+                                           "\"): " + probe.error().message())
                           .for_setting(SettingOwner::kSource, "snapshot.table_conditions"));
         }
       }
@@ -111,9 +112,10 @@ class PostgresSource final : public Source {
       auto usable = detail::checkpoint_usable(sql_.get(), config_, start_lsn);
       if (!usable) return fail(usable.error());
       if (!usable->empty()) {
-        spdlog::warn("the checkpoint at {} cannot be resumed: {}; snapshot mode when_needed: "
-                     "setting it aside and taking a new snapshot",
-                     resume->offset, *usable);
+        spdlog::warn(
+            "the checkpoint at {} cannot be resumed: {}; snapshot mode when_needed: "
+            "setting it aside and taking a new snapshot",
+            resume->offset, *usable);
         resume.reset();
         start_lsn = Lsn();
       }
@@ -156,8 +158,8 @@ class PostgresSource final : public Source {
         snapshot_->stream_start = *start;
       }
     } else {
-      const bool export_snapshot = snapshot_ && !resume &&
-                                   config_.transport == WalTransport::kStreamingReplication;
+      const bool export_snapshot =
+          snapshot_ && !resume && config_.transport == WalTransport::kStreamingReplication;
       auto slot = detail::ensure_slot(sql_.get(), config_, database_, start_lsn,
                                       snapshot_.has_value(), export_snapshot);
       if (!slot) return fail(slot.error());
@@ -255,7 +257,8 @@ class PostgresSource final : public Source {
 
   std::optional<std::string> idle_offset() override {
     return handoff_.locked([&](const auto& h) -> std::optional<std::string> {
-      if (!h.empty() || h.reader_done() || shared_.idle_lsn <= shared_.confirmed.load()) return std::nullopt;
+      if (!h.empty() || h.reader_done() || shared_.idle_lsn <= shared_.confirmed.load())
+        return std::nullopt;
       return Lsn(shared_.idle_lsn).to_string();
     });
   }
@@ -281,47 +284,38 @@ class PostgresSource final : public Source {
   // connection attempt may take up to the DSN's connect_timeout, 10 s by default: it delays
   // that one scrape, never the pipeline). The connection lives until the source is destroyed.
   std::optional<SourceLag> lag() const override {
-    static constexpr auto kLagRefresh = std::chrono::seconds(2);
-    static constexpr auto kLagBackoff = std::chrono::seconds(15);
-    std::lock_guard lock(lag_mutex_);
-    const auto now = std::chrono::steady_clock::now();
-    if (lag_at_ && now - *lag_at_ < kLagRefresh) return lag_cache_;
-    if (now < lag_retry_after_) return std::nullopt;
-    lag_at_ = now;
-    lag_cache_.reset();
-    if (!lag_conn_) {
-      auto conn = detail::connect(config_.dsn, false);
-      if (!conn) {
-        lag_retry_after_ = now + kLagBackoff;
-        return std::nullopt;
+    return lag_sampler_.get([this]() -> Result<std::optional<SourceLag>> {
+      if (!lag_conn_) {
+        auto conn = detail::connect(config_.dsn, false);
+        if (!conn) return fail(conn.error());
+        lag_conn_ = std::move(*conn);
+        if (auto limited =
+                exec(lag_conn_.get(), "set statement_timeout = 2000", "limiting lag queries");
+            !limited) {
+          lag_conn_.reset();
+          return fail(limited.error());
+        }
       }
-      lag_conn_ = std::move(*conn);
-      if (!exec(lag_conn_.get(), "set statement_timeout = 2000", "limiting lag queries")) {
+      // The slot name is validated ([a-z0-9_]), so it can be written as a literal.
+      auto result = exec(lag_conn_.get(),
+                         "select pg_current_wal_lsn() - restart_lsn, "
+                         "pg_current_wal_lsn() - confirmed_flush_lsn "
+                         "from pg_replication_slots where slot_name = '" +
+                             config_.slot_name + "'",
+                         "reading the slot's lag");
+      if (!result) {
         lag_conn_.reset();
-        lag_retry_after_ = now + kLagBackoff;
-        return std::nullopt;
+        return fail(result.error());
       }
-    }
-    // The slot name is validated ([a-z0-9_]), so it can be written as a literal.
-    auto result = exec(lag_conn_.get(),
-                       "select pg_current_wal_lsn() - restart_lsn, "
-                       "pg_current_wal_lsn() - confirmed_flush_lsn "
-                       "from pg_replication_slots where slot_name = '" + config_.slot_name + "'",
-                       "reading the slot's lag");
-    if (!result) {
-      lag_conn_.reset();
-      lag_retry_after_ = now + kLagBackoff;
-      return std::nullopt;
-    }
-    PGresult* res = result->get();
-    if (PQntuples(res) != 1) return std::nullopt;  // no slot (yet)
-    const auto bytes = [res](int column) -> std::optional<std::uint64_t> {
-      if (PQgetisnull(res, 0, column)) return std::nullopt;
-      const double v = std::strtod(PQgetvalue(res, 0, column), nullptr);
-      return v > 0 ? static_cast<std::uint64_t>(v) : 0;
-    };
-    lag_cache_ = SourceLag{bytes(0), bytes(1)};
-    return lag_cache_;
+      PGresult* res = result->get();
+      if (PQntuples(res) != 1) return std::optional<SourceLag>();  // no slot (yet)
+      const auto bytes = [res](int column) -> std::optional<std::uint64_t> {
+        if (PQgetisnull(res, 0, column)) return std::nullopt;
+        const double v = std::strtod(PQgetvalue(res, 0, column), nullptr);
+        return v > 0 ? static_cast<std::uint64_t>(v) : 0;
+      };
+      return std::optional<SourceLag>(SourceLag{bytes(0), bytes(1)});
+    });
   }
 
   // The lag connection is left alone (it is the caller's of lag(), which may hold its lock
@@ -346,12 +340,12 @@ class PostgresSource final : public Source {
   // risking a silent skip.
   bool is_captured(const std::string& schema, const std::string& table) {
     if (tables_.count(TableName{schema, table}) > 0) return true;
-    auto res = exec(sql_.get(),
-                    "select n.nspname, c.relname from pg_partition_ancestors(format('%I.%I', "
-                    "$1::text, $2::text)::regclass) a join pg_class c on c.oid = a.relid join "
-                    "pg_namespace n on n.oid = c.relnamespace",
-                    "looking up the partition ancestors of " + schema + "." + table,
-                    {schema, table});
+    auto res =
+        exec(sql_.get(),
+             "select n.nspname, c.relname from pg_partition_ancestors(format('%I.%I', "
+             "$1::text, $2::text)::regclass) a join pg_class c on c.oid = a.relid join "
+             "pg_namespace n on n.oid = c.relnamespace",
+             "looking up the partition ancestors of " + schema + "." + table, {schema, table});
     if (!res) {
       spdlog::warn("{}; capturing {}.{} to be safe", res.error().report(), schema, table);
       return true;
@@ -400,7 +394,8 @@ class PostgresSource final : public Source {
                  only ? std::string(" (initial_only: cppcdc stops when it is done)")
                       : " before streaming from " + snapshot_->stream_start.to_string());
     const bool read = run_blocking_snapshot(
-        handoff_, "snapshot " + snapshot_->id, [&](const SnapshotEmit& emit) {
+        handoff_, "snapshot " + snapshot_->id,
+        [&](const SnapshotEmit& emit) {
           auto st = run_snapshot(conn->get(), sql_.get(), *assembler_, *snapshot_, options, emit,
                                  handoff_.stop_flag());
           conn->reset();
@@ -429,7 +424,7 @@ class PostgresSource final : public Source {
   std::optional<SnapshotProgress> snapshot_;  // to read before streaming
   std::shared_ptr<BlockingSnapshotTracker> tracker_ =
       std::make_shared<BlockingSnapshotTracker>(std::string(to_string(config_.snapshot_mode)));
-  std::atomic<bool> finished_{false};         // initial_only: all handed over
+  std::atomic<bool> finished_{false};  // initial_only: all handed over
   std::unique_ptr<SqlCatalog> catalog_;
   std::unique_ptr<TransactionAssembler> assembler_;
 
@@ -439,12 +434,9 @@ class PostgresSource final : public Source {
   std::unique_ptr<detail::WalReader> wal_;  // the transport, started before or after a snapshot
 
   // lag(): its own connection and last answer (any thread).
-  mutable std::mutex lag_mutex_;
+  // lag(): its throttle, and its connection (used only under the throttle's lock).
+  mutable cppcdc::detail::LagSampler lag_sampler_;
   mutable ConnPtr lag_conn_;
-  mutable std::optional<SourceLag> lag_cache_;
-  mutable std::optional<std::chrono::steady_clock::time_point> lag_at_;
-  mutable std::chrono::steady_clock::time_point lag_retry_after_{};
-
 };
 
 }  // namespace
@@ -472,7 +464,8 @@ Result<std::unique_ptr<Source>> make_postgres_source(PostgresSourceConfig config
   auto source = std::unique_ptr<PostgresSource>(new PostgresSource(std::move(config)));
   const PostgresSourceConfig& c = source->config();
   // initial_only never streams, so it has nothing to interleave chunks with.
-  if (c.snapshot_mode == SnapshotMode::kInitialOnly) return std::unique_ptr<Source>(std::move(source));
+  if (c.snapshot_mode == SnapshotMode::kInitialOnly)
+    return std::unique_ptr<Source>(std::move(source));
   PostgresSource* raw = source.get();  // owned by the driver, which outlives its backend
   IncrementalBackendConfig backend;
   backend.dsn = c.dsn;
@@ -491,9 +484,9 @@ Result<std::unique_ptr<Source>> make_postgres_source(PostgresSourceConfig config
   if (c.snapshot_mode == SnapshotMode::kIncremental) {
     options.tables = c.snapshot_tables.empty() ? c.tables : c.snapshot_tables;
   }
-  return make_incremental_snapshot_source(std::move(source),
-                                          make_incremental_backend(std::move(backend), std::move(hooks)),
-                                          std::move(options));
+  return make_incremental_snapshot_source(
+      std::move(source), make_incremental_backend(std::move(backend), std::move(hooks)),
+      std::move(options));
 }
 
 }  // namespace cppcdc::pg
