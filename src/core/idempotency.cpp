@@ -70,9 +70,11 @@ void put_row(Out& out, const Row& row) {
   }
 }
 
+// Where an event stands, the start of both encodings: a domain, then source, offset, op,
+// schema and table.
 template <class Out>
-void encode(const Event& e, Out& out) {
-  out.raw(kDomain);
+void put_place(Out& out, std::string_view domain, const Event& e) {
+  out.raw(domain);
   out.u8(0);
   put_str(out, e.source.source_name);
   put_str(out, e.source.offset);
@@ -84,6 +86,11 @@ void encode(const Event& e, Out& out) {
     out.u8(0);
   }
   put_str(out, e.table);
+}
+
+template <class Out>
+void encode(const Event& e, Out& out) {
+  put_place(out, kDomain, e);
   if (e.transaction) {
     out.u8(1);
     out.u64(e.transaction->tx_id);
@@ -221,18 +228,7 @@ TransientFingerprint event_identity(const Event& e) {
   // A domain of its own, so that it never equals a full encoding's hash by construction.
   constexpr std::string_view kIdentityDomain = "cppcdc.identity.tx.v1";
   const auto encode_identity = [&](auto& out) {
-    out.raw(kIdentityDomain);
-    out.u8(0);
-    put_str(out, e.source.source_name);
-    put_str(out, e.source.offset);
-    put_str(out, to_string(e.op));
-    if (e.schema) {
-      out.u8(1);
-      put_str(out, *e.schema);
-    } else {
-      out.u8(0);
-    }
-    put_str(out, e.table);
+    put_place(out, kIdentityDomain, e);
     out.u64(e.transaction->tx_id);
     out.u64(e.transaction->total_events);
     out.u64(e.transaction->event_index);

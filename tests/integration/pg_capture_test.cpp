@@ -1,19 +1,17 @@
 // The PostgreSQL source end to end through the library runtime, against a real server.
 
 #include <gtest/gtest.h>
-
-#include <boost/json.hpp>
-
-#include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <boost/json.hpp>
 #include <set>
 #include <sstream>
 
-#include "cppcdc/postgres/lsn.hpp"
 #include "cppcdc/postgres.hpp"
+#include "cppcdc/postgres/lsn.hpp"
 #include "cppcdc/runtime.hpp"
+#include "log_capture.hpp"
 #include "pg_util.hpp"
 #include "source/postgres/sql_catalog.hpp"
 
@@ -23,29 +21,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// Collects what the library logs (spdlog's default logger) while it lives. Create it before
-// the capture starts and let it go after the capture stopped: the logger's sink list is not
-// meant to change while other threads log.
-class LogCapture {
- public:
-  LogCapture() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(out_)) {
-    spdlog::default_logger()->sinks().push_back(sink_);
-  }
-  ~LogCapture() {
-    auto& sinks = spdlog::default_logger()->sinks();
-    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
-  }
-  LogCapture(const LogCapture&) = delete;
-  LogCapture& operator=(const LogCapture&) = delete;
-  std::string text() {
-    sink_->flush();
-    return out_.str();
-  }
-
- private:
-  std::ostringstream out_;
-  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
-};
+using cppcdc::it::LogCapture;
 
 struct CaptureOptions {
   std::shared_ptr<Checkpoint> checkpoint = nullptr;  // a fresh in-memory one when null
@@ -57,8 +33,7 @@ struct CaptureOptions {
 
 // Capture of `tables` in `database` through slot <database> and publication cap_pub.
 struct Capture : it::Reader {
-  Capture(const std::string& database, std::vector<std::string> tables,
-          CaptureOptions options = {})
+  Capture(const std::string& database, std::vector<std::string> tables, CaptureOptions options = {})
       : it::Reader(database, source(database, std::move(tables), options),
                    {.checkpoint = options.checkpoint,
                     .max_retries = options.max_retries,
@@ -240,7 +215,8 @@ TEST_F(PgCapture, CleanStopAndRestartDeliversZeroDuplicates) {
     checkpoint = cap.checkpoint;
     ASSERT_TRUE(cap.runtime->start());
     PgSession s(it::dsn_for(db_));
-    s.query("begin; insert into orders (id) values (1); insert into orders (id) values (2); commit;");
+    s.query(
+        "begin; insert into orders (id) values (1); insert into orders (id) values (2); commit;");
     s.query("insert into orders (id) values (3)");
     ASSERT_EQ(cap.take(3).size(), 3u);
     ASSERT_TRUE(cap.runtime->stop());
@@ -341,8 +317,9 @@ line two');
     ASSERT_TRUE(cap.runtime->start());
     PgSession s(it::dsn_for(db_));
     ASSERT_TRUE(it::wait_until([&] { return s.scalar(it::streaming_sql(db_)) == "1"; }, 20s));
-    s.query("select pg_logical_emit_message(false, 'audit', 'first'), "
-            "pg_logical_emit_message(false, 'audit', 'second')");
+    s.query(
+        "select pg_logical_emit_message(false, 'audit', 'first'), "
+        "pg_logical_emit_message(false, 'audit', 'second')");
     std::vector<Event> got;
     for (int i = 0; i < 100 && got.size() < 2; ++i) {
       auto batch = cap.runtime->poll_event_batch();
@@ -446,9 +423,10 @@ TEST_F(PgCapture, LogicalMessagesAreDroppedUnlessCaptureIsOn) {
   Capture cap(db_, {"public.orders"});
   ASSERT_TRUE(cap.runtime->start());
   PgSession s(it::dsn_for(db_));
-  s.query("select pg_logical_emit_message(false, 'audit', 'x'); "
-          "select pg_logical_emit_message(true, 'audit', 'y'); "
-          "insert into orders (id) values (1)");
+  s.query(
+      "select pg_logical_emit_message(false, 'audit', 'x'); "
+      "select pg_logical_emit_message(true, 'audit', 'y'); "
+      "insert into orders (id) values (1)");
   auto events = cap.take(2, 3);
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].op, Operation::kInsert);
@@ -466,7 +444,8 @@ TEST_F(PgCapture, ConfirmedFlushFollowsTheDurableCheckpointOnly) {
   ASSERT_TRUE(batch && batch->size() == 1);
   const std::string end = batch->events()[0].resume_offset;
   auto slot_lsn = [&] {
-    return s.scalar("select confirmed_flush_lsn from pg_replication_slots where slot_name = '" + db_ + "'");
+    return s.scalar("select confirmed_flush_lsn from pg_replication_slots where slot_name = '" +
+                    db_ + "'");
   };
   // Delivered but not acknowledged: the slot must not move past the event. The reader sends a
   // status update (asking for a keepalive) about every second; once the walsender has taken
@@ -553,11 +532,11 @@ TEST_F(PgCapture, CheckpointBehindTheSlotIsRefusedUnlessAccepted) {
   rec.offset = early;
   ASSERT_TRUE(checkpoint->save(rec));
   auto make = [&](bool accept) {
-    return std::move(Capture(db_, {"public.orders"},
-                             {.checkpoint = checkpoint,
-                              .accept_slot_ahead_of_checkpoint = accept,
-                              .max_retries = 0})
-                         .runtime);
+    return std::move(
+        Capture(
+            db_, {"public.orders"},
+            {.checkpoint = checkpoint, .accept_slot_ahead_of_checkpoint = accept, .max_retries = 0})
+            .runtime);
   };
   auto refused = make(false);
   auto st = refused->start();
@@ -584,11 +563,11 @@ TEST_F(PgCapture, CheckpointWhoseSlotVanishedIsRefusedInsteadOfSilentlySkipping)
   }
   it::drop_slots(db_);
   auto make = [&](bool accept) {
-    return std::move(Capture(db_, {"public.orders"},
-                             {.checkpoint = checkpoint,
-                              .accept_slot_ahead_of_checkpoint = accept,
-                              .max_retries = 0})
-                         .runtime);
+    return std::move(
+        Capture(
+            db_, {"public.orders"},
+            {.checkpoint = checkpoint, .accept_slot_ahead_of_checkpoint = accept, .max_retries = 0})
+            .runtime);
   };
   auto refused = make(false);
   auto st = refused->start();
@@ -621,10 +600,9 @@ TEST_F(PgCapture, AlterTableMidStreamGivesANewShapeAndASchemaChangeBeforeItsFirs
   s.query("insert into orders (id) values (4)");  // same shape: no announcement
   auto events = cap.take(8);
   ASSERT_EQ(events.size(), 8u);
-  const std::vector<Operation> ops = {Operation::kInsert,       Operation::kSchemaChange,
-                                      Operation::kInsert,       Operation::kSchemaChange,
-                                      Operation::kUpdate,       Operation::kSchemaChange,
-                                      Operation::kInsert,       Operation::kInsert};
+  const std::vector<Operation> ops = {
+      Operation::kInsert, Operation::kSchemaChange, Operation::kInsert, Operation::kSchemaChange,
+      Operation::kUpdate, Operation::kSchemaChange, Operation::kInsert, Operation::kInsert};
   for (std::size_t i = 0; i < ops.size(); ++i) {
     EXPECT_EQ(events[i].op, ops[i]) << i << ": " << events[i].to_json().substr(0, 200);
   }
@@ -657,8 +635,8 @@ TEST_F(PgCapture, SlotHeldByAnotherProcessIsNamedAfterTheRetries) {
   // The holder streams once its (empty) snapshot is read.
   PgSession s(it::dsn_for(db_));
   ASSERT_TRUE(it::wait_until([&] { return s.scalar(it::streaming_sql(db_)) == "1"; }, 20s));
-  auto second =
-      std::move(Capture(db_, {"public.orders"}, {.max_retries = 1, .initial_delay_ms = 50}).runtime);
+  auto second = std::move(
+      Capture(db_, {"public.orders"}, {.max_retries = 1, .initial_delay_ms = 50}).runtime);
   auto st = second->start();
   ASSERT_FALSE(st);
   EXPECT_NE(st.error().report().find("another process is streaming from replication slot"),
@@ -671,9 +649,10 @@ TEST_F(PgCapture, SlotHeldByAnotherProcessIsNamedAfterTheRetries) {
 TEST_F(PgCapture, PartitionedTableIsCapturedWhetherOrNotThePublicationUsesTheRoot) {
   CPPCDC_REQUIRE_PG(13, "capturing a partitioned table");
   PgSession s(it::dsn_for(db_));
-  s.query("create table parted (id int primary key, v text) partition by range (id);"
-          "create table parted_low partition of parted for values from (0) to (100);"
-          "create table parted_high partition of parted for values from (100) to (1000)");
+  s.query(
+      "create table parted (id int primary key, v text) partition by range (id);"
+      "create table parted_low partition of parted for values from (0) to (100);"
+      "create table parted_high partition of parted for values from (100) to (1000)");
   {
     // The publication cppcdc creates publishes through the root: events name the table.
     Capture cap(db_, {"public.parted"});
@@ -711,8 +690,9 @@ TEST_F(PgCapture, PartitionedTableIsCapturedWhetherOrNotThePublicationUsesTheRoo
 TEST_F(PgCapture, APartitionsLogLineSaysUnderWhichNameItsChangesArrive) {
   CPPCDC_REQUIRE_PG(13, "capturing a partitioned table");
   PgSession s(it::dsn_for(db_));
-  s.query("create table parted (id int primary key, v text) partition by range (id);"
-          "create table parted_low partition of parted for values from (0) to (100)");
+  s.query(
+      "create table parted (id int primary key, v text) partition by range (id);"
+      "create table parted_low partition of parted for values from (0) to (100)");
   const std::string own_name =
       "capturing partition public.parted_low of public.parted under its own name (publication "
       "cap_pub does not publish via the partition root)";
@@ -806,8 +786,9 @@ TEST_F(PgCapture, ATableWithoutReplicaIdentityIsNotPutIntoAPublication) {
   // In a publication that publishes updates, such a table would make PostgreSQL refuse the
   // application's own UPDATE and DELETE: cppcdc refuses to create that publication.
   PgSession s(it::dsn_for(db_));
-  s.query("create table nopk (a int, b text); create table nothing_t (id int primary key);"
-          "alter table nothing_t replica identity nothing");
+  s.query(
+      "create table nopk (a int, b text); create table nothing_t (id int primary key);"
+      "alter table nothing_t replica identity nothing");
   for (const std::string table : {"public.nopk", "public.nothing_t"}) {
     Capture cap(db_, {table}, {.max_retries = 0});
     auto st = cap.runtime->start();
@@ -833,8 +814,9 @@ TEST_F(PgCapture, ATableWithoutReplicaIdentityIsNotPutIntoAPublication) {
 
 TEST_F(PgCapture, TruncateOfSeveralTablesWithCascadeAndRestartIdentityGivesOneEventPerTable) {
   PgSession s(it::dsn_for(db_));
-  s.query("create table parent (id int primary key);"
-          "create table child (id serial primary key, parent_id int references parent(id))");
+  s.query(
+      "create table parent (id int primary key);"
+      "create table child (id serial primary key, parent_id int references parent(id))");
   Capture cap(db_, {"public.parent", "public.child", "public.orders"});
   ASSERT_TRUE(cap.runtime->start());
   s.query("insert into parent values (1); insert into child (parent_id) values (1)");
@@ -877,8 +859,8 @@ TEST_F(PgCapture, RecycledEventsAreReleasedOnAQuietStream) {
     ASSERT_TRUE((*rt)->commit_ack(first->ack_mode()));
   }
 
-  auto shape = std::make_shared<const RowShape>(std::string("public"), "orders",
-                                                std::vector<ColumnShape>{}, std::vector<std::string>{});
+  auto shape = std::make_shared<const RowShape>(
+      std::string("public"), "orders", std::vector<ColumnShape>{}, std::vector<std::string>{});
   for (int round = 0; round < 3; ++round) {
     std::vector<Event> events(1000);
     for (auto& e : events) e.shape = shape;

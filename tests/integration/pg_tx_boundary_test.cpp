@@ -5,8 +5,6 @@
 // warning naming it.
 
 #include <gtest/gtest.h>
-
-#include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -17,6 +15,7 @@
 
 #include "cppcdc/postgres.hpp"
 #include "cppcdc/runtime.hpp"
+#include "log_capture.hpp"
 #include "pg_util.hpp"
 
 using namespace cppcdc;
@@ -25,27 +24,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// What the library logs while it lives (see pg_capture_test.cpp).
-class LogCapture {
- public:
-  LogCapture() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(out_)) {
-    spdlog::default_logger()->sinks().push_back(sink_);
-  }
-  ~LogCapture() {
-    auto& sinks = spdlog::default_logger()->sinks();
-    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
-  }
-  LogCapture(const LogCapture&) = delete;
-  LogCapture& operator=(const LogCapture&) = delete;
-  std::string text() {
-    sink_->flush();
-    return out_.str();
-  }
-
- private:
-  std::ostringstream out_;
-  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
-};
+using cppcdc::it::LogCapture;
 
 constexpr std::size_t kMaxBuffer = 5;
 
@@ -80,15 +59,17 @@ class PgTxBoundary : public ::testing::Test {
       next += n;
       events += static_cast<std::size_t>(n);
     }
-    s.query("begin; insert into t values (1000, 'a'); update t set v = 'b' where id = 1; "
-            "delete from t where id = 2; commit");
+    s.query(
+        "begin; insert into t values (1000, 'a'); update t set v = 'b' where id = 1; "
+        "delete from t where id = 2; commit");
     events += 3;
     const std::string end = s.scalar("select pg_current_wal_lsn()");
     it::wait_until(
         [&] {
-          return s.scalar("select count(*) from pg_stat_replication r join pg_replication_slots "
-                          "p on p.active_pid = r.pid where p.slot_name = '" + db_ +
-                          "' and r.sent_lsn >= '" + end + "'") == "1";
+          return s.scalar(
+                     "select count(*) from pg_stat_replication r join pg_replication_slots "
+                     "p on p.active_pid = r.pid where p.slot_name = '" +
+                     db_ + "' and r.sent_lsn >= '" + end + "'") == "1";
         },
         20s, 20ms);
     return events;
