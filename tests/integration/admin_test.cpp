@@ -282,7 +282,7 @@ TEST_F(Admin, TheTokenGuardsEverythingButTheProbes) {
 // answers 503, and 200 again once the database is back.
 TEST_F(Admin, ReadinessFollowsTheDatabaseGoingAwayAndComingBack) {
   start_with_admin();
-  ASSERT_EQ(std::system((script("pg.sh") + " stop " + pg_dir() + " >/dev/null 2>&1").c_str()), 0);
+  ASSERT_TRUE(stop_server());
   Reply ready;
   EXPECT_TRUE(wait_until(
       [&] {
@@ -294,10 +294,7 @@ TEST_F(Admin, ReadinessFollowsTheDatabaseGoingAwayAndComingBack) {
       << log();
   EXPECT_NE(ready.body.find("stalled"), std::string::npos) << ready.body;
   EXPECT_EQ(http_get(admin_port_, "/livez").status, 200);  // a stall is not a restart
-  ASSERT_EQ(std::system((script("pg.sh") + " start " + pg_dir() + " " + std::to_string(port()) +
-                         " >/dev/null 2>&1")
-                            .c_str()),
-            0);
+  ASSERT_TRUE(start_server());
   EXPECT_TRUE(wait_until([&] { return http_get(admin_port_, "/readyz").status == 200; },
                          std::chrono::seconds(120), std::chrono::milliseconds(500)))
       << http_get(admin_port_, "/readyz").body << "\n"
@@ -315,7 +312,7 @@ TEST_F(Admin, LivenessTurns503OnceTheBreakerEscalates) {
       "recoverable_error_breaker_max_open_cycles = 2\n",
       "error_linger_ms = 600000\n");
   ASSERT_EQ(http_get(admin_port_, "/livez").status, 200);
-  ASSERT_EQ(std::system((script("pg.sh") + " stop " + pg_dir() + " >/dev/null 2>&1").c_str()), 0);
+  ASSERT_TRUE(stop_server());
   Reply live;
   EXPECT_TRUE(wait_until(
       [&] {
@@ -334,10 +331,7 @@ TEST_F(Admin, LivenessTurns503OnceTheBreakerEscalates) {
   // SIGTERM ends the wait at once; the exit status is the breaker's error, not success.
   EXPECT_NE(stop_cppcdc(), 0) << log();
   EXPECT_NE(log().find("escalated to the error state"), std::string::npos) << log();
-  ASSERT_EQ(std::system((script("pg.sh") + " start " + pg_dir() + " " + std::to_string(port()) +
-                         " >/dev/null 2>&1")
-                            .c_str()),
-            0);  // for TearDown, which drops the slot
+  ASSERT_TRUE(start_server());  // for TearDown, which drops the slot
 }
 
 }  // namespace

@@ -95,6 +95,16 @@ class OwnServerTest : public ::testing::Test {
 
   int port() const { return port_; }
   std::string pg_dir() const { return "/tmp/cppcdc-it-own-" + std::to_string(port_); }
+  /// Stops the test's server (its data kept); true on success.
+  bool stop_server() const {
+    return std::system((script("pg.sh") + " stop " + pg_dir() + " >/dev/null 2>&1").c_str()) == 0;
+  }
+  /// Starts it again on its port; true on success.
+  bool start_server() const {
+    return std::system((script("pg.sh") + " start " + pg_dir() + " " + std::to_string(port_) +
+                        " >/dev/null 2>&1")
+                           .c_str()) == 0;
+  }
   /// Direct connection to database `db` as postgres (trust), named cppcdc_it in
   /// pg_stat_activity (cppcdc's own connections are named cppcdc unless the DSN says
   /// otherwise).

@@ -78,16 +78,7 @@ class PgBreaker : public it::OwnServerTest {
   int port_offset(const std::string&) const override { return 109; }
 
  public:
-  void stop_server() {
-    ASSERT_EQ(std::system((script("pg.sh") + " stop " + pg_dir() + " >/dev/null 2>&1").c_str()),
-              0);
-  }
-  // Up again for TearDown, which drops the slot.
-  void start_server() {
-    (void)std::system((script("pg.sh") + " start " + pg_dir() + " " + std::to_string(port()) +
-                       " >/dev/null 2>&1")
-                          .c_str());
-  }
+  using it::OwnServerTest::start_server;  // for the Restart guard below
 
  protected:
   // Small numbers: three failures in a row open it, 300 ms of cooldown, two cycles.
@@ -141,13 +132,13 @@ TEST_F(PgBreaker, ADatabaseThatStaysDownOpensTheBreakerAndEscalatesToTheErrorSta
     done = true;
   });
   PgSession(dsn(name_)).query("insert into acct values (1, 10, 'before')");
-  const bool delivered = it::wait_until([&] { return !sink.received().empty(); },
-                                        std::chrono::seconds(30));
+  const bool delivered =
+      it::wait_until([&] { return !sink.received().empty(); }, std::chrono::seconds(30));
   EXPECT_TRUE(delivered) << "the row written before the outage never arrived";
-  stop_server();
+  ASSERT_TRUE(stop_server());
   struct Restart {  // however the test ends
     PgBreaker& t;
-    ~Restart() { t.start_server(); }
+    ~Restart() { (void)t.start_server(); }  // up again for TearDown, which drops the slot
   } restart{*this};
   const bool ended = it::wait_until([&] { return done.load(); }, std::chrono::seconds(120));
   if (!ended) cancel = true;  // let the threads finish before failing
@@ -179,7 +170,8 @@ TEST_F(PgBreaker, ADatabaseThatStaysDownOpensTheBreakerAndEscalatesToTheErrorSta
   ASSERT_TRUE(status.has_value()) << "cppcdc run kept running with the database down\n"
                                   << it::log_tail(log_path());
   EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) != 0)
-      << it::describe_wait_status(*status) << "\n" << it::log_tail(log_path());
+      << it::describe_wait_status(*status) << "\n"
+      << it::log_tail(log_path());
   const std::string text = log();
   EXPECT_TRUE(has(text, "circuit breaker open")) << it::log_tail(log_path());
   EXPECT_TRUE(has(text, "escalated to the error state")) << it::log_tail(log_path());
@@ -193,8 +185,9 @@ class PgSinkRetry : public ::testing::Test {
     db_ = it::test_database("retry");
     it::fresh_database(db_);
     PgSession(it::dsn_for(db_))
-        .query("create table acct (id int primary key, balance bigint, note text);"
-               "create table marker (id int primary key)");
+        .query(
+            "create table acct (id int primary key, balance bigint, note text);"
+            "create table marker (id int primary key)");
   }
   void TearDown() override { it::drop_slots(db_); }
   std::string db_;
