@@ -6,8 +6,8 @@
 // advances only after the consumer acknowledged the events before it (invariant 1), and the
 // source is told to release log only up to a durably saved record (invariant 2).
 
-#include <cstdint>
 #include <atomic>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -43,6 +43,20 @@ struct CheckpointRecord {
   std::int64_t saved_at_ms = 0;
 
   friend bool operator==(const CheckpointRecord&, const CheckpointRecord&) = default;
+};
+
+/// Where a transactional sink writes the checkpoint record inside its own transaction, for a
+/// checkpoint backend that keeps its records in the sink's own system (kafka_topic: a topic
+/// of a Kafka cluster). Under effectively_once the data and the position must commit in one
+/// transaction, so the position has to live where the sink writes. The core does not read the
+/// fields: the sink type and the backend agree on what they mean.
+struct InSinkCheckpoint {
+  std::string backend;   ///< the backend's name ("kafka_topic")
+  std::string system;    ///< which system holds the records (Kafka: the bootstrap servers)
+  std::string location;  ///< where in it (Kafka: the topic)
+  std::string key;       ///< the record's key (the checkpoint id)
+  // The record's bytes are FileCheckpoint::encode(record) (checksummed); the backend decodes
+  // them with FileCheckpoint::decode() when it loads.
 };
 
 /// A checkpoint backend. The public calls are not virtual: save() always runs the invariant 6

@@ -18,6 +18,17 @@
 // error (records of the failed batch may still have reached Kafka, so nothing may be
 // acknowledged past it): close it and open a new one.
 //
+// Transactions (delivery_mode = "transactional"): the producer has a transactional.id, and
+// opening the sink calls init_transactions, which fences an earlier producer with the same id
+// (a previous run killed mid-batch) and aborts what it left open. Each batch is one Kafka
+// transaction, so a consumer with isolation.level = read_committed sees a batch whole or not at
+// all. make_kafka_sink's sink begins the transaction at the first write() and commits it in
+// flush(); make_transactional_kafka_sink's is a TransactionalSink whose commit(record) also
+// writes the checkpoint record into the same transaction (effectively_once). A refused record
+// or an abortable commit aborts the transaction (error kind transient: the batch is delivered
+// again, and the sink can be used again after abort()); a fatal producer error (fenced by a
+// newer producer with the same transactional_id, unauthorized) is terminal.
+//
 // Errors:
 //   configuration  a setting librdkafka refuses, a topic that does not exist (and
 //                  create_topics is off), a topic or cluster the credentials may not write to;
@@ -42,6 +53,7 @@
 #include <utility>
 #include <vector>
 
+#include "cppcdc/checkpoint.hpp"
 #include "cppcdc/codec.hpp"
 #include "cppcdc/result.hpp"
 #include "cppcdc/sink.hpp"
@@ -51,7 +63,7 @@ namespace cppcdc {
 /// How the Kafka sink produces.
 enum class KafkaDeliveryMode {
   kIdempotent,     ///< "idempotent": an idempotent producer, at least once per batch
-  kTransactional,  ///< "transactional": one Kafka transaction per batch (not built yet)
+  kTransactional,  ///< "transactional": one Kafka transaction per batch
 };
 
 /// "idempotent" or "transactional".
@@ -83,9 +95,9 @@ struct KafkaSinkConfig {
   /// included (librdkafka message.timeout.ms); past it flush() fails (transient). Also bounds
   /// the metadata look-up and topic creation of write().
   std::int64_t delivery_timeout_ms = 120'000;
-  /// kTransactional is refused for now (configuration error).
   KafkaDeliveryMode delivery_mode = KafkaDeliveryMode::kIdempotent;
-  /// For kTransactional only.
+  /// Required with kTransactional and refused without it: unique to the pipeline and the same
+  /// on every restart (it is what fences the producer of an earlier run).
   std::string transactional_id;
   /// After a delete with a key, also send a tombstone (same key, no value), so that a
   /// compacted topic drops the row.
@@ -109,10 +121,20 @@ struct KafkaSinkConfig {
 Status validate(const KafkaSinkConfig& config);
 
 /// The sink (see the top of this header). The producer starts connecting in the background; no
-/// call waits for the network before the first write(). `encoder` nullptr: the JSON envelope.
+/// call waits for the network before the first write() (a transactional one waits for
+/// init_transactions here). `encoder` nullptr: the JSON envelope.
 /// Errors: those of validate().
 Result<std::unique_ptr<Sink>> make_kafka_sink(KafkaSinkConfig config,
                                               std::unique_ptr<Encoder> encoder = nullptr);
+
+/// The sink for effectively_once: a TransactionalSink (sink.hpp) whose commit(record) writes
+/// `record` (FileCheckpoint::encode) to topic checkpoint.location with key checkpoint.key, in
+/// the batch's transaction. Needs delivery_mode = kTransactional (else a configuration error
+/// naming delivery_mode). Blocks for init_transactions (up to delivery_timeout_ms); a broker
+/// that cannot be reached is a transient error naming the bootstrap servers.
+Result<std::unique_ptr<TransactionalSink>> make_transactional_kafka_sink(
+    KafkaSinkConfig config, InSinkCheckpoint checkpoint,
+    std::unique_ptr<Encoder> encoder = nullptr);
 
 /// Whether librdkafka property `name` holds a secret (a password, a key, OAuth settings), so
 /// that it is shown as "(redacted)".
@@ -120,5 +142,56 @@ bool is_secret_kafka_property(std::string_view name) noexcept;
 
 /// Registers `type = "kafka"` with the plugin registry (cppcdc/plugin.hpp). Idempotent.
 void register_kafka_sink_plugin();
+
+// ---- the "kafka_topic" checkpoint backend -------------------------------------------------
+//
+// One record per checkpoint id in a compacted topic: key = the id, value =
+// FileCheckpoint::encode(record) (checksummed; a damaged value is refused naming topic and key).
+// load() reads every partition with isolation.level = read_committed up to the end the topic
+// had when it began, waiting (up to load_timeout_ms) for transactions still open on it. save()
+// commits the record in a Kafka transaction of its own, transactional.id
+// "cppcdc-checkpoint.<id>": the first save of an instance fences every older instance of the
+// same id, whose next save then fails (terminal) naming that transactional id. Under
+// effectively_once the Kafka sink writes the same record in its batch's transaction instead
+// (ConfiguredCheckpoint::in_sink), and save() is not used.
+//
+// Threading: load() and save() from any thread, serialised. Blocking: open() looks the topic up
+// (and creates it); load() and save() do network round trips bounded by the timeouts below.
+
+/// Settings of `[state.offset] backend = "kafka_topic"`.
+struct KafkaTopicCheckpointConfig {
+  /// "host:port[,...]". The server defaults it (and kafka_properties) to the Kafka sink's.
+  std::string bootstrap_servers;
+  /// The compacted topic. Created when missing (1 partition, cleanup.policy=compact,
+  /// max.message.bytes 16 MiB); an existing topic whose cleanup.policy lacks "compact" is
+  /// refused (configuration error naming it).
+  std::string topic = "cppcdc.checkpoints";
+  /// Replication factor of a topic the backend creates; -1: the broker's default.
+  std::int32_t replication_factor = -1;
+  /// Bound of each network call (topic look-up and creation, a save's commit), ms.
+  std::int64_t timeout_ms = 30'000;
+  /// How long load() waits for transactions still open on the topic, ms.
+  std::int64_t load_timeout_ms = 120'000;
+  /// Further librdkafka properties (TLS, SASL). bootstrap.servers, transactional.id,
+  /// isolation.level, enable.idempotence, acks and group.id are the backend's own (refused).
+  std::vector<std::pair<std::string, std::string>> properties;
+};
+
+/// Checks the properties without connecting. Error kind configuration, for_setting
+/// (kCheckpoint, "kafka_properties.<name>").
+Status validate(const KafkaTopicCheckpointConfig& config);
+
+/// Opens the backend for `checkpoint_id`: looks the topic up and creates it when missing.
+/// Errors: configuration (a topic that is not compacted, creation refused, bad properties),
+/// transient (the brokers cannot be reached within timeout_ms).
+Result<std::unique_ptr<Checkpoint>> open_kafka_topic_checkpoint(
+    const KafkaTopicCheckpointConfig& config, const std::string& checkpoint_id);
+
+/// Writes a tombstone for `checkpoint_id` (compaction then drops its record).
+Status remove_kafka_topic_checkpoint(const KafkaTopicCheckpointConfig& config,
+                                     const std::string& checkpoint_id);
+
+/// Registers `backend = "kafka_topic"` with the plugin registry. Idempotent.
+void register_kafka_topic_checkpoint_plugin();
 
 }  // namespace cppcdc

@@ -160,8 +160,7 @@ class ConfiguredSource {
   /// step per object; a failure is a kFailed step, an Error only when the server cannot be
   /// reached at all. Never called while the pipeline runs (the caller makes sure). The
   /// default: the source holds nothing on its server.
-  virtual Result<std::vector<TeardownStep>> teardown(bool dry_run,
-                                                     bool include_preexisting) const {
+  virtual Result<std::vector<TeardownStep>> teardown(bool dry_run, bool include_preexisting) const {
     (void)dry_run;
     (void)include_preexisting;
     return std::vector<TeardownStep>{};
@@ -180,6 +179,10 @@ struct SinkOpenContext {
   /// The program's dead-letter destination, already bound to this sink's name; null when
   /// the configuration has none. A sink whose dead_letter_key() is set is opened with it.
   SinkDeadLetterHook dead_letter;
+  /// Set under delivery_contract = "effectively_once": the sink must open as a
+  /// TransactionalSink whose commit(record) writes the record there (check_effectively_once
+  /// said it can).
+  std::optional<InSinkCheckpoint> checkpoint;
 };
 
 /// A sink type's validated settings; opens the Sink.
@@ -194,6 +197,13 @@ class ConfiguredSink {
   /// (the program then requires one and names this key when it is missing); nullopt: it never
   /// does.
   virtual std::optional<std::string> dead_letter_key() const { return std::nullopt; }
+  /// Whether this sink can honour delivery_contract = "effectively_once" with the checkpoint
+  /// kept at `checkpoint` (nullopt: the backend keeps it outside every sink). ok: opened with
+  /// SinkOpenContext::checkpoint set to it, the sink is a TransactionalSink that commits each
+  /// batch together with its record there. Otherwise a configuration error naming the setting
+  /// to change (the sink's own or the backend's, SettingOwner::kCheckpoint). The default: the
+  /// sink cannot (it makes batches durable without a transaction).
+  virtual Status check_effectively_once(const std::optional<InSinkCheckpoint>& checkpoint) const;
 };
 
 /// A checkpoint backend's validated settings; opens the Checkpoint for a source.
@@ -223,6 +233,13 @@ class ConfiguredCheckpoint {
   }
   /// Opens the backend for the source with `checkpoint_id`.
   virtual Result<std::shared_ptr<Checkpoint>> open(const std::string& checkpoint_id) const = 0;
+  /// Where a transactional sink may write the record of `checkpoint_id` inside its own
+  /// transaction (see InSinkCheckpoint); nullopt (the default) when the backend keeps records
+  /// only where no sink writes, so effectively_once cannot be had with it.
+  virtual std::optional<InSinkCheckpoint> in_sink(const std::string& checkpoint_id) const {
+    (void)checkpoint_id;
+    return std::nullopt;
+  }
 };
 
 using SourceFactory =

@@ -46,7 +46,10 @@ class Sink {
 /// idle go through begin() -> commit(record) with no write.
 ///
 /// The runtime runs the invariant 6 guard (check_monotonic) on `record` before commit(), so the
-/// sink need not. flush() is not called between begin() and commit().
+/// sink need not. Between write() and commit() the runtime calls flush(): the sink delivers what
+/// it wrote inside the open transaction (not yet visible to readers of committed data) and
+/// reports a refusal there, where the runtime aborts and retries the batch under the retry
+/// policy; commit() then only has to commit.
 ///
 /// Errors: a failed commit() leaves neither the batch nor the record durable (the runtime fails
 /// and the batch is delivered again after a restart); abort() is then called, and must be safe

@@ -85,6 +85,13 @@ Table<CheckpointFactory>& checkpoints() {
 
 }  // namespace
 
+Status ConfiguredSink::check_effectively_once(const std::optional<InSinkCheckpoint>&) const {
+  return fail(Error::configuration(
+      "this sink type makes a batch durable without a transaction that could hold the "
+      "checkpoint too, so it cannot honour delivery_contract = \"effectively_once\"; use "
+      "\"at_least_once\", or a Kafka sink with delivery_mode = \"transactional\""));
+}
+
 Status register_source_type(std::string name, SourceFactory factory) {
   return sources().add(std::move(name), std::move(factory));
 }

@@ -788,9 +788,15 @@ Result<std::uint64_t> Runtime::Impl::deliver_loop(Runtime& runtime, Pipeline& pi
         }
         return fail(written.error().context(context("writing")));
       }
-      if (sink == nullptr) {
-        auto flushed = pipeline.flush();
-        if (!flushed) return fail(flushed.error().context(context("flushing")));
+      // A transactional sink delivers the batch inside its open transaction here, so that a
+      // refused record aborts and retries the batch now instead of failing the commit.
+      auto flushed = pipeline.flush();
+      if (!flushed) {
+        if (sink != nullptr) {
+          (void)sink->abort();
+          d.batch_open = false;
+        }
+        return fail(flushed.error().context(context("flushing")));
       }
       return ok();
     };

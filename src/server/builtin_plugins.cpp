@@ -24,6 +24,7 @@ void register_builtin_plugins() {
     register_http_sink_plugin();
     register_kafka_sink_plugin();
     register_checkpoint_plugins();
+    register_kafka_topic_checkpoint_plugin();
   });
 }
 

@@ -884,6 +884,54 @@ Status check_sinks_reached(const ServerConfig& config, std::vector<Section*>& si
   return ok();
 }
 
+// delivery_contract = "effectively_once": the whole pipeline goes through one sink that commits
+// each batch and its checkpoint record in one transaction, and the checkpoint backend keeps the
+// record where that sink writes. Anything else would be two durability domains, so it is
+// refused here, naming what to change.
+Status check_effectively_once(Section& top, const ServerConfig& config,
+                              std::vector<Section*>& sink_sections, Section* state_offset) {
+  const auto contract_error = [&](const std::string& what) {
+    return top.error("delivery_contract",
+                     "\"effectively_once\" " + what + "; or use \"at_least_once\"");
+  };
+  for (std::size_t i = 0; i < config.sinks.size(); ++i) {
+    if (config.sinks[i].type != "fanout") continue;
+    return fail(contract_error(
+        "cannot hold with the fanout " + config.sinks[i].label +
+        ": one transaction cannot span its sinks; send every event to one transactional Kafka "
+        "sink"));
+  }
+  if (config.sinks.size() > 1) {
+    return fail(contract_error(
+        "takes exactly one sink, and " + config.sinks[1].label +
+        " is a second: each sink would commit its own transaction, and the checkpoint can be in "
+        "only one of them; remove the [[sinks]] entries and [[pipeline.routes]] (the Kafka "
+        "sink's topic template already gives each table its topic)"));
+  }
+  if (!config.routes.empty()) {
+    return fail(contract_error(
+        "takes exactly one sink and no routes, and the route at " + config.routes.front().where +
+        " is one; remove [[pipeline.routes]] (the Kafka sink's topic template already gives "
+        "each table its topic)"));
+  }
+  const std::string checkpoint_id = config.source->checkpoint_id();
+  const auto in_sink = config.checkpoint->in_sink(checkpoint_id);
+  const SinkEntry& sink = config.sinks.front();
+  if (auto st = sink.configured->check_effectively_once(in_sink); !st) {
+    const Error& e = st.error();
+    if (e.setting_owner() == SettingOwner::kCheckpoint && state_offset != nullptr) {
+      return fail(state_offset->error(e.setting().empty() ? "backend" : e.setting(),
+                                      "effectively_once: " + e.message()));
+    }
+    if (!e.setting().empty()) {
+      return fail(sink_sections.front()->error(e.setting(), "effectively_once: " + e.message()));
+    }
+    return fail(contract_error("cannot hold with the " + sink.type + " sink " + sink.label + ": " +
+                               e.message()));
+  }
+  return ok();
+}
+
 // `[dead_letter]`: a JSON-lines file.
 Status read_dead_letter(Section& top, ServerConfig& config) {
   auto section = top.get_table("dead_letter");
@@ -977,16 +1025,13 @@ Result<ServerConfig> read_document(const toml::table& document, const std::strin
   Section top(origin, base, &document, "");
 
   CPPCDC_CFG_ASSIGN(config.delivery_contract, top.get_string("delivery_contract"));
-  if (config.delivery_contract == "effectively_once") {
+  if (config.delivery_contract != "at_least_once" &&
+      config.delivery_contract != "effectively_once") {
     return fail(top.error("delivery_contract",
-                          "\"effectively_once\" needs a transactional sink that commits the "
-                          "checkpoint with the data; the sinks of this build cannot honour it, so "
-                          "only \"at_least_once\" is available"));
+                          "expected \"at_least_once\" or \"effectively_once\", found " +
+                              in_quotes(config.delivery_contract)));
   }
-  if (config.delivery_contract != "at_least_once") {
-    return fail(top.error("delivery_contract", "expected \"at_least_once\", found " +
-                                                   in_quotes(config.delivery_contract)));
-  }
+  Section* state_offset = nullptr;
 
   // [state.offset] is read first, because the source may keep files beside the checkpoint
   // (Settings::state_directory), but its errors are reported after the source's and the
@@ -1002,6 +1047,7 @@ Result<ServerConfig> read_document(const toml::table& document, const std::strin
     auto configured = configure<ConfiguredCheckpoint>(**offset, *backend, find_checkpoint_backend);
     if (!configured) return fail(configured.error());
     config.checkpoint = std::move(*configured);
+    state_offset = *offset;
     return (*state)->reject_unknown(false);
   }();
   {
@@ -1060,6 +1106,9 @@ Result<ServerConfig> read_document(const toml::table& document, const std::strin
     CPPCDC_TRY((*pipeline)->reject_unknown(false));
   }
   CPPCDC_TRY(check_sinks_reached(config, sink_sections));
+  if (config.delivery_contract == "effectively_once") {
+    CPPCDC_TRY(check_effectively_once(top, config, sink_sections, state_offset));
+  }
   CPPCDC_TRY(read_dead_letter(top, config));
   if (!config.dead_letter) {
     for (std::size_t i = 0; i < config.sinks.size(); ++i) {
@@ -1107,6 +1156,21 @@ Status check_control_socket_length(const ServerConfig& config) {
       "cppcdc.sock in the checkpoint directory)"));
 }
 
+// `[state.offset] backend = "kafka_topic"` keeps its records on the sink's cluster unless told
+// otherwise: the bootstrap_servers and kafka_properties it does not set are [sink]'s.
+void inherit_sink_cluster(toml::table& document) {
+  toml::table* state = document["state"].as_table();
+  toml::table* offset = state != nullptr ? (*state)["offset"].as_table() : nullptr;
+  const toml::table* sink = document["sink"].as_table();
+  if (offset == nullptr || sink == nullptr) return;
+  const auto backend = (*offset)["backend"].value<std::string>();
+  if (!backend || *backend != "kafka_topic") return;
+  for (const char* key : {"bootstrap_servers", "kafka_properties"}) {
+    const toml::node* node = sink->get(key);
+    if (node != nullptr && !offset->contains(key)) offset->insert(key, *node);
+  }
+}
+
 // Parses the text; relative paths are resolved against `base` unless it is empty.
 Result<ServerConfig> parse_config(std::string_view toml_text, const std::string& origin,
                                   const std::filesystem::path& base) {
@@ -1128,6 +1192,7 @@ Result<ServerConfig> parse_config(std::string_view toml_text, const std::string&
     return fail(
         Error::configuration(locate(origin, e.source()) + ": invalid TOML: " + what + hint));
   }
+  inherit_sink_cluster(document);
   auto config = read_document(document, origin, base);
   if (config && config->control_socket.is_absolute()) {
     CPPCDC_TRY(check_control_socket_length(*config));

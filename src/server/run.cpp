@@ -300,6 +300,10 @@ int run_server(const ServerConfig& config) {
     if (entry.type == "fanout") continue;
     SinkOpenContext context;
     context.name = entry.name;
+    if (config.delivery_contract == "effectively_once") {
+      // The loader made sure that this is the only sink and that it can hold the record.
+      context.checkpoint = config.checkpoint->in_sink(checkpoint_id);
+    }
     if (dead_letters) {
       context.dead_letter = [dead_letters, name = entry.name](std::span<const Event> events,
                                                               const Error& error) -> Status {

@@ -26,6 +26,9 @@
 //                                         // write; nullopt: cannot inject (skipped)
 //   std::vector<SaveCrashPoint> crash_points();  // CPPCDC_FAULT_POINTs inside save(); empty:
 //                                         // skipped
+//   static constexpr bool kNewestWriterWins;  // optional: a second writer fences the first
+//                                         // (the first's saves are refused from the second's
+//                                         // first save on) instead of being refused itself
 //
 // The suite registers the PostgreSQL and MySQL position orders: the invariant 6 tests use a
 // binlog file+position regression and a zero LSN.
@@ -334,6 +337,19 @@ TYPED_TEST_P(CheckpointConformance, ASecondWriterIsRefused) {
 
   const std::string lock = this->harness().writer_lock_location(kCheckpointSourceId);
   auto second = this->harness().open(kCheckpointSourceId);
+  if constexpr (requires { TypeParam::kNewestWriterWins; }) {
+    // Fencing the other way round (kafka_topic: a newer producer with the same transactional
+    // id fences the older): the second writer saves, and the first is refused from then on.
+    ASSERT_TRUE(second) << second.error().report();
+    const CheckpointRecord newer = postgres_record("1A/2000", 2);
+    const auto saved = (*second)->save(newer);
+    ASSERT_TRUE(saved) << saved.error().report();
+    const auto refused = first->save(postgres_record("1A/3000", 3));
+    ASSERT_FALSE(refused) << "the fenced first writer still saved";
+    EXPECT_NE(refused.error().report().find(lock), std::string::npos) << refused.error().report();
+    EXPECT_EQ(this->loaded(**second), newer);
+    return;
+  }
   if (second) {
     // The backend lets it open, so it must refuse its writes.
     const auto status = (*second)->save(postgres_record("1A/2000", 2));

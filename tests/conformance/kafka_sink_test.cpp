@@ -16,6 +16,7 @@ namespace {
 
 class KafkaSinkHarness {
  public:
+  virtual ~KafkaSinkHarness() = default;
   static constexpr const char* kName = "kafka";
 
   static std::string unavailable() {
@@ -32,6 +33,7 @@ class KafkaSinkHarness {
     c.bootstrap_servers = bootstrap_;
     c.topic = topic_;
     c.delivery_timeout_ms = 60'000;
+    configure(c);
     // Long enough that a flush() that did not wait for the broker's acknowledgements would
     // return with the records still queued in the producer, and delivered() would miss them.
     c.linger_ms = 5'000;
@@ -40,7 +42,7 @@ class KafkaSinkHarness {
 
   std::string delivered() {
     std::string out;
-    for (const auto& r : kafka_it::read_topic(bootstrap_, topic_)) {
+    for (const auto& r : kafka_it::read_topic(bootstrap_, topic_, isolation())) {
       out += r.value.value_or("(null)");
       out += '\n';
     }
@@ -66,13 +68,36 @@ class KafkaSinkHarness {
   }
   std::string misconfigured_location() { return "kafka_properties.no.such.property"; }
 
+ protected:
+  virtual void configure(KafkaSinkConfig&) {}
+  virtual std::string isolation() const { return "read_uncommitted"; }
+
  private:
   std::string bootstrap_;
   std::string topic_;
 };
 
+/// delivery_mode = "transactional" through make_kafka_sink: each batch one transaction, begun
+/// by the first write() and committed by flush(); read back as read_committed consumers do.
+class TransactionalKafkaSinkHarness final : public KafkaSinkHarness {
+ public:
+  static constexpr const char* kName = "kafka";
+
+ protected:
+  void configure(KafkaSinkConfig& c) override {
+    c.delivery_mode = KafkaDeliveryMode::kTransactional;
+    c.transactional_id = transactional_id_;
+  }
+  std::string isolation() const override { return "read_committed"; }
+
+ private:
+  std::string transactional_id_ = kafka_it::unique_topic("txid");
+};
+
 }  // namespace
 
 INSTANTIATE_TYPED_TEST_SUITE_P(KafkaSink, SinkConformance, KafkaSinkHarness);
+INSTANTIATE_TYPED_TEST_SUITE_P(TransactionalKafkaSink, SinkConformance,
+                               TransactionalKafkaSinkHarness);
 
 }  // namespace cppcdc::conformance

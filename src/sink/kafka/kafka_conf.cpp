@@ -86,12 +86,13 @@ Result<ConfPtr> build_conf(const KafkaSinkConfig& config) {
                                in_quotes(config.compression)));
   }
   if (config.delivery_mode == KafkaDeliveryMode::kTransactional) {
-    return fail(bad("delivery_mode",
-                    "\"transactional\" is not available yet in this build (the transactional "
-                    "Kafka sink and effectively_once come later); use \"idempotent\", which "
-                    "delivers every batch at least once"));
-  }
-  if (!config.transactional_id.empty()) {
+    if (config.transactional_id.empty()) {
+      return fail(bad("transactional_id",
+                      "is required with delivery_mode = \"transactional\": a name unique to this "
+                      "pipeline (\"cppcdc-orders\"), the same on every restart, so that a "
+                      "restarted cppcdc fences the producer of the run before it"));
+    }
+  } else if (!config.transactional_id.empty()) {
     return fail(
         bad("transactional_id", "is used only with delivery_mode = \"transactional\"; remove it"));
   }
@@ -134,6 +135,9 @@ Result<ConfPtr> build_conf(const KafkaSinkConfig& config) {
   }
   if (config.batch_size) {
     CPPCDC_TRY(set("batch.size", std::to_string(*config.batch_size), "batch_size"));
+  }
+  if (config.delivery_mode == KafkaDeliveryMode::kTransactional) {
+    CPPCDC_TRY(set("transactional.id", config.transactional_id, "transactional_id"));
   }
   // The sink creates topics itself (create_topics) or refuses missing ones: the broker's
   // auto-creation (with its defaults) never decides.

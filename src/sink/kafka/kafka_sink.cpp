@@ -1,5 +1,8 @@
 // The Kafka sink (include/cppcdc/kafka.hpp): an idempotent librdkafka producer; a batch is
-// acknowledged only after every one of its records got a successful delivery report.
+// acknowledged only after every one of its records got a successful delivery report. In
+// delivery_mode "transactional" the producer is transactional: each batch is one Kafka
+// transaction, committed (with the checkpoint record, under effectively_once) only after
+// every record of it was delivered into the transaction.
 //
 // How records are accounted: write() produces each record (copied into librdkafka's queue) and
 // counts it as outstanding; the delivery report callback, which librdkafka runs on this
@@ -22,6 +25,7 @@
 #include <utility>
 
 #include "core/fault.hpp"
+#include "cppcdc/checkpoint.hpp"
 #include "cppcdc/kafka.hpp"
 #include "sink/kafka/kafka_conf.hpp"
 #include "sink/kafka/record.hpp"
@@ -60,11 +64,15 @@ void log_callback(const rd_kafka_t*, int level, const char* facility, const char
               "kafka sink: librdkafka {}: {}", facility, message);
 }
 
-class KafkaSink final : public Sink {
+class KafkaSink final : public TransactionalSink {
  public:
   KafkaSink(KafkaSinkConfig config, kafka_sink::TopicTemplate topic,
-            std::unique_ptr<Encoder> encoder)
-      : config_(std::move(config)), topic_(std::move(topic)), encoder_(std::move(encoder)) {}
+            std::unique_ptr<Encoder> encoder, std::optional<InSinkCheckpoint> checkpoint)
+      : config_(std::move(config)),
+        topic_(std::move(topic)),
+        encoder_(std::move(encoder)),
+        checkpoint_(std::move(checkpoint)),
+        transactional_(config_.delivery_mode == KafkaDeliveryMode::kTransactional) {}
 
   ~KafkaSink() override { destroy(/*purge=*/true); }
   KafkaSink(const KafkaSink&) = delete;
@@ -83,11 +91,104 @@ class KafkaSink final : public Sink {
                               std::string("librdkafka cannot create the producer: ") + err));
     }
     (void)conf.release();
+    if (!transactional_) return ok();
+    // Fences a producer of an earlier run with the same transactional.id and aborts the
+    // transaction it left open, so that its records never become visible.
+    if (auto st = call_transactional(
+            "initializing the transactional producer",
+            [this](int timeout) { return rd_kafka_init_transactions(rk_, timeout); });
+        !st) {
+      return st;
+    }
+    if (checkpoint_) {
+      checkpoint_rkt_ = rd_kafka_topic_new(rk_, checkpoint_->location.c_str(), nullptr);
+      if (checkpoint_rkt_ == nullptr) {
+        return fail(
+            Error::sink(ErrorKind::kConfiguration, "librdkafka refuses the checkpoint topic " +
+                                                       in_quotes(checkpoint_->location) + ": " +
+                                                       rd_kafka_err2str(rd_kafka_last_error())));
+      }
+    }
+    if (checkpoint_) CPPCDC_TRY(start_marker_producer());
+    spdlog::info("kafka sink: transactional producer {} ready on {}",
+                 in_quotes(config_.transactional_id), in_quotes(config_.bootstrap_servers));
+    return ok();
+  }
+
+  // ---- transactions (delivery_mode = "transactional") --------------------------------------
+
+  Status begin() override {
+    CPPCDC_TRY(usable());
+    if (!transactional_) {
+      return fail(Error::invalid_state("the Kafka sink " + in_quotes(config_.bootstrap_servers) +
+                                       " is not transactional (delivery_mode = \"idempotent\")"));
+    }
+    if (in_txn_) return fail(Error::invalid_state("a Kafka transaction is already open"));
+    if (rd_kafka_error_t* error = rd_kafka_begin_transaction(rk_); error != nullptr) {
+      return poison(transaction_error("beginning a transaction", error));
+    }
+    in_txn_ = true;
+    return ok();
+  }
+
+  Status commit(const std::optional<CheckpointRecord>& record) override {
+    CPPCDC_TRY(usable());
+    if (!in_txn_) return fail(Error::invalid_state("no Kafka transaction is open to commit"));
+    if (record) {
+      if (!checkpoint_rkt_) {
+        return fail(Error::internal(
+            "the Kafka sink was asked to commit a checkpoint record but was opened without a "
+            "checkpoint topic"));
+      }
+      const std::string value = FileCheckpoint::encode(*record);
+      const rd_kafka_resp_err_t err = rd_kafka_producev(
+          rk_, RD_KAFKA_V_RKT(checkpoint_rkt_), RD_KAFKA_V_PARTITION(RD_KAFKA_PARTITION_UA),
+          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+          RD_KAFKA_V_KEY(checkpoint_->key.data(), checkpoint_->key.size()),
+          RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()), RD_KAFKA_V_END);
+      if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        return poison(record_error(err, checkpoint_->location, "the checkpoint", record->offset,
+                                   value.size(), ""));
+      }
+      ++outstanding_;
+    }
+    CPPCDC_FAULT_POINT("kafka_sink.before_commit");
+    auto committed = call_transactional("committing the transaction", [this](int timeout) {
+      return rd_kafka_commit_transaction(rk_, timeout);
+    });
+    if (!committed) return committed;
+    in_txn_ = false;
+    outstanding_ = 0;
+    CPPCDC_FAULT_POINT("kafka_sink.after_commit");
+    if (marker_rk_ != nullptr && marker_set_) clear_marker();
+    return ok();
+  }
+
+  Status abort() override {
+    if (!transactional_ || !in_txn_ || rk_ == nullptr) return ok();
+    in_txn_ = false;
+    rd_kafka_error_t* error = rd_kafka_abort_transaction(rk_, timeout_ms());
+    // The aborted records' delivery reports (purged) are no failure of anything delivered.
+    rd_kafka_poll(rk_, 0);
+    outstanding_ = 0;
+    produced_since_poll_ = 0;
+    delivery_error_.reset();
+    if (error != nullptr) return poison(transaction_error("aborting the transaction", error));
+    // Nothing of the failed attempt can become visible: the sink may go on.
+    if (!fatal_) failed_.reset();
     return ok();
   }
 
   Status write(std::span<const Event> events) override {
     if (auto st = usable(); !st) return st;
+    if (transactional_ && !in_txn_) {
+      return fail(
+          Error::invalid_state("write() outside a transaction of the transactional Kafka "
+                               "sink (call begin() first)"));
+    }
+    if (marker_rk_ != nullptr && !marker_set_ && !events.empty()) {
+      write_marker(events.front(), events.size());
+    }
     for (const Event& event : events) {
       auto rkt = topic_for(event);
       if (!rkt) return poison(std::move(rkt).error());
@@ -110,6 +211,9 @@ class KafkaSink final : public Sink {
 
   Status flush() override {
     if (auto st = usable(); !st) return st;
+    // The reconciliation marker goes out before the batch can commit (diagnostic only: a
+    // marker that did not make it is no loss, so its failure fails nothing).
+    if (marker_rk_ != nullptr && marker_set_) (void)rd_kafka_flush(marker_rk_, 5'000);
     const auto timeout = std::chrono::milliseconds(config_.delivery_timeout_ms) + kFlushSlack;
     const auto deadline = Clock::now() + timeout;
     while (outstanding_ > 0 && !delivery_error_) {
@@ -132,7 +236,11 @@ class KafkaSink final : public Sink {
   Status close() override {
     if (closed_) return ok();
     Status st = ok();
-    if (failed_) {
+    if (in_txn_) {
+      // An open transaction is dropped: its batch was never acknowledged.
+      (void)abort();
+      if (failed_) st = fail(*failed_);
+    } else if (failed_) {
       st = fail(*failed_);
     } else {
       st = flush();
@@ -170,6 +278,84 @@ class KafkaSink final : public Sink {
     return fail(std::move(error));
   }
 
+  /// Runs a blocking transactional call (init, commit) with librdkafka's error semantics:
+  /// retriable errors are retried until delivery_timeout_ms ran out; an error that requires an
+  /// abort aborts the transaction and is transient (the batch is delivered again); a fatal one
+  /// (fenced, unauthorized) stops the sink for good.
+  template <typename Call>
+  Status call_transactional(const std::string& what, Call call) {
+    const auto deadline = Clock::now() + std::chrono::milliseconds(config_.delivery_timeout_ms);
+    for (;;) {
+      rd_kafka_error_t* error = call(timeout_ms());
+      if (error == nullptr) return ok();
+      if (rd_kafka_error_is_retriable(error) && !rd_kafka_error_is_fatal(error) &&
+          Clock::now() < deadline) {
+        spdlog::warn("kafka sink: {} is retried: {}", what, rd_kafka_error_string(error));
+        rd_kafka_error_destroy(error);
+        continue;
+      }
+      if (rd_kafka_error_txn_requires_abort(error)) {
+        Error e = transaction_error(what, error);
+        (void)abort();
+        return fail(std::move(e));
+      }
+      return poison(transaction_error(what, error));
+    }
+  }
+
+  /// The error for a failed transactional call; takes `error` over.
+  Error transaction_error(const std::string& what, rd_kafka_error_t* error) {
+    const rd_kafka_resp_err_t code = rd_kafka_error_code(error);
+    const bool fatal = rd_kafka_error_is_fatal(error) != 0;
+    const bool abortable = rd_kafka_error_txn_requires_abort(error) != 0;
+    std::string text =
+        std::string(rd_kafka_error_name(error)) + ": " + rd_kafka_error_string(error);
+    rd_kafka_error_destroy(error);
+    if (fatal) {
+      char reason[512];
+      if (rd_kafka_fatal_error(rk_, reason, sizeof reason) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        text = reason;
+      }
+    }
+    const std::string where = what + " of transactional_id " + in_quotes(config_.transactional_id) +
+                              " on " + in_quotes(config_.bootstrap_servers) + " failed (" + text +
+                              ")";
+    if (fatal) {
+      fatal_ = true;
+      if (code == RD_KAFKA_RESP_ERR__FENCED || code == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
+          code == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH ||
+          text.find("fenced") != std::string::npos) {
+        return Error::sink(ErrorKind::kTerminal,
+                           where +
+                               ": another producer with the same transactional_id started "
+                               "and took over; two pipelines must not share a "
+                               "transactional_id (give each its own), and a replaced run "
+                               "must stop");
+      }
+      if (code == RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED ||
+          code == RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED) {
+        return Error::sink(ErrorKind::kConfiguration,
+                           where +
+                               "; grant the sink's principal WRITE and DESCRIBE on the "
+                               "transactional id and IDEMPOTENT_WRITE on the cluster")
+            .for_setting(SettingOwner::kSink, "transactional_id");
+      }
+      return Error::sink(ErrorKind::kTerminal,
+                         where +
+                             "; nothing of the open batch became visible, restart to "
+                             "deliver it again");
+    }
+    if (abortable) {
+      return Error::sink(ErrorKind::kTransient,
+                         where +
+                             "; the transaction was aborted, so nothing of the batch is "
+                             "visible to read_committed consumers, and the batch is "
+                             "delivered again" +
+                             last_broker_error_suffix());
+    }
+    return Error::sink(ErrorKind::kTransient, where + last_broker_error_suffix());
+  }
+
   std::string last_broker_error_suffix() const {
     std::lock_guard lock(mutex_);
     if (last_broker_error_.empty()) return "";
@@ -180,11 +366,86 @@ class KafkaSink final : public Sink {
     char reason[512];
     const rd_kafka_resp_err_t err = rd_kafka_fatal_error(rk_, reason, sizeof reason);
     if (err == RD_KAFKA_RESP_ERR_NO_ERROR) return std::nullopt;
+    fatal_ = true;
     return Error::sink(ErrorKind::kTerminal,
                        std::string("the producer hit a fatal error and stopped (") +
                            rd_kafka_err2name(err) + "): " + reason +
                            "; nothing after the last acknowledged batch was acknowledged, "
                            "restart to deliver it again");
+  }
+
+  // ---- the reconciliation marker (effectively_once) ----------------------------------------
+  //
+  // A plain record beside the checkpoint, key "<checkpoint key>.reconciliation": written (not
+  // transactionally) when a batch's first events are written, replaced by a tombstone once its
+  // transaction committed. One that is still there at the next start says that the previous run
+  // stopped in the middle of a batch (the kafka_topic backend reports it when it loads). The
+  // transaction, not the marker, keeps the data right: the marker is only a diagnostic.
+
+  Status start_marker_producer() {
+    KafkaSinkConfig plain = config_;
+    plain.delivery_mode = KafkaDeliveryMode::kIdempotent;
+    plain.transactional_id.clear();
+    auto conf = kafka_sink::build_conf(plain);
+    if (!conf) return fail(std::move(conf).error());
+    rd_kafka_conf_set_log_cb(conf->get(), &log_callback);
+    char err[512];
+    marker_rk_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf->get(), err, sizeof err);
+    if (marker_rk_ == nullptr) {
+      return fail(Error::sink(ErrorKind::kConfiguration,
+                              std::string("librdkafka cannot create the marker producer: ") + err));
+    }
+    (void)conf->release();
+    marker_key_ = checkpoint_->key + ".reconciliation";
+    return ok();
+  }
+
+  void write_marker(const Event& first, std::size_t events) {
+    const std::string value =
+        "{\"transactional_id\":" + json_text(config_.transactional_id) +
+        ",\"first_offset\":" + json_text(first.source.offset) +
+        ",\"events_in_first_write\":" + std::to_string(events) + ",\"written_at_ms\":" +
+        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count()) +
+        "}";
+    send_marker(value.data(), value.size());
+    marker_set_ = true;
+  }
+
+  void clear_marker() {
+    send_marker(nullptr, 0);
+    marker_set_ = false;
+  }
+
+  void send_marker(const char* value, std::size_t size) {
+    const rd_kafka_resp_err_t err =
+        rd_kafka_producev(marker_rk_, RD_KAFKA_V_TOPIC(checkpoint_->location.c_str()),
+                          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                          RD_KAFKA_V_KEY(marker_key_.data(), marker_key_.size()),
+                          RD_KAFKA_V_VALUE(const_cast<char*>(value), size), RD_KAFKA_V_END);
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      spdlog::debug("kafka sink: the reconciliation marker was not sent: {}",
+                    rd_kafka_err2str(err));
+    }
+    rd_kafka_poll(marker_rk_, 0);
+  }
+
+  static std::string json_text(std::string_view s) {
+    std::string out = "\"";
+    for (const char c : s) {
+      if (c == '"' || c == '\\') {
+        out += '\\';
+        out += c;
+      } else if (static_cast<unsigned char>(c) < 0x20) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
+        out += buf;
+      } else {
+        out += c;
+      }
+    }
+    return out + "\"";
   }
 
   // ---- topics ----------------------------------------------------------------------------
@@ -520,7 +781,16 @@ class KafkaSink final : public Sink {
   }
 
   void destroy(bool purge) {
+    if (marker_rk_ != nullptr) {
+      (void)rd_kafka_flush(marker_rk_, purge ? 0 : 5'000);
+      rd_kafka_destroy(marker_rk_);
+      marker_rk_ = nullptr;
+    }
     if (rk_ == nullptr) return;
+    if (checkpoint_rkt_ != nullptr) {
+      rd_kafka_topic_destroy(checkpoint_rkt_);
+      checkpoint_rkt_ = nullptr;
+    }
     if (purge) {
       // Records not delivered yet are dropped: their batch was never acknowledged.
       rd_kafka_purge(rk_, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
@@ -536,8 +806,16 @@ class KafkaSink final : public Sink {
   KafkaSinkConfig config_;
   kafka_sink::TopicTemplate topic_;
   std::unique_ptr<Encoder> encoder_;
+  std::optional<InSinkCheckpoint> checkpoint_;  // where commit() writes the record
+  const bool transactional_;
   rd_kafka_t* rk_ = nullptr;
+  rd_kafka_topic_t* checkpoint_rkt_ = nullptr;
   bool closed_ = false;
+  rd_kafka_t* marker_rk_ = nullptr;  // effectively_once: the reconciliation marker's producer
+  std::string marker_key_;
+  bool marker_set_ = false;  // a marker was written and no commit cleared it yet
+  bool in_txn_ = false;      // begin() succeeded and no commit() or abort() ended it
+  bool fatal_ = false;       // the producer hit a fatal error: no abort() makes it usable again
 
   std::unordered_map<std::string, Topic> topics_;
   Topic* last_ = nullptr;  // the topic of the previous event, and what chose it
@@ -555,6 +833,65 @@ class KafkaSink final : public Sink {
   mutable std::mutex mutex_;       // guards last_broker_error_ (error_cb)
   std::string last_broker_error_;  // the last distinct error librdkafka reported
 };
+
+/// The Kafka sink as a plain Sink, for the runtime's at-least-once path: idempotent, it is the
+/// sink itself; transactional without a checkpoint topic, each batch is still one transaction
+/// (begun by the first write(), committed by flush()), so a consumer reading committed data
+/// sees whole batches, while the checkpoint is saved by its own backend after the flush.
+class KafkaBatchSink final : public Sink {
+ public:
+  explicit KafkaBatchSink(std::unique_ptr<KafkaSink> sink, bool transactional)
+      : sink_(std::move(sink)), transactional_(transactional) {}
+
+  Status write(std::span<const Event> events) override {
+    if (transactional_ && !open_) {
+      CPPCDC_TRY(sink_->begin());
+      open_ = true;
+    }
+    auto st = sink_->write(events);
+    if (!st && transactional_) abort_open();
+    return st;
+  }
+  Status flush() override {
+    if (!transactional_ || !open_) return sink_->flush();  // refuses after close()
+    auto st = sink_->flush();
+    if (st) st = sink_->commit(std::nullopt);
+    if (!st) abort_open();
+    open_ = false;
+    return st;
+  }
+  Status close() override {
+    // Like every sink's close(), it makes what was written durable: the open batch commits.
+    Status committed = open_ ? flush() : ok();
+    auto closed = sink_->close();
+    if (!committed) return committed;
+    return closed;
+  }
+  std::string name() const override { return sink_->name(); }
+
+ private:
+  void abort_open() {
+    (void)sink_->abort();
+    open_ = false;
+  }
+  std::unique_ptr<KafkaSink> sink_;
+  bool transactional_;
+  bool open_ = false;
+};
+
+Result<std::unique_ptr<KafkaSink>> open_kafka_sink(KafkaSinkConfig config,
+                                                   std::unique_ptr<Encoder> encoder,
+                                                   std::optional<InSinkCheckpoint> checkpoint) {
+  auto conf = kafka_sink::build_conf(config);
+  if (!conf) return fail(std::move(conf).error());
+  auto topic = kafka_sink::TopicTemplate::parse(config.topic);
+  if (!topic) return fail(std::move(topic).error());
+  if (!encoder) encoder = make_json_encoder();
+  auto sink = std::make_unique<KafkaSink>(std::move(config), std::move(*topic), std::move(encoder),
+                                          std::move(checkpoint));
+  CPPCDC_TRY(sink->start(std::move(*conf)));
+  return sink;
+}
 
 }  // namespace
 
@@ -576,14 +913,24 @@ Status validate(const KafkaSinkConfig& config) {
 
 Result<std::unique_ptr<Sink>> make_kafka_sink(KafkaSinkConfig config,
                                               std::unique_ptr<Encoder> encoder) {
-  auto conf = kafka_sink::build_conf(config);
-  if (!conf) return fail(std::move(conf).error());
-  auto topic = kafka_sink::TopicTemplate::parse(config.topic);
-  if (!topic) return fail(std::move(topic).error());
-  if (!encoder) encoder = make_json_encoder();
-  auto sink = std::make_unique<KafkaSink>(std::move(config), std::move(*topic), std::move(encoder));
-  CPPCDC_TRY(sink->start(std::move(*conf)));
-  return std::unique_ptr<Sink>(std::move(sink));
+  const bool transactional = config.delivery_mode == KafkaDeliveryMode::kTransactional;
+  auto sink = open_kafka_sink(std::move(config), std::move(encoder), std::nullopt);
+  if (!sink) return fail(std::move(sink).error());
+  return std::unique_ptr<Sink>(std::make_unique<KafkaBatchSink>(std::move(*sink), transactional));
+}
+
+Result<std::unique_ptr<TransactionalSink>> make_transactional_kafka_sink(
+    KafkaSinkConfig config, InSinkCheckpoint checkpoint, std::unique_ptr<Encoder> encoder) {
+  if (config.delivery_mode != KafkaDeliveryMode::kTransactional) {
+    return fail(Error::sink(ErrorKind::kConfiguration,
+                            "the checkpoint can be committed with the data only by a "
+                            "transactional producer; set delivery_mode = \"transactional\" "
+                            "and a transactional_id")
+                    .for_setting(SettingOwner::kSink, "delivery_mode"));
+  }
+  auto sink = open_kafka_sink(std::move(config), std::move(encoder), std::move(checkpoint));
+  if (!sink) return fail(std::move(sink).error());
+  return std::unique_ptr<TransactionalSink>(std::move(*sink));
 }
 
 }  // namespace cppcdc

@@ -3,7 +3,10 @@
 
 #include "cppcdc/plugin.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <mutex>
+#include <set>
 
 #include "core/settings_read.hpp"
 #include "cppcdc/kafka.hpp"
@@ -12,6 +15,8 @@ namespace cppcdc {
 namespace {
 
 using detail::in_quotes;
+
+bool same_cluster(std::string_view a, std::string_view b);
 
 class ConfiguredKafkaSink final : public ConfiguredSink {
  public:
@@ -27,6 +32,10 @@ class ConfiguredKafkaSink final : public ConfiguredSink {
     add("delivery", std::string(to_string(config_.delivery_mode)) +
                         " producer, acks = all, delivery timeout " +
                         std::to_string(config_.delivery_timeout_ms) + " ms");
+    if (config_.delivery_mode == KafkaDeliveryMode::kTransactional) {
+      add("transactions", "one per batch, transactional_id " + in_quotes(config_.transactional_id) +
+                              " (readers need isolation.level = read_committed)");
+    }
     add("partitioner", config_.partitioner);
     add("compression", config_.compression);
     add("batching", "linger " +
@@ -54,11 +63,66 @@ class ConfiguredKafkaSink final : public ConfiguredSink {
     return d;
   }
 
-  Result<std::unique_ptr<Sink>> open(const SinkOpenContext&) const override { return make_kafka_sink(config_); }
+  Result<std::unique_ptr<Sink>> open(const SinkOpenContext& context) const override {
+    if (context.checkpoint) {
+      CPPCDC_TRY(check_effectively_once(context.checkpoint));
+      auto sink = make_transactional_kafka_sink(config_, *context.checkpoint);
+      if (!sink) return fail(std::move(sink).error());
+      return std::unique_ptr<Sink>(std::move(*sink));
+    }
+    return make_kafka_sink(config_);
+  }
+
+  Status check_effectively_once(const std::optional<InSinkCheckpoint>& checkpoint) const override {
+    if (config_.delivery_mode != KafkaDeliveryMode::kTransactional) {
+      return fail(Error::configuration(
+                      "needs delivery_mode = \"transactional\" and a transactional_id unique to "
+                      "this pipeline, so that each batch and its checkpoint commit in one Kafka "
+                      "transaction")
+                      .for_setting(SettingOwner::kSink, "delivery_mode"));
+    }
+    if (!checkpoint || checkpoint->backend != "kafka_topic") {
+      return fail(Error::configuration(
+                      "needs the checkpoint in a Kafka topic on the sink's cluster, written in the "
+                      "same transaction: set backend = \"kafka_topic\" (its bootstrap_servers "
+                      "default to the sink's)")
+                      .for_setting(SettingOwner::kCheckpoint, "backend"));
+    }
+    if (!same_cluster(checkpoint->system, config_.bootstrap_servers)) {
+      return fail(
+          Error::configuration("the checkpoint topic is on " + in_quotes(checkpoint->system) +
+                               " but the sink writes to " + in_quotes(config_.bootstrap_servers) +
+                               "; one Kafka transaction cannot span two clusters: remove "
+                               "bootstrap_servers here (it then defaults to the sink's), or use "
+                               "\"at_least_once\"")
+              .for_setting(SettingOwner::kCheckpoint, "bootstrap_servers"));
+    }
+    return ok();
+  }
 
  private:
   KafkaSinkConfig config_;
 };
+
+/// Whether two bootstrap lists name the same brokers (order, spaces and case aside).
+bool same_cluster(std::string_view a, std::string_view b) {
+  const auto brokers = [](std::string_view list) {
+    std::set<std::string> out;
+    std::size_t start = 0;
+    while (start <= list.size()) {
+      const std::size_t comma = std::min(list.find(',', start), list.size());
+      std::string item;
+      for (char c : list.substr(start, comma - start)) {
+        if (c != ' ' && c != '\t')
+          item += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      }
+      if (!item.empty()) out.insert(item);
+      start = comma + 1;
+    }
+    return out;
+  };
+  return brokers(a) == brokers(b);
+}
 
 Result<std::unique_ptr<ConfiguredSink>> configure(const Settings& settings) {
   KafkaSinkConfig c;

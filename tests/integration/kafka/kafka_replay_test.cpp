@@ -58,9 +58,11 @@ struct ChildGuard {
   }
 };
 
-TEST(KafkaReplayOracle, KillsMidStreamLoseNoChangeAndTheTopicsReplayToTheSourceTables) {
-  KAFKA_TEST_BOOTSTRAP(bootstrap);
-  const std::string db = it::test_database("kafka_oracle");
+// The oracle run, under at_least_once (`exactly_once` false: duplicates expected, none lost)
+// or effectively_once (each batch and its checkpoint one Kafka transaction: a read_committed
+// reader sees every change exactly once).
+void run_oracle(const std::string& bootstrap, bool exactly_once) {
+  const std::string db = it::test_database(exactly_once ? "kafka_eos" : "kafka_oracle");
   it::fresh_database(db);
   const fs::path dir = fs::temp_directory_path() / ("cppcdc-it-" + db);
   fs::remove_all(dir);
@@ -77,15 +79,22 @@ TEST(KafkaReplayOracle, KillsMidStreamLoseNoChangeAndTheTopicsReplayToTheSourceT
       {"acct", {"id"}}, {"item", {"k1", "k2"}}};
   {
     std::ofstream cfg(dir / "cdc.toml");
+    if (exactly_once) cfg << "delivery_contract = \"effectively_once\"\n\n";
     cfg << "[source]\ntype = \"postgres\"\ndsn = \"" << it::dsn_for(db) << "\"\n"
         << "slot_name = \"" << db << "\"\npublication_name = \"" << db << "_pub\"\n"
         << "source_name = \"" << source << "\"\n"
         << "tables = [\"public.acct\", \"public.item\", \"public.marker\"]\n\n"
         << "[sink]\ntype = \"kafka\"\nbootstrap_servers = \"" << bootstrap << "\"\n"
         << "create_topics = true\ntopic_partitions = 3\ntopic_replication_factor = 1\n"
-        << "delivery_timeout_ms = 60000\n\n"
-        << "[state.offset]\nbackend = \"local_fs\"\ndir = \"state\"\n\n"
-        << "[runtime]\nmax_buffer_size = 300\nmax_poll_wait_ms = 100\n"
+        << "delivery_timeout_ms = 60000\n";
+    if (exactly_once) {
+      cfg << "delivery_mode = \"transactional\"\ntransactional_id = \"" << source << "\"\n\n"
+          << "[state.offset]\nbackend = \"kafka_topic\"\ntopic = \"" << source
+          << ".checkpoints\"\n\n";
+    } else {
+      cfg << "\n[state.offset]\nbackend = \"local_fs\"\ndir = \"state\"\n\n";
+    }
+    cfg << "[runtime]\nmax_buffer_size = 300\nmax_poll_wait_ms = 100\n"
         << "connection_retry_max_retries = 100\nconnection_retry_initial_delay_ms = 50\n"
         << "connection_retry_max_delay_ms = 500\n";
   }
@@ -143,8 +152,13 @@ TEST(KafkaReplayOracle, KillsMidStreamLoseNoChangeAndTheTopicsReplayToTheSourceT
 
   // SIGKILL at random moments (random gaps on purpose, not waits for anything); every other
   // restart is armed to die at one of the crash points, in turn.
-  const std::array<const char*, 2> crash_points = {"kafka_sink.after_flush",
-                                                   "runtime.after_checkpoint"};
+  // Under effectively_once: before the batch's transaction commits (with the checkpoint
+  // record already in it, or not yet), and after it committed but before the source heard.
+  const std::vector<const char*> crash_points =
+      exactly_once
+          ? std::vector<const char*>{"runtime.before_checkpoint", "kafka_sink.before_commit",
+                                     "runtime.after_checkpoint"}
+          : std::vector<const char*>{"kafka_sink.after_flush", "runtime.after_checkpoint"};
   std::mt19937 rng(99);
   int kills = 0;
   int crashes = 0;
@@ -154,7 +168,8 @@ TEST(KafkaReplayOracle, KillsMidStreamLoseNoChangeAndTheTopicsReplayToTheSourceT
     it::stop_cppcdc_process(child, SIGKILL);
     ++kills;
     if (kills % 2 == 0) {
-      child = spawn_armed(dir, crash_points[static_cast<std::size_t>(crashes) % 2]);
+      child =
+          spawn_armed(dir, crash_points[static_cast<std::size_t>(crashes) % crash_points.size()]);
       int status = 0;
       ASSERT_TRUE(it::wait_until([&] { return waitpid(child, &status, WNOHANG) == child; }, 120s))
           << it::log_tail(dir / "cppcdc.log");
@@ -189,7 +204,8 @@ TEST(KafkaReplayOracle, KillsMidStreamLoseNoChangeAndTheTopicsReplayToTheSourceT
   for (const auto& [table, key] : tables) {
     const std::string topic = source + ".public." + table;
     // read_topic gives partition after partition, each in offset order.
-    for (const auto& r : kafka_it::read_topic(bootstrap, topic)) {
+    for (const auto& r : kafka_it::read_topic(
+             bootstrap, topic, exactly_once ? "read_committed" : "read_uncommitted")) {
       ++records;
       ASSERT_TRUE(r.value) << "a record without a value in " << topic;
       auto e = Event::from_json(*r.value);
@@ -217,13 +233,42 @@ TEST(KafkaReplayOracle, KillsMidStreamLoseNoChangeAndTheTopicsReplayToTheSourceT
   EXPECT_EQ(missing, 0u);
   std::size_t duplicates = 0;
   for (const auto& [id, n] : copies) duplicates += static_cast<std::size_t>(n - 1);
-  // The crashes after a flush left whole batches in Kafka without their acknowledgement.
-  EXPECT_GT(duplicates, 0u) << "no batch was delivered twice: the kills missed the window";
-  std::cout << kills << " kills and " << crashes << " crashes at crash points, " << committed.size()
-            << " transactions, " << records << " records (" << duplicates
-            << " duplicates) replayed into " << rows << " rows" << std::endl;
+  std::size_t aborted = 0;
+  if (exactly_once) {
+    EXPECT_EQ(duplicates, 0u) << "a read_committed reader saw a change twice";
+    // The same topics read uncommitted hold the aborted attempts: the transactions are real.
+    std::size_t uncommitted = 0;
+    for (const auto& [table, key] : tables) {
+      uncommitted += kafka_it::read_topic(bootstrap, source + ".public." + table).size();
+    }
+    aborted = uncommitted - records;
+    EXPECT_GT(aborted, 0u) << "no aborted record: the kills missed every open transaction";
+    // The crash points inside a batch left the reconciliation marker, reported on the next
+    // start.
+    std::ifstream log(dir / "cppcdc.log");
+    const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find("the previous run stopped in the middle of a batch"), std::string::npos)
+        << "no start reported the reconciliation marker";
+  } else {
+    // The crashes after a flush left whole batches in Kafka without their acknowledgement.
+    EXPECT_GT(duplicates, 0u) << "no batch was delivered twice: the kills missed the window";
+  }
+  std::cout << aborted << " aborted records; " << kills << " kills and " << crashes
+            << " crashes at crash points, " << committed.size() << " transactions, " << records
+            << " records (" << duplicates << " duplicates) replayed into " << rows << " rows"
+            << std::endl;
   it::drop_slots(db);
-  if (!HasFailure()) fs::remove_all(dir);
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+
+TEST(KafkaReplayOracle, KillsMidStreamLoseNoChangeAndTheTopicsReplayToTheSourceTables) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  run_oracle(bootstrap, false);
+}
+
+TEST(KafkaReplayOracle, EffectivelyOnceKillsMidStreamGiveReadCommittedReadersEveryChangeOnce) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  run_oracle(bootstrap, true);
 }
 
 }  // namespace

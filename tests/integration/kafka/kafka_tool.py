@@ -5,6 +5,7 @@ python3-confluent-kafka, over the same librdkafka the sink uses, but none of cpp
 Usage: kafka_tool.py BOOTSTRAP COMMAND ...
   create TOPIC PARTITIONS [NAME=VALUE ...]   create a topic (replication 1) with topic configs
   partitions TOPIC                           print the topic's partition count
+  produce TOPIC KEY                          send one record, its value read from stdin
   read TOPIC [read_committed|read_uncommitted]
       print every record from the beginning up to the end the topic had when the command
       started, one JSON object per line, partition by partition in offset order:
@@ -17,7 +18,7 @@ import json
 import sys
 import time
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 
@@ -65,7 +66,9 @@ def read(bootstrap, topic, isolation):
         "group.id": "cppcdc-test-reader",  # never joined: partitions are assigned by hand
         "enable.auto.commit": False,
         "isolation.level": isolation,
-        "enable.partition.eof": False,
+        # The end is found by the EOF event: a transactional topic's last offsets are commit
+        # or abort markers, which no record is returned for.
+        "enable.partition.eof": True,
     })
     md = consumer.list_topics(topic, timeout=30).topics.get(topic)
     if md is None or md.error:
@@ -88,6 +91,12 @@ def read(bootstrap, topic, isolation):
         if m is None:
             continue
         if m.error():
+            if m.error().code() == KafkaError._PARTITION_EOF:
+                p = m.partition()
+                if p in remaining and m.offset() >= ends[p][1]:
+                    remaining.discard(p)
+                    consumer.pause([TopicPartition(topic, p)])
+                continue
             fail("reading %s: %s" % (topic, m.error()))
         p = m.partition()
         records[p].append({
@@ -103,6 +112,16 @@ def read(bootstrap, topic, isolation):
             out.write(json.dumps(r, ensure_ascii=False) + "\n")
 
 
+def produce(bootstrap, topic, key):
+    value = sys.stdin.buffer.read()
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    errors = []
+    producer.produce(topic, key=key.encode("utf-8"), value=value,
+                     on_delivery=lambda err, msg: errors.append(err) if err else None)
+    if producer.flush(60) != 0 or errors:
+        fail("producing to %s: %s" % (topic, errors or "not delivered within 60 s"))
+
+
 def main(argv):
     if len(argv) < 3:
         fail(__doc__)
@@ -111,6 +130,8 @@ def main(argv):
         create(bootstrap, args[0], args[1], args[2:])
     elif command == "partitions" and len(args) == 1:
         partitions(bootstrap, args[0])
+    elif command == "produce" and len(args) == 2:
+        produce(bootstrap, args[0], args[1])
     elif command == "read" and len(args) in (1, 2):
         read(bootstrap, args[0], args[1] if len(args) == 2 else "read_uncommitted")
     else:

@@ -1,9 +1,10 @@
 // The circuit breaker (core concepts, "Circuit breaker"): its state machine on its own, then
 // the runtime retrying a failing sink and a failing source under it, on a fake clock.
 
+#include "core/circuit_breaker.hpp"
+
 #include <gtest/gtest.h>
 
-#include "core/circuit_breaker.hpp"
 #include "fake_runtime.hpp"
 
 using namespace cppcdc;
@@ -116,6 +117,76 @@ TEST(RuntimeBreaker, ARecoverableSinkFailureRedeliversTheSameBatchAndLosesNothin
   EXPECT_EQ(s.events_committed, 5u);
   EXPECT_EQ(f.checkpoint->record->offset, "5");
   EXPECT_FALSE(s.health.is_alertable()) << s.health.reason;  // the commit cleared the failure
+}
+
+namespace {
+// A transactional sink whose flush (delivery inside the open transaction) is refused a given
+// number of times; what it commits is what a reader of committed data would see.
+class FlakyTransactionalSink final : public TransactionalSink {
+ public:
+  Status begin() override {
+    steps.push_back("begin");
+    pending.clear();
+    return ok();
+  }
+  Status write(std::span<const Event> events) override {
+    steps.push_back("write");
+    for (const auto& e : events) pending.push_back(e.source.offset);
+    return ok();
+  }
+  Status flush() override {
+    steps.push_back("flush");
+    if (failures > 0) {
+      --failures;
+      return fail(Error::sink(ErrorKind::kTransient, "a record was refused"));
+    }
+    return ok();
+  }
+  Status commit(const std::optional<CheckpointRecord>& record) override {
+    steps.push_back("commit");
+    committed.insert(committed.end(), pending.begin(), pending.end());
+    pending.clear();
+    if (record) last_record = record;
+    return ok();
+  }
+  Status abort() override {
+    steps.push_back("abort");
+    pending.clear();
+    return ok();
+  }
+  Status close() override { return ok(); }
+  std::string name() const override { return "flaky-tx"; }
+
+  int failures = 0;
+  std::vector<std::string> steps;
+  std::vector<std::string> pending;
+  std::vector<std::string> committed;
+  std::optional<CheckpointRecord> last_record;
+};
+}  // namespace
+
+TEST(RuntimeBreaker, ARefusedDeliveryInsideATransactionAbortsItAndRetriesTheSameBatch) {
+  FakeRuntime f;
+  f.source->add(3);
+  f.source->finish_when_empty = true;
+  ASSERT_TRUE(f.runtime->start());
+  FlakyTransactionalSink sink;
+  sink.failures = 2;
+  std::atomic<bool> cancel{false};
+  auto delivered = f.runtime->run_to_completion(sink, cancel);
+  ASSERT_TRUE(delivered) << delivered.error().report();
+  EXPECT_EQ(*delivered, 3u);
+  // Each refused attempt is aborted, so nothing of it is ever committed; the third commits.
+  const std::vector<std::string> expected = {"begin", "write", "flush", "abort", "begin", "write",
+                                             "flush", "abort", "begin", "write", "flush", "commit"};
+  EXPECT_EQ(sink.steps, expected);
+  EXPECT_EQ(sink.committed, (std::vector<std::string>{"1", "2", "3"}));
+  EXPECT_EQ(f.clock.slept, 100 + 200);  // the back-off, never a real sleep
+  ASSERT_TRUE(sink.last_record);
+  EXPECT_EQ(sink.last_record->offset, "3");
+  // The record went with the data, not through the checkpoint backend.
+  EXPECT_FALSE(f.checkpoint->record);
+  EXPECT_EQ(f.runtime->admin_snapshot().recoverable_errors, 2u);
 }
 
 TEST(RuntimeBreaker, ASinkThatKeepsFailingOpensTheBreakerAndEscalatesToTheErrorState) {

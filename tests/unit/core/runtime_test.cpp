@@ -539,10 +539,11 @@ TEST(TransactionalSink, EachBatchCommitsWithItsRecordAndOnlyThenIsTheSourceConfi
   ASSERT_TRUE(delivered) << delivered.error().report();
   EXPECT_EQ(*delivered, 6u);
   // Batches of 3 over transactions of 2, 1, 3: the first ends on the boundary 0/END3; the
-  // second completes the third transaction. No save through the backend, no flush.
-  const std::vector<std::string> expected = {"start:-",       "begin",         "write:3",
-                                             "commit:0/END3", "confirm:0/END3", "begin",
-                                             "write:3",       "commit:0/END6", "confirm:0/END6"};
+  // second completes the third transaction. No save through the backend; each batch is
+  // flushed inside its transaction before the commit.
+  const std::vector<std::string> expected = {
+      "start:-", "begin", "write:3", "flush", "commit:0/END3", "confirm:0/END3",
+      "begin",   "write:3", "flush", "commit:0/END6", "confirm:0/END6"};
   EXPECT_EQ(steps_without(f.log, "recycle:"), expected);
   ASSERT_TRUE(f.checkpoint->record);
   EXPECT_EQ(f.checkpoint->record->offset, "0/END6");
@@ -559,8 +560,8 @@ TEST(TransactionalSink, ABatchEndingInsideATransactionCommitsItsPartialRecordWit
   ASSERT_TRUE(f.checkpoint->record);
   EXPECT_EQ(f.checkpoint->record->offset, "0/END3");
   EXPECT_EQ(f.checkpoint->record->partial_tx_events, 1u);
-  const std::vector<std::string> expected = {"start:-", "begin", "write:4", "commit:0/END3",
-                                             "confirm:0/END3"};
+  const std::vector<std::string> expected = {"start:-", "begin",         "write:4",
+                                             "flush",   "commit:0/END3", "confirm:0/END3"};
   EXPECT_EQ(steps_without(f.log, "recycle:"), expected);
 }
 
@@ -599,9 +600,9 @@ TEST(TransactionalSink, AnIdlePositionIsCommittedThroughTheSinkBeforeItIsConfirm
     if (offset == "0/IDLE") cancel.store(true);
   };
   ASSERT_TRUE(f.runtime->run_to_completion(sink, cancel));
-  const std::vector<std::string> expected = {"start:-",       "begin",  "write:6",
-                                             "commit:0/END6", "confirm:0/END6", "begin",
-                                             "commit:0/IDLE", "confirm:0/IDLE"};
+  const std::vector<std::string> expected = {
+      "start:-",        "begin", "write:6",       "flush",         "commit:0/END6",
+      "confirm:0/END6", "begin", "commit:0/IDLE", "confirm:0/IDLE"};
   EXPECT_EQ(steps_without(f.log, "recycle:"), expected);
   EXPECT_EQ(f.checkpoint->record->offset, "0/IDLE");
 }

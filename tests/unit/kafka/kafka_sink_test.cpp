@@ -197,16 +197,19 @@ TEST(KafkaSinkConfig, BadValuesAreRefusedNamingTheSetting) {
   EXPECT_CONTAINS(refusal(c, "topic_partitions"), "at least 1");
 }
 
-TEST(KafkaSinkConfig, TransactionalIsNotAvailableYet) {
+TEST(KafkaSinkConfig, TransactionalNeedsATransactionalIdAndOnlyItUsesOne) {
   auto c = minimal();
   c.delivery_mode = KafkaDeliveryMode::kTransactional;
+  EXPECT_CONTAINS(refusal(c, "transactional_id"), "is required with delivery_mode");
   c.transactional_id = "cppcdc-orders";
-  const std::string report = refusal(c, "delivery_mode");
-  EXPECT_CONTAINS(report, "not available yet");
-  EXPECT_CONTAINS(report, "idempotent");
+  const auto st = validate(c);
+  EXPECT_TRUE(st) << st.error().report();
   c = minimal();
   c.transactional_id = "cppcdc-orders";
   EXPECT_CONTAINS(refusal(c, "transactional_id"), "only with delivery_mode = \"transactional\"");
+  c = minimal();
+  c.properties = {{"transactional.id", "x"}};
+  EXPECT_CONTAINS(refusal(c, "kafka_properties.transactional.id"), "set transactional_id instead");
 }
 
 TEST(KafkaSinkConfig, PropertiesPassThroughUnlessASettingOwnsThem) {
@@ -317,10 +320,111 @@ TEST(KafkaSinkPlugin, ErrorsNameTheKey) {
                   "[sink] kafka_properties.linger.ms: set linger_ms instead");
   EXPECT_CONTAINS(config_error(edit(c, "create_topics = true",
                                     "create_topics = true\ndelivery_mode = \"transactional\"")),
-                  "[sink] delivery_mode: \"transactional\" is not available yet");
+                  "[sink] transactional_id: is required");
   EXPECT_CONTAINS(config_error(edit(c, "create_topics = true",
                                     "create_topics = true\ndelivery_mode = \"exactly\"")),
                   "[sink] delivery_mode: expected \"idempotent\" or \"transactional\"");
+}
+
+// ---- effectively_once: what the loader accepts --------------------------------------------
+
+constexpr const char* kExactlyOnce = R"(
+delivery_contract = "effectively_once"
+
+[source]
+type = "postgres"
+dsn = "host=127.0.0.1 dbname=app"
+slot_name = "cppcdc_orders"
+tables = ["public.orders"]
+
+[sink]
+type = "kafka"
+bootstrap_servers = "127.0.0.1:9092,127.0.0.1:9093"
+delivery_mode = "transactional"
+transactional_id = "cppcdc-orders"
+
+[sink.kafka_properties]
+"security.protocol" = "plaintext"
+
+[state.offset]
+backend = "kafka_topic"
+topic = "cppcdc.checkpoints"
+)";
+
+TEST(EffectivelyOnceConfig, ATransactionalKafkaSinkWithTheCheckpointOnItsClusterLoads) {
+  auto config = server::parse_server_config(kExactlyOnce, "cdc.toml");
+  ASSERT_TRUE(config) << config.error().report();
+  EXPECT_EQ(config->delivery_contract, "effectively_once");
+  EXPECT_EQ(config->checkpoint_backend, "kafka_topic");
+  // bootstrap_servers came from [sink]: the record goes where the sink writes.
+  const auto target = config->checkpoint->in_sink("cppcdc_orders");
+  ASSERT_TRUE(target);
+  EXPECT_EQ(target->backend, "kafka_topic");
+  EXPECT_EQ(target->system, "127.0.0.1:9092,127.0.0.1:9093");
+  EXPECT_EQ(target->location, "cppcdc.checkpoints");
+  EXPECT_EQ(target->key, "cppcdc_orders");
+  EXPECT_CONTAINS(config->checkpoint->describe("cppcdc_orders"), "cppcdc.checkpoints");
+  // The same brokers in another order and case are the same cluster.
+  EXPECT_EQ(config_error(edit(kExactlyOnce, "topic = \"cppcdc.checkpoints\"",
+                              "topic = \"cppcdc.checkpoints\"\nbootstrap_servers = "
+                              "\" 127.0.0.1:9093, 127.0.0.1:9092\"")),
+            "(no error)");
+}
+
+TEST(EffectivelyOnceConfig, EveryOtherCombinationIsRefusedNamingWhatToChange) {
+  const std::string c = kExactlyOnce;
+  // An idempotent producer cannot put the checkpoint in its batch.
+  EXPECT_CONTAINS(config_error(edit(c,
+                                    "delivery_mode = \"transactional\"\ntransactional_id = "
+                                    "\"cppcdc-orders\"",
+                                    "delivery_mode = \"idempotent\"")),
+                  "[sink] delivery_mode: effectively_once: needs delivery_mode = "
+                  "\"transactional\"");
+  // A checkpoint outside Kafka is a second durability domain.
+  EXPECT_CONTAINS(
+      config_error(edit(c, "backend = \"kafka_topic\"\ntopic = \"cppcdc.checkpoints\"",
+                        "backend = \"local_fs\"\ndir = \"state\"")),
+      "[state.offset] backend: effectively_once: needs the checkpoint in a Kafka topic");
+  // Another cluster cannot share the sink's transaction.
+  EXPECT_CONTAINS(config_error(edit(c, "topic = \"cppcdc.checkpoints\"",
+                                    "topic = \"cppcdc.checkpoints\"\nbootstrap_servers = "
+                                    "\"10.0.0.1:9092\"")),
+                  "[state.offset] bootstrap_servers: effectively_once: the checkpoint topic is on "
+                  "\"10.0.0.1:9092\"");
+  // A sink without transactions.
+  EXPECT_CONTAINS(config_error(edit(c.substr(0, c.find("[sink]")), "", "") +
+                               "[sink]\ntype = \"file\"\npath = \"out.jsonl\"\n"
+                               "[state.offset]\nbackend = \"kafka_topic\"\n"
+                               "bootstrap_servers = \"127.0.0.1:9092\"\n"),
+                  "cannot honour delivery_contract = \"effectively_once\"");
+  // A second sink, reached by a route.
+  EXPECT_CONTAINS(config_error(c + "\n[[sinks]]\nname = \"audit\"\ntype = \"stdout\"\n"
+                                   "[[pipeline.routes]]\ntables = [\"public.audit*\"]\n"
+                                   "sink = \"audit\"\n"),
+                  "delivery_contract: \"effectively_once\" takes exactly one sink");
+  // A route, even to the one sink.
+  EXPECT_CONTAINS(config_error(c + "\n[[pipeline.routes]]\ntables = [\"public.x*\"]\n"
+                                   "sink = \"default\"\n"),
+                  "takes exactly one sink and no routes");
+  // Unknown contracts are named.
+  EXPECT_CONTAINS(config_error(edit(c, "\"effectively_once\"", "\"exactly_once\"")),
+                  "expected \"at_least_once\" or \"effectively_once\"");
+}
+
+TEST(EffectivelyOnceConfig, TheCheckpointTopicSettingsAreChecked) {
+  const std::string c = kExactlyOnce;
+  EXPECT_CONTAINS(config_error(edit(c, "topic = \"cppcdc.checkpoints\"", "topic = \"\"")),
+                  "[state.offset] topic: expected a topic name");
+  EXPECT_CONTAINS(config_error(edit(c, "topic = \"cppcdc.checkpoints\"",
+                                    "topic = \"cppcdc.checkpoints\"\nreplication_factor = 0")),
+                  "[state.offset] replication_factor");
+  EXPECT_CONTAINS(config_error(edit(c, "topic = \"cppcdc.checkpoints\"",
+                                    "topic = \"cppcdc.checkpoints\"\n"
+                                    "kafka_properties = { \"isolation.level\" = \"x\" }")),
+                  "[state.offset] kafka_properties.isolation.level: the checkpoint backend sets");
+  EXPECT_CONTAINS(config_error(edit(c, "topic = \"cppcdc.checkpoints\"",
+                                    "topic = \"cppcdc.checkpoints\"\ntopik = 1")),
+                  "[state.offset] topik: unknown key");
 }
 
 // ---- no broker -----------------------------------------------------------------------------

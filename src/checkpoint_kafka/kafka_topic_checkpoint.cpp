@@ -1,0 +1,672 @@
+// The "kafka_topic" checkpoint backend (include/cppcdc/kafka.hpp): one record per checkpoint id
+// in a compacted topic, keyed by the id, its value FileCheckpoint::encode(record).
+//
+// Reading: a consumer with isolation.level = read_committed, assigned every partition from the
+// start (no consumer group: nothing is committed for it), reads until each partition's end as
+// it was when load() began; the last value for the key wins, a tombstone clears it. A
+// transaction still open on the topic (another pipeline's, or one the broker has not aborted
+// yet) holds read_committed readers back, so load() waits for it up to load_timeout_ms.
+//
+// Writing (save(), used under at_least_once; under effectively_once the Kafka sink writes the
+// same record inside its own transaction): a transactional producer with transactional.id
+// "cppcdc-checkpoint.<id>", created at the first save. Its init_transactions fences the
+// producer of any other instance that saved for the same id before, so the newest writer wins
+// and an older one's next save fails naming that transactional id.
+
+#include <librdkafka/rdkafka.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/settings_read.hpp"
+#include "cppcdc/checkpoint.hpp"
+#include "cppcdc/kafka.hpp"
+#include "cppcdc/plugin.hpp"
+
+namespace cppcdc {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string in_quotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
+/// Largest record the topic takes (set when the backend creates it) and the producer sends:
+/// a MySQL source's schema history travels in the record.
+constexpr const char* kMaxRecordBytes = "16777216";
+
+struct HandleDeleter {
+  void operator()(rd_kafka_t* rk) const { rd_kafka_destroy(rk); }
+};
+using Handle = std::unique_ptr<rd_kafka_t, HandleDeleter>;
+
+void quiet_log(const rd_kafka_t*, int level, const char* facility, const char* message) {
+  if (level <= 4) spdlog::warn("kafka_topic checkpoint: librdkafka {}: {}", facility, message);
+}
+
+class KafkaTopicCheckpoint final : public Checkpoint {
+ public:
+  KafkaTopicCheckpoint(KafkaTopicCheckpointConfig config, std::string id)
+      : config_(std::move(config)),
+        id_(std::move(id)),
+        transactional_id_("cppcdc-checkpoint." + id_) {}
+
+  ~KafkaTopicCheckpoint() override {
+    if (producer_rkt_ != nullptr) rd_kafka_topic_destroy(producer_rkt_);
+  }
+
+  std::string name() const override { return "kafka_topic"; }
+
+  /// Creates the topic (compacted) when missing; refuses one that is not compacted.
+  Status ensure_topic() {
+    auto admin = new_handle(RD_KAFKA_PRODUCER, false);
+    if (!admin) return fail(admin.error());
+    rd_kafka_t* rk = admin->get();
+    auto policy = cleanup_policy(rk);
+    if (!policy) return fail(policy.error());
+    if (!*policy) {
+      CPPCDC_TRY(create_topic(rk));
+      return ok();
+    }
+    if (policy->value().find("compact") == std::string::npos) {
+      return fail(Error::checkpoint(ErrorKind::kConfiguration,
+                                    "the checkpoint topic " + where() +
+                                        " has cleanup.policy=" + policy->value() +
+                                        ", so Kafka would delete checkpoints by age; set its "
+                                        "cleanup.policy to compact, or name another topic")
+                      .for_setting(SettingOwner::kCheckpoint, "topic"));
+    }
+    return ok();
+  }
+
+ protected:
+  Result<std::optional<CheckpointRecord>> do_load() override {
+    std::lock_guard lock(mutex_);
+    cache_valid_ = false;
+    auto loaded = read_topic();
+    if (!loaded) return loaded;
+    cached_ = *loaded;
+    cache_valid_ = true;
+    return loaded;
+  }
+
+  Result<std::optional<CheckpointRecord>> current_record() override {
+    {
+      std::lock_guard lock(mutex_);
+      if (cache_valid_) return cached_;
+    }
+    return do_load();
+  }
+
+  Status do_save(const CheckpointRecord& record) override {
+    std::lock_guard lock(mutex_);
+    if (!producer_) CPPCDC_TRY(start_producer());
+    const std::string value = FileCheckpoint::encode(record);
+    rd_kafka_t* rk = producer_.get();
+    if (rd_kafka_error_t* e = rd_kafka_begin_transaction(rk); e != nullptr) {
+      return fail(txn_error("beginning the checkpoint transaction", e));
+    }
+    const rd_kafka_resp_err_t err = rd_kafka_producev(
+        rk, RD_KAFKA_V_RKT(producer_rkt_), RD_KAFKA_V_PARTITION(RD_KAFKA_PARTITION_UA),
+        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(id_.data(), id_.size()),
+        RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()), RD_KAFKA_V_END);
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      (void)rd_kafka_abort_transaction(rk, timeout_ms());
+      cache_valid_ = false;
+      return fail(Error::checkpoint(
+          ErrorKind::kTransient, "cannot send the checkpoint at " + record.offset + " (" +
+                                     std::to_string(value.size()) + " bytes) to " + where() + ": " +
+                                     rd_kafka_err2str(err)));
+    }
+    const auto deadline = Clock::now() + std::chrono::milliseconds(config_.timeout_ms);
+    for (;;) {
+      rd_kafka_error_t* e = rd_kafka_commit_transaction(rk, timeout_ms());
+      if (e == nullptr) break;
+      if (rd_kafka_error_is_retriable(e) && Clock::now() < deadline) {
+        rd_kafka_error_destroy(e);
+        continue;
+      }
+      const bool abortable = rd_kafka_error_txn_requires_abort(e) != 0;
+      Error error = txn_error("committing the checkpoint at " + record.offset, e);
+      if (abortable) (void)rd_kafka_abort_transaction(rk, timeout_ms());
+      cache_valid_ = false;
+      return fail(std::move(error));
+    }
+    cached_ = record;
+    cache_valid_ = true;
+    return ok();
+  }
+
+ private:
+  std::string where() const {
+    return in_quotes(config_.topic) + " on " + in_quotes(config_.bootstrap_servers);
+  }
+  std::string location() const { return "topic " + where() + ", key " + in_quotes(id_); }
+  int timeout_ms() const { return static_cast<int>(config_.timeout_ms); }
+
+  Result<Handle> new_handle(rd_kafka_type_t type, bool read_committed,
+                            bool transactional = false) const {
+    rd_kafka_conf_t* conf = rd_kafka_conf_new();
+    char err[512];
+    const auto set = [&](const std::string& name, const std::string& value) -> Status {
+      if (rd_kafka_conf_set(conf, name.c_str(), value.c_str(), err, sizeof err) ==
+          RD_KAFKA_CONF_OK) {
+        return ok();
+      }
+      const std::string shown =
+          is_secret_kafka_property(name) ? std::string("(redacted)") : in_quotes(value);
+      return fail(Error::checkpoint(ErrorKind::kConfiguration,
+                                    "librdkafka refuses " + name + " = " + shown + ": " + err)
+                      .for_setting(SettingOwner::kCheckpoint, name == "bootstrap.servers"
+                                                                  ? "bootstrap_servers"
+                                                                  : "kafka_properties." + name));
+    };
+    Status st = set("bootstrap.servers", config_.bootstrap_servers);
+    if (st) st = set("client.id", "cppcdc-checkpoint");
+    for (const auto& [name, value] : config_.properties) {
+      if (st) st = set(name, value);
+    }
+    if (type == RD_KAFKA_CONSUMER) {
+      if (st) st = set("isolation.level", read_committed ? "read_committed" : "read_uncommitted");
+      if (st) st = set("enable.partition.eof", "true");
+      if (st) st = set("enable.auto.commit", "false");
+      if (st) st = set("group.id", "cppcdc-checkpoint-reader");  // assign() only: never joins
+      if (st) st = set("fetch.message.max.bytes", kMaxRecordBytes);
+    } else {
+      if (st) st = set("message.max.bytes", kMaxRecordBytes);
+      if (st) st = set("acks", "all");
+      if (st) st = set("message.timeout.ms", std::to_string(config_.timeout_ms));
+      if (transactional && st) st = set("transactional.id", transactional_id_);
+    }
+    if (!st) {
+      rd_kafka_conf_destroy(conf);
+      return fail(st.error());
+    }
+    rd_kafka_conf_set_log_cb(conf, &quiet_log);
+    rd_kafka_t* rk = rd_kafka_new(type, conf, err, sizeof err);
+    if (rk == nullptr) {
+      rd_kafka_conf_destroy(conf);
+      return fail(Error::checkpoint(ErrorKind::kConfiguration,
+                                    std::string("librdkafka cannot create a client for the "
+                                                "checkpoint topic: ") +
+                                        err));
+    }
+    return Handle(rk);
+  }
+
+  /// The topic's cleanup.policy, or nullopt when the topic does not exist.
+  Result<std::optional<std::string>> cleanup_policy(rd_kafka_t* rk) const {
+    rd_kafka_ConfigResource_t* resource =
+        rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, config_.topic.c_str());
+    rd_kafka_queue_t* queue = rd_kafka_queue_new(rk);
+    rd_kafka_AdminOptions_t* options =
+        rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS);
+    char err[256];
+    (void)rd_kafka_AdminOptions_set_request_timeout(options, timeout_ms(), err, sizeof err);
+    rd_kafka_DescribeConfigs(rk, &resource, 1, options, queue);
+    rd_kafka_event_t* ev = rd_kafka_queue_poll(queue, timeout_ms() + 5000);
+    Result<std::optional<std::string>> out = std::optional<std::string>{};
+    if (ev == nullptr) {
+      out = fail(unreachable("no answer to a look-up of the checkpoint topic"));
+    } else if (rd_kafka_event_error(ev) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      out = fail(unreachable(std::string("looking up the checkpoint topic: ") +
+                             rd_kafka_event_error_string(ev)));
+    } else {
+      const rd_kafka_DescribeConfigs_result_t* result = rd_kafka_event_DescribeConfigs_result(ev);
+      std::size_t n = 0;
+      const rd_kafka_ConfigResource_t** resources =
+          rd_kafka_DescribeConfigs_result_resources(result, &n);
+      for (std::size_t i = 0; i < n; ++i) {
+        const rd_kafka_resp_err_t e = rd_kafka_ConfigResource_error(resources[i]);
+        if (e == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) break;  // missing: nullopt
+        if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+          const char* msg = rd_kafka_ConfigResource_error_string(resources[i]);
+          out = fail(Error::checkpoint(
+              e == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED ? ErrorKind::kConfiguration
+                                                                : ErrorKind::kTransient,
+              "looking up the checkpoint topic " + where() + ": " + rd_kafka_err2name(e) +
+                  (msg ? ": " + std::string(msg) : std::string())));
+          break;
+        }
+        std::size_t m = 0;
+        const rd_kafka_ConfigEntry_t** entries = rd_kafka_ConfigResource_configs(resources[i], &m);
+        std::string policy = "delete";
+        for (std::size_t j = 0; j < m; ++j) {
+          if (std::string_view(rd_kafka_ConfigEntry_name(entries[j])) == "cleanup.policy" &&
+              rd_kafka_ConfigEntry_value(entries[j]) != nullptr) {
+            policy = rd_kafka_ConfigEntry_value(entries[j]);
+          }
+        }
+        out = std::optional<std::string>(policy);
+      }
+    }
+    if (ev) rd_kafka_event_destroy(ev);
+    rd_kafka_AdminOptions_destroy(options);
+    rd_kafka_queue_destroy(queue);
+    rd_kafka_ConfigResource_destroy(resource);
+    return out;
+  }
+
+  Status create_topic(rd_kafka_t* rk) const {
+    char err[512];
+    rd_kafka_NewTopic_t* nt = rd_kafka_NewTopic_new(config_.topic.c_str(), 1,
+                                                    config_.replication_factor, err, sizeof err);
+    if (nt == nullptr) {
+      return fail(Error::checkpoint(ErrorKind::kConfiguration,
+                                    "cannot create the checkpoint topic " + where() + ": " + err)
+                      .for_setting(SettingOwner::kCheckpoint, "topic"));
+    }
+    (void)rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact");
+    (void)rd_kafka_NewTopic_set_config(nt, "max.message.bytes", kMaxRecordBytes);
+    rd_kafka_queue_t* queue = rd_kafka_queue_new(rk);
+    rd_kafka_AdminOptions_t* options =
+        rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
+    (void)rd_kafka_AdminOptions_set_request_timeout(options, timeout_ms(), err, sizeof err);
+    (void)rd_kafka_AdminOptions_set_operation_timeout(options, timeout_ms(), err, sizeof err);
+    rd_kafka_CreateTopics(rk, &nt, 1, options, queue);
+    rd_kafka_event_t* ev = rd_kafka_queue_poll(queue, timeout_ms() + 5000);
+    Status st = ok();
+    if (ev == nullptr) {
+      st = fail(unreachable("no answer to the creation of the checkpoint topic"));
+    } else if (rd_kafka_event_error(ev) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      st = fail(unreachable(std::string("creating the checkpoint topic: ") +
+                            rd_kafka_event_error_string(ev)));
+    } else {
+      std::size_t n = 0;
+      const rd_kafka_topic_result_t** topics =
+          rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &n);
+      for (std::size_t i = 0; i < n && st; ++i) {
+        const rd_kafka_resp_err_t e = rd_kafka_topic_result_error(topics[i]);
+        if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
+          spdlog::info("created the compacted checkpoint topic {}", where());
+        } else if (e != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
+          const char* msg = rd_kafka_topic_result_error_string(topics[i]);
+          st = fail(Error::checkpoint(ErrorKind::kConfiguration,
+                                      "cannot create the checkpoint topic " + where() + " (" +
+                                          rd_kafka_err2name(e) +
+                                          (msg ? ": " + std::string(msg) : std::string()) +
+                                          "); create it with cleanup.policy=compact, or grant "
+                                          "CREATE to cppcdc's principal")
+                        .for_setting(SettingOwner::kCheckpoint, "topic"));
+        }
+      }
+    }
+    if (ev) rd_kafka_event_destroy(ev);
+    rd_kafka_AdminOptions_destroy(options);
+    rd_kafka_queue_destroy(queue);
+    rd_kafka_NewTopic_destroy(nt);
+    return st;
+  }
+
+  Error unreachable(const std::string& what) const {
+    return Error::checkpoint(ErrorKind::kTransient,
+                             what + " " + where() + " within timeout_ms (" +
+                                 std::to_string(config_.timeout_ms) +
+                                 " ms); check that the brokers are up and bootstrap_servers "
+                                 "names them");
+  }
+
+  /// Reads the topic to its end (see the top of this file).
+  Result<std::optional<CheckpointRecord>> read_topic() {
+    auto consumer = new_handle(RD_KAFKA_CONSUMER, true);
+    if (!consumer) return fail(consumer.error());
+    auto probe = new_handle(RD_KAFKA_CONSUMER, false);
+    if (!probe) return fail(probe.error());
+    rd_kafka_t* rk = consumer->get();
+    rd_kafka_poll_set_consumer(rk);
+
+    // The partitions, and where each ends now (uncommitted records included).
+    const rd_kafka_metadata_t* md = nullptr;
+    rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, config_.topic.c_str(), nullptr);
+    const rd_kafka_resp_err_t merr = rd_kafka_metadata(rk, 0, rkt, &md, timeout_ms());
+    rd_kafka_topic_destroy(rkt);
+    if (merr != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      return fail(unreachable(std::string("cannot read (") + rd_kafka_err2str(merr) + ")"));
+    }
+    std::vector<std::int32_t> partitions;
+    rd_kafka_resp_err_t topic_err = RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
+    for (int i = 0; i < md->topic_cnt; ++i) {
+      if (config_.topic != md->topics[i].topic) continue;
+      topic_err = md->topics[i].err;
+      for (int p = 0; p < md->topics[i].partition_cnt; ++p) {
+        partitions.push_back(md->topics[i].partitions[p].id);
+      }
+    }
+    rd_kafka_metadata_destroy(md);
+    if (topic_err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) return std::nullopt;  // no records
+    if (topic_err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      return fail(Error::checkpoint(
+          ErrorKind::kTransient,
+          "cannot read the checkpoint topic " + where() + ": " + rd_kafka_err2str(topic_err)));
+    }
+    std::map<std::int32_t, std::int64_t> target;  // partition -> end to reach
+    rd_kafka_topic_partition_list_t* assignment =
+        rd_kafka_topic_partition_list_new(static_cast<int>(partitions.size()));
+    for (const std::int32_t p : partitions) {
+      std::int64_t low = 0;
+      std::int64_t high = 0;
+      const rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(
+          probe->get(), config_.topic.c_str(), p, &low, &high, timeout_ms());
+      if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        rd_kafka_topic_partition_list_destroy(assignment);
+        return fail(
+            unreachable(std::string("cannot find the end of (") + rd_kafka_err2str(e) + ")"));
+      }
+      if (high > low) {
+        target[p] = high;
+        rd_kafka_topic_partition_list_add(assignment, config_.topic.c_str(), p)->offset =
+            RD_KAFKA_OFFSET_BEGINNING;
+      }
+    }
+    probe->reset();
+    if (target.empty()) {
+      rd_kafka_topic_partition_list_destroy(assignment);
+      return std::nullopt;
+    }
+    rd_kafka_resp_err_t aerr = rd_kafka_assign(rk, assignment);
+    rd_kafka_topic_partition_list_destroy(assignment);
+    if (aerr != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      return fail(Error::checkpoint(
+          ErrorKind::kTransient,
+          std::string("cannot read the checkpoint topic: ") + rd_kafka_err2str(aerr)));
+    }
+
+    std::optional<std::string> latest;  // the last value for the key (nullopt: tombstone/none)
+    std::optional<std::string> marker;  // the Kafka sink's reconciliation marker, if set
+    const std::string marker_key = id_ + ".reconciliation";
+    std::string latest_at;
+    const auto started = Clock::now();
+    const auto deadline = started + std::chrono::milliseconds(config_.load_timeout_ms);
+    bool waiting_logged = false;
+    Status st = ok();
+    while (!target.empty()) {
+      if (Clock::now() >= deadline) {
+        st = fail(Error::checkpoint(
+            ErrorKind::kTransient,
+            "the checkpoint topic " + where() +
+                " could not be read to its end within "
+                "load_timeout_ms (" +
+                std::to_string(config_.load_timeout_ms) +
+                " ms): a transaction still open on it holds back readers of committed data (the "
+                "broker aborts it after its producer's transaction.timeout.ms); try again, or "
+                "raise "
+                "load_timeout_ms"));
+        break;
+      }
+      rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 200);
+      if (m == nullptr) {
+        if (!waiting_logged && Clock::now() - started > std::chrono::seconds(5)) {
+          waiting_logged = true;
+          spdlog::info(
+              "kafka_topic checkpoint: waiting for an open transaction on {} to end "
+              "before reading the checkpoint",
+              where());
+        }
+        continue;
+      }
+      if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+        auto it = target.find(m->partition);
+        if (it != target.end() && m->offset >= it->second) target.erase(it);
+      } else if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        const std::string text = rd_kafka_message_errstr(m);
+        if (m->err != RD_KAFKA_RESP_ERR__TRANSPORT &&
+            m->err != RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) {
+          st = fail(Error::checkpoint(ErrorKind::kTransient,
+                                      "reading the checkpoint topic " + where() + ": " + text));
+          rd_kafka_message_destroy(m);
+          break;
+        }
+      } else {
+        const std::string_view key =
+            m->key != nullptr ? std::string_view(static_cast<const char*>(m->key), m->key_len)
+                              : std::string_view();
+        if (key == marker_key) {
+          if (m->payload == nullptr) {
+            marker.reset();
+          } else {
+            marker.emplace(static_cast<const char*>(m->payload), m->len);
+          }
+        }
+        if (m->key != nullptr && key == id_) {
+          if (m->payload == nullptr) {
+            latest.reset();
+          } else {
+            latest.emplace(static_cast<const char*>(m->payload), m->len);
+          }
+          latest_at =
+              "partition " + std::to_string(m->partition) + " offset " + std::to_string(m->offset);
+        }
+        auto it = target.find(m->partition);
+        if (it != target.end() && m->offset + 1 >= it->second) target.erase(it);
+      }
+      rd_kafka_message_destroy(m);
+    }
+    (void)rd_kafka_consumer_close(rk);
+    if (!st) return fail(st.error());
+    if (marker && !marker_reported_) {
+      marker_reported_ = true;
+      spdlog::warn(
+          "kafka_topic checkpoint: the previous run stopped in the middle of a batch "
+          "(reconciliation marker {}: {}); its transaction was aborted, so "
+          "read_committed consumers saw none of it, and it is delivered again from the "
+          "checkpoint",
+          in_quotes(marker_key), *marker);
+    }
+    if (!latest) return std::nullopt;
+    auto record = FileCheckpoint::decode(*latest, location() + " (" + latest_at + ")");
+    if (!record) return fail(record.error());
+    return std::optional<CheckpointRecord>(std::move(*record));
+  }
+
+  Status start_producer() {
+    auto producer = new_handle(RD_KAFKA_PRODUCER, false, true);
+    if (!producer) return fail(producer.error());
+    rd_kafka_t* rk = producer->get();
+    // Fences an older instance that saved for the same id.
+    const auto deadline = Clock::now() + std::chrono::milliseconds(config_.timeout_ms);
+    for (;;) {
+      rd_kafka_error_t* e = rd_kafka_init_transactions(rk, timeout_ms());
+      if (e == nullptr) break;
+      if (rd_kafka_error_is_retriable(e) && Clock::now() < deadline) {
+        rd_kafka_error_destroy(e);
+        continue;
+      }
+      return fail(txn_error("initializing the checkpoint writer", e));
+    }
+    producer_rkt_ = rd_kafka_topic_new(rk, config_.topic.c_str(), nullptr);
+    producer_ = std::move(*producer);
+    return ok();
+  }
+
+  /// Takes `e` over.
+  Error txn_error(const std::string& what, rd_kafka_error_t* e) {
+    const rd_kafka_resp_err_t code = rd_kafka_error_code(e);
+    const bool fatal = rd_kafka_error_is_fatal(e) != 0;
+    std::string text = std::string(rd_kafka_error_name(e)) + ": " + rd_kafka_error_string(e);
+    rd_kafka_error_destroy(e);
+    if (fatal && producer_) {
+      char reason[512];
+      if (rd_kafka_fatal_error(producer_.get(), reason, sizeof reason) !=
+          RD_KAFKA_RESP_ERR_NO_ERROR) {
+        text = reason;
+      }
+    }
+    const std::string head = what + " in " + where() + " failed (" + text + ")";
+    if (code == RD_KAFKA_RESP_ERR__FENCED || code == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
+        code == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH ||
+        text.find("fenced") != std::string::npos) {
+      return Error::checkpoint(ErrorKind::kTerminal,
+                               head + ": another writer of checkpoint " + in_quotes(id_) +
+                                   " started (transactional id " + in_quotes(transactional_id_) +
+                                   ") and took over; only the newest writer may save, so this "
+                                   "one stops");
+    }
+    if (code == RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED ||
+        code == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED ||
+        code == RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED) {
+      return Error::checkpoint(ErrorKind::kConfiguration,
+                               head +
+                                   "; grant cppcdc's principal WRITE on the topic and on "
+                                   "transactional id " +
+                                   in_quotes(transactional_id_));
+    }
+    if (fatal) return Error::checkpoint(ErrorKind::kTerminal, head);
+    return Error::checkpoint(ErrorKind::kTransient, head);
+  }
+
+  KafkaTopicCheckpointConfig config_;
+  std::string id_;
+  std::string transactional_id_;
+  std::mutex mutex_;
+  Handle producer_;  // created by the first save
+  rd_kafka_topic_t* producer_rkt_ = nullptr;
+  bool marker_reported_ = false;  // the reconciliation marker was logged once already
+  bool cache_valid_ = false;      // cached_ is what the topic holds as far as this instance knows
+  std::optional<CheckpointRecord> cached_;
+};
+
+class ConfiguredKafkaTopic final : public ConfiguredCheckpoint {
+ public:
+  explicit ConfiguredKafkaTopic(KafkaTopicCheckpointConfig config) : config_(std::move(config)) {}
+
+  std::string describe(const std::string& checkpoint_id) const override {
+    return "kafka_topic " + in_quotes(config_.topic) + " on " +
+           in_quotes(config_.bootstrap_servers) + ", key " + in_quotes(checkpoint_id);
+  }
+  bool durable() const override { return true; }
+  Status remove(const std::string& checkpoint_id) const override {
+    return remove_kafka_topic_checkpoint(config_, checkpoint_id);
+  }
+  Result<std::shared_ptr<Checkpoint>> open(const std::string& checkpoint_id) const override {
+    auto opened = open_kafka_topic_checkpoint(config_, checkpoint_id);
+    if (!opened) return fail(opened.error());
+    return std::shared_ptr<Checkpoint>(std::move(*opened));
+  }
+  std::optional<InSinkCheckpoint> in_sink(const std::string& checkpoint_id) const override {
+    return InSinkCheckpoint{"kafka_topic", config_.bootstrap_servers, config_.topic, checkpoint_id};
+  }
+
+ private:
+  KafkaTopicCheckpointConfig config_;
+};
+
+Result<std::unique_ptr<ConfiguredCheckpoint>> configure(const Settings& settings) {
+  KafkaTopicCheckpointConfig c;
+  auto servers = settings.get_string("bootstrap_servers");
+  if (!servers) return fail(servers.error());
+  if (!*servers || (*servers)->empty()) {
+    return fail(settings.missing("bootstrap_servers",
+                                 "when backend = \"kafka_topic\" and [sink] is not a Kafka sink "
+                                 "(\"host:port\" of the brokers that keep the checkpoint topic)"));
+  }
+  c.bootstrap_servers = std::move(**servers);
+  CPPCDC_TRY(detail::assign_string(settings, "topic", c.topic));
+  if (c.topic.empty()) return fail(settings.error("topic", "expected a topic name, found \"\""));
+  std::int64_t replication = c.replication_factor;
+  CPPCDC_TRY(detail::assign_int(settings, "replication_factor", -1, 32'767, replication));
+  if (replication == 0) {
+    return fail(settings.error("replication_factor",
+                               "expected -1 (the broker's default) or at least 1, found 0"));
+  }
+  c.replication_factor = static_cast<std::int32_t>(replication);
+  CPPCDC_TRY(detail::assign_int(settings, "timeout_ms", 1, 3'600'000, c.timeout_ms));
+  CPPCDC_TRY(detail::assign_int(settings, "load_timeout_ms", 1, 3'600'000, c.load_timeout_ms));
+  auto properties =
+      settings.get_string_map("kafka_properties", "\"librdkafka property\" = \"value\"");
+  if (!properties) return fail(properties.error());
+  if (*properties) c.properties = std::move(**properties);
+  if (auto st = validate(c); !st) {
+    const Error& e = st.error();
+    if (!e.setting().empty()) return fail(settings.error(e.setting(), e.message()));
+    return fail(e);
+  }
+  return std::unique_ptr<ConfiguredCheckpoint>(
+      std::make_unique<ConfiguredKafkaTopic>(std::move(c)));
+}
+
+}  // namespace
+
+Status validate(const KafkaTopicCheckpointConfig& config) {
+  static constexpr const char* kOwned[] = {
+      "bootstrap.servers", "transactional.id", "isolation.level", "enable.idempotence", "acks",
+      "group.id"};
+  for (const auto& [name, value] : config.properties) {
+    for (const char* owned : kOwned) {
+      if (name == owned) {
+        return fail(Error::checkpoint(ErrorKind::kConfiguration,
+                                      "the checkpoint backend sets " + name + " itself; remove it")
+                        .for_setting(SettingOwner::kCheckpoint, "kafka_properties." + name));
+      }
+    }
+    rd_kafka_conf_t* conf = rd_kafka_conf_new();
+    char err[512];
+    const bool accepted =
+        rd_kafka_conf_set(conf, name.c_str(), value.c_str(), err, sizeof err) == RD_KAFKA_CONF_OK;
+    rd_kafka_conf_destroy(conf);
+    if (!accepted) {
+      const std::string shown =
+          is_secret_kafka_property(name) ? std::string("(redacted)") : in_quotes(value);
+      return fail(Error::checkpoint(ErrorKind::kConfiguration,
+                                    "librdkafka refuses " + name + " = " + shown + ": " + err)
+                      .for_setting(SettingOwner::kCheckpoint, "kafka_properties." + name));
+    }
+  }
+  return ok();
+}
+
+Result<std::unique_ptr<Checkpoint>> open_kafka_topic_checkpoint(
+    const KafkaTopicCheckpointConfig& config, const std::string& checkpoint_id) {
+  CPPCDC_TRY(validate(config));
+  auto checkpoint = std::make_unique<KafkaTopicCheckpoint>(config, checkpoint_id);
+  CPPCDC_TRY(checkpoint->ensure_topic());
+  return std::unique_ptr<Checkpoint>(std::move(checkpoint));
+}
+
+Status remove_kafka_topic_checkpoint(const KafkaTopicCheckpointConfig& config,
+                                     const std::string& checkpoint_id) {
+  auto opened = open_kafka_topic_checkpoint(config, checkpoint_id);
+  if (!opened) return fail(opened.error());
+  (void)opened;
+  // A tombstone for the key: compaction then drops the record.
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  char err[512];
+  (void)rd_kafka_conf_set(conf, "bootstrap.servers", config.bootstrap_servers.c_str(), err,
+                          sizeof err);
+  for (const auto& [name, value] : config.properties) {
+    (void)rd_kafka_conf_set(conf, name.c_str(), value.c_str(), err, sizeof err);
+  }
+  (void)rd_kafka_conf_set(conf, "acks", "all", err, sizeof err);
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
+  if (rk == nullptr) {
+    rd_kafka_conf_destroy(conf);
+    return fail(Error::checkpoint(ErrorKind::kConfiguration, err));
+  }
+  Handle handle(rk);
+  rd_kafka_resp_err_t e =
+      rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(config.topic.c_str()),
+                        RD_KAFKA_V_KEY(checkpoint_id.data(), checkpoint_id.size()),
+                        RD_KAFKA_V_VALUE(nullptr, 0), RD_KAFKA_V_END);
+  if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    e = rd_kafka_flush(rk, static_cast<int>(config.timeout_ms));
+  }
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return fail(Error::checkpoint(ErrorKind::kTransient,
+                                  "cannot write the tombstone for checkpoint " +
+                                      in_quotes(checkpoint_id) + " to " + in_quotes(config.topic) +
+                                      ": " + rd_kafka_err2str(e)));
+  }
+  return ok();
+}
+
+void register_kafka_topic_checkpoint_plugin() {
+  static std::once_flag once;
+  std::call_once(once, [] { (void)register_checkpoint_backend("kafka_topic", configure); });
+}
+
+}  // namespace cppcdc
