@@ -60,6 +60,8 @@ class Pipeline {
   Status flush();
   /// Closes every sink; the first error is returned after all were closed.
   Status close();
+  /// Sink::recover() of every sink, before a batch is delivered again; the first error.
+  Status recover();
 
   /// The shortest non-zero Sink::batch_delay() of the pipeline's sinks (0 when none asks):
   /// how long Runtime::run_to_completion gathers a batch after its first event.

@@ -108,6 +108,8 @@ class RouterSink final : public Sink {
   Status flush() override;
   /// Closes every child (each once), returning the first error after all were closed.
   Status close() override;
+  /// Every child's recover(), returning the first error.
+  Status recover() override;
   /// "router(billing-hook=file:/x, default=stdout)".
   std::string name() const override;
   /// The shortest non-zero ChildBatching::max_delay of the children; 0 when none set one.

@@ -35,6 +35,13 @@ class Sink {
   /// flushes larger batches less often. 0 (the default): no wish; the batch is handed over
   /// with what the source had ready. Read once when a run starts.
   virtual std::chrono::milliseconds batch_delay() const { return std::chrono::milliseconds(0); }
+  /// Called by Runtime::run_to_completion before it delivers a batch again after write() or
+  /// flush() failed with a recoverable (transient) error; the whole batch is written again
+  /// after it. A sink that refuses further work after a failure, so that a caller cannot
+  /// acknowledge past a lost record, drops what it still holds of the failed attempt here and
+  /// takes writes again. An error (a sink that cannot recover, e.g. a producer that hit a fatal
+  /// error) ends the retries with it. The default: nothing to do.
+  virtual Status recover() { return ok(); }
 };
 
 /// A sink that makes a batch and the checkpoint record durable together, in one transaction of

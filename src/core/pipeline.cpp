@@ -100,6 +100,16 @@ Status Pipeline::flush() {
   return ok();
 }
 
+Status Pipeline::recover() {
+  for (auto& route : impl_->routes) {
+    route.written = false;
+    if (auto st = route.sink->recover(); !st) {
+      return fail(st.error().context("recovering " + route.sink->name()));
+    }
+  }
+  return ok();
+}
+
 Status Pipeline::close() {
   Status first = ok();
   for (auto& route : impl_->routes) {

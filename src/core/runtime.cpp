@@ -236,9 +236,9 @@ struct Runtime::Impl {
   // by a transactional sink's commit when `saved_by_sink`), then the source may release up to
   // the confirmed position (invariant 2). Any failure fails the runtime: the events are
   // durable at the sink, the position is not, and a restart replays them.
-  Status apply(const detail::CommitPlan& plan) {
+  Status apply(const detail::CommitPlan& plan, bool committed_by_sink = false) {
     if (transactional != nullptr) {
-      CPPCDC_TRY(commit_in_sink(plan));
+      if (!committed_by_sink) CPPCDC_TRY(commit_in_sink(plan));
     } else if (plan.record) {
       CPPCDC_FAULT_POINT("runtime.before_checkpoint");
       auto saved = config.checkpoint->save(*plan.record);
@@ -317,6 +317,50 @@ struct Runtime::Impl {
   // delivered holds its transaction open (commit_ack then commits it with the record).
   TransactionalSink* transactional = nullptr;
   bool batch_open = false;
+  // The plan a transactional sink already committed inside the delivery attempt (so that a
+  // failed commit is retried with the batch); commit_ack applies it without committing again.
+  std::optional<detail::CommitPlan> precommitted;
+
+  // The plan for acknowledging the first `delivered_count` events of the outstanding delivery
+  // (pure: nothing changes until commit_ack applies it).
+  detail::CommitPlan plan_for_ack(std::size_t delivered_count, std::int64_t now_ms) const {
+    const std::vector<Event>& produced = shaper.produced(*scratch);
+    const std::size_t n = shaper.produced_prefix(delivered_count);
+    return detail::plan_commit(barrier_state(), std::span<const Event>(produced.data(), n),
+                               now_ms);
+  }
+
+  // Commits the delivered batch in the transactional sink, with its planned record, as the last
+  // step of a delivery attempt: a failure aborts the transaction and, when recoverable, the
+  // attempt (the whole batch) is made again.
+  Status commit_attempt(TransactionalSink& sink, const AckToken& token) {
+    auto plan = plan_for_ack(token.size(), now());
+    if (plan.record) {
+      if (auto guarded = check_monotonic(checkpoint, *plan.record); !guarded) {
+        (void)sink.abort();
+        batch_open = false;
+        set_state(RuntimeState::kFailed);
+        return fail(guarded.error());
+      }
+      CPPCDC_FAULT_POINT("runtime.before_checkpoint");
+    }
+    auto committed = sink.commit(plan.record);
+    batch_open = false;
+    if (!committed) {
+      (void)sink.abort();
+      // Refused for good: nothing of the batch is durable, and a restart delivers it again.
+      if (!committed.error().retryable()) set_state(RuntimeState::kFailed);
+      const std::string what =
+          plan.record ? "the checkpoint at " + plan.record->offset : std::string("a batch");
+      return fail(committed.error().context("committing " + what + " in " + sink.name() +
+                                            "'s transaction"));
+    }
+    if (plan.record) {
+      CPPCDC_FAULT_POINT("runtime.after_checkpoint");
+    }
+    precommitted = std::move(plan);
+    return ok();
+  }
   // While run_to_completion runs: how long a poll goes on gathering after the first event
   // (Pipeline::batch_delay()).
   std::chrono::milliseconds gather{0};
@@ -641,8 +685,12 @@ Status Runtime::commit_ack(const AckToken& token) {
   // duplicates included.
   const std::vector<Event>& produced = d.shaper.produced(*d.scratch);
   const std::size_t n = d.shaper.produced_prefix(token.size());
-  auto plan = detail::plan_commit(d.barrier_state(), std::span<const Event>(produced.data(), n),
-                                  acked_at_ms);
+  const bool committed_by_sink = d.precommitted.has_value();
+  auto plan = committed_by_sink ? std::move(*d.precommitted)
+                                : detail::plan_commit(d.barrier_state(),
+                                                      std::span<const Event>(produced.data(), n),
+                                                      acked_at_ms);
+  d.precommitted.reset();
   // Hand the unacknowledged tail out again on the next poll.
   for (std::size_t i = produced.size(); i > n; --i) d.redeliver.push_front(produced[i - 1]);
   d.shaper.acknowledge(n);
@@ -651,7 +699,7 @@ Status Runtime::commit_ack(const AckToken& token) {
   const std::shared_ptr<std::vector<Event>> acked = std::move(d.scratch);
   d.scratch.reset();
   d.outstanding_id.reset();
-  if (auto applied = d.apply(plan); !applied) {
+  if (auto applied = d.apply(plan, committed_by_sink); !applied) {
     return fail(applied.error().context("after acknowledging delivery " +
                                         std::to_string(token.delivery_id())));
   }
@@ -753,6 +801,7 @@ Result<std::uint64_t> Runtime::Impl::deliver_loop(Runtime& runtime, Pipeline& pi
     ~Reset() {
       d.transactional = nullptr;
       d.batch_open = false;
+      d.precommitted.reset();
       d.gather = std::chrono::milliseconds(0);
       d.cancel = nullptr;
     }
@@ -773,7 +822,16 @@ Result<std::uint64_t> Runtime::Impl::deliver_loop(Runtime& runtime, Pipeline& pi
     // One attempt at handing the batch to the sinks; a recoverable failure delivers the same
     // batch again after the breaker's wait (duplicates at the sinks that had taken it are what
     // at-least-once allows; a transactional sink aborts, so nothing of the attempt is seen).
+    // After a failed attempt the sinks drop what they still hold of it first (Sink::recover());
+    // a recover() that fails recoverably is retried like any failed attempt.
+    bool recover_first = false;
     const auto attempt = [&]() -> Status {
+      if (recover_first) {
+        if (auto recovered = pipeline.recover(); !recovered) {
+          return fail(recovered.error().context(context("recovering the sinks to deliver again")));
+        }
+        recover_first = false;
+      }
       if (sink != nullptr) {
         if (auto begun = sink->begin(); !begun) {
           return fail(begun.error().context(context("opening a transaction for")));
@@ -798,6 +856,10 @@ Result<std::uint64_t> Runtime::Impl::deliver_loop(Runtime& runtime, Pipeline& pi
         }
         return fail(flushed.error().context(context("flushing")));
       }
+      if (sink != nullptr) {
+        const AckMode mode = batch->ack_mode();
+        if (mode.token) CPPCDC_TRY(d.commit_attempt(*sink, *mode.token));
+      }
       return ok();
     };
     for (;;) {
@@ -812,6 +874,7 @@ Result<std::uint64_t> Runtime::Impl::deliver_loop(Runtime& runtime, Pipeline& pi
       // Cancelled meanwhile: the batch stays unacknowledged and comes again after a restart.
       if (!d.wait_retry(next.wait)) return delivered;
       d.before_retry();
+      recover_first = true;
     }
     d.on_recovered();
     CPPCDC_FAULT_POINT("runtime.before_ack");

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -124,6 +125,7 @@ class KafkaSink final : public TransactionalSink {
                                        " is not transactional (delivery_mode = \"idempotent\")"));
     }
     if (in_txn_) return fail(Error::invalid_state("a Kafka transaction is already open"));
+    if (abort_pending_) CPPCDC_TRY(abort());
     if (rd_kafka_error_t* error = rd_kafka_begin_transaction(rk_); error != nullptr) {
       return poison(transaction_error("beginning a transaction", error));
     }
@@ -153,9 +155,10 @@ class KafkaSink final : public TransactionalSink {
       ++outstanding_;
     }
     CPPCDC_FAULT_POINT("kafka_sink.before_commit");
-    auto committed = call_transactional("committing the transaction", [this](int timeout) {
-      return rd_kafka_commit_transaction(rk_, timeout);
-    });
+    auto committed = call_transactional(
+        "committing the transaction",
+        [this](int timeout) { return rd_kafka_commit_transaction(rk_, timeout); },
+        /*is_commit=*/true);
     if (!committed) return committed;
     in_txn_ = false;
     outstanding_ = 0;
@@ -165,7 +168,7 @@ class KafkaSink final : public TransactionalSink {
   }
 
   Status abort() override {
-    if (!transactional_ || !in_txn_ || rk_ == nullptr) return ok();
+    if (!transactional_ || rk_ == nullptr || (!in_txn_ && !abort_pending_)) return ok();
     in_txn_ = false;
     rd_kafka_error_t* error = rd_kafka_abort_transaction(rk_, timeout_ms());
     // The aborted records' delivery reports (purged) are no failure of anything delivered.
@@ -173,7 +176,15 @@ class KafkaSink final : public TransactionalSink {
     outstanding_ = 0;
     produced_since_poll_ = 0;
     delivery_error_.reset();
-    if (error != nullptr) return poison(transaction_error("aborting the transaction", error));
+    if (error != nullptr) {
+      // An abort that timed out (the coordinator unreachable) is resumed by calling it again:
+      // the next begin() or recover() does, before anything else.
+      abort_pending_ = rd_kafka_error_is_retriable(error) && !rd_kafka_error_is_fatal(error);
+      Error e = transaction_error("aborting the transaction", error);
+      if (abort_pending_) return fail(std::move(e));
+      return poison(std::move(e));
+    }
+    abort_pending_ = false;
     // Nothing of the failed attempt can become visible: the sink may go on.
     if (!fatal_) failed_.reset();
     return ok();
@@ -252,6 +263,52 @@ class KafkaSink final : public TransactionalSink {
 
   std::string name() const override { return "kafka:" + config_.bootstrap_servers; }
 
+  /// Before the runtime delivers a failed batch again: what the failed attempt still has
+  /// queued is dropped, what is in flight is waited for (its outcome no longer matters: the
+  /// whole batch is written again), and the sink takes writes again. A fatal producer error
+  /// cannot be recovered from: it is returned (terminal).
+  Status recover() override {
+    if (closed_) {
+      return fail(Error::invalid_state("the Kafka sink " + in_quotes(config_.bootstrap_servers) +
+                                       " is closed"));
+    }
+    if (transactional_) {
+      if (needs_restart_) return restart_producer();
+      Status aborted = (in_txn_ || abort_pending_) ? abort() : ok();
+      if (auto fatal = fatal_error(); fatal && !failed_) failed_ = std::move(*fatal);
+      if (fatal_) {
+        // librdkafka 2.0.2 can turn an abort after a broker outage into a fatal
+        // INVALID_TXN_STATE (its issues #3297, #4849). No batch of this producer is committed
+        // but unacknowledged, so a new producer may take over: its init_transactions aborts
+        // what the old one left open. Not after a fence (another instance owns the id now),
+        // an authorization failure, or a commit whose outcome is unknown.
+        if (!restartable()) {
+          return fail(failed_
+                          ? *failed_
+                          : Error::sink(ErrorKind::kTerminal, "the producer hit a fatal error"));
+        }
+        needs_restart_ = true;
+        return restart_producer();
+      }
+      if (!aborted) return aborted;
+    } else {
+      if (auto fatal = fatal_error(); fatal) return poison(std::move(*fatal));
+      if (fatal_ && failed_) return fail(*failed_);
+      rd_kafka_purge(rk_, RD_KAFKA_PURGE_F_QUEUE);
+      const auto deadline =
+          Clock::now() + std::chrono::milliseconds(config_.delivery_timeout_ms) + kFlushSlack;
+      while (outstanding_ > 0 && Clock::now() < deadline) {
+        rd_kafka_flush(rk_, 200);
+        if (auto fatal = fatal_error(); fatal) return poison(std::move(*fatal));
+      }
+    }
+    outstanding_ = 0;
+    produced_since_poll_ = 0;
+    delivery_error_.reset();
+    failed_.reset();
+    return ok();
+  }
+
  private:
   struct Topic {
     rd_kafka_topic_t* rkt = nullptr;
@@ -283,16 +340,36 @@ class KafkaSink final : public TransactionalSink {
   /// abort aborts the transaction and is transient (the batch is delivered again); a fatal one
   /// (fenced, unauthorized) stops the sink for good.
   template <typename Call>
-  Status call_transactional(const std::string& what, Call call) {
-    const auto deadline = Clock::now() + std::chrono::milliseconds(config_.delivery_timeout_ms);
+  Status call_transactional(const std::string& what, Call call, bool is_commit = false) {
+    // A commit that does not complete is resumed (librdkafka's rule: call it again), for as
+    // long as the broker may still hold the transaction open; giving up earlier would leave
+    // its outcome unknown.
+    const std::int64_t bound =
+        is_commit ? std::max(config_.delivery_timeout_ms, transaction_timeout_ms()) + 10'000
+                  : config_.delivery_timeout_ms;
+    const auto deadline = Clock::now() + std::chrono::milliseconds(bound);
     for (;;) {
       rd_kafka_error_t* error = call(timeout_ms());
       if (error == nullptr) return ok();
-      if (rd_kafka_error_is_retriable(error) && !rd_kafka_error_is_fatal(error) &&
-          Clock::now() < deadline) {
+      const bool retriable = rd_kafka_error_is_retriable(error) && !rd_kafka_error_is_fatal(error);
+      if (retriable && Clock::now() < deadline) {
         spdlog::warn("kafka sink: {} is retried: {}", what, rd_kafka_error_string(error));
         rd_kafka_error_destroy(error);
         continue;
+      }
+      if (retriable && is_commit) {
+        // Committed or not, nobody can tell now: only the next start can (its
+        // init_transactions completes or aborts the transaction, and the checkpoint read then
+        // says where to resume), so the sink stops.
+        fatal_ = true;
+        unknown_outcome_ = true;
+        Error e = transaction_error(what, error);
+        return poison(Error::sink(ErrorKind::kTerminal,
+                                  e.message() + "; the commit did not complete within " +
+                                      std::to_string(bound) +
+                                      " ms, so whether it took effect is unknown: restart, and "
+                                      "the start resolves it and resumes from the checkpoint "
+                                      "committed last"));
       }
       if (rd_kafka_error_txn_requires_abort(error)) {
         Error e = transaction_error(what, error);
@@ -301,6 +378,46 @@ class KafkaSink final : public TransactionalSink {
       }
       return poison(transaction_error(what, error));
     }
+  }
+
+  /// Whether a fatal error of the transactional producer allows a new producer (recover()).
+  bool restartable() const {
+    if (unknown_outcome_) return false;
+    char reason[512];
+    switch (rd_kafka_fatal_error(rk_, reason, sizeof reason)) {
+      case RD_KAFKA_RESP_ERR__FENCED:
+      case RD_KAFKA_RESP_ERR_PRODUCER_FENCED:
+      case RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH:
+      case RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
+      case RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED:
+        return false;
+      default:
+        return true;
+    }
+  }
+
+  /// Replaces the transactional producer after a fatal error that left nothing committed
+  /// unacknowledged (see recover()).
+  Status restart_producer() {
+    spdlog::warn(
+        "kafka sink: the transactional producer {} hit a fatal error ({}) with no batch "
+        "committed unacknowledged; starting a new one, whose init_transactions aborts "
+        "what the old one left open",
+        in_quotes(config_.transactional_id), failed_ ? failed_->message() : std::string("unknown"));
+    destroy(/*purge=*/true);
+    in_txn_ = false;
+    abort_pending_ = false;
+    marker_set_ = false;
+    outstanding_ = 0;
+    produced_since_poll_ = 0;
+    delivery_error_.reset();
+    auto conf = kafka_sink::build_conf(config_);
+    if (!conf) return fail(std::move(conf).error());
+    CPPCDC_TRY(start(std::move(*conf)));  // transient while the brokers are away: tried again
+    needs_restart_ = false;
+    fatal_ = false;
+    failed_.reset();
+    return ok();
   }
 
   /// The error for a failed transactional call; takes `error` over.
@@ -476,6 +593,14 @@ class KafkaSink final : public TransactionalSink {
     last_table_ = event.table;
     last_schema_ = event.schema;
     return last_;
+  }
+
+  /// librdkafka's transaction.timeout.ms as set in kafka_properties, else its default.
+  std::int64_t transaction_timeout_ms() const {
+    for (const auto& [name, value] : config_.properties) {
+      if (name == "transaction.timeout.ms") return std::atoll(value.c_str());
+    }
+    return 60'000;
   }
 
   int timeout_ms() const {
@@ -813,9 +938,12 @@ class KafkaSink final : public TransactionalSink {
   bool closed_ = false;
   rd_kafka_t* marker_rk_ = nullptr;  // effectively_once: the reconciliation marker's producer
   std::string marker_key_;
-  bool marker_set_ = false;  // a marker was written and no commit cleared it yet
-  bool in_txn_ = false;      // begin() succeeded and no commit() or abort() ended it
-  bool fatal_ = false;       // the producer hit a fatal error: no abort() makes it usable again
+  bool marker_set_ = false;       // a marker was written and no commit cleared it yet
+  bool in_txn_ = false;           // begin() succeeded and no commit() or abort() ended it
+  bool abort_pending_ = false;    // an abort timed out: it is resumed before the next begin()
+  bool unknown_outcome_ = false;  // a commit gave up undecided: only a restart may go on
+  bool needs_restart_ = false;    // recover() replaces the producer (a start failed so far)
+  bool fatal_ = false;  // the producer hit a fatal error: no abort() makes it usable again
 
   std::unordered_map<std::string, Topic> topics_;
   Topic* last_ = nullptr;  // the topic of the previous event, and what chose it
@@ -859,6 +987,10 @@ class KafkaBatchSink final : public Sink {
     if (!st) abort_open();
     open_ = false;
     return st;
+  }
+  Status recover() override {
+    open_ = false;
+    return sink_->recover();
   }
   Status close() override {
     // Like every sink's close(), it makes what was written durable: the open batch commits.

@@ -239,6 +239,17 @@ Status RouterSink::flush() {
   return first;
 }
 
+Status RouterSink::recover() {
+  auto& d = *impl_;
+  if (d.closed) return fail(Error::invalid_state(d.kind + " sink is closed"));
+  for (auto& child : d.children) {
+    if (auto st = child.sink->recover(); !st) {
+      return fail(st.error().context("recovering " + d.child_label(child)));
+    }
+  }
+  return ok();
+}
+
 Status RouterSink::close() {
   auto& d = *impl_;
   if (d.closed) return ok();

@@ -109,6 +109,7 @@ TEST(RuntimeBreaker, ARecoverableSinkFailureRedeliversTheSameBatchAndLosesNothin
   ASSERT_TRUE(delivered) << delivered.error().report();
   EXPECT_EQ(*delivered, 5u);
   EXPECT_EQ(sink.writes, 4);  // three refusals, then the same batch again
+  EXPECT_EQ(sink.recoveries, 3);  // the sink was told before each new attempt
   EXPECT_EQ(sink.received, (std::vector<std::string>{"1", "2", "3", "4", "5"}));
   EXPECT_EQ(f.clock.slept, 100 + 200 + 400);  // the back-off, never a real sleep
   const auto s = f.runtime->admin_snapshot();
@@ -144,6 +145,10 @@ class FlakyTransactionalSink final : public TransactionalSink {
   }
   Status commit(const std::optional<CheckpointRecord>& record) override {
     steps.push_back("commit");
+    if (commit_failures > 0) {
+      --commit_failures;
+      return fail(Error::sink(ErrorKind::kTransient, "the coordinator timed out"));
+    }
     committed.insert(committed.end(), pending.begin(), pending.end());
     pending.clear();
     if (record) last_record = record;
@@ -158,6 +163,7 @@ class FlakyTransactionalSink final : public TransactionalSink {
   std::string name() const override { return "flaky-tx"; }
 
   int failures = 0;
+  int commit_failures = 0;
   std::vector<std::string> steps;
   std::vector<std::string> pending;
   std::vector<std::string> committed;
@@ -187,6 +193,48 @@ TEST(RuntimeBreaker, ARefusedDeliveryInsideATransactionAbortsItAndRetriesTheSame
   // The record went with the data, not through the checkpoint backend.
   EXPECT_FALSE(f.checkpoint->record);
   EXPECT_EQ(f.runtime->admin_snapshot().recoverable_errors, 2u);
+}
+
+TEST(RuntimeBreaker, ARefusedTransactionalCommitIsRetriedWithTheWholeBatch) {
+  FakeRuntime f;
+  f.source->add(3);
+  f.source->finish_when_empty = true;
+  ASSERT_TRUE(f.runtime->start());
+  FlakyTransactionalSink sink;
+  sink.commit_failures = 1;
+  std::atomic<bool> cancel{false};
+  auto delivered = f.runtime->run_to_completion(sink, cancel);
+  ASSERT_TRUE(delivered) << delivered.error().report();
+  EXPECT_EQ(*delivered, 3u);
+  // The refused commit aborted the transaction; the batch was written and committed again.
+  const std::vector<std::string> expected = {"begin", "write", "flush", "commit", "abort",
+                                             "begin", "write", "flush", "commit"};
+  EXPECT_EQ(sink.steps, expected);
+  EXPECT_EQ(sink.committed, (std::vector<std::string>{"1", "2", "3"}));
+  ASSERT_TRUE(sink.last_record);
+  EXPECT_EQ(sink.last_record->offset, "3");
+  EXPECT_EQ(f.clock.slept, 100);
+  const auto s = f.runtime->admin_snapshot();
+  EXPECT_EQ(s.events_committed, 3u);
+  EXPECT_EQ(s.checkpoint_offset, "3");
+  EXPECT_FALSE(f.checkpoint->record);  // never through the backend
+}
+
+TEST(RuntimeBreaker, ASinkThatCannotRecoverEndsTheRetriesWithItsError) {
+  FakeRuntime f;
+  f.source->add(2);
+  ASSERT_TRUE(f.runtime->start());
+  FlakySink sink;
+  sink.failures = 5;
+  sink.recover_error = Error::sink(ErrorKind::kTerminal, "the producer was fenced");
+  std::atomic<bool> cancel{false};
+  auto delivered = f.runtime->run_to_completion(sink, cancel);
+  ASSERT_FALSE(delivered);
+  EXPECT_TRUE(has(delivered.error().report(), "the producer was fenced"))
+      << delivered.error().report();
+  EXPECT_EQ(sink.writes, 1);  // no attempt after the sink said it cannot take one
+  EXPECT_EQ(sink.recoveries, 1);
+  EXPECT_EQ(f.runtime->admin_snapshot().events_committed, 0u);
 }
 
 TEST(RuntimeBreaker, ASinkThatKeepsFailingOpensTheBreakerAndEscalatesToTheErrorState) {

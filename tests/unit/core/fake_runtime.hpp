@@ -117,9 +117,16 @@ class FlakySink final : public Sink {
   }
   Status flush() override { return ok(); }
   Status close() override { return ok(); }
+  Status recover() override {
+    ++recoveries;
+    if (recover_error) return fail(*recover_error);
+    return ok();
+  }
   std::string name() const override { return "flaky"; }
 
   int failures = 0;
+  int recoveries = 0;  // recover() calls: one before each attempt after a failure
+  std::optional<Error> recover_error;  // what recover() returns instead of ok
   bool fail_forever = false;
   Error error = Error::sink(ErrorKind::kTransient, "the destination is unavailable");
   int writes = 0;

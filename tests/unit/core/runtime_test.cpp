@@ -493,7 +493,7 @@ class TransactionalTestSink final : public TransactionalSink {
     if (!open_) return fail(Error::invalid_state("commit outside a transaction"));
     if (fail_commits > 0) {
       --fail_commits;
-      return fail(Error::sink(ErrorKind::kTransient, "the broker refused the commit"));
+      return fail(Error::sink(ErrorKind::kTerminal, "the broker refused the commit"));
     }
     open_ = false;
     log_.steps.push_back("commit:" + (record ? record->offset : std::string("-")));
@@ -565,6 +565,8 @@ TEST(TransactionalSink, ABatchEndingInsideATransactionCommitsItsPartialRecordWit
   EXPECT_EQ(steps_without(f.log, "recycle:"), expected);
 }
 
+// A commit refused for good (kind terminal; a recoverable refusal is retried with the batch:
+// RuntimeBreaker.ARefusedTransactionalCommitIsRetriedWithTheWholeBatch).
 TEST(TransactionalSink, ARefusedCommitConfirmsNothingAndTheBatchComesAgainAfterARestart) {
   Fixture f(3);
   ASSERT_TRUE(f.runtime->start());

@@ -1,0 +1,193 @@
+// A broker that goes away under a running `cppcdc run` and comes back: the Kafka sink's failures
+// are retried under the shared back-off (the same batch delivered again after
+// Sink::recover()), the run does not end, and nothing is lost; under effectively_once nothing is
+// delivered twice either. The broker is the test's own (scripts/kafka.sh, a port next to the
+// shared one), restarted twice while PostgreSQL keeps changing rows.
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "integration/kafka/kafka_util.hpp"
+#include "integration/pg_util.hpp"
+
+namespace fs = std::filesystem;
+using namespace cppcdc;
+using namespace std::chrono_literals;
+
+namespace {
+
+int run_script(const std::string& args) {
+  const std::string cmd = std::string(CPPCDC_SOURCE_DIR) + "/scripts/kafka.sh " + args + " >>" +
+                          (fs::temp_directory_path() / "cppcdc-it-kafka-own.log").string() +
+                          " 2>&1";
+  return std::system(cmd.c_str());
+}
+
+// The test's own broker: the shared broker's port + 40 (controller + 41).
+struct OwnBroker {
+  fs::path dir;
+  int port = 0;
+  std::string bootstrap;
+  bool started = false;
+
+  explicit OwnBroker(const std::string& shared) {
+    const auto colon = shared.rfind(':');
+    port = std::stoi(shared.substr(colon + 1)) + 40;
+    dir = fs::temp_directory_path() / ("cppcdc-it-kafka-own-" + std::to_string(port));
+    bootstrap = "127.0.0.1:" + std::to_string(port);
+    (void)run_script("stop " + dir.string());  // a leftover of a crashed run
+    started = run_script("start " + dir.string() + " " + std::to_string(port)) == 0;
+  }
+  bool stop() { return run_script("stop " + dir.string() + " --keep") == 0; }
+  bool start() { return run_script("start " + dir.string() + " " + std::to_string(port)) == 0; }
+  ~OwnBroker() { (void)run_script("stop " + dir.string()); }
+};
+
+std::size_t count_of(const fs::path& log, const std::string& text) {
+  std::ifstream in(log);
+  const std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::size_t n = 0;
+  for (auto at = s.find(text); at != std::string::npos; at = s.find(text, at + 1)) ++n;
+  return n;
+}
+
+void ride_out_restarts(const std::string& shared, bool exactly_once) {
+  OwnBroker broker(shared);
+  ASSERT_TRUE(broker.started) << "scripts/kafka.sh could not start a broker on port "
+                              << broker.port;
+  const std::string bootstrap = broker.bootstrap;
+  const std::string db = it::test_database(exactly_once ? "kbr_eos" : "kbr_alo");
+  it::fresh_database(db);
+  const fs::path dir = fs::temp_directory_path() / ("cppcdc-it-" + db);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string source = kafka_it::unique_topic("restart");
+  it::PgSession s(it::dsn_for(db));
+  s.query(
+      "create table t (id int primary key, v int not null); create table marker (id int primary "
+      "key)");
+  {
+    std::ofstream cfg(dir / "cdc.toml");
+    if (exactly_once) cfg << "delivery_contract = \"effectively_once\"\n\n";
+    cfg << "[source]\ntype = \"postgres\"\ndsn = \"" << it::dsn_for(db) << "\"\n"
+        << "slot_name = \"" << db << "\"\npublication_name = \"" << db << "_pub\"\n"
+        << "source_name = \"" << source << "\"\ntables = [\"public.t\", \"public.marker\"]\n\n"
+        << "[sink]\ntype = \"kafka\"\nbootstrap_servers = \"" << bootstrap << "\"\n"
+        << "create_topics = true\ntopic_partitions = 2\ntopic_replication_factor = 1\n"
+        << "delivery_timeout_ms = 4000\n";
+    if (exactly_once) {
+      cfg << "delivery_mode = \"transactional\"\ntransactional_id = \"" << source << "\"\n\n"
+          << "[state.offset]\nbackend = \"kafka_topic\"\ntopic = \"" << source
+          << ".checkpoints\"\ntimeout_ms = 60000\n\n";
+    } else {
+      cfg << "\n[state.offset]\nbackend = \"local_fs\"\ndir = \"state\"\n\n";
+    }
+    cfg << "[runtime]\nmax_buffer_size = 200\nmax_poll_wait_ms = 100\n"
+        << "recoverable_error_backoff_initial_ms = 100\nrecoverable_error_backoff_max_ms = 1000\n"
+        << "recoverable_error_breaker_consecutive_threshold = 1000\n";
+  }
+  pid_t child = -1;
+  it::start_cppcdc_process(child, dir, it::admin_dsn(), db, 120);
+  struct Guard {
+    pid_t& pid;
+    ~Guard() {
+      if (pid > 0) it::stop_cppcdc_process(pid, SIGKILL);
+    }
+  } guard{child};
+
+  // Inserts, then updates of the same rows: every change must be in Kafka.
+  std::atomic<bool> stop{false};
+  std::atomic<int> inserted{0};
+  std::thread load([&] {
+    it::PgSession m(it::dsn_for(db));
+    int i = 0;
+    while (!stop.load()) {
+      ++i;
+      m.query("insert into t values (" + std::to_string(i) + ", 0)");
+      if (i % 3 == 0) m.query("update t set v = v + 1 where id = " + std::to_string(i - 1));
+      inserted.store(i);
+      std::this_thread::sleep_for(5ms);  // pacing: the load spans the restarts
+    }
+  });
+  struct Joiner {  // a failed assertion returns early: the load thread still ends
+    std::atomic<bool>& stop;
+    std::thread& thread;
+    ~Joiner() {
+      stop.store(true);
+      if (thread.joinable()) thread.join();
+    }
+  } joiner{stop, load};
+  const fs::path log = dir / "cppcdc.log";
+  for (int restart = 0; restart < 2; ++restart) {
+    ASSERT_TRUE(it::wait_until([&] { return inserted.load() > 200 * (restart + 1); }, 60s));
+    const std::size_t refused_before = count_of(log, "Connection refused");
+    ASSERT_TRUE(broker.stop());
+    // The sink notices (librdkafka reports the refused connections) while batches keep coming.
+    ASSERT_TRUE(
+        it::wait_until([&] { return count_of(log, "Connection refused") > refused_before; }, 120s))
+        << it::log_tail(log);
+    ASSERT_TRUE(broker.start());
+  }
+  ASSERT_TRUE(it::wait_until([&] { return inserted.load() > 800; }, 60s));
+  stop.store(true);
+  load.join();
+  s.query("insert into marker values (1)");
+  ASSERT_TRUE(it::wait_until(
+      [&] {
+        return kafka_it::partition_count(bootstrap, source + ".public.marker") > 0 &&
+               !kafka_it::read_topic(bootstrap, source + ".public.marker",
+                                     exactly_once ? "read_committed" : "read_uncommitted")
+                    .empty();
+      },
+      180s, 1s))
+      << it::log_tail(log);
+  // The run rode the restarts out: it is still the first process, and stops cleanly.
+  EXPECT_EQ(it::stop_cppcdc_process(child, SIGTERM), 0) << it::log_tail(log);
+
+  std::map<std::pair<std::uint64_t, std::uint64_t>, int> copies;  // (tx, index) -> count
+  std::set<std::string> inserted_ids;
+  std::size_t updates = 0;
+  for (const auto& r : kafka_it::read_topic(bootstrap, source + ".public.t",
+                                            exactly_once ? "read_committed" : "read_uncommitted")) {
+    ASSERT_TRUE(r.value);
+    auto e = Event::from_json(*r.value);
+    ASSERT_TRUE(e) << e.error().report();
+    ASSERT_TRUE(e->transaction);
+    ++copies[{e->transaction->tx_id, e->transaction->event_index}];
+    if (e->op == Operation::kInsert) inserted_ids.insert(e->after->front().text.value_or(""));
+    if (e->op == Operation::kUpdate) ++updates;
+  }
+  const int total = inserted.load();
+  EXPECT_EQ(inserted_ids.size(), static_cast<std::size_t>(total)) << "an insert is missing";
+  EXPECT_GE(updates, static_cast<std::size_t>(total / 3 - 1)) << "an update is missing";
+  std::size_t duplicates = 0;
+  for (const auto& [id, n] : copies) duplicates += static_cast<std::size_t>(n - 1);
+  if (exactly_once) {
+    EXPECT_EQ(duplicates, 0u) << "a read_committed reader saw a change twice";
+  }
+  std::cout << total << " inserts, " << updates << " updates, " << duplicates << " duplicates, "
+            << count_of(log, "delivering the same batch again")
+            << " retried deliveries over two broker restarts" << std::endl;
+  it::drop_slots(db);
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+
+TEST(KafkaBrokerRestart, AtLeastOnceRidesOutTwoRestartsWithoutLosingAChange) {
+  KAFKA_TEST_BOOTSTRAP(shared);
+  ride_out_restarts(shared, false);
+}
+
+TEST(KafkaBrokerRestart, EffectivelyOnceRidesOutTwoRestartsWithEveryChangeOnce) {
+  KAFKA_TEST_BOOTSTRAP(shared);
+  ride_out_restarts(shared, true);
+}
+
+}  // namespace
