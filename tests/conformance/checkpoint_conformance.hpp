@@ -26,6 +26,9 @@
 //                                         // write; nullopt: cannot inject (skipped)
 //   std::vector<SaveCrashPoint> crash_points();  // CPPCDC_FAULT_POINTs inside save(); empty:
 //                                         // skipped
+//   static std::string unavailable();     // optional: why the backend's server cannot be
+//                                         // reached in this run (a variable that is not set);
+//                                         // non-empty skips the test
 //
 // The suite registers the PostgreSQL and MySQL position orders: the invariant 6 tests use a
 // binlog file+position regression and a zero LSN.
@@ -103,7 +106,12 @@ class CheckpointConformance : public ::testing::Test {
     pg::register_positions();
     mysql::register_positions();
   }
-  void SetUp() override { harness_.emplace(); }
+  void SetUp() override {
+    if constexpr (requires { Harness::unavailable(); }) {
+      if (const std::string why = Harness::unavailable(); !why.empty()) GTEST_SKIP() << why;
+    }
+    harness_.emplace();
+  }
   void TearDown() override { harness_.reset(); }
 
   Harness& harness() { return *harness_; }
