@@ -111,7 +111,7 @@ Error reply_error(const redisReply& reply, const RedisCheckpointOptions& options
   }
   if (starts_with(message, "NOPERM")) {
     return configuration("key_prefix",
-                         "the ACL user needs +get +set +eval +pexpire +del +ping on keys ~" +
+                         "the ACL user needs +get +set +eval +pexpire +pttl +del +ping on keys ~" +
                              options.key_prefix + "*");
   }
   if (starts_with(message, "ERR DB index") || starts_with(message, "ERR invalid DB index") ||
