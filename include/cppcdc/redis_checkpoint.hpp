@@ -105,8 +105,7 @@ Result<std::unique_ptr<Checkpoint>> open_redis_checkpoint(const RedisCheckpointO
 std::string redis_checkpoint_key(const RedisCheckpointOptions& options,
                                  const std::string& checkpoint_id);
 /// The lease's key, `<key_prefix>lock:<id>`.
-std::string redis_lock_key(const RedisCheckpointOptions& options,
-                           const std::string& checkpoint_id);
+std::string redis_lock_key(const RedisCheckpointOptions& options, const std::string& checkpoint_id);
 
 /// Deletes the record of `checkpoint_id`, holding the lease while it does (so never while a
 /// writer holds it: configuration error, after waiting as open() does). An absent record is

@@ -49,8 +49,8 @@ inline std::string redis_unavailable() {
                            : "";
 }
 
-#define CPPCDC_REQUIRE_SERVER(why)                        \
-  do {                                                    \
+#define CPPCDC_REQUIRE_SERVER(why)                                  \
+  do {                                                              \
     if (const std::string w = (why); !w.empty()) GTEST_SKIP() << w; \
   } while (0)
 
@@ -78,7 +78,7 @@ class RedisClient {
 
   struct Reply {
     int type = REDIS_REPLY_NIL;
-    std::string text;        // string, status or error
+    std::string text;  // string, status or error
     long long integer = 0;
   };
   Reply command(const std::vector<std::string>& args) {
@@ -138,15 +138,15 @@ class PostgresqlCheckpointHarness {
   /// Flips a bit of a byte near the end of the stored record (inside the JSON body).
   bool corrupt(const std::string& source_id) {
     return changed(admin_.query("UPDATE " + table() +
-                                " SET record = set_byte(record, length(record) - 5, "
-                                "get_byte(record, length(record) - 5) # 32) WHERE id = $1 "
-                                "RETURNING 1",
+                                    " SET record = set_byte(record, length(record) - 5, "
+                                    "get_byte(record, length(record) - 5) # 32) WHERE id = $1 "
+                                    "RETURNING 1",
                                 {source_id}));
   }
   bool truncate(const std::string& source_id) {
     return changed(admin_.query("UPDATE " + table() +
-                                " SET record = substring(record from 1 for length(record) / 2) "
-                                "WHERE id = $1 RETURNING 1",
+                                    " SET record = substring(record from 1 for length(record) / 2) "
+                                    "WHERE id = $1 RETURNING 1",
                                 {source_id}));
   }
   std::string location(const std::string& source_id) {
@@ -161,8 +161,8 @@ class PostgresqlCheckpointHarness {
                  ".fail_commit() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RAISE EXCEPTION "
                  "'injected failure at commit'; END$$");
     admin_.query("CREATE CONSTRAINT TRIGGER fail_commit AFTER INSERT OR UPDATE ON " + table() +
-                 " DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION " +
-                 options_.schema + ".fail_commit()");
+                 " DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION " + options_.schema +
+                 ".fail_commit()");
     Status status = checkpoint.save(record);
     if (!status) {
       EXPECT_NE(status.error().report().find("injected failure at commit"), std::string::npos)
@@ -247,8 +247,7 @@ class RedisCheckpointHarness {
     Status status = checkpoint.save(record);
     client_.command({"CONFIG", "SET", "maxmemory", "0"});
     if (!status) {
-      EXPECT_NE(status.error().report().find("OOM"), std::string::npos)
-          << status.error().report();
+      EXPECT_NE(status.error().report().find("OOM"), std::string::npos) << status.error().report();
     }
     return status;
   }

@@ -38,7 +38,8 @@ TEST(CliPostgresqlState, TheCheckpointRowAdvancesASecondRunIsRefusedAndARestartR
   it::fresh_database(db);
   it::PgSession s(it::dsn_for(db));
   s.query("create table t (id int primary key, note text)");
-  const fs::path dir = fs::temp_directory_path() / ("cppcdc-it-pgstate-" + std::to_string(getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("cppcdc-it-pgstate-" + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::string slot = db + "_slot";
@@ -69,8 +70,8 @@ TEST(CliPostgresqlState, TheCheckpointRowAdvancesASecondRunIsRefusedAndARestartR
   };
   auto position_past = [&](const std::string& lsn) {
     return s.scalar("select coalesce((select position::pg_lsn > '" + lsn +
-                    "'::pg_lsn from cdc_state.checkpoints where id = '" + slot +
-                    "'), false)") == "t";
+                    "'::pg_lsn from cdc_state.checkpoints where id = '" + slot + "'), false)") ==
+           "t";
   };
 
   std::string before = s.scalar("select pg_current_wal_lsn()");
@@ -102,8 +103,7 @@ TEST(CliPostgresqlState, TheCheckpointRowAdvancesASecondRunIsRefusedAndARestartR
   const auto second = it::run_cli({"run", "--config", (dir / "second.toml").string()});
   EXPECT_EQ(second.code, 2) << second.output;
   EXPECT_NE(second.output.find("is in use by another writer"), std::string::npos) << second.output;
-  EXPECT_NE(second.output.find("cppcdc-checkpoint pid " + std::to_string(child)),
-            std::string::npos)
+  EXPECT_NE(second.output.find("cppcdc-checkpoint pid " + std::to_string(child)), std::string::npos)
       << second.output;
 
   const int status = it::stop_cppcdc_process(child, SIGTERM);

@@ -76,8 +76,8 @@ TEST(PostgresqlCheckpointBackend, AFourMegabyteRecordRoundTripsAndThePositionCol
 TEST(PostgresqlCheckpointBackend, OpenCreatesNothingTheFirstSaveCreatesTheSchemaAndTable) {
   CPPCDC_REQUIRE_SERVER(pg_unavailable());
   PostgresqlCheckpointHarness harness;
-  const std::string exists = "SELECT count(*) FROM pg_namespace WHERE nspname = '" +
-                             harness.options().schema + "'";
+  const std::string exists =
+      "SELECT count(*) FROM pg_namespace WHERE nspname = '" + harness.options().schema + "'";
   auto checkpoint = must_open(harness.open("slot_a"));
   ASSERT_TRUE(checkpoint);
   const auto empty = (*checkpoint)->load();
@@ -112,10 +112,14 @@ void terminate_checkpoint_sessions(PgSession& admin) {
       "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE $1",
       {"cppcdc-checkpoint pid " + std::to_string(getpid()) + " %"});
   EXPECT_FALSE(ended.empty()) << "no checkpoint session to end";
-  wait_until([&] {
-    return admin.scalar("SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE "
-                        "'cppcdc-checkpoint pid " + std::to_string(getpid()) + " %'") == "0";
-  }, std::chrono::seconds(10));
+  wait_until(
+      [&] {
+        return admin.scalar(
+                   "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE "
+                   "'cppcdc-checkpoint pid " +
+                   std::to_string(getpid()) + " %'") == "0";
+      },
+      std::chrono::seconds(10));
 }
 
 TEST(PostgresqlCheckpointBackend, ALostConnectionIsReopenedByTheNextCallWithItsLock) {

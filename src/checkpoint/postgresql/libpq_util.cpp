@@ -90,11 +90,10 @@ Result<ConnPtr> connect(const std::string& dsn, const std::string& app_name) {
     return fail(checked ? Error::internal("libpq refused a connection string it parsed before")
                         : checked.error());
   }
-  static constexpr std::pair<const char*, const char*> kDefaults[] = {
-      {"connect_timeout", "10"},
-      {"keepalives_idle", "30"},
-      {"keepalives_interval", "10"},
-      {"keepalives_count", "3"}};
+  static constexpr std::pair<const char*, const char*> kDefaults[] = {{"connect_timeout", "10"},
+                                                                      {"keepalives_idle", "30"},
+                                                                      {"keepalives_interval", "10"},
+                                                                      {"keepalives_count", "3"}};
   for (const auto& [key, value] : kDefaults) {
     if (is_set(parsed, key)) continue;
     keys.push_back(key);
@@ -124,8 +123,9 @@ Error connection_error(PGconn* conn, const std::string& what) {
   std::string remedy;
   if (contains(message, "authentication failed") || contains(message, "no password supplied") ||
       contains(message, "pg_hba.conf")) {
-    remedy = "fix the user or password in the connection string (or the password file), or the "
-             "server's pg_hba.conf";
+    remedy =
+        "fix the user or password in the connection string (or the password file), or the "
+        "server's pg_hba.conf";
   } else if (contains(message, "database") && contains(message, "does not exist")) {
     remedy = "create the database or fix dbname in the connection string";
   } else if (contains(message, "role") && contains(message, "does not exist")) {
@@ -133,14 +133,15 @@ Error connection_error(PGconn* conn, const std::string& what) {
   } else if (contains(message, "permission denied for database")) {
     remedy = "GRANT CONNECT ON DATABASE to the user, or connect to another database";
   } else if (is_tls_setup_failure(message)) {
-    remedy = "fix the TLS settings (sslmode, sslrootcert, sslcert, sslkey) in the connection "
-             "string or the server's certificates";
+    remedy =
+        "fix the TLS settings (sslmode, sslrootcert, sslcert, sslkey) in the connection "
+        "string or the server's certificates";
   } else {
     kind = ErrorKind::kTransient;
     remedy = "check that the server is running and reachable from this host";
   }
-  Error error = Error::checkpoint(kind, what + " to " + where + " failed: " + message + " (" +
-                                            remedy + ")");
+  Error error =
+      Error::checkpoint(kind, what + " to " + where + " failed: " + message + " (" + remedy + ")");
   if (kind == ErrorKind::kConfiguration) {
     return std::move(error).for_setting(SettingOwner::kCheckpoint, "dsn");
   }
@@ -164,12 +165,10 @@ Outcome exec(PGconn* conn, const std::string& sql, const std::vector<Param>& par
     // The simple protocol: `sql` may hold several statements.
     out.result.reset(PQexec(conn, sql.c_str()));
   } else {
-    out.result.reset(PQexecParams(conn, sql.c_str(), static_cast<int>(params.size()),
-                                params.empty() ? nullptr : types.data(),
-                                params.empty() ? nullptr : values.data(),
-                                params.empty() ? nullptr : lengths.data(),
-                                params.empty() ? nullptr : formats.data(),
-                                binary_results ? 1 : 0));
+    out.result.reset(PQexecParams(
+        conn, sql.c_str(), static_cast<int>(params.size()), params.empty() ? nullptr : types.data(),
+        params.empty() ? nullptr : values.data(), params.empty() ? nullptr : lengths.data(),
+        params.empty() ? nullptr : formats.data(), binary_results ? 1 : 0));
   }
   if (out.result) {
     const ExecStatusType status = PQresultStatus(out.result.get());

@@ -2,6 +2,8 @@
 // environment variable holding it), `schema` (default "cppcdc"), `table` (default
 // "checkpoints").
 
+#include "cppcdc/plugin.hpp"
+
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -11,7 +13,6 @@
 
 #include "checkpoint/postgresql/libpq_util.hpp"
 #include "core/settings_read.hpp"
-#include "cppcdc/plugin.hpp"
 #include "cppcdc/postgresql_checkpoint.hpp"
 
 namespace cppcdc {
@@ -52,8 +53,10 @@ Status read_identifier(const Settings& settings, std::string_view key, std::stri
   CPPCDC_TRY(detail::assign_string(settings, key, target));
   if (target.empty()) return fail(settings.error(key, "expected a name, found an empty string"));
   if (target.size() > kMaxIdentifier) {
-    return fail(settings.error(key, "expected at most 63 bytes (PostgreSQL cuts longer names), "
-                                    "found " + std::to_string(target.size())));
+    return fail(settings.error(key,
+                               "expected at most 63 bytes (PostgreSQL cuts longer names), "
+                               "found " +
+                                   std::to_string(target.size())));
   }
   if (target.find('\0') != std::string::npos) {
     return fail(settings.error(key, "expected a name without NUL characters"));
@@ -86,8 +89,9 @@ Result<std::unique_ptr<ConfiguredCheckpoint>> configure_postgresql(const Setting
     options.dsn = std::move(**dsn);
   } else {
     return fail(settings.missing(
-        "dsn", "when backend = \"postgresql\" (a libpq connection string or postgresql:// URI; "
-               "or dsn_env naming an environment variable that holds it)"));
+        "dsn",
+        "when backend = \"postgresql\" (a libpq connection string or postgresql:// URI; "
+        "or dsn_env naming an environment variable that holds it)"));
   }
   if (options.dsn.empty()) {
     return fail(settings.error(key, "expected a libpq connection string, found an empty string"));
@@ -105,7 +109,8 @@ Result<std::unique_ptr<ConfiguredCheckpoint>> configure_postgresql(const Setting
 
 void register_postgresql_checkpoint_plugin() {
   static std::once_flag once;
-  std::call_once(once, [] { (void)register_checkpoint_backend("postgresql", configure_postgresql); });
+  std::call_once(once,
+                 [] { (void)register_checkpoint_backend("postgresql", configure_postgresql); });
 }
 
 }  // namespace cppcdc

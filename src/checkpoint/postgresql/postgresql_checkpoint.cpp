@@ -36,10 +36,9 @@ Param text(std::string value) { return {std::move(value), false, kTextOid}; }
 /// The advisory lock key of one checkpoint: the first 8 bytes of a SHA-256 over its schema,
 /// table and id (so two tables, or two ids, never share a lock by accident).
 std::int64_t lock_key_for(const PostgresqlCheckpointOptions& options, const std::string& id) {
-  const std::string hex =
-      detail::sha256_hex("cppcdc checkpoint lock\n" + options.schema + "\n" + options.table +
-                         "\n" + id)
-          .value_or(std::string(16, '0'));
+  const std::string hex = detail::sha256_hex("cppcdc checkpoint lock\n" + options.schema + "\n" +
+                                             options.table + "\n" + id)
+                              .value_or(std::string(16, '0'));
   std::uint64_t key = 0;
   for (std::size_t i = 0; i < 16; ++i) {
     const char c = hex[i];
@@ -84,35 +83,10 @@ class Session {
   /// being held may be the old session the server has not ended yet (transient); otherwise a
   /// held lock is a second writer (configuration).
   Status open(bool reopening) {
-    std::string app_name = "cppcdc-checkpoint " + detail::process_identity();
-    if (app_name.size() > kMaxAppName) app_name.resize(kMaxAppName);
-    auto conn = pgckpt::connect(options_.dsn, app_name);
-    if (!conn) {
-      return fail(std::move(conn).error().context("opening the checkpoint " + location_));
-    }
-    conn_ = std::move(*conn);
-    auto timeout = pgckpt::exec(conn_.get(), kStatementTimeout);
-    if (!timeout.ok) return fail(error(timeout, "setting statement_timeout"));
-    auto locked = pgckpt::exec(conn_.get(), "SELECT pg_try_advisory_lock($1)",
-                               {{std::to_string(lock_key_), false, kInt8Oid}});
-    if (!locked.ok) return fail(error(locked, "taking the writer lock"));
-    if (std::strcmp(PQgetvalue(locked.result.get(), 0, 0), "t") != 0) {
-      std::string message = location_ + " is in use by another writer: it holds advisory lock " +
-                            std::to_string(lock_key_) + " (" + holder() + ")";
-      if (reopening) {
-        return fail(Error::checkpoint(
-            ErrorKind::kTransient,
-            message + " since this process lost its connection; when that holder is this "
-                      "process's old session, the server ends it once it notices the "
-                      "connection is gone"));
-      }
-      return fail(Error::checkpoint(ErrorKind::kConfiguration,
-                                    message + "; stop that cppcdc first (one writer per "
-                                              "checkpoint), or when it is gone, end its session "
-                                              "with pg_terminate_backend(pid)"));
-    }
-    locked_ = true;
-    return ok();
+    release();
+    Status opened = connect_and_lock(reopening);
+    if (!opened) conn_.reset();  // never a connection without the lock
+    return opened;
   }
 
   /// Unlocks (synchronously, so a next writer opening at once finds the lock free) and
@@ -126,7 +100,9 @@ class Session {
     conn_.reset();
   }
 
-  bool usable() const { return conn_ && !pgckpt::connection_lost(conn_.get()); }
+  /// Connected, with the lock held (as far as libpq knows: a dropped connection shows only
+  /// when a statement fails on it).
+  bool usable() const { return conn_ && locked_ && !pgckpt::connection_lost(conn_.get()); }
   PGconn* conn() const { return conn_.get(); }
 
   /// The error for a failed statement of this backend.
@@ -157,9 +133,9 @@ class Session {
 
   /// The stored row, nullopt when there is none (or no table yet).
   Result<std::optional<StoredRow>> read_row() {
-    auto read = pgckpt::exec(conn_.get(),
-                             "SELECT record, generation FROM " + qualified_ + " WHERE id = $1",
-                             {text(id_)}, /*binary_results=*/true);
+    auto read =
+        pgckpt::exec(conn_.get(), "SELECT record, generation FROM " + qualified_ + " WHERE id = $1",
+                     {text(id_)}, /*binary_results=*/true);
     if (!read.ok) {
       if (pgckpt::sqlstate(read.result.get()) == "42P01") {
         return std::optional<StoredRow>();  // no table: nothing was ever saved
@@ -191,6 +167,38 @@ class Session {
   const std::string& location() const { return location_; }
 
  private:
+  Status connect_and_lock(bool reopening) {
+    std::string app_name = "cppcdc-checkpoint " + detail::process_identity();
+    if (app_name.size() > kMaxAppName) app_name.resize(kMaxAppName);
+    auto conn = pgckpt::connect(options_.dsn, app_name);
+    if (!conn) {
+      return fail(std::move(conn).error().context("opening the checkpoint " + location_));
+    }
+    conn_ = std::move(*conn);
+    auto timeout = pgckpt::exec(conn_.get(), kStatementTimeout);
+    if (!timeout.ok) return fail(error(timeout, "setting statement_timeout"));
+    auto locked = pgckpt::exec(conn_.get(), "SELECT pg_try_advisory_lock($1)",
+                               {{std::to_string(lock_key_), false, kInt8Oid}});
+    if (!locked.ok) return fail(error(locked, "taking the writer lock"));
+    if (std::strcmp(PQgetvalue(locked.result.get(), 0, 0), "t") != 0) {
+      std::string message = location_ + " is in use by another writer, which holds advisory lock " +
+                            std::to_string(lock_key_) + " (" + holder() + ")";
+      if (reopening) {
+        return fail(Error::checkpoint(
+            ErrorKind::kTransient,
+            message + " since this process lost its connection; when that holder is this "
+                      "process's old session, the server ends it once it notices the "
+                      "connection is gone"));
+      }
+      return fail(Error::checkpoint(ErrorKind::kConfiguration,
+                                    message + "; stop that cppcdc first (one writer per "
+                                              "checkpoint), or when it is gone, end its session "
+                                              "with pg_terminate_backend(pid)"));
+    }
+    locked_ = true;
+    return ok();
+  }
+
   PostgresqlCheckpointOptions options_;
   std::string id_;
   std::string qualified_;
@@ -252,8 +260,8 @@ Result<Layout> inspect(Session& session, bool need_delete) {
     if (!flag(5)) {
       return refuse("table", "user " + user + " lacks a privilege on " + session.qualified() +
                                  "; GRANT SELECT, INSERT, UPDATE" +
-                                 (need_delete ? ", DELETE" : "") + " ON " +
-                                 session.qualified() + " TO " + user);
+                                 (need_delete ? ", DELETE" : "") + " ON " + session.qualified() +
+                                 " TO " + user);
     }
     return Layout{true};
   }
@@ -267,8 +275,10 @@ Result<Layout> inspect(Session& session, bool need_delete) {
   if (!schema_exists && !flag(4)) {
     return refuse("schema", "the schema " + schema + " does not exist and user " + user +
                                 " may not create it; run CREATE SCHEMA " + schema +
-                                " AUTHORIZATION " + user + " as its owner, or GRANT CREATE ON "
-                                "DATABASE " + database + " TO " + user);
+                                " AUTHORIZATION " + user +
+                                " as its owner, or GRANT CREATE ON "
+                                "DATABASE " +
+                                database + " TO " + user);
   }
   return Layout{false};
 }
@@ -403,7 +413,8 @@ class PostgresqlCheckpoint final : public Checkpoint {
     auto exists = pgckpt::exec(session_.conn(), "SELECT 1 FROM pg_namespace WHERE nspname = $1",
                                {text(session_.options().schema)});
     if (!exists.ok) return fail(session_.error(exists, "looking up the checkpoint schema"));
-    if (PQntuples(exists.result.get()) == 0) create = "CREATE SCHEMA IF NOT EXISTS " + schema + "; ";
+    if (PQntuples(exists.result.get()) == 0)
+      create = "CREATE SCHEMA IF NOT EXISTS " + schema + "; ";
     create += "CREATE TABLE IF NOT EXISTS " + session_.qualified() +
               " (id text PRIMARY KEY, record bytea NOT NULL, generation bigint NOT NULL, "
               "position text NOT NULL, updated_at timestamptz NOT NULL DEFAULT now())";
@@ -415,8 +426,9 @@ class PostgresqlCheckpoint final : public Checkpoint {
       if (!race || attempt > 0) {
         return fail(pgckpt::sql_error(
             created.result.get(), session_.conn(), "creating " + session_.qualified(), "schema",
-            "GRANT CREATE ON SCHEMA " + schema + " (or CREATE ON DATABASE, when the schema "
-            "does not exist) to the user of dsn, or create the table in advance"));
+            "GRANT CREATE ON SCHEMA " + schema +
+                " (or CREATE ON DATABASE, when the schema "
+                "does not exist) to the user of dsn, or create the table in advance"));
       }
     }
     table_exists_ = true;
@@ -470,9 +482,8 @@ class PostgresqlCheckpoint final : public Checkpoint {
     }
     CPPCDC_FAULT_POINT("checkpoint.postgresql.after_commit");
     if (!generation) {
-      return fail(Error::checkpoint(ErrorKind::kInternal,
-                                    "the server returned no generation for " +
-                                        session_.location()));
+      return fail(Error::checkpoint(
+          ErrorKind::kInternal, "the server returned no generation for " + session_.location()));
     }
     return static_cast<std::int64_t>(*generation);
   }
@@ -491,8 +502,7 @@ class PostgresqlCheckpoint final : public Checkpoint {
 
 std::string postgresql_checkpoint_location(const PostgresqlCheckpointOptions& options,
                                            const std::string& checkpoint_id) {
-  return "checkpoint row " + quote_literal(checkpoint_id) + " of table " +
-         qualified_name(options);
+  return "checkpoint row " + quote_literal(checkpoint_id) + " of table " + qualified_name(options);
 }
 
 Result<std::unique_ptr<Checkpoint>> open_postgresql_checkpoint(
@@ -511,9 +521,9 @@ Status remove_postgresql_checkpoint(const PostgresqlCheckpointOptions& options,
   auto layout = inspect(session, /*need_delete=*/true);
   if (!layout) return fail(layout.error());
   if (!layout->table_exists) return ok();
-  auto deleted = pgckpt::exec(session.conn(),
-                              "DELETE FROM " + session.qualified() + " WHERE id = $1",
-                              {text(checkpoint_id)});
+  auto deleted =
+      pgckpt::exec(session.conn(), "DELETE FROM " + session.qualified() + " WHERE id = $1",
+                   {text(checkpoint_id)});
   if (!deleted.ok) return fail(session.error(deleted, "deleting the checkpoint"));
   return ok();
 }

@@ -27,8 +27,8 @@ Error context_error(const redisContext* context, const RedisCheckpointOptions& o
   if (problem.find("Resource temporarily unavailable") != std::string::npos) {
     problem = "no answer within " + std::to_string(options.timeout_ms) + " ms (timeout_ms)";
   } else if (problem.find("timed out") != std::string::npos) {
-    problem += " (after connect_timeout_ms = " + std::to_string(options.connect_timeout_ms) +
-               " ms)";
+    problem +=
+        " (after connect_timeout_ms = " + std::to_string(options.connect_timeout_ms) + " ms)";
   }
   return Error::checkpoint(ErrorKind::kTransient,
                            what + ": " + server_name(options) + ": " + problem +
@@ -123,12 +123,13 @@ Error reply_error(const redisReply& reply, const RedisCheckpointOptions& options
     return configuration("host", "Redis Cluster is not supported; use a standalone server");
   }
   if (starts_with(message, "ERR unknown command")) {
-    return configuration("", "the server does not offer a command this backend needs "
-                             "(EVAL, SET with NX/PX); it needs Redis 2.6.12 or later with "
-                             "scripting");
+    return configuration("",
+                         "the server does not offer a command this backend needs "
+                         "(EVAL, SET with NX/PX); it needs Redis 2.6.12 or later with "
+                         "scripting");
   }
-  for (const char* transient : {"LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN", "READONLY", "OOM",
-                                "CLUSTERDOWN", "MISCONF"}) {
+  for (const char* transient :
+       {"LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN", "READONLY", "OOM", "CLUSTERDOWN", "MISCONF"}) {
     if (starts_with(message, transient)) return Error::checkpoint(ErrorKind::kTransient, text);
   }
   return Error::checkpoint(ErrorKind::kTerminal, text);

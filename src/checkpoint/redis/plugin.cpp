@@ -3,6 +3,8 @@
 // password); `key_prefix` (default "cppcdc:"); `lock_ttl_ms`, `connect_timeout_ms`,
 // `timeout_ms`; `tls` (only false: this build has no TLS for Redis).
 
+#include "cppcdc/plugin.hpp"
+
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -12,7 +14,6 @@
 
 #include "checkpoint/redis/hiredis_util.hpp"
 #include "core/settings_read.hpp"
-#include "cppcdc/plugin.hpp"
 #include "cppcdc/redis_checkpoint.hpp"
 
 namespace cppcdc {
@@ -22,11 +23,8 @@ using detail::in_quotes;
 
 class ConfiguredRedisCheckpoint final : public ConfiguredCheckpoint {
  public:
-  ConfiguredRedisCheckpoint(RedisCheckpointOptions options, bool from_url,
-                            std::string password_key)
-      : options_(std::move(options)),
-        from_url_(from_url),
-        password_key_(std::move(password_key)) {}
+  ConfiguredRedisCheckpoint(RedisCheckpointOptions options, bool from_url, std::string password_key)
+      : options_(std::move(options)), from_url_(from_url), password_key_(std::move(password_key)) {}
 
   std::string describe(const std::string& checkpoint_id) const override {
     std::string out = "redis key " + redis_checkpoint_key(options_, checkpoint_id) + " on " +
@@ -76,9 +74,10 @@ Result<std::unique_ptr<ConfiguredCheckpoint>> configure_redis(const Settings& se
     if (!tls) return fail(tls.error());
     if (tls->value_or(false)) {
       return fail(settings.error(
-          "tls", "TLS is not supported for Redis: this build's hiredis (Debian 12, 0.14) has "
-                 "none; reach Redis over a trusted network or a TLS tunnel (stunnel, spiped) "
-                 "and set tls = false"));
+          "tls",
+          "TLS is not supported for Redis: this build's hiredis (Debian 12, 0.14) has "
+          "none; reach Redis over a trusted network or a TLS tunnel (stunnel, spiped) "
+          "and set tls = false"));
     }
   }
   auto url = settings.get_string("url");
@@ -107,13 +106,12 @@ Result<std::unique_ptr<ConfiguredCheckpoint>> configure_redis(const Settings& se
     if (!env) return fail(env.error());
     if (*env) {
       if (from_url && !options.password.empty()) {
-        return fail(settings.error("password_env",
-                                   "the url carries a password too; set only one of them"));
+        return fail(
+            settings.error("password_env", "the url carries a password too; set only one of them"));
       }
       const char* value = (*env)->empty() ? nullptr : std::getenv((*env)->c_str());
       if (value == nullptr) {
-        return fail(settings.error("password_env", "the environment variable " +
-                                                       in_quotes(**env) +
+        return fail(settings.error("password_env", "the environment variable " + in_quotes(**env) +
                                                        " is not set; export it (the Redis "
                                                        "password) or remove password_env"));
       }

@@ -133,11 +133,12 @@ class Lease {
             ErrorKind::kConfiguration,
             "the checkpoint key '" + record_key_ + "' (" + redisckpt::server_name(options_) +
                 ") is in use by another writer: the lease '" + lock_key_ + "' is held by '" +
-                holder + "' and was renewed while this process waited for it; stop that "
-                         "cppcdc first (one writer per checkpoint)"));
+                holder +
+                "' and was renewed while this process waited for it; stop that "
+                "cppcdc first (one writer per checkpoint)"));
       }
-      std::this_thread::sleep_for(std::min<Clock::duration>(
-          std::chrono::milliseconds(100), *deadline - now));
+      std::this_thread::sleep_for(
+          std::min<Clock::duration>(std::chrono::milliseconds(100), *deadline - now));
     }
     held_ = true;
     return ok();
@@ -164,8 +165,8 @@ class Lease {
     if (usable()) return ok();
     auto context = redisckpt::connect(options_);
     if (!context) {
-      return fail(std::move(context).error().context("opening the checkpoint key '" +
-                                                     record_key_ + "'"));
+      return fail(
+          std::move(context).error().context("opening the checkpoint key '" + record_key_ + "'"));
     }
     context_ = std::move(*context);
     return ok();
@@ -209,7 +210,8 @@ class LeaseRenewal {
 
  private:
   void loop() {
-    const auto period = std::chrono::milliseconds(std::max<std::uint32_t>(options_.lock_ttl_ms / 3, 1));
+    const auto period =
+        std::chrono::milliseconds(std::max<std::uint32_t>(options_.lock_ttl_ms / 3, 1));
     std::unique_lock<std::mutex> lock(mutex_);
     while (!wake_.wait_for(lock, period, [this] { return stop_; })) {
       lock.unlock();
@@ -245,8 +247,7 @@ class LeaseRenewal {
           lock_key_, redisckpt::reply_text(**reply));
     } else if ((*reply)->type == REDIS_REPLY_ERROR) {
       spdlog::warn("redis checkpoint: {}",
-                   redisckpt::reply_error(**reply, options_, "renewing the writer lease")
-                       .report());
+                   redisckpt::reply_error(**reply, options_, "renewing the writer lease").report());
     }
   }
 
@@ -358,15 +359,17 @@ class RedisCheckpoint final : public Checkpoint {
     if (const auto at = message.find("CPPCDC_CHANGED "); at != std::string::npos) {
       return fail(changed(message.substr(at + 15)));
     }
-    return fail(redisckpt::reply_error(**reply, lease_.options(),
-                                       "saving the checkpoint to " + location_));
+    return fail(
+        redisckpt::reply_error(**reply, lease_.options(), "saving the checkpoint to " + location_));
   }
 
   Error changed(const std::string& found_header) const {
     return Error::checkpoint(
         ErrorKind::kTerminal,
-        "refusing to save " + location_ + ": another writer changed it since this one read it "
-            "(it now starts '" + found_header.substr(0, 40) +
+        "refusing to save " + location_ +
+            ": another writer changed it since this one read it "
+            "(it now starts '" +
+            found_header.substr(0, 40) +
             "'); two cppcdc processes wrote this checkpoint; stop one of them and restart the "
             "other");
   }
@@ -387,8 +390,8 @@ class RedisCheckpoint final : public Checkpoint {
       if ((*reply)->type == REDIS_REPLY_ERROR) {
         return fail(redisckpt::reply_error(**reply, lease_.options(), "reading " + location_));
       }
-      return fail(Error::checkpoint(ErrorKind::kTerminal,
-                                    location_ + " is not a string key; " + remedy()));
+      return fail(
+          Error::checkpoint(ErrorKind::kTerminal, location_ + " is not a string key; " + remedy()));
     }
   }
 

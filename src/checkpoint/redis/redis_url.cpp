@@ -54,17 +54,19 @@ std::optional<std::string> percent_decode(std::string_view text) {
 Status parse_redis_url(std::string_view url, RedisCheckpointOptions& options) {
   constexpr std::string_view kScheme = "redis://";
   if (starts_with_nocase(url, "rediss://")) {
-    return bad_url("TLS (rediss://) is not supported: this build's hiredis (Debian 12, 0.14) "
-                   "has none; reach Redis over a trusted network or a TLS tunnel (stunnel, "
-                   "spiped) and use redis://");
+    return bad_url(
+        "TLS (rediss://) is not supported: this build's hiredis (Debian 12, 0.14) "
+        "has none; reach Redis over a trusted network or a TLS tunnel (stunnel, "
+        "spiped) and use redis://");
   }
   if (!starts_with_nocase(url, kScheme)) {
     return bad_url("expected redis://[[username][:password]@]host[:port][/db]");
   }
   std::string_view rest = url.substr(kScheme.size());
   if (rest.find_first_of("?#") != std::string_view::npos) {
-    return bad_url("query parameters are not supported in the URL; use the other settings "
-                   "(timeout_ms, connect_timeout_ms, ...)");
+    return bad_url(
+        "query parameters are not supported in the URL; use the other settings "
+        "(timeout_ms, connect_timeout_ms, ...)");
   }
   // The user information ends at the last '@' (a password may hold one, escaped or not).
   const std::size_t at = rest.rfind('@');
@@ -73,9 +75,9 @@ Status parse_redis_url(std::string_view url, RedisCheckpointOptions& options) {
     rest = rest.substr(at + 1);
     const std::size_t colon = userinfo.find(':');
     auto username = percent_decode(userinfo.substr(0, colon));
-    std::optional<std::string> password =
-        colon == std::string_view::npos ? std::optional<std::string>("")
-                                        : percent_decode(userinfo.substr(colon + 1));
+    std::optional<std::string> password = colon == std::string_view::npos
+                                              ? std::optional<std::string>("")
+                                              : percent_decode(userinfo.substr(colon + 1));
     if (!username || !password) {
       return bad_url("the user name or password has a malformed %-escape");
     }

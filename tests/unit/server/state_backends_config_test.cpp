@@ -5,14 +5,13 @@
 // listening socket on loopback that never answers.
 
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "server/config.hpp"
 
@@ -107,8 +106,7 @@ TEST(PostgresqlStateConfig, SchemaAndTableDefaultToCppcdcCheckpoints) {
 
 TEST(PostgresqlStateConfig, DsnEnvReadsTheVariableAndDescribeSaysWhereItCameFrom) {
   ::setenv("CPPCDC_TEST_STATE_DSN", "host=10.1.2.3 dbname=ops user=cdc password=from-env", 1);
-  auto config =
-      parse_state("backend = \"postgresql\"\ndsn_env = \"CPPCDC_TEST_STATE_DSN\"\n");
+  auto config = parse_state("backend = \"postgresql\"\ndsn_env = \"CPPCDC_TEST_STATE_DSN\"\n");
   ::unsetenv("CPPCDC_TEST_STATE_DSN");
   ASSERT_TRUE(config) << config.error().report();
   const std::string described = config->checkpoint->describe("s");
@@ -133,18 +131,18 @@ TEST(PostgresqlStateConfig, BadSettingsNameTheKeyAndTheRemedy) {
   EXPECT_LACKS(bad_dsn, "unclosed-s3cret");
   EXPECT_CONTAINS(error_of("backend = \"postgresql\"\ndsn = \"host=h\"\nschema = \"\"\n"),
                   "[state.offset] schema: expected a name, found an empty string");
-  EXPECT_CONTAINS(
-      error_of("backend = \"postgresql\"\ndsn = \"host=h\"\ntable = \"" + std::string(64, 't') +
-               "\"\n"),
-      "[state.offset] table: expected at most 63 bytes");
+  EXPECT_CONTAINS(error_of("backend = \"postgresql\"\ndsn = \"host=h\"\ntable = \"" +
+                           std::string(64, 't') + "\"\n"),
+                  "[state.offset] table: expected at most 63 bytes");
   EXPECT_CONTAINS(error_of("backend = \"postgresql\"\ndsn = \"host=h\"\ndir = \"x\"\n"),
                   "[state.offset] dir: unknown key");
 }
 
 TEST(PostgresqlStateConfig, AClosedPortIsATransientErrorAtOpenNamingHostAndPort) {
   const int port = closed_port();
-  auto config = parse_state("backend = \"postgresql\"\ndsn = \"host=127.0.0.1 port=" +
-                            std::to_string(port) + " dbname=postgres user=postgres\"\n");
+  auto config =
+      parse_state("backend = \"postgresql\"\ndsn = \"host=127.0.0.1 port=" + std::to_string(port) +
+                  " dbname=postgres user=postgres\"\n");
   ASSERT_TRUE(config) << config.error().report();
   const auto opened = config->checkpoint->open("orders_slot");
   ASSERT_FALSE(opened);
@@ -155,9 +153,9 @@ TEST(PostgresqlStateConfig, AClosedPortIsATransientErrorAtOpenNamingHostAndPort)
 
 TEST(PostgresqlStateConfig, AServerThatNeverAnswersEndsAtTheConnectTimeoutNamingHostAndPort) {
   SilentListener silent;
-  auto config = parse_state("backend = \"postgresql\"\ndsn = \"host=127.0.0.1 port=" +
-                            std::to_string(silent.port()) +
-                            " dbname=postgres user=postgres connect_timeout=2\"\n");
+  auto config = parse_state(
+      "backend = \"postgresql\"\ndsn = \"host=127.0.0.1 port=" + std::to_string(silent.port()) +
+      " dbname=postgres user=postgres connect_timeout=2\"\n");
   ASSERT_TRUE(config) << config.error().report();
   const auto opened = config->checkpoint->open("orders_slot");
   ASSERT_FALSE(opened);
@@ -177,7 +175,8 @@ TEST(RedisStateConfig, UrlKeysLoadAndDescribeShowsTheKeysWithoutThePassword) {
   EXPECT_EQ(config->checkpoint_backend, "redis");
   EXPECT_TRUE(config->checkpoint->durable());
   const std::string described = config->checkpoint->describe("orders_slot");
-  EXPECT_CONTAINS(described, "redis key shop:checkpoint:orders_slot on cache.example.com:6380 db 3");
+  EXPECT_CONTAINS(described,
+                  "redis key shop:checkpoint:orders_slot on cache.example.com:6380 db 3");
   EXPECT_CONTAINS(described, "lease shop:lock:orders_slot, 20000 ms");
   EXPECT_CONTAINS(described, "user cdc");
   EXPECT_LACKS(described, "s3cret-pw");
@@ -220,10 +219,12 @@ TEST(RedisStateConfig, BadSettingsNameTheKeyAndTheRemedy) {
   EXPECT_CONTAINS(error_of("backend = \"redis\"\npassword_env = \"CPPCDC_TEST_STATE_UNSET\"\n"),
                   "[state.offset] password_env: the environment variable "
                   "\"CPPCDC_TEST_STATE_UNSET\" is not set");
-  EXPECT_CONTAINS(error_of("backend = \"redis\"\nlock_ttl_ms = 10\n"), "[state.offset] lock_ttl_ms");
+  EXPECT_CONTAINS(error_of("backend = \"redis\"\nlock_ttl_ms = 10\n"),
+                  "[state.offset] lock_ttl_ms");
   EXPECT_CONTAINS(error_of("backend = \"redis\"\nport = 0\n"), "[state.offset] port");
   EXPECT_CONTAINS(error_of("backend = \"redis\"\nhost = \"\"\n"), "[state.offset] host");
-  EXPECT_CONTAINS(error_of("backend = \"redis\"\ndsn = \"x\"\n"), "[state.offset] dsn: unknown key");
+  EXPECT_CONTAINS(error_of("backend = \"redis\"\ndsn = \"x\"\n"),
+                  "[state.offset] dsn: unknown key");
 }
 
 TEST(RedisStateConfig, AClosedPortIsATransientErrorAtOpenNamingHostAndPort) {
@@ -239,9 +240,9 @@ TEST(RedisStateConfig, AClosedPortIsATransientErrorAtOpenNamingHostAndPort) {
 
 TEST(RedisStateConfig, AServerThatNeverAnswersEndsAtTheCommandTimeoutNamingHostAndPort) {
   SilentListener silent;
-  auto config = parse_state("backend = \"redis\"\nurl = \"redis://127.0.0.1:" +
-                            std::to_string(silent.port()) +
-                            "\"\nconnect_timeout_ms = 300\ntimeout_ms = 300\n");
+  auto config = parse_state(
+      "backend = \"redis\"\nurl = \"redis://127.0.0.1:" + std::to_string(silent.port()) +
+      "\"\nconnect_timeout_ms = 300\ntimeout_ms = 300\n");
   ASSERT_TRUE(config) << config.error().report();
   const auto opened = config->checkpoint->open("orders_slot");
   ASSERT_FALSE(opened);
