@@ -56,7 +56,7 @@ TEST(CliPostgresqlState, TheCheckpointRowAdvancesASecondRunIsRefusedAndARestartR
   write_config(dir / "cdc.toml", (dir / "cppcdc.sock").string());
   const auto check = it::run_cli({"check-config", "--config", (dir / "cdc.toml").string()});
   ASSERT_EQ(check.code, 0) << check.output;
-  EXPECT_NE(check.output.find("postgresql checkpoint row '" + slot +
+  EXPECT_NE(check.output.find("postgresql row '" + slot +
                               "' of table \"cdc_state\".\"checkpoints\""),
             std::string::npos)
       << check.output;

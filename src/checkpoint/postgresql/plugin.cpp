@@ -30,8 +30,9 @@ class ConfiguredPostgresqlCheckpoint final : public ConfiguredCheckpoint {
       : options_(std::move(options)), dsn_origin_(std::move(dsn_origin)) {}
 
   std::string describe(const std::string& checkpoint_id) const override {
-    return "postgresql " + postgresql_checkpoint_location(options_, checkpoint_id) + " at " +
-           pgckpt::describe_dsn(options_.dsn) + " (" + dsn_origin_ + ")";
+    return "postgresql row " + pgckpt::quote_literal(checkpoint_id) + " of table " +
+           pgckpt::quote_ident(options_.schema) + "." + pgckpt::quote_ident(options_.table) +
+           " at " + pgckpt::describe_dsn(options_.dsn) + " (" + dsn_origin_ + ")";
   }
   bool durable() const override { return true; }
   Status remove(const std::string& checkpoint_id) const override {

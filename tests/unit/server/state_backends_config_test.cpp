@@ -92,7 +92,7 @@ TEST(PostgresqlStateConfig, KeysLoadAndDescribeShowsTheTableWithoutThePassword) 
   EXPECT_TRUE(config->checkpoint->durable());
   EXPECT_FALSE(config->checkpoint->directory());
   const std::string described = config->checkpoint->describe("orders_slot");
-  EXPECT_CONTAINS(described, "checkpoint row 'orders_slot' of table \"cdc_state\".\"offsets\"");
+  EXPECT_CONTAINS(described, "postgresql row 'orders_slot' of table \"cdc_state\".\"offsets\"");
   EXPECT_CONTAINS(described, "host=db.example.com port=5433 dbname=ops user=cdc");
   EXPECT_LACKS(described, "s3cret-pw");
   EXPECT_LACKS(describe_config(*config), "s3cret-pw");
