@@ -28,12 +28,15 @@
 // first 8 bytes of a SHA-256 over (schema, table, id), held by the backend's connection for
 // the life of the Checkpoint. Chosen because it refuses a second writer at open(), before it
 // reads or writes anything, names the holder (pg_locks joined to pg_stat_activity: its pid,
-// application_name and client address), and is released by the server the moment the
-// holder's session ends, so a restart after a crash is never refused for a stale lock (a
-// generation check alone would let a second writer start and only fail it, or the first,
-// at some later save). The generation compare-and-set comes on top: should the lock ever be
-// lost (the connection dropped and another writer got in before the reconnect), the next save
-// finds the generation moved and is refused instead of overwriting the other's record.
+// application_name and client address), and goes with the holder's session: a writer that
+// dies releases it at once (only a holder whose host or network vanished keeps it until the
+// server notices, or until pg_terminate_backend), so a restart after a crash is not held up.
+// A generation check alone would let a second writer start and fail one of the two only at
+// some later save. The lock needs a server session of its own: the DSN must reach PostgreSQL
+// directly or through a pooler in session mode, never in transaction mode. The generation
+// compare-and-set comes on top: should the lock ever be lost (the connection dropped and
+// another writer got in before the reconnect), the next save finds the generation moved and
+// is refused instead of overwriting the other's record.
 //
 // Connections: application_name "cppcdc-checkpoint pid <pid> on <host>" (unless the DSN names
 // one), connect_timeout 10 s and TCP keepalives unless the DSN sets them, client_encoding
