@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "checkpoint/postgresql/libpq_util.hpp"
+#include "checkpoint_postgresql/libpq_util.hpp"
 #include "core/fault.hpp"
 #include "core/process_identity.hpp"
 #include "core/text_util.hpp"

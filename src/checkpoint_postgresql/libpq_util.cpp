@@ -1,4 +1,4 @@
-#include "checkpoint/postgresql/libpq_util.hpp"
+#include "checkpoint_postgresql/libpq_util.hpp"
 
 #include <cstring>
 #include <utility>

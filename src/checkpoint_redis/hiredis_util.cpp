@@ -1,4 +1,4 @@
-#include "checkpoint/redis/hiredis_util.hpp"
+#include "checkpoint_redis/hiredis_util.hpp"
 
 #include <sys/time.h>
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <utility>
 
-#include "checkpoint/postgresql/libpq_util.hpp"
+#include "checkpoint_postgresql/libpq_util.hpp"
 #include "core/settings_read.hpp"
 #include "cppcdc/postgresql_checkpoint.hpp"
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <utility>
 
-#include "checkpoint/redis/hiredis_util.hpp"
+#include "checkpoint_redis/hiredis_util.hpp"
 #include "core/settings_read.hpp"
 #include "cppcdc/redis_checkpoint.hpp"
 

@@ -16,7 +16,7 @@
 #include <thread>
 #include <utility>
 
-#include "checkpoint/redis/hiredis_util.hpp"
+#include "checkpoint_redis/hiredis_util.hpp"
 #include "core/fault.hpp"
 #include "core/process_identity.hpp"
 
