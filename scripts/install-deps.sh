@@ -29,6 +29,9 @@ PACKAGES=(
   libpq-dev postgresql-15 postgresql-client-15 postgresql-15-wal2json
   # MariaDB 10.11 server and Connector/C for the MySQL/MariaDB source (scripts/mariadb.sh)
   mariadb-server mariadb-client libmariadb-dev
+  # Redis: hiredis for the "redis" checkpoint backend, the server for its tests
+  # (scripts/redis.sh)
+  libhiredis-dev redis-server
   # zstd (MySQL transaction payloads) and zlib (MariaDB compressed events, CRC32)
   libzstd-dev zlib1g-dev
   # GNU time, for the benchmark references' CPU and peak memory (bench/run.sh)

@@ -154,7 +154,7 @@ share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
 num.partitions=1
 # ACLs are enforced, but everything no ACL denies is allowed: tests take rights away with
-# `run acls --add --deny-principal User:ANONYMOUS ...`.
+# "kafka.sh run acls --add --deny-principal User:ANONYMOUS ..." (no backquotes in this here-doc).
 authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
 allow.everyone.if.no.acl.found=true
 # A small machine: few threads.

@@ -9,11 +9,13 @@
 #   3. scripts/build.sh --asan              -> build-asan/ (the unit test executables only)
 #   4. scripts/build.sh --tsan              -> build-tsan/ (the unit test executables only)
 #   5. a throwaway PostgreSQL 15 on 127.0.0.1:55440 in /tmp/cppcdc-test-pg, a throwaway
-#      MariaDB 10.11 on 127.0.0.1:33440 in /tmp/cppcdc-test-mariadb and a throwaway Kafka
-#      broker on 127.0.0.1:19092 (controller 19093) in /tmp/cppcdc-test-kafka, all removed on
-#      exit; the broker starts in the background while the unit tests run
+#      MariaDB 10.11 on 127.0.0.1:33440 in /tmp/cppcdc-test-mariadb, a throwaway Redis 7.0 on
+#      127.0.0.1:56379 in /tmp/cppcdc-test-redis and a throwaway Kafka broker on
+#      127.0.0.1:19092 (controller 19093) in /tmp/cppcdc-test-kafka, all removed on exit; the
+#      broker starts in the background while the unit tests run
 #   6. ctest in build/: unit tests in parallel, then integration tests one at a time (they use
-#      CPPCDC_TEST_PG_DSN / _PORT, CPPCDC_TEST_MARIADB_PORT and CPPCDC_TEST_KAFKA_BOOTSTRAP),
+#      CPPCDC_TEST_PG_DSN / _PORT, CPPCDC_TEST_MARIADB_PORT, CPPCDC_TEST_REDIS_PORT and
+#      CPPCDC_TEST_KAFKA_BOOTSTRAP),
 #      then the PostgreSQL core set (label pgcore) against PostgreSQL 12 and 18
 #      (scripts/pg-matrix.sh: npm binaries, one server at a time on 127.0.0.1:55441, removed on
 #      exit; scripts/pg-matrix.sh alone runs all of 12 to 18), then the install tests, which
@@ -47,6 +49,8 @@ MATRIX_PORT=55441          # scripts/pg-matrix.sh: its cluster lives in /tmp/cpp
 MATRIX_MAJORS=(12 18)      # 15 is the main run's server
 MARIADB_DIR=/tmp/cppcdc-test-mariadb
 MARIADB_PORT=33440
+REDIS_DIR=/tmp/cppcdc-test-redis
+REDIS_PORT=56379   # the redis restart test runs a server of its own on REDIS_PORT + 1
 KAFKA_DIR=/tmp/cppcdc-test-kafka
 KAFKA_PORT=19092
 JOBS=2
@@ -60,6 +64,7 @@ failed=0
 pg_started=0
 matrix_started=0
 mariadb_started=0
+redis_started=0
 kafka_started=0
 kafka_job=
 interrupted=0
@@ -101,6 +106,9 @@ finish() {
   fi
   if ((mariadb_started)); then
     "$ROOT/scripts/mariadb.sh" stop "$MARIADB_DIR" --purge || true
+  fi
+  if ((redis_started)); then
+    "$ROOT/scripts/redis.sh" stop "$REDIS_DIR" --purge || true
   fi
   if ((matrix_started)); then  # pg-matrix.sh removes its server itself; this is for a kill
     "$ROOT/scripts/pg.sh" stop "/tmp/cppcdc-matrix-pg-$MATRIX_PORT" --purge >/dev/null 2>&1 || true
@@ -181,6 +189,20 @@ if ((build_ok)); then
   fi
 fi
 export CPPCDC_TEST_MARIADB_PORT=$MARIADB_PORT
+
+# Redis for the "redis" checkpoint backend's integration tests (a fresh server every run).
+if ((build_ok)); then
+  log "redis: fresh server in $REDIS_DIR on port $REDIS_PORT"
+  if [[ -d "$REDIS_DIR" ]]; then "$ROOT/scripts/redis.sh" stop "$REDIS_DIR" --purge; fi
+  redis_started=1
+  if "$ROOT/scripts/redis.sh" start "$REDIS_DIR" "$REDIS_PORT" >/dev/null; then
+    record redis PASS
+  else
+    record redis FAIL
+    build_ok=0
+  fi
+fi
+export CPPCDC_TEST_REDIS_PORT=$REDIS_PORT
 
 # Kafka for the Kafka sink's integration tests (a fresh broker every run). Its JVM takes a
 # while to start, so it starts in the background now and is waited for before the

@@ -153,6 +153,13 @@ class FileCheckpoint final : public Checkpoint {
   static std::string encode(const CheckpointRecord& record);
   /// Parses the file format; `origin` names the file in errors.
   static Result<CheckpointRecord> decode(std::string_view bytes, const std::string& origin);
+  /// decode() for a backend that keeps the same bytes somewhere other than a file (a table
+  /// row, a Redis key): a damaged record is an error (kind terminal) that begins with
+  /// `stored_as` ("checkpoint row 'x' of table ...") and ends with `remedy`, what an operator
+  /// can do about it. The format has no size limit of its own (a record of several MB, such
+  /// as a MySQL source's schema history, decodes).
+  static Result<CheckpointRecord> decode_stored(std::string_view bytes, std::string_view stored_as,
+                                                std::string_view remedy);
 
  protected:
   Result<std::optional<CheckpointRecord>> do_load() override;

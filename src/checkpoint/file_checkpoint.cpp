@@ -61,14 +61,26 @@ constexpr std::string_view kKeySourceState = "source_state";
 
 std::string quoted(const std::filesystem::path& path) { return "'" + path.string() + "'"; }
 
-/// A decode failure: terminal, names the file and says how to recover.
-Error damaged(const std::string& origin, std::string_view problem) {
-  std::string message = "checkpoint file '";
-  message += origin;
-  message += "' ";
+/// Where a record being decoded was read, for errors: "checkpoint file '<path>'", or what a
+/// backend that keeps records elsewhere says (FileCheckpoint::decode_stored), and what an
+/// operator can do about a damaged one.
+struct Origin {
+  std::string subject;
+  std::string_view remedy;
+};
+
+Origin file_origin(const std::string& path) { return {"checkpoint file '" + path + "'", kRemedy}; }
+
+/// Parses the record format (FileCheckpoint::decode and decode_stored); defined below them.
+Result<CheckpointRecord> decode_record(std::string_view bytes, const Origin& origin);
+
+/// A decode failure: terminal, names where the record lives and says how to recover.
+Error damaged(const Origin& origin, std::string_view problem) {
+  std::string message = origin.subject;
+  message += " ";
   message += problem;
   message += "; ";
-  message += kRemedy;
+  message += origin.remedy;
   return Error::checkpoint(ErrorKind::kTerminal, std::move(message));
 }
 
@@ -111,7 +123,7 @@ std::vector<std::string_view> split_words(std::string_view line) {
 }
 
 Result<std::string> string_field(const boost::json::object& object, std::string_view key,
-                                 const std::string& origin) {
+                                 const Origin& origin) {
   const boost::json::value* value = object.if_contains(key);
   if (value == nullptr) return fail(damaged(origin, "has no '" + std::string(key) + "' key"));
   if (!value->is_string()) {
@@ -122,7 +134,7 @@ Result<std::string> string_field(const boost::json::object& object, std::string_
 }
 
 Result<std::uint64_t> unsigned_field(const boost::json::object& object, std::string_view key,
-                                     const std::string& origin) {
+                                     const Origin& origin) {
   const boost::json::value* value = object.if_contains(key);
   if (value == nullptr) return fail(damaged(origin, "has no '" + std::string(key) + "' key"));
   if (value->is_uint64()) return value->get_uint64();
@@ -134,7 +146,7 @@ Result<std::uint64_t> unsigned_field(const boost::json::object& object, std::str
 }
 
 Result<std::int64_t> signed_field(const boost::json::object& object, std::string_view key,
-                                  const std::string& origin) {
+                                  const Origin& origin) {
   const boost::json::value* value = object.if_contains(key);
   if (value == nullptr) return fail(damaged(origin, "has no '" + std::string(key) + "' key"));
   if (value->is_int64()) return value->get_int64();
@@ -190,7 +202,7 @@ Result<std::optional<std::string>> read_file(const std::filesystem::path& path) 
     if (n == 0) break;
     bytes.append(buffer.data(), static_cast<std::size_t>(n));
     if (bytes.size() > kMaxFileBytes) {
-      return fail(damaged(path.string(), "is larger than " + std::to_string(kMaxFileBytes) +
+      return fail(damaged(file_origin(path.string()), "is larger than " + std::to_string(kMaxFileBytes) +
                                              " bytes, far more than any checkpoint record"));
     }
   }
@@ -410,6 +422,18 @@ std::string FileCheckpoint::encode(const CheckpointRecord& record) {
 }
 
 Result<CheckpointRecord> FileCheckpoint::decode(std::string_view bytes, const std::string& origin) {
+  return decode_record(bytes, file_origin(origin));
+}
+
+Result<CheckpointRecord> FileCheckpoint::decode_stored(std::string_view bytes,
+                                                       std::string_view stored_as,
+                                                       std::string_view remedy) {
+  return decode_record(bytes, Origin{std::string(stored_as), remedy});
+}
+
+namespace {
+
+Result<CheckpointRecord> decode_record(std::string_view bytes, const Origin& origin) {
   if (bytes.empty()) return fail(damaged(origin, "is empty"));
   const auto newline = bytes.find('\n');
   if (newline == std::string_view::npos) {
@@ -460,8 +484,8 @@ Result<CheckpointRecord> FileCheckpoint::decode(std::string_view bytes, const st
   const auto actual_digest = sha256_hex(body);
   if (!actual_digest) {
     return fail(Error::checkpoint(ErrorKind::kInternal,
-                                  "cannot compute SHA-256 to verify checkpoint file '" + origin +
-                                      "' (OpenSSL digest failed)"));
+                                  "cannot compute SHA-256 to verify " + origin.subject +
+                                      " (OpenSSL digest failed)"));
   }
   if (*actual_digest != expected_digest) {
     return fail(damaged(origin, "is corrupt: the SHA-256 of its body does not match the header"));
@@ -508,6 +532,8 @@ Result<CheckpointRecord> FileCheckpoint::decode(std::string_view bytes, const st
   }
   return record;
 }
+
+}  // namespace
 
 Result<std::optional<CheckpointRecord>> FileCheckpoint::do_load() {
   const std::lock_guard<std::mutex> lock(mutex_);

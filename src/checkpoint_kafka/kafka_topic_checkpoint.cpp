@@ -459,7 +459,11 @@ class KafkaTopicCheckpoint final : public Checkpoint {
           in_quotes(marker_key), *marker);
     }
     if (!latest) return std::nullopt;
-    auto record = FileCheckpoint::decode(*latest, location() + " (" + latest_at + ")");
+    auto record = FileCheckpoint::decode_stored(
+        *latest, "checkpoint record in " + location() + " (" + latest_at + ")",
+        "something other than cppcdc wrote this key; find what did, then write the last good "
+        "record back, or remove the key (a tombstone) to start over from the source's own "
+        "position");
     if (!record) return fail(record.error());
     return std::optional<CheckpointRecord>(std::move(*record));
   }

@@ -8,6 +8,8 @@
 #include "cppcdc/mysql.hpp"
 #include "cppcdc/plugin.hpp"
 #include "cppcdc/postgres.hpp"
+#include "cppcdc/postgresql_checkpoint.hpp"
+#include "cppcdc/redis_checkpoint.hpp"
 #include "cppcdc/sqlserver.hpp"
 #include "server/config.hpp"
 
@@ -25,6 +27,8 @@ void register_builtin_plugins() {
     register_kafka_sink_plugin();
     register_checkpoint_plugins();
     register_kafka_topic_checkpoint_plugin();
+    register_postgresql_checkpoint_plugin();
+    register_redis_checkpoint_plugin();
   });
 }
 

@@ -29,6 +29,9 @@
 //   static constexpr bool kNewestWriterWins;  // optional: a second writer fences the first
 //                                         // (the first's saves are refused from the second's
 //                                         // first save on) instead of being refused itself
+//   static std::string unavailable();     // optional: why the backend's server cannot be
+//                                         // reached in this run (a variable that is not set);
+//                                         // non-empty skips the test
 //
 // The suite registers the PostgreSQL and MySQL position orders: the invariant 6 tests use a
 // binlog file+position regression and a zero LSN.
@@ -106,7 +109,12 @@ class CheckpointConformance : public ::testing::Test {
     pg::register_positions();
     mysql::register_positions();
   }
-  void SetUp() override { harness_.emplace(); }
+  void SetUp() override {
+    if constexpr (requires { Harness::unavailable(); }) {
+      if (const std::string why = Harness::unavailable(); !why.empty()) GTEST_SKIP() << why;
+    }
+    harness_.emplace();
+  }
   void TearDown() override { harness_.reset(); }
 
   Harness& harness() { return *harness_; }

@@ -7,7 +7,7 @@
 // ctest may run tests in parallel, so every test gets a server and port of its own:
 // CPPCDC_TEST_PG_PORT + port_offset(test name), in /tmp/cppcdc-it-own-<port>. Offsets in use:
 // 100-102 pg_faults_test, 103-106 pg_tls_test, 107-108 pg_network_test, 109 pg_breaker_test,
-// 115-118 admin_test. Tests that ctest may run in parallel need offsets of their own.
+// 115-118 admin_test, 120 state_backends_test (its own server, restarted; not this fixture). Tests that ctest may run in parallel need offsets of their own.
 // The work directory (/tmp/cppcdc-it-own_<test>: cdc.toml, cppcdc.log, the sink) is kept when
 // a test fails, or always with CPPCDC_IT_KEEP set.
 

@@ -31,16 +31,17 @@ int run_script(const std::string& args) {
   return std::system(cmd.c_str());
 }
 
-// The test's own broker: the shared broker's port + 40 (controller + 41).
+// The test's own broker: the shared broker's port + `offset` (controller + offset + 1); each
+// test has its own offset, so that ctest -j runs them side by side.
 struct OwnBroker {
   fs::path dir;
   int port = 0;
   std::string bootstrap;
   bool started = false;
 
-  explicit OwnBroker(const std::string& shared) {
+  OwnBroker(const std::string& shared, int offset) {
     const auto colon = shared.rfind(':');
-    port = std::stoi(shared.substr(colon + 1)) + 40;
+    port = std::stoi(shared.substr(colon + 1)) + offset;
     dir = fs::temp_directory_path() / ("cppcdc-it-kafka-own-" + std::to_string(port));
     bootstrap = "127.0.0.1:" + std::to_string(port);
     (void)run_script("stop " + dir.string());  // a leftover of a crashed run
@@ -60,7 +61,7 @@ std::size_t count_of(const fs::path& log, const std::string& text) {
 }
 
 void ride_out_restarts(const std::string& shared, bool exactly_once) {
-  OwnBroker broker(shared);
+  OwnBroker broker(shared, exactly_once ? 42 : 40);
   ASSERT_TRUE(broker.started) << "scripts/kafka.sh could not start a broker on port "
                               << broker.port;
   const std::string bootstrap = broker.bootstrap;

@@ -225,7 +225,7 @@ TEST(PluginRegistry, UnknownTypeIsAConfigurationErrorListingTheKnownTypes) {
   EXPECT_CONTAINS(error_of(edit(kTestPipeline, "\"test_counter\"", "\"oracle\"")), "\"postgres\"");
   EXPECT_CONTAINS(error_of(edit(kTestPipeline, "\"test_collect\"", "\"nats\"")),
                   "[sink] type: expected ");
-  EXPECT_CONTAINS(error_of(edit(kTestPipeline, "\"test_recording\"", "\"redis\"")),
+  EXPECT_CONTAINS(error_of(edit(kTestPipeline, "\"test_recording\"", "\"etcd\"")),
                   "[state.offset] backend: expected ");
 }
 

@@ -313,7 +313,7 @@ TEST(ServerConfig, OutOfRangeAndBadValuesAreNamed) {
   EXPECT_CONTAINS(error_of(edit(example, "\"customers\"", "\"orders\"")), "listed twice");
   EXPECT_CONTAINS(error_of(edit(example, "type = \"file\"", "type = \"nats\"")),
                   "[sink] type: expected \"file\", \"http\", \"kafka\" or \"stdout\"");
-  EXPECT_CONTAINS(error_of(edit(example, "backend = \"local_fs\"", "backend = \"redis\"")),
+  EXPECT_CONTAINS(error_of(edit(example, "backend = \"local_fs\"", "backend = \"etcd\"")),
                   "[state.offset] backend");
   EXPECT_CONTAINS(error_of(edit(example, "format = \"json\"", "format = \"xml\"")), "[log] format");
   EXPECT_CONTAINS(error_of(edit(example, "level = \"debug\"", "level = \"loud\"")), "[log] level");
