@@ -63,6 +63,22 @@ class KafkaTopicCheckpoint final : public Checkpoint {
 
   std::string name() const override { return "kafka_topic"; }
 
+  /// Writes a tombstone for the id: compaction then drops its record.
+  Status write_tombstone() {
+    auto producer = new_handle(RD_KAFKA_PRODUCER, false);
+    if (!producer) return fail(producer.error());
+    rd_kafka_resp_err_t e = rd_kafka_producev(
+        producer->get(), RD_KAFKA_V_TOPIC(config_.topic.c_str()),
+        RD_KAFKA_V_KEY(id_.data(), id_.size()), RD_KAFKA_V_VALUE(nullptr, 0), RD_KAFKA_V_END);
+    if (e == RD_KAFKA_RESP_ERR_NO_ERROR) e = rd_kafka_flush(producer->get(), timeout_ms());
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      return fail(Error::checkpoint(
+          ErrorKind::kTransient,
+          "cannot write the tombstone for " + location() + ": " + rd_kafka_err2str(e)));
+    }
+    return ok();
+  }
+
   /// Creates the topic (compacted) when missing; refuses one that is not compacted.
   Status ensure_topic() {
     auto admin = new_handle(RD_KAFKA_PRODUCER, false);
@@ -634,38 +650,10 @@ Result<std::unique_ptr<Checkpoint>> open_kafka_topic_checkpoint(
 
 Status remove_kafka_topic_checkpoint(const KafkaTopicCheckpointConfig& config,
                                      const std::string& checkpoint_id) {
-  auto opened = open_kafka_topic_checkpoint(config, checkpoint_id);
-  if (!opened) return fail(opened.error());
-  (void)opened;
-  // A tombstone for the key: compaction then drops the record.
-  rd_kafka_conf_t* conf = rd_kafka_conf_new();
-  char err[512];
-  (void)rd_kafka_conf_set(conf, "bootstrap.servers", config.bootstrap_servers.c_str(), err,
-                          sizeof err);
-  for (const auto& [name, value] : config.properties) {
-    (void)rd_kafka_conf_set(conf, name.c_str(), value.c_str(), err, sizeof err);
-  }
-  (void)rd_kafka_conf_set(conf, "acks", "all", err, sizeof err);
-  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
-  if (rk == nullptr) {
-    rd_kafka_conf_destroy(conf);
-    return fail(Error::checkpoint(ErrorKind::kConfiguration, err));
-  }
-  Handle handle(rk);
-  rd_kafka_resp_err_t e =
-      rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(config.topic.c_str()),
-                        RD_KAFKA_V_KEY(checkpoint_id.data(), checkpoint_id.size()),
-                        RD_KAFKA_V_VALUE(nullptr, 0), RD_KAFKA_V_END);
-  if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
-    e = rd_kafka_flush(rk, static_cast<int>(config.timeout_ms));
-  }
-  if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    return fail(Error::checkpoint(ErrorKind::kTransient,
-                                  "cannot write the tombstone for checkpoint " +
-                                      in_quotes(checkpoint_id) + " to " + in_quotes(config.topic) +
-                                      ": " + rd_kafka_err2str(e)));
-  }
-  return ok();
+  CPPCDC_TRY(validate(config));
+  KafkaTopicCheckpoint checkpoint(config, checkpoint_id);
+  CPPCDC_TRY(checkpoint.ensure_topic());
+  return checkpoint.write_tombstone();
 }
 
 void register_kafka_topic_checkpoint_plugin() {

@@ -26,6 +26,7 @@
 #include <utility>
 
 #include "core/fault.hpp"
+#include "core/json_write.hpp"
 #include "cppcdc/checkpoint.hpp"
 #include "cppcdc/kafka.hpp"
 #include "sink/kafka/kafka_conf.hpp"
@@ -518,14 +519,15 @@ class KafkaSink final : public TransactionalSink {
   }
 
   void write_marker(const Event& first, std::size_t events) {
-    const std::string value =
-        "{\"transactional_id\":" + json_text(config_.transactional_id) +
-        ",\"first_offset\":" + json_text(first.source.offset) +
-        ",\"events_in_first_write\":" + std::to_string(events) + ",\"written_at_ms\":" +
-        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
-                           std::chrono::system_clock::now().time_since_epoch())
-                           .count()) +
-        "}";
+    std::string value = "{\"transactional_id\":";
+    detail::append_json_string(value, config_.transactional_id);
+    value += ",\"first_offset\":";
+    detail::append_json_string(value, first.source.offset);
+    value += ",\"events_in_first_write\":" + std::to_string(events) + ",\"written_at_ms\":" +
+             std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count()) +
+             "}";
     send_marker(value.data(), value.size());
     marker_set_ = true;
   }
@@ -546,23 +548,6 @@ class KafkaSink final : public TransactionalSink {
                     rd_kafka_err2str(err));
     }
     rd_kafka_poll(marker_rk_, 0);
-  }
-
-  static std::string json_text(std::string_view s) {
-    std::string out = "\"";
-    for (const char c : s) {
-      if (c == '"' || c == '\\') {
-        out += '\\';
-        out += c;
-      } else if (static_cast<unsigned char>(c) < 0x20) {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
-        out += buf;
-      } else {
-        out += c;
-      }
-    }
-    return out + "\"";
   }
 
   // ---- topics ----------------------------------------------------------------------------
