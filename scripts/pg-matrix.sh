@@ -40,17 +40,22 @@ DIR=/tmp/cppcdc-matrix-pg-$PORT
 BUILD=$ROOT/build
 
 running=0
+digest=$(mktemp)
 declare -a SUMMARY=()
 failed=0
 
 # shellcheck disable=SC2317  # called from the EXIT trap
 cleanup() {
+  if [[ "${1:-}" == exit ]]; then
+    if [[ -n "${CPPCDC_MATRIX_DIGEST:-}" ]]; then cat "$digest" >>"$CPPCDC_MATRIX_DIGEST"; fi
+    rm -f -- "$digest"
+  fi
   if ((running)); then
     "$ROOT/scripts/pg.sh" stop "$DIR" --purge >/dev/null 2>&1 || true
     running=0
   fi
 }
-trap cleanup EXIT
+trap "cleanup exit" EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
@@ -81,11 +86,15 @@ for m in "${majors[@]}"; do
   export CPPCDC_TEST_PG_PORT=$PORT
   out=$(mktemp)
   rc=0
+  rm -f -- "$BUILD/Testing/Temporary/LastTest.log"
   ctest --test-dir "$BUILD" -L pgcore --output-on-failure -j1 --timeout 600 2>&1 | tee "$out" >&2 || rc=$?
   total=$(sed -nE 's/.* tests? failed out of ([0-9]+)$/\1/p' "$out" | tail -n 1)
   nfail=$(sed -nE 's/.*, ([0-9]+) tests? failed out of [0-9]+$/\1/p' "$out" | tail -n 1)
   nskip=$(grep -cE '^[[:space:]]*[0-9]+ - .*\(Skipped\)$' "$out" || true)
   rm -f -- "$out"
+  # The failed tests and their first failure lines, again after the summary (and appended to
+  # the file CPPCDC_MATRIX_DIGEST names, for scripts/test.sh's own end-of-log account).
+  "$ROOT/scripts/ctest-digest.sh" "pg-core $m" "$BUILD" >>"$digest"
   # Why each skipped test skipped (ctest shows only that it did): the line after gtest's
   # "Skipped" in ctest's log.
   awk -v major="$m" '
@@ -104,6 +113,7 @@ done
 printf '\n[pg-matrix] core set (ctest -L pgcore) per PostgreSQL major, %ds in all:\n' \
   "$((SECONDS - t_all))"
 printf '  %s\n' "${SUMMARY[@]}"
+cat "$digest" >&2
 if ((failed)); then
   printf '[pg-matrix] FAILED\n'
   exit 1

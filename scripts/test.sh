@@ -69,6 +69,9 @@ kafka_started=0
 kafka_job=
 interrupted=0
 t0=$SECONDS
+# The failed tests of every ctest step, with their first failure lines (scripts/ctest-digest.sh),
+# printed again just above the summary, so that the end of a long log says what failed.
+DIGEST=$(mktemp)
 
 record() { # name result
   STEP_NAMES+=("$1")
@@ -122,6 +125,11 @@ finish() {
     "$ROOT/scripts/kafka.sh" stop "$KAFKA_DIR" || true
     rm -f "$KAFKA_DIR.start.log"
   fi
+  if [[ -s "$DIGEST" ]]; then
+    printf '\n[test] the tests that failed, and how:\n'
+    head -n 400 "$DIGEST"
+  fi
+  rm -f -- "$DIGEST"
   local i summary=""
   for i in "${!STEP_NAMES[@]}"; do
     summary+="${summary:+, }${STEP_NAMES[$i]} ${STEP_RESULTS[$i]}"
@@ -139,6 +147,20 @@ finish() {
 trap finish EXIT
 trap 'interrupted=1; exit 130' INT
 trap 'interrupted=1; exit 143' TERM
+
+# Run a ctest step (step's arguments; the build directory follows --test-dir) and keep the
+# digest of its failed tests for the end of the log.
+ctest_step() { # name command...
+  local name=$1 dir="" a prev="" rc=0
+  for a in "${@:2}"; do
+    [[ "$prev" == --test-dir ]] && dir=$a
+    prev=$a
+  done
+  rm -f -- "$dir/Testing/Temporary/LastTest.log"
+  step "$@" || rc=$?
+  if ((rc != 0)); then "$ROOT/scripts/ctest-digest.sh" "$name" "$dir" >>"$DIGEST"; fi
+  return "$rc"
+}
 
 # Can clang-14 link a libFuzzer target? (libFuzzer comes from libclang-rt-14-dev.)
 have_libfuzzer() {
@@ -243,28 +265,28 @@ export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:supp
 if ((build_ok)); then
   # Unit tests in parallel; integration tests one at a time, so that the crash, fault and
   # restart tests do not compete with each other for the 2 cores and the one server.
-  step ctest-unit ctest --test-dir build -L unit --output-on-failure -j"$JOBS" --timeout "$TEST_TIMEOUT" || true
+  ctest_step ctest-unit ctest --test-dir build -L unit --output-on-failure -j"$JOBS" --timeout "$TEST_TIMEOUT" || true
   await_kafka
-  step ctest-integration ctest --test-dir build -L integration --output-on-failure -j1 \
+  ctest_step ctest-integration ctest --test-dir build -L integration --output-on-failure -j1 \
     --timeout "$TEST_TIMEOUT" || true
   matrix_started=1
-  step "pg-core(${MATRIX_MAJORS[*]})" "$ROOT/scripts/pg-matrix.sh" --no-build --port "$MATRIX_PORT" \
+  CPPCDC_MATRIX_DIGEST=$DIGEST step "pg-core(${MATRIX_MAJORS[*]})" "$ROOT/scripts/pg-matrix.sh" --no-build --port "$MATRIX_PORT" \
     "${MATRIX_MAJORS[@]}" || true
-  step ctest-install ctest --test-dir build -L install --output-on-failure || true
+  ctest_step ctest-install ctest --test-dir build -L install --output-on-failure || true
 else
   skip ctest "build failed"
 fi
 
 # 7. unit tests under ASan + UBSan
 if ((asan_ok)); then
-  step ctest-asan-unit ctest --test-dir build-asan -L unit --output-on-failure -j"$JOBS" --timeout "$TEST_TIMEOUT" || true
+  ctest_step ctest-asan-unit ctest --test-dir build-asan -L unit --output-on-failure -j"$JOBS" --timeout "$TEST_TIMEOUT" || true
 else
   skip ctest-asan-unit "asan build failed"
 fi
 
 # 8. unit tests under ThreadSanitizer (the first report fails its test)
 if ((tsan_ok)); then
-  step ctest-tsan-unit ctest --test-dir build-tsan -L unit --output-on-failure -j"$JOBS" --timeout "$TEST_TIMEOUT" || true
+  ctest_step ctest-tsan-unit ctest --test-dir build-tsan -L unit --output-on-failure -j"$JOBS" --timeout "$TEST_TIMEOUT" || true
 else
   skip ctest-tsan-unit "tsan build failed"
 fi
