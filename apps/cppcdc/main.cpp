@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "server/config.hpp"
+#include "server/migrate_state.hpp"
 #include "server/run.hpp"
 #include "server/snapshot_control.hpp"
 
@@ -59,6 +60,25 @@ int main(int argc, char** argv) {
   teardown->add_flag("-y,--yes", teardown_yes, "Do not ask for confirmation");
   teardown->add_flag("--include-preexisting", teardown_preexisting,
                      "Also drop the slot and publication cppcdc did not create");
+
+  server::MigrateStateOptions migrate_options;
+  std::string migrate_output;
+  CLI::App* migrate = app.add_subcommand(
+      "migrate-state",
+      "Copy the pipeline's checkpoint (with the source state it carries: snapshot progress, "
+      "schema history) from the [state.offset] backend of one cdc.toml to that of another; "
+      "the old backend's record is left as it was");
+  migrate->add_option("-c,--config", migrate_options.from_config,
+                      "cdc.toml whose [state.offset] holds the state now")
+      ->required();
+  migrate->add_option("--to", migrate_options.to_config,
+                      "cdc.toml the pipeline moves to (same [source]; its [state.offset] is the "
+                      "target)")
+      ->required();
+  migrate->add_option("-o,--output", migrate_output, "Write a JSON report to this file");
+  migrate->add_flag("--force", migrate_options.force,
+                    "Replace a target record that is newer, unreadable or another source's");
+  migrate->add_flag("--dry-run", migrate_options.dry_run, "Say what would be done; write nothing");
 
   CLI::App* version = app.add_subcommand("version", "Print the version");
 
@@ -115,6 +135,10 @@ int main(int argc, char** argv) {
   if (*preflight) return server::preflight(preflight_config);
   if (*teardown) {
     return server::teardown(teardown_config, teardown_yes, teardown_preexisting);
+  }
+  if (*migrate) {
+    if (!migrate_output.empty()) migrate_options.output = migrate_output;
+    return server::migrate_state(migrate_options);
   }
   if (*snapshot) {
     if (*forget) {
