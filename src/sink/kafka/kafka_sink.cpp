@@ -820,7 +820,9 @@ class KafkaSink final : public TransactionalSink {
                            record + " is larger than the producer or the topic accepts" + code +
                                "; raise the topic's max.message.bytes and the sink's "
                                "kafka_properties message.max.bytes, or keep such rows out of "
-                               "the pipeline (a filter transform)");
+                               "the pipeline (a filter transform); [runtime] max_event_bytes "
+                               "set below those limits stops the pipeline at such a row, "
+                               "naming its table, before it reaches Kafka");
       case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
       case RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED:
         return Error::sink(ErrorKind::kConfiguration,

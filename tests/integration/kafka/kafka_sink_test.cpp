@@ -253,6 +253,7 @@ TEST(KafkaSinkOnBroker, ARecordLargerThanTheTopicTakesIsATerminalErrorNamingTopi
   EXPECT_EQ(st.error().kind(), ErrorKind::kTerminal) << st.error().report();
   EXPECT_CONTAINS(st.error().report(), "\"" + topic + "\"");
   EXPECT_CONTAINS(st.error().report(), "max.message.bytes");
+  EXPECT_CONTAINS(st.error().report(), "[runtime] max_event_bytes");
   // Nothing after it is acknowledged: the sink stays failed.
   EXPECT_FALSE(sink->flush());
   (void)sink->close();
