@@ -24,34 +24,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-int run_script(const std::string& args) {
-  const std::string cmd = std::string(CPPCDC_SOURCE_DIR) + "/scripts/kafka.sh " + args + " >>" +
-                          (fs::temp_directory_path() / "cppcdc-it-kafka-own.log").string() +
-                          " 2>&1";
-  return std::system(cmd.c_str());
-}
-
-// The test's own broker: the shared broker's port + `offset` (controller + offset + 1); each
-// test has its own offset, so that ctest -j runs them side by side.
-struct OwnBroker {
-  fs::path dir;
-  int port = 0;
-  std::string bootstrap;
-  bool started = false;
-
-  OwnBroker(const std::string& shared, int offset) {
-    const auto colon = shared.rfind(':');
-    port = std::stoi(shared.substr(colon + 1)) + offset;
-    dir = fs::temp_directory_path() / ("cppcdc-it-kafka-own-" + std::to_string(port));
-    bootstrap = "127.0.0.1:" + std::to_string(port);
-    (void)run_script("stop " + dir.string());  // a leftover of a crashed run
-    started = run_script("start " + dir.string() + " " + std::to_string(port)) == 0;
-  }
-  bool stop() { return run_script("stop " + dir.string() + " --keep") == 0; }
-  bool start() { return run_script("start " + dir.string() + " " + std::to_string(port)) == 0; }
-  ~OwnBroker() { (void)run_script("stop " + dir.string()); }
-};
-
 std::size_t count_of(const fs::path& log, const std::string& text) {
   std::ifstream in(log);
   const std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -61,7 +33,7 @@ std::size_t count_of(const fs::path& log, const std::string& text) {
 }
 
 void ride_out_restarts(const std::string& shared, bool exactly_once) {
-  OwnBroker broker(shared, exactly_once ? 42 : 40);
+  kafka_it::OwnBroker broker(shared, exactly_once ? 42 : 40);
   ASSERT_TRUE(broker.started) << "scripts/kafka.sh could not start a broker on port "
                               << broker.port;
   const std::string bootstrap = broker.bootstrap;

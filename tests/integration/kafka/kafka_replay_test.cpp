@@ -8,6 +8,11 @@
 // in offset order: a row's records share a partition) must give the source tables exactly,
 // and every committed transaction must be there. Duplicates are expected (and counted): the
 // batches in flight at a kill are delivered again.
+//
+// Under effectively_once (each batch and its checkpoint record one Kafka transaction) the same
+// kills leave a read_committed reader every change exactly once, and a read_uncommitted one the
+// aborted attempts. The soak runs (KafkaSoak, scripts/soak.sh) do both contracts with about
+// 50,000 row changes, at least 20 kills and two restarts of the broker during the load.
 
 #include <fcntl.h>
 #include <signal.h>
@@ -36,6 +41,16 @@ namespace {
 constexpr int kSeconds = 30;
 constexpr int kMinKills = 5;
 
+// What one oracle run does besides the kills.
+struct OracleRun {
+  bool exactly_once = false;
+  int seconds = kSeconds;       ///< the load runs at least this long
+  std::size_t min_changes = 0;  ///< and until it changed at least this many rows
+  int min_kills = kMinKills;    ///< SIGKILLs the run must have dealt (crash points not counted)
+  int broker_restarts = 0;      ///< restarts of `broker`, spread over the kills
+  kafka_it::OwnBroker* broker = nullptr;  ///< the run's own broker (null: the shared one)
+};
+
 // Starts `cppcdc run` like it::start_cppcdc_process, with crash point `fault_point` armed.
 pid_t spawn_armed(const fs::path& dir, const char* fault_point) {
   const pid_t pid = fork();
@@ -50,6 +65,14 @@ pid_t spawn_armed(const fs::path& dir, const char* fault_point) {
   return pid;
 }
 
+std::size_t count_of(const fs::path& log, const std::string& text) {
+  std::ifstream in(log);
+  const std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::size_t n = 0;
+  for (auto at = s.find(text); at != std::string::npos; at = s.find(text, at + 1)) ++n;
+  return n;
+}
+
 // Kills a child a failed assertion left running, so that it does not stream into later tests.
 struct ChildGuard {
   pid_t& pid;
@@ -61,7 +84,8 @@ struct ChildGuard {
 // The oracle run, under at_least_once (`exactly_once` false: duplicates expected, none lost)
 // or effectively_once (each batch and its checkpoint one Kafka transaction: a read_committed
 // reader sees every change exactly once).
-void run_oracle(const std::string& bootstrap, bool exactly_once) {
+void run_oracle(const std::string& bootstrap, const OracleRun& run) {
+  const bool exactly_once = run.exactly_once;
   const std::string db = it::test_database(exactly_once ? "kafka_eos" : "kafka_oracle");
   it::fresh_database(db);
   const fs::path dir = fs::temp_directory_path() / ("cppcdc-it-" + db);
@@ -86,7 +110,7 @@ void run_oracle(const std::string& bootstrap, bool exactly_once) {
         << "tables = [\"public.acct\", \"public.item\", \"public.marker\"]\n\n"
         << "[sink]\ntype = \"kafka\"\nbootstrap_servers = \"" << bootstrap << "\"\n"
         << "create_topics = true\ntopic_partitions = 3\ntopic_replication_factor = 1\n"
-        << "delivery_timeout_ms = 60000\n";
+        << "delivery_timeout_ms = " << (run.broker_restarts > 0 ? 10000 : 60000) << "\n";
     if (exactly_once) {
       cfg << "delivery_mode = \"transactional\"\ntransactional_id = \"" << source << "\"\n\n"
           << "[state.offset]\nbackend = \"kafka_topic\"\ntopic = \"" << source
@@ -97,6 +121,9 @@ void run_oracle(const std::string& bootstrap, bool exactly_once) {
     cfg << "[runtime]\nmax_buffer_size = 300\nmax_poll_wait_ms = 100\n"
         << "connection_retry_max_retries = 100\nconnection_retry_initial_delay_ms = 50\n"
         << "connection_retry_max_delay_ms = 500\n";
+    if (run.broker_restarts > 0) {  // a broker outage is retried, however long it lasts
+      cfg << "recoverable_error_breaker_consecutive_threshold = 100000\n";
+    }
   }
   pid_t child = -1;
   ChildGuard guard{child};
@@ -105,50 +132,77 @@ void run_oracle(const std::string& bootstrap, bool exactly_once) {
   // The workload: transactions of one to four statements, each starting with an upsert, so
   // that every committed transaction has a change and must show up in Kafka.
   std::atomic<bool> done{false};
-  std::vector<std::uint64_t> committed;  // xids (32 bits, as pgoutput carries them)
+  std::vector<std::uint64_t> committed;    // xids (32 bits, as pgoutput carries them)
+  std::atomic<std::size_t> changes{0};     // rows the workload changed
+  std::atomic<bool> enough_faults{false};  // the kills and broker restarts asked for are done
+  std::atomic<bool> quit{false};           // a failed assertion ends the load early
   std::thread load([&] {
     it::PgSession m(it::dsn_for(db));
     std::mt19937 rng(1515);
     const auto t0 = std::chrono::steady_clock::now();
     int step = 0;
-    while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(kSeconds)) {
+    while (!quit.load() &&
+           (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(run.seconds) ||
+            changes.load() < run.min_changes || !enough_faults.load())) {
       ++step;
       m.query("begin");
       const std::string id = std::to_string(rng() % 400);
-      m.query("insert into acct values (" + id + ", 1, 'n" + std::to_string(step) +
-              "') on conflict (id) do update set balance = acct.balance + 1, note = excluded.note");
+      std::size_t changed =
+          m.query("insert into acct values (" + id + ", 1, 'n" + std::to_string(step) +
+                  "') on conflict (id) do update set balance = acct.balance + 1, note = "
+                  "excluded.note returning 1")
+              .size();
       const int more = static_cast<int>(rng() % 4);
       for (int i = 0; i < more; ++i) {
         const std::string k1 = std::to_string(rng() % 60);
         const std::string k2 = "'k" + std::to_string(rng() % 4) + "'";
         switch (rng() % 6) {
           case 0:
-            m.query("delete from acct where id = " + std::to_string(rng() % 400));
+            changed += m.query("delete from acct where id = " + std::to_string(rng() % 400) +
+                               " returning 1")
+                           .size();
             break;
           case 1:
-            m.query("update acct set balance = balance * 2, note = null where id = " +
-                    std::to_string(rng() % 400));
+            changed += m.query("update acct set balance = balance * 2, note = null where id = " +
+                               std::to_string(rng() % 400) + " returning 1")
+                           .size();
             break;
           case 2:
           case 3:
-            m.query("insert into item values (" + k1 + ", " + k2 + ", " + std::to_string(step) +
-                    ") on conflict (k1, k2) do update set qty = excluded.qty");
+            changed +=
+                m.query("insert into item values (" + k1 + ", " + k2 + ", " + std::to_string(step) +
+                        ") on conflict (k1, k2) do update set qty = excluded.qty "
+                        "returning 1")
+                    .size();
             break;
           case 4:
-            m.query("update item set qty = qty + 1 where k1 = " + k1);
+            changed +=
+                m.query("update item set qty = qty + 1 where k1 = " + k1 + " returning 1").size();
             break;
           default:
-            m.query("delete from item where k1 = " + k1 + " and k2 = " + k2);
+            changed +=
+                m.query("delete from item where k1 = " + k1 + " and k2 = " + k2 + " returning 1")
+                    .size();
         }
       }
       const std::string xid = m.scalar("select txid_current() % 4294967296");
       m.query("commit");
+      if (xid.empty()) break;  // the server went away: the failure is reported already
       committed.push_back(std::stoull(xid));
+      changes.fetch_add(changed);
       // Pacing, not waiting: the load spreads over the whole run.
       std::this_thread::sleep_for(std::chrono::milliseconds(3));
     }
     done.store(true);
   });
+  struct Joiner {  // a failed assertion returns early: the load thread still ends
+    std::atomic<bool>& quit;
+    std::thread& thread;
+    ~Joiner() {
+      quit.store(true);
+      if (thread.joinable()) thread.join();
+    }
+  } joiner{quit, load};
 
   // SIGKILL at random moments (random gaps on purpose, not waits for anything); every other
   // restart is armed to die at one of the crash points, in turn.
@@ -162,6 +216,7 @@ void run_oracle(const std::string& bootstrap, bool exactly_once) {
   std::mt19937 rng(99);
   int kills = 0;
   int crashes = 0;
+  int restarts = 0;
   while (!done.load()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1500 + rng() % 3500));
     if (done.load()) break;
@@ -181,9 +236,26 @@ void run_oracle(const std::string& bootstrap, bool exactly_once) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 500));
     it::start_cppcdc_process(child, dir, it::admin_dsn(), db, 120);
+    // The broker's restarts, spread over the kills: it goes away under the running pipeline,
+    // which notices (librdkafka's refused connections in its log) and retries while the load
+    // goes on, and comes back.
+    if (run.broker != nullptr && restarts < run.broker_restarts &&
+        kills >= (restarts + 1) * run.min_kills / (run.broker_restarts + 1)) {
+      const std::size_t refused_before = count_of(dir / "cppcdc.log", "Connection refused");
+      ASSERT_TRUE(run.broker->stop());
+      ASSERT_TRUE(it::wait_until(
+          [&] { return count_of(dir / "cppcdc.log", "Connection refused") > refused_before; },
+          120s))
+          << it::log_tail(dir / "cppcdc.log");
+      ASSERT_TRUE(run.broker->start());
+      ++restarts;
+    }
+    if (kills >= run.min_kills && restarts >= run.broker_restarts) enough_faults.store(true);
   }
   load.join();
-  EXPECT_GE(kills, kMinKills);
+  EXPECT_GE(kills, run.min_kills);
+  EXPECT_EQ(restarts, run.broker_restarts);
+  EXPECT_GE(changes.load(), run.min_changes);
 
   // Everything up to a final marker arrived: stop cleanly.
   s.query("insert into marker values (1)");
@@ -254,21 +326,49 @@ void run_oracle(const std::string& bootstrap, bool exactly_once) {
     EXPECT_GT(duplicates, 0u) << "no batch was delivered twice: the kills missed the window";
   }
   std::cout << aborted << " aborted records; " << kills << " kills and " << crashes
-            << " crashes at crash points, " << committed.size() << " transactions, " << records
-            << " records (" << duplicates << " duplicates) replayed into " << rows << " rows"
-            << std::endl;
+            << " crashes at crash points, " << restarts << " broker restarts, " << committed.size()
+            << " transactions changing " << changes.load() << " rows, " << records << " records ("
+            << duplicates << " duplicates) replayed into " << rows << " rows" << std::endl;
   it::drop_slots(db);
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
 
 TEST(KafkaReplayOracle, KillsMidStreamLoseNoChangeAndTheTopicsReplayToTheSourceTables) {
   KAFKA_TEST_BOOTSTRAP(bootstrap);
-  run_oracle(bootstrap, false);
+  run_oracle(bootstrap, OracleRun{});
 }
 
 TEST(KafkaReplayOracle, EffectivelyOnceKillsMidStreamGiveReadCommittedReadersEveryChangeOnce) {
   KAFKA_TEST_BOOTSTRAP(bootstrap);
-  run_oracle(bootstrap, true);
+  run_oracle(bootstrap, OracleRun{.exactly_once = true});
+}
+
+// The soak runs (scripts/soak.sh; skipped unless CPPCDC_SOAK is set): about 50,000 row changes,
+// at least 20 SIGKILLs (and as many crashes at the crash points, with a transaction open or
+// just committed), and two restarts of the broker, the run's own, during the load.
+void soak(const std::string& shared, bool exactly_once) {
+  if (std::getenv("CPPCDC_SOAK") == nullptr) {
+    GTEST_SKIP() << "a soak run (minutes): scripts/soak.sh runs it (CPPCDC_SOAK=1)";
+  }
+  kafka_it::OwnBroker broker(shared, exactly_once ? 46 : 44);
+  ASSERT_TRUE(broker.started) << "scripts/kafka.sh could not start a broker on port "
+                              << broker.port;
+  run_oracle(broker.bootstrap, OracleRun{.exactly_once = exactly_once,
+                                         .seconds = 60,
+                                         .min_changes = 50'000,
+                                         .min_kills = 20,
+                                         .broker_restarts = 2,
+                                         .broker = &broker});
+}
+
+TEST(KafkaSoak, EffectivelyOnceFiftyThousandChangesTwentyKillsTwoBrokerRestarts) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  soak(bootstrap, true);
+}
+
+TEST(KafkaSoak, AtLeastOnceFiftyThousandChangesTwentyKillsTwoBrokerRestarts) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  soak(bootstrap, false);
 }
 
 }  // namespace

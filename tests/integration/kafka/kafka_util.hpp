@@ -10,6 +10,7 @@
 #include <boost/json.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <random>
@@ -149,5 +150,39 @@ inline std::vector<Record> read_topic(const std::string& bootstrap, const std::s
   }
   return out;
 }
+
+/// Runs scripts/kafka.sh with `args`, its output appended to $TMPDIR/cppcdc-it-kafka-own.log;
+/// returns its exit status as std::system gives it.
+inline int run_kafka_script(const std::string& args) {
+  const std::string cmd =
+      std::string(CPPCDC_SOURCE_DIR) + "/scripts/kafka.sh " + args + " >>" +
+      (std::filesystem::temp_directory_path() / "cppcdc-it-kafka-own.log").string() + " 2>&1";
+  return std::system(cmd.c_str());
+}
+
+/// A test's own broker (scripts/kafka.sh): the shared broker's port + `offset` (controller +
+/// offset + 1); each test has its own offset, so that ctest -j runs them side by side. Offsets
+/// in use: 40 and 42 (kafka_broker_restart_test), 44 and 46 (the soak runs of
+/// kafka_replay_test).
+struct OwnBroker {
+  std::filesystem::path dir;
+  int port = 0;
+  std::string bootstrap;
+  bool started = false;
+
+  OwnBroker(const std::string& shared, int offset) {
+    const auto colon = shared.rfind(':');
+    port = std::stoi(shared.substr(colon + 1)) + offset;
+    dir = std::filesystem::temp_directory_path() / ("cppcdc-it-kafka-own-" + std::to_string(port));
+    bootstrap = "127.0.0.1:" + std::to_string(port);
+    (void)run_kafka_script("stop " + dir.string());  // a leftover of a crashed run
+    started = run_kafka_script("start " + dir.string() + " " + std::to_string(port)) == 0;
+  }
+  bool stop() { return run_kafka_script("stop " + dir.string() + " --keep") == 0; }
+  bool start() {
+    return run_kafka_script("start " + dir.string() + " " + std::to_string(port)) == 0;
+  }
+  ~OwnBroker() { (void)run_kafka_script("stop " + dir.string()); }
+};
 
 }  // namespace cppcdc::kafka_it
