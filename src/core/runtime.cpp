@@ -9,6 +9,7 @@
 #include <mutex>
 #include <span>
 #include <thread>
+#include <utility>
 
 #include "core/batch_shaper.hpp"
 #include "core/circuit_breaker.hpp"
@@ -167,6 +168,10 @@ struct Runtime::Impl {
     std::lock_guard lock(mutex);
     state = next;
   }
+  RuntimeState state_now() {
+    std::lock_guard lock(mutex);
+    return state;
+  }
 
   // The runtime's clock (RuntimeOptions::clock_ms), ms since the epoch.
   std::int64_t now() const {
@@ -235,15 +240,17 @@ struct Runtime::Impl {
   // Applies a commit plan: the record is made durable (by the checkpoint backend, or already
   // by a transactional sink's commit when `saved_by_sink`), then the source may release up to
   // the confirmed position (invariant 2). Any failure fails the runtime: the events are
-  // durable at the sink, the position is not, and a restart replays them.
-  Status apply(const detail::CommitPlan& plan, bool committed_by_sink = false) {
+  // durable at the sink, the position is not, and a restart replays them. The exception is a
+  // plan for an `idle` position (no events behind it): a recoverable failure to record it
+  // leaves the runtime running, with the previous checkpoint, and the caller retries it.
+  Status apply(const detail::CommitPlan& plan, bool committed_by_sink = false, bool idle = false) {
     if (transactional != nullptr) {
-      if (!committed_by_sink) CPPCDC_TRY(commit_in_sink(plan));
+      if (!committed_by_sink) CPPCDC_TRY(commit_in_sink(plan, idle));
     } else if (plan.record) {
       CPPCDC_FAULT_POINT("runtime.before_checkpoint");
       auto saved = config.checkpoint->save(*plan.record);
       if (!saved) {
-        set_state(RuntimeState::kFailed);
+        if (!(idle && saved.error().retryable())) set_state(RuntimeState::kFailed);
         return fail(saved.error().context("saving the checkpoint at " + plan.record->offset));
       }
       CPPCDC_FAULT_POINT("runtime.after_checkpoint");
@@ -281,8 +288,25 @@ struct Runtime::Impl {
 
   // The transactional sink commits the open batch (or, for an idle position, a transaction of
   // its own with no events) together with the planned record, which the guard checks first.
-  Status commit_in_sink(const detail::CommitPlan& plan) {
+  Status commit_in_sink(const detail::CommitPlan& plan, bool idle = false) {
     if (!plan.record && !batch_open) return ok();
+    // An idle commit that failed recoverably may have left the sink needing recovery.
+    if (!batch_open && std::exchange(sink_needs_recover, false)) {
+      if (auto recovered = transactional->recover(); !recovered) {
+        sink_needs_recover = true;
+        if (!(idle && recovered.error().retryable())) set_state(RuntimeState::kFailed);
+        return fail(recovered.error().context("recovering " + transactional->name()));
+      }
+    }
+    // A recoverable failure of an idle commit is retried by the caller, the sink recovered
+    // first; any other failure fails the runtime.
+    const auto failed = [&](const Error& e) {
+      if (idle && e.retryable()) {
+        sink_needs_recover = true;
+      } else {
+        set_state(RuntimeState::kFailed);
+      }
+    };
     if (plan.record) {
       if (auto guarded = check_monotonic(checkpoint, *plan.record); !guarded) {
         set_state(RuntimeState::kFailed);
@@ -291,7 +315,7 @@ struct Runtime::Impl {
     }
     if (!batch_open) {
       if (auto begun = transactional->begin(); !begun) {
-        set_state(RuntimeState::kFailed);
+        failed(begun.error());
         return fail(begun.error().context("opening a transaction on " + transactional->name()));
       }
     }
@@ -301,7 +325,7 @@ struct Runtime::Impl {
     }
     if (auto committed = transactional->commit(plan.record); !committed) {
       (void)transactional->abort();
-      set_state(RuntimeState::kFailed);
+      failed(committed.error());
       const std::string what =
           plan.record ? "the checkpoint at " + plan.record->offset : std::string("a batch");
       return fail(committed.error().context("committing " + what + " in " +
@@ -317,6 +341,8 @@ struct Runtime::Impl {
   // delivered holds its transaction open (commit_ack then commits it with the record).
   TransactionalSink* transactional = nullptr;
   bool batch_open = false;
+  // An idle commit failed recoverably: the sink recovers before it is used again.
+  bool sink_needs_recover = false;
   // The plan a transactional sink already committed inside the delivery attempt (so that a
   // failed commit is retried with the batch); commit_ack applies it without committing again.
   std::optional<detail::CommitPlan> precommitted;
@@ -635,8 +661,22 @@ Result<EventBatch> Runtime::poll_source_batch() {
     std::optional<std::string> idle_state;
     if (idle) idle_state = d.config.source->idle_state();
     auto plan = detail::plan_idle(d.barrier_state(), idle, idle_state, d.now());
-    if (auto applied = d.apply(plan); !applied) {
-      return fail(applied.error().context("checkpointing the idle position " + idle.value_or("")));
+    if (auto applied = d.apply(plan, false, /*idle=*/true); !applied) {
+      Error error =
+          applied.error().context("checkpointing the idle position " + idle.value_or(""));
+      if (!error.retryable() || d.state_now() == RuntimeState::kFailed) return fail(error);
+      // Nothing waits on this position: the previous checkpoint stands, and the next idle
+      // poll records it, under the shared breaker like any recoverable failure.
+      const auto next = d.on_recoverable(error);
+      if (next.give_up) {
+        d.set_state(RuntimeState::kFailed);
+        return fail(std::move(error).context(next.note));
+      }
+      spdlog::warn("could not checkpoint the idle position ({}); nothing waits on it, trying "
+                   "again in {} ms: {}",
+                   next.note, next.wait.count(), error.report());
+      (void)d.wait_retry(next.wait);
+      return batch;
     }
   }
   {
@@ -801,6 +841,8 @@ Result<std::uint64_t> Runtime::Impl::deliver_loop(Runtime& runtime, Pipeline& pi
     ~Reset() {
       d.transactional = nullptr;
       d.batch_open = false;
+      // sink_needs_recover stays: the next loop recovers its sink first (a no-op for a sink
+      // with nothing to recover from).
       d.precommitted.reset();
       d.gather = std::chrono::milliseconds(0);
       d.cancel = nullptr;
@@ -824,7 +866,8 @@ Result<std::uint64_t> Runtime::Impl::deliver_loop(Runtime& runtime, Pipeline& pi
     // at-least-once allows; a transactional sink aborts, so nothing of the attempt is seen).
     // After a failed attempt the sinks drop what they still hold of it first (Sink::recover());
     // a recover() that fails recoverably is retried like any failed attempt.
-    bool recover_first = false;
+    // A transactional sink whose idle commit failed recovers before this batch.
+    bool recover_first = std::exchange(d.sink_needs_recover, false);
     const auto attempt = [&]() -> Status {
       if (recover_first) {
         if (auto recovered = pipeline.recover(); !recovered) {

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 
 #include "integration/state_backend_util.hpp"
@@ -56,9 +57,9 @@ TEST(CliPostgresqlState, TheCheckpointRowAdvancesASecondRunIsRefusedAndARestartR
   write_config(dir / "cdc.toml", (dir / "cppcdc.sock").string());
   const auto check = it::run_cli({"check-config", "--config", (dir / "cdc.toml").string()});
   ASSERT_EQ(check.code, 0) << check.output;
-  EXPECT_NE(check.output.find("postgresql row '" + slot +
-                              "' of table \"cdc_state\".\"checkpoints\""),
-            std::string::npos)
+  EXPECT_NE(
+      check.output.find("postgresql row '" + slot + "' of table \"cdc_state\".\"checkpoints\""),
+      std::string::npos)
       << check.output;
 
   pid_t child = -1;
@@ -119,6 +120,88 @@ TEST(CliPostgresqlState, TheCheckpointRowAdvancesASecondRunIsRefusedAndARestartR
       << it::log_tail(dir / "cppcdc.log");
   EXPECT_EQ(it::read_sink(events).size(), 6u) << "a restart delivered something twice";
   EXPECT_EQ(it::stop_cppcdc_process(child, SIGTERM), 0) << it::log_tail(dir / "cppcdc.log");
+  it::drop_slots(db);
+  fs::remove_all(dir);
+}
+
+// The checkpoint's server goes away while the pipeline is idle (only tables it does not
+// capture change, so the slot's position moves with nothing to deliver): the idle position
+// cannot be saved, the run goes on with the previous checkpoint and saves it once the server
+// is back, instead of ending (a Redis of the test's own, restarted with its append-only file,
+// on CPPCDC_TEST_REDIS_PORT + 2).
+TEST(CliRedisState, AnIdlePositionThatCannotBeSavedWhileTheServerIsDownIsSavedWhenItReturns) {
+  CPPCDC_REQUIRE_SERVER(it::state::pg_unavailable());
+  CPPCDC_REQUIRE_SERVER(it::state::redis_unavailable());
+  const int port = it::state::redis_port() + 2;
+  const std::string redis_dir = "/tmp/cppcdc-it-redis-" + std::to_string(port);
+  const std::string script = std::string(CPPCDC_SOURCE_DIR) + "/scripts/redis.sh";
+  auto redis = [&](const std::string& args) {
+    return std::system((script + " " + args + " >/dev/null 2>&1").c_str()) == 0;
+  };
+  (void)redis("stop " + redis_dir + " --purge");
+  ASSERT_TRUE(redis("start " + redis_dir + " " + std::to_string(port)));
+  struct RedisGuard {
+    std::function<bool(const std::string&)> redis;
+    std::string dir;
+    ~RedisGuard() { (void)redis("stop " + dir + " --purge"); }
+  } redis_guard{redis, redis_dir};
+
+  const std::string db = it::test_database("idle_redis");
+  it::fresh_database(db);
+  it::PgSession s(it::dsn_for(db));
+  s.query("create table t (id int primary key); create table other (id serial primary key)");
+  const fs::path dir =
+      fs::temp_directory_path() / ("cppcdc-it-idle-redis-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string slot = db + "_slot";
+  std::ofstream(dir / "cdc.toml") << "[source]\ntype = \"postgres\"\ndsn = \"" << it::dsn_for(db)
+                                  << "\"\nslot_name = \"" << slot << "\"\npublication_name = \""
+                                  << db << "_pub\"\ntables = [\"public.t\"]\n"
+                                  << "[source.snapshot]\nmode = \"never\"\n\n[sink]\ntype = "
+                                  << "\"file\"\npath = \"" << (dir / "events.jsonl").string()
+                                  << "\"\n\n[state.offset]\nbackend = \"redis\"\nport = " << port
+                                  << "\nconnect_timeout_ms = 1000\ntimeout_ms = 2000\n\n"
+                                  << "[runtime]\nmax_poll_wait_ms = 100\ncontrol_socket = \""
+                                  << (dir / "cppcdc.sock").string() << "\"\n";
+  pid_t child = -1;
+  ChildGuard guard{child};
+  it::start_cppcdc_process(child, dir, it::dsn_for(db), slot);
+  const std::string events = (dir / "events.jsonl").string();
+  const fs::path log = dir / "cppcdc.log";
+  s.query("insert into t values (1)");
+  ASSERT_TRUE(it::wait_until([&] { return it::read_sink(events).size() == 1; }, kWait))
+      << it::log_tail(log);
+
+  ASSERT_TRUE(redis("stop " + redis_dir));
+  // Changes the pipeline does not capture move the slot's position; saving it fails.
+  ASSERT_TRUE(it::wait_until(
+      [&] {
+        s.query("insert into other default values");
+        return it::log_tail(log).find("could not checkpoint the idle position") !=
+               std::string::npos;
+      },
+      kWait, std::chrono::milliseconds(200)))
+      << it::log_tail(log);
+  int status = 0;
+  EXPECT_EQ(waitpid(child, &status, WNOHANG), 0) << "cppcdc ended: " << it::log_tail(log);
+
+  ASSERT_TRUE(redis("start " + redis_dir + " " + std::to_string(port)));
+  const std::string moved_to = s.scalar("select pg_current_wal_lsn()");
+  s.query("insert into t values (2)");
+  ASSERT_TRUE(it::wait_until([&] { return it::read_sink(events).size() == 2; }, kWait))
+      << it::log_tail(log);
+  // The checkpoint follows again: the slot is confirmed past the second insert.
+  ASSERT_TRUE(it::wait_until(
+      [&] {
+        return s.scalar("select confirmed_flush_lsn > '" + moved_to +
+                        "'::pg_lsn from pg_replication_slots where slot_name = '" + slot + "'") ==
+               "t";
+      },
+      kWait))
+      << it::log_tail(log);
+  EXPECT_EQ(it::stop_cppcdc_process(child, SIGTERM), 0) << it::log_tail(log);
+  EXPECT_EQ(it::read_sink(events).size(), 2u);
   it::drop_slots(db);
   fs::remove_all(dir);
 }

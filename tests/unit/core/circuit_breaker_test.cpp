@@ -108,7 +108,7 @@ TEST(RuntimeBreaker, ARecoverableSinkFailureRedeliversTheSameBatchAndLosesNothin
   auto delivered = f.runtime->run_to_completion(sink, cancel);
   ASSERT_TRUE(delivered) << delivered.error().report();
   EXPECT_EQ(*delivered, 5u);
-  EXPECT_EQ(sink.writes, 4);  // three refusals, then the same batch again
+  EXPECT_EQ(sink.writes, 4);      // three refusals, then the same batch again
   EXPECT_EQ(sink.recoveries, 3);  // the sink was told before each new attempt
   EXPECT_EQ(sink.received, (std::vector<std::string>{"1", "2", "3", "4", "5"}));
   EXPECT_EQ(f.clock.slept, 100 + 200 + 400);  // the back-off, never a real sleep
@@ -159,6 +159,10 @@ class FlakyTransactionalSink final : public TransactionalSink {
     pending.clear();
     return ok();
   }
+  Status recover() override {
+    steps.push_back("recover");
+    return ok();
+  }
   Status close() override { return ok(); }
   std::string name() const override { return "flaky-tx"; }
 
@@ -183,8 +187,10 @@ TEST(RuntimeBreaker, ARefusedDeliveryInsideATransactionAbortsItAndRetriesTheSame
   ASSERT_TRUE(delivered) << delivered.error().report();
   EXPECT_EQ(*delivered, 3u);
   // Each refused attempt is aborted, so nothing of it is ever committed; the third commits.
-  const std::vector<std::string> expected = {"begin", "write", "flush", "abort", "begin", "write",
-                                             "flush", "abort", "begin", "write", "flush", "commit"};
+  // Each retry recovers the sink first (Sink::recover()).
+  const std::vector<std::string> expected = {"begin", "write", "flush", "abort", "recover",
+                                             "begin", "write", "flush", "abort", "recover",
+                                             "begin", "write", "flush", "commit"};
   EXPECT_EQ(sink.steps, expected);
   EXPECT_EQ(sink.committed, (std::vector<std::string>{"1", "2", "3"}));
   EXPECT_EQ(f.clock.slept, 100 + 200);  // the back-off, never a real sleep
@@ -207,8 +213,8 @@ TEST(RuntimeBreaker, ARefusedTransactionalCommitIsRetriedWithTheWholeBatch) {
   ASSERT_TRUE(delivered) << delivered.error().report();
   EXPECT_EQ(*delivered, 3u);
   // The refused commit aborted the transaction; the batch was written and committed again.
-  const std::vector<std::string> expected = {"begin", "write", "flush", "commit", "abort",
-                                             "begin", "write", "flush", "commit"};
+  const std::vector<std::string> expected = {"begin",   "write", "flush", "commit", "abort",
+                                             "recover", "begin", "write", "flush",  "commit"};
   EXPECT_EQ(sink.steps, expected);
   EXPECT_EQ(sink.committed, (std::vector<std::string>{"1", "2", "3"}));
   ASSERT_TRUE(sink.last_record);
@@ -397,4 +403,85 @@ TEST(RuntimeBreaker, AStopSignalEndsTheRetriesOfAStartThatCannotConnect) {
   EXPECT_TRUE(has(st.error().report(), "connection refused")) << st.error().report();
   EXPECT_EQ(f.source->starts, 1);
   EXPECT_LE(f.clock.slept, 100);
+}
+
+// An idle position (the source moved on without events for the pipeline) that cannot be
+// checkpointed for a while: nothing waits on it, so the runtime keeps running with the
+// previous checkpoint and records the position at a later poll, under the shared breaker.
+TEST(RuntimeBreaker, AnIdlePositionTheBackendCannotSaveForAWhileIsSavedLaterWithoutFailing) {
+  FakeRuntime f;
+  ASSERT_TRUE(f.runtime->start());
+  f.source->idle = "5";
+  f.checkpoint->save_errors = {Error::checkpoint(ErrorKind::kTransient, "the server went away"),
+                               Error::checkpoint(ErrorKind::kTransient, "the server went away")};
+  for (int i = 0; i < 2; ++i) {
+    auto batch = f.runtime->poll_event_batch();
+    ASSERT_TRUE(batch) << batch.error().report();
+    EXPECT_TRUE(batch->empty());
+    EXPECT_FALSE(f.checkpoint->record);
+    EXPECT_EQ(f.source->confirmed, "");  // never confirmed before it is durable
+  }
+  EXPECT_EQ(f.clock.slept, 100 + 200);  // the breaker's back-off between the attempts
+  auto batch = f.runtime->poll_event_batch();
+  ASSERT_TRUE(batch) << batch.error().report();
+  ASSERT_TRUE(f.checkpoint->record);
+  EXPECT_EQ(f.checkpoint->record->offset, "5");
+  EXPECT_EQ(f.source->confirmed, "5");
+  const auto s = f.runtime->admin_snapshot();
+  EXPECT_EQ(s.recoverable_errors, 2u);
+  EXPECT_NE(s.state, RuntimeState::kFailed);
+}
+
+TEST(RuntimeBreaker, AnIdlePositionThatCanNeverBeSavedEndsTheRunOnceTheBreakerGivesUp) {
+  FakeRuntime f;
+  ASSERT_TRUE(f.runtime->start());
+  f.source->idle = "5";
+  f.checkpoint->save_errors = {Error::checkpoint(ErrorKind::kTransient, "the server went away")};
+  f.checkpoint->save_errors_forever = true;
+  Status failed = ok();
+  for (int i = 0; i < 100 && failed; ++i) {
+    auto batch = f.runtime->poll_event_batch();
+    if (!batch) failed = fail(batch.error());
+  }
+  ASSERT_FALSE(failed) << "the breaker never gave up";
+  EXPECT_TRUE(has(failed.error().report(), "the server went away")) << failed.error().report();
+  EXPECT_EQ(f.runtime->state(), RuntimeState::kFailed);
+  EXPECT_FALSE(f.checkpoint->record);
+}
+
+TEST(RuntimeBreaker, AnIdlePositionARefusingBackendCannotTakeEndsTheRunAtOnce) {
+  FakeRuntime f;
+  ASSERT_TRUE(f.runtime->start());
+  f.source->idle = "5";
+  f.checkpoint->save_errors = {Error::checkpoint(ErrorKind::kTerminal, "the record is damaged")};
+  auto batch = f.runtime->poll_event_batch();
+  ASSERT_FALSE(batch);
+  EXPECT_TRUE(has(batch.error().report(), "the record is damaged")) << batch.error().report();
+  EXPECT_EQ(f.runtime->state(), RuntimeState::kFailed);
+  EXPECT_EQ(f.clock.slept, 0);  // not retried
+}
+
+// The same with the position committed through a transactional sink (effectively_once): the
+// refused idle commit is aborted, and the sink recovers before its next transaction.
+TEST(RuntimeBreaker, AnIdleCommitATransactionalSinkRefusesIsRetriedAfterTheSinkRecovers) {
+  FakeRuntime f;
+  ASSERT_TRUE(f.runtime->start());
+  f.source->idle = "5";
+  f.source->finish_when_empty = true;  // each run ends at its first empty poll
+  FlakyTransactionalSink sink;
+  sink.commit_failures = 1;
+  std::atomic<bool> cancel{false};
+  auto first = f.runtime->run_to_completion(sink, cancel);
+  ASSERT_TRUE(first) << first.error().report();
+  EXPECT_FALSE(sink.last_record);
+  EXPECT_EQ(f.runtime->admin_snapshot().recoverable_errors, 1u);
+  auto second = f.runtime->run_to_completion(sink, cancel);
+  ASSERT_TRUE(second) << second.error().report();
+  ASSERT_TRUE(sink.last_record);
+  EXPECT_EQ(sink.last_record->offset, "5");
+  EXPECT_EQ(f.source->confirmed, "5");
+  const std::vector<std::string> expected = {"begin",   "commit", "abort",
+                                             "recover", "begin",  "commit"};
+  EXPECT_EQ(sink.steps, expected);
+  EXPECT_FALSE(f.checkpoint->record);  // never through the backend
 }

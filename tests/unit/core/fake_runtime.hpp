@@ -60,6 +60,7 @@ class FakeSource final : public Source {
     return ok();
   }
   bool finished() override { return finish_when_empty && pending.empty(); }
+  std::optional<std::string> idle_offset() override { return idle; }
   void close() override {}
 
   /// Queues `n` events of table "public.t" with offsets after the last queued one.
@@ -83,6 +84,7 @@ class FakeSource final : public Source {
   std::deque<Error> confirm_errors;
   bool finish_when_empty = false;
   std::string confirmed;
+  std::optional<std::string> idle;  // what idle_offset() reports
   int starts = 0;
   int polls = 0;
 
@@ -98,9 +100,18 @@ class MemoryCheckpoint final : public Checkpoint {
  protected:
   Result<std::optional<CheckpointRecord>> do_load() override { return record; }
   Status do_save(const CheckpointRecord& r) override {
+    if (!save_errors.empty()) {
+      Error e = save_errors.front();
+      if (save_errors.size() > 1 || !save_errors_forever) save_errors.pop_front();
+      return fail(std::move(e));
+    }
     record = r;
     return ok();
   }
+
+ public:
+  std::deque<Error> save_errors;     // the next saves fail with these, in turn
+  bool save_errors_forever = false;  // the last queued error repeats
 };
 
 /// Fails the next `failures` writes with `error`, then records what it is given.
@@ -125,7 +136,7 @@ class FlakySink final : public Sink {
   std::string name() const override { return "flaky"; }
 
   int failures = 0;
-  int recoveries = 0;  // recover() calls: one before each attempt after a failure
+  int recoveries = 0;                  // recover() calls: one before each attempt after a failure
   std::optional<Error> recover_error;  // what recover() returns instead of ok
   bool fail_forever = false;
   Error error = Error::sink(ErrorKind::kTransient, "the destination is unavailable");
