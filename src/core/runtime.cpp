@@ -675,6 +675,10 @@ Result<EventBatch> Runtime::poll_source_batch() {
       spdlog::warn("could not checkpoint the idle position ({}); nothing waits on it, trying "
                    "again in {} ms: {}",
                    next.note, next.wait.count(), error.report());
+      {
+        std::lock_guard lock(d.mutex);
+        d.last_poll_at_ms = d.now();  // the poll loop turns; the breaker says what fails
+      }
       (void)d.wait_retry(next.wait);
       return batch;
     }
