@@ -292,8 +292,11 @@ int migrate_state(const MigrateStateOptions& options) {
       "to %s\n",
       id.c_str(), wanted.offset.c_str(), wanted.source_state.size(), from_where.c_str(),
       to_where.c_str());
-  std::printf("start the pipeline with %s; the record at %s is left as it was\n",
-              to->origin.c_str(), from_where.c_str());
+  std::printf(
+      "start the pipeline with %s; the record at %s is left as it was: delete it by "
+      "hand once the new pipeline runs (not with cppcdc teardown, which also drops the "
+      "replication slot the new pipeline uses)\n",
+      to->origin.c_str(), from_where.c_str());
   return m.finish("migrated", kExitOk);
 }
 
