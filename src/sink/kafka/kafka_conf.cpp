@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cstdlib>
 #include <string>
 #include <utility>
 
@@ -62,6 +63,13 @@ const char* owning_setting(std::string_view name) noexcept {
     if (property == name) return setting;
   }
   return nullptr;
+}
+
+std::int64_t transaction_timeout_ms(const KafkaSinkConfig& config) {
+  for (const auto& [name, value] : config.properties) {
+    if (name == "transaction.timeout.ms") return std::atoll(value.c_str());
+  }
+  return std::max<std::int64_t>(kDefaultTransactionTimeoutMs, config.delivery_timeout_ms);
 }
 
 Result<ConfPtr> build_conf(const KafkaSinkConfig& config) {
@@ -138,6 +146,19 @@ Result<ConfPtr> build_conf(const KafkaSinkConfig& config) {
   }
   if (config.delivery_mode == KafkaDeliveryMode::kTransactional) {
     CPPCDC_TRY(set("transactional.id", config.transactional_id, "transactional_id"));
+    // librdkafka refuses a producer whose records may wait longer than its transactions may
+    // last (message.timeout.ms over transaction.timeout.ms, 60 s by default): the transaction
+    // timeout follows delivery_timeout_ms unless kafka_properties sets it.
+    const std::int64_t tx_timeout = transaction_timeout_ms(config);
+    if (tx_timeout < config.delivery_timeout_ms) {
+      return fail(bad("delivery_timeout_ms",
+                      std::to_string(config.delivery_timeout_ms) +
+                          " ms is longer than kafka_properties.transaction.timeout.ms (" +
+                          std::to_string(tx_timeout) +
+                          " ms), and a record may not outlive its transaction: lower "
+                          "delivery_timeout_ms or raise transaction.timeout.ms"));
+    }
+    CPPCDC_TRY(set("transaction.timeout.ms", std::to_string(tx_timeout), "delivery_timeout_ms"));
   }
   // The sink creates topics itself (create_topics) or refuses missing ones: the broker's
   // auto-creation (with its defaults) never decides.

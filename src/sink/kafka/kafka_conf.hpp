@@ -22,6 +22,14 @@ using ConfPtr = std::unique_ptr<rd_kafka_conf_t, ConfDeleter>;
 /// by the broker, keyless records spread record by record (no sticky partition), then the
 /// pass-through properties. Errors: kind configuration, for_setting(kSink, <setting>) naming
 /// the setting at fault ("kafka_properties.<name>" for a pass-through property).
+/// librdkafka's default transaction.timeout.ms.
+inline constexpr std::int64_t kDefaultTransactionTimeoutMs = 60'000;
+
+/// The transaction timeout a transactional producer gets, in ms: kafka_properties'
+/// transaction.timeout.ms when set, else the longer of librdkafka's default and
+/// delivery_timeout_ms (librdkafka refuses a record timeout over the transaction timeout).
+std::int64_t transaction_timeout_ms(const KafkaSinkConfig& config);
+
 Result<ConfPtr> build_conf(const KafkaSinkConfig& config);
 
 /// The sink setting that owns librdkafka property `name` ("compression" for

@@ -580,12 +580,9 @@ class KafkaSink final : public TransactionalSink {
     return last_;
   }
 
-  /// librdkafka's transaction.timeout.ms as set in kafka_properties, else its default.
+  /// The producer's transaction.timeout.ms (kafka_conf.hpp).
   std::int64_t transaction_timeout_ms() const {
-    for (const auto& [name, value] : config_.properties) {
-      if (name == "transaction.timeout.ms") return std::atoll(value.c_str());
-    }
-    return 60'000;
+    return kafka_sink::transaction_timeout_ms(config_);
   }
 
   int timeout_ms() const {

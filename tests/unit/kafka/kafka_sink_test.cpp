@@ -212,6 +212,34 @@ TEST(KafkaSinkConfig, TransactionalNeedsATransactionalIdAndOnlyItUsesOne) {
   EXPECT_CONTAINS(refusal(c, "kafka_properties.transactional.id"), "set transactional_id instead");
 }
 
+// librdkafka refuses to make a transactional producer whose record timeout is over its
+// transaction timeout (60 s by default); the default delivery_timeout_ms is 120 s. Making the
+// producer needs no broker.
+TEST(KafkaSinkConfig, ATransactionalProducerIsMadeWithTheDefaultDeliveryTimeout) {
+  auto c = minimal();
+  c.delivery_mode = KafkaDeliveryMode::kTransactional;
+  c.transactional_id = "cppcdc-orders";
+  for (const std::int64_t timeout : {120'000, 30'000, 600'000}) {
+    c.delivery_timeout_ms = timeout;
+    auto conf = kafka_sink::build_conf(c);
+    ASSERT_TRUE(conf) << conf.error().report();
+    char err[512];
+    rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf->release(), err, sizeof err);
+    EXPECT_NE(rk, nullptr) << "delivery_timeout_ms " << timeout << ": " << err;
+    if (rk != nullptr) rd_kafka_destroy(rk);
+    EXPECT_EQ(kafka_sink::transaction_timeout_ms(c), std::max<std::int64_t>(60'000, timeout));
+  }
+  // A transaction timeout set by hand below the record timeout is refused, naming both.
+  c.delivery_timeout_ms = 120'000;
+  c.properties = {{"transaction.timeout.ms", "90000"}};
+  auto refused = kafka_sink::build_conf(c);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().setting(), "delivery_timeout_ms");
+  EXPECT_CONTAINS(refused.error().report(), "transaction.timeout.ms (90000 ms)");
+  c.properties = {{"transaction.timeout.ms", "180000"}};
+  EXPECT_TRUE(kafka_sink::build_conf(c));
+}
+
 TEST(KafkaSinkConfig, PropertiesPassThroughUnlessASettingOwnsThem) {
   auto c = minimal();
   c.properties = {{"security.protocol", "plaintext"}, {"socket.keepalive.enable", "true"}};
