@@ -11,7 +11,8 @@
 // bench/README.md). Here cppcdc's own work is all there is, so the ratio is the metrics' share
 // of it (an upper bound of their share of a run that also waits for a database).
 //
-// Usage: cppcdc_bench_pipeline_metrics [EVENTS] [REPEAT]   (default 1000000 events, 7 times)
+// Usage: cppcdc_bench_pipeline_metrics [EVENTS] [REPEAT] [plain|metrics]
+//   (default 1000000 events, 7 times, both variants; naming one runs only it, for a profiler)
 // Prints each run's wall and CPU time, then the medians and the ratio of throughputs
 // (with metrics / without; the goal: at least 0.98).
 
@@ -185,6 +186,8 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::warn);  // one "first start" line per run otherwise
   const std::uint64_t events = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 1'000'000;
   const int repeat = argc > 2 ? std::atoi(argv[2]) : 7;
+  // A third argument runs one variant only ("plain" or "metrics"), for a profiler.
+  const std::string only = argc > 3 ? argv[3] : "";
   const auto file = std::filesystem::temp_directory_path() / "cppcdc-bench-pipeline.jsonl";
   std::vector<double> plain_wall, plain_cpu, with_wall, with_cpu;
   (void)run_once(events / 10, false, file);  // warm-up: page cache, allocator
@@ -192,6 +195,7 @@ int main(int argc, char** argv) {
     // Alternate the order, so that neither variant always runs second.
     for (int k = 0; k < 2; ++k) {
       const bool metrics = (r + k) % 2 == 1;
+      if ((only == "plain" && metrics) || (only == "metrics" && !metrics)) continue;
       const Timing t = run_once(events, metrics, file);
       (metrics ? with_wall : plain_wall).push_back(t.wall);
       (metrics ? with_cpu : plain_cpu).push_back(t.cpu);
@@ -201,6 +205,7 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
   }
+  if (!only.empty()) return 0;
   const double pw = median(plain_wall), ww = median(with_wall);
   const double pc = median(plain_cpu), wc = median(with_cpu);
   std::printf("\n%llu events, %d runs each, medians:\n", static_cast<unsigned long long>(events),

@@ -267,28 +267,25 @@ std::size_t PipelineMetrics::slot_for(const Event& event) {
   return slot;
 }
 
-void PipelineMetrics::count(std::span<const Event> events, bool committed) {
-  // Runs of one table and op are added at once.
+// One pass over a batch does all of a hook's counting: the events of a batch of thousands
+// are not in the cache any more when a second pass reaches them.
+void PipelineMetrics::on_delivered(std::span<const Event> events) {
+  std::uint64_t bytes = 0;
+  delivered_runs_.clear();
   std::size_t i = 0;
   while (i < events.size()) {
-    const std::size_t slot = slot_for(events[i]);
-    const Operation op = events[i].op;
-    std::size_t j = i + 1;
-    while (j < events.size() && events[j].op == op && events[j].table == events[i].table &&
-           events[j].schema == events[i].schema) {
+    const Event& first = events[i];
+    const std::size_t slot = slot_for(first);
+    std::size_t j = i;
+    do {
+      const Event& e = events[j];
+      bytes += row_bytes(e.after ? &*e.after : nullptr) + row_bytes(e.before.row());
       ++j;
-    }
-    auto& counters = committed ? slots_[slot].committed : slots_[slot].delivered;
-    bump(counters[op_index(op)], j - i);
+    } while (j < events.size() && events[j].op == first.op && events[j].table == first.table &&
+             events[j].schema == first.schema);
+    bump(slots_[slot].delivered[op_index(first.op)], j - i);
+    delivered_runs_.push_back(Run{slot, first.op, j});
     i = j;
-  }
-}
-
-void PipelineMetrics::on_delivered(std::span<const Event> events) {
-  count(events, false);
-  std::uint64_t bytes = 0;
-  for (const auto& event : events) {
-    bytes += row_bytes(event.after ? &*event.after : nullptr) + row_bytes(event.before.row());
   }
   bump(bytes_delivered_, bytes);
   bump(batches_delivered_, 1);
@@ -299,17 +296,43 @@ void PipelineMetrics::on_delivered(std::span<const Event> events) {
 }
 
 void PipelineMetrics::on_committed(std::span<const Event> events, std::int64_t acked_at_ms) {
-  count(events, true);
   bump(batches_committed_, 1);
-  // One observation per run of events with the same commit time (a transaction); snapshot
-  // rows carry no commit time of their own and are left out.
+  // The acknowledged events are a prefix of the last delivered batch: counted from its runs.
+  // Anything else (an observer driven otherwise) is counted event by event.
+  const bool prefix = !delivered_runs_.empty() && events.size() <= delivered_runs_.back().end;
+  if (prefix) {
+    std::size_t start = 0;
+    for (const Run& run : delivered_runs_) {
+      if (start >= events.size()) break;
+      const std::size_t end = std::min(run.end, events.size());
+      bump(slots_[run.slot].committed[op_index(run.op)], end - start);
+      start = end;
+    }
+  } else {
+    std::size_t i = 0;
+    while (i < events.size()) {
+      const Event& first = events[i];
+      const std::size_t slot = slot_for(first);
+      std::size_t j = i + 1;
+      while (j < events.size() && events[j].op == first.op && events[j].table == first.table &&
+             events[j].schema == first.schema) {
+        ++j;
+      }
+      bump(slots_[slot].committed[op_index(first.op)], j - i);
+      i = j;
+    }
+  }
+  // One latency observation per run of events with the same commit time (a transaction);
+  // snapshot rows carry no commit time of their own and are left out.
   std::size_t i = 0;
   while (i < events.size()) {
     const std::int64_t ts = events[i].source.timestamp;
-    std::size_t j = i + 1;
-    while (j < events.size() && events[j].source.timestamp == ts) ++j;
+    std::size_t j = i;
     std::uint64_t n = 0;
-    for (std::size_t k = i; k < j; ++k) n += events[k].op != Operation::kRead;
+    do {
+      n += events[j].op != Operation::kRead;
+      ++j;
+    } while (j < events.size() && events[j].source.timestamp == ts);
     if (ts > 0 && n > 0) {
       latency_.observe(static_cast<double>(std::max<std::int64_t>(0, acked_at_ms - ts)) / 1000.0,
                        n);

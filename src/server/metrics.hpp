@@ -130,7 +130,6 @@ class PipelineMetrics final : public RuntimeObserver {
   struct TableSlot;
   struct Tally;
   std::size_t slot_for(const Event& event);
-  void count(std::span<const Event> events, bool committed);
 
   std::unique_ptr<TableSlot[]> slots_;      // kMaxTableSeries + 1 (the last: "_other")
   std::atomic<std::size_t> slot_count_{0};  // named slots published
@@ -139,6 +138,15 @@ class PipelineMetrics final : public RuntimeObserver {
   std::string last_table_;
   std::size_t last_slot_ = 0;
   bool has_last_ = false;
+  // The runs of one table and op of the last delivered batch, for on_committed, which gets a
+  // prefix of that batch (the runtime has one delivery outstanding at a time): counting from
+  // the runs spares a second pass over thousands of events.
+  struct Run {
+    std::size_t slot;
+    Operation op;
+    std::size_t end;  ///< one past the run's last event in the batch
+  };
+  std::vector<Run> delivered_runs_;
 
   std::atomic<std::uint64_t> batches_delivered_{0};
   std::atomic<std::uint64_t> batches_committed_{0};

@@ -295,6 +295,30 @@ TEST(PipelineMetrics, CountsDeliveredAndCommittedByTableAndOp) {
   EXPECT_EQ(metrics.committed("public.a", Operation::kInsert), 2u);
 }
 
+// A prefix that ends inside a run of one table and op, then the redelivered tail (a batch of
+// its own, as the runtime hands it out again) committed whole.
+TEST(PipelineMetrics, APrefixEndingInsideARunCountsOnlyItsPart) {
+  PipelineMetrics metrics;
+  std::vector<Event> batch = {make_event("public", "a", Operation::kInsert, 1000),
+                              make_event("public", "a", Operation::kInsert, 1000),
+                              make_event("public", "a", Operation::kInsert, 1000),
+                              make_event("public", "b", Operation::kDelete, 1000)};
+  metrics.on_delivered(batch);
+  metrics.on_committed(std::span<const Event>(batch.data(), 2), 1500);
+  EXPECT_EQ(metrics.committed("public.a", Operation::kInsert), 2u);
+  EXPECT_EQ(metrics.committed("public.b", Operation::kDelete), 0u);
+  const std::vector<Event> tail(batch.begin() + 2, batch.end());
+  metrics.on_delivered(tail);
+  metrics.on_committed(tail, 1500);
+  EXPECT_EQ(metrics.committed("public.a", Operation::kInsert), 3u);
+  EXPECT_EQ(metrics.committed("public.b", Operation::kDelete), 1u);
+  // Committed without a delivery before it (not how the runtime calls it): counted all the same.
+  PipelineMetrics other;
+  other.on_committed(batch, 1500);
+  EXPECT_EQ(other.committed("public.a", Operation::kInsert), 3u);
+  EXPECT_EQ(other.committed("public.b", Operation::kDelete), 1u);
+}
+
 TEST(PipelineMetrics, TablesBeyondTheCapShareOneOtherSeries) {
   PipelineMetrics metrics;
   std::vector<Event> batch;
