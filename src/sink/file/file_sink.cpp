@@ -41,6 +41,15 @@ Status write_all(int fd, const char* data, std::size_t size, std::size_t& writte
 
 Status sync_fd(int fd, const std::filesystem::path& path) {
   if (const int err = detail::sync_data(fd); err != 0) {
+    if (err == EINVAL) {
+      // The file system cannot sync this file at all: the same on every retry.
+      return fail(Error::sink(ErrorKind::kConfiguration,
+                              "cannot fsync '" + path.string() + "': " + errno_text(err) +
+                                  "; its file system does not support fsync, so nothing "
+                                  "written there could be made durable: choose a path on "
+                                  "another file system")
+                      .for_setting(SettingOwner::kSink, "path"));
+    }
     return fail(io_error("cannot fsync", path, err));
   }
   return ok();
@@ -96,8 +105,9 @@ void remove_if_empty(const std::filesystem::path& path, const Created& created) 
 
 class FileSink final : public Sink {
  public:
-  FileSink(std::filesystem::path path, int fd, std::unique_ptr<Encoder> encoder, Created created)
-      : path_(std::move(path)), fd_(fd), encoder_(std::move(encoder)),
+  FileSink(std::filesystem::path path, int fd, std::unique_ptr<Encoder> encoder, Created created,
+           bool syncable)
+      : path_(std::move(path)), fd_(fd), syncable_(syncable), encoder_(std::move(encoder)),
         created_(std::move(created)) {}
   ~FileSink() override {
     if (fd_ >= 0) {
@@ -129,7 +139,7 @@ class FileSink final : public Sink {
       unsynced_ = unsynced_ || written > 0;
       if (!st) return st;
     }
-    if (unsynced_) {
+    if (unsynced_ && syncable_) {
       if (auto st = sync_fd(fd_, path_); !st) return st;
       unsynced_ = false;
       CPPCDC_FAULT_POINT("file_sink.after_fsync");
@@ -151,6 +161,7 @@ class FileSink final : public Sink {
  private:
   std::filesystem::path path_;
   int fd_;
+  bool syncable_;          // a regular file: flush() fsyncs it
   bool unsynced_ = false;  // bytes were written since the last successful fsync
   std::unique_ptr<Encoder> encoder_;
   ByteBuffer buffer_;  // encoded lines not yet written; reused across batches
@@ -216,7 +227,17 @@ Result<std::unique_ptr<Sink>> make_file_sink(const std::filesystem::path& path,
     remove_if_empty(path, created);
     return fail(std::move(st).error());
   }
-  return std::unique_ptr<Sink>(new FileSink(path, fd, std::move(encoder), std::move(created)));
+  // A character device (/dev/null), a pipe or a socket holds nothing that fsync could make
+  // durable, and fsync on one fails (EINVAL) on every attempt: such a path is written without it.
+  struct stat st {};
+  const bool regular = ::fstat(fd, &st) != 0 || S_ISREG(st.st_mode);
+  if (!regular) {
+    spdlog::warn("file sink: '{}' is not a regular file; lines are written without fsync, and "
+                 "an event is acknowledged once written there",
+                 path.string());
+  }
+  return std::unique_ptr<Sink>(
+      new FileSink(path, fd, std::move(encoder), std::move(created), regular));
 }
 
 }  // namespace cppcdc

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cppcdc/event.hpp"
@@ -228,6 +229,33 @@ TEST_F(FileSinkTest, FlushMakesTheBatchVisibleToAnotherReader) {
   // A flush with nothing new writes nothing.
   ASSERT_TRUE((*sink)->flush());
   EXPECT_EQ(split_lines(read_file(path)).size(), 2u);
+}
+
+// A path that is not a regular file: fsync fails there on every attempt (EINVAL), so the sink
+// writes without it instead of failing every flush and retrying for ever.
+TEST_F(FileSinkTest, DevNullAndAPipeAreWrittenWithoutFsync) {
+  {
+    auto sink = make_file_sink("/dev/null");
+    ASSERT_TRUE(sink) << sink.error().report();
+    ASSERT_TRUE((*sink)->write(make_batch(1, 3)));
+    const Status flushed = (*sink)->flush();
+    EXPECT_TRUE(flushed) << flushed.error().report();
+    EXPECT_TRUE((*sink)->close());
+    EXPECT_TRUE(fs::exists("/dev/null"));
+  }
+  const fs::path fifo = dir_ / "pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string received;
+  std::thread reader([&] { received = read_file(fifo); });  // opening waits for the writer
+  auto sink = make_file_sink(fifo);
+  ASSERT_TRUE(sink) << sink.error().report();
+  const auto batch = make_batch(1, 2);
+  ASSERT_TRUE((*sink)->write(batch));
+  const Status flushed = (*sink)->flush();
+  EXPECT_TRUE(flushed) << flushed.error().report();
+  EXPECT_TRUE((*sink)->close());
+  reader.join();
+  EXPECT_EQ(received, batch[0].to_json() + "\n" + batch[1].to_json() + "\n");
 }
 
 TEST_F(FileSinkTest, WriteAfterCloseIsRefused) {
