@@ -90,6 +90,13 @@ struct MysqlSourceConfig {
   /// for this long, ms; the source then fails with a transient error and the runtime
   /// reconnects. 0: wait forever. Must exceed heartbeat_interval_ms.
   std::uint32_t receive_timeout_ms = 60'000;
+  /// A transaction whose events (as held in memory, roughly) outgrow this many bytes before its
+  /// commit is moved to a temporary file and handed over in pieces after the commit, so one
+  /// huge transaction does not need its size in memory. 0 spills every transaction.
+  std::size_t spill_threshold_bytes = std::size_t{32} << 20;
+  /// Directory of the spill files; empty means the system's temporary directory ($TMPDIR or
+  /// /tmp). The files are unlinked as soon as they are made: nothing stays behind.
+  std::string spill_dir;
   /// Snapshot of existing rows (op `read`) before the stream: see SnapshotMode. kIncremental
   /// is not supported by this source yet (a configuration error).
   SnapshotMode snapshot_mode = SnapshotMode::kInitial;

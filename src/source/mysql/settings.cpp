@@ -159,6 +159,9 @@ class ConfiguredMysqlSource final : public ConfiguredMysql {
     add("server id", std::to_string(effective_server_id(c)) +
                          (c.server_id == 0 ? " (derived from source_id)" : ""));
     add("gtid mode", std::string(gtid_mode_name(c.gtid_mode)));
+    add("spill", "transactions over " + std::to_string(c.spill_threshold_bytes) + " bytes to " +
+                     (c.spill_dir.empty() ? std::string("the system's temporary directory")
+                                          : c.spill_dir));
     add("heartbeat", std::to_string(c.heartbeat_interval_ms) + " ms, receive timeout " +
                          (c.receive_timeout_ms ? std::to_string(c.receive_timeout_ms) + " ms"
                                                : std::string("none")));
@@ -297,6 +300,16 @@ Result<MysqlSourceConfig> read_mysql_settings(const Settings& source, ServerFlav
   }
   CPPCDC_TRY(assign_int(source, "max_queued_events", 1, kMaxU32, out.max_queued_events));
   CPPCDC_TRY(assign_int(source, "max_queued_bytes", 1, kMaxBytes, out.max_queued_bytes));
+  CPPCDC_TRY(assign_int(source, "spill_threshold_bytes", 0, kMaxBytes, out.spill_threshold_bytes));
+  auto spill_dir = source.get_path("spill_dir");
+  if (!spill_dir) return fail(spill_dir.error());
+  if (*spill_dir) {
+    if ((*spill_dir)->empty()) {
+      return fail(source.error("spill_dir", "expected a directory, found an empty string (leave "
+                                            "the key out for the system's temporary directory)"));
+    }
+    out.spill_dir = (*spill_dir)->string();
+  }
   return out;
 }
 

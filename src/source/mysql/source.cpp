@@ -13,6 +13,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "core/event_spill.hpp"
 #include "core/lag_sampler.hpp"
 #include "core/reader_handoff.hpp"
 #include "cppcdc/blocking_snapshot.hpp"
@@ -361,7 +362,7 @@ class MysqlSource final : public Source {
     file_ = start_.file;
     table_maps_.clear();
     in_tx_ = false;
-    tx_events_.clear();
+    reset_tx_events();
     while (!handoff_.stopping()) {
       auto bytes = stream_->next();
       if (!bytes) {
@@ -449,7 +450,7 @@ class MysqlSource final : public Source {
   void begin_tx(const EventHeader& h, const GtidEvent* gtid) {
     in_tx_ = true;
     saw_begin_ = false;
-    tx_events_.clear();
+    reset_tx_events();
     tx_gtid_.reset();
     tx_timestamp_ = std::int64_t{h.timestamp} * 1000;
     if (gtid) {
@@ -489,7 +490,7 @@ class MysqlSource final : public Source {
     if (!changes) {
       return fail(changes.error().context("at binlog position " + coordinate(event_start(h))));
     }
-    for (const auto& c : *changes) tx_events_.push_back(change_event(h, c, q.sql));
+    for (const auto& c : *changes) CPPCDC_TRY(add_tx_event(change_event(h, c, q.sql)));
     if (tx_standalone_ || !saw_begin_) {
       // DDL commits on its own (MariaDB flags its GTID standalone; MySQL writes no XID).
       if (h.next_position) last_end_ = h.next_position;
@@ -583,7 +584,7 @@ class MysqlSource final : public Source {
       }
       row.before.reset();
       row.after.reset();
-      tx_events_.push_back(std::move(e));
+      CPPCDC_TRY(add_tx_event(std::move(e)));
     }
     return ok();
   }
@@ -629,7 +630,9 @@ class MysqlSource final : public Source {
     tx_gtid_.reset();
     const std::string offset = resume_offset();
     const std::string& state = state_for_checkpoint();
-    if (!tx_events_.empty()) {
+    if (tx_spill_) {
+      CPPCDC_TRY(push_spilled_tx(offset, state));
+    } else if (!tx_events_.empty()) {
       const std::uint64_t total = tx_events_.size();
       for (std::uint64_t i = 0; i < total; ++i) {
         tx_events_[i].transaction = TransactionMetadata{tx_id_, total, i};
@@ -641,13 +644,79 @@ class MysqlSource final : public Source {
         pending_coords_.emplace_back(offset, std::make_pair(file_, last_end_));
       });
       handoff_.push(tx_events_);
-      tx_events_.clear();
+      reset_tx_events();
     }
     handoff_.locked([&](auto&) {
       idle_offset_ = offset;
       idle_state_ = state;
       idle_coord_ = {file_, last_end_};
     });
+    return ok();
+  }
+
+  // An event of the open transaction: kept in memory up to spill_threshold_bytes, then (with
+  // all before it) in a spill file until the commit.
+  Status add_tx_event(Event&& e) {
+    if (tx_spill_) return tx_spill_->append(e);
+    tx_bytes_ += cppcdc::detail::approx_event_bytes(e);
+    tx_events_.push_back(std::move(e));
+    if (tx_bytes_ <= config_.spill_threshold_bytes) return ok();
+    const std::filesystem::path dir = config_.spill_dir.empty()
+                                          ? cppcdc::detail::default_spill_dir()
+                                          : std::filesystem::path(config_.spill_dir);
+    auto spill = cppcdc::detail::EventSpill::create(dir);
+    if (!spill) {
+      return fail(spill.error().context("a transaction outgrew spill_threshold_bytes (" +
+                                        std::to_string(config_.spill_threshold_bytes) + ")"));
+    }
+    tx_spill_ = std::move(*spill);
+    spdlog::info(
+        "a transaction at {} holds more than {} bytes of events ({} so far): spilling "
+        "it to a temporary file in {} until its commit",
+        coordinate(last_end_), config_.spill_threshold_bytes, tx_events_.size(), dir.string());
+    for (const auto& held : tx_events_) CPPCDC_TRY(tx_spill_->append(held));
+    tx_events_ = std::vector<Event>();  // the memory goes back, not only the events
+    return ok();
+  }
+
+  void reset_tx_events() {
+    tx_events_.clear();
+    tx_spill_.reset();
+    tx_bytes_ = 0;
+  }
+
+  // The committed transaction in the spill file, handed over in pieces (the hand-off waits
+  // while its queue is full, so memory stays bounded), the last event carrying the position.
+  Status push_spilled_tx(const std::string& offset, const std::string& state) {
+    CPPCDC_TRY(tx_spill_->start_reading());
+    const std::uint64_t total = tx_spill_->events_written();
+    std::uint64_t index = 0;
+    std::vector<Event> piece;
+    while (index < total && !handoff_.stopping()) {
+      piece.clear();
+      while (piece.size() < kSpillPieceEvents && index < total) {
+        Event e;
+        auto more = tx_spill_->next(e);
+        if (!more) return fail(more.error().context("reading back a spilled transaction"));
+        if (!*more) {
+          return fail(Error::internal("the spill file of a transaction ended after " +
+                                      std::to_string(index) + " of its " + std::to_string(total) +
+                                      " events"));
+        }
+        e.transaction = TransactionMetadata{tx_id_, total, index++};
+        piece.push_back(std::move(e));
+      }
+      if (index == total) {
+        piece.back().resume_offset = offset;
+        piece.back().resume_state = state;
+        handoff_.locked([&](auto&) {
+          if (pending_coords_.size() >= kMaxPendingCoords) pending_coords_.pop_front();
+          pending_coords_.emplace_back(offset, std::make_pair(file_, last_end_));
+        });
+      }
+      handoff_.push(piece);
+    }
+    reset_tx_events();
     return ok();
   }
 
@@ -700,6 +769,10 @@ class MysqlSource final : public Source {
   std::uint64_t tx_id_ = 0;
   std::int64_t tx_timestamp_ = 0;
   std::vector<Event> tx_events_;
+  std::size_t tx_bytes_ = 0;  // approx_event_bytes of tx_events_
+  std::unique_ptr<cppcdc::detail::EventSpill>
+      tx_spill_;  // the open transaction, once it outgrew memory
+  static constexpr std::size_t kSpillPieceEvents = 10'000;
   std::string state_text_;
   std::optional<std::uint64_t> state_version_;  // the history version state_text_ holds
 
