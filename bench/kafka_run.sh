@@ -25,6 +25,9 @@
 #
 # cppcdc's figure is end to end (decoding the WAL included), the ceiling is the producer alone:
 # the ratio understates the sink's own share.
+# So each repetition also times the sink alone, like for like with the ceiling:
+# cppcdc_bench_kafka_sink writes N prebuilt bench6 events through the Kafka sink in batches of
+# 10,000, each flushed (idempotent) or committed (transactional), right after the ceiling's run.
 #
 # Usage: bench/kafka_run.sh [--rows N] [--repeat R] [--port P] [--kafka-port K] [--admin-port A]
 #                           [--no-debezium] [--no-build]
@@ -89,11 +92,12 @@ done
 ((rows % 1000 == 0)) || die "--rows must be a multiple of 1000"
 
 CPPCDC=$BUILD/cppcdc
+SINKBENCH=$BUILD/bench/cppcdc_bench_kafka_sink
 if ((build)); then
   log "building (scripts/build.sh)"
-  "$ROOT/scripts/build.sh" --target cppcdc >/dev/null
+  "$ROOT/scripts/build.sh" --target cppcdc --target cppcdc_bench_kafka_sink >/dev/null
 fi
-[[ -x $CPPCDC ]] || die "$CPPCDC is missing (drop --no-build)"
+for b in "$CPPCDC" "$SINKBENCH"; do [[ -x $b ]] || die "$b is missing (drop --no-build)"; done
 
 # The Debezium worker's jars: $DBZ_CACHE/<first 16 hex digits of the pom's sha256>/libs,
 # fetched by Maven on the first use (as scripts/kafka.sh fetches the broker's), offline after.
@@ -360,7 +364,7 @@ ceiling_one() { # rep -> records/s
   awk '{ for (i = 1; i < NF; i++) if ($(i + 1) ~ /^records\/sec/) { printf "%d\n", $i; exit } }' <<<"$out"
 }
 
-declare -A times firsts cpus rsss bytes
+declare -A times firsts cpus rsss bytes sink_eps
 ceilings=""
 port=$ADMIN
 for ((r = 1; r <= repeat; r++)); do
@@ -380,6 +384,13 @@ for ((r = 1; r <= repeat; r++)); do
   [[ -n $c ]] || die "kafka-producer-perf-test printed no records/sec"
   ceilings+="$c "
   log "run $r, kafka-producer-perf-test: $c records/s of $(($(cat "$WORK/value_bytes") + 14)) bytes"
+  # The sink alone on prebuilt events (cppcdc_bench_kafka_sink), right after the ceiling.
+  for mode in idempotent transactional; do
+    out=$("$SINKBENCH" "$BOOT" "sinkbench_${mode}_$r" "$rows" "$BATCH" "$mode") ||
+      die "cppcdc_bench_kafka_sink ($mode) failed: $out"
+    sink_eps[$mode]+="$(awk '{ for (i = 1; i < NF; i++) if ($(i + 1) == "events/s,") { print $i; exit } }' <<<"$out") "
+    log "run $r, $out"
+  done
 done
 median() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 # shellcheck disable=SC2086
@@ -417,6 +428,13 @@ done
 printf '  (after_1st: N / (wall - first), the rate once started; ceiling, file: events/s\n'
 printf '   divided by the ceiling'"'"'s and by the file sink'"'"'s;\n'
 printf '   targets: kafka at least 0.7 of the ceiling, eo at least 0.5)\n'
+for mode in idempotent transactional; do
+  # shellcheck disable=SC2086
+  se=$(median ${sink_eps[$mode]})
+  printf '  the sink alone, %-13s %9.0f events/s  vs ceiling: %.3f (goal: %s)\n' "$mode" "$se" \
+    "$(awk -v e="$se" -v c="$cm" 'BEGIN { print e / c }')" \
+    "$([[ $mode == idempotent ]] && echo "at least 0.7" || echo "at least 0.5")"
+done
 if ((debezium)); then
   for v in kafka eo; do
     printf '  cppcdc %-5s / Debezium: events/s %.2fx (goal: at least 3), %s %.3f %s\n' "$v" \
