@@ -226,9 +226,6 @@ run_one() { # variant rep admin_port
       printf 'create_topics = true\n'
       if [[ $v == eo ]]; then
         printf 'delivery_mode = "transactional"\ntransactional_id = "bench-%s"\n' "$slot"
-        # Not above librdkafka's transaction.timeout.ms (60 s by default), which refuses to
-        # create the producer otherwise; the sink's default (120 s) is above it.
-        printf 'delivery_timeout_ms = 60000\n'
       fi
     fi
     if [[ $v == eo ]]; then
