@@ -1054,8 +1054,14 @@ Result<ServerConfig> read_document(const toml::table& document, const std::strin
     auto source = top.get_table("source");
     if (!source) return fail(source.error());
     Section& section = **source;
-    // A source may keep small files of its own beside the checkpoint.
-    if (config.checkpoint) section.set_state_directory(config.checkpoint->directory());
+    // A source may keep small files of its own beside the checkpoint (PostgreSQL: the mark of
+    // a slot it created, which teardown reads); with a backend that keeps nothing on this
+    // machine (kafka_topic, redis, postgresql, memory), beside the configuration file.
+    if (config.checkpoint) {
+      auto dir = config.checkpoint->directory();
+      if (!dir && !base.empty()) dir = base;
+      section.set_state_directory(dir);
+    }
     if (!section.present()) {
       std::string types;
       for (const auto& t : source_type_names()) types += (types.empty() ? "" : ", ") + in_quotes(t);
