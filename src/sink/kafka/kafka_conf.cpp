@@ -101,8 +101,10 @@ Result<ConfPtr> build_conf(const KafkaSinkConfig& config) {
                       "restarted cppcdc fences the producer of the run before it"));
     }
   } else if (!config.transactional_id.empty()) {
-    return fail(
-        bad("transactional_id", "is used only with delivery_mode = \"transactional\"; remove it"));
+    return fail(bad("transactional_id",
+                    "is used only with delivery_mode = \"transactional\": set that mode (each "
+                    "batch one Kafka transaction; delivery_contract = \"effectively_once\" "
+                    "needs it), or remove transactional_id"));
   }
   if (config.delivery_timeout_ms < 1 || config.delivery_timeout_ms > 2'147'483'647) {
     return fail(bad("delivery_timeout_ms",

@@ -221,6 +221,7 @@ TEST(KafkaSinkConfig, TransactionalNeedsATransactionalIdAndOnlyItUsesOne) {
   c = minimal();
   c.transactional_id = "cppcdc-orders";
   EXPECT_CONTAINS(refusal(c, "transactional_id"), "only with delivery_mode = \"transactional\"");
+  EXPECT_CONTAINS(refusal(c, "transactional_id"), "set that mode");
   c = minimal();
   c.properties = {{"transactional.id", "x"}};
   EXPECT_CONTAINS(refusal(c, "kafka_properties.transactional.id"), "set transactional_id instead");
