@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "integration/large_tx_util.hpp"
 #include "integration/mariadb_util.hpp"
 #include "integration/pg_util.hpp"
 
@@ -25,26 +26,6 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 constexpr int kRows = 500'000;
-
-// A field of a JSON line cppcdc wrote, by plain search (parsing 500,000 lines as JSON would
-// dominate the test's time).
-std::string field(const std::string& line, const std::string& name) {
-  const std::string key = "\"" + name + "\":";
-  auto at = line.find(key);
-  if (at == std::string::npos) return "";
-  at += key.size();
-  if (line[at] == '"') return line.substr(at + 1, line.find('"', at + 1) - at - 1);
-  return line.substr(at, line.find_first_of(",}", at) - at);
-}
-
-long proc_status_kb(pid_t pid, const std::string& name) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(name + ":", 0) == 0) return std::stol(line.substr(name.size() + 1));
-  }
-  return 0;
-}
 
 // The file's last line (empty when it has none).
 std::string last_line(const fs::path& path) {

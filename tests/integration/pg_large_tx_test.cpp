@@ -11,6 +11,7 @@
 #include <fstream>
 #include <thread>
 
+#include "large_tx_util.hpp"
 #include "pg_util.hpp"
 
 namespace fs = std::filesystem;
@@ -18,33 +19,10 @@ using namespace cppcdc;
 using cppcdc::it::log_tail;
 using cppcdc::it::wait_until;
 using namespace std::chrono_literals;
+using cppcdc::it::field;
+using cppcdc::it::proc_status_kb;
 
 namespace {
-
-// A field of a JSON line written by cppcdc, by plain search (the lines are ours and regular;
-// parsing 2,000,000 of them as JSON would dominate the test's time).
-std::string field(const std::string& line, const std::string& name) {
-  const std::string key = "\"" + name + "\":";
-  auto at = line.find(key);
-  if (at == std::string::npos) return "";
-  at += key.size();
-  if (line[at] == '"') {
-    const auto end = line.find('"', at + 1);
-    return line.substr(at + 1, end - at - 1);
-  }
-  const auto end = line.find_first_of(",}", at);
-  return line.substr(at, end - at);
-}
-
-// Kilobytes of a /proc/<pid>/status line such as VmHWM (peak resident set) or VmRSS.
-long proc_status_kb(pid_t pid, const std::string& name) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(name + ":", 0) == 0) return std::stol(line.substr(name.size() + 1));
-  }
-  return -1;
-}
 
 // Whether the process has a deleted spill file of `dir` open.
 bool holds_spill_file(pid_t pid, const fs::path& dir) {

@@ -639,11 +639,14 @@ class MysqlSource final : public Source {
       }
       tx_events_.back().resume_offset = offset;
       tx_events_.back().resume_state = state;
+      // Measured as it was added; the position it now carries is added to its size.
+      tx_sizes_.back() +=
+          cppcdc::detail::approx_string_bytes(offset) + cppcdc::detail::approx_string_bytes(state);
       handoff_.locked([&](auto&) {
         if (pending_coords_.size() >= kMaxPendingCoords) pending_coords_.pop_front();
         pending_coords_.emplace_back(offset, std::make_pair(file_, last_end_));
       });
-      handoff_.push(tx_events_);
+      handoff_.push(tx_events_, &tx_sizes_);
       reset_tx_events();
     }
     handoff_.locked([&](auto&) {
@@ -658,7 +661,9 @@ class MysqlSource final : public Source {
   // all before it) in a spill file until the commit.
   Status add_tx_event(Event&& e) {
     if (tx_spill_) return tx_spill_->append(e);
-    tx_bytes_ += cppcdc::detail::approx_event_bytes(e);
+    const std::size_t bytes = cppcdc::detail::approx_event_bytes(e);
+    tx_bytes_ += bytes;
+    tx_sizes_.push_back(bytes);  // handed to the hand-off, which would measure it again
     tx_events_.push_back(std::move(e));
     if (tx_bytes_ <= config_.spill_threshold_bytes) return ok();
     const std::filesystem::path dir = config_.spill_dir.empty()
@@ -676,11 +681,13 @@ class MysqlSource final : public Source {
         coordinate(last_end_), config_.spill_threshold_bytes, tx_events_.size(), dir.string());
     for (const auto& held : tx_events_) CPPCDC_TRY(tx_spill_->append(held));
     tx_events_ = std::vector<Event>();  // the memory goes back, not only the events
+    tx_sizes_ = std::vector<std::size_t>();
     return ok();
   }
 
   void reset_tx_events() {
     tx_events_.clear();
+    tx_sizes_.clear();
     tx_spill_.reset();
     tx_bytes_ = 0;
   }
@@ -769,7 +776,8 @@ class MysqlSource final : public Source {
   std::uint64_t tx_id_ = 0;
   std::int64_t tx_timestamp_ = 0;
   std::vector<Event> tx_events_;
-  std::size_t tx_bytes_ = 0;  // approx_event_bytes of tx_events_
+  std::vector<std::size_t> tx_sizes_;  // approx_event_bytes of each of tx_events_
+  std::size_t tx_bytes_ = 0;           // their sum
   std::unique_ptr<cppcdc::detail::EventSpill>
       tx_spill_;  // the open transaction, once it outgrew memory
   static constexpr std::size_t kSpillPieceEvents = 10'000;

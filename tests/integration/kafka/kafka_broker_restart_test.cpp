@@ -24,14 +24,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::size_t count_of(const fs::path& log, const std::string& text) {
-  std::ifstream in(log);
-  const std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::size_t n = 0;
-  for (auto at = s.find(text); at != std::string::npos; at = s.find(text, at + 1)) ++n;
-  return n;
-}
-
 void ride_out_restarts(const std::string& shared, bool exactly_once) {
   kafka_it::OwnBroker broker(shared, exactly_once ? 42 : 40);
   ASSERT_TRUE(broker.started) << "scripts/kafka.sh could not start a broker on port "
@@ -101,11 +93,11 @@ void ride_out_restarts(const std::string& shared, bool exactly_once) {
   const fs::path log = dir / "cppcdc.log";
   for (int restart = 0; restart < 2; ++restart) {
     ASSERT_TRUE(it::wait_until([&] { return inserted.load() > 200 * (restart + 1); }, 60s));
-    const std::size_t refused_before = count_of(log, "Connection refused");
+    const std::size_t refused_before = kafka_it::count_in_file(log, "Connection refused");
     ASSERT_TRUE(broker.stop());
     // The sink notices (librdkafka reports the refused connections) while batches keep coming.
-    ASSERT_TRUE(
-        it::wait_until([&] { return count_of(log, "Connection refused") > refused_before; }, 120s))
+    ASSERT_TRUE(it::wait_until(
+        [&] { return kafka_it::count_in_file(log, "Connection refused") > refused_before; }, 120s))
         << it::log_tail(log);
     ASSERT_TRUE(broker.start());
   }
@@ -147,7 +139,7 @@ void ride_out_restarts(const std::string& shared, bool exactly_once) {
     EXPECT_EQ(duplicates, 0u) << "a read_committed reader saw a change twice";
   }
   std::cout << total << " inserts, " << updates << " updates, " << duplicates << " duplicates, "
-            << count_of(log, "delivering the same batch again")
+            << kafka_it::count_in_file(log, "delivering the same batch again")
             << " retried deliveries over two broker restarts" << std::endl;
   it::drop_slots(db);
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);

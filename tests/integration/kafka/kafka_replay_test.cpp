@@ -66,14 +66,6 @@ pid_t spawn_armed(const fs::path& dir, const char* fault_point) {
   return pid;
 }
 
-std::size_t count_of(const fs::path& log, const std::string& text) {
-  std::ifstream in(log);
-  const std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::size_t n = 0;
-  for (auto at = s.find(text); at != std::string::npos; at = s.find(text, at + 1)) ++n;
-  return n;
-}
-
 // Kills a child a failed assertion left running, so that it does not stream into later tests.
 struct ChildGuard {
   pid_t& pid;
@@ -242,10 +234,14 @@ void run_oracle(const std::string& bootstrap, const OracleRun& run) {
     // goes on, and comes back.
     if (run.broker != nullptr && restarts < run.broker_restarts &&
         kills >= (restarts + 1) * run.min_kills / (run.broker_restarts + 1)) {
-      const std::size_t refused_before = count_of(dir / "cppcdc.log", "Connection refused");
+      const std::size_t refused_before =
+          kafka_it::count_in_file(dir / "cppcdc.log", "Connection refused");
       ASSERT_TRUE(run.broker->stop());
       ASSERT_TRUE(it::wait_until(
-          [&] { return count_of(dir / "cppcdc.log", "Connection refused") > refused_before; },
+          [&] {
+            return kafka_it::count_in_file(dir / "cppcdc.log", "Connection refused") >
+                   refused_before;
+          },
           120s))
           << it::log_tail(dir / "cppcdc.log");
       ASSERT_TRUE(run.broker->start());
@@ -327,7 +323,8 @@ void run_oracle(const std::string& bootstrap, const OracleRun& run) {
     EXPECT_GT(duplicates, 0u) << "no batch was delivered twice: the kills missed the window";
     // Duplicates come only from batches in flight: at most one batch per kill, crash and
     // retried delivery (a broker outage delivers the batch it failed again).
-    const std::size_t retried = count_of(dir / "cppcdc.log", "delivering the same batch again");
+    const std::size_t retried =
+        kafka_it::count_in_file(dir / "cppcdc.log", "delivering the same batch again");
     EXPECT_LE(duplicates, (static_cast<std::size_t>(kills + crashes) + retried) * kMaxBatch)
         << retried << " retried deliveries";
   }

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <random>
@@ -149,6 +150,15 @@ inline std::vector<Record> read_topic(const std::string& bootstrap, const std::s
     out.push_back(std::move(r));
   }
   return out;
+}
+
+/// How many times `text` occurs in the file at `path` (a cppcdc log), 0 when it cannot be read.
+inline std::size_t count_in_file(const std::filesystem::path& path, const std::string& text) {
+  std::ifstream in(path);
+  const std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::size_t n = 0;
+  for (auto at = s.find(text); at != std::string::npos; at = s.find(text, at + 1)) ++n;
+  return n;
 }
 
 /// Runs scripts/kafka.sh with `args`, its output appended to $TMPDIR/cppcdc-it-kafka-own.log;
