@@ -205,16 +205,13 @@ class KafkaSink final : public TransactionalSink {
       auto rkt = topic_for(event);
       if (!rkt) return poison(std::move(rkt).error());
       const bool keyed = kafka_sink::write_record_key(event, key_);
-      value_.clear();
-      if (auto encoded = encoder_->encode(event, value_); !encoded) {
-        return poison(encoded.error().context("encoding the " + std::string(to_string(event.op)) +
-                                              " of " + table_of(event) + " at source offset " +
-                                              event.source.offset + " with " + encoder_->name()));
+      if (keyed && kafka_sink::write_previous_record_key(event, key_, previous_key_)) {
+        // The update moved its row to another key. Under the old key the row is gone: send
+        // a delete there (and its tombstone), or a compacted topic keeps the old row for ever.
+        const Event deleted = kafka_sink::deletion_of_previous_key(event);
+        if (auto st = send(**rkt, deleted, &previous_key_); !st) return st;
       }
-      if (auto st = produce(**rkt, event, keyed, value_.view(), false); !st) return st;
-      if (config_.tombstones_on_delete && keyed && event.op == Operation::kDelete) {
-        if (auto st = produce(**rkt, event, true, {}, true); !st) return st;
-      }
+      if (auto st = send(**rkt, event, keyed ? &key_ : nullptr); !st) return st;
     }
     rd_kafka_poll(rk_, 0);
     if (delivery_error_) return poison(*delivery_error_);
@@ -750,18 +747,35 @@ class KafkaSink final : public TransactionalSink {
 
   // ---- producing -------------------------------------------------------------------------
 
-  Status produce(Topic& topic, const Event& event, bool keyed, std::string_view value,
+  // Encodes `event` and produces it under `key` (nullptr: keyless), followed by a tombstone
+  // for a keyed delete when tombstones_on_delete is set.
+  Status send(Topic& topic, const Event& event, const std::string* key) {
+    value_.clear();
+    if (auto encoded = encoder_->encode(event, value_); !encoded) {
+      return poison(encoded.error().context("encoding the " + std::string(to_string(event.op)) +
+                                            " of " + table_of(event) + " at source offset " +
+                                            event.source.offset + " with " + encoder_->name()));
+    }
+    if (auto st = produce(topic, event, key, value_.view(), false); !st) return st;
+    if (config_.tombstones_on_delete && key != nullptr && event.op == Operation::kDelete) {
+      if (auto st = produce(topic, event, key, {}, true); !st) return st;
+    }
+    return ok();
+  }
+
+  Status produce(Topic& topic, const Event& event, const std::string* key, std::string_view value,
                  bool tombstone) {
     const std::string_view op = to_string(event.op);
     char version[8];
     const int version_len =
         std::snprintf(version, sizeof version, "%u", static_cast<unsigned>(event.envelope_version));
+    const char* const key_data = key != nullptr ? key->data() : nullptr;
+    const std::size_t key_size = key != nullptr ? key->size() : 0;
     const auto started = Clock::now();
     for (;;) {
       const rd_kafka_resp_err_t err = rd_kafka_producev(
           rk_, RD_KAFKA_V_RKT(topic.rkt), RD_KAFKA_V_PARTITION(RD_KAFKA_PARTITION_UA),
-          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-          RD_KAFKA_V_KEY(keyed ? key_.data() : nullptr, keyed ? key_.size() : 0),
+          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(key_data, key_size),
           RD_KAFKA_V_VALUE(tombstone ? nullptr : const_cast<char*>(value.data()),
                            tombstone ? 0 : value.size()),
           RD_KAFKA_V_HEADER(kafka_sink::kHeaderOp, op.data(), static_cast<ssize_t>(op.size())),
@@ -936,6 +950,7 @@ class KafkaSink final : public TransactionalSink {
   std::optional<std::string> last_schema_;
 
   std::string key_;
+  std::string previous_key_;  ///< the old key of an update that changed its key
   ByteBuffer value_;
   std::size_t outstanding_ = 0;  // produced, no delivery report yet
   std::size_t produced_since_poll_ = 0;

@@ -4,16 +4,13 @@
 
 namespace cppcdc::kafka_sink {
 
-bool write_record_key(const Event& event, std::string& out) {
-  out.clear();
-  if (!event.primary_key || event.primary_key->empty()) return false;
-  const Row* image =
-      event.op == Operation::kDelete ? event.before.row() : (event.after ? &*event.after : nullptr);
-  if (image == nullptr) return false;
+namespace {
+
+bool write_key_of(const std::vector<std::string>& key_columns, const Row& image, std::string& out) {
   out += '{';
   bool first = true;
-  for (const std::string& name : *event.primary_key) {
-    const ColumnValue* column = find_column(*image, name);
+  for (const std::string& name : key_columns) {
+    const ColumnValue* column = find_column(image, name);
     if (column == nullptr) {
       out.clear();
       return false;
@@ -32,6 +29,45 @@ bool write_record_key(const Event& event, std::string& out) {
   }
   out += '}';
   return true;
+}
+
+}  // namespace
+
+bool write_record_key(const Event& event, std::string& out) {
+  out.clear();
+  if (!event.primary_key || event.primary_key->empty()) return false;
+  const Row* image =
+      event.op == Operation::kDelete ? event.before.row() : (event.after ? &*event.after : nullptr);
+  if (image == nullptr) return false;
+  return write_key_of(*event.primary_key, *image, out);
+}
+
+bool write_previous_record_key(const Event& event, std::string_view key, std::string& out) {
+  out.clear();
+  if (event.op != Operation::kUpdate || key.empty()) return false;
+  const Row* before = event.before.row();
+  if (before == nullptr) return false;
+  if (!write_key_of(*event.primary_key, *before, out) || out == key) {
+    out.clear();
+    return false;
+  }
+  return true;
+}
+
+Event deletion_of_previous_key(const Event& update) {
+  Event deleted;
+  deleted.op = Operation::kDelete;
+  deleted.before = update.before;
+  deleted.source = update.source;
+  deleted.ts = update.ts;
+  deleted.schema = update.schema;
+  deleted.table = update.table;
+  deleted.primary_key = update.primary_key;
+  deleted.snapshot = update.snapshot;
+  deleted.transaction = update.transaction;
+  deleted.envelope_version = update.envelope_version;
+  deleted.shape = update.shape;
+  return deleted;
 }
 
 }  // namespace cppcdc::kafka_sink

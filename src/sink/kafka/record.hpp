@@ -2,6 +2,7 @@
 // What the Kafka sink sends besides the encoded value: the record key and the header values.
 
 #include <string>
+#include <string_view>
 
 #include "cppcdc/event.hpp"
 
@@ -19,5 +20,19 @@ inline constexpr const char* kHeaderEnvelopeVersion = "envelope_version";
 /// absent from the image that carries the key: `after`, or the before-image of a delete), as
 /// Event::primary_key_values() decides.
 bool write_record_key(const Event& event, std::string& out);
+
+/// For an update that moved its row to another key: writes the key the row had before (same
+/// shape as write_record_key, taken from the before-image, which holds the key columns
+/// whenever the source saw the key change) to `out` and returns true. `key` is the update's
+/// own record key as write_record_key wrote it (empty: the update has none). Returns false,
+/// leaving `out` empty, for every other event: not an update, no before-image, an incomplete
+/// old key, or an old key equal to the new one.
+bool write_previous_record_key(const Event& event, std::string_view key, std::string& out);
+
+/// The delete the sink sends under the previous key of such an update, so that a compacted
+/// topic does not keep the row under its old key for ever: op delete, the update's
+/// before-image, no after-image, and the update's table, key columns, source, transaction and
+/// timestamps. Not a resumable boundary (no resume_offset).
+Event deletion_of_previous_key(const Event& update);
 
 }  // namespace cppcdc::kafka_sink

@@ -113,6 +113,81 @@ TEST(KafkaSinkOnBroker, KeysValuesAndHeadersAreWhatAnIndependentConsumerReads) {
   EXPECT_EQ(log_records[0].header("op"), "insert");
 }
 
+// An update that moves its row to another key (pgoutput sends the old key columns then): the
+// old key gets a delete and, with tombstones_on_delete, a tombstone, so a compacted topic
+// forgets the row there; the update itself goes under the new key. An update whose key stayed
+// (a full before-image with the same key) sends nothing extra.
+TEST(KafkaSinkOnBroker, AnUpdateThatChangesTheKeyDeletesTheRowUnderItsOldKey) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  const std::string source = kafka_it::unique_topic("rekey");
+  const std::string orders = source + ".public.orders";
+  ASSERT_TRUE(kafka_it::create_topic(bootstrap, orders, 3));
+  KafkaSinkConfig c;
+  c.bootstrap_servers = bootstrap;
+  c.tombstones_on_delete = true;
+  auto sink = open_sink(c);
+  ASSERT_NE(sink, nullptr);
+
+  EventBuilder moved("orders", Operation::kUpdate);
+  moved.schema("public")
+      .source(SourceMetadata{source, "0/3000", 1700000000000})
+      .primary_key({"id", "region"})
+      .transaction(TransactionMetadata{77, 1, 0})
+      .before(BeforeKeyOnly{Row{{"id", std::string("1"), false}, {"region", std::string("eu"), false}}})
+      .after(Row{{"id", std::string("5"), false},
+                 {"region", std::string("eu"), false},
+                 {"note", std::string("moved"), false}});
+  EventBuilder stayed("orders", Operation::kUpdate);
+  stayed.schema("public")
+      .source(SourceMetadata{source, "0/3100", 1700000000001})
+      .primary_key({"id", "region"})
+      .before(BeforeFull{Row{{"id", std::string("2"), false},
+                             {"region", std::string("eu"), false},
+                             {"note", std::string("old"), false}},
+                         {}})
+      .after(Row{{"id", std::string("2"), false},
+                 {"region", std::string("eu"), false},
+                 {"note", std::string("new"), false}});
+  const std::vector<Event> batch = {change(Operation::kInsert, source, "orders", 1, "first"),
+                                    moved.build(), change(Operation::kInsert, source, "orders", 2,
+                                                          "old"),
+                                    stayed.build()};
+  ASSERT_TRUE(sink->write(batch));
+  const auto flushed = sink->flush();
+  ASSERT_TRUE(flushed) << flushed.error().report();
+  ASSERT_TRUE(sink->close());
+
+  const auto records = kafka_it::read_topic(bootstrap, orders);
+  std::map<std::string, std::vector<Record>> by_key;
+  for (const auto& r : records) by_key[r.key.value_or("(none)")].push_back(r);
+  ASSERT_EQ(by_key.size(), 3u) << "keys: old, new, and the unmoved row";
+  const auto& old_key = by_key[R"({"id":"1","region":"eu"})"];
+  ASSERT_EQ(old_key.size(), 3u) << "insert, delete, tombstone under the old key";
+  EXPECT_EQ(old_key[0].header("op"), "insert");
+  EXPECT_EQ(old_key[1].header("op"), "delete");
+  EXPECT_EQ(old_key[1].header("source.offset"), "0/3000");
+  ASSERT_TRUE(old_key[1].value.has_value());
+  auto deleted = Event::from_json(*old_key[1].value);
+  ASSERT_TRUE(deleted) << deleted.error().report();
+  EXPECT_EQ(deleted->op, Operation::kDelete);
+  EXPECT_EQ(deleted->before, batch[1].before);
+  EXPECT_FALSE(deleted->after.has_value());
+  ASSERT_TRUE(deleted->transaction.has_value());
+  EXPECT_EQ(deleted->transaction->tx_id, 77u);
+  EXPECT_TRUE(deleted->validate()) << "the delete sent for the old key is a valid event";
+  EXPECT_FALSE(old_key[2].value.has_value()) << "no tombstone after the delete of the old key";
+  EXPECT_EQ(old_key[2].header("op"), "delete");
+
+  const auto& new_key = by_key[R"({"id":"5","region":"eu"})"];
+  ASSERT_EQ(new_key.size(), 1u);
+  EXPECT_EQ(new_key[0].header("op"), "update");
+  EXPECT_EQ(new_key[0].value, batch[1].to_json());
+
+  const auto& unmoved = by_key[R"({"id":"2","region":"eu"})"];
+  ASSERT_EQ(unmoved.size(), 2u) << "an update that kept its key sent a delete";
+  EXPECT_EQ(unmoved[1].header("op"), "update");
+}
+
 TEST(KafkaSinkOnBroker, KeyedRecordsLandWhereJavasPartitionerPutsThemAndKeylessOnesSpread) {
   KAFKA_TEST_BOOTSTRAP(bootstrap);
   constexpr int kPartitions = 6;

@@ -140,6 +140,50 @@ TEST(KafkaRecordKey, NoKeyWithoutACompleteKey) {
   EXPECT_FALSE(kafka_sink::write_record_key(unavailable, key));
 }
 
+TEST(KafkaRecordKey, AnUpdateThatMovedItsRowGivesTheOldKeyAndAValidDeleteForIt) {
+  Event moved = row_event(Operation::kUpdate);
+  moved.before = BeforeKeyOnly{
+      Row{{"id", std::string("3"), false}, {"region", std::string("eu \"west\""), false}}};
+  moved.transaction = TransactionMetadata{41, 2, 1};
+  moved.resume_offset = "0/16B2E48";
+  std::string key;
+  std::string old_key = "stale";
+  ASSERT_TRUE(kafka_sink::write_record_key(moved, key));
+  ASSERT_TRUE(kafka_sink::write_previous_record_key(moved, key, old_key));
+  EXPECT_EQ(old_key, R"({"id":"3","region":"eu \"west\""})");
+
+  const Event deleted = kafka_sink::deletion_of_previous_key(moved);
+  EXPECT_EQ(deleted.op, Operation::kDelete);
+  EXPECT_EQ(deleted.before, moved.before);
+  EXPECT_FALSE(deleted.after.has_value());
+  EXPECT_EQ(deleted.transaction, moved.transaction);
+  EXPECT_EQ(deleted.source.offset, moved.source.offset);
+  EXPECT_EQ(deleted.resume_offset, "") << "the extra delete is not where a restart resumes";
+  EXPECT_TRUE(deleted.validate());
+  std::string deleted_key;
+  ASSERT_TRUE(kafka_sink::write_record_key(deleted, deleted_key));
+  EXPECT_EQ(deleted_key, old_key);
+}
+
+TEST(KafkaRecordKey, NoOldKeyWhenTheKeyStayedOrIsUnknown) {
+  std::string key;
+  std::string old_key = "stale";
+  Event same = row_event(Operation::kUpdate);
+  same.before = BeforeFull{*same.after, {}};
+  ASSERT_TRUE(kafka_sink::write_record_key(same, key));
+  EXPECT_FALSE(kafka_sink::write_previous_record_key(same, key, old_key));
+  EXPECT_EQ(old_key, "");
+  Event no_before = row_event(Operation::kUpdate);  // REPLICA IDENTITY DEFAULT, key unchanged
+  EXPECT_FALSE(kafka_sink::write_previous_record_key(no_before, key, old_key));
+  Event partial = row_event(Operation::kUpdate);  // an old image without every key column
+  partial.before = BeforeKeyOnly{Row{{"id", std::string("3"), false}}};
+  EXPECT_FALSE(kafka_sink::write_previous_record_key(partial, key, old_key));
+  EXPECT_EQ(old_key, "");
+  Event insert = row_event(Operation::kInsert);
+  EXPECT_FALSE(kafka_sink::write_previous_record_key(insert, key, old_key));
+  EXPECT_FALSE(kafka_sink::write_previous_record_key(partial, "", old_key));
+}
+
 // librdkafka starts its threads with C11 thrd_create, which ThreadSanitizer does not intercept:
 // under it, the tests that make a producer skip that part.
 #if defined(__SANITIZE_THREAD__)
