@@ -108,7 +108,9 @@ void setup_logging(const ServerConfig& config) {
 // events are replayed after a restart, which is what at-least-once allows).
 void shut_down(Runtime& runtime) {
   if (auto stopped = runtime.stop(); !stopped) {
-    spdlog::warn("clean stop refused ({}); forcing it", stopped.error().report());
+    // The runtime's reason speaks to library callers (which call to make); the forced stop
+    // says what it means for this program: the unacknowledged events come again.
+    spdlog::debug("a clean stop was refused: {}", stopped.error().report());
     runtime.force_stop();
   }
 }
@@ -454,6 +456,16 @@ int run_server(const ServerConfig& config) {
         "events delivered and acknowledged before the error: {}; the batch that failed "
         "is not acknowledged and is delivered again, to every sink, at the next start",
         snapshot.events_committed);
+    if (!snapshot.checkpoint_offset) {
+      // A first start that failed before its first checkpoint: the next start begins over,
+      // and what this one created on the source's server (a PostgreSQL replication slot,
+      // which holds WAL) waits there for it.
+      spdlog::warn(
+          "no checkpoint was saved, so the next start begins over; what this start created on "
+          "the source's server (a replication slot keeps WAL) stays for that start: if this "
+          "pipeline will not run again, `cppcdc teardown --config {}` removes it",
+          config.origin);
+    }
     return report_failure(delivered.error(), config.origin);
   }
 

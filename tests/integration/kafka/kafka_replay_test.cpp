@@ -389,6 +389,47 @@ void run_oracle(const std::string& bootstrap, const OracleRun& run) {
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
 
+// A first start whose first batch the sink refuses (its topic is missing) stops before any
+// checkpoint: the log says that the next start begins over, that the replication slot it made
+// stays for that start, and which command removes it; and it does not show the library's
+// wording of the forced stop. `cppcdc teardown` then removes the slot.
+TEST(KafkaCli, AFirstStartThatFailsBeforeItsFirstCheckpointSaysWhatItLeftOnTheServer) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  const std::string db = it::test_database("kafka_first");
+  it::fresh_database(db);
+  const fs::path dir = fs::temp_directory_path() / ("cppcdc-it-" + db);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  it::PgSession s(it::dsn_for(db));
+  s.query("create table t (id int primary key); insert into t values (1)");
+  const fs::path cfg = dir / "cdc.toml";
+  {
+    std::ofstream out(cfg);
+    out << "[source]\ntype = \"postgres\"\ndsn = \"" << it::dsn_for(db) << "\"\n"
+        << "slot_name = \"" << db << "\"\npublication_name = \"" << db << "_pub\"\n"
+        << "source_name = \"" << kafka_it::unique_topic("first") << "\"\n"
+        << "tables = [\"public.t\"]\n\n[sink]\ntype = \"kafka\"\nbootstrap_servers = \""
+        << bootstrap << "\"\n\n[state.offset]\nbackend = \"local_fs\"\ndir = \""
+        << (dir / "state").string() << "\"\n";
+  }
+  const auto run = it::run_cli({"run", "--config", cfg.string()}, 120);
+  EXPECT_NE(run.code, 0) << run.output;
+  EXPECT_NE(run.output.find("does not exist"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("no checkpoint was saved"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("cppcdc teardown --config " + cfg.string()), std::string::npos)
+      << run.output;
+  EXPECT_EQ(run.output.find("force_stop()"), std::string::npos) << run.output;
+  EXPECT_EQ(s.scalar("select count(*) from pg_replication_slots where slot_name = '" + db + "'"),
+            "1");
+  const auto teardown = it::run_cli({"teardown", "--config", cfg.string(), "--yes"}, 60);
+  EXPECT_EQ(teardown.code, 0) << teardown.output;
+  EXPECT_EQ(s.scalar("select count(*) from pg_replication_slots where slot_name = '" + db + "'"),
+            "0")
+      << teardown.output;
+  it::drop_slots(db);
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+
 TEST(KafkaReplayOracle, KillsMidStreamLoseNoChangeAndTheTopicsReplayToTheSourceTables) {
   KAFKA_TEST_BOOTSTRAP(bootstrap);
   run_oracle(bootstrap, OracleRun{});
