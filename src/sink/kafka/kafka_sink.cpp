@@ -31,6 +31,7 @@
 #include "cppcdc/kafka.hpp"
 #include "sink/kafka/kafka_conf.hpp"
 #include "sink/kafka/record.hpp"
+#include "sink/kafka/testing.hpp"
 #include "sink/kafka/topic_template.hpp"
 
 namespace cppcdc {
@@ -260,6 +261,13 @@ class KafkaSink final : public TransactionalSink {
   }
 
   std::string name() const override { return "kafka:" + config_.bootstrap_servers; }
+
+  /// Tests only (sink/kafka/testing.hpp): makes librdkafka raise the fatal error `err` on this
+  /// producer, as it does on its own after some broker failures.
+  bool raise_fatal_error(rd_kafka_resp_err_t err) {
+    return rk_ != nullptr &&
+           rd_kafka_test_fatal_error(rk_, err, "raised by a test") == RD_KAFKA_RESP_ERR_NO_ERROR;
+  }
 
   /// Before the runtime delivers a failed batch again: what the failed attempt still has
   /// queued is dropped, what is in flight is waited for (its outcome no longer matters: the
@@ -822,8 +830,17 @@ class KafkaSink final : public TransactionalSink {
     const std::string record = "the record of " + table + " at source offset " + offset + " (" +
                                std::to_string(bytes) + " bytes) for topic " + in_quotes(topic) +
                                partition;
-    const std::string code =
+    std::string code =
         std::string(" (") + rd_kafka_err2name(err) + ": " + rd_kafka_err2str(err) + ")";
+    if (err == RD_KAFKA_RESP_ERR__FATAL && rk_ != nullptr) {
+      // "Local: Fatal error" says nothing: name the error that made the producer fatal.
+      char reason[512];
+      const rd_kafka_resp_err_t fatal = rd_kafka_fatal_error(rk_, reason, sizeof reason);
+      if (fatal != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        code = std::string(" (the producer hit a fatal error, ") + rd_kafka_err2name(fatal) + ": " +
+               reason + ")";
+      }
+    }
     switch (err) {
       case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
       case RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE:
@@ -1025,6 +1042,15 @@ Result<std::unique_ptr<KafkaSink>> open_kafka_sink(KafkaSinkConfig config,
 }
 
 }  // namespace
+
+namespace kafka_sink {
+
+bool raise_fatal_error_for_test(TransactionalSink& sink, int err) {
+  auto* kafka = dynamic_cast<KafkaSink*>(&sink);
+  return kafka != nullptr && kafka->raise_fatal_error(static_cast<rd_kafka_resp_err_t>(err));
+}
+
+}  // namespace kafka_sink
 
 std::string_view to_string(KafkaDeliveryMode mode) noexcept {
   switch (mode) {

@@ -3,6 +3,8 @@
 // and the transactional Kafka sink's commit, abort and fencing, checked with the independent
 // reader (kafka_tool.py, confluent-kafka) in both isolation levels.
 
+#include <librdkafka/rdkafka.h>
+
 #include <memory>
 #include <optional>
 #include <string>
@@ -11,6 +13,7 @@
 #include "conformance/checkpoint_conformance.hpp"
 #include "cppcdc/kafka.hpp"
 #include "integration/kafka/kafka_util.hpp"
+#include "sink/kafka/testing.hpp"
 
 namespace cppcdc::conformance {
 namespace {
@@ -223,6 +226,61 @@ TEST(KafkaTransactions, ANewSinkWithTheSameTransactionalIdFencesTheOldOneAndAbor
   ASSERT_TRUE(loaded) << loaded.error().report();
   ASSERT_TRUE(loaded->has_value());
   EXPECT_EQ((*loaded)->offset, "0/2");
+}
+
+// librdkafka 2.0.2 can turn the abort after a broker outage into a fatal INVALID_TXN_STATE.
+// recover() then replaces the producer: the new one's init_transactions aborts what the old
+// one left open, and the batch delivered again commits once. After a fence, replacing would
+// take the transactional id back from its new owner: recover() refuses.
+TEST(KafkaTransactions, AFatalInvalidTxnStateReplacesTheProducerAndTheBatchCommitsOnce) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  TxFixture f;
+  ASSERT_TRUE(kafka_it::create_topic(bootstrap, f.topic, 1));
+  auto checkpoint = open_kafka_topic_checkpoint(f.checkpoint_config(), "slot_a");
+  ASSERT_TRUE(checkpoint) << checkpoint.error().report();
+  auto sink =
+      make_transactional_kafka_sink(f.sink_config(kafka_it::unique_topic("txid")), f.target());
+  ASSERT_TRUE(sink) << sink.error().report();
+  TransactionalSink& s = **sink;
+
+  const std::vector<Event> batch = {row("t", 1), row("t", 2)};
+  ASSERT_TRUE(s.begin());
+  ASSERT_TRUE(s.write(batch));
+  ASSERT_TRUE(s.flush());  // in the log, in the open transaction
+  ASSERT_TRUE(kafka_sink::raise_fatal_error_for_test(s, RD_KAFKA_RESP_ERR_INVALID_TXN_STATE));
+  const auto refused = s.commit(record_at("0/2", 2));
+  ASSERT_FALSE(refused) << "a producer in a fatal state committed";
+  EXPECT_NE(refused.error().report().find("INVALID_TXN_STATE"), std::string::npos)
+      << refused.error().report();
+
+  const auto recovered = s.recover();
+  ASSERT_TRUE(recovered) << recovered.error().report();
+  ASSERT_TRUE(s.begin());
+  ASSERT_TRUE(s.write(batch));
+  ASSERT_TRUE(s.flush());
+  const auto committed = s.commit(record_at("0/2", 2));
+  ASSERT_TRUE(committed) << committed.error().report();
+  ASSERT_TRUE(s.close());
+
+  EXPECT_EQ(values(kafka_it::read_topic(bootstrap, f.topic, "read_committed")),
+            (std::vector<std::string>{"0/1", "0/2"}));
+  EXPECT_EQ(values(kafka_it::read_topic(bootstrap, f.topic, "read_uncommitted")),
+            (std::vector<std::string>{"0/1", "0/2", "0/1", "0/2"}))
+      << "the old producer's open transaction is not in the log";
+  auto loaded = (*checkpoint)->load();
+  ASSERT_TRUE(loaded) << loaded.error().report();
+  ASSERT_TRUE(loaded->has_value());
+  EXPECT_EQ((*loaded)->offset, "0/2");
+
+  auto fenced =
+      make_transactional_kafka_sink(f.sink_config(kafka_it::unique_topic("txid")), f.target());
+  ASSERT_TRUE(fenced) << fenced.error().report();
+  ASSERT_TRUE((*fenced)->begin());
+  ASSERT_TRUE(kafka_sink::raise_fatal_error_for_test(**fenced, RD_KAFKA_RESP_ERR_PRODUCER_FENCED));
+  const auto not_replaced = (*fenced)->recover();
+  ASSERT_FALSE(not_replaced) << "a fenced producer was replaced";
+  EXPECT_EQ(not_replaced.error().kind(), ErrorKind::kTerminal) << not_replaced.error().report();
+  (void)(*fenced)->close();
 }
 
 TEST(KafkaTransactions, ACheckpointTopicThatIsNotCompactedIsRefusedNamingIt) {
