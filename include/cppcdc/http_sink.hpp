@@ -31,6 +31,7 @@
 
 #include "cppcdc/codec.hpp"
 #include "cppcdc/event.hpp"
+#include "cppcdc/http_client.hpp"
 #include "cppcdc/result.hpp"
 #include "cppcdc/sink.hpp"
 
@@ -54,16 +55,6 @@ struct HttpAuth {
   std::string token;     ///< kBearer
   std::string username;  ///< kBasic
   std::string password;  ///< kBasic
-};
-
-struct HttpTlsOptions {
-  /// Verify the receiver's certificate chain and host name. Turning it off is for tests only.
-  bool verify = true;
-  /// PEM file of the CAs to trust; empty: the system's store.
-  std::filesystem::path ca_file;
-  /// PEM client certificate and its key, for receivers that ask for one (both or neither).
-  std::filesystem::path client_cert;
-  std::filesystem::path client_key;
 };
 
 /// Retries of one request. The n-th wait (n from 0) is drawn at random between half and all of

@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "client.hpp"
+#include "cppcdc/http_client.hpp"
 #include "retry.hpp"
 #include "webhook.hpp"
 
@@ -465,7 +465,13 @@ Result<std::unique_ptr<Sink>> make_http_sink(HttpSinkOptions options,
     }
     keys.push_back(std::move(*key));
   }
-  auto client = http::Client::create(options);
+  http::ClientOptions client_options;
+  client_options.url = options.url;
+  client_options.connect_timeout_ms = options.connect_timeout_ms;
+  client_options.request_timeout_ms = options.request_timeout_ms;
+  client_options.tls = options.tls;
+  client_options.max_body = http::kBodyPrefix;
+  auto client = http::Client::create(client_options);
   if (!client) return fail(client.error().for_setting(SettingOwner::kSink, "url"));
   return std::unique_ptr<Sink>(
       new HttpSink(std::move(options), std::move(encoder), std::move(keys), std::move(*client)));

@@ -12,7 +12,7 @@
 #include <limits>
 #include <mutex>
 
-#include "client.hpp"
+#include "cppcdc/http_client.hpp"
 #include "core/settings_read.hpp"
 #include "core/stop_request.hpp"
 #include "cppcdc/http_sink.hpp"

@@ -1,11 +1,11 @@
-#include "client.hpp"
-
 #include <curl/curl.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <mutex>
+
+#include "cppcdc/http_client.hpp"
 
 namespace cppcdc::http {
 namespace {
@@ -26,17 +26,22 @@ bool iequals_prefix(std::string_view text, std::string_view prefix) {
   return true;
 }
 
+// Where a response goes while libcurl reads it.
+struct Sink {
+  Response* response = nullptr;
+  std::size_t cap = kBodyPrefix;
+};
+
 std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user) {
-  auto* response = static_cast<Response*>(user);
+  auto* sink = static_cast<Sink*>(user);
   const std::size_t len = size * count;
-  if (response->body_prefix.size() < kBodyPrefix) {
-    response->body_prefix.append(data, std::min(len, kBodyPrefix - response->body_prefix.size()));
-  }
+  std::string& body = sink->response->body_prefix;
+  if (body.size() < sink->cap) body.append(data, std::min(len, sink->cap - body.size()));
   return len;  // the rest is read and dropped
 }
 
 std::size_t on_header(char* data, std::size_t size, std::size_t count, void* user) {
-  auto* response = static_cast<Response*>(user);
+  Response* response = static_cast<Sink*>(user)->response;
   const std::size_t len = size * count;
   std::string_view line(data, len);
   if (iequals_prefix(line, "HTTP/")) {
@@ -78,6 +83,8 @@ struct Client::Impl {
   CURL* curl = nullptr;
   char error[CURL_ERROR_SIZE] = {};
   Response response;
+  Sink sink{&response, kBodyPrefix};
+  std::string url;
   ~Impl() {
     if (curl != nullptr) curl_easy_cleanup(curl);
   }
@@ -85,11 +92,13 @@ struct Client::Impl {
 
 Client::~Client() = default;
 
-Result<std::unique_ptr<Client>> Client::create(const HttpSinkOptions& options) {
+Result<std::unique_ptr<Client>> Client::create(const ClientOptions& options) {
   global_init();
   std::unique_ptr<Client> client(new Client());
   client->impl_ = std::make_unique<Impl>();
   Impl& d = *client->impl_;
+  d.sink.cap = options.max_body;
+  d.url = options.url;
   d.curl = curl_easy_init();
   if (d.curl == nullptr) return fail(Error::sink(ErrorKind::kTransient, "libcurl cannot start"));
   CURL* c = d.curl;
@@ -99,9 +108,10 @@ Result<std::unique_ptr<Client>> Client::create(const HttpSinkOptions& options) {
                                                            ": " + curl_easy_strerror(code)));
   };
   const auto& tls = options.tls;
-  CPPCDC_TRY(set("the url", curl_easy_setopt(c, CURLOPT_URL, options.url.c_str())));
+  if (!options.url.empty()) {
+    CPPCDC_TRY(set("the url", curl_easy_setopt(c, CURLOPT_URL, options.url.c_str())));
+  }
   CPPCDC_TRY(set("the protocols", curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https")));
-  CPPCDC_TRY(set("POST", curl_easy_setopt(c, CURLOPT_POST, 1L)));
   CPPCDC_TRY(set("no signals", curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L)));
   CPPCDC_TRY(
       set("connect_timeout_ms", curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
@@ -124,13 +134,25 @@ Result<std::unique_ptr<Client>> Client::create(const HttpSinkOptions& options) {
   }
   CPPCDC_TRY(set("the error buffer", curl_easy_setopt(c, CURLOPT_ERRORBUFFER, d.error)));
   CPPCDC_TRY(set("the body callback", curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, &on_body)));
-  CPPCDC_TRY(set("the body callback", curl_easy_setopt(c, CURLOPT_WRITEDATA, &d.response)));
+  CPPCDC_TRY(set("the body callback", curl_easy_setopt(c, CURLOPT_WRITEDATA, &d.sink)));
   CPPCDC_TRY(set("the header callback", curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, &on_header)));
-  CPPCDC_TRY(set("the header callback", curl_easy_setopt(c, CURLOPT_HEADERDATA, &d.response)));
+  CPPCDC_TRY(set("the header callback", curl_easy_setopt(c, CURLOPT_HEADERDATA, &d.sink)));
   return client;
 }
 
 Response Client::post(const std::vector<std::string>& headers, std::string_view body) {
+  return perform(impl_->url, headers, &body);
+}
+
+Response Client::send(const std::string& url, const std::vector<std::string>& headers,
+                      const std::optional<std::string>& body) {
+  if (!body) return perform(url, headers, nullptr);
+  const std::string_view view(*body);
+  return perform(url, headers, &view);
+}
+
+Response Client::perform(const std::string& url, const std::vector<std::string>& headers,
+                         const std::string_view* body) {
   Impl& d = *impl_;
   d.response = Response{};
   d.error[0] = '\0';
@@ -144,9 +166,15 @@ Response Client::post(const std::vector<std::string>& headers, std::string_view 
     }
     list = next;
   }
+  curl_easy_setopt(d.curl, CURLOPT_URL, url.c_str());
   curl_easy_setopt(d.curl, CURLOPT_HTTPHEADER, list);
-  curl_easy_setopt(d.curl, CURLOPT_POSTFIELDS, body.data());
-  curl_easy_setopt(d.curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+  if (body) {
+    curl_easy_setopt(d.curl, CURLOPT_POST, 1L);
+    curl_easy_setopt(d.curl, CURLOPT_POSTFIELDS, body->data());
+    curl_easy_setopt(d.curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body->size()));
+  } else {
+    curl_easy_setopt(d.curl, CURLOPT_HTTPGET, 1L);
+  }
   const CURLcode code = curl_easy_perform(d.curl);
   curl_easy_setopt(d.curl, CURLOPT_HTTPHEADER, nullptr);
   curl_slist_free_all(list);
