@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <chrono>
 #include <cstring>
 #include <limits>
@@ -31,11 +32,16 @@ struct Sizer {
 struct Writer {
   char* p;
   void u8(std::uint8_t v) { *p++ = static_cast<char>(v); }
+  // Little-endian: one store where the machine is little-endian.
   void u32(std::uint32_t v) {
-    for (int i = 0; i < 4; ++i) *p++ = static_cast<char>((v >> (8 * i)) & 0xff);
+    if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap32(v);
+    std::memcpy(p, &v, sizeof v);
+    p += sizeof v;
   }
   void u64(std::uint64_t v) {
-    for (int i = 0; i < 8; ++i) *p++ = static_cast<char>((v >> (8 * i)) & 0xff);
+    if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap64(v);
+    std::memcpy(p, &v, sizeof v);
+    p += sizeof v;
   }
   void raw(std::string_view s) {
     if (!s.empty()) std::memcpy(p, s.data(), s.size());

@@ -1,6 +1,7 @@
 #include "core/siphash.hpp"
 
 #include <bit>
+#include <cstring>
 
 namespace cppcdc::detail {
 namespace {
@@ -39,9 +40,12 @@ struct SipState {
   }
 };
 
+// One 8-byte word, little-endian: a single load where the machine is little-endian (the
+// byte-by-byte loop this replaced cost about as much as the rounds themselves).
 std::uint64_t load_le(const char* p) noexcept {
-  std::uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
+  std::uint64_t v;
+  std::memcpy(&v, p, sizeof v);
+  if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap64(v);
   return v;
 }
 
