@@ -135,7 +135,8 @@ class Lease {
                 ") is in use by another writer: the lease '" + lock_key_ + "' is held by '" +
                 holder +
                 "' and was renewed while this process waited for it; stop that "
-                "cppcdc first (one writer per checkpoint)"));
+                "cppcdc first (one writer per checkpoint)")
+                        .with_condition(ErrorCondition::kCheckpointInUse));
       }
       std::this_thread::sleep_for(
           std::min<Clock::duration>(std::chrono::milliseconds(100), *deadline - now));

@@ -258,6 +258,8 @@ class Section final : public Settings {
 
   // The node of `key` (marking it known), or nullptr.
   const toml::node* raw(std::string_view key) const { return take(key); }
+  // Whether the file sets `key`, without marking it known.
+  bool written(std::string_view key) const { return table_ != nullptr && table_->contains(key); }
 
   // Refuses the first key that was never asked for, listing the ones this section accepts;
   // with `nested`, then in every section handed out below this one.
@@ -1073,6 +1075,7 @@ Result<ServerConfig> read_document(const toml::table& document, const std::strin
     auto type = read_type(section, "type", defaults.source);
     if (!type) return fail(type.error());
     config.source_type = *type;
+    config.source_name_set = section.written("source_name");
     auto configured = configure<ConfiguredSource>(section, *type, find_source_type);
     if (!configured) return fail(configured.error());
     config.source = std::move(*configured);

@@ -76,6 +76,8 @@ struct ServerConfig {
   /// Where the configuration came from (file name), for messages.
   std::string origin;
   std::string source_type;                         ///< `[source] type`
+  /// Whether the file sets `[source] source_name` (otherwise the source type's default).
+  bool source_name_set = false;
   std::shared_ptr<const ConfiguredSource> source;  ///< never null after loading
   std::string sink_type;                           ///< `[sink] type`
   /// `[sink]`'s plugin settings; null when `[sink]` is a fanout (see sinks[0]).

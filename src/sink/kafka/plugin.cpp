@@ -10,6 +10,7 @@
 
 #include "core/settings_read.hpp"
 #include "cppcdc/kafka.hpp"
+#include "sink/kafka/preflight.hpp"
 
 namespace cppcdc {
 namespace {
@@ -71,6 +72,10 @@ class ConfiguredKafkaSink final : public ConfiguredSink {
       return std::unique_ptr<Sink>(std::move(*sink));
     }
     return make_kafka_sink(config_);
+  }
+
+  std::vector<PreflightCheck> preflight(const SinkPreflightContext& context) const override {
+    return kafka_sink::preflight(config_, context);
   }
 
   Status check_effectively_once(const std::optional<InSinkCheckpoint>& checkpoint) const override {
