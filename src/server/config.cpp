@@ -81,6 +81,31 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
+// For a key found inside a table that the file's top level takes (delivery_contract, or a
+// section such as runtime): where it belongs, as a parenthesised hint; "" otherwise. In TOML a
+// key written after a [table] header belongs to that table, so a top-level key written below
+// [sink] lands in [sink].
+std::string misplaced_top_level(std::string_view key) {
+  static constexpr std::string_view kKeys[] = {"delivery_contract"};
+  static constexpr std::string_view kTables[] = {"source",   "sink",        "sinks", "state",
+                                                 "runtime",  "pipeline",    "dead_letter",
+                                                 "admin",    "log"};
+  for (const auto k : kKeys) {
+    if (key == k) {
+      return " (" + std::string(key) +
+             " is a top-level key: in TOML every key after a [table] header belongs to that "
+             "table, so write it above the file's first [table] header)";
+    }
+  }
+  for (const auto t : kTables) {
+    if (key == t) {
+      return " ([" + std::string(key) +
+             "] is a section of its own at the top level of the file, not part of this one)";
+    }
+  }
+  return "";
+}
+
 // One table of the document, as a plugin sees it (cppcdc::Settings). Reading a key through
 // it records the key as known, so that reject_unknown() can refuse everything else (typos
 // must not fall back to defaults). Nested sections it hands out live as long as it does.
@@ -212,6 +237,11 @@ class Section final : public Settings {
     }
     std::vector<std::pair<std::string, std::string>> out;
     for (auto&& [name, value] : *table) {
+      if (const std::string hint = misplaced_top_level(name.str()); !hint.empty()) {
+        return fail(Error::configuration(locate(origin_, name.source()) + ": " + label(key) +
+                                         "." + std::string(name.str()) + ": not a " +
+                                         std::string(what) + " entry" + hint));
+      }
       const auto* text = value.as_string();
       if (text == nullptr) {
         return fail(error_at(key, &value,
@@ -283,6 +313,7 @@ class Section final : public Settings {
       if (name_ == "pipeline" && key.str() == "transform_runtime") {
         what += " (WASM transforms are not built yet)";
       }
+      if (!name_.empty()) what += misplaced_top_level(key.str());
       return fail(Error::configuration(
           locate(origin_, where) + ": " + label(key.str()) + ": " + what +
           "; expected one of: " + (expected.empty() ? std::string("(none)") : expected)));

@@ -572,6 +572,32 @@ TEST(ServerConfig, ControlSocketDefaultsToTheCheckpointDirectory) {
   EXPECT_EQ(config->control_socket, "cppcdc.sock");
 }
 
+// In TOML a key below a [table] header belongs to that table: a top-level key written there
+// is named as such, with where it belongs.
+TEST(ServerConfig, ATopLevelKeyWrittenInsideATableSaysWhereItBelongs) {
+  const std::string in_sink = error_of(std::string(kMinimal) +
+                                       "[sink]\ntype = \"stdout\"\n"
+                                       "delivery_contract = \"at_least_once\"\n");
+  EXPECT_CONTAINS(in_sink, "[sink] delivery_contract: unknown key (delivery_contract is a "
+                           "top-level key: in TOML every key after a [table] header belongs to "
+                           "that table, so write it above the file's first [table] header)");
+  const std::string in_state =
+      error_of(std::string(kMinimal) + "delivery_contract = \"at_least_once\"\n");
+  EXPECT_CONTAINS(in_state, "[state.offset] delivery_contract: unknown key (delivery_contract is "
+                            "a top-level key");
+  // Below a table of string values too (it is no librdkafka property).
+  const std::string in_properties = error_of(
+      std::string(kMinimal) +
+      "[sink]\ntype = \"kafka\"\nbootstrap_servers = \"127.0.0.1:9092\"\n"
+      "[sink.kafka_properties]\n\"linger.ms\" = \"5\"\ndelivery_contract = \"at_least_once\"\n");
+  EXPECT_CONTAINS(in_properties, "kafka_properties.delivery_contract");
+  EXPECT_CONTAINS(in_properties, "delivery_contract is a top-level key");
+  // A section's name inside another section.
+  EXPECT_CONTAINS(error_of(std::string(kMinimal) + "[sink]\ntype = \"stdout\"\n"
+                                                   "runtime = { max_buffer_size = 5 }\n"),
+                  "[sink] runtime: unknown key ([runtime] is a section of its own");
+}
+
 TEST(ServerConfig, ControlSocketKeyIsReadAndValidated) {
   const std::string example = kExample;
   auto config = parse_server_config(
