@@ -106,6 +106,16 @@ std::string misplaced_top_level(std::string_view key) {
   return "";
 }
 
+}  // namespace
+
+std::string default_control_socket_name(const std::string& origin) {
+  const std::string stem = std::filesystem::path(origin).stem().string();
+  return (stem.empty() || stem == "." || stem == "..") ? std::string("cppcdc.sock")
+                                                       : stem + ".sock";
+}
+
+namespace {
+
 // One table of the document, as a plugin sees it (cppcdc::Settings). Reading a key through
 // it records the key as known, so that reject_unknown() can refuse everything else (typos
 // must not fall back to defaults). Nested sections it hands out live as long as it does.
@@ -552,7 +562,8 @@ Status read_runtime(const Section& runtime, RuntimeOptions& out,
     if (socket->empty()) {
       return fail(runtime.error("control_socket",
                                 "expected a path, found an empty string (leave the key out for "
-                                "the default, cppcdc.sock in the checkpoint directory)"));
+                                "the default, <config file name>.sock in the checkpoint "
+                                "directory)"));
     }
     if (socket->back() == '/') {
       return fail(runtime.error(
@@ -1124,10 +1135,13 @@ Result<ServerConfig> read_document(const toml::table& document, const std::strin
     return fail(st.error());
   }
   if (config.control_socket.empty()) {
-    // Beside the checkpoint: one pipeline per checkpoint directory can run with the default.
-    // The name is kept short because a socket path has at most 107 bytes.
+    // Beside the checkpoint (or the file), named after the configuration file: two files in
+    // one directory, or sharing a checkpoint directory, get a socket each, so that a command
+    // that finds a cppcdc answering knows which file it runs. The name is kept short because
+    // a socket path has at most 107 bytes.
     const auto dir = config.checkpoint->directory();
-    config.control_socket = dir ? *dir / "cppcdc.sock" : std::filesystem::path("cppcdc.sock");
+    const std::filesystem::path name = default_control_socket_name(origin);
+    config.control_socket = dir ? *dir / name : name;
   }
   if (!config.control_socket.empty() && config.control_socket.is_relative() && !base.empty()) {
     config.control_socket = (base / config.control_socket).lexically_normal();
@@ -1193,7 +1207,7 @@ Status check_control_socket_length(const ServerConfig& config) {
       " bytes long, but a Unix socket path can have at most " +
       std::to_string(kMaxControlSocketPath) +
       "; set [runtime] control_socket to a shorter path (its default is "
-      "cppcdc.sock in the checkpoint directory)"));
+      "<config file name>.sock in the checkpoint directory)"));
 }
 
 // `[state.offset] backend = "kafka_topic"` keeps its records on the sink's cluster unless told

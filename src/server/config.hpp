@@ -95,9 +95,9 @@ struct ServerConfig {
   std::shared_ptr<const ConfiguredCheckpoint> checkpoint;  ///< never null after loading
   RuntimeOptions runtime;
   /// `[runtime] control_socket`: the Unix socket on which `cppcdc run` takes `cppcdc snapshot`
-  /// commands. Default: `cppcdc.sock` in the checkpoint backend's directory (local_fs: its
-  /// `dir`), or next to the config file when the backend has none. Pipelines that share a
-  /// checkpoint directory need one each. A relative path is relative to the config file's
+  /// commands. Default: default_control_socket_name(origin) in the checkpoint backend's
+  /// directory (local_fs: its `dir`), or next to the config file when the backend has none;
+  /// so each configuration file has its own (orders.toml: orders.sock). A relative path is relative to the config file's
   /// directory (after load_server_config; parse_server_config leaves it as written).
   std::filesystem::path control_socket;
   /// `[[pipeline.transforms]]` as written (validated while loading: every action built once,
@@ -113,6 +113,11 @@ struct ServerConfig {
   std::string log_format = "text";  ///< "text" or "json"
   std::string log_level = "info";   ///< trace, debug, info, warn, error, critical, off
 };
+
+/// The file name of the default control socket for the configuration file `origin`: its name
+/// without the extension, plus ".sock" (/etc/cppcdc/orders.toml: "orders.sock"); "cppcdc.sock"
+/// when `origin` has no usable name.
+std::string default_control_socket_name(const std::string& origin);
 
 /// Longest path a Unix domain socket can be bound to (sun_path holds 108 bytes with the NUL).
 inline constexpr std::size_t kMaxControlSocketPath = 107;

@@ -557,19 +557,41 @@ TEST(ServerConfig, DescribeConfigSummarisesWithoutThePassword) {
   EXPECT_CONTAINS(text, "/var/lib/cppcdc/state/checkpoint-cppcdc_orders.ckpt");
 }
 
-TEST(ServerConfig, ControlSocketDefaultsToTheCheckpointDirectory) {
+TEST(ServerConfig, ControlSocketDefaultsToTheCheckpointDirectoryNamedAfterTheFile) {
   auto config = parse_server_config(kExample, "cdc.toml");
   ASSERT_TRUE(config) << config.error().report();
-  EXPECT_EQ(config->control_socket, "/var/lib/cppcdc/state/cppcdc.sock");
-  EXPECT_CONTAINS(describe_config(*config),
-                  "control socket:   /var/lib/cppcdc/state/cppcdc.sock");
+  EXPECT_EQ(config->control_socket, "/var/lib/cppcdc/state/cdc.sock");
+  EXPECT_CONTAINS(describe_config(*config), "control socket:   /var/lib/cppcdc/state/cdc.sock");
 
   // No checkpoint directory with the memory backend: beside the config file.
   config = parse_server_config(edit(kMinimal, "[state.offset]\ndir = \"/tmp/state\"\n",
                                     "[state.offset]\nbackend = \"memory\"\n"),
                                "cdc.toml");
   ASSERT_TRUE(config) << config.error().report();
-  EXPECT_EQ(config->control_socket, "cppcdc.sock");
+  EXPECT_EQ(config->control_socket, "cdc.sock");
+  EXPECT_EQ(default_control_socket_name("/etc/cppcdc/orders.toml"), "orders.sock");
+  EXPECT_EQ(default_control_socket_name(""), "cppcdc.sock");
+}
+
+// Two files in one directory, or sharing a checkpoint directory, no longer share a socket:
+// a command that finds a cppcdc answering on one knows which file it runs.
+TEST(ServerConfig, TwoConfigFilesInOneDirectoryGetASocketEach) {
+  const auto dir = std::filesystem::path(::testing::TempDir()) / "cppcdc_two_sockets";
+  std::filesystem::create_directories(dir);
+  for (const char* backend : {"backend = \"memory\"\n", "dir = \"state\"\n"}) {
+    for (const char* name : {"orders.toml", "billing.toml"}) {
+      std::ofstream(dir / name) << "[source]\ndsn = \"host=h\"\ntables = [\"t\"]\nslot_name = \""
+                                << std::filesystem::path(name).stem().string()
+                                << "\"\n[state.offset]\n" << backend;
+    }
+    auto orders = load_server_config(dir / "orders.toml");
+    auto billing = load_server_config(dir / "billing.toml");
+    ASSERT_TRUE(orders) << orders.error().report();
+    ASSERT_TRUE(billing) << billing.error().report();
+    EXPECT_NE(orders->control_socket, billing->control_socket);
+    EXPECT_EQ(orders->control_socket.filename(), "orders.sock");
+    EXPECT_EQ(billing->control_socket.filename(), "billing.sock");
+  }
 }
 
 // In TOML a key below a [table] header belongs to that table: a top-level key written there
@@ -637,7 +659,7 @@ TEST(ServerConfig, ControlSocketLongerThanAUnixSocketPathIsRefused) {
   const std::string deep_dir = "/" + std::string(100, 'd');
   EXPECT_CONTAINS(error_of(edit(kExample, "dir = \"/var/lib/cppcdc/state\"",
                                 "dir = \"" + deep_dir + "\"")),
-                  "the control socket's path \"" + deep_dir + "/cppcdc.sock\"");
+                  "the control socket's path \"" + deep_dir + "/cdc.sock\"");
 }
 
 TEST(ServerConfig, RelativeControlSocketIsResolvedAgainstTheConfigFile) {
@@ -652,7 +674,7 @@ TEST(ServerConfig, RelativeControlSocketIsResolvedAgainstTheConfigFile) {
   }
   auto config = load_server_config(path);
   ASSERT_TRUE(config) << config.error().report();
-  EXPECT_EQ(config->control_socket, base / "state" / "cppcdc.sock");
+  EXPECT_EQ(config->control_socket, base / "state" / "cdc.sock");
   {
     std::ofstream out(path, std::ios::trunc);
     out << "[source]\ndsn = \"host=h\"\ntables = [\"t\"]\n"
@@ -667,7 +689,7 @@ TEST(ServerConfig, RelativeControlSocketIsResolvedAgainstTheConfigFile) {
   }
   config = load_server_config(path);
   ASSERT_TRUE(config) << config.error().report();
-  EXPECT_EQ(config->control_socket, base / "cppcdc.sock");
+  EXPECT_EQ(config->control_socket, base / "cdc.sock");
   {
     // A relative path that only becomes too long once resolved is refused by the loader.
     std::ofstream out(path, std::ios::trunc);
