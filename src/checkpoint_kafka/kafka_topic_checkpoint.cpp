@@ -124,9 +124,9 @@ class KafkaTopicCheckpoint final : public Checkpoint {
     const std::string servers = in_quotes(config_.bootstrap_servers);
     const rd_kafka_metadata_t* md = nullptr;
     const auto started = Clock::now();
-    const rd_kafka_resp_err_t err = rd_kafka_metadata(
-        admin->get(), 0, nullptr, &md,
-        std::min(kPreflightConnectMs, static_cast<int>(config_.timeout_ms)));
+    const rd_kafka_resp_err_t err =
+        rd_kafka_metadata(admin->get(), 0, nullptr, &md,
+                          std::min(kPreflightConnectMs, static_cast<int>(config_.timeout_ms)));
     if (err == RD_KAFKA_RESP_ERR__UNSUPPORTED_FEATURE) {
       out.checks.push_back({Outcome::kFail,
                             "[state.offset] bootstrap_servers " + servers +
@@ -136,8 +136,8 @@ class KafkaTopicCheckpoint final : public Checkpoint {
       return out;
     }
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() -
-                                                                              started);
+      const auto took =
+          std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
       std::string last;
       {
         std::lock_guard lock(tail_.mutex);
@@ -147,7 +147,8 @@ class KafkaTopicCheckpoint final : public Checkpoint {
           {Outcome::kFail,
            "the brokers of the checkpoint topic, " + servers + ", did not answer within " +
                std::to_string(took.count() / 1000) + " s (" + rd_kafka_err2name(err) + ": " +
-               rd_kafka_err2str(err) + ")" + (last.empty() ? std::string() : "; librdkafka: " + last),
+               rd_kafka_err2str(err) + ")" +
+               (last.empty() ? std::string() : "; librdkafka: " + last),
            "check [state.offset] bootstrap_servers (by default the Kafka sink's): host:port of a "
            "broker listener, brokers running and reachable from here; a start would retry and "
            "then stop"});
@@ -158,9 +159,8 @@ class KafkaTopicCheckpoint final : public Checkpoint {
         {Outcome::kPass, "the brokers of the checkpoint topic, " + servers + ", answer", ""});
     auto policy = cleanup_policy(admin->get());
     if (!policy) {
-      out.checks.push_back(
-          preflight_failure("the checkpoint topic " + where() + " cannot be looked up",
-                            policy.error()));
+      out.checks.push_back(preflight_failure(
+          "the checkpoint topic " + where() + " cannot be looked up", policy.error()));
       return out;
     }
     if (!*policy) {
@@ -190,9 +190,8 @@ class KafkaTopicCheckpoint final : public Checkpoint {
     admin->reset();
     auto loaded = read_topic();
     if (!loaded) {
-      out.checks.push_back(
-          preflight_failure("the checkpoint (" + where_described + ") cannot be read",
-                            loaded.error()));
+      out.checks.push_back(preflight_failure(
+          "the checkpoint (" + where_described + ") cannot be read", loaded.error()));
       return out;
     }
     if (!*loaded) {
@@ -200,9 +199,9 @@ class KafkaTopicCheckpoint final : public Checkpoint {
           {Outcome::kPass, "no checkpoint yet (" + where_described + "): a first start", ""});
     } else {
       out.record = **loaded;
-      out.checks.push_back(
-          {Outcome::kPass, "checkpoint at " + out.record->offset + " (" + where_described + ")",
-           ""});
+      out.checks.push_back({Outcome::kPass,
+                            "checkpoint at " + out.record->offset + " (" + where_described + ")",
+                            ""});
     }
     if (marker_found_) {
       out.checks.push_back(
@@ -707,11 +706,11 @@ class KafkaTopicCheckpoint final : public Checkpoint {
   std::mutex mutex_;
   Handle producer_;  // created by the first save
   rd_kafka_topic_t* producer_rkt_ = nullptr;
-  bool marker_reported_ = false;  // the reconciliation marker was logged once already
+  bool marker_reported_ = false;             // the reconciliation marker was logged once already
   std::optional<std::string> marker_found_;  // the marker the last read found
-  bool preflight_ = false;  // `cppcdc preflight`: short timeouts, librdkafka's log kept in tail_
-  mutable LogTail tail_;  // librdkafka's last warning (preflight only)
-  bool cache_valid_ = false;      // cached_ is what the topic holds as far as this instance knows
+  bool preflight_ = false;    // `cppcdc preflight`: short timeouts, librdkafka's log kept in tail_
+  mutable LogTail tail_;      // librdkafka's last warning (preflight only)
+  bool cache_valid_ = false;  // cached_ is what the topic holds as far as this instance knows
   std::optional<CheckpointRecord> cached_;
 };
 

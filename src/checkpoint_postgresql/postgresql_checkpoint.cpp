@@ -194,7 +194,7 @@ class Session {
                                     message + "; stop that cppcdc first (one writer per "
                                               "checkpoint), or when it is gone, end its session "
                                               "with pg_terminate_backend(pid)")
-                        .with_condition(ErrorCondition::kCheckpointInUse));
+                      .with_condition(ErrorCondition::kCheckpointInUse));
     }
     locked_ = true;
     return ok();

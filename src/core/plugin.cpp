@@ -106,8 +106,8 @@ CheckpointPreflight ConfiguredCheckpoint::preflight(const std::string& checkpoin
   }
   auto opened = open(checkpoint_id);
   if (!opened) {
-    out.checks.push_back(preflight_failure("the checkpoint (" + where + ") cannot be opened",
-                                           opened.error()));
+    out.checks.push_back(
+        preflight_failure("the checkpoint (" + where + ") cannot be opened", opened.error()));
     return out;
   }
   auto loaded = (*opened)->load();
@@ -134,8 +134,9 @@ PreflightCheck preflight_failure(const std::string& what, const Error& error) {
   std::string remedy;
   switch (error.kind()) {
     case ErrorKind::kTransient:
-      remedy = "make sure the server named above is up and reachable from here, then run "
-               "preflight again";
+      remedy =
+          "make sure the server named above is up and reachable from here, then run "
+          "preflight again";
       break;
     case ErrorKind::kConfiguration:
       remedy = "change the setting or grant named above; a start would stop the same way";

@@ -87,9 +87,8 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 // [sink] lands in [sink].
 std::string misplaced_top_level(std::string_view key) {
   static constexpr std::string_view kKeys[] = {"delivery_contract"};
-  static constexpr std::string_view kTables[] = {"source",   "sink",        "sinks", "state",
-                                                 "runtime",  "pipeline",    "dead_letter",
-                                                 "admin",    "log"};
+  static constexpr std::string_view kTables[] = {
+      "source", "sink", "sinks", "state", "runtime", "pipeline", "dead_letter", "admin", "log"};
   for (const auto k : kKeys) {
     if (key == k) {
       return " (" + std::string(key) +
@@ -248,9 +247,9 @@ class Section final : public Settings {
     std::vector<std::pair<std::string, std::string>> out;
     for (auto&& [name, value] : *table) {
       if (const std::string hint = misplaced_top_level(name.str()); !hint.empty()) {
-        return fail(Error::configuration(locate(origin_, name.source()) + ": " + label(key) +
-                                         "." + std::string(name.str()) + ": not a " +
-                                         std::string(what) + " entry" + hint));
+        return fail(Error::configuration(locate(origin_, name.source()) + ": " + label(key) + "." +
+                                         std::string(name.str()) + ": not a " + std::string(what) +
+                                         " entry" + hint));
       }
       const auto* text = value.as_string();
       if (text == nullptr) {

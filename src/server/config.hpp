@@ -75,7 +75,7 @@ struct AdminConfig {
 struct ServerConfig {
   /// Where the configuration came from (file name), for messages.
   std::string origin;
-  std::string source_type;                         ///< `[source] type`
+  std::string source_type;  ///< `[source] type`
   /// Whether the file sets `[source] source_name` (otherwise the source type's default).
   bool source_name_set = false;
   std::shared_ptr<const ConfiguredSource> source;  ///< never null after loading
@@ -97,8 +97,9 @@ struct ServerConfig {
   /// `[runtime] control_socket`: the Unix socket on which `cppcdc run` takes `cppcdc snapshot`
   /// commands. Default: default_control_socket_name(origin) in the checkpoint backend's
   /// directory (local_fs: its `dir`), or next to the config file when the backend has none;
-  /// so each configuration file has its own (orders.toml: orders.sock). A relative path is relative to the config file's
-  /// directory (after load_server_config; parse_server_config leaves it as written).
+  /// so each configuration file has its own (orders.toml: orders.sock). A relative path is relative
+  /// to the config file's directory (after load_server_config; parse_server_config leaves it as
+  /// written).
   std::filesystem::path control_socket;
   /// `[[pipeline.transforms]]` as written (validated while loading: every action built once,
   /// secret_env variables read); run_server builds the chain from it with

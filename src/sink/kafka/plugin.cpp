@@ -102,8 +102,8 @@ class ConfiguredKafkaSink final : public ConfiguredSink {
           Error::configuration(
               "the checkpoint topic is on " + in_quotes(checkpoint->system) +
               " but the sink writes to " + in_quotes(config_.bootstrap_servers) +
-              ", and the two lists share no broker address (" +
-              resolution_of(checkpoint->system) + "; " + resolution_of(config_.bootstrap_servers) +
+              ", and the two lists share no broker address (" + resolution_of(checkpoint->system) +
+              "; " + resolution_of(config_.bootstrap_servers) +
               "), so they are taken for two clusters; one Kafka transaction cannot span two "
               "clusters: remove bootstrap_servers here (it then defaults to the sink's), write "
               "the sink's list here, or use \"at_least_once\"")
@@ -124,7 +124,8 @@ std::set<std::string> brokers_of(std::string_view list) {
     const std::size_t comma = std::min(list.find(',', start), list.size());
     std::string item;
     for (char c : list.substr(start, comma - start)) {
-      if (c != ' ' && c != '\t') item += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (c != ' ' && c != '\t')
+        item += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     }
     if (const auto scheme = item.find("://"); scheme != std::string::npos) {
       item = item.substr(scheme + 3);

@@ -67,9 +67,8 @@ class Probe {
     plain.transactional_id.clear();
     auto conf = build_conf(plain);
     char err[512];
-    if (conf &&
-        rd_kafka_conf_set(conf->get(), "enable.idempotence", "false", err, sizeof err) !=
-            RD_KAFKA_CONF_OK) {
+    if (conf && rd_kafka_conf_set(conf->get(), "enable.idempotence", "false", err, sizeof err) !=
+                    RD_KAFKA_CONF_OK) {
       conf = fail(Error::configuration(err));
     }
     if (!conf) {
@@ -93,8 +92,8 @@ class Probe {
   rd_kafka_t* get() const { return rk_.get(); }
 
   int remaining_ms(std::chrono::milliseconds cap) const {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ -
-                                                                             Clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now());
     return static_cast<int>(std::max<std::int64_t>(1, std::min(left, cap).count()));
   }
 
@@ -201,8 +200,7 @@ bool brokers_answer(Probe& probe, const KafkaSinkConfig& config, std::vector<Pre
   const rd_kafka_metadata_t* md = nullptr;
   const int wait = probe.remaining_ms(kPreflightConnectBudget);
   const rd_kafka_resp_err_t err = rd_kafka_metadata(probe.get(), 0, nullptr, &md, wait);
-  const auto took =
-      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
   const std::string servers = in_quotes(config.bootstrap_servers);
   if (err == RD_KAFKA_RESP_ERR__UNSUPPORTED_FEATURE) {
     out.push_back({Outcome::kFail,
@@ -237,22 +235,23 @@ bool brokers_answer(Probe& probe, const KafkaSinkConfig& config, std::vector<Pre
   return true;
 }
 
-void check_topics(Probe& probe, const KafkaSinkConfig& config,
-                  const SinkPreflightContext& context, std::vector<PreflightCheck>& out) {
+void check_topics(Probe& probe, const KafkaSinkConfig& config, const SinkPreflightContext& context,
+                  std::vector<PreflightCheck>& out) {
   auto parsed = TopicTemplate::parse(config.topic);
   if (!parsed) {
-    out.push_back({Outcome::kFail, "topic " + in_quotes(config.topic) + ": " +
-                                       parsed.error().message(),
+    out.push_back({Outcome::kFail,
+                   "topic " + in_quotes(config.topic) + ": " + parsed.error().message(),
                    "fix topic"});
     return;
   }
   const TopicTemplate& tmpl = *parsed;
-  if (context.source_name_is_default &&
-      config.topic.find("${source_name}") != std::string::npos) {
+  if (context.source_name_is_default && config.topic.find("${source_name}") != std::string::npos) {
     out.push_back(
         {Outcome::kWarn,
-         "the topic template " + in_quotes(config.topic) + " starts from source_name, which is "
-             "its default here (" + in_quotes(context.source_name) +
+         "the topic template " + in_quotes(config.topic) +
+             " starts from source_name, which is "
+             "its default here (" +
+             in_quotes(context.source_name) +
              "): another pipeline left at the default that captures tables of the same names "
              "writes into the same topics",
          "set [source] source_name to a name unique to this pipeline (events carry it too); "
@@ -347,8 +346,8 @@ void check_transactions(Probe& probe, const KafkaSinkConfig& config,
     if (most > 0 && ours > most) {
       out.push_back({Outcome::kFail,
                      "the sink's transaction timeout (" + std::to_string(ours) +
-                         " ms) is over the brokers' transaction.max.timeout.ms (" +
-                         it->second + " ms): the brokers would refuse its transactions",
+                         " ms) is over the brokers' transaction.max.timeout.ms (" + it->second +
+                         " ms): the brokers would refuse its transactions",
                      "lower delivery_timeout_ms (or kafka_properties transaction.timeout.ms) to "
                      "at most " +
                          it->second + ", or raise transaction.max.timeout.ms on the brokers"});
@@ -407,8 +406,7 @@ void check_same_cluster(const KafkaSinkConfig& config, const InSinkCheckpoint& c
     out.push_back({Outcome::kFail,
                    "the checkpoint topic's brokers " + in_quotes(checkpoint.system) +
                        " are cluster " + in_quotes(theirs) + ", the sink's are " +
-                       in_quotes(cluster_id) +
-                       ": one Kafka transaction cannot span two clusters",
+                       in_quotes(cluster_id) + ": one Kafka transaction cannot span two clusters",
                    "point [state.offset] bootstrap_servers at the sink's cluster (or remove it: it "
                    "then defaults to the sink's)"});
   }

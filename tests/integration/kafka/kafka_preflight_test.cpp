@@ -35,7 +35,8 @@ using Clock = std::chrono::steady_clock;
 /// The controller port scripts/kafka.sh gives a broker: its port + 1.
 std::string controller_of(const std::string& bootstrap) {
   const auto colon = bootstrap.rfind(':');
-  return bootstrap.substr(0, colon + 1) + std::to_string(std::stoi(bootstrap.substr(colon + 1)) + 1);
+  return bootstrap.substr(0, colon + 1) +
+         std::to_string(std::stoi(bootstrap.substr(colon + 1)) + 1);
 }
 
 /// A port on 127.0.0.1 where nothing listens (bound, then closed).
@@ -57,9 +58,10 @@ class KafkaPreflight : public ::testing::Test {
     db_ = it::test_database("kpf");
     it::fresh_database(db_);
     it::PgSession(it::dsn_for(db_)).query("create table t (id int primary key, v text)");
+    // Short: the default control socket (cdc.sock) must fit a Unix socket path.
+    static int n = 0;
     dir_ = fs::temp_directory_path() /
-           ("cppcdc-it-kafka-preflight-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+           ("cppcdc-kpf-" + std::to_string(::getpid()) + "-" + std::to_string(++n));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     tag_ = kafka_it::unique_topic("kpf");
@@ -153,14 +155,15 @@ TEST_F(KafkaPreflight, TransactionalWithCreateTopicsPassesAndReadsTheStoredCheck
   }
   const auto t = preflight(config(bootstrap,
                                   "create_topics = true\ndelivery_mode = \"transactional\"\n"
-                                  "transactional_id = \"" + tag_ + "\"\n",
+                                  "transactional_id = \"" +
+                                      tag_ + "\"\n",
                                   "delivery_contract = \"effectively_once\"\n"));
   const std::string& out = t.outcome.output;
-  EXPECT_CONTAINS(out, "ok    the checkpoint topic \"" + checkpoint_topic() +
-                           "\" exists and is compacted");
+  EXPECT_CONTAINS(
+      out, "ok    the checkpoint topic \"" + checkpoint_topic() + "\" exists and is compacted");
   EXPECT_CONTAINS(out, "ok    checkpoint at 0/16B3748 (kafka_topic");
-  EXPECT_CONTAINS(out, "topic \"" + data_topic() +
-                           "\" (for public.t) does not exist yet: the sink creates it");
+  EXPECT_CONTAINS(
+      out, "topic \"" + data_topic() + "\" (for public.t) does not exist yet: the sink creates it");
   EXPECT_CONTAINS(out, "within the brokers' transaction.max.timeout.ms");
   EXPECT_CONTAINS(out, "transactional_id \"" + tag_ + "\": not tried here");
   // The source compares the record with its slot, which does not exist: that is the source's
@@ -189,8 +192,8 @@ TEST_F(KafkaPreflight, AKraftControllerPortIsNamedAsSuch) {
   const auto t = preflight(config(controller));
   const std::string& out = t.outcome.output;
   EXPECT_EQ(t.outcome.code, 3) << out;
-  EXPECT_CONTAINS(out, "FAIL  bootstrap_servers \"" + controller +
-                           "\" answers, but not as a Kafka broker");
+  EXPECT_CONTAINS(
+      out, "FAIL  bootstrap_servers \"" + controller + "\" answers, but not as a Kafka broker");
   EXPECT_CONTAINS(out, "KRaft controller port");
   EXPECT_LT(t.seconds, 20.0) << out;
 }
@@ -201,13 +204,14 @@ TEST_F(KafkaPreflight, DefaultSourceNameInTheTopicTemplateIsAWarning) {
   // The same file without source_name.
   std::ifstream in(path);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  text.erase(text.find("source_name = "), text.find('\n', text.find("source_name = ")) -
-                                              text.find("source_name = ") + 1);
+  text.erase(text.find("source_name = "),
+             text.find('\n', text.find("source_name = ")) - text.find("source_name = ") + 1);
   std::ofstream(path, std::ios::trunc) << text;
   const auto t = preflight(path);
-  EXPECT_CONTAINS(t.outcome.output, "warn  the topic template \"${source_name}.${schema}.${table}\""
-                                    " starts from source_name, which is its default here "
-                                    "(\"postgres\")");
+  EXPECT_CONTAINS(t.outcome.output,
+                  "warn  the topic template \"${source_name}.${schema}.${table}\""
+                  " starts from source_name, which is its default here "
+                  "(\"postgres\")");
   EXPECT_CONTAINS(t.outcome.output, "remedy: set [source] source_name");
 }
 
