@@ -49,9 +49,13 @@ enum class ErrorCondition {
   /// position): changes are missing and only a new snapshot recovers. Always terminal. The
   /// health verdict reports it as StallCause::kSourcePositionLost (runtime.hpp).
   kSourcePositionLost,
+  /// A checkpoint backend refused to open a record because another writer holds it (a lock
+  /// file, an advisory lock, a lease): a cppcdc of the same pipeline is most likely running.
+  /// Always configuration. `cppcdc preflight` tells this apart from every other open error.
+  kCheckpointInUse,
 };
 
-/// "none", "source_position_lost".
+/// "none", "source_position_lost", "checkpoint_in_use".
 std::string_view to_string(ErrorCondition condition) noexcept;
 
 /// Stable lower-case name of a kind ("transient", "terminal", ...).

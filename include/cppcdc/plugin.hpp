@@ -108,6 +108,26 @@ struct PreflightCheck {
   std::string remedy;
 };
 
+/// What `cppcdc preflight` tells a sink about its pipeline (ConfiguredSink::preflight).
+struct SinkPreflightContext {
+  /// The sink's name in the configuration ("default" for the default sink).
+  std::string name;
+  /// The events' source.source_name and the captured "schema.table" names (empty: unknown).
+  std::string source_name;
+  std::vector<std::string> tables;
+  /// True when source_name is its source type's default (the file does not set it).
+  bool source_name_is_default = false;
+  /// Set under delivery_contract = "effectively_once" (as SinkOpenContext::checkpoint).
+  std::optional<InSinkCheckpoint> checkpoint;
+};
+
+/// What a checkpoint backend's preflight found (ConfiguredCheckpoint::preflight).
+struct CheckpointPreflight {
+  std::vector<PreflightCheck> checks;
+  /// The stored record, when one was read (the source compares it with its server).
+  std::optional<CheckpointRecord> record;
+};
+
 /// One thing `cppcdc teardown` removes from the source's server, or keeps and why.
 struct TeardownStep {
   enum class Outcome {
@@ -137,6 +157,11 @@ class ConfiguredSource {
   virtual std::string summary() const = 0;
   /// The effective settings, defaults included, for `cppcdc check-config`.
   virtual Description describe() const = 0;
+  /// The name its events carry as source.source_name (what `${source_name}` of a Kafka topic
+  /// template becomes), and the tables it captures ("schema.table"); empty when the source
+  /// type does not say. Used by the sinks' preflight (SinkPreflightContext).
+  virtual std::string source_name() const { return {}; }
+  virtual std::vector<std::string> captured_tables() const { return {}; }
   /// Why this source takes no incremental snapshot commands (a few words, e.g. its snapshot
   /// mode), or nullopt when it takes them.
   virtual std::optional<std::string> no_incremental_snapshots_reason() const = 0;
@@ -197,6 +222,15 @@ class ConfiguredSink {
   /// (the program then requires one and names this key when it is missing); nullopt: it never
   /// does.
   virtual std::optional<std::string> dead_letter_key() const { return std::nullopt; }
+  /// Checks, read-only, what open() and the first batch would meet at the sink's destination
+  /// (its servers answer, its topics or paths), creating and changing nothing there, and
+  /// returns one line per check. A failed check is a kFail line, never an error. Blocks for
+  /// network round trips; an implementation bounds its total time and says so in its lines.
+  /// The default: no checks (a sink with no server of its own).
+  virtual std::vector<PreflightCheck> preflight(const SinkPreflightContext& context) const {
+    (void)context;
+    return {};
+  }
   /// Whether this sink can honour delivery_contract = "effectively_once" with the checkpoint
   /// kept at `checkpoint` (nullopt: the backend keeps it outside every sink). ok: opened with
   /// SinkOpenContext::checkpoint set to it, the sink is a TransactionalSink that commits each
@@ -233,6 +267,14 @@ class ConfiguredCheckpoint {
   }
   /// Opens the backend for the source with `checkpoint_id`.
   virtual Result<std::shared_ptr<Checkpoint>> open(const std::string& checkpoint_id) const = 0;
+  /// For `cppcdc preflight`: checks what open() and load() of `checkpoint_id` would meet and
+  /// reads the record, creating nothing a start would create (no topic, table or directory).
+  /// Failed checks are kFail lines naming the error and its remedy; only a writer that holds
+  /// the record (ErrorCondition::kCheckpointInUse) is a kWarn saying a running cppcdc holds it.
+  /// The default (src/core/plugin.cpp): a pass line for a backend that is not durable or has
+  /// no record yet (may_hold_record), else open() and load(); fine for a backend whose open()
+  /// creates nothing. Blocks for network round trips.
+  virtual CheckpointPreflight preflight(const std::string& checkpoint_id) const;
   /// Where a transactional sink may write the record of `checkpoint_id` inside its own
   /// transaction (see InSinkCheckpoint); nullopt (the default) when the backend keeps records
   /// only where no sink writes, so effectively_once cannot be had with it.
@@ -241,6 +283,11 @@ class ConfiguredCheckpoint {
     return std::nullopt;
   }
 };
+
+/// A preflight line for `error` met while checking `what`: kWarn when another writer holds a
+/// checkpoint (ErrorCondition::kCheckpointInUse), else kFail with the error and a remedy by
+/// its kind.
+PreflightCheck preflight_failure(const std::string& what, const Error& error);
 
 using SourceFactory =
     std::function<Result<std::unique_ptr<ConfiguredSource>>(const Settings& settings)>;

@@ -290,7 +290,8 @@ Result<int> take_writer_lock(const std::filesystem::path& lock_path, mode_t mode
           (holder.empty() ? std::string() : " (pid " + holder + ")") +
           ": another cppcdc, or another program using this checkpoint directory and source id, "
           "is writing this checkpoint (a second instance in one process counts too); stop it, "
-          "or give this pipeline a checkpoint directory of its own"));
+          "or give this pipeline a checkpoint directory of its own")
+                      .with_condition(ErrorCondition::kCheckpointInUse));
     }
     return fail(Error::configuration("cannot lock the checkpoint lock file " + quoted(lock_path) +
                                      ": " + std::strerror(errno)));

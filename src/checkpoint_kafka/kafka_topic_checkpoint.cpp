@@ -16,6 +16,7 @@
 #include <librdkafka/rdkafka.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -46,8 +47,35 @@ struct HandleDeleter {
 };
 using Handle = std::unique_ptr<rd_kafka_t, HandleDeleter>;
 
-void quiet_log(const rd_kafka_t*, int level, const char* facility, const char* message) {
-  if (level <= 4) spdlog::warn("kafka_topic checkpoint: librdkafka {}: {}", facility, message);
+/// Where librdkafka's warnings go while `cppcdc preflight` runs: kept (the last one explains a
+/// broker that does not answer) instead of logged between the checklist's lines.
+struct LogTail {
+  std::mutex mutex;
+  std::string last;
+};
+
+void quiet_log(const rd_kafka_t* rk, int level, const char* facility, const char* message) {
+  if (level > 4) return;
+  if (auto* tail = static_cast<LogTail*>(rd_kafka_opaque(rk)); tail != nullptr) {
+    std::lock_guard lock(tail->mutex);
+    tail->last = message;
+    return;
+  }
+  spdlog::warn("kafka_topic checkpoint: librdkafka {}: {}", facility, message);
+}
+
+/// How long `cppcdc preflight` waits for the brokers' first answer, and for each later call.
+constexpr int kPreflightConnectMs = 7'000;
+constexpr int kPreflightCallMs = 5'000;
+
+/// The remedy for librdkafka's _UNSUPPORTED_FEATURE on a Kafka 4 cluster: a controller port.
+std::string unsupported_feature_hint(const std::string& servers) {
+  return "librdkafka says the server lacks a feature every broker since Kafka 0.11 has, which "
+         "is what a KRaft controller port (or another listener that is not a broker's) gives: "
+         "check that bootstrap_servers (\"" +
+         servers +
+         "\") names a broker listener (the broker's listeners / advertised.listeners, not "
+         "controller.listener.names)";
 }
 
 class KafkaTopicCheckpoint final : public Checkpoint {
@@ -77,6 +105,114 @@ class KafkaTopicCheckpoint final : public Checkpoint {
           "cannot write the tombstone for " + location() + ": " + rd_kafka_err2str(e)));
     }
     return ok();
+  }
+
+  /// `cppcdc preflight`: the brokers answer, the topic is compacted or missing (a start
+  /// creates it), and the record is read; nothing is created or written. At most
+  /// kPreflightConnectMs for the brokers' first answer, kPreflightCallMs per look-up, and
+  /// kPreflightConnectMs for reading the topic to its end.
+  CheckpointPreflight preflight(const std::string& where_described) {
+    using Outcome = PreflightCheck::Outcome;
+    preflight_ = true;
+    marker_reported_ = true;  // a line below instead of a log line
+    CheckpointPreflight out;
+    auto admin = new_handle(RD_KAFKA_PRODUCER, false);
+    if (!admin) {
+      out.checks.push_back(preflight_failure("the checkpoint topic's client", admin.error()));
+      return out;
+    }
+    const std::string servers = in_quotes(config_.bootstrap_servers);
+    const rd_kafka_metadata_t* md = nullptr;
+    const auto started = Clock::now();
+    const rd_kafka_resp_err_t err =
+        rd_kafka_metadata(admin->get(), 0, nullptr, &md,
+                          std::min(kPreflightConnectMs, static_cast<int>(config_.timeout_ms)));
+    if (err == RD_KAFKA_RESP_ERR__UNSUPPORTED_FEATURE) {
+      out.checks.push_back({Outcome::kFail,
+                            "[state.offset] bootstrap_servers " + servers +
+                                " answers, but not as a Kafka broker (" + rd_kafka_err2name(err) +
+                                ": " + rd_kafka_err2str(err) + ")",
+                            unsupported_feature_hint(config_.bootstrap_servers)});
+      return out;
+    }
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      const auto took =
+          std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
+      std::string last;
+      {
+        std::lock_guard lock(tail_.mutex);
+        last = tail_.last;
+      }
+      out.checks.push_back(
+          {Outcome::kFail,
+           "the brokers of the checkpoint topic, " + servers + ", did not answer within " +
+               std::to_string(took.count() / 1000) + " s (" + rd_kafka_err2name(err) + ": " +
+               rd_kafka_err2str(err) + ")" +
+               (last.empty() ? std::string() : "; librdkafka: " + last),
+           "check [state.offset] bootstrap_servers (by default the Kafka sink's): host:port of a "
+           "broker listener, brokers running and reachable from here; a start would retry and "
+           "then stop"});
+      return out;
+    }
+    rd_kafka_metadata_destroy(md);
+    out.checks.push_back(
+        {Outcome::kPass, "the brokers of the checkpoint topic, " + servers + ", answer", ""});
+    auto policy = cleanup_policy(admin->get());
+    if (!policy) {
+      out.checks.push_back(preflight_failure(
+          "the checkpoint topic " + where() + " cannot be looked up", policy.error()));
+      return out;
+    }
+    if (!*policy) {
+      out.checks.push_back({Outcome::kPass,
+                            "the checkpoint topic " + in_quotes(config_.topic) +
+                                " does not exist yet: the first start creates it (compacted); "
+                                "no checkpoint yet (" +
+                                where_described + "): a first start",
+                            ""});
+      return out;
+    }
+    if (policy->value().find("compact") == std::string::npos) {
+      out.checks.push_back({Outcome::kFail,
+                            "the checkpoint topic " + where() + " has cleanup.policy=" +
+                                policy->value() + ": Kafka would delete checkpoints by age",
+                            "set the topic's cleanup.policy to compact "
+                            "(kafka-configs.sh --alter --entity-type topics --entity-name " +
+                                config_.topic +
+                                " --add-config cleanup.policy=compact), or set [state.offset] "
+                                "topic to another topic"});
+      return out;
+    }
+    out.checks.push_back({Outcome::kPass,
+                          "the checkpoint topic " + in_quotes(config_.topic) +
+                              " exists and is compacted (cleanup.policy=" + policy->value() + ")",
+                          ""});
+    admin->reset();
+    auto loaded = read_topic();
+    if (!loaded) {
+      out.checks.push_back(preflight_failure(
+          "the checkpoint (" + where_described + ") cannot be read", loaded.error()));
+      return out;
+    }
+    if (!*loaded) {
+      out.checks.push_back(
+          {Outcome::kPass, "no checkpoint yet (" + where_described + "): a first start", ""});
+    } else {
+      out.record = **loaded;
+      out.checks.push_back({Outcome::kPass,
+                            "checkpoint at " + out.record->offset + " (" + where_described + ")",
+                            ""});
+    }
+    if (marker_found_) {
+      out.checks.push_back(
+          {Outcome::kWarn,
+           "the previous run stopped in the middle of a batch (reconciliation marker " +
+               in_quotes(id_ + ".reconciliation") + ": " + *marker_found_ +
+               "); its transaction was aborted and the batch is delivered again",
+           "nothing to do, unless a cppcdc of this pipeline is running now (then the marker "
+           "is its batch in flight)"});
+    }
+    return out;
   }
 
   /// Creates the topic (compacted) when missing; refuses one that is not compacted.
@@ -164,7 +300,14 @@ class KafkaTopicCheckpoint final : public Checkpoint {
     return in_quotes(config_.topic) + " on " + in_quotes(config_.bootstrap_servers);
   }
   std::string location() const { return "topic " + where() + ", key " + in_quotes(id_); }
-  int timeout_ms() const { return static_cast<int>(config_.timeout_ms); }
+  int timeout_ms() const {
+    return preflight_ ? std::min(kPreflightCallMs, static_cast<int>(config_.timeout_ms))
+                      : static_cast<int>(config_.timeout_ms);
+  }
+  std::int64_t load_timeout_ms() const {
+    return preflight_ ? std::min<std::int64_t>(kPreflightConnectMs, config_.load_timeout_ms)
+                      : config_.load_timeout_ms;
+  }
 
   Result<Handle> new_handle(rd_kafka_type_t type, bool read_committed,
                             bool transactional = false) const {
@@ -205,6 +348,7 @@ class KafkaTopicCheckpoint final : public Checkpoint {
       return fail(st.error());
     }
     rd_kafka_conf_set_log_cb(conf, &quiet_log);
+    if (preflight_) rd_kafka_conf_set_opaque(conf, static_cast<void*>(&tail_));
     rd_kafka_t* rk = rd_kafka_new(type, conf, err, sizeof err);
     if (rk == nullptr) {
       rd_kafka_conf_destroy(conf);
@@ -230,6 +374,8 @@ class KafkaTopicCheckpoint final : public Checkpoint {
     Result<std::optional<std::string>> out = std::optional<std::string>{};
     if (ev == nullptr) {
       out = fail(unreachable("no answer to a look-up of the checkpoint topic"));
+    } else if (rd_kafka_event_error(ev) == RD_KAFKA_RESP_ERR__UNSUPPORTED_FEATURE) {
+      out = fail(not_a_broker("looking up the checkpoint topic", rd_kafka_event_error_string(ev)));
     } else if (rd_kafka_event_error(ev) != RD_KAFKA_RESP_ERR_NO_ERROR) {
       out = fail(unreachable(std::string("looking up the checkpoint topic: ") +
                              rd_kafka_event_error_string(ev)));
@@ -320,6 +466,15 @@ class KafkaTopicCheckpoint final : public Checkpoint {
     return st;
   }
 
+  /// _UNSUPPORTED_FEATURE: bootstrap_servers answers but is no broker (a KRaft controller).
+  Error not_a_broker(const std::string& what, const std::string& detail) const {
+    return Error::checkpoint(ErrorKind::kConfiguration,
+                             what + " " + where() + " failed (" + detail +
+                                 "): bootstrap_servers answers, but not as a Kafka broker; " +
+                                 unsupported_feature_hint(config_.bootstrap_servers))
+        .for_setting(SettingOwner::kCheckpoint, "bootstrap_servers");
+  }
+
   Error unreachable(const std::string& what) const {
     return Error::checkpoint(ErrorKind::kTransient,
                              what + " " + where() + " within timeout_ms (" +
@@ -342,6 +497,9 @@ class KafkaTopicCheckpoint final : public Checkpoint {
     rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, config_.topic.c_str(), nullptr);
     const rd_kafka_resp_err_t merr = rd_kafka_metadata(rk, 0, rkt, &md, timeout_ms());
     rd_kafka_topic_destroy(rkt);
+    if (merr == RD_KAFKA_RESP_ERR__UNSUPPORTED_FEATURE) {
+      return fail(not_a_broker("reading the checkpoint topic", rd_kafka_err2str(merr)));
+    }
     if (merr != RD_KAFKA_RESP_ERR_NO_ERROR) {
       return fail(unreachable(std::string("cannot read (") + rd_kafka_err2str(merr) + ")"));
     }
@@ -398,7 +556,7 @@ class KafkaTopicCheckpoint final : public Checkpoint {
     const std::string marker_key = id_ + ".reconciliation";
     std::string latest_at;
     const auto started = Clock::now();
-    const auto deadline = started + std::chrono::milliseconds(config_.load_timeout_ms);
+    const auto deadline = started + std::chrono::milliseconds(load_timeout_ms());
     bool waiting_logged = false;
     Status st = ok();
     while (!target.empty()) {
@@ -408,7 +566,7 @@ class KafkaTopicCheckpoint final : public Checkpoint {
             "the checkpoint topic " + where() +
                 " could not be read to its end within "
                 "load_timeout_ms (" +
-                std::to_string(config_.load_timeout_ms) +
+                std::to_string(load_timeout_ms()) +
                 " ms): a transaction still open on it holds back readers of committed data (the "
                 "broker aborts it after its producer's transaction.timeout.ms); try again, or "
                 "raise "
@@ -465,6 +623,7 @@ class KafkaTopicCheckpoint final : public Checkpoint {
     }
     (void)rd_kafka_consumer_close(rk);
     if (!st) return fail(st.error());
+    marker_found_ = marker;
     if (marker && !marker_reported_) {
       marker_reported_ = true;
       spdlog::warn(
@@ -517,6 +676,7 @@ class KafkaTopicCheckpoint final : public Checkpoint {
         text = reason;
       }
     }
+    if (code == RD_KAFKA_RESP_ERR__UNSUPPORTED_FEATURE) return not_a_broker(what + " in", text);
     const std::string head = what + " in " + where() + " failed (" + text + ")";
     if (code == RD_KAFKA_RESP_ERR__FENCED || code == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
         code == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH ||
@@ -546,8 +706,11 @@ class KafkaTopicCheckpoint final : public Checkpoint {
   std::mutex mutex_;
   Handle producer_;  // created by the first save
   rd_kafka_topic_t* producer_rkt_ = nullptr;
-  bool marker_reported_ = false;  // the reconciliation marker was logged once already
-  bool cache_valid_ = false;      // cached_ is what the topic holds as far as this instance knows
+  bool marker_reported_ = false;             // the reconciliation marker was logged once already
+  std::optional<std::string> marker_found_;  // the marker the last read found
+  bool preflight_ = false;    // `cppcdc preflight`: short timeouts, librdkafka's log kept in tail_
+  mutable LogTail tail_;      // librdkafka's last warning (preflight only)
+  bool cache_valid_ = false;  // cached_ is what the topic holds as far as this instance knows
   std::optional<CheckpointRecord> cached_;
 };
 
@@ -562,6 +725,15 @@ class ConfiguredKafkaTopic final : public ConfiguredCheckpoint {
   bool durable() const override { return true; }
   Status remove(const std::string& checkpoint_id) const override {
     return remove_kafka_topic_checkpoint(config_, checkpoint_id);
+  }
+  CheckpointPreflight preflight(const std::string& checkpoint_id) const override {
+    if (auto st = validate(config_); !st) {
+      CheckpointPreflight out;
+      out.checks.push_back(preflight_failure("the checkpoint backend", st.error()));
+      return out;
+    }
+    KafkaTopicCheckpoint checkpoint(config_, checkpoint_id);
+    return checkpoint.preflight(describe(checkpoint_id));
   }
   Result<std::shared_ptr<Checkpoint>> open(const std::string& checkpoint_id) const override {
     auto opened = open_kafka_topic_checkpoint(config_, checkpoint_id);

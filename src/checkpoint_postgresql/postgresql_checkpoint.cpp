@@ -193,7 +193,8 @@ class Session {
       return fail(Error::checkpoint(ErrorKind::kConfiguration,
                                     message + "; stop that cppcdc first (one writer per "
                                               "checkpoint), or when it is gone, end its session "
-                                              "with pg_terminate_backend(pid)"));
+                                              "with pg_terminate_backend(pid)")
+                      .with_condition(ErrorCondition::kCheckpointInUse));
     }
     locked_ = true;
     return ok();

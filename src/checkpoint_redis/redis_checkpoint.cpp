@@ -129,13 +129,15 @@ class Lease {
         deadline = now + std::chrono::milliseconds(wait);
       }
       if (now >= *deadline) {
-        return fail(Error::checkpoint(
-            ErrorKind::kConfiguration,
-            "the checkpoint key '" + record_key_ + "' (" + redisckpt::server_name(options_) +
-                ") is in use by another writer: the lease '" + lock_key_ + "' is held by '" +
-                holder +
-                "' and was renewed while this process waited for it; stop that "
-                "cppcdc first (one writer per checkpoint)"));
+        return fail(
+            Error::checkpoint(ErrorKind::kConfiguration,
+                              "the checkpoint key '" + record_key_ + "' (" +
+                                  redisckpt::server_name(options_) +
+                                  ") is in use by another writer: the lease '" + lock_key_ +
+                                  "' is held by '" + holder +
+                                  "' and was renewed while this process waited for it; stop that "
+                                  "cppcdc first (one writer per checkpoint)")
+                .with_condition(ErrorCondition::kCheckpointInUse));
       }
       std::this_thread::sleep_for(
           std::min<Clock::duration>(std::chrono::milliseconds(100), *deadline - now));

@@ -20,6 +20,7 @@ std::string_view to_string(ErrorCondition condition) noexcept {
   switch (condition) {
     case ErrorCondition::kNone: return "none";
     case ErrorCondition::kSourcePositionLost: return "source_position_lost";
+    case ErrorCondition::kCheckpointInUse: return "checkpoint_in_use";
   }
   return "unknown";
 }

@@ -92,6 +92,61 @@ Status ConfiguredSink::check_effectively_once(const std::optional<InSinkCheckpoi
       "\"at_least_once\", or a Kafka sink with delivery_mode = \"transactional\""));
 }
 
+CheckpointPreflight ConfiguredCheckpoint::preflight(const std::string& checkpoint_id) const {
+  using Outcome = PreflightCheck::Outcome;
+  CheckpointPreflight out;
+  const std::string where = describe(checkpoint_id);
+  if (!durable()) {
+    out.checks.push_back({Outcome::kPass, "checkpoint: " + where, ""});
+    return out;
+  }
+  if (!may_hold_record(checkpoint_id)) {
+    out.checks.push_back({Outcome::kPass, "no checkpoint yet (" + where + "): a first start", ""});
+    return out;
+  }
+  auto opened = open(checkpoint_id);
+  if (!opened) {
+    out.checks.push_back(
+        preflight_failure("the checkpoint (" + where + ") cannot be opened", opened.error()));
+    return out;
+  }
+  auto loaded = (*opened)->load();
+  if (!loaded) {
+    out.checks.push_back(
+        preflight_failure("the checkpoint (" + where + ") cannot be read", loaded.error()));
+  } else if (!*loaded) {
+    out.checks.push_back({Outcome::kPass, "no checkpoint yet (" + where + "): a first start", ""});
+  } else {
+    out.record = **loaded;
+    out.checks.push_back(
+        {Outcome::kPass, "checkpoint at " + out.record->offset + " (" + where + ")", ""});
+  }
+  return out;
+}
+
+PreflightCheck preflight_failure(const std::string& what, const Error& error) {
+  using Outcome = PreflightCheck::Outcome;
+  if (error.condition() == ErrorCondition::kCheckpointInUse) {
+    return {Outcome::kWarn, what + ": " + error.report(),
+            "a running cppcdc holds it, so its state was not compared; run preflight while "
+            "the pipeline is stopped to compare it"};
+  }
+  std::string remedy;
+  switch (error.kind()) {
+    case ErrorKind::kTransient:
+      remedy =
+          "make sure the server named above is up and reachable from here, then run "
+          "preflight again";
+      break;
+    case ErrorKind::kConfiguration:
+      remedy = "change the setting or grant named above; a start would stop the same way";
+      break;
+    default:
+      remedy = "see the error above; a start would stop the same way";
+  }
+  return {Outcome::kFail, what + ": " + error.report(), remedy};
+}
+
 Status register_source_type(std::string name, SourceFactory factory) {
   return sources().add(std::move(name), std::move(factory));
 }

@@ -81,6 +81,40 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
+// For a key found inside a table that the file's top level takes (delivery_contract, or a
+// section such as runtime): where it belongs, as a parenthesised hint; "" otherwise. In TOML a
+// key written after a [table] header belongs to that table, so a top-level key written below
+// [sink] lands in [sink].
+std::string misplaced_top_level(std::string_view key) {
+  static constexpr std::string_view kKeys[] = {"delivery_contract"};
+  static constexpr std::string_view kTables[] = {
+      "source", "sink", "sinks", "state", "runtime", "pipeline", "dead_letter", "admin", "log"};
+  for (const auto k : kKeys) {
+    if (key == k) {
+      return " (" + std::string(key) +
+             " is a top-level key: in TOML every key after a [table] header belongs to that "
+             "table, so write it above the file's first [table] header)";
+    }
+  }
+  for (const auto t : kTables) {
+    if (key == t) {
+      return " ([" + std::string(key) +
+             "] is a section of its own at the top level of the file, not part of this one)";
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string default_control_socket_name(const std::string& origin) {
+  const std::string stem = std::filesystem::path(origin).stem().string();
+  return (stem.empty() || stem == "." || stem == "..") ? std::string("cppcdc.sock")
+                                                       : stem + ".sock";
+}
+
+namespace {
+
 // One table of the document, as a plugin sees it (cppcdc::Settings). Reading a key through
 // it records the key as known, so that reject_unknown() can refuse everything else (typos
 // must not fall back to defaults). Nested sections it hands out live as long as it does.
@@ -212,6 +246,11 @@ class Section final : public Settings {
     }
     std::vector<std::pair<std::string, std::string>> out;
     for (auto&& [name, value] : *table) {
+      if (const std::string hint = misplaced_top_level(name.str()); !hint.empty()) {
+        return fail(Error::configuration(locate(origin_, name.source()) + ": " + label(key) + "." +
+                                         std::string(name.str()) + ": not a " + std::string(what) +
+                                         " entry" + hint));
+      }
       const auto* text = value.as_string();
       if (text == nullptr) {
         return fail(error_at(key, &value,
@@ -258,6 +297,8 @@ class Section final : public Settings {
 
   // The node of `key` (marking it known), or nullptr.
   const toml::node* raw(std::string_view key) const { return take(key); }
+  // Whether the file sets `key`, without marking it known.
+  bool written(std::string_view key) const { return table_ != nullptr && table_->contains(key); }
 
   // Refuses the first key that was never asked for, listing the ones this section accepts;
   // with `nested`, then in every section handed out below this one.
@@ -281,6 +322,7 @@ class Section final : public Settings {
       if (name_ == "pipeline" && key.str() == "transform_runtime") {
         what += " (WASM transforms are not built yet)";
       }
+      if (!name_.empty()) what += misplaced_top_level(key.str());
       return fail(Error::configuration(
           locate(origin_, where) + ": " + label(key.str()) + ": " + what +
           "; expected one of: " + (expected.empty() ? std::string("(none)") : expected)));
@@ -519,7 +561,8 @@ Status read_runtime(const Section& runtime, RuntimeOptions& out,
     if (socket->empty()) {
       return fail(runtime.error("control_socket",
                                 "expected a path, found an empty string (leave the key out for "
-                                "the default, cppcdc.sock in the checkpoint directory)"));
+                                "the default, <config file name>.sock in the checkpoint "
+                                "directory)"));
     }
     if (socket->back() == '/') {
       return fail(runtime.error(
@@ -1073,6 +1116,7 @@ Result<ServerConfig> read_document(const toml::table& document, const std::strin
     auto type = read_type(section, "type", defaults.source);
     if (!type) return fail(type.error());
     config.source_type = *type;
+    config.source_name_set = section.written("source_name");
     auto configured = configure<ConfiguredSource>(section, *type, find_source_type);
     if (!configured) return fail(configured.error());
     config.source = std::move(*configured);
@@ -1090,10 +1134,13 @@ Result<ServerConfig> read_document(const toml::table& document, const std::strin
     return fail(st.error());
   }
   if (config.control_socket.empty()) {
-    // Beside the checkpoint: one pipeline per checkpoint directory can run with the default.
-    // The name is kept short because a socket path has at most 107 bytes.
+    // Beside the checkpoint (or the file), named after the configuration file: two files in
+    // one directory, or sharing a checkpoint directory, get a socket each, so that a command
+    // that finds a cppcdc answering knows which file it runs. The name is kept short because
+    // a socket path has at most 107 bytes.
     const auto dir = config.checkpoint->directory();
-    config.control_socket = dir ? *dir / "cppcdc.sock" : std::filesystem::path("cppcdc.sock");
+    const std::filesystem::path name = default_control_socket_name(origin);
+    config.control_socket = dir ? *dir / name : name;
   }
   if (!config.control_socket.empty() && config.control_socket.is_relative() && !base.empty()) {
     config.control_socket = (base / config.control_socket).lexically_normal();
@@ -1159,7 +1206,7 @@ Status check_control_socket_length(const ServerConfig& config) {
       " bytes long, but a Unix socket path can have at most " +
       std::to_string(kMaxControlSocketPath) +
       "; set [runtime] control_socket to a shorter path (its default is "
-      "cppcdc.sock in the checkpoint directory)"));
+      "<config file name>.sock in the checkpoint directory)"));
 }
 
 // `[state.offset] backend = "kafka_topic"` keeps its records on the sink's cluster unless told

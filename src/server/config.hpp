@@ -75,7 +75,9 @@ struct AdminConfig {
 struct ServerConfig {
   /// Where the configuration came from (file name), for messages.
   std::string origin;
-  std::string source_type;                         ///< `[source] type`
+  std::string source_type;  ///< `[source] type`
+  /// Whether the file sets `[source] source_name` (otherwise the source type's default).
+  bool source_name_set = false;
   std::shared_ptr<const ConfiguredSource> source;  ///< never null after loading
   std::string sink_type;                           ///< `[sink] type`
   /// `[sink]`'s plugin settings; null when `[sink]` is a fanout (see sinks[0]).
@@ -93,10 +95,11 @@ struct ServerConfig {
   std::shared_ptr<const ConfiguredCheckpoint> checkpoint;  ///< never null after loading
   RuntimeOptions runtime;
   /// `[runtime] control_socket`: the Unix socket on which `cppcdc run` takes `cppcdc snapshot`
-  /// commands. Default: `cppcdc.sock` in the checkpoint backend's directory (local_fs: its
-  /// `dir`), or next to the config file when the backend has none. Pipelines that share a
-  /// checkpoint directory need one each. A relative path is relative to the config file's
-  /// directory (after load_server_config; parse_server_config leaves it as written).
+  /// commands. Default: default_control_socket_name(origin) in the checkpoint backend's
+  /// directory (local_fs: its `dir`), or next to the config file when the backend has none;
+  /// so each configuration file has its own (orders.toml: orders.sock). A relative path is relative
+  /// to the config file's directory (after load_server_config; parse_server_config leaves it as
+  /// written).
   std::filesystem::path control_socket;
   /// `[[pipeline.transforms]]` as written (validated while loading: every action built once,
   /// secret_env variables read); run_server builds the chain from it with
@@ -111,6 +114,11 @@ struct ServerConfig {
   std::string log_format = "text";  ///< "text" or "json"
   std::string log_level = "info";   ///< trace, debug, info, warn, error, critical, off
 };
+
+/// The file name of the default control socket for the configuration file `origin`: its name
+/// without the extension, plus ".sock" (/etc/cppcdc/orders.toml: "orders.sock"); "cppcdc.sock"
+/// when `origin` has no usable name.
+std::string default_control_socket_name(const std::string& origin);
 
 /// Longest path a Unix domain socket can be bound to (sun_path holds 108 bytes with the NUL).
 inline constexpr std::size_t kMaxControlSocketPath = 107;

@@ -560,28 +560,31 @@ int preflight(const std::filesystem::path& path) {
   std::vector<PreflightCheck> checks;
   using Outcome = PreflightCheck::Outcome;
 
-  // The checkpoint, read when it exists and nobody holds it (opening takes the writer lock).
-  std::optional<CheckpointRecord> record;
+  // The checkpoint backend's own checks, and the record when it can be read (read-only: a
+  // backend creates nothing here that a start would create).
   const std::string checkpoint_id = config->source->checkpoint_id();
-  const std::string where = config->checkpoint->describe(checkpoint_id);
-  if (!config->checkpoint->durable()) {
-    checks.push_back({Outcome::kPass, "checkpoint: " + where, ""});
-  } else if (!config->checkpoint->may_hold_record(checkpoint_id)) {
-    checks.push_back({Outcome::kPass, "no checkpoint yet (" + where + "): a first start", ""});
-  } else if (auto opened = config->checkpoint->open(checkpoint_id); !opened) {
-    checks.push_back({Outcome::kWarn,
-                      "the checkpoint could not be opened: " + opened.error().report(),
-                      "a running cppcdc holds it: its state was not compared"});
-  } else if (auto loaded = (*opened)->load(); !loaded) {
-    checks.push_back({Outcome::kFail, loaded.error().report(), ""});
-  } else if (!*loaded) {
-    checks.push_back({Outcome::kPass, "no checkpoint yet (" + where + "): a first start", ""});
-  } else {
-    record = **loaded;
-    checks.push_back({Outcome::kPass, "checkpoint at " + record->offset + " (" + where + ")", ""});
-  }
+  CheckpointPreflight checkpoint = config->checkpoint->preflight(checkpoint_id);
+  for (auto& check : checkpoint.checks) checks.push_back(std::move(check));
   check_local_directories(*config, checks);
-  for (auto& check : config->source->preflight(record)) checks.push_back(std::move(check));
+  for (auto& check : config->source->preflight(checkpoint.record)) {
+    checks.push_back(std::move(check));
+  }
+  // Every sink's destination (the Kafka sink: brokers, topics, transactions).
+  SinkPreflightContext context;
+  context.source_name = config->source->source_name();
+  context.tables = config->source->captured_tables();
+  context.source_name_is_default = !config->source_name_set;
+  if (config->delivery_contract == "effectively_once") {
+    context.checkpoint = config->checkpoint->in_sink(checkpoint_id);
+  }
+  for (const auto& sink : config->sinks) {
+    if (!sink.configured) continue;
+    context.name = sink.name;
+    for (auto& check : sink.configured->preflight(context)) {
+      if (config->sinks.size() > 1) check.what = sink.label + ": " + check.what;
+      checks.push_back(std::move(check));
+    }
+  }
 
   std::printf("preflight of %s (source %s):\n", config->origin.c_str(),
               config->source_type.c_str());

@@ -39,8 +39,10 @@ int run_server(const ServerConfig& config);
 /// and returns kExitConfiguration. Offline: connects to nothing.
 int check_config(const std::filesystem::path& path);
 
-/// `cppcdc preflight`: loads `path`, reads the checkpoint when one exists and no running
-/// cppcdc holds it, and runs the source's read-only checks (ConfiguredSource::preflight).
+/// `cppcdc preflight`: loads `path` and runs, read-only, the checkpoint backend's checks
+/// (ConfiguredCheckpoint::preflight, which also reads the record), the local directories',
+/// the source's (ConfiguredSource::preflight, given that record) and every sink's
+/// (ConfiguredSink::preflight). Nothing is created on any server or on disk.
 /// Prints one line per check (and the remedy under each failure) to stdout. Returns 0 when
 /// no check failed, kExitTerminal when a start would fail, kExitConfiguration for a bad file.
 int preflight(const std::filesystem::path& path);

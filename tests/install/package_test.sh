@@ -345,7 +345,7 @@ for f in "$events" "$state/checkpoint-$SLOT.ckpt"; do
   [[ "$(stat -c '%U %a' "$f")" == "cppcdc 600" ]] ||
     die "$f is $(stat -c '%U %a' "$f"), expected cppcdc 600"
 done
-[[ ! -e "$state/cppcdc.sock" ]] || die "the control socket was left behind"
+[[ ! -e "$state/$NAME.sock" ]] || die "the control socket was left behind"
 log "$EXPECTED_EVENTS events as in the demo, checkpoint in $state, clean stop (exit 0)"
 
 if ((traced)); then

@@ -53,7 +53,7 @@ class CliSnapshot : public ::testing::Test {
         << "[runtime]\nmax_poll_wait_ms = 100\n";
   }
   std::string config() const { return (dir_ / "cdc.toml").string(); }
-  fs::path socket() const { return dir_ / "state" / "cppcdc.sock"; }
+  fs::path socket() const { return dir_ / "state" / "cdc.sock"; }
   fs::path checkpoint_file() const { return dir_ / "state" / ("checkpoint-" + db_ + ".ckpt"); }
 
   void start() { it::start_cppcdc_process(child_, dir_, it::admin_dsn(), db_); }

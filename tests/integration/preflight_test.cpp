@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "cppcdc/checkpoint.hpp"
 #include "pg_util.hpp"
 
 namespace fs = std::filesystem;
@@ -267,4 +268,42 @@ TEST_F(Preflight, AStateDirectoryThatCannotBeCreatedFails) {
                   "FAIL  the directory of the checkpoint (" + (dir_ / "afile" / "state").string() +
                       ") cannot be used: " + (dir_ / "afile").string() + " is not a directory");
   EXPECT_CONTAINS(o.output, "remedy: create it writable for the user cppcdc runs as");
+}
+
+// Only another writer holding the checkpoint is a warning ("a running cppcdc holds it"); a
+// checkpoint backend that cannot be reached is a failure naming its error, not that warning.
+TEST_F(Preflight, OnlyAHeldCheckpointIsAWarningAnUnreachableBackendFails) {
+  it::PgSession(it::dsn_for(db_)).query("create table t (id int primary key)");
+  const fs::path config = write_config(it::dsn_for(db_), "\"public.t\"");
+  {
+    // This process holds the lock file, as a running cppcdc does.
+    auto held = FileCheckpoint::open(dir_ / "state", slot_);
+    ASSERT_TRUE(held) << held.error().report();
+    CheckpointRecord record;
+    record.source_type = "postgres";
+    record.source_id = slot_;
+    record.offset = "0/16B3748";
+    ASSERT_TRUE((*held)->save(record));
+    const auto o = run_cli({"preflight", "--config", config.string()});
+    EXPECT_CONTAINS(o.output, "warn  the checkpoint (local_fs ");
+    EXPECT_CONTAINS(o.output, "is held by another process");
+    EXPECT_CONTAINS(o.output, "remedy: a running cppcdc holds it");
+  }
+
+  // The postgresql backend on a port where nothing listens.
+  std::string text;
+  {
+    std::ifstream in(config);
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  text = text.substr(0, text.find("[state.offset]")) +
+         "[state.offset]\nbackend = \"postgresql\"\n"
+         "dsn = \"host=127.0.0.1 port=1 dbname=postgres user=postgres\"\n";
+  std::ofstream(config, std::ios::trunc) << text;
+  const auto o = run_cli({"preflight", "--config", config.string()});
+  EXPECT_EQ(o.code, 3) << o.output;
+  EXPECT_CONTAINS(o.output, "FAIL  the checkpoint (postgresql ");
+  EXPECT_CONTAINS(o.output, "cannot be opened");
+  EXPECT_CONTAINS(o.output, "remedy: make sure the server named above is up");
+  EXPECT_EQ(o.output.find("holds it"), std::string::npos) << o.output;
 }

@@ -30,6 +30,7 @@
 #include "cppcdc/checkpoint.hpp"
 #include "cppcdc/kafka.hpp"
 #include "sink/kafka/kafka_conf.hpp"
+#include "sink/kafka/preflight.hpp"
 #include "sink/kafka/record.hpp"
 #include "sink/kafka/testing.hpp"
 #include "sink/kafka/topic_template.hpp"
@@ -445,6 +446,7 @@ class KafkaSink final : public TransactionalSink {
                               ")";
     if (fatal) {
       fatal_ = true;
+      if (code == RD_KAFKA_RESP_ERR__UNSUPPORTED_FEATURE) return not_a_broker(what, text);
       if (code == RD_KAFKA_RESP_ERR__FENCED || code == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
           code == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH ||
           text.find("fenced") != std::string::npos) {
@@ -485,11 +487,24 @@ class KafkaSink final : public TransactionalSink {
     return "; last error from librdkafka: " + last_broker_error_;
   }
 
+  /// _UNSUPPORTED_FEATURE ("requires Apache Kafka broker version >= 0.11.0"): bootstrap_servers
+  /// names something that answers the Kafka protocol but is no broker (a KRaft controller).
+  Error not_a_broker(const std::string& what, const std::string& detail) const {
+    return Error::sink(ErrorKind::kConfiguration,
+                       what + " on " + in_quotes(config_.bootstrap_servers) + " failed (" + detail +
+                           "): bootstrap_servers answers, but not as a Kafka broker; " +
+                           kafka_sink::unsupported_feature_hint(config_.bootstrap_servers))
+        .for_setting(SettingOwner::kSink, "bootstrap_servers");
+  }
+
   std::optional<Error> fatal_error() {
     char reason[512];
     const rd_kafka_resp_err_t err = rd_kafka_fatal_error(rk_, reason, sizeof reason);
     if (err == RD_KAFKA_RESP_ERR_NO_ERROR) return std::nullopt;
     fatal_ = true;
+    if (err == RD_KAFKA_RESP_ERR__UNSUPPORTED_FEATURE) {
+      return not_a_broker("the producer", reason);
+    }
     return Error::sink(ErrorKind::kTerminal,
                        std::string("the producer hit a fatal error and stopped (") +
                            rd_kafka_err2name(err) + "): " + reason +
@@ -621,6 +636,9 @@ class KafkaSink final : public TransactionalSink {
           1,
           std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count()));
       const rd_kafka_resp_err_t err = rd_kafka_metadata(rk_, 0, topic.rkt, &md, wait);
+      if (err == RD_KAFKA_RESP_ERR__UNSUPPORTED_FEATURE) {
+        return fail(not_a_broker("looking up topic " + in_quotes(name), rd_kafka_err2str(err)));
+      }
       if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
         return fail(Error::sink(ErrorKind::kTransient,
                                 "cannot reach the Kafka brokers " +

@@ -3,6 +3,9 @@
 
 #include "cppcdc/plugin.hpp"
 
+#include <netdb.h>
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <cctype>
 #include <mutex>
@@ -10,6 +13,7 @@
 
 #include "core/settings_read.hpp"
 #include "cppcdc/kafka.hpp"
+#include "sink/kafka/preflight.hpp"
 
 namespace cppcdc {
 namespace {
@@ -17,6 +21,7 @@ namespace {
 using detail::in_quotes;
 
 bool same_cluster(std::string_view a, std::string_view b);
+std::string resolution_of(std::string_view list);
 
 class ConfiguredKafkaSink final : public ConfiguredSink {
  public:
@@ -73,6 +78,10 @@ class ConfiguredKafkaSink final : public ConfiguredSink {
     return make_kafka_sink(config_);
   }
 
+  std::vector<PreflightCheck> preflight(const SinkPreflightContext& context) const override {
+    return kafka_sink::preflight(config_, context);
+  }
+
   Status check_effectively_once(const std::optional<InSinkCheckpoint>& checkpoint) const override {
     if (config_.delivery_mode != KafkaDeliveryMode::kTransactional) {
       return fail(Error::configuration(
@@ -90,11 +99,14 @@ class ConfiguredKafkaSink final : public ConfiguredSink {
     }
     if (!same_cluster(checkpoint->system, config_.bootstrap_servers)) {
       return fail(
-          Error::configuration("the checkpoint topic is on " + in_quotes(checkpoint->system) +
-                               " but the sink writes to " + in_quotes(config_.bootstrap_servers) +
-                               "; one Kafka transaction cannot span two clusters: remove "
-                               "bootstrap_servers here (it then defaults to the sink's), or use "
-                               "\"at_least_once\"")
+          Error::configuration(
+              "the checkpoint topic is on " + in_quotes(checkpoint->system) +
+              " but the sink writes to " + in_quotes(config_.bootstrap_servers) +
+              ", and the two lists share no broker address (" + resolution_of(checkpoint->system) +
+              "; " + resolution_of(config_.bootstrap_servers) +
+              "), so they are taken for two clusters; one Kafka transaction cannot span two "
+              "clusters: remove bootstrap_servers here (it then defaults to the sink's), write "
+              "the sink's list here, or use \"at_least_once\"")
               .for_setting(SettingOwner::kCheckpoint, "bootstrap_servers"));
     }
     return ok();
@@ -104,24 +116,88 @@ class ConfiguredKafkaSink final : public ConfiguredSink {
   KafkaSinkConfig config_;
 };
 
-/// Whether two bootstrap lists name the same brokers (order, spaces and case aside).
-bool same_cluster(std::string_view a, std::string_view b) {
-  const auto brokers = [](std::string_view list) {
-    std::set<std::string> out;
-    std::size_t start = 0;
-    while (start <= list.size()) {
-      const std::size_t comma = std::min(list.find(',', start), list.size());
-      std::string item;
-      for (char c : list.substr(start, comma - start)) {
-        if (c != ' ' && c != '\t')
-          item += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      }
-      if (!item.empty()) out.insert(item);
-      start = comma + 1;
+/// The brokers of a bootstrap list, order, spaces and case aside ("proto://" dropped).
+std::set<std::string> brokers_of(std::string_view list) {
+  std::set<std::string> out;
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    const std::size_t comma = std::min(list.find(',', start), list.size());
+    std::string item;
+    for (char c : list.substr(start, comma - start)) {
+      if (c != ' ' && c != '\t')
+        item += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     }
-    return out;
-  };
-  return brokers(a) == brokers(b);
+    if (const auto scheme = item.find("://"); scheme != std::string::npos) {
+      item = item.substr(scheme + 3);
+    }
+    if (!item.empty()) out.insert(item);
+    start = comma + 1;
+  }
+  return out;
+}
+
+/// The addresses "ip:port" a broker entry "host:port" resolves to (getaddrinfo, which reads
+/// /etc/hosts and may ask DNS); the entry itself when it does not resolve.
+std::set<std::string> addresses_of(const std::string& broker) {
+  std::string host = broker;
+  std::string port = "9092";
+  if (const auto colon = broker.rfind(':');
+      colon != std::string::npos && broker.find(']', colon) == std::string::npos) {
+    host = broker.substr(0, colon);
+    port = broker.substr(colon + 1);
+  }
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  std::set<std::string> out;
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), port.c_str(), &hints, &found) == 0) {
+    for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+      char text[NI_MAXHOST];
+      char service[NI_MAXSERV];
+      if (::getnameinfo(a->ai_addr, a->ai_addrlen, text, sizeof text, service, sizeof service,
+                        NI_NUMERICHOST | NI_NUMERICSERV) == 0) {
+        out.insert(std::string(text) + ":" + service);
+      }
+    }
+    ::freeaddrinfo(found);
+  }
+  if (out.empty()) out.insert(broker);
+  return out;
+}
+
+/// How a bootstrap list resolves, for messages: "localhost:9092 = 127.0.0.1:9092 or ::1:9092".
+std::string resolution_of(std::string_view list) {
+  std::string out;
+  for (const auto& broker : brokers_of(list)) {
+    std::string addresses;
+    for (const auto& a : addresses_of(broker)) addresses += (addresses.empty() ? "" : " or ") + a;
+    out += (out.empty() ? "" : "; ") + broker + " = " + addresses;
+  }
+  return out;
+}
+
+/// Whether two bootstrap lists reach the same cluster: they name the same brokers, or one of
+/// their brokers resolves to an address and port that one of the other's resolves to (a broker
+/// belongs to one cluster, so a shared one means a shared cluster). "localhost:9092" and
+/// "127.0.0.1:9092" are the same; two names of different hosts are not, even if both hosts
+/// are brokers of one cluster (then write the same names in both lists).
+bool same_cluster(std::string_view a, std::string_view b) {
+  const auto left = brokers_of(a);
+  const auto right = brokers_of(b);
+  if (left == right) return true;
+  std::set<std::string> seen;
+  for (const auto& broker : left) {
+    for (auto& address : addresses_of(broker)) seen.insert(std::move(address));
+  }
+  for (const auto& broker : right) {
+    for (const auto& address : addresses_of(broker)) {
+      if (seen.count(address) != 0) return true;
+    }
+  }
+  return false;
 }
 
 Result<std::unique_ptr<ConfiguredSink>> configure(const Settings& settings) {

@@ -136,6 +136,11 @@ class ConfiguredMysqlSource final : public ConfiguredMysql {
 
   const MysqlSourceConfig& config() const noexcept override { return config_; }
   std::string checkpoint_id() const override { return config_.source_id; }
+  std::string source_name() const override {
+    return config_.source_name.empty() ? std::string(to_string(config_.flavor))
+                                       : config_.source_name;
+  }
+  std::vector<std::string> captured_tables() const override { return config_.tables; }
 
   std::string summary() const override {
     return std::string(to_string(config_.flavor)) + " " + config_.user + "@" + config_.host + ":" +

@@ -120,6 +120,8 @@ class ConfiguredPostgresSource final : public ConfiguredPostgres {
   const PostgresSourceConfig& config() const noexcept override { return config_; }
 
   std::string checkpoint_id() const override { return config_.slot_name; }
+  std::string source_name() const override { return config_.source_name; }
+  std::vector<std::string> captured_tables() const override { return config_.tables; }
 
   std::string summary() const override {
     std::string tables;

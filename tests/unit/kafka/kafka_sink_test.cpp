@@ -459,6 +459,26 @@ TEST(EffectivelyOnceConfig, ATransactionalKafkaSinkWithTheCheckpointOnItsCluster
             "(no error)");
 }
 
+// localhost and 127.0.0.1 are one broker: the lists are compared by the addresses they
+// resolve to, and a refusal shows those addresses.
+TEST(EffectivelyOnceConfig, LocalhostAndItsAddressAreTheSameCluster) {
+  const std::string sink_on_localhost =
+      edit(kExactlyOnce, "bootstrap_servers = \"127.0.0.1:9092,127.0.0.1:9093\"",
+           "bootstrap_servers = \"localhost:9092\"");
+  EXPECT_EQ(config_error(edit(sink_on_localhost, "topic = \"cppcdc.checkpoints\"",
+                              "topic = \"cppcdc.checkpoints\"\nbootstrap_servers = "
+                              "\"127.0.0.1:9092\"")),
+            "(no error)");
+  // Another port is another broker: refused, saying how each list resolved.
+  const std::string report = config_error(edit(sink_on_localhost, "topic = \"cppcdc.checkpoints\"",
+                                               "topic = \"cppcdc.checkpoints\"\n"
+                                               "bootstrap_servers = \"127.0.0.1:9094\""));
+  EXPECT_CONTAINS(report, "share no broker address");
+  EXPECT_CONTAINS(report, "localhost:9092 = ");
+  EXPECT_CONTAINS(report, "127.0.0.1:9092");
+  EXPECT_CONTAINS(report, "127.0.0.1:9094 = 127.0.0.1:9094");
+}
+
 TEST(EffectivelyOnceConfig, EveryOtherCombinationIsRefusedNamingWhatToChange) {
   const std::string c = kExactlyOnce;
   // An idempotent producer cannot put the checkpoint in its batch.

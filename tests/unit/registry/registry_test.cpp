@@ -294,7 +294,7 @@ TEST(PluginRegistry, TheServerRunsAPipelineOfTypesRegisteredByTheTest) {
   EXPECT_EQ(config->sink_type, "test_collect");
   EXPECT_EQ(config->checkpoint_backend, "test_recording");
   // No checkpoint directory: the control socket sits beside the configuration.
-  EXPECT_EQ(config->control_socket, dir / "cppcdc.sock");
+  EXPECT_EQ(config->control_socket, dir / "cdc.sock");
   const std::string described = server::describe_config(*config);
   EXPECT_CONTAINS(described, "source:             test_counter");
   EXPECT_CONTAINS(described, "  events:           7");

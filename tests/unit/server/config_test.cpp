@@ -557,19 +557,67 @@ TEST(ServerConfig, DescribeConfigSummarisesWithoutThePassword) {
   EXPECT_CONTAINS(text, "/var/lib/cppcdc/state/checkpoint-cppcdc_orders.ckpt");
 }
 
-TEST(ServerConfig, ControlSocketDefaultsToTheCheckpointDirectory) {
+TEST(ServerConfig, ControlSocketDefaultsToTheCheckpointDirectoryNamedAfterTheFile) {
   auto config = parse_server_config(kExample, "cdc.toml");
   ASSERT_TRUE(config) << config.error().report();
-  EXPECT_EQ(config->control_socket, "/var/lib/cppcdc/state/cppcdc.sock");
-  EXPECT_CONTAINS(describe_config(*config),
-                  "control socket:   /var/lib/cppcdc/state/cppcdc.sock");
+  EXPECT_EQ(config->control_socket, "/var/lib/cppcdc/state/cdc.sock");
+  EXPECT_CONTAINS(describe_config(*config), "control socket:   /var/lib/cppcdc/state/cdc.sock");
 
   // No checkpoint directory with the memory backend: beside the config file.
   config = parse_server_config(edit(kMinimal, "[state.offset]\ndir = \"/tmp/state\"\n",
                                     "[state.offset]\nbackend = \"memory\"\n"),
                                "cdc.toml");
   ASSERT_TRUE(config) << config.error().report();
-  EXPECT_EQ(config->control_socket, "cppcdc.sock");
+  EXPECT_EQ(config->control_socket, "cdc.sock");
+  EXPECT_EQ(default_control_socket_name("/etc/cppcdc/orders.toml"), "orders.sock");
+  EXPECT_EQ(default_control_socket_name(""), "cppcdc.sock");
+}
+
+// Two files in one directory, or sharing a checkpoint directory, no longer share a socket:
+// a command that finds a cppcdc answering on one knows which file it runs.
+TEST(ServerConfig, TwoConfigFilesInOneDirectoryGetASocketEach) {
+  const auto dir = std::filesystem::path(::testing::TempDir()) / "cppcdc_two_sockets";
+  std::filesystem::create_directories(dir);
+  for (const char* backend : {"backend = \"memory\"\n", "dir = \"state\"\n"}) {
+    for (const char* name : {"orders.toml", "billing.toml"}) {
+      std::ofstream(dir / name) << "[source]\ndsn = \"host=h\"\ntables = [\"t\"]\nslot_name = \""
+                                << std::filesystem::path(name).stem().string()
+                                << "\"\n[state.offset]\n" << backend;
+    }
+    auto orders = load_server_config(dir / "orders.toml");
+    auto billing = load_server_config(dir / "billing.toml");
+    ASSERT_TRUE(orders) << orders.error().report();
+    ASSERT_TRUE(billing) << billing.error().report();
+    EXPECT_NE(orders->control_socket, billing->control_socket);
+    EXPECT_EQ(orders->control_socket.filename(), "orders.sock");
+    EXPECT_EQ(billing->control_socket.filename(), "billing.sock");
+  }
+}
+
+// In TOML a key below a [table] header belongs to that table: a top-level key written there
+// is named as such, with where it belongs.
+TEST(ServerConfig, ATopLevelKeyWrittenInsideATableSaysWhereItBelongs) {
+  const std::string in_sink = error_of(std::string(kMinimal) +
+                                       "[sink]\ntype = \"stdout\"\n"
+                                       "delivery_contract = \"at_least_once\"\n");
+  EXPECT_CONTAINS(in_sink, "[sink] delivery_contract: unknown key (delivery_contract is a "
+                           "top-level key: in TOML every key after a [table] header belongs to "
+                           "that table, so write it above the file's first [table] header)");
+  const std::string in_state =
+      error_of(std::string(kMinimal) + "delivery_contract = \"at_least_once\"\n");
+  EXPECT_CONTAINS(in_state, "[state.offset] delivery_contract: unknown key (delivery_contract is "
+                            "a top-level key");
+  // Below a table of string values too (it is no librdkafka property).
+  const std::string in_properties = error_of(
+      std::string(kMinimal) +
+      "[sink]\ntype = \"kafka\"\nbootstrap_servers = \"127.0.0.1:9092\"\n"
+      "[sink.kafka_properties]\n\"linger.ms\" = \"5\"\ndelivery_contract = \"at_least_once\"\n");
+  EXPECT_CONTAINS(in_properties, "kafka_properties.delivery_contract");
+  EXPECT_CONTAINS(in_properties, "delivery_contract is a top-level key");
+  // A section's name inside another section.
+  EXPECT_CONTAINS(error_of(std::string(kMinimal) + "[sink]\ntype = \"stdout\"\n"
+                                                   "runtime = { max_buffer_size = 5 }\n"),
+                  "[sink] runtime: unknown key ([runtime] is a section of its own");
 }
 
 TEST(ServerConfig, ControlSocketKeyIsReadAndValidated) {
@@ -611,7 +659,7 @@ TEST(ServerConfig, ControlSocketLongerThanAUnixSocketPathIsRefused) {
   const std::string deep_dir = "/" + std::string(100, 'd');
   EXPECT_CONTAINS(error_of(edit(kExample, "dir = \"/var/lib/cppcdc/state\"",
                                 "dir = \"" + deep_dir + "\"")),
-                  "the control socket's path \"" + deep_dir + "/cppcdc.sock\"");
+                  "the control socket's path \"" + deep_dir + "/cdc.sock\"");
 }
 
 TEST(ServerConfig, RelativeControlSocketIsResolvedAgainstTheConfigFile) {
@@ -626,7 +674,7 @@ TEST(ServerConfig, RelativeControlSocketIsResolvedAgainstTheConfigFile) {
   }
   auto config = load_server_config(path);
   ASSERT_TRUE(config) << config.error().report();
-  EXPECT_EQ(config->control_socket, base / "state" / "cppcdc.sock");
+  EXPECT_EQ(config->control_socket, base / "state" / "cdc.sock");
   {
     std::ofstream out(path, std::ios::trunc);
     out << "[source]\ndsn = \"host=h\"\ntables = [\"t\"]\n"
@@ -641,7 +689,7 @@ TEST(ServerConfig, RelativeControlSocketIsResolvedAgainstTheConfigFile) {
   }
   config = load_server_config(path);
   ASSERT_TRUE(config) << config.error().report();
-  EXPECT_EQ(config->control_socket, base / "cppcdc.sock");
+  EXPECT_EQ(config->control_socket, base / "cdc.sock");
   {
     // A relative path that only becomes too long once resolved is refused by the loader.
     std::ofstream out(path, std::ios::trunc);

@@ -1,0 +1,242 @@
+// `cppcdc preflight` with a Kafka sink and the kafka_topic checkpoint backend, against the real
+// broker: the brokers must answer within a bounded time (a wrong bootstrap_servers is a FAIL,
+// exit 3, not a warning), a KRaft controller port is named as such, the topics are looked up,
+// and nothing is created on the cluster (neither the checkpoint topic nor a data topic).
+// The source is a PostgreSQL database of the test server (CPPCDC_TEST_PG_DSN) that is ready
+// for capture, so that the source's own checks pass and the Kafka lines decide the outcome.
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "cppcdc/checkpoint.hpp"
+#include "cppcdc/kafka.hpp"
+#include "integration/kafka/kafka_util.hpp"
+#include "integration/pg_util.hpp"
+
+namespace cppcdc {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+#define EXPECT_CONTAINS(haystack, needle) \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
+#define EXPECT_LACKS(haystack, needle) \
+  EXPECT_EQ(std::string(haystack).find(needle), std::string::npos) << (haystack)
+
+/// The controller port scripts/kafka.sh gives a broker: its port + 1.
+std::string controller_of(const std::string& bootstrap) {
+  const auto colon = bootstrap.rfind(':');
+  return bootstrap.substr(0, colon + 1) +
+         std::to_string(std::stoi(bootstrap.substr(colon + 1)) + 1);
+}
+
+/// A port on 127.0.0.1 where nothing listens (bound, then closed).
+std::string unused_address() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+}
+
+class KafkaPreflight : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    db_ = it::test_database("kpf");
+    it::fresh_database(db_);
+    it::PgSession(it::dsn_for(db_)).query("create table t (id int primary key, v text)");
+    // Short: the default control socket (cdc.sock) must fit a Unix socket path.
+    static int n = 0;
+    dir_ = fs::temp_directory_path() /
+           ("cppcdc-kpf-" + std::to_string(::getpid()) + "-" + std::to_string(++n));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    tag_ = kafka_it::unique_topic("kpf");
+  }
+  void TearDown() override {
+    it::drop_slots(db_);
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+
+  /// A cdc.toml with a Kafka sink on `sink_servers` (`sink_extra` added to [sink]) and the
+  /// checkpoint in topic `checkpoint_topic()` (its bootstrap_servers the sink's).
+  fs::path config(const std::string& sink_servers, const std::string& sink_extra = "",
+                  const std::string& top = "") {
+    const fs::path path = dir_ / "cdc.toml";
+    std::ofstream(path) << top << "[source]\ndsn = \"" << it::dsn_for(db_)
+                        << "\"\ntables = [\"public.t\"]\nslot_name = \"kpf_" << ::getpid()
+                        << "\"\nsource_name = \"" << tag_ << "\"\n\n[sink]\ntype = \"kafka\"\n"
+                        << "bootstrap_servers = \"" << sink_servers << "\"\n"
+                        << sink_extra << "\n[state.offset]\nbackend = \"kafka_topic\"\ntopic = \""
+                        << checkpoint_topic() << "\"\n";
+    return path;
+  }
+  std::string checkpoint_topic() const { return tag_ + ".checkpoints"; }
+  std::string data_topic() const { return tag_ + ".public.t"; }
+
+  struct Timed {
+    it::CliOutcome outcome;
+    double seconds = 0;
+  };
+  static Timed preflight(const fs::path& config) {
+    const auto started = Clock::now();
+    Timed t;
+    t.outcome = it::run_cli({"preflight", "--config", config.string()}, 120);
+    t.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    return t;
+  }
+
+  std::string db_;
+  fs::path dir_;
+  std::string tag_;
+};
+
+TEST_F(KafkaPreflight, AnUnreachableBrokerIsAFailWithinFifteenSecondsNotAWarning) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  const auto t = preflight(config(unused_address()));
+  const std::string& out = t.outcome.output;
+  EXPECT_EQ(t.outcome.code, 3) << out;
+  EXPECT_CONTAINS(out, "FAIL  the Kafka brokers \"127.0.0.1:");
+  EXPECT_CONTAINS(out, "FAIL  the brokers of the checkpoint topic, \"127.0.0.1:");
+  EXPECT_CONTAINS(out, "did not answer within");
+  EXPECT_CONTAINS(out, "remedy: check that bootstrap_servers names host:port of a broker");
+  EXPECT_LACKS(out, "a running cppcdc holds it");
+  EXPECT_LACKS(out, "all checks passed");
+  // Sink and backend wait at most 7 s each for a first answer.
+  EXPECT_LT(t.seconds, 20.0) << out;
+}
+
+TEST_F(KafkaPreflight, ARightBootstrapCreatesNoTopicAndAMissingTopicIsAFail) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  const auto t = preflight(config(bootstrap));
+  const std::string& out = t.outcome.output;
+  EXPECT_EQ(t.outcome.code, 3) << out;  // the data topic is missing, create_topics = false
+  EXPECT_CONTAINS(out, "ok    the Kafka brokers \"" + bootstrap + "\" answer (cluster ");
+  EXPECT_CONTAINS(out, "ok    the brokers of the checkpoint topic, \"" + bootstrap + "\", answer");
+  EXPECT_CONTAINS(out, "the checkpoint topic \"" + checkpoint_topic() +
+                           "\" does not exist yet: the first start creates it");
+  EXPECT_CONTAINS(out, "FAIL  topic \"" + data_topic() +
+                           "\" (for public.t) does not exist, and with create_topics = false");
+  EXPECT_CONTAINS(out, "remedy: create the topic");
+  EXPECT_LACKS(out, "a running cppcdc holds it");
+  // Read-only: neither topic exists afterwards.
+  EXPECT_EQ(kafka_it::partition_count(bootstrap, checkpoint_topic()), -1);
+  EXPECT_EQ(kafka_it::partition_count(bootstrap, data_topic()), -1);
+}
+
+TEST_F(KafkaPreflight, TransactionalWithCreateTopicsPassesAndReadsTheStoredCheckpoint) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  // A stored record, written the way a run writes it.
+  KafkaTopicCheckpointConfig c;
+  c.bootstrap_servers = bootstrap;
+  c.topic = checkpoint_topic();
+  {
+    auto ckpt = open_kafka_topic_checkpoint(c, "kpf_" + std::to_string(::getpid()));
+    ASSERT_TRUE(ckpt) << ckpt.error().report();
+    CheckpointRecord record;
+    record.source_type = "postgres";
+    record.source_id = "kpf_" + std::to_string(::getpid());
+    record.offset = "0/16B3748";
+    record.saved_at_ms = 1;
+    ASSERT_TRUE((*ckpt)->save(record));
+  }
+  const auto t = preflight(config(bootstrap,
+                                  "create_topics = true\ndelivery_mode = \"transactional\"\n"
+                                  "transactional_id = \"" +
+                                      tag_ + "\"\n",
+                                  "delivery_contract = \"effectively_once\"\n"));
+  const std::string& out = t.outcome.output;
+  EXPECT_CONTAINS(
+      out, "ok    the checkpoint topic \"" + checkpoint_topic() + "\" exists and is compacted");
+  EXPECT_CONTAINS(out, "ok    checkpoint at 0/16B3748 (kafka_topic");
+  EXPECT_CONTAINS(
+      out, "topic \"" + data_topic() + "\" (for public.t) does not exist yet: the sink creates it");
+  EXPECT_CONTAINS(out, "within the brokers' transaction.max.timeout.ms");
+  EXPECT_CONTAINS(out, "transactional_id \"" + tag_ + "\": not tried here");
+  // The source compares the record with its slot, which does not exist: that is the source's
+  // FAIL; the Kafka lines above all passed.
+  EXPECT_LACKS(out, "FAIL  the Kafka");
+  EXPECT_LACKS(out, "FAIL  topic");
+  EXPECT_EQ(kafka_it::partition_count(bootstrap, data_topic()), -1);
+}
+
+TEST_F(KafkaPreflight, ACheckpointTopicThatIsNotCompactedIsAFailNamingIt) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  ASSERT_TRUE(kafka_it::create_topic(bootstrap, checkpoint_topic(), 1));
+  ASSERT_TRUE(kafka_it::create_topic(bootstrap, data_topic(), 1));
+  const auto t = preflight(config(bootstrap));
+  const std::string& out = t.outcome.output;
+  EXPECT_EQ(t.outcome.code, 3) << out;
+  EXPECT_CONTAINS(out, "FAIL  the checkpoint topic \"" + checkpoint_topic() + "\" on \"" +
+                           bootstrap + "\" has cleanup.policy=delete");
+  EXPECT_CONTAINS(out, "--add-config cleanup.policy=compact");
+  EXPECT_CONTAINS(out, "ok    topic \"" + data_topic() + "\" (for public.t) exists (1 partition)");
+}
+
+TEST_F(KafkaPreflight, AKraftControllerPortIsNamedAsSuch) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  const std::string controller = controller_of(bootstrap);
+  const auto t = preflight(config(controller));
+  const std::string& out = t.outcome.output;
+  EXPECT_EQ(t.outcome.code, 3) << out;
+  EXPECT_CONTAINS(
+      out, "FAIL  bootstrap_servers \"" + controller + "\" answers, but not as a Kafka broker");
+  EXPECT_CONTAINS(out, "KRaft controller port");
+  EXPECT_LT(t.seconds, 20.0) << out;
+}
+
+TEST_F(KafkaPreflight, DefaultSourceNameInTheTopicTemplateIsAWarning) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  fs::path path = config(bootstrap, "create_topics = true\n");
+  // The same file without source_name.
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  text.erase(text.find("source_name = "),
+             text.find('\n', text.find("source_name = ")) - text.find("source_name = ") + 1);
+  std::ofstream(path, std::ios::trunc) << text;
+  const auto t = preflight(path);
+  EXPECT_CONTAINS(t.outcome.output,
+                  "warn  the topic template \"${source_name}.${schema}.${table}\""
+                  " starts from source_name, which is its default here "
+                  "(\"postgres\")");
+  EXPECT_CONTAINS(t.outcome.output, "remedy: set [source] source_name");
+}
+
+// At run time too, the controller port is named: the sink's first record.
+TEST(KafkaSinkOnController, TheFirstRecordSaysBootstrapServersMayBeAControllerPort) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  KafkaSinkConfig config;
+  config.bootstrap_servers = controller_of(bootstrap);
+  config.delivery_timeout_ms = 10'000;
+  auto sink = make_kafka_sink(config);
+  ASSERT_TRUE(sink) << sink.error().report();
+  Event e;
+  e.source.source_name = "db";
+  e.schema = "public";
+  e.table = "t";
+  e.op = Operation::kInsert;
+  const std::vector<Event> events{e};
+  Status st = (*sink)->write(events);
+  if (st) st = (*sink)->flush();
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().kind(), ErrorKind::kConfiguration) << st.error().report();
+  EXPECT_EQ(st.error().setting(), "bootstrap_servers") << st.error().report();
+  EXPECT_CONTAINS(st.error().report(), "not as a Kafka broker");
+  EXPECT_CONTAINS(st.error().report(), "KRaft controller port");
+}
+
+}  // namespace
+}  // namespace cppcdc
