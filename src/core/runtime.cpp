@@ -118,6 +118,10 @@ struct Runtime::Impl {
   std::optional<std::string> position_lost;
   std::optional<detail::UnconfirmedPosition> unconfirmed;
   std::optional<detail::DeliveryFailure> delivery_failure;
+  // The delivery attempt of deliver_loop that has not returned yet, and the pipeline it
+  // delivers to (for Pipeline::current_problem()); both only while deliver_loop runs.
+  std::optional<detail::DeliveryAttempt> attempt;
+  const Pipeline* delivering_to = nullptr;
   std::optional<detail::CircuitBreaker> breaker;  // made in the constructor
   std::string last_recoverable_error;
   // Events of the transaction after the checkpoint offset that were acknowledged before a
@@ -840,9 +844,18 @@ Result<std::uint64_t> Runtime::Impl::deliver_loop(Runtime& runtime, Pipeline& pi
   d.transactional = sink;
   d.gather = pipeline.batch_delay();
   d.cancel = &cancel;
+  {
+    std::lock_guard lock(d.mutex);
+    d.delivering_to = &pipeline;
+  }
   struct Reset {  // the sink is only borrowed for this loop
     Impl& d;
     ~Reset() {
+      {
+        std::lock_guard lock(d.mutex);
+        d.delivering_to = nullptr;
+        d.attempt.reset();
+      }
       d.transactional = nullptr;
       d.batch_open = false;
       // sink_needs_recover stays: the next loop recovers its sink first (a no-op for a sink
@@ -872,7 +885,29 @@ Result<std::uint64_t> Runtime::Impl::deliver_loop(Runtime& runtime, Pipeline& pi
     // a recover() that fails recoverably is retried like any failed attempt.
     // A transactional sink whose idle commit failed recovers before this batch.
     bool recover_first = std::exchange(d.sink_needs_recover, false);
+    // What the health verdict shows while the attempt runs (a sink call may block for as long
+    // as its own timeouts allow, e.g. Kafka's delivery_timeout_ms).
+    const auto stage = [&](const char* name) {
+      std::lock_guard lock(d.mutex);
+      if (name == nullptr) {
+        d.attempt.reset();
+        return;
+      }
+      if (!d.attempt) {
+        d.attempt.emplace();
+        d.attempt->started_at_ms = d.now();
+        d.attempt->destination = pipeline.name();
+        d.attempt->events = batch->size();
+      }
+      d.attempt->stage = name;
+    };
+    struct AttemptEnd {
+      const decltype(stage)& set_stage;
+      ~AttemptEnd() { set_stage(nullptr); }
+    };
     const auto attempt = [&]() -> Status {
+      AttemptEnd end{stage};
+      stage("recover");
       if (recover_first) {
         if (auto recovered = pipeline.recover(); !recovered) {
           return fail(recovered.error().context(context("recovering the sinks to deliver again")));
@@ -880,11 +915,13 @@ Result<std::uint64_t> Runtime::Impl::deliver_loop(Runtime& runtime, Pipeline& pi
         recover_first = false;
       }
       if (sink != nullptr) {
+        stage("begin");
         if (auto begun = sink->begin(); !begun) {
           return fail(begun.error().context(context("opening a transaction for")));
         }
         d.batch_open = true;
       }
+      stage("write");
       auto written = pipeline.write(batch->events());
       if (!written) {
         if (sink != nullptr) {
@@ -895,6 +932,7 @@ Result<std::uint64_t> Runtime::Impl::deliver_loop(Runtime& runtime, Pipeline& pi
       }
       // A transactional sink delivers the batch inside its open transaction here, so that a
       // refused record aborts and retries the batch now instead of failing the commit.
+      stage("flush");
       auto flushed = pipeline.flush();
       if (!flushed) {
         if (sink != nullptr) {
@@ -905,6 +943,7 @@ Result<std::uint64_t> Runtime::Impl::deliver_loop(Runtime& runtime, Pipeline& pi
       }
       if (sink != nullptr) {
         const AckMode mode = batch->ack_mode();
+        stage("commit");
         if (mode.token) CPPCDC_TRY(d.commit_attempt(*sink, *mode.token));
       }
       return ok();
@@ -987,6 +1026,10 @@ RuntimeAdminSnapshot Runtime::admin_snapshot() const {
   in.position_lost = d.position_lost;
   in.unconfirmed = d.unconfirmed;
   in.delivery_failure = d.delivery_failure;
+  in.attempt = d.attempt;
+  if (in.attempt && d.delivering_to != nullptr) {
+    in.attempt->sink_problem = d.delivering_to->current_problem();
+  }
   in.breaker = d.breaker->state();
   in.consecutive_errors = d.breaker->consecutive();
   in.last_recoverable_error = d.last_recoverable_error;
