@@ -129,6 +129,13 @@ HealthVerdict evaluate_health(const HealthInputs& in) {
                (a.destination.empty() ? std::string() : " to " + a.destination) + " (in " +
                a.stage + " for " + ms(age(a.started_at_ms)) + ")";
     if (!a.sink_problem.empty()) v.reason += "; the sink reports: " + a.sink_problem;
+  } else if (in.delivery_failure) {
+    // Between two attempts at a batch it holds: retrying, below the threshold.
+    const auto& f = *in.delivery_failure;
+    v.kind = HealthVerdict::Kind::kHealthy;
+    v.reason = "waiting to deliver a batch again" +
+               (f.destination.empty() ? std::string() : " to " + f.destination) + " after " +
+               std::to_string(f.attempts) + " failed attempts";
   } else if (in.last_delivery_at_ms != 0 && age(in.last_delivery_at_ms) <= threshold) {
     v.kind = HealthVerdict::Kind::kHealthy;
     v.reason = "events delivered " + ms(age(in.last_delivery_at_ms)) + " ago";

@@ -146,6 +146,9 @@ TEST(Health, ReportedDeliveryFailuresNameTheDestinationOnlyOnceOlderThanTheThres
       f.clock.advance(kThreshold / 5 - 1);
       // Younger than the threshold: neither a stall nor mistaken for a dead loop.
       EXPECT_EQ(f.health().kind, HealthVerdict::Kind::kHealthy) << f.health().reason;
+      EXPECT_TRUE(has(f.health().reason, "waiting to deliver a batch again to kafka orders after " +
+                                             std::to_string(i + 1) + " failed attempts"))
+          << f.health().reason;
     }
   }
   f.clock.advance(10);
