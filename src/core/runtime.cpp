@@ -122,6 +122,7 @@ struct Runtime::Impl {
   // delivers to (for Pipeline::current_problem()); both only while deliver_loop runs.
   std::optional<detail::DeliveryAttempt> attempt;
   const Pipeline* delivering_to = nullptr;
+  const Sink* attempt_sink = nullptr;  // the sink of an idle commit's attempt
   std::optional<detail::CircuitBreaker> breaker;  // made in the constructor
   std::string last_recoverable_error;
   // Events of the transaction after the checkpoint offset that were acknowledged before a
@@ -294,6 +295,27 @@ struct Runtime::Impl {
   // its own with no events) together with the planned record, which the guard checks first.
   Status commit_in_sink(const detail::CommitPlan& plan, bool idle = false) {
     if (!plan.record && !batch_open) return ok();
+    // An idle position's transaction is a delivery attempt of its own (no events): while the
+    // sink's calls block (a broker that is down), the health verdict says so.
+    struct IdleAttempt {
+      Impl& d;
+      bool active;
+      IdleAttempt(Impl& impl, bool on) : d(impl), active(on && !impl.attempt) {
+        if (!active) return;
+        std::lock_guard lock(d.mutex);
+        d.attempt.emplace();
+        d.attempt->started_at_ms = d.now();
+        d.attempt->destination = d.transactional->name();
+        d.attempt->stage = "commit of an idle checkpoint";
+        d.attempt_sink = d.transactional;
+      }
+      ~IdleAttempt() {
+        if (!active) return;
+        std::lock_guard lock(d.mutex);
+        d.attempt.reset();
+        d.attempt_sink = nullptr;
+      }
+    } idle_attempt(*this, idle);
     // An idle commit that failed recoverably may have left the sink needing recovery.
     if (!batch_open && std::exchange(sink_needs_recover, false)) {
       if (auto recovered = transactional->recover(); !recovered) {
@@ -1027,7 +1049,9 @@ RuntimeAdminSnapshot Runtime::admin_snapshot() const {
   in.unconfirmed = d.unconfirmed;
   in.delivery_failure = d.delivery_failure;
   in.attempt = d.attempt;
-  if (in.attempt && d.delivering_to != nullptr) {
+  if (in.attempt && d.attempt_sink != nullptr) {
+    in.attempt->sink_problem = d.attempt_sink->current_problem();
+  } else if (in.attempt && d.delivering_to != nullptr) {
     in.attempt->sink_problem = d.delivering_to->current_problem();
   }
   in.breaker = d.breaker->state();

@@ -362,3 +362,75 @@ TEST(Health, ABlockedSinkCallIsDeliveryFailingOnceItOutlastsTheThreshold) {
   EXPECT_NE(f.health().cause, StallCause::kDeliveryFailing) << f.health().reason;
   EXPECT_EQ(f.runtime->admin_snapshot().events_committed, 2u);
 }
+
+namespace {
+
+/// A transactional sink whose commit() blocks until released (a coordinator that does not
+/// answer), reporting what it sees meanwhile.
+class BlockingCommitSink final : public TransactionalSink {
+ public:
+  Status begin() override { return ok(); }
+  Status write(std::span<const Event>) override { return ok(); }
+  Status flush() override { return ok(); }
+  Status commit(const std::optional<CheckpointRecord>&) override {
+    std::unique_lock lock(mutex_);
+    entered_ = true;
+    changed_.notify_all();
+    changed_.wait(lock, [this] { return released_; });
+    ++commits_;
+    changed_.notify_all();
+    return ok();
+  }
+  Status abort() override { return ok(); }
+  Status close() override { return ok(); }
+  std::string name() const override { return "tx"; }
+  std::string current_problem() const override {
+    std::lock_guard lock(mutex_);
+    return released_ ? std::string() : "coordinator unreachable";
+  }
+  void wait_entered() {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [this] { return entered_; });
+  }
+  void release() {
+    std::lock_guard lock(mutex_);
+    released_ = true;
+    changed_.notify_all();
+  }
+  void wait_committed() {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [this] { return commits_ > 0; });
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  bool entered_ = false;
+  bool released_ = false;
+  int commits_ = 0;
+};
+
+}  // namespace
+
+// The transaction that checkpoints an idle position is an attempt too: blocked past the
+// threshold it is delivery_failing, not a poll loop that stopped turning.
+TEST(Health, ABlockedIdleCheckpointCommitIsDeliveryFailing) {
+  FakeRuntime f;
+  ASSERT_TRUE(f.runtime->start());
+  f.source->idle = "7";
+  BlockingCommitSink sink;
+  std::atomic<bool> cancel{false};
+  std::thread loop([&] { (void)f.runtime->run_to_completion(sink, cancel); });
+  sink.wait_entered();
+  auto v = f.health();
+  EXPECT_TRUE(has(v.reason, "in commit of an idle checkpoint")) << v.reason;
+  f.clock.advance(kThreshold + 1'000);
+  v = f.health();
+  EXPECT_EQ(v.cause, StallCause::kDeliveryFailing) << v.reason;
+  EXPECT_TRUE(has(v.reason, "the sink reports: coordinator unreachable")) << v.reason;
+  sink.release();
+  sink.wait_committed();
+  cancel.store(true);
+  loop.join();
+  EXPECT_NE(f.health().cause, StallCause::kDeliveryFailing) << f.health().reason;
+}
