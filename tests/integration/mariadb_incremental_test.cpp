@@ -64,8 +64,8 @@ class MariaDbIncremental : public ::testing::Test {
   }
 
   // Polls, applies to `replay` and acknowledges until `done` holds or `seconds` pass.
-  static bool consume(Runtime& rt, Replay& replay, const std::function<bool()>& done,
-                      int seconds, std::vector<Event>* seen = nullptr) {
+  static bool consume(Runtime& rt, Replay& replay, const std::function<bool()>& done, int seconds,
+                      std::vector<Event>* seen = nullptr) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
     while (std::chrono::steady_clock::now() < deadline) {
       auto batch = rt.poll_event_batch();
@@ -110,9 +110,8 @@ class MariaDbIncremental : public ::testing::Test {
 TEST_F(MariaDbIncremental, ATableUnderConcurrentWritesEndsEqualToTheSource) {
   constexpr int kRows = 50'000;
   session_.exec("CREATE TABLE " + db_ + ".items (id bigint primary key, v int, note varchar(64))");
-  session_.exec("INSERT INTO " + db_ +
-                ".items SELECT seq, seq % 1000, CONCAT('n', seq) FROM " + db_ + ".seq_1_to_" +
-                std::to_string(kRows));
+  session_.exec("INSERT INTO " + db_ + ".items SELECT seq, seq % 1000, CONCAT('n', seq) FROM " +
+                db_ + ".seq_1_to_" + std::to_string(kRows));
   auto rt = runtime(config({db_ + ".items"}, 200), std::make_shared<InMemoryCheckpoint>());
   ASSERT_TRUE(rt) << rt.error().report();
   ASSERT_TRUE((*rt)->start());
@@ -158,8 +157,8 @@ TEST_F(MariaDbIncremental, ATableUnderConcurrentWritesEndsEqualToTheSource) {
 
   Replay replay;
   std::vector<Event> seen;
-  const bool complete =
-      consume(**rt, replay, [&] { return control->state().is_complete(); }, 300, &seen);
+  const bool complete = consume(
+      **rt, replay, [&] { return control->state().is_complete(); }, 300, &seen);
   stop.store(true);
   writer.join();
   ASSERT_TRUE(complete) << control->state().to_json();
@@ -210,10 +209,11 @@ TEST_F(MariaDbIncremental, CompositeKeyRowsComeInKeyOrderWithTheStreamsValues) {
                 "'[]', 'fe80::1', '00000000-0000-0000-0000-000000000000', NULL, 0)");
   for (const char* region : {"apac", "eu", "us", "zz"}) {
     for (int n : {-5, 2, 10}) {
-      session_.exec(ins + "('" + region + "', " + std::to_string(n) +
-                    ", 0xab, 1, 2, 3.5, 4, 5, b'1', 2000, '2000-01-01', '01:02:03', "
-                    "'2000-01-01 01:02:03', '2000-01-01 01:02:03', 'c', 't', 'b', 'x', 'b', "
-                    "'{}', '::ffff:10.0.0.1', '123e4567-e89b-12d3-a456-426614174000', POINT(0,0), 0)");
+      session_.exec(
+          ins + "('" + region + "', " + std::to_string(n) +
+          ", 0xab, 1, 2, 3.5, 4, 5, b'1', 2000, '2000-01-01', '01:02:03', "
+          "'2000-01-01 01:02:03', '2000-01-01 01:02:03', 'c', 't', 'b', 'x', 'b', "
+          "'{}', '::ffff:10.0.0.1', '123e4567-e89b-12d3-a456-426614174000', POINT(0,0), 0)");
     }
   }
   auto rt = runtime(config({db_ + ".typed"}, 2), std::make_shared<InMemoryCheckpoint>());
@@ -223,7 +223,8 @@ TEST_F(MariaDbIncremental, CompositeKeyRowsComeInKeyOrderWithTheStreamsValues) {
   ASSERT_TRUE(control);
   Replay replay;
   std::vector<Event> seen;
-  ASSERT_TRUE(consume(**rt, replay, [&] { return control->state().is_complete(); }, 60, &seen));
+  ASSERT_TRUE(consume(
+      **rt, replay, [&] { return control->state().is_complete(); }, 60, &seen));
   std::vector<std::string> order;
   std::map<std::string, Row> snapshot_rows;
   for (const auto& e : seen) {
@@ -260,8 +261,8 @@ TEST_F(MariaDbIncremental, CompositeKeyRowsComeInKeyOrderWithTheStreamsValues) {
     if (e.op != Operation::kUpdate) continue;
     const Row* before = e.before.row();
     ASSERT_TRUE(before);
-    const std::string key = text_of(before, "region") + "|" + text_of(before, "n") + "|" +
-                            text_of(before, "tag");
+    const std::string key =
+        text_of(before, "region") + "|" + text_of(before, "n") + "|" + text_of(before, "tag");
     ASSERT_TRUE(snapshot_rows.count(key)) << key;
     const Row& chunk = snapshot_rows[key];
     ASSERT_EQ(chunk.size(), before->size());
@@ -282,7 +283,8 @@ TEST_F(MariaDbIncremental, CompositeKeyRowsComeInKeyOrderWithTheStreamsValues) {
 // the two runs together hold exactly the table.
 TEST_F(MariaDbIncremental, ARestartMidSnapshotResumesAtTheSavedCursor) {
   session_.exec("CREATE TABLE " + db_ + ".r (id int primary key, v varchar(16))");
-  session_.exec("INSERT INTO " + db_ + ".r SELECT seq, CONCAT('v', seq) FROM " + db_ + ".seq_1_to_3000");
+  session_.exec("INSERT INTO " + db_ + ".r SELECT seq, CONCAT('v', seq) FROM " + db_ +
+                ".seq_1_to_3000");
   auto checkpoint = std::make_shared<InMemoryCheckpoint>();
   Replay replay;
   std::uint64_t rows_first = 0;
@@ -315,7 +317,8 @@ TEST_F(MariaDbIncremental, ARestartMidSnapshotResumesAtTheSavedCursor) {
   ASSERT_TRUE((*rt)->start());
   auto control = (*rt)->incremental_snapshot_control();
   std::vector<Event> seen;
-  ASSERT_TRUE(consume(**rt, replay, [&] { return control->state().is_complete(); }, 60, &seen));
+  ASSERT_TRUE(consume(
+      **rt, replay, [&] { return control->state().is_complete(); }, 60, &seen));
   std::set<int> second_reads;
   for (const auto& e : seen) {
     if (e.op == Operation::kRead) second_reads.insert(std::stoi(text_of(&*e.after, "id")));
@@ -365,8 +368,7 @@ TEST_F(MariaDbIncremental, AKeylessTableIsRefusedWithTheTableAndTheRemedy) {
       << refused.error().report();
   auto uncaptured = control->request({"mysql.user"}, 20s);
   ASSERT_FALSE(uncaptured);
-  EXPECT_NE(uncaptured.error().report().find("table mysql.user is not captured"),
-            std::string::npos)
+  EXPECT_NE(uncaptured.error().report().find("table mysql.user is not captured"), std::string::npos)
       << uncaptured.error().report();
   EXPECT_TRUE(control->request({db_ + ".keyed"}, 20s));
   EXPECT_TRUE(cppcdc::test::wait_until([&] { return control->state().is_complete(); }, 30s));
@@ -374,7 +376,8 @@ TEST_F(MariaDbIncremental, AKeylessTableIsRefusedWithTheTableAndTheRemedy) {
   poller.join();
   // The watermark table was made where configured.
   EXPECT_EQ(session_.value("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = "
-                           "'cdc_signals_" + db_ + "' AND TABLE_NAME = 'watermarks'"),
+                           "'cdc_signals_" +
+                           db_ + "' AND TABLE_NAME = 'watermarks'"),
             "1");
   ASSERT_TRUE((*rt2)->stop());
   session_.exec("DROP DATABASE IF EXISTS cdc_signals_" + db_);
@@ -383,15 +386,17 @@ TEST_F(MariaDbIncremental, AKeylessTableIsRefusedWithTheTableAndTheRemedy) {
 // `cppcdc run` on a TOML config streaming without a snapshot; `cppcdc snapshot request`
 // through the control socket reads the table into the file sink while rows keep streaming.
 TEST_F(MariaDbIncremental, TheCliTakesARequestThroughTheControlSocket) {
-  const fs::path dir = fs::temp_directory_path() / ("cppcdc-" + db_ + "-" + std::to_string(getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("cppcdc-" + db_ + "-" + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   session_.exec("CREATE TABLE " + db_ + ".t (id int primary key, v varchar(20))");
-  session_.exec("INSERT INTO " + db_ + ".t SELECT seq, CONCAT('row', seq) FROM " + db_ + ".seq_1_to_2500");
+  session_.exec("INSERT INTO " + db_ + ".t SELECT seq, CONCAT('row', seq) FROM " + db_ +
+                ".seq_1_to_2500");
   const fs::path cfg = dir / "cdc.toml";
   std::ofstream(cfg) << "[source]\ntype = \"mariadb\"\nhost = \"127.0.0.1\"\nport = " << *port()
-                     << "\nuser = \"root\"\ntables = [\"" << db_ << ".t\"]\nsource_id = \""
-                     << db_ << "\"\nheartbeat_interval_ms = 200\n\n[source.snapshot]\n"
+                     << "\nuser = \"root\"\ntables = [\"" << db_ << ".t\"]\nsource_id = \"" << db_
+                     << "\"\nheartbeat_interval_ms = 200\n\n[source.snapshot]\n"
                      << "mode = \"never\"\nchunk_size = 1000\nsignal_table = \"" << db_
                      << ".cdc_signal\"\n\n[sink]\ntype = \"file\"\npath = \""
                      << (dir / "events.jsonl").string() << "\"\n\n[state.offset]\n"
@@ -410,7 +415,10 @@ TEST_F(MariaDbIncremental, TheCliTakesARequestThroughTheControlSocket) {
   pid_t child = -1;
   start_cppcdc_process(child, dir, "", "", 0);
   ASSERT_TRUE(cppcdc::test::wait_until(
-      [&] { return run_cli({"snapshot", "status", "--config", cfg.string()}).code == 0; }, 30s))
+      [&] {
+        return run_cli({"snapshot", "status", "--config", cfg.string()}).code == 0;
+      },
+      30s))
       << log_tail(dir / "cppcdc.log");
   session_.exec("INSERT INTO " + db_ + ".t VALUES (9001, 'streamed')");
   ASSERT_TRUE(cppcdc::test::wait_until(
@@ -419,8 +427,8 @@ TEST_F(MariaDbIncremental, TheCliTakesARequestThroughTheControlSocket) {
   auto o = run_cli({"snapshot", "request", "--config", cfg.string(), db_ + ".t"});
   ASSERT_EQ(o.code, 0) << o.output << log_tail(dir / "cppcdc.log");
   EXPECT_NE(o.output.find("requested " + db_ + ".t"), std::string::npos) << o.output;
-  EXPECT_TRUE(cppcdc::test::wait_until(
-      [&] { return count(output(), "\"op\":\"read\"") == 2501; }, 60s))
+  EXPECT_TRUE(
+      cppcdc::test::wait_until([&] { return count(output(), "\"op\":\"read\"") == 2501; }, 60s))
       << count(output(), "\"op\":\"read\"") << " rows read\n"
       << log_tail(dir / "cppcdc.log");
   ASSERT_TRUE(cppcdc::test::wait_until(

@@ -57,9 +57,9 @@ std::pair<std::string, std::string> split_name(const std::string& name) {
 // compared at all.
 bool unusable_key_type(const ColumnSchema& c) {
   const std::string& t = c.column_type;
-  for (const char* prefix : {"enum", "set", "float", "double", "real", "json", "geometry",
-                             "point", "linestring", "polygon", "multipoint", "multilinestring",
-                             "multipolygon", "geometrycollection"}) {
+  for (const char* prefix :
+       {"enum", "set", "float", "double", "real", "json", "geometry", "point", "linestring",
+        "polygon", "multipoint", "multilinestring", "multipolygon", "geometrycollection"}) {
     const std::string p(prefix);
     if (t.rfind(p, 0) == 0 && (t.size() == p.size() || t[p.size()] == '(' || t[p.size()] == ' ')) {
       return true;
@@ -75,8 +75,8 @@ class MariaIncrementalBackend final : public IncrementalSnapshotBackend {
     for (const auto& [table, condition] : config_.snapshot_table_conditions) {
       conditions_[table] = condition;
     }
-    source_name_ = config_.source_name.empty() ? std::string(to_string(config_.flavor))
-                                               : config_.source_name;
+    source_name_ =
+        config_.source_name.empty() ? std::string(to_string(config_.flavor)) : config_.source_name;
   }
 
   // Connects on first use: a pipeline that never snapshots incrementally opens no extra
@@ -119,7 +119,8 @@ class MariaIncrementalBackend final : public IncrementalSnapshotBackend {
       return fail(Error::configuration(
           "table " + table +
           " has no primary key: an incremental snapshot reads it in chunks by primary key; "
-          "add one (ALTER TABLE " + quote_ident(db) + "." + quote_ident(name) +
+          "add one (ALTER TABLE " +
+          quote_ident(db) + "." + quote_ident(name) +
           " ADD PRIMARY KEY (...)), leave the table out of snapshot.tables, or take a blocking "
           "snapshot (snapshot mode initial), which reads keyless tables too"));
     }
@@ -294,24 +295,25 @@ class MariaIncrementalBackend final : public IncrementalSnapshotBackend {
     if (signal_ready_) return ok();
     auto [db, name] = split_name(config_.snapshot_signal_table);
     if (db.empty()) {
-      return fail(Error::configuration(
-                      "incremental snapshots on MariaDB write watermarks to a table: set "
-                      "[source.snapshot] signal_table = \"database.table\"")
-                      .for_setting(SettingOwner::kSource, "snapshot.signal_table"));
+      return fail(
+          Error::configuration("incremental snapshots on MariaDB write watermarks to a table: set "
+                               "[source.snapshot] signal_table = \"database.table\"")
+              .for_setting(SettingOwner::kSource, "snapshot.signal_table"));
     }
     signal_ = quote_ident(db) + "." + quote_ident(name);
-    auto exists = query(conn_.get(),
-                        "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = " +
-                            quote_literal(db) + " AND TABLE_NAME = " + quote_literal(name),
-                        "looking for the signal table " + config_.snapshot_signal_table);
+    auto exists =
+        query(conn_.get(),
+              "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = " + quote_literal(db) +
+                  " AND TABLE_NAME = " + quote_literal(name),
+              "looking for the signal table " + config_.snapshot_signal_table);
     if (!exists) return fail(exists.error());
     if (exists->rows.empty()) {
-      CPPCDC_TRY(exec(conn_.get(),
-                      "CREATE TABLE IF NOT EXISTS " + signal_ +
-                          " (id VARCHAR(64) NOT NULL PRIMARY KEY, type VARCHAR(32) NOT NULL, "
-                          "data VARCHAR(2048) NULL) ENGINE=InnoDB",
-                      "creating the signal table " + config_.snapshot_signal_table +
-                          signal_remedy()));
+      CPPCDC_TRY(
+          exec(conn_.get(),
+               "CREATE TABLE IF NOT EXISTS " + signal_ +
+                   " (id VARCHAR(64) NOT NULL PRIMARY KEY, type VARCHAR(32) NOT NULL, "
+                   "data VARCHAR(2048) NULL) ENGINE=InnoDB",
+               "creating the signal table " + config_.snapshot_signal_table + signal_remedy()));
     }
     signal_ready_ = true;
     return ok();

@@ -47,7 +47,7 @@ LogPosition encode_coordinate(std::uint64_t sequence, std::uint64_t position);
 /// Keeps the most recent kLimit entries.
 class WatermarkLog {
  public:
-  static constexpr std::size_t kLimit = 4096;
+  static constexpr std::size_t kLimit = 256;
   void seen(std::string gtid, LogPosition start);
   std::optional<LogPosition> find(std::string_view gtid) const;
   void clear();

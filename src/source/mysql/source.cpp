@@ -809,9 +809,9 @@ class MysqlSource final : public Source {
   bool saw_begin_ = false;
   bool tx_standalone_ = false;
   std::optional<GtidEvent> tx_gtid_;
-  bool tx_watermark_ = false;    // the open transaction wrote to the signal table
-  std::uint64_t tx_start_ = 0;   // where it starts in file_
-  std::string signal_db_;        // snapshot_signal_table's parts (empty: none)
+  bool tx_watermark_ = false;   // the open transaction wrote to the signal table
+  std::uint64_t tx_start_ = 0;  // where it starts in file_
+  std::string signal_db_;       // snapshot_signal_table's parts (empty: none)
   std::string signal_table_;
   std::shared_ptr<detail::WatermarkLog> watermarks_ = std::make_shared<detail::WatermarkLog>();
   std::uint64_t tx_id_ = 0;
@@ -905,8 +905,9 @@ Result<std::unique_ptr<Source>> make_mysql_source(MysqlSourceConfig config) {
     }
     if (filter.captured(t.substr(0, dot), t.substr(dot + 1))) {
       return bad("snapshot.signal_table",
-                 "'" + t + "' is one of the captured tables; the watermark table must be a table "
-                 "of its own (its writes are never emitted)");
+                 "'" + t +
+                     "' is one of the captured tables; the watermark table must be a table "
+                     "of its own (its writes are never emitted)");
     }
   }
   if (config.source_id.empty()) return bad("source_id", "required");
@@ -919,7 +920,8 @@ Result<std::unique_ptr<Source>> make_mysql_source(MysqlSourceConfig config) {
   const MysqlSourceConfig& c = source->config();
   // Incremental snapshots (MariaDB, with a watermark table): the source runs inside the
   // driver. initial_only never streams, so it has nothing to interleave chunks with.
-  if (!mariadb || c.snapshot_signal_table.empty() || c.snapshot_mode == SnapshotMode::kInitialOnly) {
+  if (!mariadb || c.snapshot_signal_table.empty() ||
+      c.snapshot_mode == SnapshotMode::kInitialOnly) {
     return std::unique_ptr<Source>(std::move(source));
   }
   MysqlSource* raw = source.get();  // owned by the driver, which outlives its backend
