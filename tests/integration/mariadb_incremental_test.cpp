@@ -444,5 +444,111 @@ TEST_F(MariaDbIncremental, TheCliTakesARequestThroughTheControlSocket) {
   fs::remove_all(dir);
 }
 
+// `cppcdc run` with mode "incremental" SIGKILLed mid-snapshot while rows change: the restart
+// goes on from the checkpoint's cursor, and the sink file, replayed, equals the table. A second
+// table is then requested over the admin HTTP endpoint.
+TEST_F(MariaDbIncremental, TheCliResumesAfterSigkillAndTakesAnHttpRequest) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("cppcdc-" + db_ + "-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  session_.exec("CREATE TABLE " + db_ + ".big (id int primary key, v varchar(20))");
+  session_.exec("INSERT INTO " + db_ + ".big SELECT seq, CONCAT('row', seq) FROM " + db_ +
+                ".seq_1_to_20000");
+  session_.exec("CREATE TABLE " + db_ + ".small (a varchar(8), b int, primary key (a, b))");
+  session_.exec("INSERT INTO " + db_ + ".small SELECT CONCAT('k', seq % 7), seq FROM " + db_ +
+                ".seq_1_to_50");
+  const fs::path cfg = dir / "cdc.toml";
+  std::ofstream(cfg) << "[source]\ntype = \"mariadb\"\nhost = \"127.0.0.1\"\nport = " << *port()
+                     << "\nuser = \"root\"\ntables = [\"" << db_ << ".big\", \"" << db_
+                     << ".small\"]\nsource_id = \"" << db_
+                     << "\"\nheartbeat_interval_ms = 200\n\n[source.snapshot]\n"
+                     << "mode = \"incremental\"\nchunk_size = 100\ntables = [\"" << db_
+                     << ".big\"]\nsignal_table = \"" << db_ << ".cdc_signal\"\n\n[sink]\n"
+                     << "type = \"file\"\npath = \"" << (dir / "events.jsonl").string()
+                     << "\"\n\n[state.offset]\nbackend = \"local_fs\"\ndir = \""
+                     << (dir / "state").string() << "\"\n\n[admin]\nlisten = \"127.0.0.1:0\"\n";
+  auto reads = [&] {
+    std::size_t n = 0;
+    if (!fs::exists(dir / "events.jsonl")) return n;
+    for (const auto& e : read_sink((dir / "events.jsonl").string())) {
+      n += e.op == Operation::kRead;
+    }
+    return n;
+  };
+  pid_t child = -1;
+  start_cppcdc_process(child, dir, "", "", 0);
+  ASSERT_TRUE(cppcdc::test::wait_until([&] { return reads() >= 3000; }, 60s))
+      << log_tail(dir / "cppcdc.log");
+  // Changes on both sides of wherever the snapshot is, then the kill.
+  session_.exec("UPDATE " + db_ + ".big SET v = 'changed' WHERE id IN (5, 10000, 19999)");
+  session_.exec("DELETE FROM " + db_ + ".big WHERE id IN (6, 10001, 19998)");
+  EXPECT_EQ(stop_cppcdc_process(child, SIGKILL) & 0x7f, SIGKILL);
+  const std::size_t before_restart = reads();
+  EXPECT_LT(before_restart, 20000u);
+  session_.exec("INSERT INTO " + db_ + ".big VALUES (30000, 'while stopped')");
+  session_.exec("UPDATE " + db_ + ".big SET v = 'changed again' WHERE id IN (7, 15000)");
+  start_cppcdc_process(child, dir, "", "", 0);
+  auto status = [&] {
+    auto o = run_cli({"snapshot", "status", "--json", "--config", cfg.string()});
+    return o.output;
+  };
+  ASSERT_TRUE(cppcdc::test::wait_until(
+      [&] { return status().find("\"status\":\"complete\"") != std::string::npos; }, 90s))
+      << status() << log_tail(dir / "cppcdc.log");
+  // Far fewer than the whole table again: the restart went on from the cursor.
+  EXPECT_LT(reads() - before_restart, 20000u - 1000u) << "read again from the start";
+  session_.exec("INSERT INTO " + db_ + ".big VALUES (-1, 'marker')");
+
+  // The admin endpoint takes a request for the second table (composite key).
+  const std::string marker = "admin server listening on http://127.0.0.1:";
+  std::string log_text;
+  ASSERT_TRUE(cppcdc::test::wait_until(
+      [&] {
+        std::ifstream in(dir / "cppcdc.log");
+        log_text.assign(std::istreambuf_iterator<char>(in), {});
+        return log_text.rfind(marker) != std::string::npos;
+      },
+      30s));
+  const int admin_port = std::atoi(log_text.c_str() + log_text.rfind(marker) + marker.size());
+  ASSERT_GT(admin_port, 0);
+  const std::string curl =
+      "curl -s -X POST -d '{\"tables\": [\"" + db_ +
+      ".small\"], \"timeout_ms\": 20000}' http://127.0.0.1:" + std::to_string(admin_port) +
+      "/admin/snapshot/request";
+  std::string answer;
+  {
+    FILE* p = popen(curl.c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    char buf[4096];
+    while (std::fgets(buf, sizeof buf, p)) answer += buf;
+    pclose(p);
+  }
+  EXPECT_NE(answer.find("\"ok\":true"), std::string::npos) << answer;
+  ASSERT_TRUE(cppcdc::test::wait_until(
+      [&] {
+        const std::string st = status();
+        return st.find("\"status\":\"complete\"") != std::string::npos &&
+               st.find(db_ + ".small") != std::string::npos;
+      },
+      60s))
+      << status() << log_tail(dir / "cppcdc.log");
+  ASSERT_TRUE(cppcdc::test::wait_until(
+      [&] {
+        Replay r;
+        for (const auto& e : read_sink((dir / "events.jsonl").string())) r.apply(e);
+        return r.tables[db_ + ".big"].count("id=-1;") > 0;
+      },
+      30s));
+  EXPECT_EQ(stop_cppcdc_process(child, SIGTERM) & 0x7f, 0);
+  Replay replay;
+  for (const auto& e : read_sink((dir / "events.jsonl").string())) replay.apply(e);
+  EXPECT_TRUE(replay.problems.empty()) << replay.problems.front();
+  EXPECT_EQ(diff_tables(replay.tables[db_ + ".big"], table_rows("big", {"id"})), "");
+  EXPECT_EQ(diff_tables(replay.tables[db_ + ".small"], table_rows("small", {"a", "b"})), "");
+  EXPECT_EQ(replay.tables[db_ + ".small"].size(), 50u);
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace cppcdc::it::maria
