@@ -91,6 +91,7 @@ class MariaIncrementalBackend final : public IncrementalSnapshotBackend {
     history_.reset();
     conn_.reset();
     signal_ready_ = false;
+    last_gtid_.clear();
   }
 
   Result<std::vector<std::string>> resolve(const std::string& table) override {
@@ -172,7 +173,18 @@ class MariaIncrementalBackend final : public IncrementalSnapshotBackend {
               "(sql_log_bin = 0), or the table in an engine that is not logged? The "
               "incremental snapshot needs the write in the binlog"));
     }
-    return Watermark{LogPosition(), *gtid->rows[0][0]};
+    if (*gtid->rows[0][0] == last_gtid_) {
+      // @@last_gtid did not move: the write was not binlogged, and the stale GTID would
+      // resolve to an earlier watermark's place.
+      return fail(Error::source(
+          ErrorKind::kTerminal,
+          "the watermark written to " + config_.snapshot_signal_table +
+              " did not reach the binlog (@@last_gtid stayed " + last_gtid_ +
+              "): a binlog_do_db / binlog_ignore_db setting or a replication filter leaves "
+              "its database out; put the signal table in a database the binlog records"));
+    }
+    last_gtid_ = *gtid->rows[0][0];
+    return Watermark{LogPosition(), last_gtid_};
   }
 
   Result<std::vector<Event>> fetch_chunk(const SnapshotTableInfo& table,
@@ -352,6 +364,7 @@ class MariaIncrementalBackend final : public IncrementalSnapshotBackend {
   std::string signal_;
   bool signal_ready_ = false;
   std::uint64_t writes_ = 0;
+  std::string last_gtid_;  // of the last watermark written on conn_
 };
 
 }  // namespace
