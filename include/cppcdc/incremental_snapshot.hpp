@@ -44,7 +44,10 @@ enum class BracketPosition {
 
 /// A log position read as a watermark. `position` is on the scale of Event::log_position and
 /// ordered by the backend (compare_positions); `detail` is backend-specific (unused by
-/// PostgreSQL).
+/// PostgreSQL). A backend whose watermark only becomes a position once the stream brings it
+/// back (MariaDB: a write to its signal table, identified by GTID in `detail`) may leave
+/// `position` empty, provided it overrides event_in_bracket and stream_reached to resolve it;
+/// the driver itself never reads `position`.
 struct Watermark {
   LogPosition position;
   std::string detail;

@@ -98,8 +98,18 @@ struct MysqlSourceConfig {
   /// /tmp). The files are unlinked as soon as they are made: nothing stays behind.
   std::string spill_dir;
   /// Snapshot of existing rows (op `read`) before the stream: see SnapshotMode. kIncremental
-  /// is not supported by this source yet (a configuration error).
+  /// (MariaDB only; with MySQL a configuration error) streams from the current position and
+  /// reads the snapshot tables in chunks alongside (cppcdc/incremental_snapshot.hpp); it needs
+  /// snapshot_signal_table.
   SnapshotMode snapshot_mode = SnapshotMode::kInitial;
+  /// "database.table" of the watermark table that incremental snapshots write to (MariaDB).
+  /// Around each chunk's read the source writes one row there (its key is source_id) and
+  /// recognises that write when the binlog brings it back, which brackets the read exactly
+  /// in binlog order. Created when missing (columns id, type, data, as a Debezium signal
+  /// table has them); the user needs INSERT, UPDATE (and CREATE, unless it exists) on it.
+  /// Its own changes are never emitted. Empty: no incremental snapshots (a request fails,
+  /// naming this setting).
+  std::string snapshot_signal_table;
   /// Rows per snapshot chunk (one keyset query; progress is saved after each chunk).
   std::uint32_t snapshot_chunk_size = 1024;
   /// Tables to snapshot as "database.table" (default: every captured table).
@@ -146,7 +156,7 @@ void register_positions();
 /// flavor): their settings are the fields of MysqlSourceConfig under the same names, except
 /// `password_env` (the name of an environment variable holding the password, instead of
 /// `password`) and the nested `snapshot` section (`mode`, `chunk_size`, `tables`,
-/// `table_conditions`); flavor comes from the type. Idempotent.
+/// `table_conditions`, `signal_table`); flavor comes from the type. Idempotent.
 void register_plugin();
 
 }  // namespace cppcdc::mysql

@@ -199,7 +199,9 @@ std::string estimate_cell(double estimated_rows, std::uint64_t done, bool comple
 
 }  // namespace
 
-std::string qualify_table(const std::string& table) {
+std::string qualify_table(const std::string& table, std::string_view source_type) {
+  // MySQL and MariaDB have no default database to imply: their names stay as written.
+  if (source_type == "mysql" || source_type == "mariadb") return table;
   return table.find('.') == std::string::npos ? "public." + table : table;
 }
 
@@ -415,7 +417,9 @@ int run_snapshot_command(const std::filesystem::path& config_path, const Snapsho
     case SnapshotVerb::kRequest: {
       request["command"] = "request";
       boost::json::array tables;
-      for (const auto& t : command.tables) tables.emplace_back(qualify_table(t));
+      for (const auto& t : command.tables) {
+        tables.emplace_back(qualify_table(t, config->source_type));
+      }
       request["tables"] = std::move(tables);
       const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(command.timeout);
       request["timeout_ms"] = static_cast<std::int64_t>(ms.count());
@@ -501,7 +505,7 @@ int run_snapshot_command(const std::filesystem::path& config_path, const Snapsho
     std::printf("%s\n", std::string(message->as_string()).c_str());
   } else if (command.verb == SnapshotVerb::kRequest) {
     std::vector<std::string> tables;
-    for (const auto& t : command.tables) tables.push_back(qualify_table(t));
+    for (const auto& t : command.tables) tables.push_back(qualify_table(t, config->source_type));
     std::printf("requested %s\n", join(tables).c_str());
   }
   std::fputs(format_snapshot_status(*state).c_str(), stdout);

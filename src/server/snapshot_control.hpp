@@ -57,8 +57,9 @@ std::string format_snapshot_status(const IncrementalSnapshotState& state);
 std::string format_initial_snapshot_status(const BlockingSnapshotStatus& status,
                                            std::int64_t now_ms);
 
-/// "public.t" for "t"; other names unchanged.
-std::string qualify_table(const std::string& table);
+/// "public.t" for "t"; other names unchanged. For source types "mysql" and "mariadb" every
+/// name is returned unchanged (they have no default schema).
+std::string qualify_table(const std::string& table, std::string_view source_type = "postgres");
 
 struct ForgetOutcome {
   std::string source_state;            ///< the checkpoint's new source_state

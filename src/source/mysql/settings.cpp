@@ -58,20 +58,41 @@ Status read_table_list(const Settings& settings, std::string_view key,
 }
 
 Status read_snapshot(const Settings& snap, MysqlSourceConfig& out) {
+  const bool mariadb = out.flavor == ServerFlavor::kMariaDb;
   auto mode = snap.get_string("mode");
   if (!mode) return fail(mode.error());
   if (*mode) {
     using M = SnapshotMode;
-    const std::vector<std::string_view> names{to_string(M::kInitial), to_string(M::kNever),
-                                              to_string(M::kInitialOnly),
-                                              to_string(M::kWhenNeeded)};
+    std::vector<std::string_view> names{to_string(M::kInitial), to_string(M::kNever),
+                                        to_string(M::kInitialOnly), to_string(M::kWhenNeeded)};
+    if (mariadb) names.push_back(to_string(M::kIncremental));
     const auto known = parse_snapshot_mode(**mode);
-    if (!known || *known == M::kIncremental) {
-      return fail(snap.error("mode", "expected " + detail::quoted_alternatives(names) + ", found " +
-                                         in_quotes(**mode) +
-                                         (known ? " (not supported by this source yet)" : "")));
+    if (!known || (*known == M::kIncremental && !mariadb)) {
+      return fail(snap.error(
+          "mode", "expected " + detail::quoted_alternatives(names) + ", found " +
+                      in_quotes(**mode) +
+                      (known ? " (incremental snapshots are built for MariaDB only so far; use "
+                               "type = \"mariadb\" against a MariaDB server, or a blocking "
+                               "snapshot)"
+                             : "")));
     }
     out.snapshot_mode = *known;
+  }
+  {
+    auto signal = snap.get_string("signal_table");
+    if (!signal) return fail(signal.error());
+    if (*signal) {
+      if (!is_table_name(**signal) || (*signal)->find_first_of("*?") != std::string::npos) {
+        return fail(snap.error("signal_table", "expected \"database.table\" (no globs), found " +
+                                                   in_quotes(**signal)));
+      }
+      out.snapshot_signal_table = **signal;
+    }
+  }
+  if (out.snapshot_mode == SnapshotMode::kIncremental && out.snapshot_signal_table.empty()) {
+    return fail(snap.missing("signal_table",
+                             "(snapshot mode incremental writes its watermarks to this "
+                             "\"database.table\"; it is created when missing)"));
   }
   CPPCDC_TRY(assign_int(snap, "chunk_size", 1, 10'000'000, out.snapshot_chunk_size));
   CPPCDC_TRY(read_table_list(snap, "tables", out.snapshot_tables));
@@ -177,14 +198,26 @@ class ConfiguredMysqlSource final : public ConfiguredMysql {
     for (const auto& [table, condition] : c.snapshot_table_conditions) {
       add("", "only rows of " + table + " where " + condition);
     }
+    if (!c.snapshot_signal_table.empty()) {
+      add("", "incremental snapshot watermarks in " + c.snapshot_signal_table);
+    }
     add("queue", "up to " + std::to_string(c.max_queued_bytes) +
                      " bytes of decoded events waiting for the sink");
     return d;
   }
 
   std::optional<std::string> no_incremental_snapshots_reason() const override {
-    return std::string("the ") + std::string(to_string(config_.flavor)) +
-           " source takes no incremental snapshots yet";
+    if (config_.flavor != ServerFlavor::kMariaDb) {
+      return std::string("the mysql source takes no incremental snapshots yet (MariaDB only)");
+    }
+    if (config_.snapshot_mode == SnapshotMode::kInitialOnly) {
+      return std::string("snapshot mode initial_only never streams");
+    }
+    if (config_.snapshot_signal_table.empty()) {
+      return std::string("[source.snapshot] signal_table is not set (the \"database.table\" "
+                         "its watermarks are written to)");
+    }
+    return std::nullopt;
   }
 
   Result<std::unique_ptr<Source>> build() const override { return make_mysql_source(config_); }

@@ -20,19 +20,6 @@ std::int64_t now_ms() {
       .count();
 }
 
-// Columns whose values the text protocol sends as raw bytes: printed as "\x" and hex, as the
-// row decoder prints them.
-bool raw_bytes(const ColumnSchema& c) {
-  if (c.charset == "binary") return true;
-  const std::string& t = c.column_type;
-  for (const char* prefix : {"bit", "geometry", "point", "linestring", "polygon", "multipoint",
-                             "multilinestring", "multipolygon", "geometrycollection"}) {
-    const std::string p(prefix);
-    if (t.rfind(p, 0) == 0 && (t.size() == p.size() || t[p.size()] == '(')) return true;
-  }
-  return false;
-}
-
 void hex(std::string_view bytes, std::string& out) {
   static const char* kDigits = "0123456789abcdef";
   out.assign("\\x");
@@ -44,6 +31,40 @@ void hex(std::string_view bytes, std::string& out) {
 }
 
 }  // namespace
+
+bool raw_bytes_column(const ColumnSchema& c) {
+  if (c.charset == "binary") return true;
+  const std::string& t = c.column_type;
+  for (const char* prefix : {"bit", "geometry", "point", "linestring", "polygon", "multipoint",
+                             "multilinestring", "multipolygon", "geometrycollection"}) {
+    const std::string p(prefix);
+    if (t.rfind(p, 0) == 0 && (t.size() == p.size() || t[p.size()] == '(')) return true;
+  }
+  return false;
+}
+
+Row text_row(const TableSchema& t, const std::vector<bool>& as_hex, char** row,
+             const unsigned long* lengths) {
+  Row after;
+  after.reserve(t.columns.size());
+  for (std::size_t i = 0; i < t.columns.size(); ++i) {
+    ColumnValue v;
+    v.name = t.columns[i].name;
+    v.is_json = t.columns[i].is_json;
+    if (row[i] != nullptr) {
+      std::string_view bytes(row[i], lengths[i]);
+      std::string text;
+      if (as_hex[i]) {
+        hex(bytes, text);
+      } else {
+        text.assign(bytes);
+      }
+      v.text = std::move(text);
+    }
+    after.push_back(std::move(v));
+  }
+  return after;
+}
 
 Result<SnapshotPlan> begin_snapshot(const MysqlSourceConfig& config, SchemaHistory& history,
                                     const ServerInfo& server) {
@@ -142,7 +163,7 @@ Status read_snapshot(SnapshotPlan& plan, const MysqlSourceConfig& config,
     MYSQL_RES* res = mysql_use_result(m);
     if (!res) return fail(error_from(m, what));
     std::vector<bool> as_hex;
-    for (const auto& c : t.columns) as_hex.push_back(raw_bytes(c));
+    for (const auto& c : t.columns) as_hex.push_back(raw_bytes_column(c));
     std::uint64_t chunk_no = 0;
     std::uint64_t table_rows = 0;  // rows of this table handed over
     if (tracker != nullptr) tracker->table_started(ti, 0);
@@ -182,25 +203,7 @@ Status read_snapshot(SnapshotPlan& plan, const MysqlSourceConfig& config,
       e.primary_key = t.primary_key;
       e.shape = t.shape;
       e.snapshot = SnapshotMetadata{plan.id, chunk_no, false};
-      Row after;
-      after.reserve(t.columns.size());
-      for (std::size_t i = 0; i < t.columns.size(); ++i) {
-        ColumnValue v;
-        v.name = t.columns[i].name;
-        v.is_json = t.columns[i].is_json;
-        if (row[i] != nullptr) {
-          std::string_view bytes(row[i], lengths[i]);
-          std::string text;
-          if (as_hex[i]) {
-            hex(bytes, text);
-          } else {
-            text.assign(bytes);
-          }
-          v.text = std::move(text);
-        }
-        after.push_back(std::move(v));
-      }
-      e.after = std::move(after);
+      e.after = text_row(t, as_hex, row, lengths);
       pending.push_back(std::move(e));
       ++total;
     }

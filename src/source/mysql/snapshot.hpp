@@ -33,6 +33,16 @@ struct SnapshotPlan {
   std::vector<TableSchemaPtr> tables;
 };
 
+/// Whether the text protocol sends the values of `c` as raw bytes (binary strings, BIT,
+/// spatial types); those are printed as "\x" and lower-case hex, as the row decoder does.
+bool raw_bytes_column(const ColumnSchema& c);
+
+/// One fetched text-protocol row of `t` (`row`/`lengths` as mysql_fetch_row and
+/// mysql_fetch_lengths give them; `as_hex[i]` = raw_bytes_column of column i) as the values
+/// the stream carries for the same row: the blocking and the incremental snapshot share it.
+Row text_row(const TableSchema& t, const std::vector<bool>& as_hex, char** row,
+             const unsigned long* lengths);
+
 /// Opens the snapshot's view, reads its binlog coordinate, and loads `history` from the
 /// catalog. Errors: transient (connection) or terminal (privileges, unknown tables).
 Result<SnapshotPlan> begin_snapshot(const MysqlSourceConfig& config, SchemaHistory& history,

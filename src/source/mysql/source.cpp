@@ -21,6 +21,7 @@
 #include "source/mysql/binlog_client.hpp"
 #include "source/mysql/binlog_event.hpp"
 #include "source/mysql/gtid.hpp"
+#include "source/mysql/incremental_backend.hpp"
 #include "source/mysql/mysql_conn.hpp"
 #include "source/mysql/row_decoder.hpp"
 #include "source/mysql/schema_history.hpp"
@@ -95,6 +96,10 @@ class MysqlSource final : public Source {
       : config_(std::move(config)),
         flavor_(config_.flavor == ServerFlavor::kMariaDb ? Flavor::kMariaDb : Flavor::kMySql) {
     if (config_.source_name.empty()) config_.source_name = std::string(to_string(config_.flavor));
+    if (const auto dot = config_.snapshot_signal_table.find('.'); dot != std::string::npos) {
+      signal_db_ = config_.snapshot_signal_table.substr(0, dot);
+      signal_table_ = config_.snapshot_signal_table.substr(dot + 1);
+    }
   }
   ~MysqlSource() override { close(); }
 
@@ -327,6 +332,16 @@ class MysqlSource final : public Source {
 
   const MysqlSourceConfig& config() const { return config_; }
 
+  // For the incremental snapshot backend (incremental_backend.hpp).
+  std::shared_ptr<detail::WatermarkLog> watermarks() const { return watermarks_; }
+  bool drained() {
+    return handoff_.locked([&](const auto& h) { return h.empty() && !h.reader_done(); });
+  }
+  bool blocking_snapshot_running() const {
+    return tracker_->status().phase == BlockingSnapshotStatus::Phase::kRunning ||
+           tracker_->status().phase == BlockingSnapshotStatus::Phase::kPending;
+  }
+
  private:
   // ---- the reader thread -----------------------------------------------------------------
 
@@ -452,6 +467,8 @@ class MysqlSource final : public Source {
     saw_begin_ = false;
     reset_tx_events();
     tx_gtid_.reset();
+    tx_watermark_ = false;
+    tx_start_ = event_start(h);
     tx_timestamp_ = std::int64_t{h.timestamp} * 1000;
     if (gtid) {
       tx_gtid_ = *gtid;
@@ -551,6 +568,13 @@ class MysqlSource final : public Source {
                                       " without its TABLE_MAP"));
     }
     const TableMapEvent& map = map_it->second;
+    if (!signal_table_.empty() && map.table == signal_table_ && map.database == signal_db_) {
+      // An incremental snapshot's watermark (or another write to the signal table): noted at
+      // the commit, never emitted.
+      if (!in_tx_) begin_tx(h, nullptr);
+      tx_watermark_ = true;
+      return ok();
+    }
     if (!history_->filter().captured(map.database, map.table)) return ok();
     auto schema = history_->find(map.database, map.table);
     if (!schema) {
@@ -618,6 +642,12 @@ class MysqlSource final : public Source {
 
   Status end_tx(const EventHeader& h) {
     (void)h;
+    std::string watermark;  // the GTID of a write to the signal table
+    if (tx_watermark_ && tx_gtid_) {
+      watermark = std::to_string(tx_gtid_->domain_id) + "-" + std::to_string(tx_gtid_->server_id) +
+                  "-" + std::to_string(tx_gtid_->sequence);
+    }
+    tx_watermark_ = false;
     if (tx_gtid_ && server_.mariadb) {
       MariaGtid g;
       g.domain_id = tx_gtid_->domain_id;
@@ -654,6 +684,12 @@ class MysqlSource final : public Source {
       idle_state_ = state;
       idle_coord_ = {file_, last_end_};
     });
+    if (!watermark.empty()) {
+      // After everything before it was queued: see WatermarkLog.
+      if (auto c = parse_binlog_coordinate(coordinate(tx_start_))) {
+        watermarks_->seen(std::move(watermark), detail::encode_coordinate(c->sequence, tx_start_));
+      }
+    }
     return ok();
   }
 
@@ -773,6 +809,11 @@ class MysqlSource final : public Source {
   bool saw_begin_ = false;
   bool tx_standalone_ = false;
   std::optional<GtidEvent> tx_gtid_;
+  bool tx_watermark_ = false;   // the open transaction wrote to the signal table
+  std::uint64_t tx_start_ = 0;  // where it starts in file_
+  std::string signal_db_;       // snapshot_signal_table's parts (empty: none)
+  std::string signal_table_;
+  std::shared_ptr<detail::WatermarkLog> watermarks_ = std::make_shared<detail::WatermarkLog>();
   std::uint64_t tx_id_ = 0;
   std::int64_t tx_timestamp_ = 0;
   std::vector<Event> tx_events_;
@@ -844,8 +885,30 @@ Result<std::unique_ptr<Source>> make_mysql_source(MysqlSourceConfig config) {
       return bad("snapshot.tables", "'" + t + "' is not a captured table");
     }
   }
-  if (config.snapshot_mode == SnapshotMode::kIncremental) {
-    return bad("snapshot.mode", "incremental snapshots are not supported by this source yet");
+  const bool mariadb = config.flavor == ServerFlavor::kMariaDb;
+  if (config.snapshot_mode == SnapshotMode::kIncremental && !mariadb) {
+    return bad("snapshot.mode",
+               "incremental snapshots are built for MariaDB only so far (flavor mariadb); "
+               "take a blocking snapshot (initial) of a MySQL server");
+  }
+  if (config.snapshot_mode == SnapshotMode::kIncremental && config.snapshot_signal_table.empty()) {
+    return bad("snapshot.signal_table",
+               "required by snapshot mode incremental: the \"database.table\" its watermarks "
+               "are written to (created when missing)");
+  }
+  if (!config.snapshot_signal_table.empty()) {
+    const auto& t = config.snapshot_signal_table;
+    const auto dot = t.find('.');
+    if (dot == std::string::npos || dot == 0 || dot + 1 == t.size() ||
+        t.find('.', dot + 1) != std::string::npos || t.find_first_of("*?") != std::string::npos) {
+      return bad("snapshot.signal_table", "'" + t + "': expected \"database.table\" (no globs)");
+    }
+    if (filter.captured(t.substr(0, dot), t.substr(dot + 1))) {
+      return bad("snapshot.signal_table",
+                 "'" + t +
+                     "' is one of the captured tables; the watermark table must be a table "
+                     "of its own (its writes are never emitted)");
+    }
   }
   if (config.source_id.empty()) return bad("source_id", "required");
   if (config.heartbeat_interval_ms == 0) return bad("heartbeat_interval_ms", "at least 1");
@@ -853,7 +916,28 @@ Result<std::unique_ptr<Source>> make_mysql_source(MysqlSourceConfig config) {
     return bad("receive_timeout_ms", "must exceed heartbeat_interval_ms");
   }
   if (config.max_queued_events == 0) config.max_queued_events = 1;
-  return std::unique_ptr<Source>(std::make_unique<MysqlSource>(std::move(config)));
+  auto source = std::make_unique<MysqlSource>(std::move(config));
+  const MysqlSourceConfig& c = source->config();
+  // Incremental snapshots (MariaDB, with a watermark table): the source runs inside the
+  // driver. initial_only never streams, so it has nothing to interleave chunks with.
+  if (!mariadb || c.snapshot_signal_table.empty() ||
+      c.snapshot_mode == SnapshotMode::kInitialOnly) {
+    return std::unique_ptr<Source>(std::move(source));
+  }
+  MysqlSource* raw = source.get();  // owned by the driver, which outlives its backend
+  detail::IncrementalHooks hooks;
+  hooks.watermarks = raw->watermarks();
+  hooks.drained = [raw] { return raw->drained(); };
+  hooks.blocking_snapshot_running = [raw] { return raw->blocking_snapshot_running(); };
+  IncrementalSnapshotOptions options;
+  options.chunk_size = c.snapshot_chunk_size;
+  options.id_prefix = c.source_id;
+  if (c.snapshot_mode == SnapshotMode::kIncremental) {
+    options.tables = c.snapshot_tables.empty() ? c.tables : c.snapshot_tables;
+  }
+  auto backend = detail::make_incremental_backend(c, std::move(hooks));
+  return make_incremental_snapshot_source(std::move(source), std::move(backend),
+                                          std::move(options));
 }
 
 }  // namespace cppcdc::mysql

@@ -847,5 +847,48 @@ TEST(ServerConfig, TransactionBoundaryIsSplitUnlessPreserveTransactionsIsAskedFo
   EXPECT_CONTAINS(describe_config(*preserve), "preserve_transactions");
 }
 
+// MariaDB incremental snapshots: mode "incremental" needs [source.snapshot] signal_table (the
+// watermark table), which must be a plain "database.table" outside the captured tables; the
+// "mysql" type refuses the mode. With a signal table, the source offers the control handle.
+TEST(ServerConfig, MariaDbIncrementalSnapshotsNeedASignalTable) {
+  const std::string base = R"([source]
+type = "mariadb"
+user = "cdc"
+tables = ["app.orders"]
+
+[source.snapshot]
+mode = "incremental"
+SIGNAL
+[state.offset]
+dir = "/tmp/state"
+)";
+  auto with = [&](const std::string& signal) { return edit(base, "SIGNAL\n", signal); };
+  EXPECT_CONTAINS(error_of(with("")), "signal_table");
+  EXPECT_CONTAINS(error_of(with("signal_table = \"nodot\"\n")), "expected \"database.table\"");
+  EXPECT_CONTAINS(error_of(with("signal_table = \"app.*\"\n")), "no globs");
+  auto config = parse_server_config(with("signal_table = \"cdc.signal\"\n"), "cdc.toml");
+  ASSERT_TRUE(config) << config.error().report();
+  EXPECT_EQ(config->source->no_incremental_snapshots_reason(), std::nullopt);
+  auto source = config->source->build();
+  ASSERT_TRUE(source) << source.error().report();
+  EXPECT_TRUE((*source)->incremental_snapshot_control());
+  // The signal table may not be captured: its writes are never emitted.
+  auto captured = parse_server_config(with("signal_table = \"app.orders\"\n"), "cdc.toml");
+  ASSERT_TRUE(captured) << captured.error().report();
+  auto refused = captured->source->build();
+  ASSERT_FALSE(refused);
+  EXPECT_CONTAINS(refused.error().report(), "one of the captured tables");
+  const std::string mysql =
+      error_of(edit(with("signal_table = \"cdc.signal\"\n"), "\"mariadb\"", "\"mysql\""));
+  EXPECT_CONTAINS(mysql, "MariaDB only");
+  // Without the mode and without a signal table: no handle, and the reason names the setting.
+  auto plain = parse_server_config(edit(with(""), "mode = \"incremental\"\n", ""), "cdc.toml");
+  ASSERT_TRUE(plain) << plain.error().report();
+  EXPECT_CONTAINS(plain->source->no_incremental_snapshots_reason().value_or(""), "signal_table");
+  auto plain_source = plain->source->build();
+  ASSERT_TRUE(plain_source);
+  EXPECT_FALSE((*plain_source)->incremental_snapshot_control());
+}
+
 }  // namespace
 }  // namespace cppcdc::server

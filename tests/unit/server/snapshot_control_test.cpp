@@ -455,5 +455,16 @@ TEST(SnapshotForget, AnUnreadableStateIsDroppedWholeOnlyWithAll) {
   EXPECT_EQ(unknown->generation, 1'700'000'001u);
 }
 
+// `cppcdc snapshot request t` implies PostgreSQL's "public."; MySQL and MariaDB have no default
+// database, so their names go to the server as written (it names the problem).
+TEST(SnapshotControlNames, ABareNameIsQualifiedForPostgresOnly) {
+  EXPECT_EQ(qualify_table("orders"), "public.orders");
+  EXPECT_EQ(qualify_table("orders", "postgres"), "public.orders");
+  EXPECT_EQ(qualify_table("app.orders", "postgres"), "app.orders");
+  EXPECT_EQ(qualify_table("orders", "mariadb"), "orders");
+  EXPECT_EQ(qualify_table("orders", "mysql"), "orders");
+  EXPECT_EQ(qualify_table("app.orders", "mariadb"), "app.orders");
+}
+
 }  // namespace
 }  // namespace cppcdc::server
