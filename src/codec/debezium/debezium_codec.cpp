@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 #include "core/event_json.hpp"
 #include "core/json_write.hpp"
@@ -144,7 +145,7 @@ class DebeziumJsonEncoder final : public Encoder {
     const Connector connector = connector_of(e);
     if (options_.schemas_enable) {
       json_lit(out, "{\"schema\":");
-      write_value_schema(out, e, connector);
+      write_value_schema_cached(out, e, connector);
       json_lit(out, ",\"payload\":");
     }
     write_image(out, e.before.row());
@@ -341,6 +342,45 @@ class DebeziumJsonEncoder final : public Encoder {
     json_lit(out, "\"}");
   }
 
+  // The value schema depends on the connector, the record prefix, the columns (with their
+  // json-ness), the key columns and the shape: the same for every event of a table until the
+  // table changes. Kept by a signature of all of these (bounded), since writing it costs far
+  // more than the payload.
+  void write_value_schema_cached(ByteBuffer& out, const Event& e, Connector connector) {
+    signature_.clear();
+    const auto add = [this](std::string_view text) {
+      const auto n = static_cast<std::uint32_t>(text.size());
+      signature_.append(reinterpret_cast<const char*>(&n), sizeof n);
+      signature_.append(text);
+    };
+    signature_ += static_cast<char>('0' + static_cast<int>(connector));
+    add(e.source.source_name);
+    signature_ += e.schema ? '1' : '0';
+    add(e.schema.value_or(""));
+    add(e.table);
+    add(e.shape ? e.shape->content_id() : std::string_view());
+    for (const Row* row : {e.after ? &*e.after : nullptr, e.before.row()}) {
+      signature_ += row == nullptr ? 'n' : 'r';
+      if (row == nullptr) continue;
+      for (const auto& c : *row) {
+        add(c.name);
+        signature_ += c.is_json ? 'j' : 't';
+      }
+    }
+    signature_ += e.primary_key ? 'k' : '-';
+    if (e.primary_key) {
+      for (const auto& k : *e.primary_key) add(k);
+    }
+    auto it = schemas_.find(signature_);
+    if (it == schemas_.end()) {
+      if (schemas_.size() >= kMaxCachedSchemas) schemas_.clear();
+      ByteBuffer built;
+      write_value_schema(built, e, connector);
+      it = schemas_.emplace(signature_, std::string(built.view())).first;
+    }
+    out.raw(it->second);
+  }
+
   void write_value_schema(ByteBuffer& out, const Event& e, Connector connector) {
     json_lit(out, "{\"type\":\"struct\",\"fields\":[");
     write_columns_schema(out, e, "before");
@@ -409,7 +449,11 @@ class DebeziumJsonEncoder final : public Encoder {
     json_lit(out, ",\"version\":1}");
   }
 
+  static constexpr std::size_t kMaxCachedSchemas = 1024;
+
   DebeziumJsonOptions options_;
+  std::string signature_;
+  std::unordered_map<std::string, std::string> schemas_;
   std::optional<std::uint64_t> current_tx_;
   std::map<std::string, std::uint64_t, std::less<>> per_table_;
 };

@@ -474,6 +474,21 @@ TEST(DebeziumJson, SchemasEnableWrapsSchemaAndPayload) {
   const json::object k = parsed(std::string(key.view()));
   EXPECT_EQ(k.at("schema").at("name").as_string(), "postgres.public.orders.Key");
   EXPECT_EQ(k.at("payload").at("id").as_string(), "42");
+  // The schema is kept per table shape: a column added to the same table shows in the next
+  // record's schema, and the first table's schema is still right afterwards.
+  Event wider = e;
+  wider.after->push_back({"added", "x", false});
+  const auto column_names = [](const json::object& record) {
+    std::vector<std::string> out;
+    for (const auto& c : record.at("schema").at("fields").as_array()[1].at("fields").as_array()) {
+      out.emplace_back(c.at("field").as_string());
+    }
+    return out;
+  };
+  EXPECT_EQ(column_names(parsed(encoded(*encoder, wider))),
+            (std::vector<std::string>{"id", "status", "doc", "note", "city", "added"}));
+  EXPECT_EQ(column_names(parsed(encoded(*encoder, e))),
+            (std::vector<std::string>{"id", "status", "doc", "note", "city"}));
   // With the schema, json columns come back as json.
   auto back = make_debezium_json_decoder()->decode(encoded(*encoder, e));
   ASSERT_TRUE(back) << back.error().report();
