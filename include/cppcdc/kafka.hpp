@@ -111,6 +111,13 @@ struct KafkaSinkConfig {
   bool create_topics = false;
   std::int32_t topic_partitions = -1;
   std::int32_t topic_replication_factor = -1;
+  /// Topic configs (name, value) given to each topic the sink creates, e.g.
+  /// {"cleanup.policy", "compact"} for a topic that keeps the latest row per key, or
+  /// "retention.ms". Only with create_topics; a topic that already exists keeps its configs.
+  /// The broker checks names and values when it creates the topic: one it refuses is a
+  /// configuration error naming "topic_config.<name>" when the first record for the topic is
+  /// written.
+  std::vector<std::pair<std::string, std::string>> topic_config;
   /// Further librdkafka properties (name, value), e.g. TLS and SASL settings. Properties the
   /// settings above own (bootstrap.servers, partitioner, compression, linger, batch size,
   /// timeouts, acks, idempotence, transactional.id, topic auto-creation) are refused with the

@@ -71,6 +71,9 @@ class Pipeline {
   TransactionalSink* transactional_sink() const noexcept;
   /// "file:/path" or "stdout", or the names of all sinks joined by ", ".
   std::string name() const;
+  /// Sink::current_problem() of every sink that reports one, each after its sink's name,
+  /// joined by "; " (empty when none does). Thread-safe as Sink::current_problem() is.
+  std::string current_problem() const;
 
  private:
   Pipeline();

@@ -114,6 +114,8 @@ class RouterSink final : public Sink {
   std::string name() const override;
   /// The shortest non-zero ChildBatching::max_delay of the children; 0 when none set one.
   std::chrono::milliseconds batch_delay() const override;
+  /// Each child's current_problem() after the child's name, joined by "; ".
+  std::string current_problem() const override;
 
   /// Every route with its counter, in order.
   std::vector<RouteStats> routes() const;

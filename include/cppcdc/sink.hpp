@@ -42,6 +42,12 @@ class Sink {
   /// takes writes again. An error (a sink that cannot recover, e.g. a producer that hit a fatal
   /// error) ends the retries with it. The default: nothing to do.
   virtual Status recover() { return ok(); }
+  /// What this sink sees going wrong right now, for the health verdict while one of its calls
+  /// is blocked (e.g. "all 3 brokers unreachable for 42 s; last error: ..."); empty when
+  /// nothing is known to be wrong. Diagnostic text only: it never changes what the runtime
+  /// does. Called from other threads (the admin server) while write(), flush() or commit() run
+  /// on the runtime's thread, so it must be thread-safe and must not block. The default: empty.
+  virtual std::string current_problem() const { return {}; }
 };
 
 /// A sink that makes a batch and the checkpoint record durable together, in one transaction of

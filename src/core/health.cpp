@@ -17,6 +17,17 @@ HealthVerdict stalled(StallCause cause, std::string reason) {
 
 std::string ms(std::int64_t value) { return std::to_string(value) + "ms"; }
 
+// What the current delivery attempt is doing, after the failures before it; empty when none
+// runs.
+std::string attempt_note(const HealthInputs& in) {
+  if (!in.attempt) return {};
+  const auto& a = *in.attempt;
+  std::string out = "; the attempt now running has been in " + std::string(a.stage) + " for " +
+                    ms(std::max<std::int64_t>(0, in.now_ms - a.started_at_ms));
+  if (!a.sink_problem.empty()) out += "; the sink reports: " + a.sink_problem;
+  return out;
+}
+
 }  // namespace
 
 std::int64_t stall_threshold_ms(std::uint32_t max_poll_wait_ms) noexcept {
@@ -55,10 +66,24 @@ HealthVerdict evaluate_health(const HealthInputs& in) {
                          " has been failing for " + ms(failing_for) + " (" +
                          std::to_string(f.attempts) + " failed attempts, threshold " +
                          ms(threshold) + ", nothing committed since); last error: " +
-                         f.last_error);
+                         f.last_error + attempt_note(in));
     }
     // The consumer is alive and retrying a batch it holds: neither its polls nor its
     // acknowledgements are expected until the destination takes the batch.
+  } else if (in.attempt) {
+    // The runtime is inside a sink call with the batch; it has not failed (yet), but a call
+    // blocked for longer than the threshold is a delivery that is not getting through.
+    const auto& a = *in.attempt;
+    const std::int64_t blocked_for = age(a.started_at_ms);
+    if (blocked_for >= threshold) {
+      return stalled(StallCause::kDeliveryFailing,
+                     "a delivery attempt of " + std::to_string(a.events) + " events" +
+                         (a.destination.empty() ? std::string() : " to " + a.destination) +
+                         " has not returned for " + ms(blocked_for) + " (now in " + a.stage +
+                         ", threshold " + ms(threshold) + ", nothing committed since)" +
+                         (a.sink_problem.empty() ? std::string()
+                                                 : "; the sink reports: " + a.sink_problem));
+    }
   } else if (in.outstanding_since_ms == 0) {
     // Nothing handed out: the loop should be polling. A commit is a turn of the loop too (the
     // poll comes right after it).
@@ -97,7 +122,21 @@ HealthVerdict evaluate_health(const HealthInputs& in) {
     }
   }
   HealthVerdict v;
-  if (in.last_delivery_at_ms != 0 && age(in.last_delivery_at_ms) <= threshold) {
+  if (in.attempt) {
+    const auto& a = *in.attempt;
+    v.kind = HealthVerdict::Kind::kHealthy;
+    v.reason = "delivering " + std::to_string(a.events) + " events" +
+               (a.destination.empty() ? std::string() : " to " + a.destination) + " (in " +
+               a.stage + " for " + ms(age(a.started_at_ms)) + ")";
+    if (!a.sink_problem.empty()) v.reason += "; the sink reports: " + a.sink_problem;
+  } else if (in.delivery_failure) {
+    // Between two attempts at a batch it holds: retrying, below the threshold.
+    const auto& f = *in.delivery_failure;
+    v.kind = HealthVerdict::Kind::kHealthy;
+    v.reason = "waiting to deliver a batch again" +
+               (f.destination.empty() ? std::string() : " to " + f.destination) + " after " +
+               std::to_string(f.attempts) + " failed attempts";
+  } else if (in.last_delivery_at_ms != 0 && age(in.last_delivery_at_ms) <= threshold) {
     v.kind = HealthVerdict::Kind::kHealthy;
     v.reason = "events delivered " + ms(age(in.last_delivery_at_ms)) + " ago";
   } else {

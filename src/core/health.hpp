@@ -27,6 +27,15 @@ struct DeliveryFailure {
   std::uint64_t attempts = 0;
 };
 
+/// A delivery attempt (Runtime::run_to_completion) that has not returned yet.
+struct DeliveryAttempt {
+  std::string destination;      ///< Pipeline::name()
+  const char* stage = "write";  ///< the call it is in: recover, begin, write, flush, commit
+  std::int64_t started_at_ms = 0;
+  std::uint64_t events = 0;  ///< the batch's size
+  std::string sink_problem;  ///< Pipeline::current_problem(), may be empty
+};
+
 /// Every time is wall clock ms since the epoch; 0 means "never".
 struct HealthInputs {
   RuntimeState state = RuntimeState::kCreated;
@@ -42,6 +51,7 @@ struct HealthInputs {
   std::optional<std::string> position_lost;  ///< report of the error that said so
   std::optional<UnconfirmedPosition> unconfirmed;
   std::optional<DeliveryFailure> delivery_failure;
+  std::optional<DeliveryAttempt> attempt;
   BreakerState breaker = BreakerState::kClosed;
   std::uint32_t consecutive_errors = 0;
   std::string last_recoverable_error;  ///< report of the latest retried error, or empty

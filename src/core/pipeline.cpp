@@ -142,4 +142,15 @@ std::string Pipeline::name() const {
   return out;
 }
 
+std::string Pipeline::current_problem() const {
+  std::string out;
+  for (const auto& route : impl_->routes) {
+    std::string problem = route.sink->current_problem();
+    if (problem.empty()) continue;
+    if (!out.empty()) out += "; ";
+    out += route.sink->name() + ": " + problem;
+  }
+  return out;
+}
+
 }  // namespace cppcdc

@@ -118,6 +118,11 @@ struct Runtime::Impl {
   std::optional<std::string> position_lost;
   std::optional<detail::UnconfirmedPosition> unconfirmed;
   std::optional<detail::DeliveryFailure> delivery_failure;
+  // The delivery attempt of deliver_loop that has not returned yet, and the pipeline it
+  // delivers to (for Pipeline::current_problem()); both only while deliver_loop runs.
+  std::optional<detail::DeliveryAttempt> attempt;
+  const Pipeline* delivering_to = nullptr;
+  const Sink* attempt_sink = nullptr;  // the sink of an idle commit's attempt
   std::optional<detail::CircuitBreaker> breaker;  // made in the constructor
   std::string last_recoverable_error;
   // Events of the transaction after the checkpoint offset that were acknowledged before a
@@ -290,6 +295,27 @@ struct Runtime::Impl {
   // its own with no events) together with the planned record, which the guard checks first.
   Status commit_in_sink(const detail::CommitPlan& plan, bool idle = false) {
     if (!plan.record && !batch_open) return ok();
+    // An idle position's transaction is a delivery attempt of its own (no events): while the
+    // sink's calls block (a broker that is down), the health verdict says so.
+    struct IdleAttempt {
+      Impl& d;
+      bool active;
+      IdleAttempt(Impl& impl, bool on) : d(impl), active(on && !impl.attempt) {
+        if (!active) return;
+        std::lock_guard lock(d.mutex);
+        d.attempt.emplace();
+        d.attempt->started_at_ms = d.now();
+        d.attempt->destination = d.transactional->name();
+        d.attempt->stage = "commit of an idle checkpoint";
+        d.attempt_sink = d.transactional;
+      }
+      ~IdleAttempt() {
+        if (!active) return;
+        std::lock_guard lock(d.mutex);
+        d.attempt.reset();
+        d.attempt_sink = nullptr;
+      }
+    } idle_attempt(*this, idle);
     // An idle commit that failed recoverably may have left the sink needing recovery.
     if (!batch_open && std::exchange(sink_needs_recover, false)) {
       if (auto recovered = transactional->recover(); !recovered) {
@@ -840,9 +866,18 @@ Result<std::uint64_t> Runtime::Impl::deliver_loop(Runtime& runtime, Pipeline& pi
   d.transactional = sink;
   d.gather = pipeline.batch_delay();
   d.cancel = &cancel;
+  {
+    std::lock_guard lock(d.mutex);
+    d.delivering_to = &pipeline;
+  }
   struct Reset {  // the sink is only borrowed for this loop
     Impl& d;
     ~Reset() {
+      {
+        std::lock_guard lock(d.mutex);
+        d.delivering_to = nullptr;
+        d.attempt.reset();
+      }
       d.transactional = nullptr;
       d.batch_open = false;
       // sink_needs_recover stays: the next loop recovers its sink first (a no-op for a sink
@@ -872,7 +907,29 @@ Result<std::uint64_t> Runtime::Impl::deliver_loop(Runtime& runtime, Pipeline& pi
     // a recover() that fails recoverably is retried like any failed attempt.
     // A transactional sink whose idle commit failed recovers before this batch.
     bool recover_first = std::exchange(d.sink_needs_recover, false);
+    // What the health verdict shows while the attempt runs (a sink call may block for as long
+    // as its own timeouts allow, e.g. Kafka's delivery_timeout_ms).
+    const auto stage = [&](const char* name) {
+      std::lock_guard lock(d.mutex);
+      if (name == nullptr) {
+        d.attempt.reset();
+        return;
+      }
+      if (!d.attempt) {
+        d.attempt.emplace();
+        d.attempt->started_at_ms = d.now();
+        d.attempt->destination = pipeline.name();
+        d.attempt->events = batch->size();
+      }
+      d.attempt->stage = name;
+    };
+    struct AttemptEnd {
+      const decltype(stage)& set_stage;
+      ~AttemptEnd() { set_stage(nullptr); }
+    };
     const auto attempt = [&]() -> Status {
+      AttemptEnd end{stage};
+      stage("recover");
       if (recover_first) {
         if (auto recovered = pipeline.recover(); !recovered) {
           return fail(recovered.error().context(context("recovering the sinks to deliver again")));
@@ -880,11 +937,13 @@ Result<std::uint64_t> Runtime::Impl::deliver_loop(Runtime& runtime, Pipeline& pi
         recover_first = false;
       }
       if (sink != nullptr) {
+        stage("begin");
         if (auto begun = sink->begin(); !begun) {
           return fail(begun.error().context(context("opening a transaction for")));
         }
         d.batch_open = true;
       }
+      stage("write");
       auto written = pipeline.write(batch->events());
       if (!written) {
         if (sink != nullptr) {
@@ -895,6 +954,7 @@ Result<std::uint64_t> Runtime::Impl::deliver_loop(Runtime& runtime, Pipeline& pi
       }
       // A transactional sink delivers the batch inside its open transaction here, so that a
       // refused record aborts and retries the batch now instead of failing the commit.
+      stage("flush");
       auto flushed = pipeline.flush();
       if (!flushed) {
         if (sink != nullptr) {
@@ -905,6 +965,7 @@ Result<std::uint64_t> Runtime::Impl::deliver_loop(Runtime& runtime, Pipeline& pi
       }
       if (sink != nullptr) {
         const AckMode mode = batch->ack_mode();
+        stage("commit");
         if (mode.token) CPPCDC_TRY(d.commit_attempt(*sink, *mode.token));
       }
       return ok();
@@ -987,6 +1048,12 @@ RuntimeAdminSnapshot Runtime::admin_snapshot() const {
   in.position_lost = d.position_lost;
   in.unconfirmed = d.unconfirmed;
   in.delivery_failure = d.delivery_failure;
+  in.attempt = d.attempt;
+  if (in.attempt && d.attempt_sink != nullptr) {
+    in.attempt->sink_problem = d.attempt_sink->current_problem();
+  } else if (in.attempt && d.delivering_to != nullptr) {
+    in.attempt->sink_problem = d.delivering_to->current_problem();
+  }
   in.breaker = d.breaker->state();
   in.consecutive_errors = d.breaker->consecutive();
   in.last_recoverable_error = d.last_recoverable_error;

@@ -3,6 +3,7 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <optional>
@@ -11,6 +12,39 @@
 #include <vector>
 
 namespace cppcdc::detail {
+
+/// Levenshtein distance between two short names (for "did you mean" hints).
+inline std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      const std::size_t replace = diagonal + (a[i - 1] == b[j - 1] ? 0 : 1);
+      row[j] = std::min(std::min(row[j] + 1, row[j - 1] + 1), replace);
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+/// The name of `candidates` closest to `name` when it is close enough to be a likely typo of
+/// it (at most 1 edit for names of up to 4 characters, else at most 2); "" otherwise.
+template <class Name>
+std::string closest_name(std::string_view name, const std::vector<Name>& candidates) {
+  std::string best;
+  std::size_t best_distance = name.size() <= 4 ? 2 : 3;
+  for (const auto& c : candidates) {
+    const std::size_t d = edit_distance(std::string_view(c), name);
+    if (d < best_distance && std::string_view(c) != name) {
+      best = std::string(c);
+      best_distance = d;
+    }
+  }
+  return best;
+}
 
 /// The names in double quotes, as alternatives for a message: "a", "b" or "c".
 template <class Name>

@@ -65,22 +65,6 @@ std::string locate(const std::string& origin, const toml::source_region& where) 
   return out;
 }
 
-// Levenshtein distance, for "did you mean" hints on short key names.
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
-
 // For a key found inside a table that the file's top level takes (delivery_contract, or a
 // section such as runtime): where it belongs, as a parenthesised hint; "" otherwise. In TOML a
 // key written after a [table] header belongs to that table, so a top-level key written below
@@ -101,6 +85,55 @@ std::string misplaced_top_level(std::string_view key) {
       return " ([" + std::string(key) +
              "] is a section of its own at the top level of the file, not part of this one)";
     }
+  }
+  return "";
+}
+
+// For a key written in the wrong section: the section that takes it, as a parenthesised hint;
+// "" when the key is not one of the well-known keys of another section. Only keys that belong
+// to one section are listed (a name such as "host" or "topic" may be right in several).
+std::string misplaced_section_key(std::string_view section, std::string_view key) {
+  struct Home {
+    std::string_view key;
+    std::string_view section;
+  };
+  static constexpr Home kHomes[] = {
+      {"dsn", "source"},
+      {"slot_name", "source"},
+      {"publication_name", "source"},
+      {"tables", "source"},
+      {"server_id", "source"},
+      {"source_name", "source"},
+      {"gtid_mode", "source"},
+      {"heartbeat_interval_ms", "source"},
+      {"bootstrap_servers", "sink"},
+      {"create_topics", "sink"},
+      {"topic_partitions", "sink"},
+      {"topic_replication_factor", "sink"},
+      {"topic_config", "sink"},
+      {"transactional_id", "sink"},
+      {"delivery_mode", "sink"},
+      {"tombstones_on_delete", "sink"},
+      {"kafka_properties", "sink"},
+      {"signing_secret", "sink"},
+      {"max_buffer_size", "runtime"},
+      {"max_poll_wait_ms", "runtime"},
+      {"max_event_bytes", "runtime"},
+      {"transaction_boundary", "runtime"},
+      {"transform_error_policy", "runtime"},
+      {"control_socket", "runtime"},
+      {"recoverable_error_breaker_consecutive_threshold", "runtime"},
+      {"recoverable_error_backoff_initial_ms", "runtime"},
+      {"recoverable_error_backoff_max_ms", "runtime"},
+      {"error_linger_ms", "admin"},
+  };
+  // [[sinks]] entries take what [sink] takes.
+  const std::string_view here = section == "sinks" ? std::string_view("sink") : section;
+  for (const auto& home : kHomes) {
+    if (home.key != key) continue;
+    if (home.section == here) return "";
+    return " (" + std::string(key) + " is a key of [" + std::string(home.section) +
+           "], not of this section: move it there)";
   }
   return "";
 }
@@ -168,7 +201,7 @@ class Section final : public Settings {
     if (table_ != nullptr) {
       // A required key is often missing because it was misspelled: name the look-alike.
       for (auto&& [present, node] : *table_) {
-        if (present.str() != key && edit_distance(present.str(), key) <= 2) {
+        if (present.str() != key && detail::edit_distance(present.str(), key) <= 2) {
           hint = "; did you mean " + std::string(key) + " where the file says " +
                  std::string(present.str()) + " (" + locate(origin_, present.source()) + ")?";
           break;
@@ -322,7 +355,13 @@ class Section final : public Settings {
       if (name_ == "pipeline" && key.str() == "transform_runtime") {
         what += " (WASM transforms are not built yet)";
       }
-      if (!name_.empty()) what += misplaced_top_level(key.str());
+      if (!name_.empty()) {
+        const std::string top = misplaced_top_level(key.str());
+        what += top.empty() ? misplaced_section_key(name_, key.str()) : top;
+      }
+      // A near miss of a key this section takes is most likely a typo of it.
+      const std::string closest = detail::closest_name(key.str(), known_);
+      if (!closest.empty()) what += " (did you mean " + closest + "?)";
       return fail(Error::configuration(
           locate(origin_, where) + ": " + label(key.str()) + ": " + what +
           "; expected one of: " + (expected.empty() ? std::string("(none)") : expected)));
@@ -720,7 +759,7 @@ std::string did_you_mean(const std::string& name, const std::vector<std::string>
   std::string best;
   std::size_t best_distance = 3;
   for (const auto& n : names) {
-    const std::size_t d = edit_distance(n, name);
+    const std::size_t d = detail::edit_distance(n, name);
     if (d < best_distance) {
       best = n;
       best_distance = d;

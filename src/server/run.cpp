@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <ctime>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -27,6 +28,7 @@
 #include "cppcdc/transforms.hpp"
 #include "server/admin_http.hpp"
 #include "server/control_socket.hpp"
+#include "server/health_log.hpp"
 #include "server/metrics.hpp"
 #include "server/snapshot_control.hpp"
 
@@ -442,7 +444,11 @@ int run_server(const ServerConfig& config) {
   spdlog::info("pipeline running; send SIGINT or SIGTERM to stop; control socket {}",
                config.control_socket.string());
 
+  std::optional<HealthLogger> health_log;
+  health_log.emplace([rt = runtime->get()] { return rt->admin_snapshot().health; },
+                     std::chrono::seconds(1));
   auto delivered = (*runtime)->run_to_completion(**pipeline, g_stop_requested);
+  health_log.reset();
   (*control)->stop();  // no command is taken while the pipeline shuts down
   if (!delivered) linger_on_breaker_error();
   stop_admin();

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "core/text_util.hpp"
 #include "cppcdc/transforms.hpp"
 
 namespace cppcdc {
@@ -109,7 +110,12 @@ class Reader {
       if (std::find(known_.begin(), known_.end(), k) != known_.end()) continue;
       std::string expected;
       for (const auto& name : known_) expected += (expected.empty() ? "" : ", ") + name;
-      return fail(error_at(&v, k, "unknown key; expected one of: " + expected));
+      const std::string closest = detail::closest_name(k, known_);
+      return fail(error_at(&v, k,
+                           "unknown key" +
+                               (closest.empty() ? std::string()
+                                                : " (did you mean " + closest + "?)") +
+                               "; expected one of: " + expected));
     }
     return ok();
   }

@@ -15,6 +15,8 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -191,7 +193,35 @@ class HttpSink final : public Sink {
 
   std::string name() const override { return "http:" + shown_url_; }
 
+  std::string current_problem() const override {
+    std::lock_guard lock(problem_mutex_);
+    if (!failing_since_) return {};
+    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(
+                             std::chrono::steady_clock::now() - *failing_since_)
+                             .count();
+    return "retrying one request for " + std::to_string(seconds) + " s (" +
+           std::to_string(failed_attempts_) + " failed attempts); last: " + last_failure_;
+  }
+
  private:
+  // What current_problem() reports: the request being retried, while it is.
+  void note_failure(const Error& error) {
+    std::lock_guard lock(problem_mutex_);
+    if (!failing_since_) failing_since_ = std::chrono::steady_clock::now();
+    ++failed_attempts_;
+    last_failure_ = error.report();
+  }
+  void clear_failure() {
+    std::lock_guard lock(problem_mutex_);
+    failing_since_.reset();
+    failed_attempts_ = 0;
+    last_failure_.clear();
+  }
+  mutable std::mutex problem_mutex_;
+  std::optional<std::chrono::steady_clock::time_point> failing_since_;
+  std::uint64_t failed_attempts_ = 0;
+  std::string last_failure_;
+
   std::size_t start_of(std::size_t i) const { return i == 0 ? 0 : ends_[i - 1]; }
 
   // One past the last event of the request that starts at event `first`.
@@ -279,7 +309,10 @@ class HttpSink final : public Sink {
         error = Error::sink(ErrorKind::kTransient, std::move(message));
       } else {
         const http::Outcome outcome = http::classify_status(response.status);
-        if (outcome == http::Outcome::kDelivered) return ok();
+        if (outcome == http::Outcome::kDelivered) {
+          clear_failure();
+          return ok();
+        }
         std::string message = "the receiver at " + shown_url_ + " answered HTTP " +
                               std::to_string(response.status) + " to " + what;
         if (!response.body_prefix.empty()) {
@@ -305,8 +338,10 @@ class HttpSink final : public Sink {
         error = Error::sink(ErrorKind::kTransient, std::move(message));
       }
 
+      note_failure(*error);
       const auto& policy = options_.retry;
       if (policy.max_retries >= 0 && attempt >= policy.max_retries) {
+        clear_failure();
         return fail(error->context("gave up after " + std::to_string(attempt) +
                                    (attempt == 1 ? " retry" : " retries") +
                                    " (retry.max_retries)"));
@@ -316,6 +351,7 @@ class HttpSink final : public Sink {
                            policy.initial_backoff_ms, policy.max_backoff_ms, retry_after,
                            kHttpMaxRetryAfterMs, rng_);
       const auto stopping = [&] {
+        clear_failure();
         return fail(
             error->context("stopping: no further retry (the batch is not acknowledged "
                            "and comes again after a restart)"));

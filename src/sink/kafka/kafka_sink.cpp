@@ -15,6 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -62,10 +63,46 @@ int level_for(int syslog_level) {
   return SPDLOG_LEVEL_DEBUG;
 }
 
-// librdkafka's own log lines, from any of its threads (spdlog is thread-safe).
-void log_callback(const rd_kafka_t*, int level, const char* facility, const char* message) {
-  spdlog::log(static_cast<spdlog::level::level_enum>(level_for(level)),
-              "kafka sink: librdkafka {}: {}", facility, message);
+/// How often a producer's connection failures are logged as warnings while a broker stays
+/// unreachable; the repeats in between go to the debug level.
+constexpr std::chrono::seconds kConnectionWarningEvery{60};
+
+/// Whether a librdkafka log line reports a broker connection failing (it repeats these for as
+/// long as the broker is down, one per reconnect attempt and broker thread).
+bool is_connection_failure(std::string_view facility, std::string_view message) {
+  if (facility != "FAIL" && facility != "ERROR") return false;
+  return message.find("Connect to ") != std::string_view::npos ||
+         message.find("Disconnected") != std::string_view::npos ||
+         message.find("brokers are down") != std::string_view::npos;
+}
+
+// librdkafka's own log lines, from any of its threads (spdlog is thread-safe). A broker that
+// stays down makes librdkafka log a connection failure on every reconnect attempt: the first
+// of them per producer and minute is a warning, the others are debug lines (the health
+// verdict and the delivery errors carry the news meanwhile).
+void log_callback(const rd_kafka_t* rk, int level, const char* facility, const char* message) {
+  auto spd_level = static_cast<spdlog::level::level_enum>(level_for(level));
+  if (spd_level >= spdlog::level::warn && is_connection_failure(facility, message)) {
+    static std::mutex mutex;
+    static std::unordered_map<std::string, std::chrono::steady_clock::time_point> last_warned;
+    const auto now = std::chrono::steady_clock::now();
+    std::lock_guard lock(mutex);
+    auto& at = last_warned[rk != nullptr ? rd_kafka_name(rk) : ""];
+    if (at.time_since_epoch().count() != 0 && now - at < kConnectionWarningEvery) {
+      spd_level = spdlog::level::debug;
+    } else {
+      at = now;
+    }
+  }
+  spdlog::log(spd_level, "kafka sink: librdkafka {}: {}", facility, message);
+}
+
+// The reconciliation marker's producer (diagnostic only) fails its connections together with
+// the sink's own producer: its connection failures are debug lines.
+void marker_log_callback(const rd_kafka_t*, int level, const char* facility, const char* message) {
+  auto spd_level = static_cast<spdlog::level::level_enum>(level_for(level));
+  if (is_connection_failure(facility, message)) spd_level = spdlog::level::debug;
+  spdlog::log(spd_level, "kafka sink: marker producer: librdkafka {}: {}", facility, message);
 }
 
 class KafkaSink final : public TransactionalSink {
@@ -163,6 +200,7 @@ class KafkaSink final : public TransactionalSink {
         [this](int timeout) { return rd_kafka_commit_transaction(rk_, timeout); },
         /*is_commit=*/true);
     if (!committed) return committed;
+    if (troubled_.load(std::memory_order_relaxed)) clear_trouble();
     in_txn_ = false;
     outstanding_ = 0;
     CPPCDC_FAULT_POINT("kafka_sink.after_commit");
@@ -319,6 +357,14 @@ class KafkaSink final : public TransactionalSink {
     produced_since_poll_ = 0;
     delivery_error_.reset();
     failed_.reset();
+    // With create_topics, every topic is looked up (and created if gone) again: a record that
+    // timed out may have been waiting for a topic deleted meanwhile.
+    if (forget_topics_ || config_.create_topics) {
+      for (auto& [name, topic] : topics_) rd_kafka_topic_destroy(topic.rkt);
+      topics_.clear();
+      last_ = nullptr;
+      forget_topics_ = false;
+    }
     return ok();
   }
 
@@ -532,7 +578,7 @@ class KafkaSink final : public TransactionalSink {
     plain.transactional_id.clear();
     auto conf = kafka_sink::build_conf(plain);
     if (!conf) return fail(std::move(conf).error());
-    rd_kafka_conf_set_log_cb(conf->get(), &log_callback);
+    rd_kafka_conf_set_log_cb(conf->get(), &marker_log_callback);
     char err[512];
     marker_rk_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf->get(), err, sizeof err);
     if (marker_rk_ == nullptr) {
@@ -712,6 +758,17 @@ class KafkaSink final : public TransactionalSink {
                               "cannot create topic " + in_quotes(name) + ": " + err)
                       .for_setting(SettingOwner::kSink, "topic_partitions"));
     }
+    for (const auto& [config_name, value] : config_.topic_config) {
+      if (rd_kafka_resp_err_t e =
+              rd_kafka_NewTopic_set_config(nt, config_name.c_str(), value.c_str());
+          e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        rd_kafka_NewTopic_destroy(nt);
+        return fail(Error::sink(ErrorKind::kConfiguration,
+                                "cannot create topic " + in_quotes(name) + " with topic config " +
+                                    in_quotes(config_name) + ": " + rd_kafka_err2str(e))
+                        .for_setting(SettingOwner::kSink, "topic_config." + config_name));
+      }
+    }
     rd_kafka_queue_t* queue = rd_kafka_queue_new(rk_);
     rd_kafka_AdminOptions_t* options =
         rd_kafka_AdminOptions_new(rk_, RD_KAFKA_ADMIN_OP_CREATETOPICS);
@@ -761,10 +818,19 @@ class KafkaSink final : public TransactionalSink {
                           .for_setting(SettingOwner::kSink, "topic_replication_factor"));
             break;
           case RD_KAFKA_RESP_ERR_INVALID_CONFIG:
-          case RD_KAFKA_RESP_ERR_POLICY_VIOLATION:
+          case RD_KAFKA_RESP_ERR_POLICY_VIOLATION: {
+            // The broker's message names the config it refused, when it was one of ours.
+            std::string setting = config_.topic_config.empty() ? "topic" : "topic_config";
+            for (const auto& [config_name, value] : config_.topic_config) {
+              if (detail.find(config_name) != std::string::npos) {
+                setting = "topic_config." + config_name;
+                break;
+              }
+            }
             st = fail(Error::sink(ErrorKind::kConfiguration, where + ": " + detail)
-                          .for_setting(SettingOwner::kSink, "topic"));
+                          .for_setting(SettingOwner::kSink, setting));
             break;
+          }
           default:
             st = fail(Error::sink(ErrorKind::kTransient, where + ": " + detail));
         }
@@ -898,6 +964,17 @@ class KafkaSink final : public TransactionalSink {
                                "IDEMPOTENT_WRITE on the cluster");
       case RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC:
       case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
+        if (config_.create_topics) {
+          // It existed when the sink first used it: deleted since. The retry creates it again.
+          forget_topics_ = true;
+          return Error::sink(ErrorKind::kTransient,
+                             record +
+                                 " was refused: the topic no longer exists (deleted while "
+                                 "the pipeline ran?)" +
+                                 code +
+                                 "; with create_topics = true the sink creates it again when "
+                                 "the batch is delivered again");
+        }
         return Error::sink(ErrorKind::kConfiguration,
                            record + " was refused: the topic does not exist" + code +
                                "; create it, or set create_topics = true")
@@ -934,7 +1011,11 @@ class KafkaSink final : public TransactionalSink {
   static void on_delivery(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
     auto* self = static_cast<KafkaSink*>(opaque);
     if (self->outstanding_ > 0) --self->outstanding_;
-    if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR || self->delivery_error_) return;
+    if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      if (self->troubled_.load(std::memory_order_relaxed)) self->clear_trouble();
+      return;
+    }
+    if (self->delivery_error_) return;
     const std::string topic = rd_kafka_topic_name(m->rkt);
     std::string what = "the " + header_text(m, kafka_sink::kHeaderOp);
     if (m->key != nullptr) {
@@ -952,6 +1033,10 @@ class KafkaSink final : public TransactionalSink {
         std::string(rd_kafka_err2name(static_cast<rd_kafka_resp_err_t>(err))) + ": " + reason;
     {
       std::lock_guard lock(self->mutex_);
+      if (is_broker_trouble(err) && !self->trouble_since_) {
+        self->trouble_since_ = Clock::now();
+        self->troubled_.store(true, std::memory_order_relaxed);
+      }
       if (text == self->last_broker_error_) return;  // librdkafka repeats itself while down
       self->last_broker_error_ = text;
     }
@@ -959,6 +1044,47 @@ class KafkaSink final : public TransactionalSink {
     if (err != RD_KAFKA_RESP_ERR__TRANSPORT) spdlog::warn("kafka sink: {}", text);
   }
 
+  /// Errors that mean the brokers cannot be reached (as opposed to a refused record).
+  static bool is_broker_trouble(int err) {
+    switch (static_cast<rd_kafka_resp_err_t>(err)) {
+      case RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN:
+      case RD_KAFKA_RESP_ERR__TRANSPORT:
+      case RD_KAFKA_RESP_ERR__RESOLVE:
+      case RD_KAFKA_RESP_ERR__AUTHENTICATION:
+      case RD_KAFKA_RESP_ERR__SSL:
+      case RD_KAFKA_RESP_ERR__TIMED_OUT:
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  /// A record was delivered (or a transaction committed): the brokers take records again.
+  void clear_trouble() {
+    std::lock_guard lock(mutex_);
+    if (!trouble_since_) return;
+    const auto seconds =
+        std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - *trouble_since_).count();
+    spdlog::info(
+        "kafka sink: {} takes records again, {} s after librdkafka reported it unreachable "
+        "(last error: {})",
+        in_quotes(config_.bootstrap_servers), seconds, last_broker_error_);
+    trouble_since_.reset();
+    troubled_.store(false, std::memory_order_relaxed);
+  }
+
+ public:
+  std::string current_problem() const override {
+    std::lock_guard lock(mutex_);
+    if (!trouble_since_) return {};
+    const auto seconds =
+        std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - *trouble_since_).count();
+    return "no record delivered to " + in_quotes(config_.bootstrap_servers) + " since librdkafka " +
+           "reported a broker problem " + std::to_string(seconds) +
+           " s ago; last error: " + last_broker_error_;
+  }
+
+ private:
   void destroy(bool purge) {
     if (marker_rk_ != nullptr) {
       (void)rd_kafka_flush(marker_rk_, purge ? 0 : 5'000);
@@ -1013,8 +1139,15 @@ class KafkaSink final : public TransactionalSink {
   std::optional<Error> delivery_error_;  // the first failed delivery report
   std::optional<Error> failed_;          // the first failure of any call: sticky
 
-  mutable std::mutex mutex_;       // guards last_broker_error_ (error_cb)
+  // A record found its topic gone (create_topics): recover() drops the topic handles, so that
+  // the next write looks each topic up (and creates it) again.
+  mutable bool forget_topics_ = false;
+  mutable std::mutex mutex_;       // guards last_broker_error_ and trouble_since_
   std::string last_broker_error_;  // the last distinct error librdkafka reported
+  // Since when librdkafka reports the brokers unreachable with no delivery since (for
+  // current_problem()); troubled_ mirrors whether it is set, read without the lock.
+  std::optional<Clock::time_point> trouble_since_;
+  std::atomic<bool> troubled_{false};
 };
 
 /// The Kafka sink as a plain Sink, for the runtime's at-least-once path: idempotent, it is the
@@ -1055,6 +1188,7 @@ class KafkaBatchSink final : public Sink {
     return closed;
   }
   std::string name() const override { return sink_->name(); }
+  std::string current_problem() const override { return sink_->current_problem(); }
 
  private:
   void abort_open() {

@@ -61,6 +61,9 @@ class ConfiguredKafkaSink final : public ConfiguredSink {
       add("missing topics",
           "created (partitions: " + or_default(config_.topic_partitions) +
               ", replication factor: " + or_default(config_.topic_replication_factor) + ")");
+      for (const auto& [name, value] : config_.topic_config) {
+        add("topic config", name + " = " + in_quotes(value));
+      }
     } else {
       add("missing topics", "an error (create_topics = false)");
     }
@@ -268,6 +271,16 @@ Result<std::unique_ptr<ConfiguredSink>> configure(const Settings& settings) {
   CPPCDC_TRY(detail::assign_int(settings, "topic_partitions", -1, 1'000'000, c.topic_partitions));
   CPPCDC_TRY(detail::assign_int(settings, "topic_replication_factor", -1, 32'767,
                                 c.topic_replication_factor));
+  auto topic_config = settings.get_string_map("topic_config", "\"topic config\" = \"value\"");
+  if (!topic_config) return fail(topic_config.error());
+  if (*topic_config) {
+    if (!c.create_topics) {
+      return fail(settings.error("topic_config",
+                                 "applies only to topics the sink creates; set create_topics = "
+                                 "true, or set the configs on the topics yourself"));
+    }
+    c.topic_config = std::move(**topic_config);
+  }
   if (sized && !c.create_topics) {
     return fail(settings.error(
         settings.has("topic_partitions") ? "topic_partitions" : "topic_replication_factor",

@@ -284,6 +284,16 @@ std::chrono::milliseconds RouterSink::batch_delay() const {
   return shortest;
 }
 
+std::string RouterSink::current_problem() const {
+  std::string out;
+  for (const auto& child : impl_->children) {
+    std::string problem = child.sink->current_problem();
+    if (problem.empty()) continue;
+    out += (out.empty() ? "" : "; ") + child.name + ": " + problem;
+  }
+  return out;
+}
+
 std::vector<RouteStats> RouterSink::routes() const {
   const auto& d = *impl_;
   std::vector<RouteStats> out;

@@ -2,8 +2,11 @@
 // are retried under the shared back-off (the same batch delivered again after
 // Sink::recover()), the run does not end, and nothing is lost; under effectively_once nothing is
 // delivered twice either. The broker is the test's own (scripts/kafka.sh, a port next to the
-// shared one), restarted twice while PostgreSQL keeps changing rows.
+// shared one), restarted twice while PostgreSQL keeps changing rows. And an outage shorter than
+// delivery_timeout_ms, where no call fails but a flush waits: the health verdict and the log
+// say so while it lasts.
 
+#include <httplib.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -156,3 +159,120 @@ TEST(KafkaBrokerRestart, EffectivelyOnceRidesOutTwoRestartsWithEveryChangeOnce) 
 }
 
 }  // namespace
+
+namespace {
+
+struct Reply {
+  int status = -1;  ///< -1: no answer
+  std::string body;
+};
+
+Reply http_get(int port, const std::string& path) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_connection_timeout(2, 0);
+  client.set_read_timeout(10, 0);
+  auto res = client.Get(path.c_str());
+  if (!res) return {};
+  return {res->status, res->body};
+}
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+// The broker goes away for longer than the stall threshold (30 s) but shorter than
+// delivery_timeout_ms: the sink's flush waits, nothing fails. /readyz must still turn 503
+// (stalled:delivery_failing, naming the blocked stage and librdkafka's complaint), the log must
+// say so once, and both must clear when the broker is back, with the change delivered.
+TEST(KafkaBrokerOutage, ABlockedFlushTurnsReadinessStalledAndTheLogSaysSo) {
+  KAFKA_TEST_BOOTSTRAP(shared);
+  kafka_it::OwnBroker broker(shared, 48);
+  ASSERT_TRUE(broker.started) << "scripts/kafka.sh could not start a broker on port "
+                              << broker.port;
+  const std::string db = it::test_database("kbr_outage");
+  it::fresh_database(db);
+  const fs::path dir = fs::temp_directory_path() / ("cppcdc-it-" + db);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string source = kafka_it::unique_topic("outage");
+  it::PgSession s(it::dsn_for(db));
+  s.query("create table t (id int primary key)");
+  {
+    std::ofstream cfg(dir / "cdc.toml");
+    cfg << "[source]\ntype = \"postgres\"\ndsn = \"" << it::dsn_for(db) << "\"\n"
+        << "slot_name = \"" << db << "\"\npublication_name = \"" << db << "_pub\"\n"
+        << "source_name = \"" << source << "\"\ntables = [\"public.t\"]\n\n"
+        << "[sink]\ntype = \"kafka\"\nbootstrap_servers = \"" << broker.bootstrap << "\"\n"
+        << "create_topics = true\ndelivery_timeout_ms = 600000\n\n"
+        << "[state.offset]\nbackend = \"local_fs\"\ndir = \"state\"\n\n"
+        << "[runtime]\nmax_poll_wait_ms = 100\n\n"
+        << "[admin]\nlisten = \"127.0.0.1:0\"\n";
+  }
+  pid_t child = -1;
+  it::start_cppcdc_process(child, dir, it::admin_dsn(), db, 120);
+  struct Guard {
+    pid_t& pid;
+    ~Guard() {
+      if (pid > 0) it::stop_cppcdc_process(pid, SIGKILL);
+    }
+  } guard{child};
+  const fs::path log = dir / "cppcdc.log";
+  const auto log_text = [&] {
+    std::ifstream in(log);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string marker = "admin server listening on http://127.0.0.1:";
+  ASSERT_TRUE(it::wait_until([&] { return has(log_text(), marker); }, 30s)) << log_text();
+  const std::string text = log_text();
+  const int port = std::atoi(text.c_str() + text.find(marker) + marker.size());
+  const std::string topic = source + ".public.t";
+  s.query("insert into t values (1)");
+  ASSERT_TRUE(it::wait_until(
+      [&] {
+        return kafka_it::partition_count(broker.bootstrap, topic) > 0 &&
+               kafka_it::read_topic(broker.bootstrap, topic).size() == 1;
+      },
+      60s, 200ms))
+      << log_text();
+
+  ASSERT_TRUE(broker.stop());
+  s.query("insert into t values (2)");
+  Reply ready;
+  ASSERT_TRUE(it::wait_until(
+      [&] {
+        ready = http_get(port, "/readyz");
+        return ready.status == 503;
+      },
+      120s, 500ms))
+      << ready.body << "\n"
+      << log_text();
+  EXPECT_TRUE(has(ready.body, "stalled:delivery_failing")) << ready.body;
+  EXPECT_TRUE(has(ready.body, "now in flush")) << ready.body;
+  EXPECT_TRUE(has(ready.body, "the sink reports: kafka:")) << ready.body;
+  EXPECT_TRUE(has(ready.body, "Connection refused")) << ready.body;
+  ASSERT_TRUE(it::wait_until(
+      [&] { return has(log_text(), "health: stalled:delivery_failing: a delivery attempt"); }, 10s))
+      << log_text();
+  // Nothing failed: the change waits in the producer, and comes through once the broker is back.
+  EXPECT_FALSE(has(log_text(), "delivering the same batch again")) << log_text();
+
+  ASSERT_TRUE(broker.start());
+  ASSERT_TRUE(it::wait_until([&] { return http_get(port, "/readyz").status == 200; }, 120s, 500ms))
+      << http_get(port, "/readyz").body << "\n"
+      << log_text();
+  // Healthy or idle (the change was polled before the outage): either ends the stall.
+  ASSERT_TRUE(it::wait_until(
+      [&] {
+        return has(log_text(), "again after") &&
+               has(log_text(), "ms stalled (stalled:delivery_failing)");
+      },
+      10s))
+      << log_text();
+  EXPECT_TRUE(has(log_text(), "takes records again")) << log_text();
+  EXPECT_EQ(kafka_it::read_topic(broker.bootstrap, topic).size(), 2u);
+  EXPECT_EQ(it::stop_cppcdc_process(child, SIGTERM), 0) << it::log_tail(log);
+  it::drop_slots(db);
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}

@@ -311,6 +311,87 @@ TEST(KafkaSinkOnBroker, CreateTopicsMakesAMissingTopicWithTheGivenPartitions) {
   EXPECT_EQ(kafka_it::read_topic(bootstrap, source + ".public.u").size(), 2u);
 }
 
+// topic_config reaches the topics the sink creates (read back by confluent-kafka's admin
+// client), so that a compacted topic needs no step outside cppcdc.
+TEST(KafkaSinkOnBroker, CreateTopicsGivesTheTopicConfigToEveryTopicItCreates) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  const std::string source = kafka_it::unique_topic("configured");
+  KafkaSinkConfig c;
+  c.bootstrap_servers = bootstrap;
+  c.create_topics = true;
+  c.topic_config = {{"cleanup.policy", "compact"}, {"min.compaction.lag.ms", "60000"}};
+  auto sink = open_sink(c);
+  ASSERT_NE(sink, nullptr);
+  ASSERT_TRUE(sink->write(std::vector<Event>{change(Operation::kInsert, source, "t", 1, "n")}));
+  const auto flushed = sink->flush();
+  ASSERT_TRUE(flushed) << flushed.error().report();
+  ASSERT_TRUE(sink->close());
+  const std::string topic = source + ".public.t";
+  const auto policy =
+      kafka_it::run_command(kafka_it::tool() + " " + bootstrap + " config " + topic +
+                            " cleanup.policy");
+  EXPECT_EQ(policy.code, 0);
+  EXPECT_EQ(policy.output, "compact\n");
+  const auto lag = kafka_it::run_command(kafka_it::tool() + " " + bootstrap + " config " + topic +
+                                         " min.compaction.lag.ms");
+  EXPECT_EQ(lag.output, "60000\n");
+}
+
+TEST(KafkaSinkOnBroker, ATopicConfigTheBrokerRefusesIsAConfigurationErrorNamingIt) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  const std::string source = kafka_it::unique_topic("badconfig");
+  KafkaSinkConfig c;
+  c.bootstrap_servers = bootstrap;
+  c.create_topics = true;
+  c.topic_config = {{"cleanup.policy", "sometimes"}};
+  auto sink = open_sink(c);
+  ASSERT_NE(sink, nullptr);
+  auto st = sink->write(std::vector<Event>{change(Operation::kInsert, source, "t", 1, "n")});
+  if (st) st = sink->flush();
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().kind(), ErrorKind::kConfiguration) << st.error().report();
+  EXPECT_EQ(st.error().setting(), "topic_config.cleanup.policy") << st.error().report();
+  EXPECT_CONTAINS(st.error().report(), "sometimes");
+  (void)sink->close();
+  EXPECT_EQ(kafka_it::partition_count(bootstrap, source + ".public.t"), -1);
+}
+
+// A topic deleted under a running sink: with create_topics the failed batch is retryable, and
+// the retry (after recover()) creates the topic again and delivers.
+TEST(KafkaSinkOnBroker, ATopicDeletedWhileRunningIsCreatedAgainByTheRetry) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  const std::string source = kafka_it::unique_topic("deleted");
+  const std::string topic = source + ".public.t";
+  KafkaSinkConfig c;
+  c.bootstrap_servers = bootstrap;
+  c.create_topics = true;
+  c.delivery_timeout_ms = 5'000;
+  auto sink = open_sink(c);
+  ASSERT_NE(sink, nullptr);
+  ASSERT_TRUE(sink->write(std::vector<Event>{change(Operation::kInsert, source, "t", 1, "a")}));
+  ASSERT_TRUE(sink->flush());
+  const auto deleted = kafka_it::run_command(kafka_it::tool() + " " + bootstrap + " delete " + topic);
+  ASSERT_EQ(deleted.code, 0) << deleted.output;
+  const std::vector<Event> next = {change(Operation::kInsert, source, "t", 2, "b")};
+  bool delivered = false;
+  for (int attempt = 0; attempt < 5 && !delivered; ++attempt) {
+    auto st = sink->write(next);
+    if (st) st = sink->flush();
+    if (st) {
+      delivered = true;
+      break;
+    }
+    ASSERT_TRUE(st.error().retryable()) << st.error().report();
+    const auto recovered = sink->recover();
+    ASSERT_TRUE(recovered) << recovered.error().report();
+  }
+  ASSERT_TRUE(delivered);
+  ASSERT_TRUE(sink->close());
+  const auto records = kafka_it::read_topic(bootstrap, topic);
+  ASSERT_FALSE(records.empty());
+  EXPECT_CONTAINS(*records.back().value, "\"b\"");
+}
+
 TEST(KafkaSinkOnBroker, ARecordLargerThanTheTopicTakesIsATerminalErrorNamingTopicAndRemedy) {
   KAFKA_TEST_BOOTSTRAP(bootstrap);
   const std::string topic = kafka_it::unique_topic("small");

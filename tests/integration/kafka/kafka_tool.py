@@ -6,6 +6,8 @@ Usage: kafka_tool.py BOOTSTRAP COMMAND ...
   create TOPIC PARTITIONS [NAME=VALUE ...]   create a topic (replication 1) with topic configs
   partitions TOPIC                           print the topic's partition count
   produce TOPIC KEY                          send one record, its value read from stdin
+  delete TOPIC                               delete a topic and wait until it is gone
+  config TOPIC NAME                          print the value of one of the topic's configs
   read TOPIC [read_committed|read_uncommitted]
       print every record from the beginning up to the end the topic had when the command
       started, one JSON object per line, partition by partition in offset order:
@@ -26,7 +28,7 @@ import sys
 import time
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 
 def fail(message):
@@ -180,12 +182,43 @@ def produce(bootstrap, topic, key):
         fail("producing to %s: %s" % (topic, errors or "not delivered within 60 s"))
 
 
+def delete(bootstrap, topic):
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.delete_topics([topic], operation_timeout=30)
+    try:
+        futures[topic].result(timeout=60)
+    except KafkaException as e:
+        fail("deleting %s: %s" % (topic, e))
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if topic not in admin.list_topics(timeout=10).topics:
+            return
+        time.sleep(0.1)
+    fail("topic %s still listed 60 s after its deletion" % topic)
+
+
+def config(bootstrap, topic, name):
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    try:
+        entries = admin.describe_configs([resource])[resource].result(timeout=60)
+    except KafkaException as e:
+        fail("describing %s: %s" % (topic, e))
+    if name not in entries:
+        fail("topic %s has no config %s" % (topic, name))
+    print(entries[name].value)
+
+
 def main(argv):
     if len(argv) < 3:
         fail(__doc__)
     bootstrap, command, args = argv[1], argv[2], argv[3:]
     if command == "create" and len(args) >= 2:
         create(bootstrap, args[0], args[1], args[2:])
+    elif command == "delete" and len(args) == 1:
+        delete(bootstrap, args[0])
+    elif command == "config" and len(args) == 2:
+        config(bootstrap, args[0], args[1])
     elif command == "partitions" and len(args) == 1:
         partitions(bootstrap, args[0])
     elif command == "produce" and len(args) == 2:

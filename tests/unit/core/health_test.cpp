@@ -3,6 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
 #include "core/health.hpp"
 #include "fake_runtime.hpp"
 
@@ -141,6 +146,9 @@ TEST(Health, ReportedDeliveryFailuresNameTheDestinationOnlyOnceOlderThanTheThres
       f.clock.advance(kThreshold / 5 - 1);
       // Younger than the threshold: neither a stall nor mistaken for a dead loop.
       EXPECT_EQ(f.health().kind, HealthVerdict::Kind::kHealthy) << f.health().reason;
+      EXPECT_TRUE(has(f.health().reason, "waiting to deliver a batch again to kafka orders after " +
+                                             std::to_string(i + 1) + " failed attempts"))
+          << f.health().reason;
     }
   }
   f.clock.advance(10);
@@ -279,4 +287,150 @@ TEST(HealthChangeKey, NamesEveryVerdictAndCause) {
     v.cause = cause;
     EXPECT_EQ(v.change_key(), std::string("stalled:") + key);
   }
+}
+
+namespace {
+
+/// A sink whose flush() blocks until the test releases it, like a Kafka producer waiting out
+/// delivery_timeout_ms while the broker is down; it reports what it sees meanwhile.
+class BlockingSink final : public Sink {
+ public:
+  Status write(std::span<const Event>) override { return ok(); }
+  Status flush() override {
+    std::unique_lock lock(mutex_);
+    entered_ = true;
+    changed_.notify_all();
+    changed_.wait(lock, [this] { return released_; });
+    ++flushes_;
+    changed_.notify_all();
+    return ok();
+  }
+  Status close() override { return ok(); }
+  std::string name() const override { return "blocking"; }
+  std::string current_problem() const override {
+    std::lock_guard lock(mutex_);
+    return released_ ? std::string() : "all brokers down for 12 s";
+  }
+  void wait_entered() {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [this] { return entered_; });
+  }
+  void release() {
+    std::lock_guard lock(mutex_);
+    released_ = true;
+    changed_.notify_all();
+  }
+  void wait_flushed() {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [this] { return flushes_ > 0; });
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  bool entered_ = false;
+  bool released_ = false;
+  int flushes_ = 0;
+};
+
+}  // namespace
+
+// A sink call that blocks (no error yet) is a delivery that is not getting through: past the
+// threshold the verdict is delivery_failing with the stage and the sink's own account, not
+// consumer_not_acknowledging (the runtime is the consumer here) and not idle.
+TEST(Health, ABlockedSinkCallIsDeliveryFailingOnceItOutlastsTheThreshold) {
+  FakeRuntime f;
+  ASSERT_TRUE(f.runtime->start());
+  f.source->add(2);
+  BlockingSink sink;
+  std::atomic<bool> cancel{false};
+  std::thread loop([&] { (void)f.runtime->run_to_completion(sink, cancel); });
+  sink.wait_entered();
+  auto v = f.health();
+  EXPECT_EQ(v.kind, HealthVerdict::Kind::kHealthy) << v.reason;
+  EXPECT_TRUE(has(v.reason, "delivering 2 events to blocking (in flush")) << v.reason;
+  EXPECT_TRUE(has(v.reason, "all brokers down")) << v.reason;
+  f.clock.advance(kThreshold + 1'000);
+  v = f.health();
+  EXPECT_EQ(v.cause, StallCause::kDeliveryFailing) << v.reason;
+  EXPECT_TRUE(has(v.reason, "has not returned for 31000ms (now in flush")) << v.reason;
+  EXPECT_TRUE(has(v.reason, "the sink reports: blocking: all brokers down")) << v.reason;
+  sink.release();
+  sink.wait_flushed();
+  cancel.store(true);
+  loop.join();
+  EXPECT_NE(f.health().cause, StallCause::kDeliveryFailing) << f.health().reason;
+  EXPECT_EQ(f.runtime->admin_snapshot().events_committed, 2u);
+}
+
+namespace {
+
+/// A transactional sink whose commit() blocks until released (a coordinator that does not
+/// answer), reporting what it sees meanwhile.
+class BlockingCommitSink final : public TransactionalSink {
+ public:
+  Status begin() override { return ok(); }
+  Status write(std::span<const Event>) override { return ok(); }
+  Status flush() override { return ok(); }
+  Status commit(const std::optional<CheckpointRecord>&) override {
+    std::unique_lock lock(mutex_);
+    entered_ = true;
+    changed_.notify_all();
+    changed_.wait(lock, [this] { return released_; });
+    ++commits_;
+    changed_.notify_all();
+    return ok();
+  }
+  Status abort() override { return ok(); }
+  Status close() override { return ok(); }
+  std::string name() const override { return "tx"; }
+  std::string current_problem() const override {
+    std::lock_guard lock(mutex_);
+    return released_ ? std::string() : "coordinator unreachable";
+  }
+  void wait_entered() {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [this] { return entered_; });
+  }
+  void release() {
+    std::lock_guard lock(mutex_);
+    released_ = true;
+    changed_.notify_all();
+  }
+  void wait_committed() {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [this] { return commits_ > 0; });
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  bool entered_ = false;
+  bool released_ = false;
+  int commits_ = 0;
+};
+
+}  // namespace
+
+// The transaction that checkpoints an idle position is an attempt too: blocked past the
+// threshold it is delivery_failing, not a poll loop that stopped turning.
+TEST(Health, ABlockedIdleCheckpointCommitIsDeliveryFailing) {
+  FakeRuntime f;
+  ASSERT_TRUE(f.runtime->start());
+  f.source->idle = "7";
+  BlockingCommitSink sink;
+  std::atomic<bool> cancel{false};
+  std::thread loop([&] { (void)f.runtime->run_to_completion(sink, cancel); });
+  sink.wait_entered();
+  auto v = f.health();
+  EXPECT_TRUE(has(v.reason, "in commit of an idle checkpoint")) << v.reason;
+  f.clock.advance(kThreshold + 1'000);
+  v = f.health();
+  EXPECT_EQ(v.cause, StallCause::kDeliveryFailing) << v.reason;
+  EXPECT_TRUE(has(v.reason, "the sink reports: coordinator unreachable")) << v.reason;
+  sink.release();
+  sink.wait_committed();
+  cancel.store(true);
+  loop.join();
+  EXPECT_NE(f.health().cause, StallCause::kDeliveryFailing) << f.health().reason;
 }

@@ -401,7 +401,18 @@ TEST(KafkaSinkPlugin, ErrorsNameTheKey) {
   EXPECT_CONTAINS(config_error(edit(c, "create_topics = true", "create_topics = false")),
                   "[sink] topic_partitions: applies only to topics the sink creates");
   EXPECT_CONTAINS(config_error(edit(c, "tombstones_on_delete", "tombstones_on_delet")),
-                  "[sink] tombstones_on_delet: unknown key");
+                  "[sink] tombstones_on_delet: unknown key (did you mean tombstones_on_delete?)");
+  {
+    // topic_config without create_topics (and without the sizing keys, refused first).
+    std::string no_create = edit(c, "create_topics = true", "create_topics = false");
+    no_create = edit(no_create, "topic_partitions = 6", "");
+    no_create = edit(no_create, "topic_replication_factor = 1", "");
+    EXPECT_CONTAINS(config_error(no_create + "\n[sink.topic_config]\n\"cleanup.policy\" = "
+                                             "\"compact\"\n"),
+                    "[sink] topic_config: applies only to topics the sink creates");
+    EXPECT_CONTAINS(config_error(c + "\n[sink.topic_config]\n\"cleanup.policy\" = 1\n"),
+                    "[sink] topic_config: the value for \"cleanup.policy\" must be a string");
+  }
   EXPECT_CONTAINS(config_error(edit(c, "\"sasl.username\" = \"cdc\"", "\"sasl.username\" = 5")),
                   "must be a string");
   EXPECT_CONTAINS(config_error(edit(c, "\"sasl.username\"", "\"linger.ms\"")),

@@ -258,8 +258,9 @@ TEST(PluginRegistry, APluginsSettingErrorsNameTheKeyAsTheFileSpellsIt) {
                   "cdc.toml: [source] events: required (how many events to produce)");
   EXPECT_CONTAINS(error_of(edit(kTestPipeline, "events = 7", "events = 13")),
                   "cdc.toml:3:10: [source] events: 13 brings bad luck");
-  EXPECT_CONTAINS(error_of(edit(kTestPipeline, "events = 7", "events = 7\nevnets = 1")),
-                  "[source] evnets: unknown key; expected one of: type, events");
+  EXPECT_CONTAINS(
+      error_of(edit(kTestPipeline, "events = 7", "events = 7\nevnets = 1")),
+      "[source] evnets: unknown key (did you mean events?); expected one of: type, events");
   EXPECT_CONTAINS(error_of(edit(kTestPipeline, "[sink]\n", "[sink]\npath = \"x\"\n")),
                   "[sink] path: unknown key; expected one of: type, name, batch_max_events, "
                   "sink_flush_interval_events, batch_max_delay_ms");

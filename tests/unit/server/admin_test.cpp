@@ -83,9 +83,11 @@ TEST(AdminConfig, ErrorsNameTheKey) {
                            "[admin]\ntoken_env = \"CPPCDC_TEST_SURELY_UNSET_VARIABLE\"\n"),
                   "[admin] token_env: the environment variable "
                   "\"CPPCDC_TEST_SURELY_UNSET_VARIABLE\" is not set or empty");
-  EXPECT_CONTAINS(error_of(std::string(kMinimal) + "[admin]\nlisen = \"127.0.0.1:1\"\n"),
-                  "[admin] lisen: unknown key; expected one of: listen, token, token_env, "
-                  "error_linger_ms");
+  EXPECT_CONTAINS(
+      error_of(std::string(kMinimal) + "[admin]\nlisen = \"127.0.0.1:1\"\n"),
+      "[admin] lisen: unknown key (did you mean listen?); expected one of: listen, token, "
+      "token_env, "
+      "error_linger_ms");
   EXPECT_CONTAINS(error_of(std::string(kMinimal) + "[admin]\nerror_linger_ms = -1\n"),
                   "[admin] error_linger_ms: expected an integer from 0 to 3600000, found -1");
 }

@@ -429,6 +429,25 @@ TEST(ServerConfig, SlotAndPublicationNamesAreValidated) {
       "[source] publication_name");
 }
 
+// A near miss of a key the section takes names that key; a well-known key of another section
+// names the section it belongs to.
+TEST(ServerConfig, UnknownKeysNameTheLikelyTypoOrTheSectionTheyBelongTo) {
+  const std::string example = kExample;
+  EXPECT_CONTAINS(error_of(edit(example, "slot_name =", "slot_nmae =")),
+                  "[source] slot_nmae: unknown key (did you mean slot_name?)");
+  EXPECT_CONTAINS(error_of(edit(example, "[runtime]\n", "[runtime]\nmax_bufer_size = 1\n")),
+                  "[runtime] max_bufer_size: unknown key (did you mean max_buffer_size?)");
+  // Nothing close: no guess.
+  const std::string far = error_of(edit(example, "[sink]\n", "[sink]\nformat = \"json\"\n"));
+  EXPECT_CONTAINS(far, "[sink] format: unknown key; expected one of:");
+  EXPECT_EQ(far.find("did you mean"), std::string::npos) << far;
+  EXPECT_CONTAINS(error_of(edit(example, "[sink]\n", "[sink]\npublication_name = \"p\"\n")),
+                  "[sink] publication_name: unknown key (publication_name is a key of [source], "
+                  "not of this section: move it there)");
+  EXPECT_CONTAINS(error_of(edit(example, "[source]\n", "[source]\nmax_poll_wait_ms = 5\n")),
+                  "(max_poll_wait_ms is a key of [runtime], not of this section");
+}
+
 TEST(ServerConfig, UnknownKeysAreErrorsNamingTheKey) {
   const std::string example = kExample;
   EXPECT_CONTAINS(error_of(edit(example, "slot_name =", "slot_nmae =")),
@@ -635,7 +654,8 @@ TEST(ServerConfig, ControlSocketKeyIsReadAndValidated) {
   EXPECT_CONTAINS(error_of(edit(example, "[runtime]\n", "[runtime]\ncontrol_socket = \"/run/\"\n")),
                   "[runtime] control_socket: expected the path of a socket file");
   EXPECT_CONTAINS(error_of(edit(example, "[runtime]\n", "[runtime]\ncontrol_sockt = \"x\"\n")),
-                  "[runtime] control_sockt: unknown key; expected one of: max_buffer_size, "
+                  "[runtime] control_sockt: unknown key (did you mean control_socket?); expected "
+                  "one of: max_buffer_size, "
                   "max_poll_wait_ms, connection_retry_max_retries, "
                   "connection_retry_initial_delay_ms, connection_retry_max_delay_ms, "
                   "control_socket");

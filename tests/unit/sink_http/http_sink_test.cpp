@@ -351,6 +351,38 @@ TEST(HttpSink, AStopRequestEndsTheRetriesOfAnUnreachableReceiver) {
   EXPECT_EQ(receiver.count(), seen);
 }
 
+// While flush() retries a request, current_problem() (read from another thread, as the
+// health verdict does) says so with the last answer; once delivered it is empty again.
+TEST(HttpSink, TheRequestBeingRetriedIsTheSinksCurrentProblem) {
+  HttpReceiver receiver;
+  receiver.set_fallback({503, "busy"});
+  auto o = options_for(receiver.url());
+  o.retry.max_retries = -1;
+  o.retry.initial_backoff_ms = 20;
+  o.retry.max_backoff_ms = 50;
+  auto sink = open(o);
+  ASSERT_NE(sink, nullptr);
+  EXPECT_EQ(sink->current_problem(), "");
+  ASSERT_TRUE(sink->write(batch(1, 1)));
+  std::string seen;
+  std::thread watcher([&] {
+    (void)test::wait_until(
+        [&] {
+          seen = sink->current_problem();
+          return receiver.count() >= 3 && !seen.empty();
+        },
+        30s);
+    receiver.set_fallback({200, ""});
+  });
+  const auto flushed = sink->flush();
+  watcher.join();
+  ASSERT_TRUE(flushed) << flushed.error().report();
+  EXPECT_NE(seen.find("retrying one request for"), std::string::npos) << seen;
+  EXPECT_NE(seen.find("HTTP 503"), std::string::npos) << seen;
+  EXPECT_EQ(sink->current_problem(), "");
+  ASSERT_TRUE(sink->close());
+}
+
 TEST(HttpSink, SlicesABatchAndContinuesAfterTheSlicesAlreadyDelivered) {
   HttpReceiver receiver;
   receiver.script({{200, ""}, {500, ""}});

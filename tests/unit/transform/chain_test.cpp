@@ -323,6 +323,8 @@ TEST(ParseStages, ErrorsNamePlaceStageActionAndKey) {
   ASSERT_FALSE(unknown);
   EXPECT_NE(unknown.error().report().find("t.toml:5:1"), std::string::npos);
   EXPECT_NE(unknown.error().report().find("tabel: unknown key"), std::string::npos);
+  EXPECT_NE(unknown.error().report().find("(did you mean table"), std::string::npos)
+      << unknown.error().report();
   auto bad_op = parse_transform_stages(
       array({table({{"name", str("s")},
                     {"when", table({{"ops", array({str("upsert", "t.toml:2:9")})}})},
