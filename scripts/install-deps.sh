@@ -39,6 +39,8 @@ PACKAGES=(
   # Kafka: librdkafka for the sink; Java 17 and Maven run and fetch the test broker
   # (scripts/kafka.sh); confluent-kafka (the same librdkafka) reads back what the tests wrote
   librdkafka-dev openjdk-17-jre-headless maven python3-confluent-kafka
+  # the Avro codec's tests decode what it wrote with an independent Avro implementation
+  python3-avro
   # libraries (DESIGN.md section 4)
   libboost-json1.81-dev libexpected-dev libtomlplusplus-dev libcli11-dev
   libspdlog-dev libfmt-dev libssl-dev

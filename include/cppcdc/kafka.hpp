@@ -2,11 +2,14 @@
 // The Kafka sink: each event becomes one Kafka record, produced with librdkafka.
 //
 //   topic    the topic template rendered for the event (see KafkaSinkConfig::topic)
-//   key      the event's primary-key values as a JSON object, {"id":"42"} (column name to the
-//            value's text, SQL NULL as null, json columns as JSON), in key order; no key at all
-//            for an event without a complete key (keyless tables, truncate, messages), so that
-//            such records spread over the partitions instead of piling onto one
-//   value    the event encoded by the sink's encoder (default: the JSON envelope)
+//   key      the key the sink's encoder gives (Encoder::encode_key_to, with the topic as
+//            destination); the JSON codec's is the primary-key values as a JSON object,
+//            {"id":"42"} (column name to the value's text, SQL NULL as null, json columns as
+//            JSON), in key order. No key at all for an event the encoder says has none
+//            (keyless tables, truncate, messages), so that such records spread over the
+//            partitions instead of piling onto one; an encoder's error fails the write
+//   value    the event encoded by the sink's encoder for the topic (Encoder::encode_to;
+//            default: the JSON envelope)
 //   headers  "op" (insert, update, ...), "source.offset" (the change's position in the source
 //            log, as the envelope's source.offset) and "envelope_version" (decimal)
 //

@@ -1,6 +1,6 @@
 #pragma once
 // Plugins: how a program that is configured from a file (the `cppcdc` server) builds sources,
-// sinks and checkpoint backends by type name, without knowing any of them.
+// sinks, checkpoint backends and codecs by type name, without knowing any of them.
 //
 // A plugin registers a factory per type name (register_source_type("postgres", ...)). The
 // program hands the factory a Settings view of the part's configuration section; the factory
@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "cppcdc/checkpoint.hpp"
+#include "cppcdc/codec.hpp"
 #include "cppcdc/result.hpp"
 #include "cppcdc/sink.hpp"
 #include "cppcdc/source.hpp"
@@ -288,6 +289,55 @@ class ConfiguredCheckpoint {
 /// checkpoint (ErrorCondition::kCheckpointInUse), else kFail with the error and a remedy by
 /// its kind.
 PreflightCheck preflight_failure(const std::string& what, const Error& error);
+
+/// A codec's validated options (`[sink.codec_options]`); makes its encoders and decoders.
+/// A sink reads its codec with configure_codec() and makes one encoder per opened sink.
+class ConfiguredCodec {
+ public:
+  virtual ~ConfiguredCodec() = default;
+  /// The name it is registered under ("json").
+  virtual std::string name() const = 0;
+  /// Whether its records are JSON text without line breaks (Encoder::json_text()).
+  virtual bool json_text() const = 0;
+  /// (label, text) lines for check-config; secrets redacted.
+  virtual std::vector<std::pair<std::string, std::string>> describe() const { return {}; }
+  /// A new encoder. Connects to nothing (a registry-backed codec resolves its schema ids on
+  /// first use per destination).
+  virtual Result<std::unique_ptr<Encoder>> make_encoder() const = 0;
+  /// A new decoder for what make_encoder()'s encoders write.
+  virtual Result<std::unique_ptr<Decoder>> make_decoder() const = 0;
+  /// Read-only start-up checks of what the codec needs beyond the sink (a schema registry),
+  /// for records sent to `destinations` (Kafka topics; empty when the sink has none). The
+  /// default: none.
+  virtual std::vector<PreflightCheck> preflight(
+      const std::vector<std::string>& destinations) const {
+    (void)destinations;
+    return {};
+  }
+};
+
+using CodecFactory =
+    std::function<Result<std::unique_ptr<ConfiguredCodec>>(const Settings& options)>;
+
+/// Registers a codec under `name` (the value of a sink's `codec` key). Same rules as
+/// register_sink_type: a null factory reserves the name, a second registration is refused.
+Status register_codec(std::string name, CodecFactory factory);
+/// The codec factory of `name`; unknown names are a configuration error about setting "codec"
+/// of the sink that lists the available codecs.
+Result<CodecFactory> find_codec(std::string_view name);
+/// The names that have a factory, sorted.
+std::vector<std::string> codec_names();
+
+/// A sink's codec: reads `codec` (default "json") from the sink's own settings and hands the
+/// `codec_options` section (absent: an empty one) to that codec's factory. Errors: an unknown
+/// codec names the `codec` key and lists the known codecs; a bad option names its key under
+/// codec_options. `json_text_only`: refuse codecs whose records are not JSON text (line-framed
+/// and JSON-body sinks), naming the `codec` key.
+Result<std::shared_ptr<const ConfiguredCodec>> configure_codec(const Settings& sink_settings,
+                                                               bool json_text_only);
+
+/// Registers the built-in "json" codec. Idempotent. The built-in sink plugins call it.
+void register_json_codec_plugin();
 
 using SourceFactory =
     std::function<Result<std::unique_ptr<ConfiguredSource>>(const Settings& settings)>;

@@ -18,6 +18,7 @@
 // mutex (each call blocks for at most the attempts' timeouts and back-off waits).
 // Ownership: the factory returns the client; it keeps its own caches.
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -27,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "cppcdc/buffer.hpp"
 #include "cppcdc/result.hpp"
 
 namespace cppcdc {
@@ -160,7 +162,10 @@ Status warm_schema_cache(SchemaRegistryClient& client, std::span<const std::int3
 /// The Confluent wire format: magic byte 0, the schema id as 4 bytes big-endian, then the
 /// payload.
 inline constexpr std::size_t kConfluentHeaderSize = 5;
+/// The five header bytes for `schema_id`; the append_ functions below write exactly these.
+std::array<char, kConfluentHeaderSize> confluent_header(std::int32_t schema_id) noexcept;
 void append_confluent_header(std::int32_t schema_id, std::string& out);
+void append_confluent_header(std::int32_t schema_id, ByteBuffer& out);
 /// Splits a framed record into its schema id and payload. Error kind invalid_data for fewer
 /// than 5 bytes or a magic byte other than 0 (such bytes never decode, so never retry them).
 Result<std::pair<std::int32_t, std::string_view>> split_confluent_frame(std::string_view record);

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/event_json.hpp"
 #include "core/json_write.hpp"
 
 namespace cppcdc {
@@ -653,22 +654,16 @@ Result<Event> event_from_object(const json::object& o, std::string_view text) {
     if (!names) return fail(names.error());
     before_unavailable = std::move(*names);
   }
+  std::optional<Row> before_row;
   if (auto* b = o.if_contains("before"); b && !b->is_null()) {
     auto row = row_from_json(*b, "before", raw_row("before"));
     if (!row) return fail(row.error());
-    if (key_only) {
-      if (!before_unavailable.empty()) {
-        return fail(Error::invalid_data(
-            "a key-only before image cannot list before_unavailable_columns"));
-      }
-      e.before = BeforeKeyOnly{std::move(*row)};
-    } else {
-      e.before = BeforeFull{std::move(*row), std::move(before_unavailable)};
-    }
-  } else if (key_only || !before_unavailable.empty()) {
-    return fail(Error::invalid_data("before is null but before_is_key_only or "
-                                    "before_unavailable_columns describe an image"));
+    before_row = std::move(*row);
   }
+  auto before = detail::make_before_image(std::move(before_row), key_only,
+                                          std::move(before_unavailable));
+  if (!before) return fail(before.error());
+  e.before = std::move(*before);
   if (auto* u = o.if_contains("unavailable_columns")) {
     auto names = names_from_json(*u, "unavailable_columns");
     if (!names) return fail(names.error());
@@ -702,6 +697,41 @@ Result<Event> event_from_object(const json::object& o, std::string_view text) {
 }
 
 }  // namespace
+
+namespace detail {
+
+Result<BeforeImage> make_before_image(std::optional<Row> row, bool key_only,
+                                      std::vector<std::string> unavailable) {
+  if (!row) {
+    if (key_only || !unavailable.empty()) {
+      return fail(Error::invalid_data("before is null but before_is_key_only or "
+                                      "before_unavailable_columns describe an image"));
+    }
+    return BeforeImage{};
+  }
+  if (key_only) {
+    if (!unavailable.empty()) {
+      return fail(
+          Error::invalid_data("a key-only before image cannot list before_unavailable_columns"));
+    }
+    return BeforeImage{BeforeKeyOnly{std::move(*row)}};
+  }
+  return BeforeImage{BeforeFull{std::move(*row), std::move(unavailable)}};
+}
+
+Result<Row> parse_row_json(std::string_view text, const char* field) {
+  boost::system::error_code ec;
+  json::value v = json::parse(text, ec);
+  if (ec) {
+    return fail(Error::invalid_data(std::string("field '") + field +
+                                    "' is not valid JSON: " + ec.message()));
+  }
+  return row_from_json(v, field, text);
+}
+
+void write_row_json(ByteBuffer& b, const Row& row) { write_row(b, row); }
+
+}  // namespace detail
 
 Result<Event> Event::from_json(std::string_view text) {
   boost::system::error_code ec;

@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 
+#include "core/settings_read.hpp"
 #include "core/text_util.hpp"
 
 namespace cppcdc {
@@ -83,7 +84,39 @@ Table<CheckpointFactory>& checkpoints() {
   return table;
 }
 
+Table<CodecFactory>& codecs() {
+  static Table<CodecFactory> table("codec", "codec", SettingOwner::kSink);
+  return table;
+}
+
 }  // namespace
+
+Status register_codec(std::string name, CodecFactory factory) {
+  return codecs().add(std::move(name), std::move(factory));
+}
+Result<CodecFactory> find_codec(std::string_view name) { return codecs().find(name); }
+std::vector<std::string> codec_names() { return codecs().names(); }
+
+Result<std::shared_ptr<const ConfiguredCodec>> configure_codec(const Settings& settings,
+                                                               bool json_text_only) {
+  auto name = settings.get_string("codec");
+  if (!name) return fail(name.error());
+  const std::string chosen = name->value_or("json");
+  auto factory = find_codec(chosen);
+  if (!factory) return fail(settings.error("codec", factory.error().message()));
+  auto options = settings.get_section("codec_options");
+  if (!options) return fail(options.error());
+  auto configured = (*factory)(**options);
+  if (!configured) return fail(std::move(configured).error());
+  if (json_text_only && !(*configured)->json_text()) {
+    return fail(settings.error(
+        "codec", "codec " + detail::in_quotes(chosen) +
+                     " writes binary records, which this sink type cannot frame (it writes one "
+                     "JSON text per line or per body element); use a JSON codec here (\"json\" "
+                     "or \"debezium_json\"), or a Kafka sink for binary records"));
+  }
+  return std::shared_ptr<const ConfiguredCodec>(std::move(*configured));
+}
 
 Status ConfiguredSink::check_effectively_once(const std::optional<InSinkCheckpoint>&) const {
   return fail(Error::configuration(

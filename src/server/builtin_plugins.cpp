@@ -1,8 +1,10 @@
-// The plugins built into cppcdc: the only place in the server that names a connector, a sink or
-// a checkpoint backend. Everything else asks the registry (cppcdc/plugin.hpp).
+// The plugins built into cppcdc: the only place in the server that names a connector, a sink,
+// a checkpoint backend or a codec. Everything else asks the registry (cppcdc/plugin.hpp).
 
 #include <mutex>
 
+#include "cppcdc/avro.hpp"
+#include "cppcdc/debezium.hpp"
 #include "cppcdc/http_sink.hpp"
 #include "cppcdc/kafka.hpp"
 #include "cppcdc/mysql.hpp"
@@ -21,6 +23,9 @@ void register_builtin_plugins() {
     pg::register_plugin();
     mysql::register_plugin();
     sqlserver::register_plugin();  // reserved: not built yet
+    register_json_codec_plugin();
+    register_avro_codec_plugin();
+    register_debezium_json_codec_plugin();
     register_file_sink_plugin();
     register_stdout_sink_plugin();
     register_http_sink_plugin();

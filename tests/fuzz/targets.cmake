@@ -17,7 +17,7 @@ get_filename_component(cppcdc_fuzz_root ${CMAKE_CURRENT_LIST_DIR}/../.. ABSOLUTE
 set(cppcdc_fuzz_dir ${CMAKE_CURRENT_LIST_DIR})
 
 set(cppcdc_fuzz_targets pgoutput event checkpoint incremental_state copy_text config
-    transform_path binlog_event binlog_rows json_binary)
+    transform_path binlog_event binlog_rows json_binary avro_codec debezium_json)
 
 # Where PostgreSQL's LSN type lives (the one line to change when it moves).
 set(cppcdc_fuzz_pg_lsn_source src/source/postgres/lsn.cpp)
@@ -65,3 +65,10 @@ set(cppcdc_fuzz_binlog_rows_libs cppcdc_mysql)
 set(cppcdc_fuzz_json_binary_sources src/source/mysql/json_binary.cpp
     src/source/mysql/row_decoder.cpp)
 set(cppcdc_fuzz_json_binary_libs cppcdc_mysql)
+
+# The codecs' readers: Avro datums (bare) and Debezium values. The JSON codec's reader is
+# Event::from_json (the event target above).
+set(cppcdc_fuzz_avro_codec_sources src/codec/avro/avro_codec.cpp)
+set(cppcdc_fuzz_avro_codec_libs cppcdc_codec_avro)
+set(cppcdc_fuzz_debezium_json_sources src/codec/debezium/debezium_codec.cpp)
+set(cppcdc_fuzz_debezium_json_libs cppcdc_codec_debezium)

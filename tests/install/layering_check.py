@@ -18,6 +18,9 @@ Two checks, both over what the build really does (BUILD_DIR/compile_commands.jso
      built-in plugins), no file of src/server includes a connector's header or a plugin's
      private one, or names a connector's namespace or a built-in sink or checkpoint backend;
      it reaches them through the registry (cppcdc/plugin.hpp).
+  4. Sinks name no codec: no file of src/sink includes a codec's own public header
+     (cppcdc/avro.hpp, ...) or calls a codec's factory other than the JSON default's; they
+     take their encoder from the codec registry (configure_codec).
 Exits 1 with one line per breach.
 """
 
@@ -141,10 +144,38 @@ def check_sources(src_root, module, tops):
 # What src/server may not name outside its list of built-in plugins (check 3).
 SERVER_PLUGIN_LIST = "builtin_plugins.cpp"
 SERVER_FORBIDDEN_INCLUDE_RE = re.compile(
-    r'^(cppcdc/(postgres|mysql|sqlserver|http_sink)(\.hpp|/)|(source|sink|checkpoint|codec)/)')
+    r'^(cppcdc/(postgres|mysql|sqlserver|http_sink|avro|debezium)(\.hpp|/)|'
+    r'(source|sink|checkpoint|codec)/)')
 SERVER_FORBIDDEN_NAME_RE = re.compile(
     r'\b(pg|mysql|sqlserver)::|\b(FileCheckpoint|InMemoryCheckpoint|make_file_sink|'
-    r'make_stdout_sink|make_http_sink|PostgresSourceConfig)\b')
+    r'make_stdout_sink|make_http_sink|PostgresSourceConfig|make_avro_encoder|'
+    r'make_debezium_json_encoder)\b')
+
+# What a sink may not name (check 4): a codec other than the JSON default. Sinks get their
+# encoder from the codec registry (configure_codec), so a new codec needs no sink change.
+SINK_FORBIDDEN_INCLUDE_RE = re.compile(r'^cppcdc/(avro|debezium)\.hpp$')
+SINK_FORBIDDEN_NAME_RE = re.compile(r'\bmake_(?!json_)\w+_(encoder|decoder)\b')
+
+
+def check_sinks(src_root):
+    """Lines of src/sink that name a codec other than the JSON default."""
+    bad = []
+    for dirpath, _, files in os.walk(os.path.join(src_root, "sink")):
+        for name in sorted(files):
+            if not name.endswith((".cpp", ".hpp")):
+                continue
+            path = os.path.join(dirpath, name)
+            with open(path, errors="replace") as f:
+                for lineno, line in enumerate(f, 1):
+                    code = line.split("//", 1)[0]
+                    where = "%s:%d" % (os.path.relpath(path, src_root), lineno)
+                    m = INCLUDE_RE.match(code)
+                    if m and SINK_FORBIDDEN_INCLUDE_RE.match(m.group(2)):
+                        bad.append(where + ": includes " + m.group(2) +
+                                   " (sinks reach codecs through the codec registry)")
+                    elif not m and SINK_FORBIDDEN_NAME_RE.search(code):
+                        bad.append(where + ": names a codec: " + line.strip())
+    return bad
 
 
 def check_server(src_root):
@@ -213,6 +244,7 @@ def main():
             failures += check_sources(src_root, module, tops)
 
     failures += check_server(src_root)
+    failures += check_sinks(src_root)
 
     for f in failures:
         print("LAYERING: " + f)

@@ -2,6 +2,7 @@
 
 #include <openssl/evp.h>
 
+#include <array>
 #include <boost/json.hpp>
 #include <cctype>
 #include <chrono>
@@ -93,13 +94,20 @@ Status validate(const SchemaRegistryConfig& config) {
   return ok();
 }
 
-void append_confluent_header(std::int32_t schema_id, std::string& out) {
+std::array<char, kConfluentHeaderSize> confluent_header(std::int32_t schema_id) noexcept {
   const auto id = static_cast<std::uint32_t>(schema_id);
-  out += '\0';
-  out += static_cast<char>((id >> 24) & 0xff);
-  out += static_cast<char>((id >> 16) & 0xff);
-  out += static_cast<char>((id >> 8) & 0xff);
-  out += static_cast<char>(id & 0xff);
+  return {'\0', static_cast<char>((id >> 24) & 0xff), static_cast<char>((id >> 16) & 0xff),
+          static_cast<char>((id >> 8) & 0xff), static_cast<char>(id & 0xff)};
+}
+
+void append_confluent_header(std::int32_t schema_id, std::string& out) {
+  const auto header = confluent_header(schema_id);
+  out.append(header.data(), header.size());
+}
+
+void append_confluent_header(std::int32_t schema_id, ByteBuffer& out) {
+  const auto header = confluent_header(schema_id);
+  out.raw(std::string_view(header.data(), header.size()));
 }
 
 Result<std::pair<std::int32_t, std::string_view>> split_confluent_frame(std::string_view record) {

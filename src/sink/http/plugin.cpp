@@ -32,7 +32,8 @@ std::string plural(std::size_t n, std::string_view one, std::string_view many) {
 
 class ConfiguredHttpSink final : public ConfiguredSink {
  public:
-  explicit ConfiguredHttpSink(HttpSinkOptions options) : options_(std::move(options)) {}
+  ConfiguredHttpSink(HttpSinkOptions options, std::shared_ptr<const ConfiguredCodec> codec)
+      : options_(std::move(options)), codec_(std::move(codec)) {}
 
   Description describe() const override {
     const auto& o = options_;
@@ -44,6 +45,8 @@ class ConfiguredHttpSink final : public ConfiguredSink {
     add("content_type", o.format == HttpBodyFormat::kJsonLines
                             ? "application/x-ndjson (one JSON record per line)"
                             : "application/json (a JSON array per request)");
+    add("codec", codec_->name());
+    for (auto& line : codec_->describe()) d.details.push_back(std::move(line));
     add("compression", o.compression == HttpCompression::kGzip ? "gzip" : "none");
     if (!o.headers.empty()) {
       std::string names;
@@ -108,7 +111,9 @@ class ConfiguredHttpSink final : public ConfiguredSink {
       }
       options.on_rejected = context.dead_letter;
     }
-    return make_http_sink(std::move(options));
+    auto encoder = codec_->make_encoder();
+    if (!encoder) return fail(std::move(encoder).error());
+    return make_http_sink(std::move(options), std::move(*encoder));
   }
 
   std::optional<std::string> dead_letter_key() const override {
@@ -120,6 +125,7 @@ class ConfiguredHttpSink final : public ConfiguredSink {
 
  private:
   HttpSinkOptions options_;
+  std::shared_ptr<const ConfiguredCodec> codec_;
   bool skip_refused_ = false;
 };
 
@@ -311,7 +317,9 @@ Result<std::unique_ptr<ConfiguredSink>> configure(const Settings& settings) {
     auto sink = make_http_sink(std::move(probe));
     if (!sink) return fail(sink.error());
   }
-  auto configured = std::make_unique<ConfiguredHttpSink>(std::move(o));
+  auto codec = configure_codec(settings, true);
+  if (!codec) return fail(std::move(codec).error());
+  auto configured = std::make_unique<ConfiguredHttpSink>(std::move(o), std::move(*codec));
   if (skip_refused) configured->skip_refused();
   return std::unique_ptr<ConfiguredSink>(std::move(configured));
 }
@@ -320,7 +328,10 @@ Result<std::unique_ptr<ConfiguredSink>> configure(const Settings& settings) {
 
 void register_http_sink_plugin() {
   static std::once_flag once;
-  std::call_once(once, [] { (void)register_sink_type("http", configure); });
+  std::call_once(once, [] {
+    register_json_codec_plugin();
+    (void)register_sink_type("http", configure);
+  });
 }
 
 }  // namespace cppcdc

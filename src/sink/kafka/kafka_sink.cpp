@@ -244,14 +244,20 @@ class KafkaSink final : public TransactionalSink {
     for (const Event& event : events) {
       auto rkt = topic_for(event);
       if (!rkt) return poison(std::move(rkt).error());
-      const bool keyed = kafka_sink::write_record_key(event, key_);
-      if (keyed && kafka_sink::write_previous_record_key(event, key_, previous_key_)) {
+      Topic& topic = **rkt;
+      auto keyed = encode_key(topic, event, key_);
+      if (!keyed) return poison(std::move(keyed).error());
+      if (*keyed && kafka_sink::key_moved(event)) {
         // The update moved its row to another key. Under the old key the row is gone: send
         // a delete there (and its tombstone), or a compacted topic keeps the old row for ever.
         const Event deleted = kafka_sink::deletion_of_previous_key(event);
-        if (auto st = send(**rkt, deleted, &previous_key_); !st) return st;
+        auto previous = encode_key(topic, deleted, previous_key_);
+        if (!previous) return poison(std::move(previous).error());
+        if (*previous && previous_key_.view() != key_.view()) {
+          if (auto st = send(topic, deleted, &previous_key_); !st) return st;
+        }
       }
-      if (auto st = send(**rkt, event, keyed ? &key_ : nullptr); !st) return st;
+      if (auto st = send(topic, event, *keyed ? &key_ : nullptr); !st) return st;
     }
     rd_kafka_poll(rk_, 0);
     if (delivery_error_) return poison(*delivery_error_);
@@ -839,11 +845,26 @@ class KafkaSink final : public TransactionalSink {
 
   // ---- producing -------------------------------------------------------------------------
 
+  // The record key of `event` by the encoder (the three outcomes of Encoder::encode_key_to):
+  // true with the key in `out`, false for a keyless event, or the encoder's error.
+  Result<bool> encode_key(const Topic& topic, const Event& event, ByteBuffer& out) {
+    out.clear();
+    auto keyed = encoder_->encode_key_to(topic.name, event, out);
+    if (!keyed) {
+      return fail(keyed.error().context("encoding the record key of the " +
+                                        std::string(to_string(event.op)) + " of " +
+                                        table_of(event) + " at source offset " +
+                                        event.source.offset + " with " + encoder_->name()));
+    }
+    if (!*keyed) out.clear();
+    return *keyed;
+  }
+
   // Encodes `event` and produces it under `key` (nullptr: keyless), followed by a tombstone
   // for a keyed delete when tombstones_on_delete is set.
-  Status send(Topic& topic, const Event& event, const std::string* key) {
+  Status send(Topic& topic, const Event& event, const ByteBuffer* key) {
     value_.clear();
-    if (auto encoded = encoder_->encode(event, value_); !encoded) {
+    if (auto encoded = encoder_->encode_to(topic.name, event, value_); !encoded) {
       return poison(encoded.error().context("encoding the " + std::string(to_string(event.op)) +
                                             " of " + table_of(event) + " at source offset " +
                                             event.source.offset + " with " + encoder_->name()));
@@ -855,7 +876,7 @@ class KafkaSink final : public TransactionalSink {
     return ok();
   }
 
-  Status produce(Topic& topic, const Event& event, const std::string* key, std::string_view value,
+  Status produce(Topic& topic, const Event& event, const ByteBuffer* key, std::string_view value,
                  bool tombstone) {
     const std::string_view op = to_string(event.op);
     char version[8];
@@ -1110,8 +1131,8 @@ class KafkaSink final : public TransactionalSink {
   std::string last_table_;
   std::optional<std::string> last_schema_;
 
-  std::string key_;
-  std::string previous_key_;  ///< the old key of an update that changed its key
+  ByteBuffer key_;
+  ByteBuffer previous_key_;  ///< the old key of an update that changed its key
   ByteBuffer value_;
   std::size_t outstanding_ = 0;  // produced, no delivery report yet
   std::size_t produced_since_poll_ = 0;

@@ -14,6 +14,7 @@
 #include "core/settings_read.hpp"
 #include "cppcdc/kafka.hpp"
 #include "sink/kafka/preflight.hpp"
+#include "sink/kafka/topic_template.hpp"
 
 namespace cppcdc {
 namespace {
@@ -25,7 +26,8 @@ std::string resolution_of(std::string_view list);
 
 class ConfiguredKafkaSink final : public ConfiguredSink {
  public:
-  explicit ConfiguredKafkaSink(KafkaSinkConfig config) : config_(std::move(config)) {}
+  ConfiguredKafkaSink(KafkaSinkConfig config, std::shared_ptr<const ConfiguredCodec> codec)
+      : config_(std::move(config)), codec_(std::move(codec)) {}
 
   Description describe() const override {
     Description d;
@@ -34,6 +36,8 @@ class ConfiguredKafkaSink final : public ConfiguredSink {
       d.details.emplace_back(std::move(label), std::move(text));
     };
     add("topic", in_quotes(config_.topic));
+    add("codec", codec_->name());
+    for (auto& line : codec_->describe()) d.details.push_back(std::move(line));
     add("delivery", std::string(to_string(config_.delivery_mode)) +
                         " producer, acks = all, delivery timeout " +
                         std::to_string(config_.delivery_timeout_ms) + " ms");
@@ -72,17 +76,37 @@ class ConfiguredKafkaSink final : public ConfiguredSink {
   }
 
   Result<std::unique_ptr<Sink>> open(const SinkOpenContext& context) const override {
+    auto encoder = codec_->make_encoder();
+    if (!encoder) return fail(std::move(encoder).error());
     if (context.checkpoint) {
       CPPCDC_TRY(check_effectively_once(context.checkpoint));
-      auto sink = make_transactional_kafka_sink(config_, *context.checkpoint);
+      auto sink = make_transactional_kafka_sink(config_, *context.checkpoint, std::move(*encoder));
       if (!sink) return fail(std::move(sink).error());
       return std::unique_ptr<Sink>(std::move(*sink));
     }
-    return make_kafka_sink(config_);
+    return make_kafka_sink(config_, std::move(*encoder));
   }
 
   std::vector<PreflightCheck> preflight(const SinkPreflightContext& context) const override {
-    return kafka_sink::preflight(config_, context);
+    auto checks = kafka_sink::preflight(config_, context);
+    // The codec's own checks (a schema registry), for the topics the captured tables go to.
+    std::vector<std::string> topics;
+    if (auto parsed = kafka_sink::TopicTemplate::parse(config_.topic); parsed) {
+      if (!parsed->has_placeholders()) {
+        topics.push_back(config_.topic);
+      } else if (!context.source_name.empty()) {
+        for (const auto& table : context.tables) {
+          Event e;
+          e.source.source_name = context.source_name;
+          const auto dot = table.find('.');
+          if (dot != std::string::npos) e.schema = table.substr(0, dot);
+          e.table = dot == std::string::npos ? table : table.substr(dot + 1);
+          if (auto topic = parsed->render(e); topic) topics.push_back(std::move(*topic));
+        }
+      }
+    }
+    for (auto& check : codec_->preflight(topics)) checks.push_back(std::move(check));
+    return checks;
   }
 
   Status check_effectively_once(const std::optional<InSinkCheckpoint>& checkpoint) const override {
@@ -117,6 +141,7 @@ class ConfiguredKafkaSink final : public ConfiguredSink {
 
  private:
   KafkaSinkConfig config_;
+  std::shared_ptr<const ConfiguredCodec> codec_;
 };
 
 /// The brokers of a bootstrap list, order, spaces and case aside ("proto://" dropped).
@@ -273,14 +298,20 @@ Result<std::unique_ptr<ConfiguredSink>> configure(const Settings& settings) {
     if (!e.setting().empty()) return fail(settings.error(e.setting(), e.message()));
     return fail(e);
   }
-  return std::unique_ptr<ConfiguredSink>(std::make_unique<ConfiguredKafkaSink>(std::move(c)));
+  auto codec = configure_codec(settings, false);
+  if (!codec) return fail(std::move(codec).error());
+  return std::unique_ptr<ConfiguredSink>(
+      std::make_unique<ConfiguredKafkaSink>(std::move(c), std::move(*codec)));
 }
 
 }  // namespace
 
 void register_kafka_sink_plugin() {
   static std::once_flag once;
-  std::call_once(once, [] { (void)register_sink_type("kafka", configure); });
+  std::call_once(once, [] {
+    register_json_codec_plugin();
+    (void)register_sink_type("kafka", configure);
+  });
 }
 
 }  // namespace cppcdc

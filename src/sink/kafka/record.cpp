@@ -1,6 +1,7 @@
 #include "sink/kafka/record.hpp"
 
 #include "core/json_write.hpp"
+#include "cppcdc/codec.hpp"
 
 namespace cppcdc::kafka_sink {
 
@@ -35,11 +36,10 @@ bool write_key_of(const std::vector<std::string>& key_columns, const Row& image,
 
 bool write_record_key(const Event& event, std::string& out) {
   out.clear();
-  if (!event.primary_key || event.primary_key->empty()) return false;
-  const Row* image =
-      event.op == Operation::kDelete ? event.before.row() : (event.after ? &*event.after : nullptr);
-  if (image == nullptr) return false;
-  return write_key_of(*event.primary_key, *image, out);
+  ByteBuffer key;
+  if (!append_json_key(event, key)) return false;
+  out.assign(key.view());
+  return true;
 }
 
 bool write_previous_record_key(const Event& event, std::string_view key, std::string& out) {
@@ -52,6 +52,20 @@ bool write_previous_record_key(const Event& event, std::string_view key, std::st
     return false;
   }
   return true;
+}
+
+bool key_moved(const Event& event) {
+  if (event.op != Operation::kUpdate || !event.primary_key || !event.after) return false;
+  const Row* before = event.before.row();
+  if (before == nullptr) return false;
+  bool differs = false;
+  for (const std::string& name : *event.primary_key) {
+    const ColumnValue* old_value = find_column(*before, name);
+    const ColumnValue* new_value = find_column(*event.after, name);
+    if (old_value == nullptr || new_value == nullptr) return false;
+    if (!(*old_value == *new_value)) differs = true;
+  }
+  return differs;
 }
 
 Event deletion_of_previous_key(const Event& update) {

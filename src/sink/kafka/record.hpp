@@ -29,6 +29,11 @@ bool write_record_key(const Event& event, std::string& out);
 /// old key, or an old key equal to the new one.
 bool write_previous_record_key(const Event& event, std::string_view key, std::string& out);
 
+/// Whether `event` is an update whose before-image holds every key column with some value
+/// other than the after-image's: the row may have moved to another key. A cheap test before
+/// the old key is encoded (the sink then compares the encoded keys).
+bool key_moved(const Event& event);
+
 /// The delete the sink sends under the previous key of such an update, so that a compacted
 /// topic does not keep the row under its old key for ever: op delete, the update's
 /// before-image, no after-image, and the update's table, key columns, source, transaction and

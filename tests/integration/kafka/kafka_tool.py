@@ -14,6 +14,13 @@ Usage: kafka_tool.py BOOTSTRAP COMMAND ...
       {"partition": P, "offset": O, "key": "..."|null, "value": "..."|null,
        "headers": [["name", "value"], ...]}
       (keys, values and header values must be UTF-8; anything else fails)
+  read-avro TOPIC VALUE_AVSC KEY_AVSC [bare|confluent]
+      as read (read_uncommitted), with keys and values decoded by Debian's python3-avro
+      (an Avro implementation independent of cppcdc's) with the given schemas, after
+      stripping the Confluent framing (magic byte 0, 4-byte big-endian schema id) when
+      "confluent"; each record's "key" and "value" are then the decoded datums (Avro bytes
+      shown as UTF-8 text) and "key_schema_id" / "value_schema_id" the framing's ids (null
+      when bare)
 """
 
 import json
@@ -62,7 +69,43 @@ def text(b):
     return None if b is None else b.decode("utf-8")
 
 
-def read(bootstrap, topic, isolation):
+def avro_reader(avsc, framed):
+    import io
+    import struct
+
+    import avro.io
+    import avro.schema
+
+    def plain(value):
+        if isinstance(value, bytes):
+            return value.decode("utf-8")
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [plain(v) for v in value]
+        return value
+
+    reader = avro.io.DatumReader(avro.schema.parse(open(avsc).read()))
+
+    def decode(data):
+        if data is None:
+            return None, None
+        schema_id = None
+        if framed:
+            magic, schema_id = struct.unpack(">bI", data[:5])
+            if magic != 0:
+                fail("a record without the Confluent magic byte")
+            data = data[5:]
+        stream = io.BytesIO(data)
+        datum = reader.read(avro.io.BinaryDecoder(stream))
+        if stream.tell() != len(data):
+            fail("%d bytes follow an Avro datum" % (len(data) - stream.tell()))
+        return plain(datum), schema_id
+
+    return decode
+
+
+def read(bootstrap, topic, isolation, avro=None):
     consumer = Consumer({
         "bootstrap.servers": bootstrap,
         "group.id": "cppcdc-test-reader",  # never joined: partitions are assigned by hand
@@ -110,9 +153,15 @@ def read(bootstrap, topic, isolation):
                 continue
             fail("reading %s: %s" % (topic, m.error()))
         p = m.partition()
-        records[p].append({
-            "partition": p, "offset": m.offset(), "key": text(m.key()), "value": text(m.value()),
-            "headers": [[k, text(v)] for k, v in (m.headers() or [])]})
+        record = {
+            "partition": p, "offset": m.offset(),
+            "headers": [[k, text(v)] for k, v in (m.headers() or [])]}
+        if avro:
+            record["value"], record["value_schema_id"] = avro[0](m.value())
+            record["key"], record["key_schema_id"] = avro[1](m.key())
+        else:
+            record["key"], record["value"] = text(m.key()), text(m.value())
+        records[p].append(record)
         if m.offset() + 1 >= ends[p][1]:
             remaining.discard(p)
             consumer.pause([TopicPartition(topic, p)])
@@ -174,6 +223,10 @@ def main(argv):
         partitions(bootstrap, args[0])
     elif command == "produce" and len(args) == 2:
         produce(bootstrap, args[0], args[1])
+    elif command == "read-avro" and len(args) in (3, 4):
+        framed = len(args) == 4 and args[3] == "confluent"
+        read(bootstrap, args[0], "read_uncommitted",
+             (avro_reader(args[1], framed), avro_reader(args[2], framed)))
     elif command == "read" and len(args) in (1, 2):
         read(bootstrap, args[0], args[1] if len(args) == 2 else "read_uncommitted")
     else:

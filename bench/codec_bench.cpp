@@ -1,0 +1,100 @@
+// Google Benchmark: CPU per event of each codec's encoder (value and key, as the Kafka sink asks
+// for both), on the 6-column row of workloads (a)/(b) (id, name, amount, created_at, qty,
+// active) and on a 50-column row (the same six columns repeated with numbered names), both as
+// the PostgreSQL source produces them. Each iteration encodes a batch of 1,000 insert events
+// into one reused buffer; items per second is events per second.
+//
+//   codec/json/6, codec/avro/6, codec/debezium_json/6, and the same at 50 columns;
+//   codec/debezium_json_schemas/N is debezium_json with schemas_enable (a schema per record).
+
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cppcdc/avro.hpp"
+#include "cppcdc/codec.hpp"
+#include "cppcdc/debezium.hpp"
+
+namespace {
+
+using namespace cppcdc;
+
+constexpr int kBatch = 1000;
+
+std::vector<Event> batch(int columns) {
+  std::vector<Event> out;
+  out.reserve(kBatch);
+  for (int i = 1; i <= kBatch; ++i) {
+    Event e;
+    e.op = Operation::kInsert;
+    e.schema = "public";
+    e.table = columns == 6 ? "bench6" : "bench50";
+    e.source = SourceMetadata{"postgres", "0/1" + std::to_string(1000000 + i), 1700000000000};
+    e.ts = 1700000000123;
+    e.primary_key = std::vector<std::string>{"id"};
+    e.transaction = TransactionMetadata{4242, kBatch, static_cast<std::uint64_t>(i - 1)};
+    Row row{{"id", std::to_string(i), false}};
+    for (int c = 1; c < columns; ++c) {
+      const std::string suffix = columns == 6 ? "" : "_" + std::to_string(c);
+      switch (c % 5) {
+        case 1:
+          row.push_back({"name" + suffix, "c4ca4238a0b923820dcc509a6f75849b", false});
+          break;
+        case 2:
+          row.push_back({"amount" + suffix, std::to_string(i) + ".25", false});
+          break;
+        case 3:
+          row.push_back({"created_at" + suffix, "2024-01-01 00:00:00.001+00", false});
+          break;
+        case 4:
+          row.push_back({"qty" + suffix, std::to_string(i % 1000), false});
+          break;
+        default:
+          row.push_back({"active" + suffix, i % 2 == 0 ? "t" : "f", false});
+      }
+    }
+    e.after = std::move(row);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+void run(benchmark::State& state, std::unique_ptr<Encoder> encoder) {
+  const std::vector<Event> events = batch(static_cast<int>(state.range(0)));
+  ByteBuffer value;
+  ByteBuffer key;
+  std::size_t bytes = 0;
+  for (auto _ : state) {
+    bytes = 0;
+    for (const Event& e : events) {
+      value.clear();
+      key.clear();
+      if (!encoder->encode_to("bench.topic", e, value)) std::abort();
+      auto keyed = encoder->encode_key_to("bench.topic", e, key);
+      if (!keyed || !*keyed) std::abort();
+      bytes += value.size() + key.size();
+    }
+    benchmark::DoNotOptimize(value.data());
+  }
+  state.SetItemsProcessed(state.iterations() * kBatch);
+  state.counters["bytes_per_event"] = static_cast<double>(bytes) / kBatch;
+}
+
+void BM_json(benchmark::State& s) { run(s, make_json_encoder()); }
+void BM_avro(benchmark::State& s) { run(s, make_avro_encoder()); }
+void BM_debezium_json(benchmark::State& s) { run(s, make_debezium_json_encoder()); }
+void BM_debezium_json_schemas(benchmark::State& s) {
+  run(s, make_debezium_json_encoder({true, "", ""}));
+}
+
+BENCHMARK(BM_json)->Name("codec/json")->Arg(6)->Arg(50);
+BENCHMARK(BM_avro)->Name("codec/avro")->Arg(6)->Arg(50);
+BENCHMARK(BM_debezium_json)->Name("codec/debezium_json")->Arg(6)->Arg(50);
+BENCHMARK(BM_debezium_json_schemas)->Name("codec/debezium_json_schemas")->Arg(6)->Arg(50);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,294 @@
+// The Kafka sink with codec = "avro" against the real broker: what it produced is read back by
+// Debian's python3-confluent-kafka and decoded by Debian's python3-avro (kafka_tool.py
+// read-avro; no cppcdc code on that side) and compared field by field, bare and in the
+// Confluent framing, whose schema ids must be the ones the schema registry DOUBLE
+// (tests/integration/schema_registry_double.py) holds for the topic's value and key subjects.
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "avro_expect.hpp"
+#include "cppcdc/avro.hpp"
+#include "cppcdc/kafka.hpp"
+#include "integration/kafka/kafka_util.hpp"
+#include "integration/pg_util.hpp"
+#include "schema_registry_double.hpp"
+#include "wait_until.hpp"
+
+namespace cppcdc {
+namespace {
+
+std::vector<Event> workload(const std::string& source_name) {
+  std::vector<Event> out;
+  for (int id = 1; id <= 3; ++id) {
+    EventBuilder b("orders", Operation::kInsert);
+    b.schema("public")
+        .source(SourceMetadata{source_name, "0/" + std::to_string(0x3000 + id), 1700000000000 + id})
+        .ts(1700000000500 + id)
+        .primary_key({"id"})
+        .transaction(TransactionMetadata{static_cast<std::uint64_t>(700 + id), 1, 0})
+        .after(Row{{"id", std::to_string(id), false},
+                   {"note", "n\"ote ✓ " + std::to_string(id), false},
+                   {"doc", R"({"n":)" + std::to_string(id) + "}", true},
+                   {"gone", std::nullopt, false}});
+    out.push_back(b.build());
+  }
+  EventBuilder d("orders", Operation::kDelete);
+  d.schema("public")
+      .source(SourceMetadata{source_name, "0/4000", 1700000000100})
+      .ts(1700000000600)
+      .primary_key({"id"})
+      .before(BeforeKeyOnly{Row{{"id", "2", false}}});
+  out.push_back(d.build());
+  EventBuilder t("orders", Operation::kTruncate);
+  t.schema("public").source(SourceMetadata{source_name, "0/4100", 1700000000200}).ts(1700000000700);
+  out.push_back(t.build());
+  return out;
+}
+
+struct AvroRecord {
+  boost::json::object value;
+  boost::json::value key;  // null: the record has no key
+  boost::json::value value_schema_id;
+  boost::json::value key_schema_id;
+};
+
+std::vector<AvroRecord> read_avro(const std::string& bootstrap, const std::string& topic,
+                                  bool confluent, bool* failed = nullptr) {
+  const std::string dir = std::string(CPPCDC_SOURCE_DIR) + "/src/codec/avro/";
+  const auto o = kafka_it::run_command(kafka_it::tool() + " " + bootstrap + " read-avro " + topic +
+                                       " " + dir + "event.avsc " + dir + "event_key.avsc " +
+                                       (confluent ? "confluent" : "bare"));
+  if (failed != nullptr) {
+    *failed = o.code != 0;
+  } else {
+    EXPECT_EQ(o.code, 0) << "python3-avro could not read topic " << topic;
+  }
+  std::vector<AvroRecord> out;
+  std::size_t start = 0;
+  while (start < o.output.size()) {
+    std::size_t end = o.output.find('\n', start);
+    if (end == std::string::npos) end = o.output.size();
+    const std::string line = o.output.substr(start, end - start);
+    start = end + 1;
+    if (line.empty()) continue;
+    const auto v = boost::json::parse(line).as_object();
+    out.push_back(
+        {v.at("value").as_object(), v.at("key"), v.at("value_schema_id"), v.at("key_schema_id")});
+  }
+  return out;
+}
+
+/// The id the registry holds for `schema` under `subject` (looked up, never written).
+std::int64_t registry_id(const std::string& url, const std::string& subject,
+                         std::string_view schema) {
+  SchemaRegistryConfig c;
+  c.url = url;
+  auto client = make_schema_registry_client(c);
+  EXPECT_TRUE(client);
+  auto id = (*client)->lookup_schema(subject, SchemaType::kAvro, std::string(schema));
+  EXPECT_TRUE(id) << id.error().report();
+  return id ? *id : -1;
+}
+
+void produce(const std::string& bootstrap, const std::string& topic,
+             std::unique_ptr<Encoder> encoder, const std::vector<Event>& events) {
+  KafkaSinkConfig c;
+  c.bootstrap_servers = bootstrap;
+  c.topic = topic;
+  c.delivery_timeout_ms = 60'000;
+  auto sink = make_kafka_sink(std::move(c), std::move(encoder));
+  ASSERT_TRUE(sink) << sink.error().report();
+  auto written = (*sink)->write(events);
+  ASSERT_TRUE(written) << written.error().report();
+  auto flushed = (*sink)->flush();
+  ASSERT_TRUE(flushed) << flushed.error().report();
+}
+
+void expect_workload(const std::vector<AvroRecord>& records, const std::vector<Event>& events) {
+  ASSERT_EQ(records.size(), events.size());
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    SCOPED_TRACE("record " + std::to_string(i) + ": " + events[i].to_json());
+    test::expect_same(records[i].value, events[i]);
+    ByteBuffer json_key;
+    if (append_json_key(events[i], json_key)) {
+      ASSERT_TRUE(records[i].key.is_object());
+      EXPECT_EQ(records[i].key.at("key").as_string(), json_key.view());
+    } else {
+      EXPECT_TRUE(records[i].key.is_null()) << "a keyless event has no key, not an empty one";
+    }
+  }
+}
+
+TEST(KafkaCodecOnBroker, BareAvroIsWhatPythonAvroReadsFieldByField) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  const std::string topic = kafka_it::unique_topic("avro-bare");
+  ASSERT_TRUE(kafka_it::create_topic(bootstrap, topic, 1));
+  const auto events = workload("shop");
+  produce(bootstrap, topic, make_avro_encoder(), events);
+  const auto records = read_avro(bootstrap, topic, false);
+  expect_workload(records, events);
+  for (const auto& r : records) EXPECT_TRUE(r.value_schema_id.is_null());
+}
+
+TEST(KafkaCodecOnBroker, ConfluentFramingCarriesTheRegistrysIdsOfTheTopicsSubjects) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  RegistryDouble registry;
+  ASSERT_TRUE(registry.up());
+  AvroCodecOptions options;
+  options.registry_config.url = registry.url();
+  auto client = make_schema_registry_client(options.registry_config);
+  ASSERT_TRUE(client);
+  options.registry = std::shared_ptr<SchemaRegistryClient>(std::move(*client));
+  // Another subject first, so the ids of ours are not simply 1 and 2.
+  ASSERT_TRUE(options.registry->register_schema("unrelated-value", SchemaType::kAvro,
+                                                R"({"type":"string"})"));
+
+  const std::string topic = kafka_it::unique_topic("avro-confluent");
+  ASSERT_TRUE(kafka_it::create_topic(bootstrap, topic, 1));
+  const auto events = workload("shop");
+  produce(bootstrap, topic, make_avro_encoder(options), events);
+
+  auto value_id = options.registry->lookup_schema(topic + "-value", SchemaType::kAvro,
+                                                  std::string(avro_event_schema()));
+  auto key_id = options.registry->lookup_schema(topic + "-key", SchemaType::kAvro,
+                                                std::string(avro_key_schema()));
+  ASSERT_TRUE(value_id) << value_id.error().report();
+  ASSERT_TRUE(key_id) << key_id.error().report();
+  const auto records = read_avro(bootstrap, topic, true);
+  expect_workload(records, events);
+  for (const auto& r : records) {
+    EXPECT_EQ(test::as_int(r.value_schema_id), *value_id);
+    if (!r.key.is_null()) {
+      EXPECT_EQ(test::as_int(r.key_schema_id), *key_id);
+    }
+  }
+}
+
+// The whole path through the server: PostgreSQL rows captured by `cppcdc run` with
+// codec = "avro" and [sink.codec_options.schema_registry], read back by python3-avro.
+TEST(KafkaCodecCli, CapturedRowsArriveAsConfluentFramedAvroWithTheRegistrysIds) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  RegistryDouble registry;
+  ASSERT_TRUE(registry.up());
+  const std::string db = it::test_database("kcodec");
+  it::fresh_database(db);
+  it::PgSession pg(it::dsn_for(db));
+  pg.query("create table t (id int primary key, v text, j jsonb)");
+  const std::string tag = kafka_it::unique_topic("kcodec");
+  const std::string slot = "kcodec_" + std::to_string(::getpid());
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("cppcdc-kcodec-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "cdc.toml") << "[source]\ndsn = \"" << it::dsn_for(db)
+                                  << "\"\ntables = [\"public.t\"]\nslot_name = \"" << slot
+                                  << "\"\nsource_name = \"" << tag
+                                  << "\"\n\n[sink]\ntype = \"kafka\"\n"
+                                  << "bootstrap_servers = \"" << bootstrap
+                                  << "\"\ncreate_topics = true\ncodec = \"avro\"\n"
+                                  << "[sink.codec_options.schema_registry]\nurl = \""
+                                  << registry.url() << "\"\n\n"
+                                  << "[state.offset]\ndir = \"" << (dir / "state").string()
+                                  << "\"\n";
+  pid_t child = -1;
+  it::start_cppcdc_process(child, dir, it::admin_dsn(), slot);
+  pg.query("insert into t values (1, 'one', '{\"a\": 1}'), (2, 'two', null), (3, 'three', '[]')");
+  pg.query("update t set v = 'uno' where id = 1");
+  pg.query("delete from t where id = 2");
+
+  const std::string topic = tag + ".public.t";
+  std::vector<AvroRecord> records;
+  const bool arrived = test::wait_until(
+      [&] {
+        if (kafka_it::partition_count(bootstrap, topic) <= 0) return false;
+        bool failed = false;
+        records = read_avro(bootstrap, topic, true, &failed);
+        return !failed && records.size() >= 5;
+      },
+      std::chrono::seconds(90));
+  it::stop_cppcdc_process(child, SIGTERM);
+  it::drop_slots(db);
+  ASSERT_TRUE(arrived) << records.size() << " records\n" << it::log_tail(dir / "cppcdc.log");
+  ASSERT_EQ(records.size(), 5u);
+
+  auto value_id = registry_id(registry.url(), topic + "-value", avro_event_schema());
+  auto key_id = registry_id(registry.url(), topic + "-key", avro_key_schema());
+  const char* ops[] = {"insert", "insert", "insert", "update", "delete"};
+  const char* keys[] = {"1", "2", "3", "1", "2"};
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    SCOPED_TRACE("record " + std::to_string(i));
+    const auto& v = records[i].value;
+    EXPECT_EQ(v.at("op").as_string(), ops[i]);
+    EXPECT_EQ(v.at("table").as_string(), "t");
+    EXPECT_EQ(v.at("schema").as_string(), "public");
+    EXPECT_EQ(v.at("source").at("source_name").as_string(), tag);
+    EXPECT_EQ(test::as_int(records[i].value_schema_id), value_id);
+    EXPECT_EQ(test::as_int(records[i].key_schema_id), key_id);
+    EXPECT_EQ(records[i].key.at("key").as_string(), std::string("{\"id\":\"") + keys[i] + "\"}");
+  }
+  EXPECT_EQ(records[0].value.at("after").as_string(), R"({"id":"1","v":"one","j":{"a": 1}})");
+  EXPECT_EQ(records[1].value.at("after").as_string(), R"({"id":"2","v":"two","j":null})");
+  EXPECT_EQ(records[3].value.at("after").as_string(), R"({"id":"1","v":"uno","j":{"a": 1}})");
+  EXPECT_TRUE(records[4].value.at("after").is_null());
+  EXPECT_EQ(records[4].value.at("before").as_string(), R"({"id":"2"})");
+  EXPECT_TRUE(records[4].value.at("before_is_key_only").as_bool());
+  if (!HasFailure()) std::filesystem::remove_all(dir);
+}
+
+// `cppcdc preflight` checks the codec's registry subjects for the topics the captured tables go
+// to: with auto_register = false a subject that lacks the schema is a FAIL naming it, and
+// nothing is written to the registry; once registered, the check passes.
+TEST(KafkaCodecCli, PreflightChecksTheRegistrySubjectsOfTheCapturedTables) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  RegistryDouble registry;
+  ASSERT_TRUE(registry.up());
+  const std::string db = it::test_database("kcpf");
+  it::fresh_database(db);
+  it::PgSession(it::dsn_for(db)).query("create table t (id int primary key)");
+  const std::string tag = kafka_it::unique_topic("kcpf");
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("cppcdc-kcpf-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const auto config = dir / "cdc.toml";
+  std::ofstream(config) << "[source]\ndsn = \"" << it::dsn_for(db)
+                        << "\"\ntables = [\"public.t\"]\nslot_name = \"kcpf_" << ::getpid()
+                        << "\"\nsource_name = \"" << tag << "\"\n\n[sink]\ntype = \"kafka\"\n"
+                        << "bootstrap_servers = \"" << bootstrap
+                        << "\"\ncreate_topics = true\ncodec = \"avro\"\n"
+                        << "[sink.codec_options.schema_registry]\nurl = \"" << registry.url()
+                        << "\"\nauto_register = false\n\n[state.offset]\ndir = \""
+                        << (dir / "state").string() << "\"\n";
+  const std::string topic = tag + ".public.t";
+  const auto missing = it::run_cli({"preflight", "--config", config.string()}, 120);
+  EXPECT_EQ(missing.code, 3) << missing.output;
+  EXPECT_NE(missing.output.find("FAIL  schema registry"), std::string::npos) << missing.output;
+  EXPECT_NE(missing.output.find(topic + "-value"), std::string::npos) << missing.output;
+  EXPECT_EQ(registry.writes(), 0u) << "auto_register = false: preflight writes nothing";
+
+  SchemaRegistryConfig c;
+  c.url = registry.url();
+  auto client = make_schema_registry_client(c);
+  ASSERT_TRUE(client);
+  ASSERT_TRUE((*client)->register_schema(topic + "-value", SchemaType::kAvro,
+                                         std::string(avro_event_schema())));
+  ASSERT_TRUE((*client)->register_schema(topic + "-key", SchemaType::kAvro,
+                                         std::string(avro_key_schema())));
+  const auto registered = it::run_cli({"preflight", "--config", config.string()}, 120);
+  EXPECT_NE(registered.output.find("holds or accepts the Avro schemas of 2 subjects"),
+            std::string::npos)
+      << registered.output;
+  EXPECT_EQ(registered.output.find("FAIL  schema registry"), std::string::npos)
+      << registered.output;
+  it::drop_slots(db);
+  if (!HasFailure()) std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace cppcdc

@@ -1,0 +1,548 @@
+// The codecs through their public API (cppcdc/codec.hpp, cppcdc/avro.hpp): JSON output byte for
+// byte Event::to_json(), the key's three outcomes, every decoder round-tripping golden and
+// generated events, the Avro golden file, Avro bytes decoded by Debian's python3-avro (an
+// independent implementation) field by field, and the Confluent framing against the schema
+// registry DOUBLE (tests/integration/schema_registry_double.py).
+
+#include "cppcdc/codec.hpp"
+
+#include <gtest/gtest.h>
+#include <stdio.h>
+
+#include <boost/json.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "avro_expect.hpp"
+#include "core/event_json.hpp"
+#include "cppcdc/avro.hpp"
+#include "cppcdc/debezium.hpp"
+#include "cppcdc/plugin.hpp"
+#include "schema_registry_double.hpp"
+#include "unit/codec/generated_events.hpp"
+
+namespace cppcdc {
+namespace {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+using test::as_int;
+using test::expect_same;
+
+#define EXPECT_CONTAINS(haystack, needle) \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
+
+std::string encoded(Encoder& encoder, const Event& e, std::string_view destination = {}) {
+  ByteBuffer out;
+  auto st = encoder.encode_to(destination, e, out);
+  EXPECT_TRUE(st) << st.error().report();
+  return std::string(out.view());
+}
+
+std::vector<Event> generated(int n, std::uint32_t seed) {
+  test::EventGenerator gen(seed);
+  std::vector<Event> out;
+  for (int i = 0; i < n; ++i) out.push_back(gen.next());
+  out.push_back(test::full_event());
+  return out;
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// ---- json ------------------------------------------------------------------------------------
+
+TEST(JsonCodec, WritesExactlyWhatToJsonWritesAndReadsItBack) {
+  auto encoder = make_json_encoder();
+  auto decoder = make_json_decoder();
+  for (const Event& e : generated(500, 7)) {
+    const std::string record = encoded(*encoder, e, "some.topic");
+    ASSERT_EQ(record, e.to_json());
+    auto back = decoder->decode(record);
+    ASSERT_TRUE(back) << back.error().report() << "\n" << record;
+    EXPECT_EQ(*back, e) << record;
+  }
+}
+
+// ---- keys: the three outcomes ----------------------------------------------------------------
+
+TEST(CodecKeys, AKeyNoKeyForAKeylessEventAndNothingAppended) {
+  auto encoder = make_json_encoder();
+  Event e = test::full_event();
+  ByteBuffer out;
+  out.raw("prefix|");
+  auto keyed = encoder->encode_key(e, out);
+  ASSERT_TRUE(keyed);
+  EXPECT_TRUE(*keyed);
+  EXPECT_EQ(out.view(), R"(prefix|{"id":"42"})");
+
+  Event deleted = e;
+  deleted.op = Operation::kDelete;
+  deleted.after.reset();
+  out.clear();
+  ASSERT_TRUE(*encoder->encode_key(deleted, out));
+  EXPECT_EQ(out.view(), R"({"id":"42"})") << "a delete's key comes from the before-image";
+
+  std::vector<Event> keyless(4, e);
+  keyless[0].op = Operation::kTruncate;
+  keyless[0].after.reset();
+  keyless[0].before = BeforeImage{};
+  keyless[1].primary_key.reset();
+  keyless[2].primary_key = std::vector<std::string>{"id", "missing"};
+  keyless[3].primary_key = std::vector<std::string>{};
+  for (const Event& k : keyless) {
+    for (auto* enc : {encoder.get()}) {
+      out.clear();
+      out.raw("prefix|");
+      auto r = enc->encode_key(k, out);
+      ASSERT_TRUE(r);
+      EXPECT_FALSE(*r);
+      EXPECT_EQ(out.view(), "prefix|") << "no key is no bytes, never an empty key";
+    }
+  }
+  auto avro = make_avro_encoder();
+  for (const Event& k : keyless) {
+    out.clear();
+    auto r = avro->encode_key(k, out);
+    ASSERT_TRUE(r);
+    EXPECT_FALSE(*r);
+    EXPECT_TRUE(out.empty());
+  }
+  out.clear();
+  ASSERT_TRUE(*avro->encode_key(e, out));
+  auto key = decode_avro_key(out.view());
+  ASSERT_TRUE(key) << key.error().report();
+  EXPECT_EQ(*key, R"({"id":"42"})");
+}
+
+// ---- avro ------------------------------------------------------------------------------------
+
+TEST(AvroCodec, TheBuiltInSchemasAreTheAvscFilesOfTheRepository) {
+  EXPECT_EQ(avro_event_schema(),
+            read_file(fs::path(CPPCDC_SOURCE_DIR) / "src/codec/avro/event.avsc"));
+  EXPECT_EQ(avro_key_schema(),
+            read_file(fs::path(CPPCDC_SOURCE_DIR) / "src/codec/avro/event_key.avsc"));
+}
+
+TEST(AvroCodec, RoundTripsGeneratedEvents) {
+  auto encoder = make_avro_encoder();
+  auto decoder = make_avro_decoder();
+  for (const Event& e : generated(3000, 11)) {
+    const std::string record = encoded(*encoder, e);
+    auto back = decoder->decode(record);
+    ASSERT_TRUE(back) << back.error().report() << "\n" << e.to_json();
+    ASSERT_EQ(*back, e) << e.to_json() << "\n" << back->to_json();
+    EXPECT_EQ(back->before_is_key_only(), e.before_is_key_only());
+  }
+}
+
+TEST(AvroCodec, MatchesTheGoldenFile) {
+  const fs::path golden = fs::path(CPPCDC_GOLDEN_DIR) / "codec" / "avro_event.bin";
+  auto encoder = make_avro_encoder();
+  const std::string record = encoded(*encoder, test::full_event());
+  if (std::getenv("CPPCDC_UPDATE_GOLDEN") != nullptr) {
+    fs::create_directories(golden.parent_path());
+    std::ofstream(golden, std::ios::binary) << record;
+  }
+  ASSERT_TRUE(fs::exists(golden)) << golden << " (CPPCDC_UPDATE_GOLDEN=1 writes it)";
+  EXPECT_EQ(record, read_file(golden))
+      << "the Avro bytes changed: a consumer reading with event.avsc would misread them";
+  auto back = make_avro_decoder()->decode(read_file(golden));
+  ASSERT_TRUE(back) << back.error().report();
+  EXPECT_EQ(*back, test::full_event());
+}
+
+TEST(AvroCodec, RefusesTruncatedDamagedAndTrailingBytes) {
+  auto encoder = make_avro_encoder();
+  auto decoder = make_avro_decoder();
+  const std::string record = encoded(*encoder, test::full_event());
+  for (std::size_t n = 0; n < record.size(); ++n) {
+    auto r = decoder->decode(record.substr(0, n));
+    ASSERT_FALSE(r) << "a prefix of " << n << " bytes";
+    EXPECT_EQ(r.error().kind(), ErrorKind::kInvalidData);
+  }
+  auto trailing = decoder->decode(record + "x");
+  ASSERT_FALSE(trailing);
+  EXPECT_CONTAINS(trailing.error().report(), "1 bytes follow");
+  // A key-only before-image that also lists unavailable columns is refused by the same rule
+  // as the JSON envelope's.
+  Event bad = test::full_event();
+  bad.before = BeforeKeyOnly{{{"id", "1", false}}};
+  std::string bytes = encoded(*encoder, bad);
+  ASSERT_GE(bytes.size(), 2u);
+  // The last field (before_unavailable_columns) is an empty array, one byte 0: write one name.
+  bytes.pop_back();
+  bytes += std::string("\x02\x02x\x00", 4);
+  auto contradictory = decoder->decode(bytes);
+  ASSERT_FALSE(contradictory);
+  EXPECT_CONTAINS(contradictory.error().report(), "key-only before image");
+}
+
+// Runs tests/unit/codec/avro_decode.py over `records`; one parsed JSON object per record.
+std::vector<json::object> python_decode(const std::vector<std::string>& records,
+                                        const std::string& schema_file, bool framed) {
+  const fs::path dir = fs::path(::testing::TempDir()) / ("avro-py-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::string command = "/usr/bin/python3 " + std::string(CPPCDC_SOURCE_DIR) +
+                        "/tests/unit/codec/avro_decode.py " + schema_file +
+                        (framed ? " --framed" : "");
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const fs::path file = dir / (std::to_string(i) + ".bin");
+    std::ofstream(file, std::ios::binary) << records[i];
+    command += " " + file.string();
+  }
+  std::vector<json::object> out;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  EXPECT_NE(pipe, nullptr);
+  if (pipe == nullptr) return out;
+  std::string text;
+  char buf[65536];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) text.append(buf, n);
+  const int status = ::pclose(pipe);
+  EXPECT_EQ(status, 0) << "python3-avro could not decode our bytes (apt-get install python3-avro)";
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) out.push_back(json::parse(line).as_object());
+  fs::remove_all(dir);
+  return out;
+}
+
+TEST(AvroCodec, PythonAvroDecodesOurBytesFieldByField) {
+  auto encoder = make_avro_encoder();
+  const std::vector<Event> events = generated(300, 23);
+  std::vector<std::string> records;
+  for (const Event& e : events) records.push_back(encoded(*encoder, e));
+  const auto decoded =
+      python_decode(records, std::string(CPPCDC_SOURCE_DIR) + "/src/codec/avro/event.avsc", false);
+  ASSERT_EQ(decoded.size(), events.size());
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    SCOPED_TRACE("event " + std::to_string(i) + ": " + events[i].to_json());
+    expect_same(decoded[i].at("datum").as_object(), events[i]);
+  }
+  // The key schema too.
+  std::vector<std::string> keys;
+  ByteBuffer key;
+  ASSERT_TRUE(*encoder->encode_key(test::full_event(), key));
+  keys.emplace_back(key.view());
+  const auto decoded_keys =
+      python_decode(keys, std::string(CPPCDC_SOURCE_DIR) + "/src/codec/avro/event_key.avsc", false);
+  ASSERT_EQ(decoded_keys.size(), 1u);
+  EXPECT_EQ(decoded_keys[0].at("datum").at("key").as_string(), R"({"id":"42"})");
+}
+
+// ---- avro in the Confluent framing, against the registry double --------------------------
+
+AvroCodecOptions registry_options(const RegistryDouble& registry, bool auto_register) {
+  AvroCodecOptions o;
+  o.registry_config.url = registry.url();
+  o.registry_config.auto_register = auto_register;
+  o.registry_config.retry = RegistryRetryPolicy::none();
+  auto client = make_schema_registry_client(o.registry_config);
+  EXPECT_TRUE(client);
+  o.registry = std::shared_ptr<SchemaRegistryClient>(std::move(*client));
+  return o;
+}
+
+TEST(AvroCodec, ConfluentFramingCarriesTheRegistrysIdsForValueAndKey) {
+  RegistryDouble registry;
+  ASSERT_TRUE(registry.up());
+  const AvroCodecOptions options = registry_options(registry, true);
+  auto encoder = make_avro_encoder(options);
+  EXPECT_EQ(encoder->content_type(), "application/vnd.confluent.avro");
+  const Event e = test::full_event();
+  const std::string value = encoded(*encoder, e, "shop.public.orders");
+  ByteBuffer key;
+  auto keyed = encoder->encode_key_to("shop.public.orders", e, key);
+  ASSERT_TRUE(keyed) << keyed.error().report();
+  ASSERT_TRUE(*keyed);
+
+  auto value_id = options.registry->lookup_schema("shop.public.orders-value", SchemaType::kAvro,
+                                                  std::string(avro_event_schema()));
+  auto key_id = options.registry->lookup_schema("shop.public.orders-key", SchemaType::kAvro,
+                                                std::string(avro_key_schema()));
+  ASSERT_TRUE(value_id) << value_id.error().report();
+  ASSERT_TRUE(key_id) << key_id.error().report();
+  EXPECT_NE(*value_id, *key_id);
+  auto frame = split_confluent_frame(value);
+  ASSERT_TRUE(frame);
+  EXPECT_EQ(frame->first, *value_id);
+  auto key_frame = split_confluent_frame(key.view());
+  ASSERT_TRUE(key_frame);
+  EXPECT_EQ(key_frame->first, *key_id);
+
+  // Our decoder (checking the id's schema with the registry) and python3-avro read it back.
+  auto decoder = make_avro_decoder(options);
+  auto back = decoder->decode(value);
+  ASSERT_TRUE(back) << back.error().report();
+  EXPECT_EQ(*back, e);
+  auto back_key = decode_avro_key(key.view(), options);
+  ASSERT_TRUE(back_key) << back_key.error().report();
+  EXPECT_EQ(*back_key, R"({"id":"42"})");
+  const auto py =
+      python_decode({value}, std::string(CPPCDC_SOURCE_DIR) + "/src/codec/avro/event.avsc", true);
+  ASSERT_EQ(py.size(), 1u);
+  EXPECT_EQ(as_int(py[0].at("schema_id")), *value_id);
+  expect_same(py[0].at("datum").as_object(), e);
+
+  // Ids are resolved once per destination: a second record asks the registry nothing.
+  const auto asked = registry.requests().size();
+  (void)encoded(*encoder, e, "shop.public.orders");
+  EXPECT_EQ(registry.requests().size(), asked);
+
+  // Bare bytes given to a framing decoder are refused, never misread.
+  auto bare = decoder->decode(encoded(*make_avro_encoder(), e));
+  ASSERT_FALSE(bare);
+  EXPECT_EQ(bare.error().kind(), ErrorKind::kInvalidData);
+}
+
+TEST(AvroCodec, WithoutAutoRegisterAMissingSchemaIsAnErrorNamingTheSubjectNeverNoKey) {
+  RegistryDouble registry;
+  ASSERT_TRUE(registry.up());
+  auto encoder = make_avro_encoder(registry_options(registry, false));
+  ByteBuffer out;
+  auto value = encoder->encode_to("shop.public.orders", test::full_event(), out);
+  ASSERT_FALSE(value);
+  EXPECT_EQ(value.error().kind(), ErrorKind::kTerminal);
+  EXPECT_CONTAINS(value.error().report(), "shop.public.orders-value");
+  auto key = encoder->encode_key_to("shop.public.orders", test::full_event(), out);
+  ASSERT_FALSE(key) << "a key that cannot be encoded is an error, not \"no key\"";
+  EXPECT_CONTAINS(key.error().report(), "shop.public.orders-key");
+  EXPECT_TRUE(out.empty());
+  EXPECT_EQ(registry.writes(), 0u) << "auto_register = false never writes";
+}
+
+TEST(AvroCodec, ADecoderRefusesAnIdWhoseSchemaIsNotTheEnvelope) {
+  RegistryDouble registry;
+  ASSERT_TRUE(registry.up());
+  AvroCodecOptions options = registry_options(registry, true);
+  auto other = options.registry->register_schema(
+      "other-value", SchemaType::kAvro,
+      R"({"type":"record","name":"Other","fields":[{"name":"x","type":"long"}]})");
+  ASSERT_TRUE(other) << other.error().report();
+  std::string record;
+  append_confluent_header(*other, record);
+  record += std::string(encoded(*make_avro_encoder(), test::full_event()));
+  auto r = make_avro_decoder(options)->decode(record);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind(), ErrorKind::kTerminal);
+  EXPECT_CONTAINS(r.error().report(), "is not io.cppcdc.Event");
+}
+
+TEST(AvroCodec, ASinkWithoutTopicsNeedsTheRecordNameStrategy) {
+  RegistryDouble registry;
+  ASSERT_TRUE(registry.up());
+  AvroCodecOptions options = registry_options(registry, true);
+  ByteBuffer out;
+  auto r = make_avro_encoder(options)->encode(test::full_event(), out);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind(), ErrorKind::kConfiguration);
+  EXPECT_CONTAINS(r.error().report(), "record_name");
+  options.registry_config.subject_name_strategy = SubjectNameStrategy::kRecordName;
+  auto encoder = make_avro_encoder(options);
+  ASSERT_TRUE(encoder->encode(test::full_event(), out));
+  auto id = options.registry->lookup_schema("io.cppcdc.Event", SchemaType::kAvro,
+                                            std::string(avro_event_schema()));
+  ASSERT_TRUE(id) << id.error().report();
+  EXPECT_EQ(split_confluent_frame(out.view())->first, *id);
+}
+
+// ---- debezium_json ---------------------------------------------------------------------------
+
+json::object parsed(const std::string& text) {
+  boost::system::error_code ec;
+  auto v = json::parse(text, ec);
+  EXPECT_FALSE(ec) << text;
+  return v.is_object() ? v.as_object() : json::object{};
+}
+
+TEST(DebeziumJson, ThePostgresqlValueShape) {
+  auto encoder = make_debezium_json_encoder();
+  const Event e = test::full_event();
+  const std::string record = encoded(*encoder, e);
+  const json::object v = parsed(record);
+  EXPECT_EQ(v.size(), 6u) << record;
+  EXPECT_EQ(v.at("op").as_string(), "u");
+  EXPECT_EQ(v.at("ts_ms").as_int64(), e.ts);
+  EXPECT_EQ(v.at("before").at("status").as_string(), "pending");
+  EXPECT_TRUE(v.at("before").at("doc").is_null());
+  EXPECT_EQ(v.at("after").at("status").as_string(), "shipped \"fast\"\n");
+  EXPECT_EQ(v.at("after").at("doc").as_string(),
+            R"({"a":[1,2.50,12345678901234567890123],"b":null})")
+      << "a json column is a string holding its JSON (Debezium's io.debezium.data.Json)";
+  const auto& source = v.at("source").as_object();
+  EXPECT_EQ(source.at("connector").as_string(), "postgresql");
+  EXPECT_EQ(source.at("name").as_string(), "postgres");
+  EXPECT_EQ(source.at("ts_ms").as_int64(), e.source.timestamp);
+  EXPECT_EQ(source.at("snapshot").as_string(), "false");
+  EXPECT_EQ(source.at("schema").as_string(), "public");
+  EXPECT_EQ(source.at("table").as_string(), "orders");
+  EXPECT_EQ(source.at("txId").as_int64(), 3084);
+  EXPECT_EQ(source.at("lsn").as_int64(), 0x1B2C3D4E);
+  for (const char* field : {"version", "db", "sequence", "xmin"}) {
+    EXPECT_TRUE(source.contains(field)) << field;
+  }
+  const auto& tx = v.at("transaction").as_object();
+  EXPECT_EQ(tx.at("id").as_string(), "3084");
+  EXPECT_EQ(tx.at("total_order").as_int64(), 2);
+  EXPECT_EQ(tx.at("data_collection_order").as_int64(), 1);
+  // The next event of the same transaction and table counts on.
+  Event next = e;
+  next.transaction->event_index = 2;
+  EXPECT_EQ(
+      parsed(encoded(*encoder, next)).at("transaction").at("data_collection_order").as_int64(), 2);
+
+  ByteBuffer key;
+  ASSERT_TRUE(*encoder->encode_key(e, key));
+  EXPECT_EQ(key.view(), R"({"id":"42"})");
+}
+
+TEST(DebeziumJson, TheMysqlSourceBlockAndOpLetters) {
+  auto encoder = make_debezium_json_encoder();
+  Event e = test::full_event();
+  e.source = {"mariadb", "mysql-bin.000012:4567", 1700000000000};
+  e.schema = "shop";
+  e.transaction.reset();
+  const std::pair<Operation, const char*> letters[] = {
+      {Operation::kInsert, "c"}, {Operation::kUpdate, "u"},   {Operation::kDelete, "d"},
+      {Operation::kRead, "r"},   {Operation::kTruncate, "t"}, {Operation::kMessage, "m"}};
+  for (const auto& [op, letter] : letters) {
+    e.op = op;
+    const json::object v = parsed(encoded(*encoder, e));
+    EXPECT_EQ(v.at("op").as_string(), letter);
+    const auto& source = v.at("source").as_object();
+    EXPECT_EQ(source.at("connector").as_string(), "mysql");
+    EXPECT_EQ(source.at("db").as_string(), "shop");
+    EXPECT_EQ(source.at("file").as_string(), "mysql-bin.000012");
+    EXPECT_EQ(source.at("pos").as_int64(), 4567);
+    EXPECT_EQ(source.at("snapshot").as_string(), op == Operation::kRead ? "true" : "false");
+    for (const char* field : {"server_id", "gtid", "row", "thread", "query"}) {
+      EXPECT_TRUE(source.contains(field)) << field;
+    }
+    EXPECT_TRUE(v.at("transaction").is_null());
+  }
+  auto mariadb = make_debezium_json_encoder({false, "mariadb", ""});
+  EXPECT_EQ(parsed(encoded(*mariadb, e)).at("source").at("connector").as_string(), "mariadb");
+
+  e.op = Operation::kSchemaChange;
+  ByteBuffer out;
+  auto refused = encoder->encode(e, out);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().kind(), ErrorKind::kInvalidData);
+  EXPECT_CONTAINS(refused.error().report(), "filter");
+}
+
+TEST(DebeziumJson, SchemasEnableWrapsSchemaAndPayload) {
+  auto encoder = make_debezium_json_encoder({true, "", "app"});
+  const Event e = test::full_event();
+  const json::object v = parsed(encoded(*encoder, e));
+  ASSERT_TRUE(v.contains("schema"));
+  ASSERT_TRUE(v.contains("payload"));
+  EXPECT_EQ(v.size(), 2u);
+  const auto& schema = v.at("schema").as_object();
+  EXPECT_EQ(schema.at("name").as_string(), "postgres.public.orders.Envelope");
+  std::vector<std::string> fields;
+  for (const auto& f : schema.at("fields").as_array())
+    fields.emplace_back(f.at("field").as_string());
+  EXPECT_EQ(fields,
+            (std::vector<std::string>{"before", "after", "source", "op", "ts_ms", "transaction"}));
+  const auto& after = schema.at("fields").as_array()[1].as_object();
+  EXPECT_EQ(after.at("name").as_string(), "postgres.public.orders.Value");
+  bool saw_json = false;
+  for (const auto& c : after.at("fields").as_array()) {
+    if (c.at("field").as_string() == "doc") {
+      EXPECT_EQ(c.at("name").as_string(), "io.debezium.data.Json");
+      saw_json = true;
+    }
+    if (c.at("field").as_string() == "id") {
+      EXPECT_FALSE(c.at("optional").as_bool());
+    }
+  }
+  EXPECT_TRUE(saw_json);
+  EXPECT_EQ(v.at("payload").at("source").at("db").as_string(), "app");
+  ByteBuffer key;
+  ASSERT_TRUE(*encoder->encode_key(e, key));
+  const json::object k = parsed(std::string(key.view()));
+  EXPECT_EQ(k.at("schema").at("name").as_string(), "postgres.public.orders.Key");
+  EXPECT_EQ(k.at("payload").at("id").as_string(), "42");
+  // The schema is kept per table shape: a column added to the same table shows in the next
+  // record's schema, and the first table's schema is still right afterwards.
+  Event wider = e;
+  wider.after->push_back({"added", "x", false});
+  const auto column_names = [](const json::object& record) {
+    std::vector<std::string> out;
+    for (const auto& c : record.at("schema").at("fields").as_array()[1].at("fields").as_array()) {
+      out.emplace_back(c.at("field").as_string());
+    }
+    return out;
+  };
+  EXPECT_EQ(column_names(parsed(encoded(*encoder, wider))),
+            (std::vector<std::string>{"id", "status", "doc", "note", "city", "added"}));
+  EXPECT_EQ(column_names(parsed(encoded(*encoder, e))),
+            (std::vector<std::string>{"id", "status", "doc", "note", "city"}));
+  // With the schema, json columns come back as json.
+  auto back = make_debezium_json_decoder()->decode(encoded(*encoder, e));
+  ASSERT_TRUE(back) << back.error().report();
+  EXPECT_EQ(back->after, e.after);
+}
+
+// The fields a Debezium value carries, for comparing what its decoder gives back.
+Event debezium_projection(const Event& e, bool schemas) {
+  Event p;
+  p.op = e.op;
+  // The schema marks a column json by its first appearance (after, then before); without the
+  // schema nothing is json. A NULL is never json.
+  std::map<std::string, bool> json_column;
+  for (const Row* row : {e.after ? &*e.after : nullptr, e.before.row()}) {
+    if (row == nullptr) continue;
+    for (const auto& c : *row) json_column.emplace(c.name, c.is_json);
+  }
+  auto strip = [&](Row row) {
+    for (auto& c : row) c.is_json = schemas && c.text && json_column[c.name];
+    return row;
+  };
+  if (const Row* b = e.before.row()) p.before = BeforeFull{strip(*b), {}};
+  if (e.after) p.after = strip(*e.after);
+  p.source = e.source;
+  p.ts = e.ts;
+  p.schema = e.schema && !e.schema->empty() ? e.schema : std::nullopt;
+  p.table = e.table;
+  if (e.transaction)
+    p.transaction = TransactionMetadata{e.transaction->tx_id, 0, e.transaction->event_index};
+  return p;
+}
+
+TEST(DebeziumJson, RoundTripsTheFieldsDebeziumCarries) {
+  for (const bool schemas : {false, true}) {
+    auto encoder = make_debezium_json_encoder({schemas, "", ""});
+    auto decoder = make_debezium_json_decoder();
+    test::EventGenerator gen(31);
+    int checked = 0;
+    for (int i = 0; i < 1500; ++i) {
+      Event e = gen.next();
+      if (e.op == Operation::kSchemaChange) continue;
+      // Offsets as the sources write them: a PostgreSQL LSN, or a binlog coordinate.
+      e.source.offset = i % 2 ? "16/B374D848" : "mysql-bin.000003:" + std::to_string(i);
+      if (e.transaction) e.transaction->tx_id %= (1ull << 62);
+      const std::string record = encoded(*encoder, e);
+      auto back = decoder->decode(record);
+      ASSERT_TRUE(back) << back.error().report() << "\n" << record;
+      Event expected = debezium_projection(e, schemas);
+      ASSERT_EQ(back->to_json(), expected.to_json()) << record;
+      ++checked;
+    }
+    EXPECT_GT(checked, 1000);
+  }
+}
+
+}  // namespace
+}  // namespace cppcdc

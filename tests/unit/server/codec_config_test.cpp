@@ -1,0 +1,120 @@
+// `codec` and `[sink.codec_options]` on every sink type: the default, an unknown codec naming
+// the file, the key and the known codecs, binary codecs refused where records are JSON text,
+// options checked by the codec, and check-config showing the codec.
+
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <string>
+
+#include "cppcdc/plugin.hpp"
+#include "server/config.hpp"
+
+namespace cppcdc::server {
+namespace {
+
+constexpr const char* kHead = R"([source]
+dsn = "host=localhost dbname=app"
+tables = ["public.t"]
+
+[state.offset]
+dir = "/tmp/state"
+
+)";
+
+#define EXPECT_CONTAINS(haystack, needle) \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
+
+std::string error_of(const std::string& sink) {
+  auto config = parse_server_config(kHead + sink, "cdc.toml");
+  if (config) return "(no error)";
+  EXPECT_EQ(config.error().kind(), ErrorKind::kConfiguration) << config.error().report();
+  return config.error().report();
+}
+
+std::string described(const std::string& sink) {
+  auto config = parse_server_config(kHead + sink, "cdc.toml");
+  if (!config) return "(error) " + config.error().report();
+  return describe_config(*config);
+}
+
+const char* const kKafka = "[sink]\ntype = \"kafka\"\nbootstrap_servers = \"127.0.0.1:1\"\n";
+
+TEST(CodecConfig, EverySinkDefaultsToJsonAndShowsItsCodec) {
+  for (const std::string& sink :
+       {std::string("[sink]\ntype = \"stdout\"\n"),
+        std::string("[sink]\ntype = \"file\"\npath = \"/tmp/x.jsonl\"\n"),
+        std::string("[sink]\ntype = \"http\"\nurl = \"http://r:8080/\"\n"), std::string(kKafka)}) {
+    EXPECT_TRUE(std::regex_search(described(sink), std::regex("codec: +json\n")))
+        << described(sink);
+    EXPECT_TRUE(std::regex_search(described(sink + "codec = \"debezium_json\"\n"),
+                                  std::regex("codec: +debezium_json\n")));
+  }
+}
+
+TEST(CodecConfig, AnUnknownCodecNamesTheFileTheKeyAndTheKnownCodecs) {
+  const std::string e = error_of("[sink]\ntype = \"stdout\"\ncodec = \"protobuf\"\n");
+  EXPECT_CONTAINS(e, "cdc.toml");
+  EXPECT_CONTAINS(e, "[sink] codec");
+  EXPECT_CONTAINS(e, "\"avro\", \"debezium_json\" or \"json\"");
+  EXPECT_CONTAINS(e, "found \"protobuf\"");
+  const std::string k = error_of(std::string(kKafka) + "codec = \"jsn\"\n");
+  EXPECT_CONTAINS(k, "[sink] codec");
+  EXPECT_CONTAINS(k, "found \"jsn\"");
+}
+
+TEST(CodecConfig, BinaryCodecsAreRefusedWhereRecordsAreJsonText) {
+  for (const std::string& sink :
+       {std::string("[sink]\ntype = \"stdout\"\n"),
+        std::string("[sink]\ntype = \"file\"\npath = \"/tmp/x.jsonl\"\n"),
+        std::string("[sink]\ntype = \"http\"\nurl = \"http://r:8080/\"\n")}) {
+    const std::string e = error_of(sink + "codec = \"avro\"\n");
+    EXPECT_CONTAINS(e, "[sink] codec");
+    EXPECT_CONTAINS(e, "writes binary records");
+  }
+  EXPECT_CONTAINS(described(std::string(kKafka) + "codec = \"avro\"\n"), "bare Avro");
+}
+
+TEST(CodecConfig, CodecOptionsAreTheCodecsToCheck) {
+  // json takes no options: an unknown key is refused where it is written.
+  EXPECT_CONTAINS(error_of("[sink]\ntype = \"stdout\"\n[sink.codec_options]\nfoo = 1\n"),
+                  "foo: unknown key");
+  const std::string avro = std::string(kKafka) + "codec = \"avro\"\n";
+  EXPECT_CONTAINS(error_of(avro + "[sink.codec_options.schema_registry]\nauto_register = false\n"),
+                  "url: required");
+  EXPECT_CONTAINS(error_of(avro + "[sink.codec_options.schema_registry]\nurl = \"http://r\"\n"
+                                  "subject_name_strategy = \"by_topic\"\n"),
+                  "subject_name_strategy");
+  EXPECT_CONTAINS(error_of(avro + "[sink.codec_options.schema_registry]\nurl = \"http://r\"\n"
+                                  "username = \"u\"\n"),
+                  "password");
+  const std::string ok = described(avro +
+                                   "[sink.codec_options.schema_registry]\n"
+                                   "url = \"http://u:secret-pw@registry:8081\"\n"
+                                   "username = \"u\"\npassword = \"p-secret\"\n"
+                                   "auto_register = false\n"
+                                   "subject_name_strategy = \"topic_record_name\"\n");
+  EXPECT_CONTAINS(ok, "Confluent");
+  EXPECT_CONTAINS(ok, "topic_record_name, looked up only (auto_register = false)");
+  EXPECT_EQ(ok.find("secret-pw"), std::string::npos) << ok;
+  EXPECT_EQ(ok.find("p-secret"), std::string::npos) << ok;
+  EXPECT_CONTAINS(error_of("[sink]\ntype = \"stdout\"\ncodec = \"debezium_json\"\n"
+                           "[sink.codec_options]\nschemas_enable = \"yes\"\n"),
+                  "schemas_enable");
+  EXPECT_CONTAINS(error_of("[sink]\ntype = \"stdout\"\ncodec = \"debezium_json\"\n"
+                           "[sink.codec_options]\nconnector = \"oracle\"\n"),
+                  "connector: expected \"postgresql\", \"mysql\" or \"mariadb\"");
+  EXPECT_CONTAINS(described("[sink]\ntype = \"stdout\"\ncodec = \"debezium_json\"\n"
+                            "[sink.codec_options]\nschemas_enable = true\n"),
+                  "schemas_enable = true");
+}
+
+TEST(CodecConfig, TheRegistryListsTheBuiltInCodecs) {
+  ASSERT_TRUE(parse_server_config(std::string(kHead) + "[sink]\ntype = \"stdout\"\n", "cdc.toml"));
+  const auto names = codec_names();
+  EXPECT_EQ(names, (std::vector<std::string>{"avro", "debezium_json", "json"}));
+  EXPECT_FALSE(register_codec("json", nullptr)) << "a second registration must be refused";
+}
+
+}  // namespace
+}  // namespace cppcdc::server
