@@ -293,29 +293,47 @@ struct Runtime::Impl {
 
   // The transactional sink commits the open batch (or, for an idle position, a transaction of
   // its own with no events) together with the planned record, which the guard checks first.
+  // A delivery attempt, for the health verdict, while it lives: `attempt` (and, for a sink
+  // outside the delivering pipeline, `attempt_sink`) are set, and stage() names the call in
+  // progress.
+  class AttemptScope {
+   public:
+    AttemptScope(Impl& d, std::string destination, std::uint64_t events, const char* stage,
+                 const Sink* sink = nullptr)
+        : d_(d) {
+      std::lock_guard lock(d_.mutex);
+      d_.attempt.emplace();
+      d_.attempt->started_at_ms = d_.now();
+      d_.attempt->destination = std::move(destination);
+      d_.attempt->events = events;
+      d_.attempt->stage = stage;
+      d_.attempt_sink = sink;
+    }
+    ~AttemptScope() {
+      std::lock_guard lock(d_.mutex);
+      d_.attempt.reset();
+      d_.attempt_sink = nullptr;
+    }
+    AttemptScope(const AttemptScope&) = delete;
+    AttemptScope& operator=(const AttemptScope&) = delete;
+    void stage(const char* name) {
+      std::lock_guard lock(d_.mutex);
+      d_.attempt->stage = name;
+    }
+
+   private:
+    Impl& d_;
+  };
+
   Status commit_in_sink(const detail::CommitPlan& plan, bool idle = false) {
     if (!plan.record && !batch_open) return ok();
     // An idle position's transaction is a delivery attempt of its own (no events): while the
     // sink's calls block (a broker that is down), the health verdict says so.
-    struct IdleAttempt {
-      Impl& d;
-      bool active;
-      IdleAttempt(Impl& impl, bool on) : d(impl), active(on && !impl.attempt) {
-        if (!active) return;
-        std::lock_guard lock(d.mutex);
-        d.attempt.emplace();
-        d.attempt->started_at_ms = d.now();
-        d.attempt->destination = d.transactional->name();
-        d.attempt->stage = "commit of an idle checkpoint";
-        d.attempt_sink = d.transactional;
-      }
-      ~IdleAttempt() {
-        if (!active) return;
-        std::lock_guard lock(d.mutex);
-        d.attempt.reset();
-        d.attempt_sink = nullptr;
-      }
-    } idle_attempt(*this, idle);
+    std::optional<AttemptScope> idle_attempt;
+    if (idle && !attempt) {
+      idle_attempt.emplace(*this, transactional->name(), 0, "commit of an idle checkpoint",
+                           transactional);
+    }
     // An idle commit that failed recoverably may have left the sink needing recovery.
     if (!batch_open && std::exchange(sink_needs_recover, false)) {
       if (auto recovered = transactional->recover(); !recovered) {
@@ -909,27 +927,8 @@ Result<std::uint64_t> Runtime::Impl::deliver_loop(Runtime& runtime, Pipeline& pi
     bool recover_first = std::exchange(d.sink_needs_recover, false);
     // What the health verdict shows while the attempt runs (a sink call may block for as long
     // as its own timeouts allow, e.g. Kafka's delivery_timeout_ms).
-    const auto stage = [&](const char* name) {
-      std::lock_guard lock(d.mutex);
-      if (name == nullptr) {
-        d.attempt.reset();
-        return;
-      }
-      if (!d.attempt) {
-        d.attempt.emplace();
-        d.attempt->started_at_ms = d.now();
-        d.attempt->destination = pipeline.name();
-        d.attempt->events = batch->size();
-      }
-      d.attempt->stage = name;
-    };
-    struct AttemptEnd {
-      const decltype(stage)& set_stage;
-      ~AttemptEnd() { set_stage(nullptr); }
-    };
     const auto attempt = [&]() -> Status {
-      AttemptEnd end{stage};
-      stage("recover");
+      AttemptScope scope(d, pipeline.name(), batch->size(), "recover");
       if (recover_first) {
         if (auto recovered = pipeline.recover(); !recovered) {
           return fail(recovered.error().context(context("recovering the sinks to deliver again")));
@@ -937,13 +936,13 @@ Result<std::uint64_t> Runtime::Impl::deliver_loop(Runtime& runtime, Pipeline& pi
         recover_first = false;
       }
       if (sink != nullptr) {
-        stage("begin");
+        scope.stage("begin");
         if (auto begun = sink->begin(); !begun) {
           return fail(begun.error().context(context("opening a transaction for")));
         }
         d.batch_open = true;
       }
-      stage("write");
+      scope.stage("write");
       auto written = pipeline.write(batch->events());
       if (!written) {
         if (sink != nullptr) {
@@ -954,7 +953,7 @@ Result<std::uint64_t> Runtime::Impl::deliver_loop(Runtime& runtime, Pipeline& pi
       }
       // A transactional sink delivers the batch inside its open transaction here, so that a
       // refused record aborts and retries the batch now instead of failing the commit.
-      stage("flush");
+      scope.stage("flush");
       auto flushed = pipeline.flush();
       if (!flushed) {
         if (sink != nullptr) {
@@ -965,7 +964,7 @@ Result<std::uint64_t> Runtime::Impl::deliver_loop(Runtime& runtime, Pipeline& pi
       }
       if (sink != nullptr) {
         const AckMode mode = batch->ack_mode();
-        stage("commit");
+        scope.stage("commit");
         if (mode.token) CPPCDC_TRY(d.commit_attempt(*sink, *mode.token));
       }
       return ok();

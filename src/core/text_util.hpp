@@ -31,11 +31,13 @@ inline std::size_t edit_distance(std::string_view a, std::string_view b) {
 }
 
 /// The name of `candidates` closest to `name` when it is close enough to be a likely typo of
-/// it (at most 1 edit for names of up to 4 characters, else at most 2); "" otherwise.
+/// it: at most `max_edits` edits (by default 1 for names of up to 4 characters, else 2); ""
+/// otherwise.
 template <class Name>
-std::string closest_name(std::string_view name, const std::vector<Name>& candidates) {
+std::string closest_name(std::string_view name, const std::vector<Name>& candidates,
+                         std::optional<std::size_t> max_edits = std::nullopt) {
   std::string best;
-  std::size_t best_distance = name.size() <= 4 ? 2 : 3;
+  std::size_t best_distance = max_edits ? *max_edits + 1 : (name.size() <= 4 ? 2 : 3);
   for (const auto& c : candidates) {
     const std::size_t d = edit_distance(std::string_view(c), name);
     if (d < best_distance && std::string_view(c) != name) {

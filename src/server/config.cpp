@@ -756,15 +756,7 @@ Status read_sink_section(Section& section, SinkEntry& entry, std::vector<std::st
 
 // The closest of `names` to `name`, when it is close enough to be a likely typo.
 std::string did_you_mean(const std::string& name, const std::vector<std::string>& names) {
-  std::string best;
-  std::size_t best_distance = 3;
-  for (const auto& n : names) {
-    const std::size_t d = detail::edit_distance(n, name);
-    if (d < best_distance) {
-      best = n;
-      best_distance = d;
-    }
-  }
+  const std::string best = detail::closest_name(name, names, /*max_edits=*/2);
   return best.empty() ? std::string() : "; did you mean " + in_quotes(best) + "?";
 }
 

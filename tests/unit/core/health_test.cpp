@@ -291,25 +291,21 @@ TEST(HealthChangeKey, NamesEveryVerdictAndCause) {
 
 namespace {
 
-/// A sink whose flush() blocks until the test releases it, like a Kafka producer waiting out
-/// delivery_timeout_ms while the broker is down; it reports what it sees meanwhile.
-class BlockingSink final : public Sink {
+/// One blocking call of a test sink: it blocks until the test releases it, and reports a
+/// problem until then.
+class Gate {
  public:
-  Status write(std::span<const Event>) override { return ok(); }
-  Status flush() override {
+  void pass() {
     std::unique_lock lock(mutex_);
     entered_ = true;
     changed_.notify_all();
     changed_.wait(lock, [this] { return released_; });
-    ++flushes_;
+    ++passes_;
     changed_.notify_all();
-    return ok();
   }
-  Status close() override { return ok(); }
-  std::string name() const override { return "blocking"; }
-  std::string current_problem() const override {
+  std::string problem(const char* text) const {
     std::lock_guard lock(mutex_);
-    return released_ ? std::string() : "all brokers down for 12 s";
+    return released_ ? std::string() : text;
   }
   void wait_entered() {
     std::unique_lock lock(mutex_);
@@ -320,9 +316,9 @@ class BlockingSink final : public Sink {
     released_ = true;
     changed_.notify_all();
   }
-  void wait_flushed() {
+  void wait_passed() {
     std::unique_lock lock(mutex_);
-    changed_.wait(lock, [this] { return flushes_ > 0; });
+    changed_.wait(lock, [this] { return passes_ > 0; });
   }
 
  private:
@@ -330,7 +326,22 @@ class BlockingSink final : public Sink {
   std::condition_variable changed_;
   bool entered_ = false;
   bool released_ = false;
-  int flushes_ = 0;
+  int passes_ = 0;
+};
+
+/// A sink whose flush() blocks until the test releases it, like a Kafka producer waiting out
+/// delivery_timeout_ms while the broker is down; it reports what it sees meanwhile.
+class BlockingSink final : public Sink {
+ public:
+  Status write(std::span<const Event>) override { return ok(); }
+  Status flush() override {
+    gate.pass();
+    return ok();
+  }
+  Status close() override { return ok(); }
+  std::string name() const override { return "blocking"; }
+  std::string current_problem() const override { return gate.problem("all brokers down for 12 s"); }
+  Gate gate;
 };
 
 }  // namespace
@@ -345,7 +356,7 @@ TEST(Health, ABlockedSinkCallIsDeliveryFailingOnceItOutlastsTheThreshold) {
   BlockingSink sink;
   std::atomic<bool> cancel{false};
   std::thread loop([&] { (void)f.runtime->run_to_completion(sink, cancel); });
-  sink.wait_entered();
+  sink.gate.wait_entered();
   auto v = f.health();
   EXPECT_EQ(v.kind, HealthVerdict::Kind::kHealthy) << v.reason;
   EXPECT_TRUE(has(v.reason, "delivering 2 events to blocking (in flush")) << v.reason;
@@ -355,8 +366,8 @@ TEST(Health, ABlockedSinkCallIsDeliveryFailingOnceItOutlastsTheThreshold) {
   EXPECT_EQ(v.cause, StallCause::kDeliveryFailing) << v.reason;
   EXPECT_TRUE(has(v.reason, "has not returned for 31000ms (now in flush")) << v.reason;
   EXPECT_TRUE(has(v.reason, "the sink reports: blocking: all brokers down")) << v.reason;
-  sink.release();
-  sink.wait_flushed();
+  sink.gate.release();
+  sink.gate.wait_passed();
   cancel.store(true);
   loop.join();
   EXPECT_NE(f.health().cause, StallCause::kDeliveryFailing) << f.health().reason;
@@ -373,41 +384,14 @@ class BlockingCommitSink final : public TransactionalSink {
   Status write(std::span<const Event>) override { return ok(); }
   Status flush() override { return ok(); }
   Status commit(const std::optional<CheckpointRecord>&) override {
-    std::unique_lock lock(mutex_);
-    entered_ = true;
-    changed_.notify_all();
-    changed_.wait(lock, [this] { return released_; });
-    ++commits_;
-    changed_.notify_all();
+    gate.pass();
     return ok();
   }
   Status abort() override { return ok(); }
   Status close() override { return ok(); }
   std::string name() const override { return "tx"; }
-  std::string current_problem() const override {
-    std::lock_guard lock(mutex_);
-    return released_ ? std::string() : "coordinator unreachable";
-  }
-  void wait_entered() {
-    std::unique_lock lock(mutex_);
-    changed_.wait(lock, [this] { return entered_; });
-  }
-  void release() {
-    std::lock_guard lock(mutex_);
-    released_ = true;
-    changed_.notify_all();
-  }
-  void wait_committed() {
-    std::unique_lock lock(mutex_);
-    changed_.wait(lock, [this] { return commits_ > 0; });
-  }
-
- private:
-  mutable std::mutex mutex_;
-  std::condition_variable changed_;
-  bool entered_ = false;
-  bool released_ = false;
-  int commits_ = 0;
+  std::string current_problem() const override { return gate.problem("coordinator unreachable"); }
+  Gate gate;
 };
 
 }  // namespace
@@ -421,15 +405,15 @@ TEST(Health, ABlockedIdleCheckpointCommitIsDeliveryFailing) {
   BlockingCommitSink sink;
   std::atomic<bool> cancel{false};
   std::thread loop([&] { (void)f.runtime->run_to_completion(sink, cancel); });
-  sink.wait_entered();
+  sink.gate.wait_entered();
   auto v = f.health();
   EXPECT_TRUE(has(v.reason, "in commit of an idle checkpoint")) << v.reason;
   f.clock.advance(kThreshold + 1'000);
   v = f.health();
   EXPECT_EQ(v.cause, StallCause::kDeliveryFailing) << v.reason;
   EXPECT_TRUE(has(v.reason, "the sink reports: coordinator unreachable")) << v.reason;
-  sink.release();
-  sink.wait_committed();
+  sink.gate.release();
+  sink.gate.wait_passed();
   cancel.store(true);
   loop.join();
   EXPECT_NE(f.health().cause, StallCause::kDeliveryFailing) << f.health().reason;
