@@ -121,6 +121,10 @@ struct Runtime::Impl {
   // The delivery attempt of deliver_loop that has not returned yet, and the pipeline it
   // delivers to (for Pipeline::current_problem()); both only while deliver_loop runs.
   std::optional<detail::DeliveryAttempt> attempt;
+  // When the attempt that returned last began (0: none since the last failure was recorded):
+  // a delivery fails since the start of its first unsuccessful attempt, not since that
+  // attempt gave up (which can be delivery_timeout_ms later).
+  std::int64_t ended_attempt_started_ms = 0;
   const Pipeline* delivering_to = nullptr;
   const Sink* attempt_sink = nullptr;  // the sink of an idle commit's attempt
   std::optional<detail::CircuitBreaker> breaker;  // made in the constructor
@@ -311,6 +315,7 @@ struct Runtime::Impl {
     }
     ~AttemptScope() {
       std::lock_guard lock(d_.mutex);
+      if (d_.attempt) d_.ended_attempt_started_ms = d_.attempt->started_at_ms;
       d_.attempt.reset();
       d_.attempt_sink = nullptr;
     }
@@ -798,6 +803,7 @@ Status Runtime::commit_ack(const AckToken& token) {
     d.outstanding_since_ms = 0;
     d.outstanding_events = 0;
     d.delivery_failure.reset();  // the destination took it
+    d.ended_attempt_started_ms = 0;
   }
   if (d.config.observer) {
     d.config.observer->on_committed(std::span<const Event>(acked->data(), delivered_acked),
@@ -1001,7 +1007,8 @@ void Runtime::record_delivery_failure(const Error& error, std::string_view desti
   const std::int64_t now = d.now();
   if (!d.delivery_failure) {
     d.delivery_failure.emplace();
-    d.delivery_failure->first_at_ms = now;
+    const std::int64_t began = std::exchange(d.ended_attempt_started_ms, 0);
+    d.delivery_failure->first_at_ms = began != 0 && began <= now ? began : now;
   }
   auto& f = *d.delivery_failure;
   if (!destination.empty()) f.destination = std::string(destination);

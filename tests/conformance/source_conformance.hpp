@@ -663,13 +663,21 @@ TYPED_TEST_P(SourceConformance, ResumeAtTheBoundaryDeliversOnlyTheRestOfAPartlyA
     EXPECT_TRUE(inside.resume_offset.empty()) << "a change inside a transaction is a boundary";
     acked = this->keys_of(cut->acked);
 
-    // The checkpoint holds the boundary before the transaction and how far into it the
-    // acknowledgement reached.
+    // The checkpoint holds a boundary before the transaction and how far into it the
+    // acknowledgement reached. That boundary is the last one delivered before it, or a later
+    // idle position the source reported between the two transactions (a PostgreSQL keepalive
+    // can arrive before the second transaction is sent); the restart below proves it lies
+    // before the second transaction's end.
     const auto record = this->record_of(*checkpoint);
     ASSERT_TRUE(record);
-    const std::size_t second_begins = this->index_of(cut->acked, txs[1][0]);
-    EXPECT_EQ(record->offset, this->last_boundary(cut->acked, second_begins));
     EXPECT_FALSE(record->offset.empty());
+    const std::size_t second_begins = this->index_of(cut->acked, txs[1][0]);
+    const std::string before = this->last_boundary(cut->acked, second_begins);
+    if (!before.empty() && !record->offset.empty()) {
+      EXPECT_TRUE(this->compare(run.source_type, record->offset, before) >= 0)
+          << "checkpointed " << record->offset << ", before the boundary " << before
+          << " already acknowledged";
+    }
     EXPECT_EQ(record->partial_tx_events, 2u);
     EXPECT_EQ(record->partial_tx_id, inside.transaction->tx_id);
     EXPECT_EQ(record->committed_events, cut->acked.size());

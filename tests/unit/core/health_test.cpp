@@ -376,6 +376,59 @@ TEST(Health, ABlockedSinkCallIsDeliveryFailingOnceItOutlastsTheThreshold) {
 
 namespace {
 
+/// A sink whose first flush() blocks until released and then fails (a producer that gave up
+/// at delivery_timeout_ms), and whose second flush() blocks again (the broker still down).
+class FailingThenBlockingSink final : public Sink {
+ public:
+  Status write(std::span<const Event>) override { return ok(); }
+  Status flush() override {
+    if (flushes_++ == 0) {
+      first.pass();
+      return fail(Error::sink(ErrorKind::kTransient, "records timed out"));
+    }
+    second.pass();
+    return ok();
+  }
+  Status close() override { return ok(); }
+  std::string name() const override { return "flaky"; }
+  Gate first;
+  Gate second;
+
+ private:
+  int flushes_ = 0;  // the loop thread's only
+};
+
+}  // namespace
+
+// A delivery fails since its first unsuccessful attempt began: when that attempt gives up after
+// blocking past the threshold, the retry that follows is still delivery_failing (it used to
+// read healthy again, the failure dated from the moment the first attempt returned).
+TEST(Health, ADeliveryFailsSinceItsFirstUnsuccessfulAttemptBegan) {
+  FakeRuntime f;
+  ASSERT_TRUE(f.runtime->start());
+  f.source->add(2);
+  FailingThenBlockingSink sink;
+  std::atomic<bool> cancel{false};
+  std::thread loop([&] { (void)f.runtime->run_to_completion(sink, cancel); });
+  sink.first.wait_entered();
+  f.clock.advance(kThreshold + 1'000);
+  EXPECT_EQ(f.health().cause, StallCause::kDeliveryFailing) << f.health().reason;
+  sink.first.release();
+  sink.second.wait_entered();
+  const auto v = f.health();
+  EXPECT_EQ(v.cause, StallCause::kDeliveryFailing) << v.reason;
+  EXPECT_TRUE(has(v.reason, "1 failed attempts")) << v.reason;
+  EXPECT_TRUE(has(v.reason, "records timed out")) << v.reason;
+  sink.second.release();
+  sink.second.wait_passed();
+  cancel.store(true);
+  loop.join();
+  EXPECT_NE(f.health().cause, StallCause::kDeliveryFailing) << f.health().reason;
+  EXPECT_EQ(f.runtime->admin_snapshot().events_committed, 2u);
+}
+
+namespace {
+
 /// A transactional sink whose commit() blocks until released (a coordinator that does not
 /// answer), reporting what it sees meanwhile.
 class BlockingCommitSink final : public TransactionalSink {
