@@ -49,6 +49,7 @@
 // first record for a topic, for one metadata round trip (or the topic's creation);
 // flush() blocks until every record is acknowledged or failed (bounded by delivery_timeout_ms).
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -123,6 +124,16 @@ struct KafkaSinkConfig {
   /// timeouts, acks, idempotence, transactional.id, topic auto-creation) are refused with the
   /// setting to use instead.
   std::vector<std::pair<std::string, std::string>> properties;
+  /// The sink's name in the program's configuration (a [[sinks]] entry's name), put into the
+  /// sink's log lines and librdkafka's; empty: the lines name the bootstrap servers only.
+  std::string name;
+  /// Set it (from any thread) only when the pipeline stops for good: every wait of the sink
+  /// then ends within about a second (topic look-up and creation, delivery reports, a full
+  /// queue, the transactional calls, recover()) with a transient error saying the call was
+  /// cut short by the stop, and close() drops what was not delivered instead of waiting for
+  /// it. Nothing acknowledged is lost: the batch in flight was not acknowledged and comes
+  /// again after a restart. Null: no stop request is read. Not owned; must outlive the sink.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 /// Checks `config` without connecting: every setting and property is one librdkafka accepts,

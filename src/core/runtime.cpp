@@ -979,6 +979,13 @@ Result<std::uint64_t> Runtime::Impl::deliver_loop(Runtime& runtime, Pipeline& pi
       auto st = attempt();
       if (st) break;
       if (!st.error().retryable()) return fail(st.error());
+      if (d.cancel != nullptr && d.cancel->load()) {
+        // Stopping: no retry; the batch stays unacknowledged and comes again after a restart.
+        spdlog::info("stopping with a batch of {} events not delivered to {}; it is delivered "
+                     "again after a restart ({})",
+                     batch->size(), pipeline.name(), st.error().message());
+        return delivered;
+      }
       runtime.record_delivery_failure(st.error(), pipeline.name());
       const auto next = d.on_recoverable(st.error());
       if (next.give_up) return fail(st.error().context(next.note));

@@ -47,6 +47,11 @@ using kafka_sink::ConfPtr;
 constexpr std::chrono::milliseconds kFlushSlack{10'000};
 /// Delivery reports are served every this many produced records during write().
 constexpr std::size_t kPollEvery = 1024;
+/// The longest a single wait on librdkafka lasts before the sink looks at the stop request
+/// again (config.stop); a stop ends every wait within about this long.
+constexpr int kWaitSliceMs = 500;
+/// A wait shorter than this is business as usual, not worth naming in current_problem().
+constexpr std::chrono::seconds kWaitWorthReporting{2};
 
 std::string in_quotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
@@ -76,12 +81,27 @@ bool is_connection_failure(std::string_view facility, std::string_view message) 
          message.find("brokers are down") != std::string_view::npos;
 }
 
+/// What a sink's log lines start with: "kafka sink" and, for an entry of [[sinks]], its name.
+std::string sink_label(const std::string& name) {
+  if (name.empty() || name == "default") return "kafka sink";
+  return "kafka sink \"" + name + "\"";
+}
+
+/// The label a producer's opaque carries (set by KafkaSink::start; see there).
+const std::string& label_of(const rd_kafka_t* rk);
+
 // librdkafka's own log lines, from any of its threads (spdlog is thread-safe). A broker that
 // stays down makes librdkafka log a connection failure on every reconnect attempt: the first
 // of them per producer and minute is a warning, the others are debug lines (the health
 // verdict and the delivery errors carry the news meanwhile).
 void log_callback(const rd_kafka_t* rk, int level, const char* facility, const char* message) {
   auto spd_level = static_cast<spdlog::level::level_enum>(level_for(level));
+  // A producer id request that librdkafka retries on its own (a broker that just started is
+  // still loading its coordinator, say) is progress, not a problem.
+  if (spd_level >= spdlog::level::warn && std::string_view(facility) == "GETPID" &&
+      std::string_view(message).ends_with(": retrying")) {
+    spd_level = spdlog::level::info;
+  }
   if (spd_level >= spdlog::level::warn && is_connection_failure(facility, message)) {
     static std::mutex mutex;
     static std::unordered_map<std::string, std::chrono::steady_clock::time_point> last_warned;
@@ -94,15 +114,16 @@ void log_callback(const rd_kafka_t* rk, int level, const char* facility, const c
       at = now;
     }
   }
-  spdlog::log(spd_level, "kafka sink: librdkafka {}: {}", facility, message);
+  spdlog::log(spd_level, "{}: librdkafka {}: {}", label_of(rk), facility, message);
 }
 
 // The reconciliation marker's producer (diagnostic only) fails its connections together with
 // the sink's own producer: its connection failures are debug lines.
-void marker_log_callback(const rd_kafka_t*, int level, const char* facility, const char* message) {
+void marker_log_callback(const rd_kafka_t* rk, int level, const char* facility,
+                         const char* message) {
   auto spd_level = static_cast<spdlog::level::level_enum>(level_for(level));
   if (is_connection_failure(facility, message)) spd_level = spdlog::level::debug;
-  spdlog::log(spd_level, "kafka sink: marker producer: librdkafka {}: {}", facility, message);
+  spdlog::log(spd_level, "{}: marker producer: librdkafka {}: {}", label_of(rk), facility, message);
 }
 
 class KafkaSink final : public TransactionalSink {
@@ -113,7 +134,11 @@ class KafkaSink final : public TransactionalSink {
         topic_(std::move(topic)),
         encoder_(std::move(encoder)),
         checkpoint_(std::move(checkpoint)),
-        transactional_(config_.delivery_mode == KafkaDeliveryMode::kTransactional) {}
+        transactional_(config_.delivery_mode == KafkaDeliveryMode::kTransactional),
+        label_(sink_label(config_.name)) {}
+
+  /// "kafka sink" or `kafka sink "<name>"` (immutable: read by librdkafka's threads).
+  const std::string& label() const { return label_; }
 
   ~KafkaSink() override { destroy(/*purge=*/true); }
   KafkaSink(const KafkaSink&) = delete;
@@ -151,7 +176,7 @@ class KafkaSink final : public TransactionalSink {
       }
     }
     if (checkpoint_) CPPCDC_TRY(start_marker_producer());
-    spdlog::info("kafka sink: transactional producer {} ready on {}",
+    spdlog::info("{}: transactional producer {} ready on {}", label_,
                  in_quotes(config_.transactional_id), in_quotes(config_.bootstrap_servers));
     return ok();
   }
@@ -211,7 +236,10 @@ class KafkaSink final : public TransactionalSink {
   Status abort() override {
     if (!transactional_ || rk_ == nullptr || (!in_txn_ && !abort_pending_)) return ok();
     in_txn_ = false;
-    rd_kafka_error_t* error = rd_kafka_abort_transaction(rk_, timeout_ms());
+    // When stopping, one short try: a transaction left open is aborted by the next start's
+    // init_transactions (or the broker's transaction.timeout.ms).
+    rd_kafka_error_t* error =
+        rd_kafka_abort_transaction(rk_, stopping() ? 2 * kWaitSliceMs : timeout_ms());
     // The aborted records' delivery reports (purged) are no failure of anything delivered.
     rd_kafka_poll(rk_, 0);
     outstanding_ = 0;
@@ -268,10 +296,20 @@ class KafkaSink final : public TransactionalSink {
     if (auto st = usable(); !st) return st;
     // The reconciliation marker goes out before the batch can commit (diagnostic only: a
     // marker that did not make it is no loss, so its failure fails nothing).
-    if (marker_rk_ != nullptr && marker_set_) (void)rd_kafka_flush(marker_rk_, 5'000);
+    if (marker_rk_ != nullptr && marker_set_ && !stopping()) {
+      (void)rd_kafka_flush(marker_rk_, 5'000);
+    }
     const auto timeout = std::chrono::milliseconds(config_.delivery_timeout_ms) + kFlushSlack;
     const auto deadline = Clock::now() + timeout;
+    std::optional<WaitNote> note;
+    if (outstanding_ > 0) {
+      note.emplace(*this, "the delivery reports of " + std::to_string(outstanding_) + " records");
+    }
     while (outstanding_ > 0 && !delivery_error_) {
+      if (stopping()) {
+        return poison(stopped("waiting for the delivery reports of " +
+                              std::to_string(outstanding_) + " records"));
+      }
       // Serves delivery reports; also sends what linger.ms would still hold back.
       rd_kafka_flush(rk_, 200);
       if (auto fatal = fatal_error(); fatal) return poison(std::move(*fatal));
@@ -290,6 +328,20 @@ class KafkaSink final : public TransactionalSink {
 
   Status close() override {
     if (closed_) return ok();
+    if (stopping() && (in_txn_ || abort_pending_ || outstanding_ > 0 || failed_)) {
+      // The program stops with a batch that was not acknowledged: waiting for it would hold
+      // up the stop, and it is delivered again after the restart anyway.
+      spdlog::debug(
+          "{}: stopping before {} confirmed the batch in flight ({} records without a "
+          "delivery report{}); it was not acknowledged and is delivered again after "
+          "a restart",
+          label_, in_quotes(config_.bootstrap_servers), outstanding_,
+          in_txn_ ? ", its transaction aborted" : "");
+      if (in_txn_ || abort_pending_) (void)abort();
+      destroy(/*purge=*/true);
+      closed_ = true;
+      return ok();
+    }
     Status st = ok();
     if (in_txn_) {
       // An open transaction is dropped: its batch was never acknowledged.
@@ -349,6 +401,7 @@ class KafkaSink final : public TransactionalSink {
       const auto deadline =
           Clock::now() + std::chrono::milliseconds(config_.delivery_timeout_ms) + kFlushSlack;
       while (outstanding_ > 0 && Clock::now() < deadline) {
+        if (stopping()) return poison(stopped("recovering from a failed delivery"));
         rd_kafka_flush(rk_, 200);
         if (auto fatal = fatal_error(); fatal) return poison(std::move(*fatal));
       }
@@ -377,6 +430,36 @@ class KafkaSink final : public TransactionalSink {
   static std::string table_of(const Event& e) {
     return e.schema ? *e.schema + "." + e.table : e.table;
   }
+
+  bool stopping() const {
+    return config_.stop != nullptr && config_.stop->load(std::memory_order_relaxed);
+  }
+
+  /// The error of a wait the stop request ended (transient: nothing was acknowledged).
+  Error stopped(const std::string& during) const {
+    return Error::sink(ErrorKind::kTransient,
+                       "stopping: " + during + " on " + in_quotes(config_.bootstrap_servers) +
+                           " was cut short by the stop request (nothing of the batch in flight "
+                           "is acknowledged)");
+  }
+
+  /// Names what a call of the sink waits for while it lives (current_problem()).
+  class WaitNote {
+   public:
+    WaitNote(const KafkaSink& sink, std::string what) : sink_(sink) {
+      std::lock_guard lock(sink_.mutex_);
+      sink_.waiting_.emplace(std::move(what), Clock::now());
+    }
+    ~WaitNote() {
+      std::lock_guard lock(sink_.mutex_);
+      sink_.waiting_.reset();
+    }
+    WaitNote(const WaitNote&) = delete;
+    WaitNote& operator=(const WaitNote&) = delete;
+
+   private:
+    const KafkaSink& sink_;
+  };
 
   Status usable() const {
     if (closed_) {
@@ -407,12 +490,31 @@ class KafkaSink final : public TransactionalSink {
         is_commit ? std::max(config_.delivery_timeout_ms, transaction_timeout_ms()) + 10'000
                   : config_.delivery_timeout_ms;
     const auto deadline = Clock::now() + std::chrono::milliseconds(bound);
+    // In slices (librdkafka resumes a call that timed out when it is made again), so that a
+    // stop request is seen; a slice that merely timed out is no news.
+    std::string last_retried;
+    const WaitNote note(*this, "the transaction coordinator (" + what + ")");
     for (;;) {
-      rd_kafka_error_t* error = call(timeout_ms());
+      rd_kafka_error_t* error = call(std::min(timeout_ms(), 2 * kWaitSliceMs));
       if (error == nullptr) return ok();
       const bool retriable = rd_kafka_error_is_retriable(error) && !rd_kafka_error_is_fatal(error);
+      if (retriable && stopping()) {
+        rd_kafka_error_destroy(error);
+        if (is_commit) {
+          // Only the next start can tell whether it took effect (see below).
+          fatal_ = true;
+          unknown_outcome_ = true;
+          return poison(stopped(what + " (whether it took effect is settled by the next start, "
+                                       "which resumes from the checkpoint committed last)"));
+        }
+        return poison(stopped(what));
+      }
       if (retriable && Clock::now() < deadline) {
-        spdlog::warn("kafka sink: {} is retried: {}", what, rd_kafka_error_string(error));
+        const std::string text = rd_kafka_error_string(error);
+        const bool timed_out = rd_kafka_error_code(error) == RD_KAFKA_RESP_ERR__TIMED_OUT;
+        spdlog::log(timed_out || text == last_retried ? spdlog::level::debug : spdlog::level::warn,
+                    "{}: {} is retried: {}", label_, what, text);
+        last_retried = text;
         rd_kafka_error_destroy(error);
         continue;
       }
@@ -459,10 +561,11 @@ class KafkaSink final : public TransactionalSink {
   /// unacknowledged (see recover()).
   Status restart_producer() {
     spdlog::warn(
-        "kafka sink: the transactional producer {} hit a fatal error ({}) with no batch "
+        "{}: the transactional producer {} hit a fatal error ({}) with no batch "
         "committed unacknowledged; starting a new one, whose init_transactions aborts "
         "what the old one left open",
-        in_quotes(config_.transactional_id), failed_ ? failed_->message() : std::string("unknown"));
+        label_, in_quotes(config_.transactional_id),
+        failed_ ? failed_->message() : std::string("unknown"));
     destroy(/*purge=*/true);
     in_txn_ = false;
     abort_pending_ = false;
@@ -579,6 +682,7 @@ class KafkaSink final : public TransactionalSink {
     auto conf = kafka_sink::build_conf(plain);
     if (!conf) return fail(std::move(conf).error());
     rd_kafka_conf_set_log_cb(conf->get(), &marker_log_callback);
+    rd_kafka_conf_set_opaque(conf->get(), this);  // for the label of its log lines only
     char err[512];
     marker_rk_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf->get(), err, sizeof err);
     if (marker_rk_ == nullptr) {
@@ -616,7 +720,7 @@ class KafkaSink final : public TransactionalSink {
                           RD_KAFKA_V_KEY(marker_key_.data(), marker_key_.size()),
                           RD_KAFKA_V_VALUE(const_cast<char*>(value), size), RD_KAFKA_V_END);
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      spdlog::debug("kafka sink: the reconciliation marker was not sent: {}",
+      spdlog::debug("{}: the reconciliation marker was not sent: {}", label_,
                     rd_kafka_err2str(err));
     }
     rd_kafka_poll(marker_rk_, 0);
@@ -637,9 +741,9 @@ class KafkaSink final : public TransactionalSink {
     if (it == topics_.end()) {
       if (sanitized) {
         spdlog::warn(
-            "kafka sink: the topic for {} is \"{}\": characters Kafka does not allow "
+            "{}: the topic for {} is \"{}\": characters Kafka does not allow "
             "in topic names became '_'",
-            table_of(event), *name);
+            label_, table_of(event), *name);
       }
       auto prepared = prepare_topic(*name, event);
       if (!prepared) return fail(std::move(prepared).error());
@@ -661,13 +765,15 @@ class KafkaSink final : public TransactionalSink {
     return static_cast<int>(std::min<std::int64_t>(config_.delivery_timeout_ms, 1 << 30));
   }
 
-  /// Makes the handle, creates the topic when asked to, and checks that it exists and that
-  /// this client may see it (one metadata round trip).
+  /// Makes the handle and checks that the topic exists and that this client may see it (one
+  /// metadata round trip); a missing topic is created first when create_topics asks for it.
+  /// The look-up comes first so that a broker that cannot be reached is never sent a
+  /// CreateTopics request (librdkafka 2.0.2 retries an admin request's connection in a busy
+  /// loop while the broker is down), and an existing topic is never "created".
   Result<Topic> prepare_topic(const std::string& name, const Event& event) {
     const std::string raw = event.source.source_name + "/" + table_of(event);
     Topic topic;
     topic.name = name;
-    if (config_.create_topics) CPPCDC_TRY(create_topic(name));
     topic.rkt = rd_kafka_topic_new(rk_, name.c_str(), nullptr);
     if (topic.rkt == nullptr) {
       return fail(Error::sink(ErrorKind::kConfiguration,
@@ -682,16 +788,25 @@ class KafkaSink final : public TransactionalSink {
       }
     } guard{topic};
     const auto deadline = Clock::now() + std::chrono::milliseconds(config_.delivery_timeout_ms);
+    const WaitNote note(*this, "the metadata of topic " + in_quotes(name) + " from " +
+                                   in_quotes(config_.bootstrap_servers));
+    bool created = false;
     for (;;) {
+      if (stopping()) return fail(stopped("looking up topic " + in_quotes(name)));
       const rd_kafka_metadata_t* md = nullptr;
-      const int wait = static_cast<int>(std::max<std::int64_t>(
-          1,
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count()));
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      const int wait = static_cast<int>(std::clamp<std::int64_t>(left, 1, 2 * kWaitSliceMs));
       const rd_kafka_resp_err_t err = rd_kafka_metadata(rk_, 0, topic.rkt, &md, wait);
       if (err == RD_KAFKA_RESP_ERR__UNSUPPORTED_FEATURE) {
         return fail(not_a_broker("looking up topic " + in_quotes(name), rd_kafka_err2str(err)));
       }
       if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        if (Clock::now() < deadline) {
+          // Not answered yet (or no broker connected): ask again, without spinning.
+          if (err != RD_KAFKA_RESP_ERR__TIMED_OUT) rd_kafka_poll(rk_, 100);
+          continue;
+        }
         return fail(Error::sink(ErrorKind::kTransient,
                                 "cannot reach the Kafka brokers " +
                                     in_quotes(config_.bootstrap_servers) + " to look up topic " +
@@ -710,16 +825,23 @@ class KafkaSink final : public TransactionalSink {
       rd_kafka_metadata_destroy(md);
       if (topic_err == RD_KAFKA_RESP_ERR_NO_ERROR ||
           topic_err == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE) {
-        spdlog::info("kafka sink: {} goes to topic \"{}\" ({} partitions)", raw, name, partitions);
+        spdlog::info("{}: {} goes to topic \"{}\" ({} partitions)", label_, raw, name, partitions);
         guard.keep = true;
         return topic;
       }
-      // A topic created a moment ago may not be known to every broker yet.
-      const bool just_created = config_.create_topics &&
-                                topic_err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART &&
-                                Clock::now() < deadline;
-      if (!just_created) return fail(topic_error(name, topic_err, raw));
-      rd_kafka_poll(rk_, 100);
+      if (topic_err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART && config_.create_topics) {
+        if (!created) {
+          CPPCDC_TRY(create_topic(name, deadline));
+          created = true;
+          continue;
+        }
+        // A topic created a moment ago may not be known to every broker yet.
+        if (Clock::now() < deadline) {
+          rd_kafka_poll(rk_, 100);
+          continue;
+        }
+      }
+      return fail(topic_error(name, topic_err, raw));
     }
   }
 
@@ -749,7 +871,7 @@ class KafkaSink final : public TransactionalSink {
     }
   }
 
-  Status create_topic(const std::string& name) {
+  Status create_topic(const std::string& name, Clock::time_point deadline) {
     char err[512];
     rd_kafka_NewTopic_t* nt = rd_kafka_NewTopic_new(
         name.c_str(), config_.topic_partitions, config_.topic_replication_factor, err, sizeof err);
@@ -772,14 +894,28 @@ class KafkaSink final : public TransactionalSink {
     rd_kafka_queue_t* queue = rd_kafka_queue_new(rk_);
     rd_kafka_AdminOptions_t* options =
         rd_kafka_AdminOptions_new(rk_, RD_KAFKA_ADMIN_OP_CREATETOPICS);
-    (void)rd_kafka_AdminOptions_set_request_timeout(options, timeout_ms(), err, sizeof err);
-    (void)rd_kafka_AdminOptions_set_operation_timeout(options, timeout_ms(), err, sizeof err);
+    const int left = static_cast<int>(std::clamp<std::int64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count(),
+        1'000, timeout_ms()));
+    (void)rd_kafka_AdminOptions_set_request_timeout(options, left, err, sizeof err);
+    (void)rd_kafka_AdminOptions_set_operation_timeout(options, left, err, sizeof err);
     rd_kafka_CreateTopics(rk_, &nt, 1, options, queue);
-    rd_kafka_event_t* ev = rd_kafka_queue_poll(queue, timeout_ms() + 5000);
+    const WaitNote note(*this, "the brokers " + in_quotes(config_.bootstrap_servers) +
+                                   " to create topic " + in_quotes(name));
+    rd_kafka_event_t* ev = nullptr;
     Status st = ok();
     const std::string where =
         "creating topic " + in_quotes(name) + " on " + in_quotes(config_.bootstrap_servers);
-    if (ev == nullptr) {
+    while (ev == nullptr && Clock::now() < deadline + std::chrono::seconds(5)) {
+      if (stopping()) {
+        st = fail(stopped("creating topic " + in_quotes(name)));
+        break;
+      }
+      ev = rd_kafka_queue_poll(queue, kWaitSliceMs);
+    }
+    if (!st) {
+      // Stopped: nothing more to say.
+    } else if (ev == nullptr) {
       st =
           fail(Error::sink(ErrorKind::kTransient, where + ": no answer within delivery_timeout_ms" +
                                                       last_broker_error_suffix()));
@@ -797,7 +933,7 @@ class KafkaSink final : public TransactionalSink {
             std::string(rd_kafka_err2name(e)) + (msg ? ": " + std::string(msg) : "");
         switch (e) {
           case RD_KAFKA_RESP_ERR_NO_ERROR:
-            spdlog::info("kafka sink: created topic \"{}\"", name);
+            spdlog::info("{}: created topic \"{}\"", label_, name);
             break;
           case RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS:
             break;
@@ -900,6 +1036,7 @@ class KafkaSink final : public TransactionalSink {
       if (err == RD_KAFKA_RESP_ERR_NO_ERROR) break;
       if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
         // Wait for deliveries to make room (their reports are served here).
+        if (stopping()) return poison(stopped("waiting for room in the producer's queue"));
         rd_kafka_poll(rk_, 50);
         if (delivery_error_) return poison(*delivery_error_);
         if (auto fatal = fatal_error(); fatal) return poison(std::move(*fatal));
@@ -930,8 +1067,8 @@ class KafkaSink final : public TransactionalSink {
 
   /// The error for a record the producer or the broker refused.
   Error record_error(rd_kafka_resp_err_t err, const std::string& topic, const std::string& table,
-                     const std::string& offset, std::size_t bytes,
-                     const std::string& partition) const {
+                     const std::string& offset, std::size_t bytes, const std::string& partition,
+                     bool keyless = false) const {
     const std::string record = "the record of " + table + " at source offset " + offset + " (" +
                                std::to_string(bytes) + " bytes) for topic " + in_quotes(topic) +
                                partition;
@@ -986,6 +1123,17 @@ class KafkaSink final : public TransactionalSink {
                                                       std::to_string(config_.delivery_timeout_ms) +
                                                       " ms)" + last_broker_error_suffix());
       case RD_KAFKA_RESP_ERR_INVALID_RECORD:
+        if (keyless) {
+          // What a compacted topic answers to a record without a key.
+          return Error::sink(ErrorKind::kConfiguration,
+                             record + " was refused by the broker" + code +
+                                 ": it has no key (its table has no primary key), and a "
+                                 "compacted topic (cleanup.policy=compact) takes only keyed "
+                                 "records; give the table a primary key, route it to a topic "
+                                 "that is not compacted, or key it with a key_shaping transform")
+              .for_setting(SettingOwner::kSink, "topic");
+        }
+        return Error::sink(ErrorKind::kTerminal, record + " was refused by the broker" + code);
       case RD_KAFKA_RESP_ERR_INVALID_MSG:
       case RD_KAFKA_RESP_ERR_UNSUPPORTED_FOR_MESSAGE_FORMAT:
       case RD_KAFKA_RESP_ERR_POLICY_VIOLATION:
@@ -1024,7 +1172,7 @@ class KafkaSink final : public TransactionalSink {
     }
     self->delivery_error_ = self->record_error(
         m->err, topic, what, header_text(m, kafka_sink::kHeaderSourceOffset), m->len,
-        m->partition >= 0 ? " partition " + std::to_string(m->partition) : "");
+        m->partition >= 0 ? " partition " + std::to_string(m->partition) : "", m->key == nullptr);
   }
 
   static void on_error(rd_kafka_t*, int err, const char* reason, void* opaque) {
@@ -1040,8 +1188,12 @@ class KafkaSink final : public TransactionalSink {
       if (text == self->last_broker_error_) return;  // librdkafka repeats itself while down
       self->last_broker_error_ = text;
     }
-    // librdkafka logs connection failures itself (log_callback); the rest is news.
-    if (err != RD_KAFKA_RESP_ERR__TRANSPORT) spdlog::warn("kafka sink: {}", text);
+    // librdkafka logs connection failures itself (log_callback, rate-limited); "all brokers
+    // are down" follows from them (and often arrives late, as a broker comes back). The rest
+    // is news.
+    if (err != RD_KAFKA_RESP_ERR__TRANSPORT && err != RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) {
+      spdlog::warn("{}: {}", self->label_, text);
+    }
   }
 
   /// Errors that mean the brokers cannot be reached (as opposed to a refused record).
@@ -1065,10 +1217,12 @@ class KafkaSink final : public TransactionalSink {
     if (!trouble_since_) return;
     const auto seconds =
         std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - *trouble_since_).count();
-    spdlog::info(
-        "kafka sink: {} takes records again, {} s after librdkafka reported it unreachable "
-        "(last error: {})",
-        in_quotes(config_.bootstrap_servers), seconds, last_broker_error_);
+    // A connection dropped and made again within a second (an idle connection the broker
+    // closed) is no outage worth a line.
+    spdlog::log(seconds >= 1 ? spdlog::level::info : spdlog::level::debug,
+                "{}: {} takes records again, {} s after librdkafka reported it unreachable "
+                "(last error: {})",
+                label_, in_quotes(config_.bootstrap_servers), seconds, last_broker_error_);
     trouble_since_.reset();
     troubled_.store(false, std::memory_order_relaxed);
   }
@@ -1076,12 +1230,24 @@ class KafkaSink final : public TransactionalSink {
  public:
   std::string current_problem() const override {
     std::lock_guard lock(mutex_);
-    if (!trouble_since_) return {};
-    const auto seconds =
-        std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - *trouble_since_).count();
-    return "no record delivered to " + in_quotes(config_.bootstrap_servers) + " since librdkafka " +
-           "reported a broker problem " + std::to_string(seconds) +
-           " s ago; last error: " + last_broker_error_;
+    const auto now = Clock::now();
+    std::string out;
+    if (waiting_ && now - waiting_->second >= kWaitWorthReporting) {
+      out = "waiting " +
+            std::to_string(
+                std::chrono::duration_cast<std::chrono::seconds>(now - waiting_->second).count()) +
+            " s for " + waiting_->first;
+    }
+    if (trouble_since_) {
+      const auto seconds =
+          std::chrono::duration_cast<std::chrono::seconds>(now - *trouble_since_).count();
+      if (!out.empty()) out += "; ";
+      out += "no record delivered to " + in_quotes(config_.bootstrap_servers) +
+             " since librdkafka reported a broker problem " + std::to_string(seconds) +
+             " s ago; last error: " + last_broker_error_;
+    }
+    if (!out.empty() && label_ != "kafka sink") out = label_ + ": " + out;
+    return out;
   }
 
  private:
@@ -1113,6 +1279,7 @@ class KafkaSink final : public TransactionalSink {
   std::unique_ptr<Encoder> encoder_;
   std::optional<InSinkCheckpoint> checkpoint_;  // where commit() writes the record
   const bool transactional_;
+  const std::string label_;  // sink_label(config_.name)
   rd_kafka_t* rk_ = nullptr;
   rd_kafka_topic_t* checkpoint_rkt_ = nullptr;
   bool closed_ = false;
@@ -1142,13 +1309,22 @@ class KafkaSink final : public TransactionalSink {
   // A record found its topic gone (create_topics): recover() drops the topic handles, so that
   // the next write looks each topic up (and creates it) again.
   mutable bool forget_topics_ = false;
-  mutable std::mutex mutex_;       // guards last_broker_error_ and trouble_since_
+  mutable std::mutex mutex_;       // guards last_broker_error_, trouble_since_ and waiting_
   std::string last_broker_error_;  // the last distinct error librdkafka reported
   // Since when librdkafka reports the brokers unreachable with no delivery since (for
   // current_problem()); troubled_ mirrors whether it is set, read without the lock.
   std::optional<Clock::time_point> trouble_since_;
   std::atomic<bool> troubled_{false};
+  // What a call of the sink waits for right now, and since when (for current_problem());
+  // guarded by mutex_.
+  mutable std::optional<std::pair<std::string, Clock::time_point>> waiting_;
 };
+
+const std::string& label_of(const rd_kafka_t* rk) {
+  static const std::string plain = "kafka sink";
+  const void* opaque = rk != nullptr ? rd_kafka_opaque(rk) : nullptr;
+  return opaque != nullptr ? static_cast<const KafkaSink*>(opaque)->label() : plain;
+}
 
 /// The Kafka sink as a plain Sink, for the runtime's at-least-once path: idempotent, it is the
 /// sink itself; transactional without a checkpoint topic, each batch is still one transaction

@@ -12,6 +12,7 @@
 #include <set>
 
 #include "core/settings_read.hpp"
+#include "core/stop_request.hpp"
 #include "cppcdc/kafka.hpp"
 #include "sink/kafka/preflight.hpp"
 #include "sink/kafka/topic_template.hpp"
@@ -78,13 +79,18 @@ class ConfiguredKafkaSink final : public ConfiguredSink {
   Result<std::unique_ptr<Sink>> open(const SinkOpenContext& context) const override {
     auto encoder = codec_->make_encoder();
     if (!encoder) return fail(std::move(encoder).error());
+    KafkaSinkConfig config = config_;
+    config.name = context.name;
+    // The program's stop request (SIGINT/SIGTERM) ends the sink's waits on the brokers.
+    config.stop = &detail::g_process_stop_requested;
     if (context.checkpoint) {
       CPPCDC_TRY(check_effectively_once(context.checkpoint));
-      auto sink = make_transactional_kafka_sink(config_, *context.checkpoint, std::move(*encoder));
+      auto sink = make_transactional_kafka_sink(std::move(config), *context.checkpoint,
+                                                std::move(*encoder));
       if (!sink) return fail(std::move(sink).error());
       return std::unique_ptr<Sink>(std::move(*sink));
     }
-    return make_kafka_sink(config_, std::move(*encoder));
+    return make_kafka_sink(std::move(config), std::move(*encoder));
   }
 
   std::vector<PreflightCheck> preflight(const SinkPreflightContext& context) const override {

@@ -139,13 +139,12 @@ TopicLookup look_up(rd_kafka_t* rk, const std::string& name, int timeout_ms) {
   return out;
 }
 
-// The named settings of broker `broker_id`; empty when they cannot be read.
-std::map<std::string, std::string> broker_settings(rd_kafka_t* rk, std::int32_t broker_id,
-                                                   int timeout_ms) {
+// The named settings of a broker (its id) or a topic (its name); empty when they cannot be
+// read (not authorized, say).
+std::map<std::string, std::string> resource_settings(rd_kafka_t* rk, rd_kafka_ResourceType_t type,
+                                                     const std::string& id, int timeout_ms) {
   std::map<std::string, std::string> out;
-  const std::string id = std::to_string(broker_id);
-  rd_kafka_ConfigResource_t* resource =
-      rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_BROKER, id.c_str());
+  rd_kafka_ConfigResource_t* resource = rd_kafka_ConfigResource_new(type, id.c_str());
   rd_kafka_queue_t* queue = rd_kafka_queue_new(rk);
   rd_kafka_AdminOptions_t* options =
       rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS);
@@ -172,6 +171,77 @@ std::map<std::string, std::string> broker_settings(rd_kafka_t* rk, std::int32_t 
   rd_kafka_queue_destroy(queue);
   rd_kafka_ConfigResource_destroy(resource);
   return out;
+}
+
+std::map<std::string, std::string> broker_settings(rd_kafka_t* rk, std::int32_t broker_id,
+                                                   int timeout_ms) {
+  return resource_settings(rk, RD_KAFKA_RESOURCE_BROKER, std::to_string(broker_id), timeout_ms);
+}
+
+// Asks the brokers whether they would create topic `name` as the sink would (partitions,
+// replication factor, topic_config), without creating it (validate_only). nullopt: accepted
+// (or no answer: the start finds out); else the refusal and the setting it concerns.
+std::optional<std::pair<std::string, std::string>> creation_refused(rd_kafka_t* rk,
+                                                                    const KafkaSinkConfig& config,
+                                                                    const std::string& name,
+                                                                    int timeout_ms) {
+  char err[512];
+  rd_kafka_NewTopic_t* nt = rd_kafka_NewTopic_new(name.c_str(), config.topic_partitions,
+                                                  config.topic_replication_factor, err, sizeof err);
+  if (nt == nullptr) return std::make_pair(std::string(err), std::string("topic_partitions"));
+  for (const auto& [config_name, value] : config.topic_config) {
+    if (rd_kafka_NewTopic_set_config(nt, config_name.c_str(), value.c_str()) !=
+        RD_KAFKA_RESP_ERR_NO_ERROR) {
+      rd_kafka_NewTopic_destroy(nt);
+      return std::make_pair("librdkafka refuses topic config " + in_quotes(config_name),
+                            "topic_config." + config_name);
+    }
+  }
+  rd_kafka_queue_t* queue = rd_kafka_queue_new(rk);
+  rd_kafka_AdminOptions_t* options = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
+  (void)rd_kafka_AdminOptions_set_validate_only(options, 1, err, sizeof err);
+  (void)rd_kafka_AdminOptions_set_request_timeout(options, timeout_ms, err, sizeof err);
+  rd_kafka_CreateTopics(rk, &nt, 1, options, queue);
+  rd_kafka_event_t* ev = rd_kafka_queue_poll(queue, timeout_ms + 1000);
+  std::optional<std::pair<std::string, std::string>> refused;
+  if (ev != nullptr && rd_kafka_event_error(ev) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    std::size_t n = 0;
+    const rd_kafka_topic_result_t** topics =
+        rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &n);
+    for (std::size_t i = 0; i < n && !refused; ++i) {
+      const rd_kafka_resp_err_t e = rd_kafka_topic_result_error(topics[i]);
+      if (e == RD_KAFKA_RESP_ERR_NO_ERROR || e == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) continue;
+      const char* msg = rd_kafka_topic_result_error_string(topics[i]);
+      const std::string detail =
+          std::string(rd_kafka_err2name(e)) + (msg ? ": " + std::string(msg) : "");
+      std::string setting = "create_topics";
+      if (e == RD_KAFKA_RESP_ERR_INVALID_PARTITIONS) setting = "topic_partitions";
+      if (e == RD_KAFKA_RESP_ERR_INVALID_REPLICATION_FACTOR) setting = "topic_replication_factor";
+      if (e == RD_KAFKA_RESP_ERR_INVALID_CONFIG || e == RD_KAFKA_RESP_ERR_POLICY_VIOLATION) {
+        setting = "topic_config";
+        for (const auto& [config_name, value] : config.topic_config) {
+          if (detail.find(config_name) != std::string::npos) {
+            setting = "topic_config." + config_name;
+            break;
+          }
+        }
+      }
+      refused = std::make_pair(detail, setting);
+    }
+  }
+  if (ev) rd_kafka_event_destroy(ev);
+  rd_kafka_AdminOptions_destroy(options);
+  rd_kafka_queue_destroy(queue);
+  rd_kafka_NewTopic_destroy(nt);
+  return refused;
+}
+
+// The cleanup.policy a topic has (existing) or would get (created with topic_config), when it
+// compacts; empty otherwise.
+std::string compaction_of(const std::map<std::string, std::string>& settings) {
+  const auto it = settings.find("cleanup.policy");
+  if (it == settings.end() || it->second.find("compact") == std::string::npos) return {};
+  return it->second;
 }
 
 bool is_pattern(const std::string& table) {
@@ -233,6 +303,21 @@ bool brokers_answer(Probe& probe, const KafkaSinkConfig& config, std::vector<Pre
                      (broker_ids.size() == 1 ? "" : "s") + ")",
                  ""});
   return true;
+}
+
+// A compacted topic takes only keyed records: a row of a table without a primary key that
+// goes there is refused (INVALID_RECORD) and stops the pipeline. The tables' keys are the
+// source's business, so this is a warning naming them.
+void warn_if_compacted(const std::string& what, const std::string& policy, const char* is,
+                       std::vector<PreflightCheck>& out) {
+  if (policy.empty()) return;
+  out.push_back({Outcome::kWarn,
+                 what + " " + is + " compacted (cleanup.policy=" + policy +
+                     "), and a compacted topic refuses records without a key: a change of a "
+                     "table without a primary key routed there would stop the pipeline",
+                 "make sure every table routed to it has a primary key (or is keyed by a "
+                 "key_shaping transform); route keyless tables to a topic that is not "
+                 "compacted"});
 }
 
 void check_topics(Probe& probe, const KafkaSinkConfig& config, const SinkPreflightContext& context,
@@ -302,13 +387,33 @@ void check_topics(Probe& probe, const KafkaSinkConfig& config, const SinkPreflig
                        what + " exists (" + std::to_string(found.partitions) + " partition" +
                            (found.partitions == 1 ? "" : "s") + ")",
                        ""});
+        warn_if_compacted(
+            what,
+            compaction_of(resource_settings(probe.get(), RD_KAFKA_RESOURCE_TOPIC, name,
+                                            probe.remaining_ms(std::chrono::seconds(5)))),
+            "is", out);
         break;
       case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
         if (config.create_topics) {
+          const auto refused = creation_refused(probe.get(), config, name,
+                                                probe.remaining_ms(std::chrono::seconds(5)));
+          if (refused) {
+            out.push_back({Outcome::kFail,
+                           what +
+                               " does not exist, and the brokers would refuse to create it "
+                               "as configured (" +
+                               refused->first + "): its first record would stop the pipeline",
+                           "change [sink] " + refused->second +
+                               " (asked without creating anything: CreateTopics validate_only)"});
+            break;
+          }
           out.push_back({Outcome::kPass,
                          what + " does not exist yet: the sink creates it at its first record "
-                                "(create_topics = true)",
+                                "(create_topics = true; the brokers accept its settings)",
                          ""});
+          std::map<std::string, std::string> planned(config.topic_config.begin(),
+                                                     config.topic_config.end());
+          warn_if_compacted(what, compaction_of(planned), "will be", out);
         } else {
           out.push_back({Outcome::kFail,
                          what + " does not exist, and with create_topics = false the sink "

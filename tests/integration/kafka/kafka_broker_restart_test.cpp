@@ -276,3 +276,68 @@ TEST(KafkaBrokerOutage, ABlockedFlushTurnsReadinessStalledAndTheLogSaysSo) {
   it::drop_slots(db);
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
+
+// SIGTERM while the sink waits on brokers it cannot reach (here the topic look-up of the first
+// record, create_topics on, delivery_timeout_ms ten minutes): `cppcdc run` stops within seconds,
+// exits 0 and says that the batch comes again. It used to wait out delivery_timeout_ms and exit 1
+// without a word (a service manager's stop timeout kills it first). No broker is needed.
+TEST(KafkaBrokerOutage, SigtermDuringAWaitOnUnreachableBrokersStopsPromptlyAndCleanly) {
+  const std::string db = it::test_database("kbr_sigterm");
+  it::fresh_database(db);
+  const fs::path dir = fs::temp_directory_path() / ("cppcdc-it-" + db);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  it::PgSession s(it::dsn_for(db));
+  s.query("create table t (id int primary key)");
+  {
+    std::ofstream cfg(dir / "cdc.toml");
+    cfg << "[source]\ntype = \"postgres\"\ndsn = \"" << it::dsn_for(db) << "\"\n"
+        << "slot_name = \"" << db << "\"\npublication_name = \"" << db << "_pub\"\n"
+        << "source_name = \"" << db << "\"\ntables = [\"public.t\"]\n\n"
+        << "[sink]\ntype = \"kafka\"\nbootstrap_servers = \"127.0.0.1:1\"\n"
+        << "create_topics = true\ndelivery_timeout_ms = 600000\n\n"
+        << "[state.offset]\nbackend = \"local_fs\"\ndir = \"state\"\n\n"
+        << "[runtime]\nmax_poll_wait_ms = 100\n\n"
+        << "[admin]\nlisten = \"127.0.0.1:0\"\n";
+  }
+  pid_t child = -1;
+  it::start_cppcdc_process(child, dir, it::admin_dsn(), db, 120);
+  struct Guard {
+    pid_t& pid;
+    ~Guard() {
+      if (pid > 0) it::stop_cppcdc_process(pid, SIGKILL);
+    }
+  } guard{child};
+  const fs::path log = dir / "cppcdc.log";
+  const auto log_text = [&] {
+    std::ifstream in(log);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string marker = "admin server listening on http://127.0.0.1:";
+  ASSERT_TRUE(it::wait_until([&] { return has(log_text(), marker); }, 30s)) << log_text();
+  const std::string text = log_text();
+  const int port = std::atoi(text.c_str() + text.find(marker) + marker.size());
+  s.query("insert into t values (1)");
+  // The sink names what it waits for; the verdict carries it.
+  Reply ready;
+  ASSERT_TRUE(it::wait_until(
+      [&] {
+        ready = http_get(port, "/readyz");
+        return has(ready.body, "for the metadata of topic");
+      },
+      60s, 200ms))
+      << ready.body << "\n"
+      << log_text();
+  ASSERT_EQ(kill(child, SIGTERM), 0);
+  int status = -1;
+  const bool exited =
+      it::wait_until([&] { return waitpid(child, &status, WNOHANG) == child; }, 30s, 100ms);
+  ASSERT_TRUE(exited) << "cppcdc did not stop within 30 s of SIGTERM\n" << log_text();
+  child = -1;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n" << log_text();
+  EXPECT_TRUE(has(log_text(), "stopping with a batch of 1 events not delivered")) << log_text();
+  EXPECT_TRUE(has(log_text(), "cut short by the stop request")) << log_text();
+  EXPECT_TRUE(has(log_text(), "cppcdc stopped by signal")) << log_text();
+  it::drop_slots(db);
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}

@@ -173,6 +173,45 @@ TEST_F(KafkaPreflight, TransactionalWithCreateTopicsPassesAndReadsTheStoredCheck
   EXPECT_EQ(kafka_it::partition_count(bootstrap, data_topic()), -1);
 }
 
+// With create_topics, a topic that does not exist yet is checked by asking the brokers to
+// validate its creation (nothing is created): a replication factor above the broker count and
+// a topic config the broker does not know are FAILs naming the setting. A topic that will be
+// compacted is a warning: its keyless records would be refused.
+TEST_F(KafkaPreflight, TopicCreationTheBrokersWouldRefuseIsAFailAndCompactionAWarning) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  {
+    const auto t =
+        preflight(config(bootstrap, "create_topics = true\ntopic_replication_factor = 3\n"));
+    const std::string& out = t.outcome.output;
+    EXPECT_EQ(t.outcome.code, 3) << out;
+    EXPECT_CONTAINS(out, "FAIL  topic \"" + data_topic() +
+                             "\" (for public.t) does not exist, and the brokers would refuse");
+    EXPECT_CONTAINS(out, "INVALID_REPLICATION_FACTOR");
+    EXPECT_CONTAINS(out, "remedy: change [sink] topic_replication_factor");
+  }
+  {
+    const auto t = preflight(config(bootstrap,
+                                    "create_topics = true\n[sink.topic_config]\n"
+                                    "\"cleanup.polcy\" = \"compact\"\n"));
+    const std::string& out = t.outcome.output;
+    EXPECT_EQ(t.outcome.code, 3) << out;
+    EXPECT_CONTAINS(out, "the brokers would refuse to create it");
+    EXPECT_CONTAINS(out, "remedy: change [sink] topic_config");
+  }
+  {
+    const auto t = preflight(config(bootstrap,
+                                    "create_topics = true\n[sink.topic_config]\n"
+                                    "\"cleanup.policy\" = \"compact\"\n"));
+    const std::string& out = t.outcome.output;
+    EXPECT_CONTAINS(out, "does not exist yet: the sink creates it at its first record") << out;
+    EXPECT_CONTAINS(out, "warn  topic \"" + data_topic() +
+                             "\" (for public.t) will be compacted (cleanup.policy=compact)");
+    EXPECT_CONTAINS(out, "route keyless tables to a topic that is not compacted");
+    EXPECT_LACKS(out, "FAIL  topic");
+  }
+  EXPECT_EQ(kafka_it::partition_count(bootstrap, data_topic()), -1);
+}
+
 TEST_F(KafkaPreflight, ACheckpointTopicThatIsNotCompactedIsAFailNamingIt) {
   KAFKA_TEST_BOOTSTRAP(bootstrap);
   ASSERT_TRUE(kafka_it::create_topic(bootstrap, checkpoint_topic(), 1));

@@ -337,6 +337,27 @@ TEST(KafkaSinkOnBroker, CreateTopicsGivesTheTopicConfigToEveryTopicItCreates) {
   EXPECT_EQ(lag.output, "60000\n");
 }
 
+// A compacted topic refuses a record without a key (INVALID_RECORD): the error says why (a
+// keyless table) and what to do, as a configuration error, not a bare broker refusal.
+TEST(KafkaSinkOnBroker, AKeylessRecordForACompactedTopicIsAConfigurationErrorSayingWhy) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  const std::string source = kafka_it::unique_topic("compactkeyless");
+  KafkaSinkConfig c;
+  c.bootstrap_servers = bootstrap;
+  c.create_topics = true;
+  c.topic_config = {{"cleanup.policy", "compact"}};
+  auto sink = open_sink(c);
+  ASSERT_NE(sink, nullptr);
+  auto st = sink->write(std::vector<Event>{keyless_insert(source, "logs", 1)});
+  if (st) st = sink->flush();
+  ASSERT_FALSE(st) << "a compacted topic took a keyless record";
+  EXPECT_EQ(st.error().kind(), ErrorKind::kConfiguration) << st.error().report();
+  EXPECT_CONTAINS(st.error().report(), "INVALID_RECORD");
+  EXPECT_CONTAINS(st.error().report(), "it has no key (its table has no primary key)");
+  EXPECT_CONTAINS(st.error().report(), "route it to a topic that is not compacted");
+  (void)sink->close();
+}
+
 TEST(KafkaSinkOnBroker, ATopicConfigTheBrokerRefusesIsAConfigurationErrorNamingIt) {
   KAFKA_TEST_BOOTSTRAP(bootstrap);
   const std::string source = kafka_it::unique_topic("badconfig");

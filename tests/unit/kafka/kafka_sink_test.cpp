@@ -3,8 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cppcdc/kafka.hpp"
@@ -578,6 +581,63 @@ TEST(KafkaSinkWithoutBroker, WriteFailsTransientNamingTheServersAfterTheTimeoutA
   const auto after = (*sink)->write(batch);
   ASSERT_FALSE(after);
   EXPECT_EQ(after.error().kind(), ErrorKind::kInvalidState);
+}
+
+// SIGTERM must not wait out delivery_timeout_ms: a stop request ends the topic look-up of a
+// write (here against an address where no broker listens) within about a second, and close()
+// then drops the batch instead of waiting for it. With create_topics the look-up comes before
+// any CreateTopics request, so nothing is "created" on a cluster that cannot be reached.
+TEST(KafkaSinkWithoutBroker, AStopRequestEndsTheTopicLookUpAndCloseDropsTheBatch) {
+  if (kThreadSanitizer) GTEST_SKIP() << "librdkafka's C11 threads (see above)";
+  std::atomic<bool> stop{false};
+  auto c = minimal();
+  c.bootstrap_servers = "127.0.0.1:1";
+  c.delivery_timeout_ms = 600'000;  // without the stop request the write would wait 10 minutes
+  c.create_topics = true;
+  c.name = "orders-out";
+  c.stop = &stop;
+  auto sink = make_kafka_sink(c);
+  ASSERT_TRUE(sink) << sink.error().report();
+  Event e = row_event(Operation::kInsert);
+  e.envelope_version = kEnvelopeVersion;
+  const std::vector<Event> batch{e};
+  std::optional<Status> written;
+  std::thread writer([&] { written = (*sink)->write(batch); });
+  // The sink says what it waits for (the health verdict shows it) once that lasts a while.
+  std::string problem;
+  while (problem.find("the metadata of topic") == std::string::npos) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    problem = (*sink)->current_problem();
+  }
+  EXPECT_CONTAINS(problem, "kafka sink \"orders-out\": waiting ");
+  EXPECT_CONTAINS(problem, "\"shop.public.orders\" from \"127.0.0.1:1\"");
+  stop.store(true);
+  writer.join();
+  ASSERT_TRUE(written.has_value());
+  ASSERT_FALSE(*written) << "a write to an unreachable broker was reported as delivered";
+  const Error& error = written->error();
+  EXPECT_EQ(error.kind(), ErrorKind::kTransient) << error.report();
+  EXPECT_CONTAINS(error.report(), "stopping: looking up topic \"shop.public.orders\"");
+  EXPECT_CONTAINS(error.report(), "cut short by the stop request");
+  EXPECT_EQ(error.report().find("creating topic"), std::string::npos) << error.report();
+  EXPECT_TRUE((*sink)->close()) << "a stopped sink's close() drops the unacknowledged batch";
+}
+
+// The transactional producer's start (init_transactions) against no broker ends on a stop
+// request too, instead of after delivery_timeout_ms.
+TEST(KafkaSinkWithoutBroker, AStopRequestEndsInitTransactions) {
+  if (kThreadSanitizer) GTEST_SKIP() << "librdkafka's C11 threads (see above)";
+  std::atomic<bool> stop{true};
+  auto c = minimal();
+  c.bootstrap_servers = "127.0.0.1:1";
+  c.delivery_timeout_ms = 600'000;
+  c.delivery_mode = KafkaDeliveryMode::kTransactional;
+  c.transactional_id = "cppcdc-test-stop";
+  c.stop = &stop;
+  auto sink = make_kafka_sink(c);
+  ASSERT_FALSE(sink) << "a transactional producer started without a broker";
+  EXPECT_EQ(sink.error().kind(), ErrorKind::kTransient) << sink.error().report();
+  EXPECT_CONTAINS(sink.error().report(), "stopping: initializing the transactional producer");
 }
 
 }  // namespace
