@@ -700,6 +700,15 @@ Result<Event> event_from_object(const json::object& o, std::string_view text) {
 
 namespace detail {
 
+std::optional<std::string_view> raw_json_member(std::string_view object_text,
+                                                std::string_view key) {
+  const RawMembers members = raw_members(object_text);
+  for (auto it = members.rbegin(); it != members.rend(); ++it) {
+    if (it->first == key) return it->second;
+  }
+  return std::nullopt;
+}
+
 Result<BeforeImage> make_before_image(std::optional<Row> row, bool key_only,
                                       std::vector<std::string> unavailable) {
   if (!row) {

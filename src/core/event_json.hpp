@@ -21,6 +21,11 @@ void write_row_json(ByteBuffer& b, const Row& row);
 /// `field`.
 Result<Row> parse_row_json(std::string_view text, const char* field);
 
+/// The text of member `key` of the JSON object `object_text` exactly as written (numbers keep
+/// every digit, which a parsed DOM does not); the last of repeated keys, as boost::json reads
+/// them. nullopt when absent. `object_text` must be text boost::json accepted as JSON.
+std::optional<std::string_view> raw_json_member(std::string_view object_text, std::string_view key);
+
 /// The one constructor of a before-image from an envelope's three fields (before,
 /// before_is_key_only, before_unavailable_columns); every decoder uses it, so a contradictory
 /// envelope is refused the same way whichever codec carried it. Error kind invalid_data.

@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "cppcdc/avro.hpp"
+#include "cppcdc/cloudevents.hpp"
 #include "cppcdc/debezium.hpp"
 #include "cppcdc/http_sink.hpp"
 #include "cppcdc/kafka.hpp"
@@ -26,6 +27,7 @@ void register_builtin_plugins() {
     register_json_codec_plugin();
     register_avro_codec_plugin();
     register_debezium_json_codec_plugin();
+    register_cloudevents_codec_plugin();
     register_file_sink_plugin();
     register_stdout_sink_plugin();
     register_http_sink_plugin();

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "avro_expect.hpp"
 #include "core/event_json.hpp"
 #include "cppcdc/avro.hpp"
+#include "cppcdc/cloudevents.hpp"
 #include "cppcdc/debezium.hpp"
 #include "cppcdc/plugin.hpp"
 #include "schema_registry_double.hpp"
@@ -541,6 +543,103 @@ TEST(DebeziumJson, RoundTripsTheFieldsDebeziumCarries) {
       ++checked;
     }
     EXPECT_GT(checked, 1000);
+  }
+}
+
+// ---- cloudevents ---------------------------------------------------------------------------
+
+// Structured mode: the attributes CloudEvents 1.0 requires, with the types and forms its JSON
+// format gives them, the envelope as data, an id that stays the same for the same change, and
+// the reader giving back the event.
+TEST(CloudEvents, EveryEventIsAStructuredCloudEventWithTheEnvelopeAsDataAndReadsBack) {
+  auto encoder = make_cloudevents_encoder();
+  auto decoder = make_cloudevents_decoder();
+  EXPECT_EQ(encoder->content_type(), "application/cloudevents+json");
+  const std::regex time_format(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)");
+  const std::regex id_format("[0-9a-f]{64}");
+  for (const Event& e : generated(500, 31)) {
+    const std::string record = encoded(*encoder, e, "some.topic");
+    ASSERT_EQ(record.find('\n'), std::string::npos) << record;
+    const json::value v = json::parse(record);
+    const json::object& o = v.as_object();
+    EXPECT_EQ(o.at("specversion"), "1.0");
+    EXPECT_TRUE(std::regex_match(std::string(o.at("id").as_string()), id_format)) << record;
+    EXPECT_EQ(o.at("source"), json::value("/cppcdc/" + e.source.source_name));
+    EXPECT_EQ(o.at("type"), json::value("io.cppcdc." + std::string(to_string(e.op))));
+    EXPECT_EQ(o.at("subject"), json::value(e.schema ? *e.schema + "." + e.table : e.table));
+    // time (optional in CloudEvents) is left out only for a clock no RFC 3339 year can hold.
+    const std::int64_t at = e.source.timestamp != 0 ? e.source.timestamp : e.ts;
+    const bool writable = at >= -62'135'596'800'000 && at <= 253'402'300'799'999;
+    ASSERT_EQ(o.contains("time"), writable) << record;
+    if (writable) {
+      EXPECT_TRUE(std::regex_match(std::string(o.at("time").as_string()), time_format)) << record;
+    }
+    EXPECT_EQ(o.at("datacontenttype"), "application/json");
+    EXPECT_EQ(o.at("data"), json::parse(e.to_json())) << record;
+    // Delivered again, the same change keeps its id (a consumer drops repeats by it).
+    EXPECT_EQ(json::parse(encoded(*encoder, e)).as_object().at("id"), o.at("id"));
+    auto back = decoder->decode(record);
+    ASSERT_TRUE(back) << back.error().report() << "\n" << record;
+    EXPECT_EQ(*back, e) << record;
+  }
+}
+
+TEST(CloudEvents, TimeIsTheCommitTimeInUtcAndOptionsSetSourceAndType) {
+  Event e = test::full_event();
+  e.source.timestamp = 1'796'029'032'848;  // date -u -d @1796029032.848: 2026-11-30T08:57:12.848Z
+  CloudEventsOptions options;
+  options.source = "//db.example.com/app";
+  options.type_prefix = "com.example.cdc";
+  auto encoder = make_cloudevents_encoder(options);
+  const json::object o = json::parse(encoded(*encoder, e)).as_object();
+  EXPECT_EQ(o.at("time"), "2026-11-30T08:57:12.848Z");
+  EXPECT_EQ(o.at("source"), "//db.example.com/app");
+  EXPECT_EQ(o.at("type"), json::value("com.example.cdc." + std::string(to_string(e.op))));
+  auto back = make_cloudevents_decoder(options)->decode(encoded(*encoder, e));
+  ASSERT_TRUE(back) << back.error().report();
+  EXPECT_EQ(*back, e);
+  CloudEventsOptions bad;
+  bad.type_prefix = "has space";
+  const auto refused = validate(bad);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().kind(), ErrorKind::kConfiguration);
+  EXPECT_EQ(refused.error().setting(), "codec_options.type_prefix");
+}
+
+TEST(CloudEvents, TheReaderRefusesWhatIsNotACppcdcCloudEventNamingWhy) {
+  auto encoder = make_cloudevents_encoder();
+  auto decoder = make_cloudevents_decoder();
+  const Event e = test::full_event();
+  const json::object good = json::parse(encoded(*encoder, e)).as_object();
+  const auto with = [&](const char* name, json::value value) {
+    json::object o = good;
+    if (value.is_null()) {
+      o.erase(name);
+    } else {
+      o[name] = std::move(value);
+    }
+    return json::serialize(o);
+  };
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"not json", ""},
+      {"[1,2]", "not a JSON object"},
+      {with("specversion", "0.3"), "specversion"},
+      {with("id", nullptr), "the attribute id"},
+      {with("source", ""), "the attribute source"},
+      {with("type", nullptr), "the attribute type"},
+      {with("datacontenttype", "application/avro"), "datacontenttype is not JSON"},
+      {with("data", nullptr), "data is missing"},
+      {with("data", "text"), "data is missing or not an object"},
+      {with("type", "io.cppcdc.truncate"), "does not match the envelope's op"},
+      {with("subject", "public.other"), "does not match the envelope's table"},
+  };
+  for (const auto& [record, why] : cases) {
+    auto back = decoder->decode(record);
+    ASSERT_FALSE(back) << record;
+    EXPECT_EQ(back.error().kind(), ErrorKind::kInvalidData) << back.error().report();
+    if (record != "not json") {
+      EXPECT_CONTAINS(back.error().report(), why);
+    }
   }
 }
 

@@ -56,7 +56,7 @@ TEST(CodecConfig, AnUnknownCodecNamesTheFileTheKeyAndTheKnownCodecs) {
   const std::string e = error_of("[sink]\ntype = \"stdout\"\ncodec = \"protobuf\"\n");
   EXPECT_CONTAINS(e, "cdc.toml");
   EXPECT_CONTAINS(e, "[sink] codec");
-  EXPECT_CONTAINS(e, "\"avro\", \"debezium_json\" or \"json\"");
+  EXPECT_CONTAINS(e, "\"avro\", \"cloudevents\", \"debezium_json\" or \"json\"");
   EXPECT_CONTAINS(e, "found \"protobuf\"");
   const std::string k = error_of(std::string(kKafka) + "codec = \"jsn\"\n");
   EXPECT_CONTAINS(k, "[sink] codec");
@@ -107,12 +107,22 @@ TEST(CodecConfig, CodecOptionsAreTheCodecsToCheck) {
   EXPECT_CONTAINS(described("[sink]\ntype = \"stdout\"\ncodec = \"debezium_json\"\n"
                             "[sink.codec_options]\nschemas_enable = true\n"),
                   "schemas_enable = true");
+  EXPECT_CONTAINS(described("[sink]\ntype = \"http\"\nurl = \"http://r:8080/\"\n"
+                            "codec = \"cloudevents\"\n[sink.codec_options]\n"
+                            "source = \"//db.example.com/app\"\n"),
+                  "structured JSON, source \"//db.example.com/app\", type io.cppcdc.<op>");
+  EXPECT_CONTAINS(error_of("[sink]\ntype = \"stdout\"\ncodec = \"cloudevents\"\n"
+                           "[sink.codec_options]\ntype_prefix = \"\"\n"),
+                  "type_prefix");
+  EXPECT_CONTAINS(error_of("[sink]\ntype = \"stdout\"\ncodec = \"cloudevents\"\n"
+                           "[sink.codec_options]\ntyp_prefix = \"x\"\n"),
+                  "typ_prefix: unknown key");
 }
 
 TEST(CodecConfig, TheRegistryListsTheBuiltInCodecs) {
   ASSERT_TRUE(parse_server_config(std::string(kHead) + "[sink]\ntype = \"stdout\"\n", "cdc.toml"));
   const auto names = codec_names();
-  EXPECT_EQ(names, (std::vector<std::string>{"avro", "debezium_json", "json"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"avro", "cloudevents", "debezium_json", "json"}));
   EXPECT_FALSE(register_codec("json", nullptr)) << "a second registration must be refused";
 }
 
