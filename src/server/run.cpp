@@ -137,7 +137,9 @@ int report_failure(const Error& error, const std::string& origin) {
 // spells it (the plugin only knows "[sink] path").
 Error for_entry(const Error& e, const SinkEntry& entry) {
   if (e.setting_owner() != SettingOwner::kSink || entry.label == "[sink]") return e;
-  Error out(e.kind(), e.category(), entry.label + " " + e.setting() + ": " + e.message());
+  const auto [table, key] = split_setting_path(e.setting());
+  Error out(e.kind(), e.category(),
+            entry.label + " " + (table.empty() ? key : table + "." + key) + ": " + e.message());
   for (auto it = e.chain().rbegin(); it != e.chain().rend(); ++it) {
     out = std::move(out).context(*it);
   }
