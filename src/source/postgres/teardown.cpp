@@ -4,6 +4,7 @@
 
 #include <libpq-fe.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "cppcdc/plugin.hpp"
@@ -81,10 +82,32 @@ Result<std::vector<TeardownStep>> run_teardown(const PostgresSourceConfig& confi
                   "looking up publication " + config.publication_name,
                   {config.publication_name});
   if (!pub) return fail(pub.error());
+  // Other pgoutput slots of this database may read the publication: a slot does not record
+  // which publication its consumer names, so any of them may be another pipeline's.
+  auto others = exec(sql,
+                     "select slot_name from pg_replication_slots where database = "
+                     "current_database() and plugin = 'pgoutput' and slot_name <> $1 order by 1",
+                     "listing the other replication slots", {config.slot_name});
+  if (!others) return fail(others.error());
+  std::string sharing;
+  for (int r = 0; r < PQntuples(others->get()); ++r) {
+    const std::string name = get(others->get(), r, 0).value_or("?");
+    const bool cppcdc = std::find(marks->marked_slots.begin(), marks->marked_slots.end(), name) !=
+                        marks->marked_slots.end();
+    sharing += (sharing.empty() ? "" : ", ") + name +
+               (cppcdc ? " (made by cppcdc for this publication)" : "");
+  }
   if (PQntuples(pub->get()) > 0) {
     if (!marks->publication && !include_preexisting) {
       publication.outcome = Outcome::kKept;
       publication.detail = "cppcdc did not create it" + keep_hint;
+    } else if (!sharing.empty()) {
+      publication.outcome = Outcome::kKept;
+      publication.detail =
+          "other replication slots of this database may still read it: " + sharing +
+          " (a slot does not record which publication its consumer uses, so it stays); once "
+          "no pipeline uses it, drop it by hand: DROP PUBLICATION " +
+          detail::quote_ident(config.publication_name);
     } else if (dry_run) {
       publication.outcome = Outcome::kWouldDrop;
     } else {
