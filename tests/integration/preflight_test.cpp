@@ -178,7 +178,7 @@ TEST_F(Preflight, TeardownKeepsPreexistingObjectsUnlessTold) {
   auto o = run_cli({"teardown", "--config", config.string(), "--yes"});
   EXPECT_EQ(o.code, 0) << o.output;
   EXPECT_CONTAINS(o.output, "keep    publication pf_pub: cppcdc did not create it");
-  EXPECT_CONTAINS(o.output, "dropped replication slot " + slot_);
+  EXPECT_CONTAINS(o.output, "dropped replication slot " + slot_ + ": cppcdc created it");
   EXPECT_CONTAINS(o.output, "removed checkpoint");
   EXPECT_EQ(server_objects(), "0/1");
   EXPECT_FALSE(fs::exists(dir_ / "state" / ("created-slot-" + slot_)));
@@ -248,7 +248,7 @@ TEST_F(Preflight, TeardownKeepsAPublicationAnotherPipelineStillUses) {
 
   auto o = run_cli({"teardown", "--config", a.string(), "--yes"});
   EXPECT_EQ(o.code, 0) << o.output;
-  EXPECT_CONTAINS(o.output, "dropped replication slot " + slot_);
+  EXPECT_CONTAINS(o.output, "dropped replication slot " + slot_ + ": cppcdc created it");
   EXPECT_CONTAINS(o.output,
                   "keep    publication pf_pub: other replication slots of this database "
                   "may still read it: " +

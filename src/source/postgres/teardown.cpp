@@ -50,6 +50,10 @@ Result<std::vector<TeardownStep>> run_teardown(const PostgresSourceConfig& confi
   if (PQntuples(found->get()) > 0) {
     const bool active = get(found->get(), 0, 0).value_or("f") == "t";
     const std::string held = get(found->get(), 0, 2).value_or("?");
+    // Why it goes: cppcdc's own record of making it, or the flag.
+    const std::string why = marks->slot
+                                ? "cppcdc created it"
+                                : "not made by cppcdc, dropped as --include-preexisting asks";
     if (!marks->slot && !include_preexisting) {
       slot.outcome = Outcome::kKept;
       slot.detail = "cppcdc has no record of creating it (it holds " + held + " of WAL)" +
@@ -60,12 +64,12 @@ Result<std::vector<TeardownStep>> run_teardown(const PostgresSourceConfig& confi
                     ": stop that consumer first";
     } else if (dry_run) {
       slot.outcome = Outcome::kWouldDrop;
-      slot.detail = "releases " + held + " of WAL";
+      slot.detail = why + "; releases " + held + " of WAL";
     } else {
       auto dropped = exec(sql, "select pg_drop_replication_slot($1)",
                           "dropping replication slot " + config.slot_name, {config.slot_name});
       slot.outcome = dropped ? Outcome::kDropped : Outcome::kFailed;
-      slot.detail = dropped ? "released " + held + " of WAL" : error_line(dropped.error());
+      slot.detail = dropped ? why + "; released " + held + " of WAL" : error_line(dropped.error());
     }
   }
   if (!dry_run && slot.outcome != Outcome::kKept && slot.outcome != Outcome::kFailed) {

@@ -244,12 +244,13 @@ TEST(Router, UnmatchedRoutesAreLoggedOnceAndOnlyAfterEventsArrived) {
   router->warn_on_unmatched_routes();
   const std::string text = log.text();
   EXPECT_NE(text.find("these routes matched none of 6 events this run: route 2 "
-                      "(tables=public.nothing) to \"ledger\"; route 3 (tables=public.nothing_either) "
-                      "to \"ledger\"; if their globs are misspelt, the events meant for them went "
-                      "to the default sink"),
+                      "(tables=public.nothing) to \"ledger\"; route 3 "
+                      "(tables=public.nothing_either) to \"ledger\"; if their globs are "
+                      "misspelt, the events meant for them went to the default sink"),
             std::string::npos)
       << text;
-  EXPECT_EQ(text.find("went to"), text.rfind("went to")) << "the consequence is said once: " << text;
+  EXPECT_EQ(text.find("went to"), text.rfind("went to"))
+      << "the consequence is said once: " << text;
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
 }
 
