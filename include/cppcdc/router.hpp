@@ -123,8 +123,8 @@ class RouterSink final : public Sink {
   std::vector<RouteStats> unmatched_routes() const;
   /// Events that went to the default target.
   std::uint64_t default_hits() const noexcept;
-  /// Logs one warning per route that never matched, with its consequence; before any event
-  /// arrived, one informational line instead.
+  /// Logs one warning naming every route that never matched, with the consequence stated
+  /// once; nothing when no event arrived (a counter at zero then says nothing).
   void warn_on_unmatched_routes() const;
 
  private:

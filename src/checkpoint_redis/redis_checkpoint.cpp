@@ -127,6 +127,12 @@ class Lease {
       if (!deadline) {
         const auto wait = std::max<long long>(options_.lock_ttl_ms, remaining) + 250;
         deadline = now + std::chrono::milliseconds(wait);
+        // A lease left by a writer that was killed lapses only after its TTL: say why this
+        // start pauses, once, instead of sitting silent for that long.
+        spdlog::info(
+            "redis checkpoint: waiting up to {} s for the lease on {} held by '{}' to expire (a "
+            "previous run that did not stop cleanly, or another cppcdc writing this checkpoint)",
+            (wait + 999) / 1000, lock_key_, holder.empty() ? std::string("?") : holder);
       }
       if (now >= *deadline) {
         return fail(

@@ -140,6 +140,38 @@ std::string misplaced_section_key(std::string_view section, std::string_view key
 
 }  // namespace
 
+std::string toml_key(std::string_view key) {
+  const bool bare = !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-';
+  });
+  return bare ? std::string(key) : in_quotes(key);
+}
+
+std::pair<std::string, std::string> split_setting_path(std::string_view path) {
+  // Tables whose keys are names of someone else's (librdkafka properties, topic configs,
+  // HTTP headers, "schema.table" names): a dot in such a key is part of the key.
+  static constexpr std::string_view kFreeForm[] = {"topic_config", "kafka_properties", "headers",
+                                                   "table_conditions"};
+  std::vector<std::string_view> parts;
+  for (std::size_t at = 0;;) {
+    const auto dot = path.find('.', at);
+    parts.push_back(path.substr(at, dot == std::string_view::npos ? dot : dot - at));
+    if (dot == std::string_view::npos) break;
+    at = dot + 1;
+  }
+  std::size_t key_at = parts.size() - 1;
+  for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+    if (std::find(std::begin(kFreeForm), std::end(kFreeForm), parts[i]) != std::end(kFreeForm)) {
+      key_at = i + 1;
+      break;
+    }
+  }
+  std::string table;
+  for (std::size_t i = 0; i < key_at; ++i) table += (i ? "." : "") + toml_key(parts[i]);
+  const std::size_t key_offset = static_cast<std::size_t>(parts[key_at].data() - path.data());
+  return {table, toml_key(path.substr(key_offset))};
+}
+
 std::string default_control_socket_name(const std::string& origin) {
   const std::string stem = std::filesystem::path(origin).stem().string();
   return (stem.empty() || stem == "." || stem == "..") ? std::string("cppcdc.sock")
@@ -169,11 +201,51 @@ class Section final : public Settings {
   // "[[sinks]] \"billing-hook\"").
   void set_display(std::string display) { display_ = std::move(display); }
 
-  // "[sink] path", or just "delivery_contract" at the top level.
-  std::string label(std::string_view key) const {
-    if (!display_.empty()) return display_ + " " + std::string(key);
-    if (name_.empty()) return std::string(key);
-    return "[" + name_ + "] " + std::string(key);
+  // Unknown keys go to `out` (listed together once the file is read) instead of failing on
+  // the first; sections handed out below this one share it.
+  void collect_unknown_keys(std::vector<std::pair<toml::source_position, std::string>>* out) {
+    unknowns_ = out;
+  }
+  std::vector<std::pair<toml::source_position, std::string>>* unknown_keys() const {
+    return unknowns_;
+  }
+
+  // "[sink] path", or just "delivery_contract" at the top level; a key that is no bare TOML
+  // key is quoted as the file writes it ("[sink.topic_config] \"cleanup.policy\"").
+  std::string label(std::string_view key) const { return label_in("", key); }
+
+  // The label of `key` in the sub-table `table` of this section ("" for this section itself).
+  std::string label_in(std::string_view table, std::string_view key) const {
+    const std::string k = toml_key(key);
+    if (!display_.empty()) {
+      return display_ + " " + (table.empty() ? k : toml_key(table) + "." + k);
+    }
+    std::string section = name_;
+    if (!table.empty()) section += (section.empty() ? "" : ".") + toml_key(table);
+    if (section.empty()) return k;
+    return "[" + section + "] " + k;
+  }
+
+  // For a section the file does not have: the table it has instead under a look-alike name
+  // ("[state.ofset]" for [state.offset]), as an error text; "" when there is none.
+  std::string look_alike_table() const {
+    if (table_ != nullptr || parent_ == nullptr) return "";
+    const auto dot = name_.rfind('.');
+    const std::string own = dot == std::string::npos ? name_ : name_.substr(dot + 1);
+    if (parent_->table_ == nullptr) return parent_->look_alike_table();
+    for (auto&& [key, node] : *parent_->table_) {
+      if (!node.is_table() || key.str() == own) continue;
+      if (std::find(parent_->known_.begin(), parent_->known_.end(), key.str()) !=
+          parent_->known_.end()) {
+        continue;  // a table the file is meant to have
+      }
+      if (detail::edit_distance(key.str(), own) > 2) continue;
+      const std::string written =
+          parent_->name_.empty() ? toml_key(key.str()) : parent_->name_ + "." + toml_key(key.str());
+      return locate(origin_, key.source()) + ": unknown table [" + written + "] (did you mean [" +
+             name_ + "]?)";
+    }
+    return "";
   }
 
   Error error_at(std::string_view key, const toml::node* node, std::string_view what) const {
@@ -188,6 +260,10 @@ class Section final : public Settings {
   bool has(std::string_view key) const override { return take(key) != nullptr; }
 
   Error error(std::string_view key, std::string_view what) const override {
+    if (key.find('.') != std::string_view::npos && (table_ == nullptr || !table_->contains(key))) {
+      // A path into a sub-table ("kafka_properties.linger.ms"): named as the file writes it.
+      return locate_setting(std::string(key), std::string(what));
+    }
     return error_at(key, table_ != nullptr ? table_->get(key) : nullptr, what);
   }
 
@@ -197,6 +273,12 @@ class Section final : public Settings {
   }
 
   Error missing(std::string_view key, std::string_view why) const override {
+    if (const std::string look_alike = look_alike_table(); !look_alike.empty()) {
+      // The section is missing because its header is misspelt: that is what to fix.
+      return Error::configuration(look_alike + "; without [" + name_ + "], " + label(key) +
+                                  " is required" +
+                                  (why.empty() ? std::string() : " " + std::string(why)));
+    }
     std::string hint;
     if (table_ != nullptr) {
       // A required key is often missing because it was misspelled: name the look-alike.
@@ -280,9 +362,9 @@ class Section final : public Settings {
     std::vector<std::pair<std::string, std::string>> out;
     for (auto&& [name, value] : *table) {
       if (const std::string hint = misplaced_top_level(name.str()); !hint.empty()) {
-        return fail(Error::configuration(locate(origin_, name.source()) + ": " + label(key) + "." +
-                                         std::string(name.str()) + ": not a " + std::string(what) +
-                                         " entry" + hint));
+        return fail(Error::configuration(locate(origin_, name.source()) + ": " +
+                                         label_in(key, name.str()) + ": not a " +
+                                         std::string(what) + " entry" + hint));
       }
       const auto* text = value.as_string();
       if (text == nullptr) {
@@ -325,6 +407,8 @@ class Section final : public Settings {
       if (table == nullptr) return fail(wrong_type(key, *node, "a table"));
     }
     children_.emplace_back(origin_, base_, table, child);
+    children_.back().parent_ = this;
+    children_.back().unknowns_ = unknowns_;
     return &children_.back();
   }
 
@@ -333,8 +417,9 @@ class Section final : public Settings {
   // Whether the file sets `key`, without marking it known.
   bool written(std::string_view key) const { return table_ != nullptr && table_->contains(key); }
 
-  // Refuses the first key that was never asked for, listing the ones this section accepts;
-  // with `nested`, then in every section handed out below this one.
+  // Refuses the keys that were never asked for, listing the ones this section accepts; with
+  // `nested`, also in every section handed out below this one. With a collector
+  // (collect_unknown_keys), each is added to it and the file is read on; else the first fails.
   Status reject_unknown(bool nested) const {
     if (nested) {
       for (const auto& child : children_) CPPCDC_TRY(child.reject_unknown(true));
@@ -342,6 +427,7 @@ class Section final : public Settings {
     if (table_ == nullptr) return ok();
     for (auto&& [key, node] : *table_) {
       if (std::find(known_.begin(), known_.end(), key.str()) != known_.end()) continue;
+      if (std::find(reported_.begin(), reported_.end(), key.str()) != reported_.end()) continue;
       std::string expected;
       for (const auto& k : known_) {
         if (!expected.empty()) expected += ", ";
@@ -361,10 +447,23 @@ class Section final : public Settings {
       }
       // A near miss of a key this section takes is most likely a typo of it.
       const std::string closest = detail::closest_name(key.str(), known_);
-      if (!closest.empty()) what += " (did you mean " + closest + "?)";
-      return fail(Error::configuration(
-          locate(origin_, where) + ": " + label(key.str()) + ": " + what +
-          "; expected one of: " + (expected.empty() ? std::string("(none)") : expected)));
+      std::string text;
+      if (node.is_table() && what == "unknown key") {
+        // A [table] of its own: named as its header is written.
+        const std::string header =
+            name_.empty() ? toml_key(key.str()) : name_ + "." + toml_key(key.str());
+        text = locate(origin_, where) + ": unknown table [" + header + "]";
+        if (!closest.empty()) {
+          text += " (did you mean [" + (name_.empty() ? closest : name_ + "." + closest) + "]?)";
+        }
+      } else {
+        if (!closest.empty()) what += " (did you mean " + closest + "?)";
+        text = locate(origin_, where) + ": " + label(key.str()) + ": " + what;
+      }
+      text += "; expected one of: " + (expected.empty() ? std::string("(none)") : expected);
+      if (unknowns_ == nullptr) return fail(Error::configuration(text));
+      reported_.emplace_back(key.str());
+      unknowns_->emplace_back(where.begin, std::move(text));
     }
     return ok();
   }
@@ -376,31 +475,53 @@ class Section final : public Settings {
       return Error::configuration(
           origin_ + ": " + (display_.empty() ? "[" + name_ + "]" : display_) + ": " + e.report());
     }
+    std::string text = e.message();
+    for (auto it = e.chain().rbegin(); it != e.chain().rend(); ++it) text = *it + ": " + text;
+    return locate_setting(e.setting(), text);
+  }
+
+  // An error `text` about the setting at `setting_path` below this section ("snapshot.mode",
+  // "kafka_properties.linger.ms"), located at its value when the file has it.
+  Error locate_setting(const std::string& setting_path, const std::string& text) const {
     const Section* section = this;
-    std::string key = e.setting();
+    std::string key = setting_path;
     const toml::node* node = nullptr;
     std::string prefix = name_;
+    std::string path;  // the sub-tables walked, as TOML dotted keys
     for (auto dot = key.find('.'); dot != std::string::npos; dot = key.find('.')) {
+      // A key with a dot in it ("cleanup.policy" in [sink.topic_config]) is one key.
+      if (section->table_ != nullptr && section->table_->contains(key)) break;
       const std::string part = key.substr(0, dot);
       key = key.substr(dot + 1);
-      prefix += "." + part;
+      prefix += (prefix.empty() ? "" : ".") + toml_key(part);
+      path += toml_key(part) + ".";
       const toml::node* sub = section->table_ != nullptr ? section->table_->get(part) : nullptr;
       const toml::table* table = sub != nullptr ? sub->as_table() : nullptr;
       if (table == nullptr) {
+        // Not in the file as tables: split the rest as the setting's owner would name it.
+        auto [sub_table, sub_key] = split_setting_path(key);
+        if (!sub_table.empty()) {
+          prefix += "." + sub_table;
+          path += sub_table + ".";
+        }
+        key = sub_key;
         section = nullptr;
         break;
       }
       scratch_.emplace_back(origin_, base_, table, prefix);
       section = &scratch_.back();
     }
-    if (section != nullptr && section->table_ != nullptr) node = section->table_->get(key);
+    if (section != nullptr) {
+      if (section->table_ != nullptr) node = section->table_->get(key);
+      key = toml_key(key);
+    }
     const toml::source_region where = node != nullptr ? node->source() : toml::source_region{};
-    std::string text = e.message();
-    for (auto it = e.chain().rbegin(); it != e.chain().rend(); ++it) text = *it + ": " + text;
     if (!display_.empty()) {
-      return Error::configuration(locate(origin_, where) + ": " + display_ + " " + e.setting() +
+      return Error::configuration(locate(origin_, where) + ": " + display_ + " " + path + key +
                                   ": " + text);
     }
+    if (prefix.empty())
+      return Error::configuration(locate(origin_, where) + ": " + key + ": " + text);
     return Error::configuration(locate(origin_, where) + ": [" + prefix + "] " + key + ": " + text);
   }
 
@@ -444,6 +565,9 @@ class Section final : public Settings {
   std::string name_;
   std::string display_;
   mutable std::vector<std::string> known_;
+  mutable std::vector<std::string> reported_;  // unknown keys already collected
+  const Section* parent_ = nullptr;            // the section that handed this one out
+  std::vector<std::pair<toml::source_position, std::string>>* unknowns_ = nullptr;
   mutable std::list<Section> children_;  // stable addresses
   mutable std::list<Section> scratch_;   // views made only to locate an error
 };
@@ -810,6 +934,7 @@ Status read_sinks(Section& top, ServerConfig& config, std::list<Section>& sectio
     for (std::size_t i = 0; i < array->size(); ++i) {
       Section& section =
           sections.emplace_back(top.origin(), top.base(), array->get(i)->as_table(), "sinks");
+      section.collect_unknown_keys(top.unknown_keys());
       section.set_display("[[sinks]] #" + std::to_string(i + 1));
       (void)section.has("type");
       SinkEntry entry;
@@ -888,6 +1013,7 @@ Status read_routes(const Section& pipeline, ServerConfig& config, std::list<Sect
     const toml::node* element = array->get(i);
     Section& section = sections.emplace_back(pipeline.origin(), pipeline.base(),
                                              element->as_table(), "pipeline.routes");
+    section.collect_unknown_keys(pipeline.unknown_keys());
     section.set_display("[[pipeline.routes]] #" + std::to_string(i + 1));
     RouteEntry route;
     route.where = locate(pipeline.origin(), element->source());
@@ -1090,13 +1216,31 @@ Status read_admin(Section& top, ServerConfig& config) {
   return ok();
 }
 
-Result<ServerConfig> read_document(const toml::table& document, const std::string& origin,
-                                   const std::filesystem::path& base) {
+// The sections of the file's top level, in the order messages list them.
+constexpr std::string_view kTopLevel[] = {
+    "delivery_contract", "source",   "sink",        "sinks", "state",
+    "runtime",           "pipeline", "dead_letter", "admin", "log"};
+
+Result<ServerConfig> read_sections(
+    const toml::table& document, const std::string& origin, const std::filesystem::path& base,
+    std::vector<std::pair<toml::source_position, std::string>>& unknowns) {
   register_builtin_plugins();
   const DefaultTypes& defaults = default_types();
   ServerConfig config;
   config.origin = origin;
   Section top(origin, base, &document, "");
+  top.collect_unknown_keys(&unknowns);
+  // A misspelt section header is found before anything that section would have set is
+  // missed: the top level's names are fixed.
+  for (const auto name : kTopLevel) (void)top.has(name);
+  CPPCDC_TRY(top.reject_unknown(false));
+  // The sections are read on after one fails, so that the unknown keys of all of them are
+  // found; the first error (in the order below) is the one returned. What needs a section
+  // that failed is not checked.
+  std::optional<Error> first;
+  const auto note = [&first](const Status& st) {
+    if (!st && !first) first = st.error();
+  };
 
   CPPCDC_CFG_ASSIGN(config.delivery_contract, top.get_string("delivery_contract"));
   if (config.delivery_contract != "at_least_once" &&
@@ -1115,6 +1259,22 @@ Result<ServerConfig> read_document(const toml::table& document, const std::strin
     if (!state) return fail(state.error());
     auto offset = (*state)->get_table("offset");
     if (!offset) return fail(offset.error());
+    // [state] holds only [state.offset]: a misspelt header is named before its settings.
+    CPPCDC_TRY((*state)->reject_unknown(false));
+    if (!(*offset)->present() && config.delivery_contract == "effectively_once") {
+      if (const std::string look_alike = (*offset)->look_alike_table(); !look_alike.empty()) {
+        return fail(Error::configuration(look_alike));
+      }
+      return fail(top.error(
+          "delivery_contract",
+          "\"effectively_once\" commits each batch and its checkpoint in one Kafka transaction, "
+          "so the checkpoint must be kept on the Kafka sink's cluster, and this file has no "
+          "[state.offset] section (the default backend, local_fs, cannot join that "
+          "transaction); add\n  [state.offset]\n  backend = \"kafka_topic\"\n(it takes [sink]'s "
+          "bootstrap_servers and kafka_properties unless it sets its own; topic names the "
+          "checkpoint topic), or use \"at_least_once\" with [state.offset] backend = "
+          "\"local_fs\" and dir = \"<checkpoint directory>\""));
+    }
     auto backend = read_type(**offset, "backend", defaults.checkpoint);
     if (!backend) return fail(backend.error());
     config.checkpoint_backend = *backend;
@@ -1124,7 +1284,7 @@ Result<ServerConfig> read_document(const toml::table& document, const std::strin
     state_offset = *offset;
     return (*state)->reject_unknown(false);
   }();
-  {
+  note([&]() -> Status {
     auto source = top.get_table("source");
     if (!source) return fail(source.error());
     Section& section = **source;
@@ -1137,6 +1297,9 @@ Result<ServerConfig> read_document(const toml::table& document, const std::strin
       section.set_state_directory(dir);
     }
     if (!section.present()) {
+      if (const std::string look_alike = section.look_alike_table(); !look_alike.empty()) {
+        return fail(Error::configuration(look_alike));
+      }
       std::string types;
       for (const auto& t : source_type_names()) types += (types.empty() ? "" : ", ") + in_quotes(t);
       return fail(Error::configuration(origin +
@@ -1151,20 +1314,18 @@ Result<ServerConfig> read_document(const toml::table& document, const std::strin
     auto configured = configure<ConfiguredSource>(section, *type, find_source_type);
     if (!configured) return fail(configured.error());
     config.source = std::move(*configured);
-  }
+    return ok();
+  }());
   std::list<Section> elements;  // the [[sinks]] and [[pipeline.routes]] entries
   std::vector<Section*> sink_sections;
-  CPPCDC_TRY(read_sinks(top, config, elements, sink_sections));
-  if (!state_read) return fail(state_read.error());
+  note(read_sinks(top, config, elements, sink_sections));
+  note(state_read);
 
   auto runtime = top.get_table("runtime");
   if (!runtime) return fail(runtime.error());
-  if (auto st = read_runtime(**runtime, config.runtime, config.control_socket,
-                             config.transform_error_policy);
-      !st) {
-    return fail(st.error());
-  }
-  if (config.control_socket.empty()) {
+  note(read_runtime(**runtime, config.runtime, config.control_socket,
+                    config.transform_error_policy));
+  if (config.control_socket.empty() && config.checkpoint) {
     // Beside the checkpoint (or the file), named after the configuration file: two files in
     // one directory, or sharing a checkpoint directory, get a socket each, so that a command
     // that finds a cppcdc answering knows which file it runs. The name is kept short because
@@ -1183,46 +1344,82 @@ Result<ServerConfig> read_document(const toml::table& document, const std::strin
     if (const toml::node* transforms = (*pipeline)->raw("transforms")) {
       config.transforms = to_config_node(*transforms, origin);
       auto stages = parse_transform_stages(*config.transforms, "[[pipeline.transforms]]");
-      if (!stages) return fail(stages.error());
-      config.transform_summary = summarize(*stages);
+      if (stages) {
+        config.transform_summary = summarize(*stages);
+      } else {
+        note(fail(stages.error()));
+      }
     }
-    CPPCDC_TRY(read_routes(**pipeline, config, elements));
-    CPPCDC_TRY((*pipeline)->reject_unknown(false));
+    // Routes name sinks: without every sink read, they are not checked.
+    (void)(*pipeline)->raw("routes");
+    if (!first) note(read_routes(**pipeline, config, elements));
+    note((*pipeline)->reject_unknown(false));
   }
-  CPPCDC_TRY(check_sinks_reached(config, sink_sections));
-  if (config.delivery_contract == "effectively_once") {
-    CPPCDC_TRY(check_effectively_once(top, config, sink_sections, state_offset));
+  const bool whole = !first.has_value();  // every section above was read
+  if (whole) note(check_sinks_reached(config, sink_sections));
+  if (whole && config.delivery_contract == "effectively_once") {
+    note(check_effectively_once(top, config, sink_sections, state_offset));
   }
-  CPPCDC_TRY(read_dead_letter(top, config));
-  if (!config.dead_letter) {
+  note(read_dead_letter(top, config));
+  if (whole && !config.dead_letter) {
     for (std::size_t i = 0; i < config.sinks.size(); ++i) {
       const SinkEntry& sink = config.sinks[i];
       const auto key = sink.configured ? sink.configured->dead_letter_key() : std::nullopt;
       if (!key) continue;
-      return fail(sink_sections[i]->error(
+      note(fail(sink_sections[i]->error(
           *key,
           "this sink hands the batches its destination refuses to the dead-letter file, "
           "and this configuration has no [dead_letter] section, so they would be lost; "
           "add [dead_letter] with a path, or leave the setting at its default (a refused "
-          "batch stops the pipeline)"));
+          "batch stops the pipeline)")));
+      break;
     }
   }
-  CPPCDC_TRY(read_admin(top, config));
-  if (config.transform_error_policy == TransformErrorPolicy::kSkip && !config.dead_letter) {
-    return fail((*runtime)->error(
+  note(read_admin(top, config));
+  if (!first && config.transform_error_policy == TransformErrorPolicy::kSkip &&
+      !config.dead_letter) {
+    note(fail((*runtime)->error(
         "transform_error_policy",
         "\"skip\" drops a failed event and writes it to the dead-letter file, and this "
         "configuration has no [dead_letter] section, so the event would be lost; add "
         "[dead_letter] with a path, or use \"halt\" (the default: the pipeline stops without "
-        "acknowledging the batch)"));
+        "acknowledging the batch)")));
   }
 
   auto log = top.get_table("log");
   if (!log) return fail(log.error());
-  if (auto st = read_log(**log, config); !st) return fail(st.error());
+  note(read_log(**log, config));
 
-  if (auto st = top.reject_unknown(false); !st) return fail(st.error());
+  note(top.reject_unknown(false));
+  if (first) return fail(std::move(*first));
   return config;
+}
+
+// Reads the whole file; the unknown keys of every section it got to are listed together in
+// one error (by their place in the file), ahead of any other error, which may stem from them.
+Result<ServerConfig> read_document(const toml::table& document, const std::string& origin,
+                                   const std::filesystem::path& base) {
+  std::vector<std::pair<toml::source_position, std::string>> unknowns;
+  auto config = read_sections(document, origin, base, unknowns);
+  if (unknowns.empty()) return config;
+  std::stable_sort(unknowns.begin(), unknowns.end(), [](const auto& a, const auto& b) {
+    return a.first.line != b.first.line ? a.first.line < b.first.line
+                                        : a.first.column < b.first.column;
+  });
+  std::string text;
+  if (unknowns.size() == 1) {
+    text = unknowns.front().second;
+  } else {
+    text = origin + ": " + std::to_string(unknowns.size()) +
+           " unknown keys or tables (each below; fix them together):";
+    for (const auto& [where, line] : unknowns) text += "\n  " + line;
+  }
+  if (!config) {
+    const Error& e = config.error();
+    text += "\nthe file also has this error, which may come from one of those: " +
+            (e.chain().empty() && e.kind() == ErrorKind::kConfiguration ? e.message() : e.report());
+  }
+  return fail(Error::configuration(text));
 }
 
 #undef CPPCDC_CFG_ASSIGN
@@ -1330,11 +1527,8 @@ std::string setting_label(SettingOwner owner, const std::string& path) {
       section = "state.offset";
       break;
   }
-  std::string key = path;
-  if (const auto dot = key.rfind('.'); dot != std::string::npos) {
-    section += "." + key.substr(0, dot);
-    key = key.substr(dot + 1);
-  }
+  const auto [table, key] = split_setting_path(path);
+  if (!table.empty()) section += "." + table;
   return "[" + section + "] " + key;
 }
 

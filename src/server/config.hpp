@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cppcdc/plugin.hpp"
@@ -139,8 +140,19 @@ Result<ServerConfig> parse_server_config(std::string_view toml_text, const std::
 std::string describe_config(const ServerConfig& config);
 
 /// How cdc.toml spells a setting an Error points at (Error::for_setting): "[source] tables",
-/// "[source.snapshot] mode", "[sink] path", "[state.offset] dir". Empty for kNone.
+/// "[source.snapshot] mode", "[sink] path", "[state.offset] dir",
+/// "[sink.topic_config] \"cleanup.policy\"". Empty for kNone.
 std::string setting_label(SettingOwner owner, const std::string& path);
+
+/// `key` as TOML writes it: bare when it consists of letters, digits, '_' and '-', else in
+/// double quotes ("cleanup.policy" stays one key).
+std::string toml_key(std::string_view key);
+
+/// A setting path below a section ("snapshot.mode", "topic_config.cleanup.policy") split into
+/// the sub-table ("snapshot", "topic_config"; "" for the section itself) and the key as TOML
+/// writes it ("mode", "\"cleanup.policy\""). Below a table whose keys are outside names
+/// (topic_config, kafka_properties, headers, table_conditions) the rest of the path is one key.
+std::pair<std::string, std::string> split_setting_path(std::string_view path);
 
 /// error.report() with its setting, if any, named as cdc.toml spells it.
 std::string render_error(const Error& error);

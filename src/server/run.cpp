@@ -137,7 +137,9 @@ int report_failure(const Error& error, const std::string& origin) {
 // spells it (the plugin only knows "[sink] path").
 Error for_entry(const Error& e, const SinkEntry& entry) {
   if (e.setting_owner() != SettingOwner::kSink || entry.label == "[sink]") return e;
-  Error out(e.kind(), e.category(), entry.label + " " + e.setting() + ": " + e.message());
+  const auto [table, key] = split_setting_path(e.setting());
+  Error out(e.kind(), e.category(),
+            entry.label + " " + (table.empty() ? key : table + "." + key) + ": " + e.message());
   for (auto it = e.chain().rbegin(); it != e.chain().rend(); ++it) {
     out = std::move(out).context(*it);
   }
@@ -675,14 +677,29 @@ int teardown(const std::filesystem::path& path, bool yes, bool include_preexisti
   for (const auto& step : *plan) {
     kept = kept || (step.holds_position && step.outcome == Outcome::kKept);
   }
-  const bool has_checkpoint =
-      !kept && config->checkpoint->durable() && config->checkpoint->may_hold_record(checkpoint_id);
+  // Whether a record exists, read without creating anything (as preflight reads it): only a
+  // record that is there is listed; when the backend cannot tell, removing it is tried.
+  const std::string where = config->checkpoint->describe(checkpoint_id);
+  bool exists = false;
+  std::string unsure;
+  if (config->checkpoint->durable() && config->checkpoint->may_hold_record(checkpoint_id)) {
+    const CheckpointPreflight found = config->checkpoint->preflight(checkpoint_id);
+    exists = found.record.has_value();
+    for (const auto& check : found.checks) {
+      if (!exists && check.outcome != PreflightCheck::Outcome::kPass) {
+        exists = true;
+        unsure = "cannot tell whether it exists (" + check.what + ")";
+        break;
+      }
+    }
+  }
+  const bool has_checkpoint = exists && !kept;
   std::vector<TeardownStep> checkpoint_step{
       {has_checkpoint ? Outcome::kWouldDrop
-       : kept         ? Outcome::kKept
+       : exists       ? Outcome::kKept
                       : Outcome::kAbsent,
-       "checkpoint " + config->checkpoint->describe(checkpoint_id),
-       kept ? "what it resumes on is kept" : ""}};
+       exists ? "checkpoint " + where : "no checkpoint found at " + where,
+       kept && exists ? "what it resumes on is kept" : unsure}};
   std::printf("teardown of %s (source %s):\n", config->origin.c_str(), config->source_type.c_str());
   print_steps(*plan);
   print_steps(checkpoint_step);

@@ -197,7 +197,7 @@ void TransformChain::warn_on_unmatched_rules() const {
   if (impl_->events.load(std::memory_order_relaxed) == 0) {
     // Before any traffic every rule is unmatched; saying so would only be noise.
     if (!rules().empty()) {
-      spdlog::info("no event reached the transforms, so their rule counters say nothing yet");
+      spdlog::debug("no event reached the transforms, so their rule counters say nothing yet");
     }
     return;
   }

@@ -178,7 +178,7 @@ TEST_F(Preflight, TeardownKeepsPreexistingObjectsUnlessTold) {
   auto o = run_cli({"teardown", "--config", config.string(), "--yes"});
   EXPECT_EQ(o.code, 0) << o.output;
   EXPECT_CONTAINS(o.output, "keep    publication pf_pub: cppcdc did not create it");
-  EXPECT_CONTAINS(o.output, "dropped replication slot " + slot_);
+  EXPECT_CONTAINS(o.output, "dropped replication slot " + slot_ + ": cppcdc created it");
   EXPECT_CONTAINS(o.output, "removed checkpoint");
   EXPECT_EQ(server_objects(), "0/1");
   EXPECT_FALSE(fs::exists(dir_ / "state" / ("created-slot-" + slot_)));
@@ -202,6 +202,64 @@ TEST_F(Preflight, TeardownKeepsPreexistingObjectsUnlessTold) {
   o = run_cli({"teardown", "--config", config.string(), "--yes", "--include-preexisting"});
   EXPECT_EQ(o.code, 0) << o.output;
   EXPECT_CONTAINS(o.output, "removed checkpoint");
+  EXPECT_EQ(server_objects(), "0/0");
+}
+
+// Only a checkpoint that exists is listed: a slot someone else made, with no checkpoint at all,
+// gives "no checkpoint found at ...", not "keep checkpoint".
+TEST_F(Preflight, TeardownListsOnlyACheckpointThatExists) {
+  it::PgSession admin(it::dsn_for(db_));
+  admin.query("create table t (id int primary key)");
+  admin.query("select pg_create_logical_replication_slot('" + slot_ + "', 'pgoutput')");
+  const fs::path config = write_config(it::dsn_for(db_), "\"public.t\"");
+  const auto o = run_cli({"teardown", "--config", config.string(), "--yes"});
+  EXPECT_EQ(o.code, 0) << o.output;
+  EXPECT_CONTAINS(o.output, "keep    replication slot " + slot_);
+  EXPECT_CONTAINS(o.output, "absent  no checkpoint found at local_fs " + (dir_ / "state").string());
+  EXPECT_EQ(o.output.find("keep    checkpoint"), std::string::npos) << o.output;
+  EXPECT_CONTAINS(o.output, "nothing to remove");
+}
+
+// Two pipelines share the publication cppcdc created for the first. Each slot cppcdc made is on
+// record (the second's record does not replace the first's), and the publication stays while
+// another pipeline's slot may read it; the last teardown drops it.
+TEST_F(Preflight, TeardownKeepsAPublicationAnotherPipelineStillUses) {
+  it::PgSession admin(it::dsn_for(db_));
+  admin.query("create table t (id int primary key)");
+  const std::string slot_b = slot_ + "_b";
+  const auto config_in = [&](const fs::path& dir, const std::string& slot) {
+    fs::create_directories(dir);
+    std::ofstream(dir / "cdc.toml")
+        << "[source]\ntype = \"postgres\"\ndsn = \"" << it::dsn_for(db_) << "\"\n"
+        << "slot_name = \"" << slot << "\"\npublication_name = \"pf_pub\"\n"
+        << "tables = [\"public.t\"]\n\n[sink]\ntype = \"file\"\npath = \""
+        << (dir / "out" / "events.jsonl").string() << "\"\n\n[state.offset]\nbackend = "
+        << "\"local_fs\"\ndir = \"" << (dir / "state").string() << "\"\n";
+    return dir / "cdc.toml";
+  };
+  const fs::path a = config_in(dir_ / "a", slot_);
+  const fs::path b = config_in(dir_ / "b", slot_b);
+  pid_t child = -1;
+  it::start_cppcdc_process(child, dir_ / "a", it::admin_dsn(), slot_);
+  it::stop_cppcdc_process(child, SIGTERM);
+  it::start_cppcdc_process(child, dir_ / "b", it::admin_dsn(), slot_b);
+  it::stop_cppcdc_process(child, SIGTERM);
+  EXPECT_EQ(server_objects(), "2/1");
+
+  auto o = run_cli({"teardown", "--config", a.string(), "--yes"});
+  EXPECT_EQ(o.code, 0) << o.output;
+  EXPECT_CONTAINS(o.output, "dropped replication slot " + slot_ + ": cppcdc created it");
+  EXPECT_CONTAINS(o.output,
+                  "keep    publication pf_pub: other replication slots of this database "
+                  "may still read it: " +
+                      slot_b + " (made by cppcdc for this publication)");
+  EXPECT_CONTAINS(o.output, "DROP PUBLICATION \"pf_pub\"");
+  EXPECT_EQ(server_objects(), "1/1");
+
+  o = run_cli({"teardown", "--config", b.string(), "--yes"});
+  EXPECT_EQ(o.code, 0) << o.output;
+  EXPECT_CONTAINS(o.output, "dropped replication slot " + slot_b);
+  EXPECT_CONTAINS(o.output, "dropped publication pf_pub");
   EXPECT_EQ(server_objects(), "0/0");
 }
 

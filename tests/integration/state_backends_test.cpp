@@ -13,6 +13,7 @@
 #include <random>
 #include <string>
 
+#include "integration/log_capture.hpp"
 #include "integration/state_backend_util.hpp"
 
 namespace cppcdc::it::state {
@@ -283,9 +284,15 @@ TEST(RedisCheckpointBackend, OpenWaitsForTheLeaseOfACrashedWriterToLapse) {
   RedisCheckpointHarness harness;
   const std::string lease = harness.writer_lock_location("slot_a");
   harness.client().command({"SET", lease, "a crashed writer", "PX", "700"});
+  LogCapture log;
   auto checkpoint = must_open(harness.open("slot_a"));
   ASSERT_TRUE(checkpoint);
   EXPECT_CONTAINS(harness.client().get(lease).value_or(""), "pid " + std::to_string(getpid()));
+  // The wait is announced once, naming the lease and its holder.
+  const std::string text = log.text();
+  EXPECT_CONTAINS(text, "waiting up to ");
+  EXPECT_CONTAINS(text, "for the lease on " + lease + " held by 'a crashed writer' to expire");
+  EXPECT_EQ(text.find("waiting up to "), text.rfind("waiting up to ")) << text;
 }
 
 TEST(RedisCheckpointBackend, ASaveIsRefusedWhileAnotherWriterHoldsTheLease) {

@@ -329,14 +329,26 @@ std::uint64_t RouterSink::default_hits() const noexcept {
 
 void RouterSink::warn_on_unmatched_routes() const {
   if (impl_->routes.empty()) return;
-  if (impl_->events.load(std::memory_order_relaxed) == 0) {
-    spdlog::info("no event reached the routes, so their counters say nothing yet");
-    return;
+  const std::uint64_t events = impl_->events.load(std::memory_order_relaxed);
+  // Without events a counter at zero says nothing about a rule: no line at all (the admin
+  // snapshot and the metric still list the routes as unmatched).
+  if (events == 0) return;
+  const auto unmatched = unmatched_routes();
+  if (unmatched.empty()) return;
+  // One line for all of them, the consequence said once.
+  std::string list;
+  bool after_first = false;
+  for (const auto& r : unmatched) {
+    list += (list.empty() ? "" : "; ") + std::string("route ") + std::to_string(r.index + 1) +
+            " (" + r.rule + ") to \"" + r.target + "\"";
+    after_first = after_first || r.index > 0;
   }
-  for (const auto& r : unmatched_routes()) {
-    spdlog::warn("route {} ({}) to \"{}\" never matched: {}", r.index + 1, r.rule, r.target,
-                 r.consequence);
-  }
+  spdlog::warn(
+      "{} of {} events this run: {}; if {} globs are misspelt, the events meant for "
+      "{} went to {}{}",
+      unmatched.size() == 1 ? "a route matched none" : "these routes matched none", events, list,
+      unmatched.size() == 1 ? "its" : "their", unmatched.size() == 1 ? "it" : "them",
+      impl_->default_name, after_first ? " (or to an earlier route that matches them first)" : "");
 }
 
 Result<std::unique_ptr<Sink>> make_fanout_sink(std::vector<RouterChild> children) {

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -224,6 +225,23 @@ namespace {
 constexpr std::string_view kMarkPublication = "created by cppcdc";
 constexpr std::string_view kMarkSlot = "; replication slot created by cppcdc: ";
 
+// The slots a publication's comment records as created by cppcdc (several pipelines may share
+// one publication; their slot names are joined by ", ").
+std::vector<std::string> marked_slots(const std::string& comment) {
+  std::vector<std::string> out;
+  const std::string prefix = std::string(kMarkPublication) + std::string(kMarkSlot);
+  if (comment.rfind(prefix, 0) != 0) return out;
+  std::string_view rest(comment);
+  rest.remove_prefix(prefix.size());
+  while (!rest.empty()) {
+    const auto comma = rest.find(", ");
+    out.emplace_back(rest.substr(0, comma));
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 2);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::filesystem::path slot_mark_file(const PostgresSourceConfig& config) {
@@ -270,14 +288,17 @@ void write_slot_mark(PGconn* sql, const PostgresSourceConfig& config) {
 void mark_created(PGconn* sql, const PostgresSourceConfig& config, bool slot) {
   std::string comment(kMarkPublication);
   if (slot) {
+    // The file beside the checkpoint always: the publication's comment may belong to another
+    // pipeline's role (COMMENT needs ownership) and is shared by every slot that uses it.
+    write_slot_mark(sql, config);
     auto marks = read_created_marks(sql, config);
-    if (!marks || !marks->publication) {
-      // Not our publication, which this role may not comment on: the mark goes beside the
-      // checkpoint instead.
-      write_slot_mark(sql, config);
-      return;
+    if (!marks || !marks->publication) return;  // not cppcdc's publication: not commented on
+    std::vector<std::string> slots = marks->marked_slots;
+    if (std::find(slots.begin(), slots.end(), config.slot_name) == slots.end()) {
+      slots.push_back(config.slot_name);
     }
-    comment += std::string(kMarkSlot) + config.slot_name;
+    comment += kMarkSlot;
+    for (std::size_t i = 0; i < slots.size(); ++i) comment += (i ? ", " : "") + slots[i];
   }
   auto done = exec(sql,
                    "COMMENT ON PUBLICATION " + quote_ident(config.publication_name) + " IS " +
@@ -313,9 +334,9 @@ Result<CreatedMarks> read_created_marks(PGconn* sql, const PostgresSourceConfig&
   }
   const std::string comment = get(res->get(), 0, 0).value_or("");
   marks.publication = comment.rfind(kMarkPublication, 0) == 0;
-  marks.slot = marks.publication &&
-               comment == std::string(kMarkPublication) + std::string(kMarkSlot) +
-                              config.slot_name;
+  marks.marked_slots = marked_slots(comment);
+  marks.slot = std::find(marks.marked_slots.begin(), marks.marked_slots.end(),
+                         config.slot_name) != marks.marked_slots.end();
   if (!marks.slot) marks.slot = has_slot_mark_file(sql, config);
   return marks;
 }

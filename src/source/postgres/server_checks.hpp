@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "cppcdc/postgres.hpp"
 #include "cppcdc/result.hpp"
@@ -71,11 +72,14 @@ Status check_replica_identities(PGconn* sql, const PostgresSourceConfig& config,
 struct CreatedMarks {
   bool publication = false;
   bool slot = false;
+  /// The slots the publication's comment records as made by cppcdc (pipelines sharing it).
+  std::vector<std::string> marked_slots;
 };
 
 /// Marks the publication (`slot` false, right after creating it) or the slot (`slot` true,
-/// right after creating it: only possible when the publication carries cppcdc's mark). A
-/// failure is logged, never an error: the mark only spares a question at teardown.
+/// right after creating it: in the file beside the checkpoint, and added to the publication's
+/// comment when that carries cppcdc's mark). A failure is logged, never an error: the mark
+/// only spares a question at teardown.
 void mark_created(PGconn* sql, const PostgresSourceConfig& config, bool slot);
 
 /// The file recording a slot cppcdc created beside a publication it did not create

@@ -4,6 +4,7 @@
 
 #include <libpq-fe.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "cppcdc/plugin.hpp"
@@ -49,6 +50,10 @@ Result<std::vector<TeardownStep>> run_teardown(const PostgresSourceConfig& confi
   if (PQntuples(found->get()) > 0) {
     const bool active = get(found->get(), 0, 0).value_or("f") == "t";
     const std::string held = get(found->get(), 0, 2).value_or("?");
+    // Why it goes: cppcdc's own record of making it, or the flag.
+    const std::string why = marks->slot
+                                ? "cppcdc created it"
+                                : "not made by cppcdc, dropped as --include-preexisting asks";
     if (!marks->slot && !include_preexisting) {
       slot.outcome = Outcome::kKept;
       slot.detail = "cppcdc has no record of creating it (it holds " + held + " of WAL)" +
@@ -59,12 +64,12 @@ Result<std::vector<TeardownStep>> run_teardown(const PostgresSourceConfig& confi
                     ": stop that consumer first";
     } else if (dry_run) {
       slot.outcome = Outcome::kWouldDrop;
-      slot.detail = "releases " + held + " of WAL";
+      slot.detail = why + "; releases " + held + " of WAL";
     } else {
       auto dropped = exec(sql, "select pg_drop_replication_slot($1)",
                           "dropping replication slot " + config.slot_name, {config.slot_name});
       slot.outcome = dropped ? Outcome::kDropped : Outcome::kFailed;
-      slot.detail = dropped ? "released " + held + " of WAL" : error_line(dropped.error());
+      slot.detail = dropped ? why + "; released " + held + " of WAL" : error_line(dropped.error());
     }
   }
   if (!dry_run && slot.outcome != Outcome::kKept && slot.outcome != Outcome::kFailed) {
@@ -81,10 +86,32 @@ Result<std::vector<TeardownStep>> run_teardown(const PostgresSourceConfig& confi
                   "looking up publication " + config.publication_name,
                   {config.publication_name});
   if (!pub) return fail(pub.error());
+  // Other pgoutput slots of this database may read the publication: a slot does not record
+  // which publication its consumer names, so any of them may be another pipeline's.
+  auto others = exec(sql,
+                     "select slot_name from pg_replication_slots where database = "
+                     "current_database() and plugin = 'pgoutput' and slot_name <> $1 order by 1",
+                     "listing the other replication slots", {config.slot_name});
+  if (!others) return fail(others.error());
+  std::string sharing;
+  for (int r = 0; r < PQntuples(others->get()); ++r) {
+    const std::string name = get(others->get(), r, 0).value_or("?");
+    const bool cppcdc = std::find(marks->marked_slots.begin(), marks->marked_slots.end(), name) !=
+                        marks->marked_slots.end();
+    sharing += (sharing.empty() ? "" : ", ") + name +
+               (cppcdc ? " (made by cppcdc for this publication)" : "");
+  }
   if (PQntuples(pub->get()) > 0) {
     if (!marks->publication && !include_preexisting) {
       publication.outcome = Outcome::kKept;
       publication.detail = "cppcdc did not create it" + keep_hint;
+    } else if (!sharing.empty()) {
+      publication.outcome = Outcome::kKept;
+      publication.detail =
+          "other replication slots of this database may still read it: " + sharing +
+          " (a slot does not record which publication its consumer uses, so it stays); once "
+          "no pipeline uses it, drop it by hand: DROP PUBLICATION " +
+          detail::quote_ident(config.publication_name);
     } else if (dry_run) {
       publication.outcome = Outcome::kWouldDrop;
     } else {

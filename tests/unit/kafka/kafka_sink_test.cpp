@@ -419,7 +419,7 @@ TEST(KafkaSinkPlugin, ErrorsNameTheKey) {
   EXPECT_CONTAINS(config_error(edit(c, "\"sasl.username\" = \"cdc\"", "\"sasl.username\" = 5")),
                   "must be a string");
   EXPECT_CONTAINS(config_error(edit(c, "\"sasl.username\"", "\"linger.ms\"")),
-                  "[sink] kafka_properties.linger.ms: set linger_ms instead");
+                  "[sink.kafka_properties] \"linger.ms\": set linger_ms instead");
   EXPECT_CONTAINS(config_error(edit(c, "create_topics = true",
                                     "create_topics = true\ndelivery_mode = \"transactional\"")),
                   "[sink] transactional_id: is required");
@@ -540,10 +540,11 @@ TEST(EffectivelyOnceConfig, TheCheckpointTopicSettingsAreChecked) {
   EXPECT_CONTAINS(config_error(edit(c, "topic = \"cppcdc.checkpoints\"",
                                     "topic = \"cppcdc.checkpoints\"\nreplication_factor = 0")),
                   "[state.offset] replication_factor");
-  EXPECT_CONTAINS(config_error(edit(c, "topic = \"cppcdc.checkpoints\"",
-                                    "topic = \"cppcdc.checkpoints\"\n"
-                                    "kafka_properties = { \"isolation.level\" = \"x\" }")),
-                  "[state.offset] kafka_properties.isolation.level: the checkpoint backend sets");
+  EXPECT_CONTAINS(
+      config_error(edit(c, "topic = \"cppcdc.checkpoints\"",
+                        "topic = \"cppcdc.checkpoints\"\n"
+                        "kafka_properties = { \"isolation.level\" = \"x\" }")),
+      "[state.offset.kafka_properties] \"isolation.level\": the checkpoint backend sets");
   EXPECT_CONTAINS(config_error(edit(c, "topic = \"cppcdc.checkpoints\"",
                                     "topic = \"cppcdc.checkpoints\"\ntopik = 1")),
                   "[state.offset] topik: unknown key");

@@ -468,6 +468,98 @@ TEST(ServerConfig, UnknownKeysAreErrorsNamingTheKey) {
                   "cdc.toml:7:8: [state] schema_history: unknown key");
 }
 
+// A key with a dot in it (librdkafka properties, topic configs) is one key of its table: the
+// message names the table and the key in quotes, as the file writes them, never a table made
+// up from the key's first part ("[sink.topic_config.cleanup] policy").
+TEST(ServerConfig, ADottedKeyIsNamedAsOneQuotedKeyOfItsTable) {
+  const std::string kafka = std::string(kMinimal) +
+                            "[sink]\ntype = \"kafka\"\nbootstrap_servers = \"127.0.0.1:9092\"\n"
+                            "[sink.kafka_properties]\n\"linger.ms\" = \"5\"\n";
+  const std::string report = error_of(kafka);
+  EXPECT_CONTAINS(report, "cdc.toml:11:");
+  EXPECT_CONTAINS(report, ": [sink.kafka_properties] \"linger.ms\": set linger_ms instead");
+  EXPECT_EQ(report.find("[sink.kafka_properties.linger]"), std::string::npos) << report;
+  // Errors met once the pipeline runs (creating a topic with its topic_config) are named the
+  // same way.
+  EXPECT_EQ(setting_label(SettingOwner::kSink, "topic_config.cleanup.polcy"),
+            "[sink.topic_config] \"cleanup.polcy\"");
+  EXPECT_EQ(setting_label(SettingOwner::kSink, "kafka_properties.sasl.password"),
+            "[sink.kafka_properties] \"sasl.password\"");
+  EXPECT_EQ(setting_label(SettingOwner::kCheckpoint, "kafka_properties.acks"),
+            "[state.offset.kafka_properties] acks");
+  EXPECT_EQ(setting_label(SettingOwner::kSource, "snapshot.table_conditions.public.orders"),
+            "[source.snapshot.table_conditions] \"public.orders\"");
+  EXPECT_EQ(setting_label(SettingOwner::kSource, "snapshot.mode"), "[source.snapshot] mode");
+  EXPECT_EQ(setting_label(SettingOwner::kSink, "path"), "[sink] path");
+  // An unknown key that is no bare TOML key is quoted too.
+  EXPECT_CONTAINS(error_of(edit(kExample, "[runtime]\n", "[runtime]\n\"max.buffer\" = 1\n")),
+                  "[runtime] \"max.buffer\": unknown key");
+}
+
+// A misspelt section header is named as such, not hidden behind a required key of the
+// section the file then lacks.
+TEST(ServerConfig, AMisspeltTableIsNamedBeforeTheKeysItsSectionLacks) {
+  const std::string state = error_of(edit(kMinimal, "[state.offset]", "[state.ofset]"));
+  EXPECT_CONTAINS(state, "unknown table [state.ofset] (did you mean [state.offset]?)");
+  EXPECT_LT(state.find("unknown table [state.ofset]"), state.find("dir")) << state;
+  const std::string top = error_of(edit(kMinimal, "[state.offset]", "[stat.offset]"));
+  EXPECT_CONTAINS(top, "unknown table [stat] (did you mean [state]?)");
+  const std::string source = error_of(edit(kMinimal, "[source]", "[sorce]"));
+  EXPECT_CONTAINS(source, "unknown table [sorce] (did you mean [source]?)");
+  EXPECT_EQ(source.find("required section is missing"), std::string::npos) << source;
+}
+
+// effectively_once without [state.offset]: what the section must hold, not "dir: required".
+TEST(ServerConfig, EffectivelyOnceWithoutStateOffsetSaysWhatToAdd) {
+  const std::string text = "delivery_contract = \"effectively_once\"\n" +
+                           std::string(kMinimal).substr(0, std::string(kMinimal).find("[state")) +
+                           "[sink]\ntype = \"kafka\"\nbootstrap_servers = \"127.0.0.1:9092\"\n"
+                           "delivery_mode = \"transactional\"\ntransactional_id = \"t1\"\n";
+  const std::string report = error_of(text);
+  EXPECT_CONTAINS(report, "delivery_contract: \"effectively_once\"");
+  EXPECT_CONTAINS(report, "no [state.offset] section");
+  EXPECT_CONTAINS(report, "backend = \"kafka_topic\"");
+  EXPECT_CONTAINS(report, "dir = ");
+  EXPECT_EQ(report.find("dir: required"), std::string::npos) << report;
+}
+
+// Every unknown key of the file in one error, in file order, each with its hint.
+TEST(ServerConfig, AllUnknownKeysAreReportedTogether) {
+  std::string text = edit(kExample, "slot_name =", "slot_nmae =");
+  text = edit(text, "[runtime]\n", "[runtime]\nmax_bufer_size = 1\n");
+  text = edit(text, "[log]\n", "[log]\ncolour = true\n");
+  text = edit(text, "[state.offset]\n", "[state.offset]\ndirr = \"x\"\n");
+  const std::string report = error_of(text);
+  EXPECT_CONTAINS(report, "4 unknown keys or tables");
+  const auto source = report.find("[source] slot_nmae: unknown key (did you mean slot_name?)");
+  const auto state = report.find("[state.offset] dirr: unknown key");
+  const auto runtime =
+      report.find("[runtime] max_bufer_size: unknown key (did you mean max_buffer_size?)");
+  const auto log = report.find("[log] colour: unknown key");
+  ASSERT_NE(source, std::string::npos) << report;
+  ASSERT_NE(state, std::string::npos) << report;
+  ASSERT_NE(runtime, std::string::npos) << report;
+  ASSERT_NE(log, std::string::npos) << report;
+  EXPECT_LT(source, state);
+  EXPECT_LT(state, runtime);
+  EXPECT_LT(runtime, log);
+  // A section that fails does not hide the unknown keys of the sections after it.
+  const std::string after = error_of(
+      edit(edit(kExample, "path = \"/var/lib/cppcdc/out/events.jsonl\"", "path = 5"),
+           "[log]\n", "[log]\ncolour = true\n"));
+  EXPECT_CONTAINS(after, "[log] colour: unknown key");
+  EXPECT_CONTAINS(after, "the file also has this error, which may come from one of those: "
+                         "cdc.toml:");
+  EXPECT_CONTAINS(after, "[sink] path: expected a string, found an integer");
+  // The misspelt required key is listed with the error it causes.
+  const std::string both = error_of(
+      edit(edit(kMinimal, "dir =", "dri ="), "[source]\n", "[source]\nslot_nmae = \"s\"\n"));
+  EXPECT_CONTAINS(both, "[source] slot_nmae: unknown key");
+  EXPECT_CONTAINS(both, "the file also has this error");
+  EXPECT_CONTAINS(both, "[state.offset] dir: required");
+  EXPECT_CONTAINS(both, "where the file says dri");
+}
+
 TEST(ServerConfig, EffectivelyOnceIsRefusedWithASinkThatHasNoTransactions) {
   const std::string report = error_of(edit(kExample, "\"at_least_once\"", "\"effectively_once\""));
   EXPECT_CONTAINS(report, "cdc.toml:1:21: delivery_contract:");
@@ -631,7 +723,7 @@ TEST(ServerConfig, ATopLevelKeyWrittenInsideATableSaysWhereItBelongs) {
       std::string(kMinimal) +
       "[sink]\ntype = \"kafka\"\nbootstrap_servers = \"127.0.0.1:9092\"\n"
       "[sink.kafka_properties]\n\"linger.ms\" = \"5\"\ndelivery_contract = \"at_least_once\"\n");
-  EXPECT_CONTAINS(in_properties, "kafka_properties.delivery_contract");
+  EXPECT_CONTAINS(in_properties, "[sink.kafka_properties] delivery_contract: not a");
   EXPECT_CONTAINS(in_properties, "delivery_contract is a top-level key");
   // A section's name inside another section.
   EXPECT_CONTAINS(error_of(std::string(kMinimal) + "[sink]\ntype = \"stdout\"\n"

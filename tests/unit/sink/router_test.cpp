@@ -6,9 +6,13 @@
 #include "cppcdc/router.hpp"
 
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -188,6 +192,66 @@ TEST(Router, TheFirstMatchingRouteWinsAndUnmatchedEventsGoToTheDefault) {
   EXPECT_NE(unmatched[0].consequence.find("went to the default sink"), std::string::npos)
       << unmatched[0].consequence;
   EXPECT_NE(unmatched[0].consequence.find("an earlier route"), std::string::npos);
+}
+
+// What the default logger writes while it lives.
+class CapturedLog {
+ public:
+  CapturedLog() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(out_)) {
+    spdlog::default_logger()->sinks().push_back(sink_);
+  }
+  ~CapturedLog() {
+    auto& sinks = spdlog::default_logger()->sinks();
+    std::erase(sinks, sink_);
+  }
+  CapturedLog(const CapturedLog&) = delete;
+  CapturedLog& operator=(const CapturedLog&) = delete;
+  std::string text() {
+    sink_->flush();
+    return out_.str();
+  }
+
+ private:
+  std::ostringstream out_;
+  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
+};
+
+// At stop: nothing when no event arrived in this run (every counter is zero then, which says
+// nothing about the globs); else one warning naming every route that matched nothing, with
+// the consequence stated once. The counters (admin snapshot, metric) list them either way.
+TEST(Router, UnmatchedRoutesAreLoggedOnceAndOnlyAfterEventsArrived) {
+  Journal j;
+  RouterConfig config;
+  config.children.push_back(child(j, "default"));
+  config.children.push_back(child(j, "billing-hook"));
+  config.children.push_back(child(j, "ledger"));
+  config.routes.push_back({{"public.invoice*"}, {}, {1}, ""});
+  config.routes.push_back({{"public.nothing"}, {}, {2}, ""});
+  config.routes.push_back({{"public.nothing_either"}, {}, {2}, ""});
+  config.default_targets = {0};
+  config.default_name = "the default sink";
+  auto router = RouterSink::create(std::move(config)).value();
+  {
+    CapturedLog log;
+    router->warn_on_unmatched_routes();
+    EXPECT_EQ(log.text(), "") << "logged before any event arrived";
+    EXPECT_EQ(router->unmatched_routes().size(), 3u);
+  }
+  const auto batch = mixed_batch();
+  ASSERT_TRUE(router->write(batch));
+  ASSERT_TRUE(router->flush());
+  CapturedLog log;
+  router->warn_on_unmatched_routes();
+  const std::string text = log.text();
+  EXPECT_NE(text.find("these routes matched none of 6 events this run: route 2 "
+                      "(tables=public.nothing) to \"ledger\"; route 3 "
+                      "(tables=public.nothing_either) to \"ledger\"; if their globs are "
+                      "misspelt, the events meant for them went to the default sink"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("went to"), text.rfind("went to"))
+      << "the consequence is said once: " << text;
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
 }
 
 TEST(Router, AChildReachedThroughSeveralTargetsGetsItsEventsInBatchOrder) {
