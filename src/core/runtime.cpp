@@ -983,7 +983,7 @@ Result<std::uint64_t> Runtime::Impl::deliver_loop(Runtime& runtime, Pipeline& pi
         // Stopping: no retry; the batch stays unacknowledged and comes again after a restart.
         spdlog::info("stopping with a batch of {} events not delivered to {}; it is delivered "
                      "again after a restart ({})",
-                     batch->size(), pipeline.name(), st.error().message());
+                     batch->size(), pipeline.name(), st.error().report());
         return delivered;
       }
       runtime.record_delivery_failure(st.error(), pipeline.name());

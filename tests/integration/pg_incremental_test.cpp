@@ -234,12 +234,20 @@ TEST_F(PgIncremental, ACommitWaitingForASynchronousStandbyCannotMakeAStaleChunkR
       if (requester.joinable()) requester.join();
     }
   } release{admin, writer_pid, waiting, requester};
+  // A loaded machine may take a while to get the update to its commit; what the writer did
+  // meanwhile is shown when it never waits.
+  std::string seen;
   ASSERT_TRUE(it::wait_until(
       [&] {
-        return admin.scalar("select wait_event from pg_stat_activity where pid = " + writer_pid) ==
-               "SyncRep";
+        seen = admin.scalar(
+            "select coalesce(state, '?') || ' / ' || coalesce(wait_event_type, '-') || ':' || "
+            "coalesce(wait_event, '-') || ' / ' || coalesce(query, '') from pg_stat_activity "
+            "where pid = " +
+            writer_pid);
+        return seen.find(":SyncRep /") != std::string::npos;
       },
-      10s));
+      60s, 100ms))
+      << "the writer never waited for the standby; last seen: " << seen;
   // The update is decoded and delivered although no new snapshot sees it yet.
   ASSERT_TRUE(consume(
       *rt, replay, [&] { return replay.tables["public.t"].count("id=5;") > 0; }, 20));
