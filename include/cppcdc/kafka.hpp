@@ -196,6 +196,10 @@ struct KafkaTopicCheckpointConfig {
   /// Further librdkafka properties (TLS, SASL). bootstrap.servers, transactional.id,
   /// isolation.level, enable.idempotence, acks and group.id are the backend's own (refused).
   std::vector<std::pair<std::string, std::string>> properties;
+  /// As KafkaSinkConfig::stop: once set, load() and save() stop waiting on the brokers within
+  /// about a second, with a transient error saying the stop request cut them short (a save
+  /// cut short may or may not have been committed; the next load() reads which). Not owned.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 /// Checks the properties without connecting. Error kind configuration, for_setting

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "core/settings_read.hpp"
+#include "core/stop_request.hpp"
 #include "cppcdc/checkpoint.hpp"
 #include "cppcdc/kafka.hpp"
 #include "cppcdc/plugin.hpp"
@@ -278,8 +279,15 @@ class KafkaTopicCheckpoint final : public Checkpoint {
     }
     const auto deadline = Clock::now() + std::chrono::milliseconds(config_.timeout_ms);
     for (;;) {
-      rd_kafka_error_t* e = rd_kafka_commit_transaction(rk, timeout_ms());
+      // In slices (a timed-out commit is resumed by calling it again), to see a stop request.
+      rd_kafka_error_t* e = rd_kafka_commit_transaction(rk, slice_ms());
       if (e == nullptr) break;
+      if (rd_kafka_error_is_retriable(e) && stopping()) {
+        rd_kafka_error_destroy(e);
+        cache_valid_ = false;
+        // Whether it committed is for the next load() to read.
+        return fail(stopped("committing the checkpoint at " + record.offset));
+      }
       if (rd_kafka_error_is_retriable(e) && Clock::now() < deadline) {
         rd_kafka_error_destroy(e);
         continue;
@@ -296,6 +304,42 @@ class KafkaTopicCheckpoint final : public Checkpoint {
   }
 
  private:
+  bool stopping() const {
+    return config_.stop != nullptr && config_.stop->load(std::memory_order_relaxed);
+  }
+  Error stopped(const std::string& what) const {
+    return Error::checkpoint(ErrorKind::kTransient, "stopping: " + what + " " + where() +
+                                                        " was cut short by the stop request");
+  }
+  /// One wait of a transactional call: at most a second, so that a stop request is seen.
+  int slice_ms() const { return std::min(timeout_ms(), 1'000); }
+
+  /// The answer to an admin request on `queue`, waited for up to timeout_ms (and 5 s more) in
+  /// slices; nullptr when none came or a stop request ended the wait.
+  rd_kafka_event_t* poll_answer(rd_kafka_queue_t* queue) const {
+    const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms() + 5'000);
+    while (!stopping() && Clock::now() < deadline) {
+      if (rd_kafka_event_t* ev = rd_kafka_queue_poll(queue, 500)) return ev;
+    }
+    return nullptr;
+  }
+
+  /// rd_kafka_metadata for `rkt`, up to timeout_ms in slices (a stop request ends it: then
+  /// _TIMED_OUT).
+  rd_kafka_resp_err_t metadata(rd_kafka_t* rk, rd_kafka_topic_t* rkt,
+                               const rd_kafka_metadata_t** md) const {
+    const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms());
+    for (;;) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      const rd_kafka_resp_err_t err = rd_kafka_metadata(
+          rk, 0, rkt, md, static_cast<int>(std::clamp<std::int64_t>(left, 1, 1'000)));
+      if (err != RD_KAFKA_RESP_ERR__TIMED_OUT || stopping() || Clock::now() >= deadline) {
+        return err;
+      }
+    }
+  }
+
   std::string where() const {
     return in_quotes(config_.topic) + " on " + in_quotes(config_.bootstrap_servers);
   }
@@ -370,10 +414,11 @@ class KafkaTopicCheckpoint final : public Checkpoint {
     char err[256];
     (void)rd_kafka_AdminOptions_set_request_timeout(options, timeout_ms(), err, sizeof err);
     rd_kafka_DescribeConfigs(rk, &resource, 1, options, queue);
-    rd_kafka_event_t* ev = rd_kafka_queue_poll(queue, timeout_ms() + 5000);
+    rd_kafka_event_t* ev = poll_answer(queue);
     Result<std::optional<std::string>> out = std::optional<std::string>{};
     if (ev == nullptr) {
-      out = fail(unreachable("no answer to a look-up of the checkpoint topic"));
+      out = fail(stopping() ? stopped("looking up the checkpoint topic")
+                            : unreachable("no answer to a look-up of the checkpoint topic"));
     } else if (rd_kafka_event_error(ev) == RD_KAFKA_RESP_ERR__UNSUPPORTED_FEATURE) {
       out = fail(not_a_broker("looking up the checkpoint topic", rd_kafka_event_error_string(ev)));
     } else if (rd_kafka_event_error(ev) != RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -432,10 +477,11 @@ class KafkaTopicCheckpoint final : public Checkpoint {
     (void)rd_kafka_AdminOptions_set_request_timeout(options, timeout_ms(), err, sizeof err);
     (void)rd_kafka_AdminOptions_set_operation_timeout(options, timeout_ms(), err, sizeof err);
     rd_kafka_CreateTopics(rk, &nt, 1, options, queue);
-    rd_kafka_event_t* ev = rd_kafka_queue_poll(queue, timeout_ms() + 5000);
+    rd_kafka_event_t* ev = poll_answer(queue);
     Status st = ok();
     if (ev == nullptr) {
-      st = fail(unreachable("no answer to the creation of the checkpoint topic"));
+      st = fail(stopping() ? stopped("creating the checkpoint topic")
+                           : unreachable("no answer to the creation of the checkpoint topic"));
     } else if (rd_kafka_event_error(ev) != RD_KAFKA_RESP_ERR_NO_ERROR) {
       st = fail(unreachable(std::string("creating the checkpoint topic: ") +
                             rd_kafka_event_error_string(ev)));
@@ -495,8 +541,11 @@ class KafkaTopicCheckpoint final : public Checkpoint {
     // The partitions, and where each ends now (uncommitted records included).
     const rd_kafka_metadata_t* md = nullptr;
     rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, config_.topic.c_str(), nullptr);
-    const rd_kafka_resp_err_t merr = rd_kafka_metadata(rk, 0, rkt, &md, timeout_ms());
+    const rd_kafka_resp_err_t merr = metadata(rk, rkt, &md);
     rd_kafka_topic_destroy(rkt);
+    if (merr != RD_KAFKA_RESP_ERR_NO_ERROR && stopping()) {
+      return fail(stopped("reading the checkpoint topic"));
+    }
     if (merr == RD_KAFKA_RESP_ERR__UNSUPPORTED_FEATURE) {
       return fail(not_a_broker("reading the checkpoint topic", rd_kafka_err2str(merr)));
     }
@@ -560,6 +609,10 @@ class KafkaTopicCheckpoint final : public Checkpoint {
     bool waiting_logged = false;
     Status st = ok();
     while (!target.empty()) {
+      if (stopping()) {
+        st = fail(stopped("reading the checkpoint topic"));
+        break;
+      }
       if (Clock::now() >= deadline) {
         st = fail(Error::checkpoint(
             ErrorKind::kTransient,
@@ -650,8 +703,12 @@ class KafkaTopicCheckpoint final : public Checkpoint {
     // Fences an older instance that saved for the same id.
     const auto deadline = Clock::now() + std::chrono::milliseconds(config_.timeout_ms);
     for (;;) {
-      rd_kafka_error_t* e = rd_kafka_init_transactions(rk, timeout_ms());
+      rd_kafka_error_t* e = rd_kafka_init_transactions(rk, slice_ms());
       if (e == nullptr) break;
+      if (rd_kafka_error_is_retriable(e) && stopping()) {
+        rd_kafka_error_destroy(e);
+        return fail(stopped("initializing the checkpoint writer"));
+      }
       if (rd_kafka_error_is_retriable(e) && Clock::now() < deadline) {
         rd_kafka_error_destroy(e);
         continue;
@@ -736,7 +793,10 @@ class ConfiguredKafkaTopic final : public ConfiguredCheckpoint {
     return checkpoint.preflight(describe(checkpoint_id));
   }
   Result<std::shared_ptr<Checkpoint>> open(const std::string& checkpoint_id) const override {
-    auto opened = open_kafka_topic_checkpoint(config_, checkpoint_id);
+    KafkaTopicCheckpointConfig config = config_;
+    // The program's stop request ends waits on brokers that do not answer.
+    config.stop = &detail::g_process_stop_requested;
+    auto opened = open_kafka_topic_checkpoint(config, checkpoint_id);
     if (!opened) return fail(opened.error());
     return std::shared_ptr<Checkpoint>(std::move(*opened));
   }

@@ -641,5 +641,21 @@ TEST(KafkaSinkWithoutBroker, AStopRequestEndsInitTransactions) {
   EXPECT_CONTAINS(sink.error().report(), "stopping: initializing the transactional producer");
 }
 
+// The kafka_topic checkpoint backend's waits on brokers end on a stop request too (its
+// timeout_ms would otherwise hold up a stop at the start for ten minutes here).
+TEST(KafkaTopicCheckpointWithoutBroker, AStopRequestEndsTheTopicLookUpOfOpen) {
+  if (kThreadSanitizer) GTEST_SKIP() << "librdkafka's C11 threads (see above)";
+  std::atomic<bool> stop{true};
+  KafkaTopicCheckpointConfig c;
+  c.bootstrap_servers = "127.0.0.1:1";
+  c.timeout_ms = 600'000;
+  c.stop = &stop;
+  auto opened = open_kafka_topic_checkpoint(c, "stop-test");
+  ASSERT_FALSE(opened) << "a checkpoint opened without a broker";
+  EXPECT_EQ(opened.error().kind(), ErrorKind::kTransient) << opened.error().report();
+  EXPECT_CONTAINS(opened.error().report(), "stopping: looking up the checkpoint topic");
+  EXPECT_CONTAINS(opened.error().report(), "cut short by the stop request");
+}
+
 }  // namespace
 }  // namespace cppcdc
