@@ -99,6 +99,11 @@ struct KafkaSinkConfig {
   /// included (librdkafka message.timeout.ms); past it flush() fails (transient). Also bounds
   /// the metadata look-up and topic creation of write().
   std::int64_t delivery_timeout_ms = 120'000;
+  /// How long opening the sink waits for the first answer of a broker (a metadata request),
+  /// ms. None within it is a transient error naming bootstrap_servers, so that a wrong address
+  /// stops a start before the source reads anything. 0: open does not wait (the producer
+  /// connects in the background and the first write() meets the problem).
+  std::int64_t startup_timeout_ms = 30'000;
   KafkaDeliveryMode delivery_mode = KafkaDeliveryMode::kIdempotent;
   /// Required with kTransactional and refused without it: unique to the pipeline and the same
   /// on every restart (it is what fences the producer of an earlier run).
@@ -141,10 +146,11 @@ struct KafkaSinkConfig {
 /// setting (SettingOwner::kSink: "bootstrap_servers", "kafka_properties.<name>", ...).
 Status validate(const KafkaSinkConfig& config);
 
-/// The sink (see the top of this header). The producer starts connecting in the background; no
-/// call waits for the network before the first write() (a transactional one waits for
-/// init_transactions here). `encoder` nullptr: the JSON envelope.
-/// Errors: those of validate().
+/// The sink (see the top of this header). Blocks until a broker answers (up to
+/// startup_timeout_ms; a transactional sink then also waits for init_transactions).
+/// `encoder` nullptr: the JSON envelope.
+/// Errors: those of validate(); transient when no broker answered within startup_timeout_ms
+/// or the stop request ended the wait.
 Result<std::unique_ptr<Sink>> make_kafka_sink(KafkaSinkConfig config,
                                               std::unique_ptr<Encoder> encoder = nullptr);
 

@@ -285,8 +285,11 @@ class Runtime {
   /// Closes the source. Refused (invalid_state) while a batch is unacknowledged.
   Status stop();
   /// Closes the source even with events in flight; they are replayed after a restart. Logs a
-  /// warning with shutdown_mode=forced.
-  void force_stop();
+  /// warning with shutdown_mode=forced, saying how many events are unacknowledged and why:
+  /// `why` (a few words, e.g. "the error below ended their delivery"; empty: "delivered but
+  /// not acknowledged"), or what run_to_completion() noted when a stop request ended a
+  /// delivery attempt (which sink did not take the batch, and its error).
+  void force_stop(std::string_view why = {});
 
   /// poll -> sink.write -> sink.flush -> commit_ack until `cancel` becomes true or an error.
   /// Returns the number of events delivered. A batch that failed mid-delivery is not

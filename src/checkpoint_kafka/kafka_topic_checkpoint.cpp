@@ -418,12 +418,11 @@ class KafkaTopicCheckpoint final : public Checkpoint {
     Result<std::optional<std::string>> out = std::optional<std::string>{};
     if (ev == nullptr) {
       out = fail(stopping() ? stopped("looking up the checkpoint topic")
-                            : unreachable("no answer to a look-up of the checkpoint topic"));
+                            : unreachable("looking up the checkpoint topic"));
     } else if (rd_kafka_event_error(ev) == RD_KAFKA_RESP_ERR__UNSUPPORTED_FEATURE) {
       out = fail(not_a_broker("looking up the checkpoint topic", rd_kafka_event_error_string(ev)));
     } else if (rd_kafka_event_error(ev) != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      out = fail(unreachable(std::string("looking up the checkpoint topic: ") +
-                             rd_kafka_event_error_string(ev)));
+      out = fail(unreachable("looking up the checkpoint topic", rd_kafka_event_error_string(ev)));
     } else {
       const rd_kafka_DescribeConfigs_result_t* result = rd_kafka_event_DescribeConfigs_result(ev);
       std::size_t n = 0;
@@ -481,10 +480,9 @@ class KafkaTopicCheckpoint final : public Checkpoint {
     Status st = ok();
     if (ev == nullptr) {
       st = fail(stopping() ? stopped("creating the checkpoint topic")
-                           : unreachable("no answer to the creation of the checkpoint topic"));
+                           : unreachable("creating the checkpoint topic"));
     } else if (rd_kafka_event_error(ev) != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      st = fail(unreachable(std::string("creating the checkpoint topic: ") +
-                            rd_kafka_event_error_string(ev)));
+      st = fail(unreachable("creating the checkpoint topic", rd_kafka_event_error_string(ev)));
     } else {
       std::size_t n = 0;
       const rd_kafka_topic_result_t** topics =
@@ -521,12 +519,15 @@ class KafkaTopicCheckpoint final : public Checkpoint {
         .for_setting(SettingOwner::kCheckpoint, "bootstrap_servers");
   }
 
-  Error unreachable(const std::string& what) const {
-    return Error::checkpoint(ErrorKind::kTransient,
-                             what + " " + where() + " within timeout_ms (" +
-                                 std::to_string(config_.timeout_ms) +
-                                 " ms); check that the brokers are up and bootstrap_servers "
-                                 "names them");
+  /// `what`: the call ("looking up the checkpoint topic"); `detail`: librdkafka's error text.
+  Error unreachable(const std::string& what, const std::string& detail = {}) const {
+    return Error::checkpoint(
+        ErrorKind::kTransient,
+        what + " " + where() + " got no answer from the brokers within timeout_ms (" +
+            std::to_string(config_.timeout_ms) + " ms" +
+            (detail.empty() ? std::string() : "; librdkafka: " + detail) +
+            "); check that the brokers run and that bootstrap_servers names their listener "
+            "(host and port; by default the Kafka sink's)");
   }
 
   /// Reads the topic to its end (see the top of this file).
@@ -550,7 +551,7 @@ class KafkaTopicCheckpoint final : public Checkpoint {
       return fail(not_a_broker("reading the checkpoint topic", rd_kafka_err2str(merr)));
     }
     if (merr != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      return fail(unreachable(std::string("cannot read (") + rd_kafka_err2str(merr) + ")"));
+      return fail(unreachable("reading the checkpoint topic", rd_kafka_err2str(merr)));
     }
     std::vector<std::int32_t> partitions;
     rd_kafka_resp_err_t topic_err = RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
@@ -578,8 +579,7 @@ class KafkaTopicCheckpoint final : public Checkpoint {
           probe->get(), config_.topic.c_str(), p, &low, &high, timeout_ms());
       if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
         rd_kafka_topic_partition_list_destroy(assignment);
-        return fail(
-            unreachable(std::string("cannot find the end of (") + rd_kafka_err2str(e) + ")"));
+        return fail(unreachable("finding the end of the checkpoint topic", rd_kafka_err2str(e)));
       }
       if (high > low) {
         target[p] = high;

@@ -451,6 +451,9 @@ struct Runtime::Impl {
   std::uint64_t next_delivery_id = 1;
   std::optional<std::uint64_t> outstanding_id;
   std::deque<Event> redeliver;                   // tail of a partially acknowledged batch
+  // Why the batch in flight is unacknowledged, when a stop request ended its delivery (for
+  // force_stop()'s warning); cleared by force_stop().
+  std::string unacked_note;
   std::shared_ptr<std::vector<Event>> scratch;  // the outstanding batch's events
   // Held-back partial transactions and duplicate suppression (batch_shaper.hpp).
   detail::BatchShaper shaper;
@@ -826,12 +829,16 @@ Status Runtime::stop() {
   return ok();
 }
 
-void Runtime::force_stop() {
+void Runtime::force_stop(std::string_view why) {
   auto& d = *impl_;
   const std::size_t n = (d.scratch ? d.scratch->size() : 0) + d.redeliver.size();
-  spdlog::warn("forced stop with {} unacknowledged events; they are replayed after a restart "
-               "(shutdown_mode=forced)",
-               n);
+  std::string reason = !d.unacked_note.empty() ? std::move(d.unacked_note)
+                       : !why.empty()          ? std::string(why)
+                                               : std::string("delivered but not acknowledged");
+  d.unacked_note.clear();
+  spdlog::warn("stopping with {} unacknowledged event{} ({}); {} delivered again after a restart, "
+               "nothing acknowledged is lost (shutdown_mode=forced)",
+               n, n == 1 ? "" : "s", reason, n == 1 ? "it is" : "they are");
   d.config.source->close();
   d.outstanding_id.reset();
   d.redeliver.clear();
@@ -980,10 +987,9 @@ Result<std::uint64_t> Runtime::Impl::deliver_loop(Runtime& runtime, Pipeline& pi
       if (st) break;
       if (!st.error().retryable()) return fail(st.error());
       if (d.cancel != nullptr && d.cancel->load()) {
-        // Stopping: no retry; the batch stays unacknowledged and comes again after a restart.
-        spdlog::info("stopping with a batch of {} events not delivered to {}; it is delivered "
-                     "again after a restart ({})",
-                     batch->size(), pipeline.name(), st.error().report());
+        // Stopping: no retry; the batch stays unacknowledged and comes again after a restart
+        // (force_stop() says so, with this note).
+        d.unacked_note = "not delivered to " + pipeline.name() + ": " + st.error().report();
         return delivered;
       }
       runtime.record_delivery_failure(st.error(), pipeline.name());

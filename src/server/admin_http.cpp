@@ -57,8 +57,11 @@ ProbeAnswer readiness(const RuntimeAdminSnapshot& snapshot,
     return {503, status_json(false, snapshot.health.change_key(), snapshot.health.reason)};
   }
   if (snapshot.state != RuntimeState::kRunning) {
+    // Before the runtime exists the server says which step of the start it is at.
+    const bool starting = snapshot.health.reason.rfind("starting: ", 0) == 0;
     return {503, status_json(false, "not_running",
-                             "the runtime is " + std::string(to_string(snapshot.state)))};
+                             starting ? snapshot.health.reason
+                                      : "the runtime is " + std::string(to_string(snapshot.state)))};
   }
   if (initial && (initial->phase == BlockingSnapshotStatus::Phase::kPending ||
                   initial->phase == BlockingSnapshotStatus::Phase::kRunning)) {

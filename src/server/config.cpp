@@ -113,6 +113,7 @@ std::string misplaced_section_key(std::string_view section, std::string_view key
       {"topic_config", "sink"},
       {"transactional_id", "sink"},
       {"delivery_mode", "sink"},
+      {"startup_timeout_ms", "sink"},
       {"tombstones_on_delete", "sink"},
       {"kafka_properties", "sink"},
       {"signing_secret", "sink"},

@@ -41,19 +41,26 @@ static_assert(std::atomic<bool>::is_always_lock_free);
 
 // The core's flag too: parts that wait on something outside (the HTTP sink's retries) stop
 // waiting when it is set.
+// How many stop signals arrived (the log mentions repeats when the process stops).
+std::atomic<int> g_stop_signals{0};
+static_assert(std::atomic<int>::is_always_lock_free);
+
 extern "C" void on_stop_signal(int /*signo*/) {
   g_stop_requested.store(true);
   detail::g_process_stop_requested.store(true);
+  g_stop_signals.fetch_add(1);
 }
 
 // No SA_RESTART, so a blocking call returns EINTR and the loop sees the flag promptly.
-// SA_RESETHAND: a second signal takes the default action (the process dies at once), which
-// is safe because nothing unacknowledged is ever checkpointed.
+// A repeated signal does not cut the stop short: every wait of the stop path ends within about
+// a second of the first, and killing the process half-way would leave its lock file and control
+// socket behind (GNU timeout and some service managers send SIGTERM twice). SIGKILL remains the
+// way to end it at once; nothing unacknowledged is ever checkpointed, so it loses nothing.
 void install_signal_handlers() {
   struct sigaction action {};
   action.sa_handler = on_stop_signal;
   sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESETHAND;
+  action.sa_flags = 0;
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
   // A peer that went away must surface as an EPIPE error on the write, not kill the process.
@@ -108,12 +115,13 @@ void setup_logging(const ServerConfig& config) {
 
 // Closes the source: cleanly when nothing is in flight, otherwise forced (the unacknowledged
 // events are replayed after a restart, which is what at-least-once allows).
-void shut_down(Runtime& runtime) {
+// `why`: why a batch in flight is not acknowledged, for the forced stop's warning.
+void shut_down(Runtime& runtime, std::string_view why = {}) {
   if (auto stopped = runtime.stop(); !stopped) {
     // The runtime's reason speaks to library callers (which call to make); the forced stop
     // says what it means for this program: the unacknowledged events come again.
     spdlog::debug("a clean stop was refused: {}", stopped.error().report());
-    runtime.force_stop();
+    runtime.force_stop(why);
   }
 }
 
@@ -182,6 +190,32 @@ Result<std::unique_ptr<RouterSink>> build_router(const ServerConfig& config,
   return RouterSink::create(std::move(rc));
 }
 
+// What the admin server reads while the pipeline is put together: it comes up before the
+// checkpoint, the sinks and the source are opened (each may wait on a server), so that the
+// probes answer from the start, and it reads the runtime, the transforms and the routes once
+// they exist (the runtime under the mutex). The admin server is stopped before any of them
+// goes.
+struct AdminLink {
+  std::mutex mutex;
+  const Runtime* runtime = nullptr;
+  TransformChain* chain = nullptr;
+  RouterSink* router = nullptr;
+  std::string step = "starting";  // what the start does now, until the runtime runs
+
+  void set_step(std::string what) {
+    std::lock_guard lock(mutex);
+    step = std::move(what);
+  }
+  RuntimeAdminSnapshot snapshot() {
+    std::lock_guard lock(mutex);
+    if (runtime != nullptr) return runtime->admin_snapshot();
+    RuntimeAdminSnapshot s;
+    s.health.kind = HealthVerdict::Kind::kNotRunning;
+    s.health.reason = "starting: " + step;
+    return s;
+  }
+};
+
 }  // namespace
 
 int exit_code_for(ErrorKind kind) noexcept {
@@ -226,13 +260,67 @@ int run_server(const ServerConfig& config) {
   if (!control) {
     return report_failure(control.error().context("opening the control socket"), config.origin);
   }
+  // An open that a stop signal cut short is a stop, not a failure.
+  const auto failed_opening = [&config](const Error& error, const std::string& what) {
+    if (g_stop_requested.load()) {
+      spdlog::info("cppcdc stopped by signal while {}: {}", what, error.report());
+      spdlog::default_logger()->flush();
+      return kExitOk;
+    }
+    return report_failure(error.context(what), config.origin);
+  };
 
+  // Metrics are counted only when something serves them. The admin server comes up now, so
+  // that the probes answer (not ready, saying which step the start is at) while the
+  // checkpoint, the sinks and the source connect, or the initial snapshot runs. It is stopped
+  // before the runtime goes.
   const std::string checkpoint_id = config.source->checkpoint_id();
+  const std::string checkpoint_desc = config.checkpoint->describe(checkpoint_id);
+  std::shared_ptr<PipelineMetrics> metrics;
+  if (config.admin) metrics = std::make_shared<PipelineMetrics>();
+  auto admin_link = std::make_shared<AdminLink>();
+  admin_link->set_step("opening the checkpoint (" + checkpoint_desc + ")");
+  const Source* source_view = source->get();  // owned by the runtime, which outlives its use
+  std::unique_ptr<AdminServer> admin;
+  if (config.admin) {
+    AdminSources sources;
+    sources.snapshot = [admin_link] { return admin_link->snapshot(); };
+    sources.lag = [admin_link, source_view]() -> std::optional<SourceLag> {
+      {
+        std::lock_guard lock(admin_link->mutex);
+        if (admin_link->runtime == nullptr) return std::nullopt;  // not connected yet
+      }
+      return source_view->lag();
+    };
+    sources.unmatched_rules = [admin_link] {
+      std::vector<UnmatchedRule> all;
+      std::lock_guard lock(admin_link->mutex);
+      if (admin_link->chain != nullptr) all = admin_link->chain->unmatched_rules();
+      if (admin_link->router != nullptr) {
+        for (const auto& route : admin_link->router->unmatched_routes()) {
+          all.push_back({"pipeline.routes", "route", route.rule + " -> " + route.target,
+                         route.consequence});
+        }
+      }
+      return all;
+    };
+    sources.metrics = metrics;
+    sources.control = control_context;
+    auto started = AdminServer::start(*config.admin, std::move(sources));
+    if (!started) {
+      return report_failure(started.error().context("starting the admin server"), config.origin);
+    }
+    admin = std::move(*started);
+  }
+  const auto stop_admin = [&admin] {
+    if (admin) admin->stop();
+  };
+
   auto checkpoint = config.checkpoint->open(checkpoint_id);
   if (!checkpoint) {
-    return report_failure(checkpoint.error().context("opening the checkpoint"), config.origin);
+    stop_admin();
+    return failed_opening(checkpoint.error(), "opening the checkpoint");
   }
-  const std::string checkpoint_desc = config.checkpoint->describe(checkpoint_id);
 
   // Dead letters: opened only when something sends events there.
   std::shared_ptr<DeadLetterWriter> dead_letters;
@@ -319,14 +407,15 @@ int run_server(const ServerConfig& config) {
         return dead_letters->flush();
       };
     }
+    const std::string opening =
+        "opening the " + entry.type + " sink " + (i == 0 ? std::string("[sink]") : entry.label);
+    admin_link->set_step(opening);
     auto sink = entry.configured->open(context);
     if (!sink) {
       close_opened();
       (void)close_dead_letters();
-      return report_failure(for_entry(sink.error(), entry)
-                                .context("opening the " + entry.type + " sink " +
-                                         (i == 0 ? std::string("[sink]") : entry.label)),
-                            config.origin);
+      stop_admin();
+      return failed_opening(for_entry(sink.error(), entry), opening);
     }
     opened[i] = std::move(*sink);
   }
@@ -354,10 +443,6 @@ int run_server(const ServerConfig& config) {
     if (router != nullptr) router->warn_on_unmatched_routes();
   };
 
-  // Metrics are counted only when something serves them.
-  std::shared_ptr<PipelineMetrics> metrics;
-  if (config.admin) metrics = std::make_shared<PipelineMetrics>();
-  const Source* source_view = source->get();  // owned by the runtime, which outlives its use
   RuntimeConfig runtime_config;
   runtime_config.source = std::move(*source);
   runtime_config.checkpoint = *checkpoint;
@@ -365,45 +450,27 @@ int run_server(const ServerConfig& config) {
   runtime_config.observer = metrics;
   auto runtime = Runtime::create(std::move(runtime_config));
   if (!runtime) {
+    stop_admin();
     (void)(*pipeline)->close();
     (void)close_dead_letters();
     return report_failure(runtime.error().context("creating the runtime"), config.origin);
   }
 
-  // The admin server comes up before the pipeline starts, so that the probes answer (not
-  // ready) while it connects or takes its initial snapshot. Stopped before the runtime goes.
-  std::unique_ptr<AdminServer> admin;
-  if (config.admin) {
-    AdminSources sources;
-    const Runtime* rt = runtime->get();
-    sources.snapshot = [rt] { return rt->admin_snapshot(); };
-    sources.lag = [source_view] { return source_view->lag(); };
-    if (chain != nullptr || router != nullptr) {
-      sources.unmatched_rules = [chain, router] {
-        std::vector<UnmatchedRule> all;
-        if (chain != nullptr) all = chain->unmatched_rules();
-        if (router != nullptr) {
-          for (const auto& route : router->unmatched_routes()) {
-            all.push_back({"pipeline.routes", "route", route.rule + " -> " + route.target,
-                           route.consequence});
-          }
-        }
-        return all;
-      };
-    }
-    sources.metrics = metrics;
-    sources.control = control_context;
-    auto started = AdminServer::start(*config.admin, std::move(sources));
-    if (!started) {
-      (void)(*pipeline)->close();
-      (void)close_dead_letters();
-      return report_failure(started.error().context("starting the admin server"), config.origin);
-    }
-    admin = std::move(*started);
+  // From here the admin server reads the runtime, the transforms and the routes; it is
+  // stopped before any of them goes (declared after them, the guard goes first).
+  {
+    std::lock_guard lock(admin_link->mutex);
+    admin_link->runtime = runtime->get();
+    admin_link->chain = chain;
+    admin_link->router = router;
+    admin_link->step = "connecting to the source";
   }
-  const auto stop_admin = [&admin] {
-    if (admin) admin->stop();
-  };
+  struct AdminStop {
+    std::unique_ptr<AdminServer>& admin;
+    ~AdminStop() {
+      if (admin) admin->stop();
+    }
+  } admin_stop_guard{admin};
   // After the breaker escalated, /livez answers 503 for [admin] error_linger_ms before the
   // process exits, so that a liveness probe (and a last scrape) sees the error state.
   const auto linger_on_breaker_error = [&] {
@@ -457,13 +524,11 @@ int run_server(const ServerConfig& config) {
   report_unmatched();
   if (!delivered) {
     const auto snapshot = (*runtime)->admin_snapshot();
-    shut_down(**runtime);
+    spdlog::info("events delivered and acknowledged before the error: {}",
+                 snapshot.events_committed);
+    shut_down(**runtime, "the error below ended their delivery; every sink gets them again");
     (void)(*pipeline)->close();
     (void)close_dead_letters();
-    spdlog::info(
-        "events delivered and acknowledged before the error: {}; the batch that failed "
-        "is not acknowledged and is delivered again, to every sink, at the next start",
-        snapshot.events_committed);
     if (!snapshot.checkpoint_offset) {
       // A first start that failed before its first checkpoint: the next start begins over,
       // and what this one created on the source's server (a PostgreSQL replication slot,
@@ -486,9 +551,14 @@ int run_server(const ServerConfig& config) {
     return report_failure(closed.error().context("closing [dead_letter]"), config.origin);
   }
   const auto snapshot = (*runtime)->admin_snapshot();
-  spdlog::info("cppcdc stopped{}: {} events delivered, checkpoint at {}",
+  const int signals = g_stop_signals.load();
+  spdlog::info("cppcdc stopped{}: {} events delivered, checkpoint at {}{}",
                g_stop_requested.load() ? " by signal" : "", *delivered,
-               snapshot.checkpoint_offset.value_or("(none)"));
+               snapshot.checkpoint_offset.value_or("(none)"),
+               signals > 1 ? " (" + std::to_string(signals) +
+                                 " stop signals arrived; a repeated one does not cut the stop "
+                                 "short, SIGKILL does)"
+                           : std::string());
   spdlog::default_logger()->flush();
   return kExitOk;
 }

@@ -55,6 +55,7 @@ class KafkaSinkHarness {
     c.bootstrap_servers = "127.0.0.1:1";
     c.topic = "never";
     c.delivery_timeout_ms = 2'000;
+    c.startup_timeout_ms = 0;  // the failure is the write's, not the open's
     return make_kafka_sink(c);
   }
   std::string failing_location() { return "127.0.0.1:1"; }

@@ -23,6 +23,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 
@@ -89,19 +90,31 @@ std::string sink_label(const std::string& name) {
 
 /// The label a producer's opaque carries (set by KafkaSink::start; see there).
 const std::string& label_of(const rd_kafka_t* rk);
+// Keeps librdkafka's last connection failure line ("Connect to ipv4#... failed: Connection
+// refused") on the sink of `rk`, for the error of a start that no broker answered.
+void note_connection_failure(const rd_kafka_t* rk, std::string_view message);
 
 // librdkafka's own log lines, from any of its threads (spdlog is thread-safe). A broker that
 // stays down makes librdkafka log a connection failure on every reconnect attempt: the first
 // of them per producer and minute is a warning, the others are debug lines (the health
 // verdict and the delivery errors carry the news meanwhile).
-void log_callback(const rd_kafka_t* rk, int level, const char* facility, const char* message) {
+// The level of a librdkafka line, lowered where the sink reports the matter itself.
+spdlog::level::level_enum level_of_line(int level, std::string_view facility,
+                                        std::string_view message) {
   auto spd_level = static_cast<spdlog::level::level_enum>(level_for(level));
+  if (spd_level < spdlog::level::warn) return spd_level;
   // A producer id request that librdkafka retries on its own (a broker that just started is
   // still loading its coordinator, say) is progress, not a problem.
-  if (spd_level >= spdlog::level::warn && std::string_view(facility) == "GETPID" &&
-      std::string_view(message).ends_with(": retrying")) {
-    spd_level = spdlog::level::info;
-  }
+  if (facility == "GETPID" && message.ends_with(": retrying")) return spdlog::level::info;
+  // A fatal (transaction) error reaches the error callback too, which logs it once, and the
+  // sink then says what it does about it (a new producer, or a stop with the remedy).
+  if (facility == "FATAL" || facility == "TXNERR") return spdlog::level::info;
+  return spd_level;
+}
+
+void log_callback(const rd_kafka_t* rk, int level, const char* facility, const char* message) {
+  auto spd_level = level_of_line(level, facility, message);
+  if (is_connection_failure(facility, message)) note_connection_failure(rk, message);
   if (spd_level >= spdlog::level::warn && is_connection_failure(facility, message)) {
     static std::mutex mutex;
     static std::unordered_map<std::string, std::chrono::steady_clock::time_point> last_warned;
@@ -121,7 +134,7 @@ void log_callback(const rd_kafka_t* rk, int level, const char* facility, const c
 // the sink's own producer: its connection failures are debug lines.
 void marker_log_callback(const rd_kafka_t* rk, int level, const char* facility,
                          const char* message) {
-  auto spd_level = static_cast<spdlog::level::level_enum>(level_for(level));
+  auto spd_level = level_of_line(level, facility, message);
   if (is_connection_failure(facility, message)) spd_level = spdlog::level::debug;
   spdlog::log(spd_level, "{}: marker producer: librdkafka {}: {}", label_of(rk), facility, message);
 }
@@ -140,6 +153,18 @@ class KafkaSink final : public TransactionalSink {
   /// "kafka sink" or `kafka sink "<name>"` (immutable: read by librdkafka's threads).
   const std::string& label() const { return label_; }
 
+  /// From librdkafka's log callback (any thread).
+  void note_connection_failure(std::string_view message) {
+    // Without librdkafka's thread tag ("[thrd:host:port/bootstrap]: ").
+    if (message.starts_with("[thrd:")) {
+      if (const auto end = message.find("]: "); end != std::string_view::npos) {
+        message.remove_prefix(end + 3);
+      }
+    }
+    std::lock_guard lock(mutex_);
+    last_connection_failure_.assign(message);
+  }
+
   ~KafkaSink() override { destroy(/*purge=*/true); }
   KafkaSink(const KafkaSink&) = delete;
   KafkaSink& operator=(const KafkaSink&) = delete;
@@ -157,6 +182,7 @@ class KafkaSink final : public TransactionalSink {
                               std::string("librdkafka cannot create the producer: ") + err));
     }
     (void)conf.release();
+    CPPCDC_TRY(await_first_answer());
     if (!transactional_) return ok();
     // Fences a producer of an earlier run with the same transactional.id and aborts the
     // transaction it left open, so that its records never become visible.
@@ -179,6 +205,55 @@ class KafkaSink final : public TransactionalSink {
     spdlog::info("{}: transactional producer {} ready on {}", label_,
                  in_quotes(config_.transactional_id), in_quotes(config_.bootstrap_servers));
     return ok();
+  }
+
+  /// Waits (KafkaSinkConfig::startup_timeout_ms) until a broker of bootstrap_servers answers a
+  /// metadata request, so that an address no broker answers is reported at open, before the
+  /// source reads anything, instead of at the first batch's delivery timeout.
+  Status await_first_answer() {
+    if (config_.startup_timeout_ms <= 0) return ok();
+    const auto deadline = Clock::now() + std::chrono::milliseconds(config_.startup_timeout_ms);
+    const WaitNote note(*this, "a first answer from the brokers");
+    for (;;) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      const rd_kafka_metadata_t* md = nullptr;
+      const rd_kafka_resp_err_t err =
+          rd_kafka_metadata(rk_, 0, nullptr, &md,
+                            static_cast<int>(std::clamp<std::int64_t>(left, 1, 2 * kWaitSliceMs)));
+      if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        rd_kafka_metadata_destroy(md);
+        return ok();
+      }
+      if (err == RD_KAFKA_RESP_ERR__UNSUPPORTED_FEATURE) {
+        return fail(not_a_broker("the first metadata request", rd_kafka_err2str(err)));
+      }
+      if (auto fatal = fatal_error(); fatal) return fail(std::move(*fatal));
+      if (stopping()) return fail(stopped("waiting for a first answer from the brokers"));
+      if (err != RD_KAFKA_RESP_ERR__TIMED_OUT) {
+        // An answer that came at once (a refused connection): wait a moment before asking
+        // again, instead of spinning.
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      }
+      if (Clock::now() >= deadline) {
+        std::string last;
+        {
+          std::lock_guard lock(mutex_);
+          last = !last_connection_failure_.empty() ? last_connection_failure_ : last_broker_error_;
+        }
+        if (last.empty()) last = rd_kafka_err2str(err);
+        return fail(
+            Error::sink(ErrorKind::kTransient,
+                        "no broker of bootstrap_servers " + in_quotes(config_.bootstrap_servers) +
+                            " answered within " + std::to_string(config_.startup_timeout_ms) +
+                            " ms (last error from librdkafka: " + last +
+                            "); nothing was read from the source. Check that bootstrap_servers "
+                            "names the brokers' listener (host and port) and that they run "
+                            "(`cppcdc preflight --config <file>` checks them); "
+                            "startup_timeout_ms sets how long the start waits")
+                .for_setting(SettingOwner::kSink, "bootstrap_servers"));
+      }
+    }
   }
 
   // ---- transactions (delivery_mode = "transactional") --------------------------------------
@@ -560,12 +635,21 @@ class KafkaSink final : public TransactionalSink {
   /// Replaces the transactional producer after a fatal error that left nothing committed
   /// unacknowledged (see recover()).
   Status restart_producer() {
+    // The producer's own fatal error says what happened; failed_ may be an earlier failure
+    // of the same batch (a delivery timeout during the outage).
+    std::string why = failed_ ? failed_->message() : std::string("unknown");
+    if (rk_ != nullptr) {
+      char reason[512];
+      if (const rd_kafka_resp_err_t err = rd_kafka_fatal_error(rk_, reason, sizeof reason);
+          err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        why = std::string(rd_kafka_err2name(err)) + ": " + reason;
+      }
+    }
     spdlog::warn(
         "{}: the transactional producer {} hit a fatal error ({}) with no batch "
         "committed unacknowledged; starting a new one, whose init_transactions aborts "
-        "what the old one left open",
-        label_, in_quotes(config_.transactional_id),
-        failed_ ? failed_->message() : std::string("unknown"));
+        "what the old one left open, and delivering the batch again",
+        label_, in_quotes(config_.transactional_id), why);
     destroy(/*purge=*/true);
     in_txn_ = false;
     abort_pending_ = false;
@@ -1309,8 +1393,9 @@ class KafkaSink final : public TransactionalSink {
   // A record found its topic gone (create_topics): recover() drops the topic handles, so that
   // the next write looks each topic up (and creates it) again.
   mutable bool forget_topics_ = false;
-  mutable std::mutex mutex_;       // guards last_broker_error_, trouble_since_ and waiting_
-  std::string last_broker_error_;  // the last distinct error librdkafka reported
+  mutable std::mutex mutex_;             // guards last_broker_error_, trouble_since_ and waiting_
+  std::string last_broker_error_;        // the last distinct error librdkafka reported
+  std::string last_connection_failure_;  // librdkafka's last "Connect to ... failed" line
   // Since when librdkafka reports the brokers unreachable with no delivery since (for
   // current_problem()); troubled_ mirrors whether it is set, read without the lock.
   std::optional<Clock::time_point> trouble_since_;
@@ -1324,6 +1409,11 @@ const std::string& label_of(const rd_kafka_t* rk) {
   static const std::string plain = "kafka sink";
   const void* opaque = rk != nullptr ? rd_kafka_opaque(rk) : nullptr;
   return opaque != nullptr ? static_cast<const KafkaSink*>(opaque)->label() : plain;
+}
+
+void note_connection_failure(const rd_kafka_t* rk, std::string_view message) {
+  void* opaque = rk != nullptr ? rd_kafka_opaque(rk) : nullptr;
+  if (opaque != nullptr) static_cast<KafkaSink*>(opaque)->note_connection_failure(message);
 }
 
 /// The Kafka sink as a plain Sink, for the runtime's at-least-once path: idempotent, it is the

@@ -42,6 +42,10 @@ class ConfiguredKafkaSink final : public ConfiguredSink {
     add("delivery", std::string(to_string(config_.delivery_mode)) +
                         " producer, acks = all, delivery timeout " +
                         std::to_string(config_.delivery_timeout_ms) + " ms");
+    add("start", config_.startup_timeout_ms > 0
+                     ? "waits up to " + std::to_string(config_.startup_timeout_ms) +
+                           " ms for a broker to answer"
+                     : std::string("does not wait for the brokers (startup_timeout_ms = 0)"));
     if (config_.delivery_mode == KafkaDeliveryMode::kTransactional) {
       add("transactions", "one per batch, transactional_id " + in_quotes(config_.transactional_id) +
                               " (readers need isolation.level = read_committed)");
@@ -259,6 +263,8 @@ Result<std::unique_ptr<ConfiguredSink>> configure(const Settings& settings) {
   c.batch_size = *batch;
   CPPCDC_TRY(
       detail::assign_int(settings, "delivery_timeout_ms", 1, 2'147'483'647, c.delivery_timeout_ms));
+  CPPCDC_TRY(
+      detail::assign_int(settings, "startup_timeout_ms", 0, 2'147'483'647, c.startup_timeout_ms));
 
   std::string mode = "idempotent";
   CPPCDC_TRY(detail::assign_string(settings, "delivery_mode", mode));

@@ -178,7 +178,10 @@ Status ensure_publication(PGconn* sql, const PostgresSourceConfig& config,
           ErrorKind::kTerminal,
           "publication " + config.publication_name + " does not include table " + t.text() +
               "; run ALTER PUBLICATION " + config.publication_name + " ADD TABLE " +
-              t.text() + ", or remove the table from the captured tables")
+              t.text() + ", or remove the table from the captured tables. A table added to "
+              "a running pipeline streams its changes from then on; its existing rows come "
+              "with an incremental snapshot: `cppcdc snapshot request " + t.text() +
+              " --config <file>` once cppcdc runs")
               .for_setting(SettingOwner::kSource, "tables"));
     }
   }

@@ -295,7 +295,7 @@ TEST(KafkaBrokerOutage, SigtermDuringAWaitOnUnreachableBrokersStopsPromptlyAndCl
         << "slot_name = \"" << db << "\"\npublication_name = \"" << db << "_pub\"\n"
         << "source_name = \"" << db << "\"\ntables = [\"public.t\"]\n\n"
         << "[sink]\ntype = \"kafka\"\nbootstrap_servers = \"127.0.0.1:1\"\n"
-        << "create_topics = true\ndelivery_timeout_ms = 600000\n\n"
+        << "create_topics = true\ndelivery_timeout_ms = 600000\nstartup_timeout_ms = 0\n\n"
         << "[state.offset]\nbackend = \"local_fs\"\ndir = \"state\"\n\n"
         << "[runtime]\nmax_poll_wait_ms = 100\n\n"
         << "[admin]\nlisten = \"127.0.0.1:0\"\n";
@@ -328,16 +328,127 @@ TEST(KafkaBrokerOutage, SigtermDuringAWaitOnUnreachableBrokersStopsPromptlyAndCl
       60s, 200ms))
       << ready.body << "\n"
       << log_text();
+  // Again and again while it stops, as GNU timeout (twice) and impatient people do: a repeated
+  // signal must not kill the process half-way (it used to: exit 143, no last line, the lock
+  // file and the control socket left behind).
   ASSERT_EQ(kill(child, SIGTERM), 0);
   int status = -1;
-  const bool exited =
-      it::wait_until([&] { return waitpid(child, &status, WNOHANG) == child; }, 30s, 100ms);
+  const bool exited = it::wait_until(
+      [&] {
+        if (waitpid(child, &status, WNOHANG) == child) return true;
+        kill(child, SIGTERM);
+        return false;
+      },
+      30s, 10ms);
   ASSERT_TRUE(exited) << "cppcdc did not stop within 30 s of SIGTERM\n" << log_text();
   child = -1;
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n" << log_text();
-  EXPECT_TRUE(has(log_text(), "stopping with a batch of 1 events not delivered")) << log_text();
+  EXPECT_TRUE(has(log_text(), "stopping with 1 unacknowledged event (not delivered to"))
+      << log_text();
   EXPECT_TRUE(has(log_text(), "cut short by the stop request")) << log_text();
   EXPECT_TRUE(has(log_text(), "cppcdc stopped by signal")) << log_text();
+  EXPECT_FALSE(fs::exists(dir / "state" / "cdc.sock")) << "the control socket was left behind";
   it::drop_slots(db);
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+
+namespace {
+
+// A configuration whose Kafka parts point where no broker listens (127.0.0.1:1).
+fs::path unreachable_kafka_config(const std::string& db, const std::string& checkpoint,
+                                  const std::string& sink_extra) {
+  const fs::path dir = fs::temp_directory_path() / ("cppcdc-it-" + db);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream cfg(dir / "cdc.toml");
+  cfg << "[source]\ntype = \"postgres\"\ndsn = \"" << it::dsn_for(db) << "\"\n"
+      << "slot_name = \"" << db << "\"\npublication_name = \"" << db << "_pub\"\n"
+      << "source_name = \"" << db << "\"\ntables = [\"public.t\"]\n\n"
+      << "[sink]\ntype = \"kafka\"\nbootstrap_servers = \"127.0.0.1:1\"\n"
+      << sink_extra << "\n[state.offset]\n"
+      << checkpoint << "\n[admin]\nlisten = \"127.0.0.1:0\"\n";
+  return dir;
+}
+
+std::string slots_of(const std::string& db) {
+  it::PgSession admin(it::admin_dsn());
+  return admin.scalar("select count(*) from pg_replication_slots where slot_name = '" + db + "'");
+}
+
+}  // namespace
+
+// A wrong broker address (here a port nobody listens on) stops the start when the sink opens,
+// naming bootstrap_servers, before the source creates its replication slot or reads a row. A
+// trial run used to create the slot, take the snapshot and then spend about 20 minutes in
+// 120-second delivery attempts before giving up.
+TEST(KafkaBrokerOutage, ABootstrapAddressNoBrokerAnswersStopsTheStartBeforeTheSourceIsTouched) {
+  const std::string db = it::test_database("kbr_wrongport");
+  it::fresh_database(db);
+  it::PgSession s(it::dsn_for(db));
+  s.query("create table t (id int primary key)");
+  s.query("insert into t values (1)");
+  const fs::path dir = unreachable_kafka_config(db, "backend = \"local_fs\"\ndir = \"state\"\n",
+                                                "startup_timeout_ms = 2000\n");
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto run = it::run_cli({"run", "--config", (dir / "cdc.toml").string()}, 60);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 30s) << run.output;
+  EXPECT_NE(run.code, 0) << run.output;
+  EXPECT_TRUE(
+      has(run.output, "no broker of bootstrap_servers \"127.0.0.1:1\" answered within 2000 ms"))
+      << run.output;
+  EXPECT_TRUE(has(run.output, "Connection refused")) << run.output;
+  EXPECT_TRUE(has(run.output, "nothing was read from the source")) << run.output;
+  EXPECT_EQ(slots_of(db), "0") << "the start created a replication slot before the sink opened";
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+
+// While the kafka_topic checkpoint backend waits for brokers at the start: the admin server
+// already answers (/readyz 503 naming the step), and SIGTERM ends the wait with exit 0 (it was
+// exit 1 with an error line, and nothing listened on the admin address for those seconds).
+TEST(KafkaBrokerOutage, WhileTheCheckpointOpensTheProbesAnswerAndSigtermStopsCleanly) {
+  const std::string db = it::test_database("kbr_ckptopen");
+  it::fresh_database(db);
+  it::PgSession s(it::dsn_for(db));
+  s.query("create table t (id int primary key)");
+  const fs::path dir =
+      unreachable_kafka_config(db, "backend = \"kafka_topic\"\ntimeout_ms = 600000\n", "");
+  pid_t child = -1;
+  it::start_cppcdc_process(child, dir, it::admin_dsn(), db, 0);
+  struct Guard {
+    pid_t& pid;
+    ~Guard() {
+      if (pid > 0) it::stop_cppcdc_process(pid, SIGKILL);
+    }
+  } guard{child};
+  const fs::path log = dir / "cppcdc.log";
+  const auto log_text = [&] {
+    std::ifstream in(log);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string marker = "admin server listening on http://127.0.0.1:";
+  ASSERT_TRUE(it::wait_until([&] { return has(log_text(), marker); }, 30s)) << log_text();
+  const std::string text = log_text();
+  const int port = std::atoi(text.c_str() + text.find(marker) + marker.size());
+  Reply ready;
+  ASSERT_TRUE(it::wait_until(
+      [&] {
+        ready = http_get(port, "/readyz");
+        return ready.status == 503 && has(ready.body, "starting: opening the checkpoint");
+      },
+      30s, 200ms))
+      << ready.status << " " << ready.body << "\n"
+      << log_text();
+  EXPECT_EQ(http_get(port, "/livez").status, 200);
+  ASSERT_EQ(kill(child, SIGTERM), 0);
+  int status = -1;
+  ASSERT_TRUE(it::wait_until([&] { return waitpid(child, &status, WNOHANG) == child; }, 30s, 100ms))
+      << "cppcdc did not stop within 30 s of SIGTERM\n"
+      << log_text();
+  child = -1;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n" << log_text();
+  EXPECT_TRUE(has(log_text(), "cppcdc stopped by signal while opening the checkpoint"))
+      << log_text();
+  EXPECT_FALSE(has(log_text(), " error ")) << log_text();
+  EXPECT_EQ(slots_of(db), "0");
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }

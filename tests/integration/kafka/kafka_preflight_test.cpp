@@ -255,11 +255,25 @@ TEST_F(KafkaPreflight, DefaultSourceNameInTheTopicTemplateIsAWarning) {
 }
 
 // At run time too, the controller port is named: the sink's first record.
+TEST(KafkaSinkOnController, OpeningTheSinkSaysBootstrapServersMayBeAControllerPort) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  KafkaSinkConfig config;
+  config.bootstrap_servers = controller_of(bootstrap);
+  auto opened = make_kafka_sink(config);
+  ASSERT_FALSE(opened) << "a sink opened on a controller port";
+  EXPECT_EQ(opened.error().kind(), ErrorKind::kConfiguration) << opened.error().report();
+  EXPECT_EQ(opened.error().setting(), "bootstrap_servers") << opened.error().report();
+  EXPECT_CONTAINS(opened.error().report(), "KRaft controller port");
+}
+
+// The same when open does not wait for the brokers (startup_timeout_ms = 0): the first record
+// says it.
 TEST(KafkaSinkOnController, TheFirstRecordSaysBootstrapServersMayBeAControllerPort) {
   KAFKA_TEST_BOOTSTRAP(bootstrap);
   KafkaSinkConfig config;
   config.bootstrap_servers = controller_of(bootstrap);
   config.delivery_timeout_ms = 10'000;
+  config.startup_timeout_ms = 0;
   auto sink = make_kafka_sink(config);
   ASSERT_TRUE(sink) << sink.error().report();
   Event e;

@@ -561,6 +561,7 @@ TEST(KafkaSinkWithoutBroker, WriteFailsTransientNamingTheServersAfterTheTimeoutA
   auto c = minimal();
   c.bootstrap_servers = "127.0.0.1:1";  // nothing listens on port 1
   c.delivery_timeout_ms = 1500;
+  c.startup_timeout_ms = 0;  // open does not wait for the brokers
   auto sink = make_kafka_sink(c);
   ASSERT_TRUE(sink) << sink.error().report();
   Event e = row_event(Operation::kInsert);
@@ -595,6 +596,7 @@ TEST(KafkaSinkWithoutBroker, AStopRequestEndsTheTopicLookUpAndCloseDropsTheBatch
   c.bootstrap_servers = "127.0.0.1:1";
   c.delivery_timeout_ms = 600'000;  // without the stop request the write would wait 10 minutes
   c.create_topics = true;
+  c.startup_timeout_ms = 0;
   c.name = "orders-out";
   c.stop = &stop;
   auto sink = make_kafka_sink(c);
@@ -634,11 +636,39 @@ TEST(KafkaSinkWithoutBroker, AStopRequestEndsInitTransactions) {
   c.delivery_timeout_ms = 600'000;
   c.delivery_mode = KafkaDeliveryMode::kTransactional;
   c.transactional_id = "cppcdc-test-stop";
+  c.startup_timeout_ms = 0;  // straight to init_transactions
   c.stop = &stop;
   auto sink = make_kafka_sink(c);
   ASSERT_FALSE(sink) << "a transactional producer started without a broker";
   EXPECT_EQ(sink.error().kind(), ErrorKind::kTransient) << sink.error().report();
   EXPECT_CONTAINS(sink.error().report(), "stopping: initializing the transactional producer");
+}
+
+// A bootstrap_servers no broker answers (a wrong port) is reported when the sink opens, naming
+// it and the remedy, instead of at the first batch's delivery timeout after the source has
+// started reading (a trial run took 20 minutes of 120-second attempts to give up).
+TEST(KafkaSinkWithoutBroker, AnAddressNoBrokerAnswersFailsTheOpenNamingIt) {
+  if (kThreadSanitizer) GTEST_SKIP() << "librdkafka's C11 threads (see above)";
+  auto c = minimal();
+  c.bootstrap_servers = "127.0.0.1:1";
+  c.startup_timeout_ms = 1500;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto sink = make_kafka_sink(c);
+  ASSERT_FALSE(sink) << "a sink opened though no broker answered";
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(1400));
+  EXPECT_EQ(sink.error().kind(), ErrorKind::kTransient) << sink.error().report();
+  EXPECT_CONTAINS(sink.error().report(), "no broker of bootstrap_servers \"127.0.0.1:1\" answered");
+  EXPECT_CONTAINS(sink.error().report(), "within 1500 ms");
+  EXPECT_CONTAINS(sink.error().report(), "startup_timeout_ms");
+  EXPECT_EQ(sink.error().setting(), "bootstrap_servers");
+  // A stop request ends that wait at once.
+  std::atomic<bool> stop{true};
+  c.startup_timeout_ms = 600'000;
+  c.stop = &stop;
+  auto stopped = make_kafka_sink(c);
+  ASSERT_FALSE(stopped);
+  EXPECT_CONTAINS(stopped.error().report(),
+                  "stopping: waiting for a first answer from the brokers");
 }
 
 // The kafka_topic checkpoint backend's waits on brokers end on a stop request too (its
