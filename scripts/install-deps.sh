@@ -41,6 +41,10 @@ PACKAGES=(
   librdkafka-dev openjdk-17-jre-headless maven python3-confluent-kafka
   # the Avro codec's tests decode what it wrote with an independent Avro implementation
   python3-avro
+  # the CloudEvents codec's tests read what it wrote with the CNCF's CloudEvents Python SDK,
+  # which Debian does not package: pip fetches it from PyPI (fetch_cloudevents_sdk below);
+  # deprecation is its one dependency
+  python3-pip python3-deprecation
   # libraries (DESIGN.md section 4)
   libboost-json1.81-dev libexpected-dev libtomlplusplus-dev libcli11-dev
   libspdlog-dev libfmt-dev libssl-dev
@@ -78,9 +82,27 @@ fetch_kafka_jars() {
   "$(dirname "${BASH_SOURCE[0]}")/kafka.sh" fetch >/dev/null
 }
 
+# The CloudEvents Python SDK for the tests (tests/cloudevents_http.py, kafka_tool.py
+# read-cloudevents), pinned, in a directory of its own (nothing of the system's Python changes).
+CLOUDEVENTS_SDK_VERSION=1.11.0
+CLOUDEVENTS_SDK_DIR="${HOME}/.cache/cppcdc/python/cloudevents-${CLOUDEVENTS_SDK_VERSION}"
+fetch_cloudevents_sdk() {
+  [[ -f "${CLOUDEVENTS_SDK_DIR}/cloudevents/__init__.py" ]] && return 0
+  log "fetching the CloudEvents Python SDK ${CLOUDEVENTS_SDK_VERSION} from PyPI"
+  rm -rf "${CLOUDEVENTS_SDK_DIR}.tmp"
+  /usr/bin/python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps \
+    --target "${CLOUDEVENTS_SDK_DIR}.tmp" "cloudevents==${CLOUDEVENTS_SDK_VERSION}" &&
+    mv "${CLOUDEVENTS_SDK_DIR}.tmp" "${CLOUDEVENTS_SDK_DIR}"
+}
+
+fetch_downloads() {
+  fetch_kafka_jars || die "fetching the Kafka jars failed (see above)"
+  fetch_cloudevents_sdk || die "fetching the CloudEvents Python SDK from PyPI failed (see above)"
+}
+
 mapfile -t missing < <(missing_packages)
 if ((${#missing[@]} == 0)); then
-  fetch_kafka_jars || die "fetching the Kafka jars failed (see above)"
+  fetch_downloads
   log "all ${#PACKAGES[@]} packages already installed; nothing to do"
   exit 0
 fi
@@ -110,5 +132,5 @@ DEBIAN_FRONTEND=noninteractive apt-get "${APT_OPTS[@]}" install -y -q --no-insta
 
 mapfile -t still_missing < <(missing_packages)
 ((${#still_missing[@]} == 0)) || die "still not installed after apt-get: ${still_missing[*]}"
-fetch_kafka_jars || die "fetching the Kafka jars failed (see above)"
+fetch_downloads
 log "done: all ${#PACKAGES[@]} packages installed"

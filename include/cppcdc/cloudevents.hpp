@@ -12,8 +12,15 @@
 // (insert, update, delete, read, truncate, message, schema_change). subject: the table,
 // schema-qualified when it has a schema. time: the source's commit time (source.timestamp),
 // or when that is 0 the time cppcdc made the event (ts), RFC 3339 in UTC with milliseconds.
-// Records are JSON text on one line, so the file, stdout and HTTP sinks carry them too.
-// Only the structured mode is written; the binary mode (attributes as ce_ headers) is not.
+// Records are JSON text on one line, so the file, stdout and HTTP sinks carry them too; an
+// HTTP body of several is a JSON array, sent as application/cloudevents-batch+json.
+//
+// Binary mode (CloudEventsMode::kBinary): the record is the envelope alone, and the attributes
+// travel as headers (Encoder::append_headers): on Kafka ce_specversion, ce_id, ce_source,
+// ce_type, ce_subject, ce_time and content-type (application/json); over HTTP the same with
+// "ce-" and values percent-encoded (space, '"', '%' and bytes outside printable ASCII), the
+// request's Content-Type being application/json. Only sinks that carry headers take it (Kafka;
+// HTTP with one event per request).
 //
 // Threading: one thread at a time per encoder or decoder.
 
@@ -24,7 +31,11 @@
 
 namespace cppcdc {
 
+/// How an event is written: one JSON document (structured) or data plus headers (binary).
+enum class CloudEventsMode { kStructured, kBinary };
+
 struct CloudEventsOptions {
+  CloudEventsMode mode = CloudEventsMode::kStructured;
   /// The `source` attribute of every event (a URI reference, e.g. "//db.example.com/app");
   /// empty: "/cppcdc/<source_name>" from each event.
   std::string source;
@@ -39,10 +50,13 @@ std::unique_ptr<Encoder> make_cloudevents_encoder(CloudEventsOptions options = {
 /// Reads a structured CloudEvents JSON event back into the event of its data. Refused (kind
 /// invalid_data, naming the attribute): specversion other than "1.0", a missing id, source or
 /// type, a datacontenttype other than JSON, data that is not an envelope object, and a type or
-/// subject that contradicts the envelope's op or table.
+/// subject that contradicts the envelope's op or table. In binary mode decode() reads the
+/// envelope alone, and decode_with_headers() also checks the headers the same way (HTTP header
+/// names case-insensitively, values percent-decoded).
 std::unique_ptr<Decoder> make_cloudevents_decoder(CloudEventsOptions options = {});
 
-/// Registers `codec = "cloudevents"`; codec_options: source, type_prefix. Idempotent.
+/// Registers `codec = "cloudevents"`; codec_options: mode ("structured" or "binary"), source,
+/// type_prefix. Idempotent.
 void register_cloudevents_codec_plugin();
 
 }  // namespace cppcdc

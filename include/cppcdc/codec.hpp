@@ -10,6 +10,8 @@
 //   avro           Avro binary with the fixed envelope schema (codec/avro/*.avsc), bare or in
 //                  the Confluent framing when a schema registry is configured
 //   debezium_json  Debezium's value and key shapes (docs/codecs.md)
+//   cloudevents    CloudEvents 1.0, structured (one JSON event) or binary (attributes as
+//                  headers, the envelope as the record)
 //
 // Keys (encode_key_to) have three outcomes, which a keyed sink must keep apart:
 //   true     a key was appended to `out`: publish with it
@@ -18,6 +20,11 @@
 //            publishes without a key (never with an empty one)
 //   error    the event has a key but it could not be encoded: do not publish
 //
+// Headers: a codec may also put data beside a record's bytes (CloudEvents' binary mode puts its
+// attributes there). A sink that can carry them (Kafka record headers, HTTP request headers)
+// asks append_headers() for each record, naming its transport so that the names follow its
+// conventions; a sink that cannot refuses such an encoder at configuration time.
+//
 // Threading: an encoder or a decoder is used by one thread at a time (its sink's).
 // Ownership: the factories return owned objects; an encoder keeps no reference to an event.
 
@@ -25,12 +32,27 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "cppcdc/buffer.hpp"
 #include "cppcdc/event.hpp"
 #include "cppcdc/result.hpp"
 
 namespace cppcdc {
+
+/// The transport a record's headers go over (their naming rules differ).
+enum class HeaderBinding {
+  kKafka,  ///< Kafka record headers (CloudEvents: "ce_id", "content-type")
+  kHttp,   ///< HTTP request headers, one record per request (CloudEvents: "ce-id"; values
+           ///< percent-encoded where HTTP needs it)
+};
+
+/// One header of a record: name and value as they go on the wire.
+struct RecordHeader {
+  std::string name;
+  std::string value;
+  bool operator==(const RecordHeader&) const = default;
+};
 
 class Encoder {
  public:
@@ -43,6 +65,21 @@ class Encoder {
   /// sinks (file, stdout) and JSON bodies (HTTP) can carry it. Binary codecs say false, and
   /// those sinks refuse them at configuration time.
   virtual bool json_text() const { return true; }
+  /// The media type of a JSON array of records (an HTTP body carrying several):
+  /// "application/json" by default.
+  virtual std::string_view array_content_type() const { return "application/json"; }
+  /// True when records carry headers (append_headers). A sink that packs several records into
+  /// one message whose headers are shared (an HTTP request) must then send one per message.
+  virtual bool record_headers() const { return false; }
+  /// Appends the headers of the record for `event` (the one encode_to() just wrote) to `out`,
+  /// named for `binding`. The default appends none. Errors as encode().
+  virtual Status append_headers(HeaderBinding binding, const Event& event,
+                                std::vector<RecordHeader>& out) {
+    (void)binding;
+    (void)event;
+    (void)out;
+    return ok();
+  }
 
   /// Appends the record for `event` to `out`, without any framing. Error kind invalid_data
   /// when the event cannot be represented (the sink then fails the batch; nothing is
@@ -78,6 +115,15 @@ class Decoder {
   /// naming the field, for bytes that are not such a record (any bytes are safe to pass);
   /// a registry-backed decoder may also fail transient or terminal fetching a schema.
   virtual Result<Event> decode(std::string_view record) = 0;
+  /// decode() of a record that came with `headers` (as Encoder::append_headers wrote them for
+  /// `binding`; header names compared case-insensitively for HTTP). A decoder whose records
+  /// need their headers checks them here; the default ignores them.
+  virtual Result<Event> decode_with_headers(std::string_view record, HeaderBinding binding,
+                                            std::span<const RecordHeader> headers) {
+    (void)binding;
+    (void)headers;
+    return decode(record);
+  }
 };
 
 /// The JSON envelope, one object per event, exactly as Event::to_json() writes it.

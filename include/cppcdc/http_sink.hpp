@@ -39,7 +39,8 @@ namespace cppcdc {
 
 /// How a request body frames the records.
 enum class HttpBodyFormat {
-  kJsonArray,  ///< `[r1,r2,...]`, Content-Type application/json (the default)
+  kJsonArray,  ///< `[r1,r2,...]`, Content-Type the encoder's array_content_type() (the
+               ///< default; application/json, CloudEvents' batch type for that codec)
   kJsonLines,  ///< every record followed by "\n", Content-Type application/x-ndjson
 };
 
@@ -108,8 +109,12 @@ struct HttpSinkOptions {
 };
 
 /// Checks `options` and prepares the sink; nothing connects before the first flush().
-/// `encoder`: nullptr gives the JSON envelope; records must be JSON texts. Errors: kind
-/// configuration, naming the setting (url, headers, signing_secret, tls.ca_file, ...).
+/// `encoder`: nullptr gives the JSON envelope; records must be JSON texts. An encoder whose
+/// records carry headers (Encoder::record_headers, CloudEvents' binary mode) needs
+/// batch_max_events = 1: each request is then one record as it is (not framed), with
+/// Content-Type the encoder's content_type() and the record's headers. Errors: kind
+/// configuration, naming the setting (url, headers, signing_secret, tls.ca_file,
+/// batch_max_events, ...).
 Result<std::unique_ptr<Sink>> make_http_sink(HttpSinkOptions options,
                                              std::unique_ptr<Encoder> encoder = nullptr);
 

@@ -299,6 +299,8 @@ class ConfiguredCodec {
   virtual std::string name() const = 0;
   /// Whether its records are JSON text without line breaks (Encoder::json_text()).
   virtual bool json_text() const = 0;
+  /// Whether its records carry headers (Encoder::record_headers()).
+  virtual bool record_headers() const { return false; }
   /// (label, text) lines for check-config; secrets redacted.
   virtual std::vector<std::pair<std::string, std::string>> describe() const { return {}; }
   /// A new encoder. Connects to nothing (a registry-backed codec resolves its schema ids on
@@ -332,9 +334,12 @@ std::vector<std::string> codec_names();
 /// `codec_options` section (absent: an empty one) to that codec's factory. Errors: an unknown
 /// codec names the `codec` key and lists the known codecs; a bad option names its key under
 /// codec_options. `json_text_only`: refuse codecs whose records are not JSON text (line-framed
-/// and JSON-body sinks), naming the `codec` key.
+/// and JSON-body sinks), naming the `codec` key. `carries_headers`: the sink sends the headers
+/// of Encoder::append_headers; without it, codecs whose records have headers are refused the
+/// same way.
 Result<std::shared_ptr<const ConfiguredCodec>> configure_codec(const Settings& sink_settings,
-                                                               bool json_text_only);
+                                                               bool json_text_only,
+                                                               bool carries_headers = false);
 
 /// Registers the built-in "json" codec. Idempotent. The built-in sink plugins call it.
 void register_json_codec_plugin();

@@ -98,7 +98,8 @@ Result<CodecFactory> find_codec(std::string_view name) { return codecs().find(na
 std::vector<std::string> codec_names() { return codecs().names(); }
 
 Result<std::shared_ptr<const ConfiguredCodec>> configure_codec(const Settings& settings,
-                                                               bool json_text_only) {
+                                                               bool json_text_only,
+                                                               bool carries_headers) {
   auto name = settings.get_string("codec");
   if (!name) return fail(name.error());
   const std::string chosen = name->value_or("json");
@@ -114,6 +115,13 @@ Result<std::shared_ptr<const ConfiguredCodec>> configure_codec(const Settings& s
                      " writes binary records, which this sink type cannot frame (it writes one "
                      "JSON text per line or per body element); use a JSON codec here (\"json\" "
                      "or \"debezium_json\"), or a Kafka sink for binary records"));
+  }
+  if (!carries_headers && (*configured)->record_headers()) {
+    return fail(settings.error(
+        "codec", "codec " + detail::in_quotes(chosen) +
+                     " as configured puts part of each record into headers, which this sink "
+                     "type has nowhere to put (for cloudevents: codec_options.mode = "
+                     "\"structured\" writes one JSON document per event)"));
   }
   return std::shared_ptr<const ConfiguredCodec>(std::move(*configured));
 }

@@ -1,4 +1,4 @@
-// `codec = "cloudevents"` as a plugin; codec_options: source, type_prefix.
+// `codec = "cloudevents"` as a plugin; codec_options: mode, source, type_prefix.
 
 #include "cppcdc/plugin.hpp"
 
@@ -15,8 +15,12 @@ class ConfiguredCloudEventsCodec final : public ConfiguredCodec {
   explicit ConfiguredCloudEventsCodec(CloudEventsOptions options) : options_(std::move(options)) {}
   std::string name() const override { return "cloudevents"; }
   bool json_text() const override { return true; }
+  bool record_headers() const override { return options_.mode == CloudEventsMode::kBinary; }
   std::vector<std::pair<std::string, std::string>> describe() const override {
-    return {{"cloudevents", "structured JSON, source " +
+    return {{"cloudevents", std::string(options_.mode == CloudEventsMode::kBinary
+                                            ? "binary mode (attributes as headers)"
+                                            : "structured JSON") +
+                                ", source " +
                                 (options_.source.empty() ? std::string("/cppcdc/<source_name>")
                                                          : "\"" + options_.source + "\"") +
                                 ", type " + options_.type_prefix + ".<op>"}};
@@ -34,6 +38,16 @@ class ConfiguredCloudEventsCodec final : public ConfiguredCodec {
 
 Result<std::unique_ptr<ConfiguredCodec>> configure(const Settings& s) {
   CloudEventsOptions o;
+  std::string mode = "structured";
+  CPPCDC_TRY(detail::assign_string(s, "mode", mode));
+  if (mode == "binary") {
+    o.mode = CloudEventsMode::kBinary;
+  } else if (mode != "structured") {
+    return fail(s.error("mode", "expected \"structured\" (one JSON event per record) or "
+                                "\"binary\" (the envelope as the record, the attributes as "
+                                "headers), found \"" +
+                                    mode + "\""));
+  }
   CPPCDC_TRY(detail::assign_string(s, "source", o.source));
   CPPCDC_TRY(detail::assign_string(s, "type_prefix", o.type_prefix));
   if (auto st = validate(o); !st) {

@@ -88,6 +88,13 @@ Status gzip(std::string_view in, std::string& out) {
   return ok();
 }
 
+std::string binary_needs_one_event(const std::string& codec) {
+  return "codec \"" + codec + "\"" +
+         " puts each event's attributes into the request's headers, so a request can carry only "
+         "one event: set batch_max_events = 1 (or, for cloudevents, codec_options.mode = "
+         "\"structured\", whose batches are JSON arrays)";
+}
+
 std::int64_t unix_seconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -104,9 +111,13 @@ class HttpSink final : public Sink {
         client_(std::move(client)),
         shown_url_(http::redact_url(options_.url)),
         rng_(std::random_device{}()) {
-    fixed_headers_.push_back(options_.format == HttpBodyFormat::kJsonLines
-                                 ? "Content-Type: application/x-ndjson"
-                                 : "Content-Type: application/json");
+    // One record with headers per request: the record's own type. Otherwise the framing's.
+    single_ = encoder_->record_headers();
+    fixed_headers_.push_back(
+        "Content-Type: " + std::string(single_ ? encoder_->content_type()
+                                       : options_.format == HttpBodyFormat::kJsonLines
+                                           ? std::string_view("application/x-ndjson")
+                                           : encoder_->array_content_type()));
     if (options_.compression == HttpCompression::kGzip) {
       fixed_headers_.push_back("Content-Encoding: gzip");
     }
@@ -133,9 +144,19 @@ class HttpSink final : public Sink {
     const std::size_t bytes_before = records_.size();
     const std::size_t count_before = ends_.size();
     for (const Event& event : events) {
-      if (auto st = encoder_->encode(event, records_); !st) {
+      Status st = encoder_->encode(event, records_);
+      if (st && single_) {
+        header_scratch_.clear();
+        st = encoder_->append_headers(HeaderBinding::kHttp, event, header_scratch_);
+        if (st) {
+          auto& lines = record_headers_.emplace_back();
+          for (const auto& h : header_scratch_) lines.push_back(h.name + ": " + h.value);
+        }
+      }
+      if (!st) {
         records_.cur() -= records_.size() - bytes_before;
         ends_.resize(count_before);
+        if (single_) record_headers_.resize(count_before);
         return fail(
             st.error().context("encoding an event of " + event.table + " as " + encoder_->name()));
       }
@@ -159,6 +180,7 @@ class HttpSink final : public Sink {
     }
     records_.clear();
     ends_.clear();
+    record_headers_.clear();
     kept_.clear();
     next_ = 0;
     failed_ = false;
@@ -186,6 +208,7 @@ class HttpSink final : public Sink {
     client_.reset();
     records_.clear();
     ends_.clear();
+    record_headers_.clear();
     kept_.clear();
     next_ = 0;
     return st;
@@ -245,6 +268,8 @@ class HttpSink final : public Sink {
     const std::string_view lines(records_.data() + start_of(first),
                                  ends_[end - 1] - start_of(first));
     if (options_.format == HttpBodyFormat::kJsonLines) return lines;
+    // A record with headers goes alone and as it is (CloudEvents' binary mode).
+    if (single_) return lines.substr(0, lines.size() - 1);
     array_.clear();
     array_.reserve(lines.size() + 1);
     array_ += '[';
@@ -286,6 +311,9 @@ class HttpSink final : public Sink {
     const std::string what = "a batch of " + std::to_string(count) +
                              (count == 1 ? " event" : " events") + " (webhook-id " + id + ")";
     std::vector<std::string> headers = fixed_headers_;
+    if (single_) {
+      for (const auto& line : record_headers_[first]) headers.push_back(line);
+    }
     headers.push_back("webhook-id: " + id);
     const std::size_t dynamic_at = headers.size();
     for (std::int64_t attempt = 0;; ++attempt) {
@@ -374,6 +402,11 @@ class HttpSink final : public Sink {
 
   HttpSinkOptions options_;
   std::unique_ptr<Encoder> encoder_;
+  // The encoder's records carry headers: one event per request (batch_max_events = 1), each
+  // request with its event's headers ("Name: value" lines, parallel to ends_).
+  bool single_ = false;
+  std::vector<std::vector<std::string>> record_headers_;
+  std::vector<RecordHeader> header_scratch_;
   std::vector<std::string> keys_;  // decoded signing keys
   std::unique_ptr<http::Client> client_;
   std::string shown_url_;
@@ -491,6 +524,9 @@ Result<std::unique_ptr<Sink>> make_http_sink(HttpSinkOptions options,
                                              std::unique_ptr<Encoder> encoder) {
   if (!encoder) encoder = make_json_encoder();
   CPPCDC_TRY(check_options(options));
+  if (encoder->record_headers() && options.batch_max_events != 1) {
+    return fail(bad("batch_max_events", binary_needs_one_event(encoder->name())));
+  }
   std::vector<std::string> keys;
   for (std::size_t i = 0; i < options.signing_secrets.size(); ++i) {
     auto key = http::decode_signing_secret(options.signing_secrets[i]);

@@ -310,15 +310,17 @@ Result<std::unique_ptr<ConfiguredSink>> configure(const Settings& settings) {
     }
   }
 
-  // The checks make_http_sink runs (URL, headers, secrets, files), now, so that
-  // check-config reports them; nothing connects.
+  auto codec = configure_codec(settings, true, true);
+  if (!codec) return fail(std::move(codec).error());
+  // The checks make_http_sink runs (URL, headers, secrets, files, what the codec needs of the
+  // batches), now, so that check-config reports them; nothing connects.
   {
     HttpSinkOptions probe = o;
-    auto sink = make_http_sink(std::move(probe));
+    auto encoder = (*codec)->make_encoder();
+    if (!encoder) return fail(encoder.error());
+    auto sink = make_http_sink(std::move(probe), std::move(*encoder));
     if (!sink) return fail(sink.error());
   }
-  auto codec = configure_codec(settings, true);
-  if (!codec) return fail(std::move(codec).error());
   auto configured = std::make_unique<ConfiguredHttpSink>(std::move(o), std::move(*codec));
   if (skip_refused) configured->skip_refused();
   return std::unique_ptr<ConfiguredSink>(std::move(configured));

@@ -1089,7 +1089,16 @@ class KafkaSink final : public TransactionalSink {
                                             " of " + table_of(event) + " at source offset " +
                                             event.source.offset + " with " + encoder_->name()));
     }
+    extra_headers_.clear();
+    if (encoder_->record_headers()) {
+      if (auto st = encoder_->append_headers(HeaderBinding::kKafka, event, extra_headers_); !st) {
+        return poison(st.error().context("encoding the headers of the " +
+                                         std::string(to_string(event.op)) + " of " +
+                                         table_of(event) + " with " + encoder_->name()));
+      }
+    }
     if (auto st = produce(topic, event, key, value_.view(), false); !st) return st;
+    extra_headers_.clear();  // a tombstone is no event: none of the codec's headers
     if (config_.tombstones_on_delete && key != nullptr && event.op == Operation::kDelete) {
       if (auto st = produce(topic, event, key, {}, true); !st) return st;
     }
@@ -1106,17 +1115,42 @@ class KafkaSink final : public TransactionalSink {
     const std::size_t key_size = key != nullptr ? key->size() : 0;
     const auto started = Clock::now();
     for (;;) {
-      const rd_kafka_resp_err_t err = rd_kafka_producev(
-          rk_, RD_KAFKA_V_RKT(topic.rkt), RD_KAFKA_V_PARTITION(RD_KAFKA_PARTITION_UA),
-          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(key_data, key_size),
-          RD_KAFKA_V_VALUE(tombstone ? nullptr : const_cast<char*>(value.data()),
-                           tombstone ? 0 : value.size()),
-          RD_KAFKA_V_HEADER(kafka_sink::kHeaderOp, op.data(), static_cast<ssize_t>(op.size())),
-          RD_KAFKA_V_HEADER(kafka_sink::kHeaderSourceOffset, event.source.offset.data(),
-                            static_cast<ssize_t>(event.source.offset.size())),
-          RD_KAFKA_V_HEADER(kafka_sink::kHeaderEnvelopeVersion, version,
-                            static_cast<ssize_t>(version_len)),
-          RD_KAFKA_V_END);
+      rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
+      if (extra_headers_.empty()) {
+        err = rd_kafka_producev(
+            rk_, RD_KAFKA_V_RKT(topic.rkt), RD_KAFKA_V_PARTITION(RD_KAFKA_PARTITION_UA),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(key_data, key_size),
+            RD_KAFKA_V_VALUE(tombstone ? nullptr : const_cast<char*>(value.data()),
+                             tombstone ? 0 : value.size()),
+            RD_KAFKA_V_HEADER(kafka_sink::kHeaderOp, op.data(), static_cast<ssize_t>(op.size())),
+            RD_KAFKA_V_HEADER(kafka_sink::kHeaderSourceOffset, event.source.offset.data(),
+                              static_cast<ssize_t>(event.source.offset.size())),
+            RD_KAFKA_V_HEADER(kafka_sink::kHeaderEnvelopeVersion, version,
+                              static_cast<ssize_t>(version_len)),
+            RD_KAFKA_V_END);
+      } else {
+        // The codec's headers too: a header list, which the producer owns once it took the
+        // record (and which is ours to free when it did not).
+        rd_kafka_headers_t* headers = rd_kafka_headers_new(3 + extra_headers_.size());
+        rd_kafka_header_add(headers, kafka_sink::kHeaderOp, -1, op.data(),
+                            static_cast<ssize_t>(op.size()));
+        rd_kafka_header_add(headers, kafka_sink::kHeaderSourceOffset, -1,
+                            event.source.offset.data(),
+                            static_cast<ssize_t>(event.source.offset.size()));
+        rd_kafka_header_add(headers, kafka_sink::kHeaderEnvelopeVersion, -1, version,
+                            static_cast<ssize_t>(version_len));
+        for (const auto& h : extra_headers_) {
+          rd_kafka_header_add(headers, h.name.data(), static_cast<ssize_t>(h.name.size()),
+                              h.value.data(), static_cast<ssize_t>(h.value.size()));
+        }
+        err = rd_kafka_producev(
+            rk_, RD_KAFKA_V_RKT(topic.rkt), RD_KAFKA_V_PARTITION(RD_KAFKA_PARTITION_UA),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(key_data, key_size),
+            RD_KAFKA_V_VALUE(tombstone ? nullptr : const_cast<char*>(value.data()),
+                             tombstone ? 0 : value.size()),
+            RD_KAFKA_V_HEADERS(headers), RD_KAFKA_V_END);
+        if (err != RD_KAFKA_RESP_ERR_NO_ERROR) rd_kafka_headers_destroy(headers);
+      }
       if (err == RD_KAFKA_RESP_ERR_NO_ERROR) break;
       if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
         // Wait for deliveries to make room (their reports are served here).
@@ -1396,6 +1430,7 @@ class KafkaSink final : public TransactionalSink {
   mutable std::mutex mutex_;             // guards last_broker_error_, trouble_since_ and waiting_
   std::string last_broker_error_;        // the last distinct error librdkafka reported
   std::string last_connection_failure_;  // librdkafka's last "Connect to ... failed" line
+  std::vector<RecordHeader> extra_headers_;  // the codec's headers of the record being sent
   // Since when librdkafka reports the brokers unreachable with no delivery since (for
   // current_problem()); troubled_ mirrors whether it is set, read without the lock.
   std::optional<Clock::time_point> trouble_since_;

@@ -310,7 +310,7 @@ Result<std::unique_ptr<ConfiguredSink>> configure(const Settings& settings) {
     if (!e.setting().empty()) return fail(settings.error(e.setting(), e.message()));
     return fail(e);
   }
-  auto codec = configure_codec(settings, false);
+  auto codec = configure_codec(settings, false, true);
   if (!codec) return fail(std::move(codec).error());
   return std::unique_ptr<ConfiguredSink>(
       std::make_unique<ConfiguredKafkaSink>(std::move(c), std::move(*codec)));

@@ -14,6 +14,7 @@
 
 #include "avro_expect.hpp"
 #include "cppcdc/avro.hpp"
+#include "cppcdc/cloudevents.hpp"
 #include "cppcdc/kafka.hpp"
 #include "integration/kafka/kafka_util.hpp"
 #include "integration/pg_util.hpp"
@@ -288,6 +289,69 @@ TEST(KafkaCodecCli, PreflightChecksTheRegistrySubjectsOfTheCapturedTables) {
       << registered.output;
   it::drop_slots(db);
   if (!HasFailure()) std::filesystem::remove_all(dir);
+}
+
+// ---- CloudEvents: read by the CNCF's CloudEvents Python SDK (kafka_tool.py read-cloudevents)
+
+std::vector<boost::json::object> read_cloudevents(const std::string& bootstrap,
+                                                  const std::string& topic) {
+  const auto o =
+      kafka_it::run_command(kafka_it::tool() + " " + bootstrap + " read-cloudevents " + topic);
+  EXPECT_EQ(o.code, 0) << "the CloudEvents SDK could not read topic " << topic << ": "
+                       << o.output;
+  std::vector<boost::json::object> out;
+  std::size_t start = 0;
+  while (start < o.output.size()) {
+    std::size_t end = o.output.find('\n', start);
+    if (end == std::string::npos) end = o.output.size();
+    const std::string line = o.output.substr(start, end - start);
+    start = end + 1;
+    if (!line.empty()) out.push_back(boost::json::parse(line).as_object());
+  }
+  return out;
+}
+
+// The same events in both modes: the SDK finds the same attributes (binary mode from the ce_
+// headers, structured from the document) and the envelope as the data.
+TEST(KafkaCodecOnBroker, CloudEventsInBothModesAreWhatTheCloudEventsSdkReads) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  const auto events = workload("shop");
+  std::vector<std::vector<boost::json::object>> read;
+  for (const auto mode : {CloudEventsMode::kStructured, CloudEventsMode::kBinary}) {
+    const std::string topic = kafka_it::unique_topic(
+        mode == CloudEventsMode::kBinary ? "ce-binary" : "ce-structured");
+    ASSERT_TRUE(kafka_it::create_topic(bootstrap, topic, 1));
+    CloudEventsOptions options;
+    options.mode = mode;
+    produce(bootstrap, topic, make_cloudevents_encoder(options), events);
+    read.push_back(read_cloudevents(bootstrap, topic));
+    ASSERT_EQ(read.back().size(), events.size());
+  }
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    SCOPED_TRACE("event " + std::to_string(i) + ": " + events[i].to_json());
+    const auto& structured = read[0][i].at("attributes").as_object();
+    const auto& binary = read[1][i].at("attributes").as_object();
+    for (const auto* attributes : {&structured, &binary}) {
+      EXPECT_EQ(attributes->at("specversion"), "1.0");
+      EXPECT_EQ(attributes->at("source"), "/cppcdc/shop");
+      EXPECT_EQ(attributes->at("type"),
+                boost::json::value("io.cppcdc." + std::string(to_string(events[i].op))));
+      EXPECT_EQ(attributes->at("subject"), "public.orders");
+      EXPECT_EQ(attributes->at("datacontenttype"), "application/json");
+      EXPECT_EQ(attributes->at("id").as_string().size(), 64U);
+    }
+    for (const char* name : {"id", "time", "type", "subject"}) {
+      EXPECT_EQ(structured.at(name), binary.at(name)) << name;
+    }
+    // The commit times of workload(), RFC 3339 in UTC (date -u -d @1700000000.001).
+    const char* const times[] = {"2023-11-14T22:13:20.001Z", "2023-11-14T22:13:20.002Z",
+                                 "2023-11-14T22:13:20.003Z", "2023-11-14T22:13:20.100Z",
+                                 "2023-11-14T22:13:20.200Z"};
+    EXPECT_EQ(structured.at("time"), times[i]);
+    const auto envelope = boost::json::parse(events[i].to_json());
+    EXPECT_EQ(read[0][i].at("data"), envelope);
+    EXPECT_EQ(read[1][i].at("data"), envelope);
+  }
 }
 
 }  // namespace

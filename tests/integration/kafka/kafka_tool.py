@@ -21,9 +21,16 @@ Usage: kafka_tool.py BOOTSTRAP COMMAND ...
       "confluent"; each record's "key" and "value" are then the decoded datums (Avro bytes
       shown as UTF-8 text) and "key_schema_id" / "value_schema_id" the framing's ids (null
       when bare)
+  read-cloudevents TOPIC
+      as read (read_uncommitted), each record turned into a CloudEvent by the CloudEvents
+      Python SDK (the CNCF's "cloudevents" package from PyPI, put by scripts/install-deps.sh
+      under ~/.cache/cppcdc/python/; CPPCDC_CLOUDEVENTS_SDK overrides the directory): binary
+      mode when the record has a ce_specversion header, else structured; each line is then
+      {"partition": P, "offset": O, "attributes": {...}, "data": {...}}
 """
 
 import json
+import os
 import sys
 import time
 
@@ -105,7 +112,26 @@ def avro_reader(avsc, framed):
     return decode
 
 
-def read(bootstrap, topic, isolation, avro=None):
+def cloudevents_reader():
+    sdk = os.environ.get("CPPCDC_CLOUDEVENTS_SDK") or os.path.expanduser(
+        "~/.cache/cppcdc/python/cloudevents-1.11.0")
+    if not os.path.isdir(sdk):
+        fail("the CloudEvents Python SDK is not in %s: run scripts/install-deps.sh" % sdk)
+    sys.path.insert(0, sdk)
+    from cloudevents.kafka import KafkaMessage, from_binary, from_structured
+
+    def decode(m):
+        headers = {k: v for k, v in (m.headers() or [])}
+        message = KafkaMessage(headers, m.key(), m.value())
+        event = from_binary(message) if "ce_specversion" in headers else from_structured(message)
+        attributes = {k: (v.decode("utf-8") if isinstance(v, bytes) else v)
+                      for k, v in event.get_attributes().items()}
+        return {"attributes": attributes, "data": event.get_data()}
+
+    return decode
+
+
+def read(bootstrap, topic, isolation, avro=None, cloudevents=None):
     consumer = Consumer({
         "bootstrap.servers": bootstrap,
         "group.id": "cppcdc-test-reader",  # never joined: partitions are assigned by hand
@@ -156,7 +182,10 @@ def read(bootstrap, topic, isolation, avro=None):
         record = {
             "partition": p, "offset": m.offset(),
             "headers": [[k, text(v)] for k, v in (m.headers() or [])]}
-        if avro:
+        if cloudevents:
+            record.update(cloudevents(m))
+            del record["headers"]
+        elif avro:
             record["value"], record["value_schema_id"] = avro[0](m.value())
             record["key"], record["key_schema_id"] = avro[1](m.key())
         else:
@@ -227,6 +256,8 @@ def main(argv):
         framed = len(args) == 4 and args[3] == "confluent"
         read(bootstrap, args[0], "read_uncommitted",
              (avro_reader(args[1], framed), avro_reader(args[2], framed)))
+    elif command == "read-cloudevents" and len(args) == 1:
+        read(bootstrap, args[0], "read_uncommitted", cloudevents=cloudevents_reader())
     elif command == "read" and len(args) in (1, 2):
         read(bootstrap, args[0], args[1] if len(args) == 2 else "read_uncommitted")
     else:

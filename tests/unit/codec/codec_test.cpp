@@ -643,5 +643,110 @@ TEST(CloudEvents, TheReaderRefusesWhatIsNotACppcdcCloudEventNamingWhy) {
   }
 }
 
+// Binary mode: the record is the envelope alone and the attributes are headers, named as each
+// transport's CloudEvents binding says (ce_ on Kafka with a content-type header, ce- over HTTP
+// with values percent-encoded), carrying what structured mode puts in the document.
+TEST(CloudEvents, BinaryModePutsTheAttributesIntoHeadersNamedForTheTransport) {
+  CloudEventsOptions options;
+  options.mode = CloudEventsMode::kBinary;
+  auto encoder = make_cloudevents_encoder(options);
+  auto structured = make_cloudevents_encoder();
+  auto decoder = make_cloudevents_decoder(options);
+  EXPECT_TRUE(encoder->record_headers());
+  EXPECT_FALSE(structured->record_headers());
+  EXPECT_EQ(encoder->content_type(), "application/json");
+  EXPECT_EQ(structured->array_content_type(), "application/cloudevents-batch+json");
+  for (const Event& e : generated(300, 37)) {
+    const std::string record = encoded(*encoder, e, "some.topic");
+    EXPECT_EQ(record, e.to_json());
+    const json::object doc = json::parse(encoded(*structured, e)).as_object();
+    for (const HeaderBinding binding : {HeaderBinding::kKafka, HeaderBinding::kHttp}) {
+      const bool http = binding == HeaderBinding::kHttp;
+      std::vector<RecordHeader> headers;
+      ASSERT_TRUE(encoder->append_headers(binding, e, headers));
+      std::map<std::string, std::string> by_name;
+      for (const auto& h : headers) by_name[h.name] = h.value;
+      const std::string p = http ? "ce-" : "ce_";
+      for (const char* attribute : {"specversion", "id", "source", "type", "subject", "time"}) {
+        if (!doc.contains(attribute)) {
+          EXPECT_EQ(by_name.count(p + attribute), 0U) << attribute;
+          continue;
+        }
+        const std::string value(doc.at(attribute).as_string());
+        ASSERT_EQ(by_name.count(p + attribute), 1U) << attribute;
+        if (!http) {
+          EXPECT_EQ(by_name[p + attribute], value) << attribute;
+        } else {
+          // Over HTTP nothing unsafe is left: no space, quote or byte outside printable ASCII.
+          for (const char c : by_name[p + attribute]) {
+            const auto b = static_cast<unsigned char>(c);
+            EXPECT_TRUE(b > 0x20 && b < 0x7F && b != '"') << by_name[p + attribute];
+          }
+        }
+      }
+      EXPECT_EQ(by_name.count("content-type"), http ? 0U : 1U);
+      auto back = decoder->decode_with_headers(record, binding, headers);
+      ASSERT_TRUE(back) << back.error().report();
+      EXPECT_EQ(*back, e);
+    }
+  }
+}
+
+TEST(CloudEvents, BinaryModeHttpValuesArePercentEncodedAndTheReaderChecksTheHeaders) {
+  CloudEventsOptions options;
+  options.mode = CloudEventsMode::kBinary;
+  auto encoder = make_cloudevents_encoder(options);
+  auto decoder = make_cloudevents_decoder(options);
+  Event e = test::full_event();
+  e.schema = "sales data";
+  e.table = "caf\xC3\xA9 \"100%\"";
+  const std::string record = encoded(*encoder, e);
+  std::vector<RecordHeader> headers;
+  ASSERT_TRUE(encoder->append_headers(HeaderBinding::kHttp, e, headers));
+  std::string subject;
+  for (const auto& h : headers) {
+    if (h.name == "ce-subject") subject = h.value;
+  }
+  EXPECT_EQ(subject, "sales%20data.caf%C3%A9%20%22100%25%22");
+  // HTTP header names are case-insensitive.
+  for (auto& h : headers) {
+    if (h.name == "ce-subject") h.name = "Ce-Subject";
+  }
+  auto back = decoder->decode_with_headers(record, HeaderBinding::kHttp, headers);
+  ASSERT_TRUE(back) << back.error().report();
+  EXPECT_EQ(*back, e);
+  // Headers that are missing or contradict the record are refused, naming them.
+  std::vector<RecordHeader> kafka;
+  ASSERT_TRUE(encoder->append_headers(HeaderBinding::kKafka, e, kafka));
+  const auto without = [&](const std::string& name) {
+    std::vector<RecordHeader> out;
+    for (const auto& h : kafka) {
+      if (h.name != name) out.push_back(h);
+    }
+    return out;
+  };
+  const auto replaced = [&](const std::string& name, const std::string& value) {
+    auto out = kafka;
+    for (auto& h : out) {
+      if (h.name == name) h.value = value;
+    }
+    return out;
+  };
+  const std::vector<std::pair<std::vector<RecordHeader>, std::string>> cases = {
+      {without("ce_specversion"), "ce_specversion"},
+      {without("ce_id"), "ce_id"},
+      {without("ce_source"), "ce_source"},
+      {replaced("ce_type", "io.cppcdc.truncate"), "does not match the envelope's op"},
+      {replaced("ce_subject", "public.other"), "does not match the envelope's table"},
+      {replaced("content-type", "application/avro"), "content-type is not JSON"},
+  };
+  for (const auto& [hs, why] : cases) {
+    auto refused = decoder->decode_with_headers(record, HeaderBinding::kKafka, hs);
+    ASSERT_FALSE(refused) << why;
+    EXPECT_EQ(refused.error().kind(), ErrorKind::kInvalidData);
+    EXPECT_CONTAINS(refused.error().report(), why);
+  }
+}
+
 }  // namespace
 }  // namespace cppcdc

@@ -117,6 +117,24 @@ TEST(CodecConfig, CodecOptionsAreTheCodecsToCheck) {
   EXPECT_CONTAINS(error_of("[sink]\ntype = \"stdout\"\ncodec = \"cloudevents\"\n"
                            "[sink.codec_options]\ntyp_prefix = \"x\"\n"),
                   "typ_prefix: unknown key");
+  // Binary mode: only sinks that carry headers take it; HTTP with one event per request.
+  EXPECT_CONTAINS(error_of("[sink]\ntype = \"stdout\"\ncodec = \"cloudevents\"\n"
+                           "[sink.codec_options]\nmode = \"binary\"\n"),
+                  "[sink] codec: codec \"cloudevents\" as configured puts part of each record "
+                  "into headers");
+  EXPECT_CONTAINS(error_of("[sink]\ntype = \"http\"\nurl = \"http://r:8080/\"\n"
+                           "codec = \"cloudevents\"\n[sink.codec_options]\nmode = \"binary\"\n"),
+                  "[sink] batch_max_events: codec \"cloudevents\" puts each event's attributes");
+  EXPECT_CONTAINS(described("[sink]\ntype = \"http\"\nurl = \"http://r:8080/\"\n"
+                            "batch_max_events = 1\ncodec = \"cloudevents\"\n"
+                            "[sink.codec_options]\nmode = \"binary\"\n"),
+                  "binary mode (attributes as headers)");
+  EXPECT_CONTAINS(described(std::string(kKafka) +
+                            "codec = \"cloudevents\"\n[sink.codec_options]\nmode = \"binary\"\n"),
+                  "binary mode (attributes as headers)");
+  EXPECT_CONTAINS(error_of("[sink]\ntype = \"stdout\"\ncodec = \"cloudevents\"\n"
+                           "[sink.codec_options]\nmode = \"binery\"\n"),
+                  "mode: expected \"structured\"");
 }
 
 TEST(CodecConfig, TheRegistryListsTheBuiltInCodecs) {

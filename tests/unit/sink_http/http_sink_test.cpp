@@ -16,6 +16,10 @@
 #include <thread>
 #include <vector>
 
+#include <boost/json.hpp>
+#include <cstdio>
+
+#include "cppcdc/cloudevents.hpp"
 #include "http_receiver.hpp"
 #include "wait_until.hpp"
 
@@ -565,6 +569,106 @@ TEST(HttpSinkConfig, ErrorsNameTheSetting) {
   o = options_for("http://receiver.test/cdc");
   o.tls.ca_file = "/etc/hostname";
   EXPECT_CONTAINS(config_error(o), "tls.ca_file: is set but url is http://");
+}
+
+// ---- CloudEvents over HTTP, read by the CloudEvents Python SDK (tests/cloudevents_http.py) ----
+
+/// What the SDK makes of `requests`: one object per CloudEvent, {"attributes", "data"}.
+std::vector<boost::json::object> sdk_reads(const std::vector<testing_http::ReceivedRequest>& requests) {
+  boost::json::array in;
+  for (const auto& r : requests) {
+    boost::json::object headers;
+    for (const auto& [name, value] : r.headers) headers[name] = value;
+    in.push_back(boost::json::object{{"headers", headers}, {"body", r.body}});
+  }
+  const auto dir = std::filesystem::temp_directory_path() / "cppcdc-ce-http";
+  std::filesystem::create_directories(dir);
+  const auto input = dir / ("requests-" + std::to_string(::getpid()) + ".json");
+  std::ofstream(input) << boost::json::serialize(in);
+  const std::string command = std::string("/usr/bin/python3 ") + CPPCDC_SOURCE_DIR +
+                              "/tests/cloudevents_http.py < " + input.string() + " 2>&1";
+  std::string output;
+  FILE* p = popen(command.c_str(), "r");
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, p) != nullptr) output += buf;
+  EXPECT_EQ(pclose(p), 0) << output;
+  std::filesystem::remove(input);
+  std::vector<boost::json::object> out;
+  std::size_t start = 0;
+  while (start < output.size()) {
+    std::size_t end = output.find('\n', start);
+    if (end == std::string::npos) end = output.size();
+    const std::string line = output.substr(start, end - start);
+    start = end + 1;
+    if (line.empty()) continue;
+    boost::system::error_code ec;
+    auto v = boost::json::parse(line, ec);
+    if (ec || !v.is_object()) {
+      ADD_FAILURE() << "the SDK printed: " << output;
+      break;
+    }
+    out.push_back(v.as_object());
+  }
+  return out;
+}
+
+// Binary mode: one event per request, the envelope as the body (Content-Type application/json)
+// and the attributes as ce- headers; structured mode: a batch as CloudEvents' JSON batch
+// format. The CloudEvents SDK reads both to the same attributes and the envelope as data.
+TEST(HttpSink, CloudEventsInBinaryAndBatchModeAreWhatTheCloudEventsSdkReads) {
+  const auto events = batch(1, 3);
+  std::vector<std::vector<boost::json::object>> read;
+  for (const auto mode : {CloudEventsMode::kBinary, CloudEventsMode::kStructured}) {
+    HttpReceiver receiver({kSecret});
+    auto o = options_for(receiver.url());
+    o.signing_secrets = {kSecret};
+    CloudEventsOptions ce;
+    ce.mode = mode;
+    if (mode == CloudEventsMode::kBinary) {
+      // Several events per request cannot carry each one's headers.
+      auto refused = make_http_sink(o, make_cloudevents_encoder(ce));
+      ASSERT_FALSE(refused);
+      EXPECT_EQ(refused.error().kind(), ErrorKind::kConfiguration);
+      EXPECT_EQ(refused.error().setting(), "batch_max_events");
+      o.batch_max_events = 1;
+    }
+    auto sink = make_http_sink(o, make_cloudevents_encoder(ce));
+    ASSERT_TRUE(sink) << sink.error().report();
+    ASSERT_TRUE((*sink)->write(events));
+    const auto flushed = (*sink)->flush();
+    ASSERT_TRUE(flushed) << flushed.error().report();
+    const auto requests = receiver.requests();
+    if (mode == CloudEventsMode::kBinary) {
+      ASSERT_EQ(requests.size(), events.size());
+      for (std::size_t i = 0; i < events.size(); ++i) {
+        EXPECT_EQ(requests[i].body, events[i].to_json());
+        EXPECT_EQ(requests[i].header("content-type"), "application/json");
+        EXPECT_EQ(requests[i].header("ce-specversion"), "1.0");
+        EXPECT_EQ(requests[i].header("ce-subject"), "public.orders");
+        EXPECT_TRUE(requests[i].signature_ok);
+      }
+    } else {
+      ASSERT_EQ(requests.size(), 1U);
+      EXPECT_EQ(requests[0].header("content-type"), "application/cloudevents-batch+json");
+      EXPECT_TRUE(requests[0].signature_ok);
+    }
+    read.push_back(sdk_reads(requests));
+    ASSERT_EQ(read.back().size(), events.size());
+    EXPECT_TRUE((*sink)->close());
+  }
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const auto& binary = read[0][i].at("attributes").as_object();
+    const auto& structured = read[1][i].at("attributes").as_object();
+    for (const char* name : {"specversion", "id", "source", "type", "subject", "time"}) {
+      EXPECT_EQ(binary.at(name), structured.at(name)) << name;
+    }
+    EXPECT_EQ(binary.at("source"), "/cppcdc/postgres");
+    EXPECT_EQ(binary.at("type"), "io.cppcdc.insert");
+    EXPECT_EQ(binary.at("time"), boost::json::value("2023-11-14T22:13:20.00" + std::to_string(i + 1) + "Z"));
+    const auto envelope = boost::json::parse(events[i].to_json());
+    EXPECT_EQ(read[0][i].at("data"), envelope);
+    EXPECT_EQ(read[1][i].at("data"), envelope);
+  }
 }
 
 }  // namespace
