@@ -172,8 +172,7 @@ std::string percent_decoded(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '%' && i + 2 < text.size() && hex(text[i + 1]) >= 0 &&
-        hex(text[i + 2]) >= 0) {
+    if (text[i] == '%' && i + 2 < text.size() && hex(text[i + 1]) >= 0 && hex(text[i + 2]) >= 0) {
       out += static_cast<char>(hex(text[i + 1]) * 16 + hex(text[i + 2]));
       i += 2;
     } else {
@@ -252,8 +251,7 @@ class CloudEventsDecoder final : public Decoder {
   /// The type and subject attributes must agree with the envelope.
   Status check_against(const Event& event, std::string_view type,
                        const std::optional<std::string>& subject) const {
-    const std::string expected_type =
-        options_.type_prefix + "." + std::string(to_string(event.op));
+    const std::string expected_type = options_.type_prefix + "." + std::string(to_string(event.op));
     if (type != expected_type) {
       return fail(refused("type \"" + std::string(type) +
                           "\" does not match the envelope's op (expected \"" + expected_type +

@@ -43,10 +43,11 @@ Result<std::unique_ptr<ConfiguredCodec>> configure(const Settings& s) {
   if (mode == "binary") {
     o.mode = CloudEventsMode::kBinary;
   } else if (mode != "structured") {
-    return fail(s.error("mode", "expected \"structured\" (one JSON event per record) or "
-                                "\"binary\" (the envelope as the record, the attributes as "
-                                "headers), found \"" +
-                                    mode + "\""));
+    return fail(s.error("mode",
+                        "expected \"structured\" (one JSON event per record) or "
+                        "\"binary\" (the envelope as the record, the attributes as "
+                        "headers), found \"" +
+                            mode + "\""));
   }
   CPPCDC_TRY(detail::assign_string(s, "source", o.source));
   CPPCDC_TRY(detail::assign_string(s, "type_prefix", o.type_prefix));

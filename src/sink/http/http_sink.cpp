@@ -113,11 +113,11 @@ class HttpSink final : public Sink {
         rng_(std::random_device{}()) {
     // One record with headers per request: the record's own type. Otherwise the framing's.
     single_ = encoder_->record_headers();
-    fixed_headers_.push_back(
-        "Content-Type: " + std::string(single_ ? encoder_->content_type()
-                                       : options_.format == HttpBodyFormat::kJsonLines
-                                           ? std::string_view("application/x-ndjson")
-                                           : encoder_->array_content_type()));
+    fixed_headers_.push_back("Content-Type: " +
+                             std::string(single_ ? encoder_->content_type()
+                                         : options_.format == HttpBodyFormat::kJsonLines
+                                             ? std::string_view("application/x-ndjson")
+                                             : encoder_->array_content_type()));
     if (options_.compression == HttpCompression::kGzip) {
       fixed_headers_.push_back("Content-Encoding: gzip");
     }

@@ -297,8 +297,7 @@ std::vector<boost::json::object> read_cloudevents(const std::string& bootstrap,
                                                   const std::string& topic) {
   const auto o =
       kafka_it::run_command(kafka_it::tool() + " " + bootstrap + " read-cloudevents " + topic);
-  EXPECT_EQ(o.code, 0) << "the CloudEvents SDK could not read topic " << topic << ": "
-                       << o.output;
+  EXPECT_EQ(o.code, 0) << "the CloudEvents SDK could not read topic " << topic << ": " << o.output;
   std::vector<boost::json::object> out;
   std::size_t start = 0;
   while (start < o.output.size()) {
@@ -318,8 +317,8 @@ TEST(KafkaCodecOnBroker, CloudEventsInBothModesAreWhatTheCloudEventsSdkReads) {
   const auto events = workload("shop");
   std::vector<std::vector<boost::json::object>> read;
   for (const auto mode : {CloudEventsMode::kStructured, CloudEventsMode::kBinary}) {
-    const std::string topic = kafka_it::unique_topic(
-        mode == CloudEventsMode::kBinary ? "ce-binary" : "ce-structured");
+    const std::string topic =
+        kafka_it::unique_topic(mode == CloudEventsMode::kBinary ? "ce-binary" : "ce-structured");
     ASSERT_TRUE(kafka_it::create_topic(bootstrap, topic, 1));
     CloudEventsOptions options;
     options.mode = mode;

@@ -8,16 +8,15 @@
 #include <zlib.h>
 
 #include <atomic>
+#include <boost/json.hpp>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <boost/json.hpp>
-#include <cstdio>
 
 #include "cppcdc/cloudevents.hpp"
 #include "http_receiver.hpp"
@@ -574,7 +573,8 @@ TEST(HttpSinkConfig, ErrorsNameTheSetting) {
 // ---- CloudEvents over HTTP, read by the CloudEvents Python SDK (tests/cloudevents_http.py) ----
 
 /// What the SDK makes of `requests`: one object per CloudEvent, {"attributes", "data"}.
-std::vector<boost::json::object> sdk_reads(const std::vector<testing_http::ReceivedRequest>& requests) {
+std::vector<boost::json::object> sdk_reads(
+    const std::vector<testing_http::ReceivedRequest>& requests) {
   boost::json::array in;
   for (const auto& r : requests) {
     boost::json::object headers;
@@ -664,7 +664,8 @@ TEST(HttpSink, CloudEventsInBinaryAndBatchModeAreWhatTheCloudEventsSdkReads) {
     }
     EXPECT_EQ(binary.at("source"), "/cppcdc/postgres");
     EXPECT_EQ(binary.at("type"), "io.cppcdc.insert");
-    EXPECT_EQ(binary.at("time"), boost::json::value("2023-11-14T22:13:20.00" + std::to_string(i + 1) + "Z"));
+    EXPECT_EQ(binary.at("time"),
+              boost::json::value("2023-11-14T22:13:20.00" + std::to_string(i + 1) + "Z"));
     const auto envelope = boost::json::parse(events[i].to_json());
     EXPECT_EQ(read[0][i].at("data"), envelope);
     EXPECT_EQ(read[1][i].at("data"), envelope);
