@@ -113,9 +113,16 @@ struct PreflightCheck {
 struct SinkPreflightContext {
   /// The sink's name in the configuration ("default" for the default sink).
   std::string name;
-  /// The events' source.source_name and the captured "schema.table" names (empty: unknown).
+  /// The events' source.source_name, and the captured "schema.table" names (patterns where
+  /// the source takes patterns) whose events reach this sink: the routes already applied (a
+  /// table the routes send elsewhere is not here). Empty: unknown.
   std::string source_name;
   std::vector<std::string> tables;
+  /// Those of `tables` whose events carry no key (ConfiguredSource::keyless_tables), so a
+  /// keyed destination knows they arrive without one. nullopt: not known (the source type
+  /// cannot tell, its server did not answer, or transforms may rename or re-key events on
+  /// their way to the sink).
+  std::optional<std::vector<std::string>> keyless_tables;
   /// True when source_name is its source type's default (the file does not set it).
   bool source_name_is_default = false;
   /// Set under delivery_contract = "effectively_once" (as SinkOpenContext::checkpoint).
@@ -180,6 +187,11 @@ class ConfiguredSource {
     return {{PreflightCheck::Outcome::kWarn, "this source type has no preflight checks yet",
              "start it (cppcdc run) to find problems"}};
   }
+  /// The captured tables ("schema.table") whose events will carry no key (primary_key null):
+  /// read from the live server, changing nothing, for `cppcdc preflight`. nullopt: not known
+  /// (the default; also when the server cannot be read: preflight() reports why). Blocks for
+  /// network round trips like preflight().
+  virtual std::optional<std::vector<std::string>> keyless_tables() const { return std::nullopt; }
   /// Removes from the server what the source created for this pipeline and holds there (for
   /// PostgreSQL its replication slot and publication), and nothing it did not create unless
   /// `include_preexisting`. With `dry_run`, changes nothing and returns the plan. Returns one

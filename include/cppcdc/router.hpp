@@ -37,6 +37,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -61,6 +62,11 @@ struct RouterChild {
   std::string name;  ///< as configured ("billing-hook"); unique within the router
   std::unique_ptr<Sink> sink;
   ChildBatching batching;
+  /// Applied to every error of this child before the router adds its own context ("writing N
+  /// events to sink ..."): a program that configures children from a file names the child's
+  /// settings as the file spells them (the sink itself only knows its own relative setting
+  /// paths). Empty: errors pass unchanged. Called on the thread that drives the router.
+  std::function<Error(Error)> relabel_error;
 };
 
 /// One route: the events it takes and the children they go to.

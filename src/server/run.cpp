@@ -148,6 +148,7 @@ Error for_entry(const Error& e, const SinkEntry& entry) {
   const auto [table, key] = split_setting_path(e.setting());
   Error out(e.kind(), e.category(),
             entry.label + " " + (table.empty() ? key : table + "." + key) + ": " + e.message());
+  out = std::move(out).with_condition(e.condition());
   for (auto it = e.chain().rbegin(); it != e.chain().rend(); ++it) {
     out = std::move(out).context(*it);
   }
@@ -172,8 +173,13 @@ Result<std::unique_ptr<RouterSink>> build_router(const ServerConfig& config,
   for (std::size_t i = 0; i < config.sinks.size(); ++i) {
     if (config.sinks[i].type == "fanout") continue;
     child_of[i] = rc.children.size();
-    rc.children.push_back(
-        RouterChild{config.sinks[i].name, std::move(opened[i]), config.sinks[i].batching});
+    RouterChild child{config.sinks[i].name, std::move(opened[i]), config.sinks[i].batching, {}};
+    // Errors of a [[sinks]] entry name its settings as that entry ("[[sinks]] \"x\" topic"),
+    // not as "[sink] topic".
+    if (config.sinks[i].label != "[sink]") {
+      child.relabel_error = [entry = config.sinks[i]](Error e) { return for_entry(e, entry); };
+    }
+    rc.children.push_back(std::move(child));
   }
   const auto targets = [&](std::size_t i) {
     std::vector<std::size_t> out;
@@ -627,6 +633,50 @@ void check_local_directories(const ServerConfig& config, std::vector<PreflightCh
 
 }  // namespace
 
+// The captured tables each sink of `config` receives, by ServerConfig::sinks index: the routes
+// applied to each table's name as the source writes it (first match wins, else [sink]), a
+// fanout's tables given to each of its children. A table pattern could go anywhere, and so
+// could every table when transforms run first (they may rename events): those go to every sink.
+std::vector<std::vector<std::string>> tables_per_sink(const ServerConfig& config,
+                                                      const std::vector<std::string>& tables) {
+  std::vector<std::vector<std::string>> out(config.sinks.size());
+  std::vector<WhenPredicate> routes;
+  for (const auto& route : config.routes) {
+    routes.emplace_back(WhenConfig{route.tables, route.schemas, {}});
+  }
+  for (const auto& table : tables) {
+    const bool anywhere =
+        config.transforms.has_value() || table.find_first_of("*?[") != std::string::npos;
+    std::vector<std::size_t> to;
+    if (anywhere) {
+      for (std::size_t i = 0; i < config.sinks.size(); ++i) to.push_back(i);
+    } else {
+      Event e;
+      const auto dot = table.find('.');
+      if (dot != std::string::npos) e.schema = table.substr(0, dot);
+      e.table = dot == std::string::npos ? table : table.substr(dot + 1);
+      std::size_t target = 0;
+      for (std::size_t r = 0; r < routes.size(); ++r) {
+        if (routes[r].matches(e)) {
+          target = config.routes[r].sink;
+          break;
+        }
+      }
+      if (config.sinks[target].type == "fanout") {
+        to = config.sinks[target].fanout;
+      } else {
+        to.push_back(target);
+      }
+    }
+    for (std::size_t i : to) {
+      if (std::find(out[i].begin(), out[i].end(), table) == out[i].end()) {
+        out[i].push_back(table);
+      }
+    }
+  }
+  return out;
+}
+
 int preflight(const std::filesystem::path& path) {
   auto config = load_server_config(path);
   if (!config) {
@@ -650,14 +700,36 @@ int preflight(const std::filesystem::path& path) {
   // Every sink's destination (the Kafka sink: brokers, topics, transactions).
   SinkPreflightContext context;
   context.source_name = config->source->source_name();
-  context.tables = config->source->captured_tables();
+  const std::vector<std::string> captured = config->source->captured_tables();
+  const auto routed = tables_per_sink(*config, captured);
+  // Which tables arrive without a key, asked only when some sink may care (a keyed
+  // destination) and no transform may re-key them on the way.
+  std::optional<std::vector<std::string>> keyless;
+  if (!config->transforms && !captured.empty()) keyless = config->source->keyless_tables();
   context.source_name_is_default = !config->source_name_set;
   if (config->delivery_contract == "effectively_once") {
     context.checkpoint = config->checkpoint->in_sink(checkpoint_id);
   }
-  for (const auto& sink : config->sinks) {
+  for (std::size_t i = 0; i < config->sinks.size(); ++i) {
+    const SinkEntry& sink = config->sinks[i];
     if (!sink.configured) continue;
     context.name = sink.name;
+    context.tables = routed[i];
+    context.keyless_tables.reset();
+    if (keyless) {
+      context.keyless_tables.emplace();
+      for (const auto& t : *keyless) {
+        if (std::find(routed[i].begin(), routed[i].end(), t) != routed[i].end()) {
+          context.keyless_tables->push_back(t);
+        }
+      }
+    }
+    if (!captured.empty() && routed[i].empty()) {
+      checks.push_back({PreflightCheck::Outcome::kWarn,
+                        sink.label + ": no captured table is routed to it, so it receives no "
+                                     "events",
+                        "check the globs of the [[pipeline.routes]] that name it"});
+    }
     for (auto& check : sink.configured->preflight(context)) {
       if (config->sinks.size() > 1) check.what = sink.label + ": " + check.what;
       checks.push_back(std::move(check));

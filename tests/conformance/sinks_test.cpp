@@ -186,8 +186,8 @@ class RouterSinkHarness {
     if (!fallback) return fail(fallback.error());
     auto target = make_file_sink(routed);
     if (!target) return fail(target.error());
-    config.children.push_back(RouterChild{"default", std::move(*fallback), {}});
-    config.children.push_back(RouterChild{"orders", std::move(*target), {}});
+    config.children.push_back(RouterChild{"default", std::move(*fallback), {}, {}});
+    config.children.push_back(RouterChild{"orders", std::move(*target), {}, {}});
     config.routes.push_back(RouterRoute{{"public.ord*"}, {}, {1}, ""});
     config.default_targets = {0};
     auto built = RouterSink::create(std::move(config));
@@ -230,8 +230,8 @@ class FanoutSinkHarness {
     auto b = make_file_sink(second_path());
     if (!b) return fail(b.error());
     std::vector<RouterChild> children;
-    children.push_back(RouterChild{"a", std::move(*a), {}});
-    children.push_back(RouterChild{"b", std::move(*b), {}});
+    children.push_back(RouterChild{"a", std::move(*a), {}, {}});
+    children.push_back(RouterChild{"b", std::move(*b), {}, {}});
     return make_fanout_sink(std::move(children));
   }
   fs::path first_path() const { return tmp_.path() / "a" / "events.jsonl"; }

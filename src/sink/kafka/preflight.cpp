@@ -306,18 +306,44 @@ bool brokers_answer(Probe& probe, const KafkaSinkConfig& config, std::vector<Pre
 }
 
 // A compacted topic takes only keyed records: a row of a table without a primary key that
-// goes there is refused (INVALID_RECORD) and stops the pipeline. The tables' keys are the
-// source's business, so this is a warning naming them.
-void warn_if_compacted(const std::string& what, const std::string& policy, const char* is,
-                       std::vector<PreflightCheck>& out) {
+// goes there is refused (INVALID_RECORD) and stops the pipeline. When the source said which
+// of the topic's tables are keyless, that is a failure naming them; when it could not, a
+// warning.
+void check_compaction(const std::string& what, const std::string& policy, const char* is,
+                      const std::vector<std::string>& tables,
+                      const std::optional<std::vector<std::string>>& keyless,
+                      std::vector<PreflightCheck>& out) {
   if (policy.empty()) return;
-  out.push_back({Outcome::kWarn,
-                 what + " " + is + " compacted (cleanup.policy=" + policy +
-                     "), and a compacted topic refuses records without a key: a change of a "
-                     "table without a primary key routed there would stop the pipeline",
-                 "make sure every table routed to it has a primary key (or is keyed by a "
-                 "key_shaping transform); route keyless tables to a topic that is not "
-                 "compacted"});
+  const std::string compacted = what + " " + is + " compacted (cleanup.policy=" + policy + ")";
+  if (!keyless) {
+    out.push_back({Outcome::kWarn,
+                   compacted + ", and a compacted topic refuses records without a key: a change "
+                               "of a table without a primary key routed there would stop the "
+                               "pipeline",
+                   "make sure every table routed to it has a primary key (or is keyed by a "
+                   "key_shaping transform); route keyless tables to a topic that is not "
+                   "compacted"});
+    return;
+  }
+  std::string without;
+  for (const auto& t : tables) {
+    if (std::find(keyless->begin(), keyless->end(), t) != keyless->end()) {
+      without += (without.empty() ? "" : ", ") + t;
+    }
+  }
+  if (without.empty()) {
+    out.push_back({Outcome::kPass, compacted + ", and every table going there has a key", ""});
+    return;
+  }
+  out.push_back({Outcome::kFail,
+                 compacted + ", but " + without +
+                     " has no key (no primary key, or replica identity NOTHING): the broker "
+                     "refuses its records without a key (INVALID_RECORD), which stops the "
+                     "pipeline at the first change of it",
+                 "give " + without +
+                     " a primary key, route it to a topic that is not compacted (a "
+                     "[[pipeline.routes]] entry to another sink), or key it with a key_shaping "
+                     "transform"});
 }
 
 void check_topics(Probe& probe, const KafkaSinkConfig& config, const SinkPreflightContext& context,
@@ -387,11 +413,11 @@ void check_topics(Probe& probe, const KafkaSinkConfig& config, const SinkPreflig
                        what + " exists (" + std::to_string(found.partitions) + " partition" +
                            (found.partitions == 1 ? "" : "s") + ")",
                        ""});
-        warn_if_compacted(
+        check_compaction(
             what,
             compaction_of(resource_settings(probe.get(), RD_KAFKA_RESOURCE_TOPIC, name,
                                             probe.remaining_ms(std::chrono::seconds(5)))),
-            "is", out);
+            "is", tables, context.keyless_tables, out);
         break;
       case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
         if (config.create_topics) {
@@ -413,7 +439,8 @@ void check_topics(Probe& probe, const KafkaSinkConfig& config, const SinkPreflig
                          ""});
           std::map<std::string, std::string> planned(config.topic_config.begin(),
                                                      config.topic_config.end());
-          warn_if_compacted(what, compaction_of(planned), "will be", out);
+          check_compaction(what, compaction_of(planned), "will be", tables, context.keyless_tables,
+                           out);
         } else {
           out.push_back({Outcome::kFail,
                          what + " does not exist, and with create_topics = false the sink "

@@ -34,6 +34,7 @@ struct RouterSink::Impl {
     std::string name;
     std::unique_ptr<Sink> sink;
     ChildBatching batching;
+    std::function<Error(Error)> relabel_error;
     bool written = false;        // written since its last successful flush
     std::size_t unflushed = 0;   // events written since its last flush, for flush_interval
     std::vector<Event> scratch;  // its events when they are not one run of the batch
@@ -62,10 +63,15 @@ struct RouterSink::Impl {
   std::string child_label(const Child& c) const {
     return "sink \"" + c.name + "\" (" + c.sink->name() + ")";
   }
+  // A child's error as the router returns it: relabelled by its owner, then "<doing> <child>".
+  Error child_error(const Child& c, const Error& e, const std::string& doing) const {
+    Error out = c.relabel_error ? c.relabel_error(e) : e;
+    return std::move(out).context(doing + " " + child_label(c));
+  }
 
   Status flush_child(Child& c) {
     if (auto st = c.sink->flush(); !st) {
-      return fail(st.error().context("flushing " + child_label(c)));
+      return fail(child_error(c, st.error(), "flushing"));
     }
     c.written = false;
     c.unflushed = 0;
@@ -82,8 +88,7 @@ struct RouterSink::Impl {
       if (max != 0) n = std::min(n, max);
       if (interval != 0) n = std::min(n, interval - c.unflushed);
       if (auto st = c.sink->write(events.first(n)); !st) {
-        return fail(
-            st.error().context("writing " + std::to_string(n) + " events to " + child_label(c)));
+        return fail(child_error(c, st.error(), "writing " + std::to_string(n) + " events to"));
       }
       c.written = true;
       c.unflushed += n;
@@ -166,6 +171,7 @@ Result<std::unique_ptr<RouterSink>> RouterSink::create(RouterConfig config) {
     child.name = std::move(c.name);
     child.sink = std::move(c.sink);
     child.batching = c.batching;
+    child.relabel_error = std::move(c.relabel_error);
   }
   return router;
 }
@@ -244,7 +250,7 @@ Status RouterSink::recover() {
   if (d.closed) return fail(Error::invalid_state(d.kind + " sink is closed"));
   for (auto& child : d.children) {
     if (auto st = child.sink->recover(); !st) {
-      return fail(st.error().context("recovering " + d.child_label(child)));
+      return fail(d.child_error(child, st.error(), "recovering"));
     }
   }
   return ok();
@@ -257,7 +263,7 @@ Status RouterSink::close() {
   Status first = ok();
   for (auto& child : d.children) {
     auto st = child.sink->close();
-    if (!st && first) first = fail(st.error().context("closing " + d.child_label(child)));
+    if (!st && first) first = fail(d.child_error(child, st.error(), "closing"));
   }
   return first;
 }

@@ -359,4 +359,32 @@ std::vector<PreflightCheck> run_preflight(const PostgresSourceConfig& config,
   return out;
 }
 
+std::optional<std::vector<std::string>> read_keyless_tables(const PostgresSourceConfig& config) {
+  auto conn = detail::connect(config.dsn, false);
+  if (!conn) return std::nullopt;
+  std::vector<std::string> out;
+  for (const auto& name : config.tables) {
+    const TableName t = detail::split_table(name);
+    // The same rule as the assembler's key (assembler.cpp): the primary key under DEFAULT and
+    // FULL, the identity index under USING INDEX, nothing under NOTHING.
+    auto res = exec(conn->get(),
+                    "select c.relreplident, "
+                    "exists (select 1 from pg_index i where i.indrelid = c.oid and "
+                    "i.indisprimary), "
+                    "exists (select 1 from pg_index i where i.indrelid = c.oid and "
+                    "i.indisreplident) "
+                    "from pg_class c join pg_namespace n on n.oid = c.relnamespace "
+                    "where n.nspname = $1 and c.relname = $2",
+                    "reading the key of " + t.text(), {t.schema, t.table});
+    if (!res) return std::nullopt;
+    if (PQntuples(res->get()) == 0) continue;  // a missing table: preflight says so
+    const char ident = get(res->get(), 0, 0).value_or("d")[0];
+    const bool pk = get(res->get(), 0, 1).value_or("f") == "t";
+    const bool index = get(res->get(), 0, 2).value_or("f") == "t";
+    const bool keyed = ident == 'i' ? index : ident != 'n' && pk;
+    if (!keyed) out.push_back(name);
+  }
+  return out;
+}
+
 }  // namespace cppcdc::pg

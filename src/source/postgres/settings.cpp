@@ -193,6 +193,9 @@ class ConfiguredPostgresSource final : public ConfiguredPostgres {
       const std::optional<CheckpointRecord>& checkpoint) const override {
     return run_preflight(config_, checkpoint);
   }
+  std::optional<std::vector<std::string>> keyless_tables() const override {
+    return read_keyless_tables(config_);
+  }
   Result<std::vector<TeardownStep>> teardown(bool dry_run,
                                              bool include_preexisting) const override {
     return run_teardown(config_, dry_run, include_preexisting);

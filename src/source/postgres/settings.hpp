@@ -23,6 +23,11 @@ Result<PostgresSourceConfig> read_postgres_settings(const Settings& settings);
 std::vector<PreflightCheck> run_preflight(const PostgresSourceConfig& config,
                                           const std::optional<CheckpointRecord>& checkpoint);
 
+/// ConfiguredSource::keyless_tables for `config`: the configured tables whose events carry no
+/// key (replica identity NOTHING; DEFAULT or FULL without a primary key; USING INDEX without
+/// the index). nullopt when the server cannot be read.
+std::optional<std::vector<std::string>> read_keyless_tables(const PostgresSourceConfig& config);
+
 /// `cppcdc teardown` (ConfiguredSource::teardown) for `config`.
 Result<std::vector<TeardownStep>> run_teardown(const PostgresSourceConfig& config, bool dry_run,
                                                bool include_preexisting);

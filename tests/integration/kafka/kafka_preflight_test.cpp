@@ -176,8 +176,8 @@ TEST_F(KafkaPreflight, TransactionalWithCreateTopicsPassesAndReadsTheStoredCheck
 // With create_topics, a topic that does not exist yet is checked by asking the brokers to
 // validate its creation (nothing is created): a replication factor above the broker count and
 // a topic config the broker does not know are FAILs naming the setting. A topic that will be
-// compacted is a warning: its keyless records would be refused.
-TEST_F(KafkaPreflight, TopicCreationTheBrokersWouldRefuseIsAFailAndCompactionAWarning) {
+// compacted passes when every table going there has a key.
+TEST_F(KafkaPreflight, TopicCreationTheBrokersWouldRefuseIsAFailAndCompactionOfKeyedTablesPasses) {
   KAFKA_TEST_BOOTSTRAP(bootstrap);
   {
     const auto t =
@@ -204,12 +204,81 @@ TEST_F(KafkaPreflight, TopicCreationTheBrokersWouldRefuseIsAFailAndCompactionAWa
                                     "\"cleanup.policy\" = \"compact\"\n"));
     const std::string& out = t.outcome.output;
     EXPECT_CONTAINS(out, "does not exist yet: the sink creates it at its first record") << out;
-    EXPECT_CONTAINS(out, "warn  topic \"" + data_topic() +
-                             "\" (for public.t) will be compacted (cleanup.policy=compact)");
-    EXPECT_CONTAINS(out, "route keyless tables to a topic that is not compacted");
+    // public.t has a primary key: the source says so, and compaction is fine.
+    EXPECT_CONTAINS(out, "ok    topic \"" + data_topic() +
+                             "\" (for public.t) will be compacted (cleanup.policy=compact), and "
+                             "every table going there has a key");
     EXPECT_LACKS(out, "FAIL  topic");
   }
   EXPECT_EQ(kafka_it::partition_count(bootstrap, data_topic()), -1);
+}
+
+// Preflight follows the routes: each sink is checked for the tables routed to it, and a table
+// without a key bound for a compacted topic is a FAIL naming the table and the sink (the broker
+// would refuse its records), while the same table routed to a plain topic passes.
+TEST_F(KafkaPreflight, RoutesDecideEachSinksTablesAndAKeylessTableForACompactedTopicFails) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  it::PgSession(it::dsn_for(db_))
+      .query("create table nokey (id int, v text); alter table nokey replica identity full");
+  const std::string compacted = tag_ + ".compacted";
+  const auto write = [&](const std::string& routes) {
+    const fs::path path = dir_ / "routes.toml";
+    std::ofstream(path) << "[source]\ndsn = \"" << it::dsn_for(db_)
+                        << "\"\ntables = [\"public.t\", \"public.nokey\"]\nslot_name = \"kpf_"
+                        << ::getpid() << "\"\nsource_name = \"" << tag_
+                        << "\"\n\n[sink]\ntype = \"kafka\"\nbootstrap_servers = \"" << bootstrap
+                        << "\"\ntopic = \"" << compacted
+                        << "\"\ncreate_topics = true\n[sink.topic_config]\n"
+                           "\"cleanup.policy\" = \"compact\"\n\n[[sinks]]\nname = \"plain\"\n"
+                           "type = \"kafka\"\nbootstrap_servers = \""
+                        << bootstrap << "\"\ncreate_topics = true\n\n"
+                        << routes << "[state.offset]\nbackend = \"kafka_topic\"\ntopic = \""
+                        << checkpoint_topic() << "\"\n";
+    return path;
+  };
+  {
+    // The keyless table goes to "plain", the keyed one to the compacted [sink].
+    const auto t =
+        preflight(write("[[pipeline.routes]]\ntables = [\"public.nokey\"]\n"
+                        "sink = \"plain\"\n\n"));
+    const std::string& out = t.outcome.output;
+    EXPECT_EQ(t.outcome.code, 0) << out;
+    EXPECT_CONTAINS(out, "ok    [sink]: topic \"" + compacted +
+                             "\" (for public.t) will be compacted (cleanup.policy=compact), and "
+                             "every table going there has a key");
+    EXPECT_CONTAINS(out, "ok    [[sinks]] \"plain\": topic \"" + tag_ +
+                             ".public.nokey\" (for public.nokey) does not exist yet");
+    // Neither sink is asked about a topic the routes send nothing to.
+    EXPECT_LACKS(out, tag_ + ".public.t\"");
+    EXPECT_LACKS(out, "public.t, public.nokey");
+  }
+  {
+    // A route that sends the keyed table to "plain" leaves the keyless one to the compacted
+    // [sink]: a FAIL naming it.
+    const auto t =
+        preflight(write("[[pipeline.routes]]\ntables = [\"public.t\"]\n"
+                        "sink = \"plain\"\n\n"));
+    const std::string& out = t.outcome.output;
+    EXPECT_EQ(t.outcome.code, 3) << out;
+    EXPECT_CONTAINS(out, "FAIL  [sink]: topic \"" + compacted +
+                             "\" (for public.nokey) will be compacted (cleanup.policy=compact), "
+                             "but public.nokey has no key");
+    EXPECT_CONTAINS(out,
+                    "remedy: give public.nokey a primary key, route it to a topic that is "
+                    "not compacted");
+    EXPECT_CONTAINS(out, "ok    [[sinks]] \"plain\": topic \"" + tag_ +
+                             ".public.t\" (for public.t) does not exist yet");
+  }
+  {
+    // A route whose globs match no captured table: its sink gets nothing, and preflight says so.
+    const auto t =
+        preflight(write("[[pipeline.routes]]\ntables = [\"public.nokye\"]\n"
+                        "sink = \"plain\"\n\n"));
+    const std::string& out = t.outcome.output;
+    EXPECT_CONTAINS(out, "warn  [[sinks]] \"plain\": no captured table is routed to it") << out;
+    EXPECT_CONTAINS(out, "(for public.t, public.nokey) will be compacted");
+  }
+  EXPECT_EQ(kafka_it::partition_count(bootstrap, compacted), -1);
 }
 
 TEST_F(KafkaPreflight, ACheckpointTopicThatIsNotCompactedIsAFailNamingIt) {

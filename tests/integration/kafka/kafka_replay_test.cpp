@@ -430,6 +430,44 @@ TEST(KafkaCli, AFirstStartThatFailsBeforeItsFirstCheckpointSaysWhatItLeftOnTheSe
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
 
+// A keyless table routed to a [[sinks]] entry whose topic is compacted: the broker refuses the
+// record (INVALID_RECORD), and the error names that entry's topic setting, not [sink]'s.
+TEST(KafkaCli, ARefusalByARoutedSinksTopicNamesThatSinksEntry) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  const std::string db = it::test_database("kafka_label");
+  it::fresh_database(db);
+  const fs::path dir = fs::temp_directory_path() / ("cppcdc-it-" + db);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  it::PgSession s(it::dsn_for(db));
+  s.query(
+      "create table t (id int primary key); create table nokey (id int, v text); "
+      "alter table nokey replica identity full; insert into nokey values (1, 'a')");
+  const std::string compacted = kafka_it::unique_topic("label") + ".compacted";
+  ASSERT_TRUE(kafka_it::create_topic(bootstrap, compacted, 1, {"cleanup.policy=compact"}));
+  const fs::path cfg = dir / "cdc.toml";
+  {
+    std::ofstream out(cfg);
+    out << "[source]\ntype = \"postgres\"\ndsn = \"" << it::dsn_for(db) << "\"\n"
+        << "slot_name = \"" << db << "\"\npublication_name = \"" << db << "_pub\"\n"
+        << "source_name = \"" << kafka_it::unique_topic("label") << "\"\n"
+        << "tables = [\"public.t\", \"public.nokey\"]\n\n[sink]\ntype = \"kafka\"\n"
+        << "bootstrap_servers = \"" << bootstrap << "\"\ncreate_topics = true\n\n"
+        << "[[sinks]]\nname = \"audit\"\ntype = \"kafka\"\nbootstrap_servers = \"" << bootstrap
+        << "\"\ntopic = \"" << compacted << "\"\n\n"
+        << "[[pipeline.routes]]\ntables = [\"public.nokey\"]\nsink = \"audit\"\n\n"
+        << "[state.offset]\nbackend = \"local_fs\"\ndir = \"" << (dir / "state").string() << "\"\n";
+  }
+  const auto run = it::run_cli({"run", "--config", cfg.string()}, 120);
+  EXPECT_NE(run.code, 0) << run.output;
+  EXPECT_NE(run.output.find("INVALID_RECORD"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("[[sinks]] \"audit\" topic: "), std::string::npos) << run.output;
+  EXPECT_EQ(run.output.find("[sink] topic"), std::string::npos) << run.output;
+  it::run_cli({"teardown", "--config", cfg.string(), "--yes"}, 60);
+  it::drop_slots(db);
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+
 TEST(KafkaReplayOracle, KillsMidStreamLoseNoChangeAndTheTopicsReplayToTheSourceTables) {
   KAFKA_TEST_BOOTSTRAP(bootstrap);
   run_oracle(bootstrap, OracleRun{});

@@ -100,7 +100,7 @@ RouterChild child(Journal& j, const std::string& name, JournalSink** out = nullp
                   ChildBatching batching = {}) {
   auto sink = std::make_unique<JournalSink>(j, name);
   if (out != nullptr) *out = sink.get();
-  return RouterChild{name, std::move(sink), batching};
+  return RouterChild{name, std::move(sink), batching, {}};
 }
 
 // A source replaying a fixed list of events from the checkpointed one on, `per_poll` at a time.
@@ -321,6 +321,42 @@ TEST(Router, AFailedWriteNamesTheChildAndKeepsTheKind) {
   EXPECT_EQ(written.error().kind(), ErrorKind::kTransient);
   EXPECT_NE(written.error().report().find("writing 2 events to sink \"b\""), std::string::npos)
       << written.error().report();
+}
+
+// A child's errors pass through its relabel_error before the router names the child: the
+// server uses it so that a [[sinks]] entry's setting is named as that entry, not as [sink].
+TEST(Router, AChildsErrorsAreRelabelledByItsOwnerBeforeTheRouterNamesTheChild) {
+  Journal j;
+  JournalSink* b = nullptr;
+  RouterConfig config;
+  config.children.push_back(child(j, "a"));
+  config.children.push_back(child(j, "b", &b));
+  int relabelled = 0;
+  config.children[1].relabel_error = [&relabelled](Error e) {
+    ++relabelled;
+    return Error(e.kind(), e.category(), "[[sinks]] \"b\" topic: " + e.message())
+        .with_condition(e.condition());
+  };
+  config.routes.push_back({{"public.orders"}, {}, {1}, ""});
+  config.default_targets = {0};
+  auto router = RouterSink::create(std::move(config)).value();
+  b->fail_writes = 1;
+  const auto written = router->write(mixed_batch());
+  ASSERT_FALSE(written);
+  EXPECT_EQ(relabelled, 1);
+  EXPECT_EQ(written.error().kind(), ErrorKind::kTransient);
+  EXPECT_NE(written.error().report().find(
+                "writing 2 events to sink \"b\" (journal:b): sink error: [[sinks]] \"b\" topic: "),
+            std::string::npos)
+      << written.error().report();
+  b->fail_flushes = 1;
+  ASSERT_TRUE(router->write(mixed_batch()));
+  const auto flushed = router->flush();
+  ASSERT_FALSE(flushed);
+  EXPECT_EQ(relabelled, 2);
+  EXPECT_NE(flushed.error().report().find("[[sinks]] \"b\" topic: b is unreachable"),
+            std::string::npos)
+      << flushed.error().report();
 }
 
 TEST(Router, BatchingSplitsWritesAndFlushesInsideABatch) {
