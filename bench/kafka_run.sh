@@ -8,6 +8,9 @@
 #   eo     the Kafka sink, delivery_mode = "transactional", delivery_contract =
 #          "effectively_once", checkpoint in a compacted topic (kafka_topic): one Kafka
 #          transaction per batch, the checkpoint record inside it
+#   avro   (with --avro) as kafka, with codec = "avro" (bare Avro records of the envelope
+#          schema, no registry): the Avro codec end to end against the JSON codec's kafka
+#          variant (goal, issue 18: at least 0.8 of its events/s)
 #   dbz    the peer: Debezium 3.6.1's PostgreSQL connector (pgoutput, streaming only) on a Kafka
 #          Connect 4.3 standalone worker (the version Debezium 3.6.1 is built for), JSON
 #          without schemas, producer tuned like cppcdc's (bench/debezium/pom.xml names the
@@ -30,7 +33,7 @@
 # 10,000, each flushed (idempotent) or committed (transactional), right after the ceiling's run.
 #
 # Usage: bench/kafka_run.sh [--rows N] [--repeat R] [--port P] [--kafka-port K] [--admin-port A]
-#                           [--no-debezium] [--no-build]
+#                           [--no-debezium] [--avro] [--no-build]
 #   --rows N        rows (a multiple of 1000; default 1000000)
 #   --repeat R      repetitions, medians reported (default 3)
 #   --port P        the throwaway PostgreSQL's port (default 55487; /tmp/cppcdc-bench-kafka-pg)
@@ -39,6 +42,7 @@
 #   --admin-port A  first admin port (default 19600; one per run, the Connect worker's REST
 #                   listener included)
 #   --no-debezium   leave the dbz variant out (no Maven, no JVM besides the broker's)
+#   --avro          add the avro variant (the Avro codec; compared with kafka)
 # Environment:
 #   DEBEZIUM_CACHE      where the worker's jars are kept (default ~/.cache/cppcdc/debezium)
 #   DEBEZIUM_HEAP_OPTS  the worker JVM's heap (default -Xms256M -Xmx2G, what Kafka's
@@ -61,6 +65,7 @@ rows=1000000
 repeat=3
 build=1
 debezium=1
+avro=0
 BATCH=10000
 DBZ_CACHE=${DEBEZIUM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cppcdc/debezium}
 DBZ_POM=$ROOT/bench/debezium/pom.xml
@@ -84,6 +89,7 @@ while (($#)); do
     --kafka-port) KPORT=${1:?--kafka-port K}; shift ;;
     --admin-port) ADMIN=${1:?--admin-port A}; shift ;;
     --no-debezium) debezium=0 ;;
+    --avro) avro=1 ;;
     --no-build) build=0 ;;
     -h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     *) die "unknown argument '$a' (see --help)" ;;
@@ -128,6 +134,7 @@ fetch_debezium() {
 }
 
 variants=(file kafka eo)
+((avro)) && variants+=(avro)
 if ((debezium)); then
   variants+=(dbz)
   "$PY" -c 'import confluent_kafka' 2>/dev/null ||
@@ -224,6 +231,7 @@ run_one() { # variant rep admin_port
     else
       printf '[sink]\ntype = "kafka"\nbootstrap_servers = "%s"\ntopic = "%s"\n' "$BOOT" "$slot"
       printf 'create_topics = true\n'
+      [[ $v == avro ]] && printf 'codec = "avro"\n'
       if [[ $v == eo ]]; then
         printf 'delivery_mode = "transactional"\ntransactional_id = "bench-%s"\n' "$slot"
       fi
@@ -432,6 +440,11 @@ for mode in idempotent transactional; do
     "$(awk -v e="$se" -v c="$cm" 'BEGIN { print e / c }')" \
     "$([[ $mode == idempotent ]] && echo "at least 0.7" || echo "at least 0.5")"
 done
+if ((avro)); then
+  printf '  cppcdc avro / kafka (JSON codec): events/s %.3f (goal: at least 0.8), bytes per event %s / %s\n' \
+    "$(awk -v a="${eps[avro]}" -v b="${eps[kafka]}" 'BEGIN { print a / b }')" \
+    "$(per_event avro)" "$(per_event kafka)"
+fi
 if ((debezium)); then
   for v in kafka eo; do
     printf '  cppcdc %-5s / Debezium: events/s %.2fx (goal: at least 3), %s %.3f %s\n' "$v" \
