@@ -5,8 +5,11 @@
 #include <cctype>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 #include <utility>
+#include <vector>
 
+#include "core/text_util.hpp"
 #include "sink/kafka/topic_template.hpp"
 
 namespace cppcdc {
@@ -130,7 +133,19 @@ Result<ConfPtr> build_conf(const KafkaSinkConfig& config) {
       return ok();
     }
     const std::string shown = is_secret_kafka_property(name) ? "(redacted)" : in_quotes(value);
-    return fail(bad(setting, "librdkafka refuses " + name + " = " + shown + ": " + err));
+    std::string hint;
+    if (std::string_view(err).find("No such configuration property") != std::string_view::npos) {
+      // A misspelt name: the closest of the properties librdkafka knows (its dump lists every
+      // one, each followed by its value).
+      std::size_t count = 0;
+      const char** dump = rd_kafka_conf_dump(conf.get(), &count);
+      std::vector<std::string> known;
+      for (std::size_t i = 0; i + 1 < count; i += 2) known.emplace_back(dump[i]);
+      rd_kafka_conf_dump_free(dump, count);
+      const std::string closest = detail::closest_name(name, known);
+      if (!closest.empty()) hint = " (did you mean " + closest + "?)";
+    }
+    return fail(bad(setting, "librdkafka refuses " + name + " = " + shown + ": " + err + hint));
   };
   CPPCDC_TRY(set("bootstrap.servers", config.bootstrap_servers, "bootstrap_servers"));
   CPPCDC_TRY(set("client.id", "cppcdc", "bootstrap_servers"));

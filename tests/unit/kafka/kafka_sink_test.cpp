@@ -316,6 +316,14 @@ TEST(KafkaSinkConfig, PropertiesPassThroughUnlessASettingOwnsThem) {
   EXPECT_CONTAINS(refusal(c, "kafka_properties.enable.idempotence"), "itself");
   c.properties = {{"no.such.property", "1"}};
   EXPECT_CONTAINS(refusal(c, "kafka_properties.no.such.property"), "librdkafka refuses");
+  EXPECT_EQ(refusal(c, "kafka_properties.no.such.property").find("did you mean"),
+            std::string::npos);
+  // A misspelt property name gets the closest one librdkafka knows.
+  c.properties = {{"securty.protocol", "ssl"}};
+  EXPECT_CONTAINS(refusal(c, "kafka_properties.securty.protocol"),
+                  "(did you mean security.protocol?)");
+  c.properties = {{"sasl.mechanisms.x", "PLAIN"}};
+  EXPECT_CONTAINS(refusal(c, "kafka_properties.sasl.mechanisms.x"), "did you mean sasl.mechanism");
   // A refused secret is not echoed.
   c.properties = {{"sasl.password", "hunter2"}, {"sasl.mechanism", "NOPE"}};
   const std::string report = refusal(c, "kafka_properties.sasl.mechanism");
