@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -115,6 +116,8 @@ TEST_F(MariaDbCli, PreflightPassesOnAReadyServerAndNamesWhatIsMissing) {
   EXPECT_NE(o.output.find("2 tables match the captured tables"), std::string::npos) << o.output;
   EXPECT_NE(o.output.find("warn  table " + db_ + ".nokey has no primary key"), std::string::npos)
       << o.output;
+  // The cdc user has only SELECT on the tables, and still sees t's primary key.
+  EXPECT_EQ(o.output.find("table " + db_ + ".t has no primary key"), std::string::npos) << o.output;
   EXPECT_NE(o.output.find("no checkpoint: a first start reads from"), std::string::npos)
       << o.output;
   EXPECT_EQ(o.output.find("cli-s3cret"), std::string::npos) << o.output;
@@ -125,6 +128,45 @@ TEST_F(MariaDbCli, PreflightPassesOnAReadyServerAndNamesWhatIsMissing) {
   EXPECT_EQ(o.code, 3) << o.output;
   EXPECT_NE(o.output.find("FAIL"), std::string::npos) << o.output;
   EXPECT_NE(o.output.find("REPLICATION SLAVE"), std::string::npos) << o.output;
+}
+
+// With a Kafka sink, preflight asks MariaDB which captured tables have no primary key: one
+// bound for a compacted topic is a FAIL naming it (the broker would refuse its keyless records).
+TEST_F(MariaDbCli, PreflightFailsAKeylessTableBoundForACompactedKafkaTopic) {
+  const char* bootstrap = std::getenv("CPPCDC_TEST_KAFKA_BOOTSTRAP");
+  if (bootstrap == nullptr || *bootstrap == '\0') {
+    GTEST_SKIP() << "CPPCDC_TEST_KAFKA_BOOTSTRAP is not set: no Kafka broker (scripts/test.sh "
+                    "starts one)";
+  }
+  setenv("CLI_TEST_PW", "cli-s3cret", 1);
+  session_.exec("CREATE TABLE " + db_ + ".nokey (a int)");
+  const std::string topic = db_ + "-" + std::to_string(getpid()) + ".compacted";
+  const auto write = [&](const std::string& tables) {
+    const fs::path p = dir_ / "kafka.toml";
+    std::ofstream(p) << "[source]\ntype = \"mariadb\"\nhost = \"127.0.0.1\"\nport = " << *port()
+                     << "\nuser = \"cdc_cli\"\npassword_env = \"CLI_TEST_PW\"\n"
+                     << "tables = [" << tables << "]\nsource_id = \"" << db_ << "\"\n\n"
+                     << "[sink]\ntype = \"kafka\"\nbootstrap_servers = \"" << bootstrap
+                     << "\"\ntopic = \"" << topic
+                     << "\"\ncreate_topics = true\n[sink.topic_config]\n"
+                        "\"cleanup.policy\" = \"compact\"\n\n[state.offset]\n"
+                     << "backend = \"local_fs\"\ndir = \"" << (dir_ / "state").string() << "\"\n";
+    return p;
+  };
+  auto o = run_cli(
+      {"preflight", "--config", write("\"" + db_ + ".t\", \"" + db_ + ".nokey\"").string()});
+  EXPECT_EQ(o.code, 3) << o.output;
+  EXPECT_NE(o.output.find("FAIL  topic \"" + topic + "\" (for " + db_ + ".t, " + db_ +
+                          ".nokey) will be compacted (cleanup.policy=compact), but " + db_ +
+                          ".nokey has no key"),
+            std::string::npos)
+      << o.output;
+  o = run_cli({"preflight", "--config", write("\"" + db_ + ".t\"").string()});
+  EXPECT_EQ(o.code, 0) << o.output;
+  EXPECT_NE(o.output.find("will be compacted (cleanup.policy=compact), and every table going "
+                          "there has a key"),
+            std::string::npos)
+      << o.output;
 }
 
 }  // namespace

@@ -3,7 +3,9 @@
 // patterns capture (and that each has a primary key), and a stored checkpoint against the
 // binlogs the server still has.
 
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cppcdc/mysql.hpp"
@@ -26,30 +28,45 @@ PreflightCheck failed(const Error& error) {
   return {Outcome::kFail, line + error.message(), ""};
 }
 
-void check_tables(MYSQL* conn, const MysqlSourceConfig& config,
-                  std::vector<PreflightCheck>& out) {
+// The captured tables the user can see ("db.table"), and those of them without a primary key
+// (their events carry no key: the key comes from the schema's PRIMARY KEY).
+struct CapturedTables {
+  std::size_t captured = 0;
+  std::vector<std::string> keyless;
+};
+
+Result<CapturedTables> captured_tables(MYSQL* conn, const MysqlSourceConfig& config) {
   auto rows = detail::query(
       conn,
+      // STATISTICS, as the schema history reads keys: MariaDB shows TABLE_CONSTRAINTS rows only
+      // to a user with more than SELECT on the table, so a cdc user would see no key there.
       "SELECT t.TABLE_SCHEMA, t.TABLE_NAME, EXISTS (SELECT 1 FROM "
-      "information_schema.TABLE_CONSTRAINTS c WHERE c.TABLE_SCHEMA = t.TABLE_SCHEMA AND "
-      "c.TABLE_NAME = t.TABLE_NAME AND c.CONSTRAINT_TYPE = 'PRIMARY KEY') FROM "
+      "information_schema.STATISTICS s WHERE s.TABLE_SCHEMA = t.TABLE_SCHEMA AND "
+      "s.TABLE_NAME = t.TABLE_NAME AND s.INDEX_NAME = 'PRIMARY') FROM "
       "information_schema.TABLES t WHERE t.TABLE_TYPE = 'BASE TABLE' AND t.TABLE_SCHEMA NOT IN "
       "('mysql', 'information_schema', 'performance_schema', 'sys')",
       "listing the tables the user can see");
-  if (!rows) {
-    out.push_back(failed(rows.error()));
-    return;
-  }
+  if (!rows) return fail(rows.error());
   detail::TableFilter filter(config.tables);
-  std::size_t captured = 0;
-  std::vector<std::string> keyless;
+  CapturedTables out;
   for (const auto& row : rows->rows) {
     const std::string db = row[0].value_or("");
     const std::string table = row[1].value_or("");
     if (!filter.captured(db, table)) continue;
-    ++captured;
-    if (row[2].value_or("0") != "1") keyless.push_back(db + "." + table);
+    ++out.captured;
+    if (row[2].value_or("0") != "1") out.keyless.push_back(db + "." + table);
   }
+  return out;
+}
+
+void check_tables(MYSQL* conn, const MysqlSourceConfig& config, std::vector<PreflightCheck>& out) {
+  auto found = captured_tables(conn, config);
+  if (!found) {
+    out.push_back(failed(found.error()));
+    return;
+  }
+  const std::size_t captured = found->captured;
+  const std::vector<std::string>& keyless = found->keyless;
   if (captured == 0) {
     // A start does not fail on it (a matching table created later is captured), but it is
     // rarely what was meant.
@@ -64,13 +81,22 @@ void check_tables(MYSQL* conn, const MysqlSourceConfig& config,
                      " match the captured tables"));
   for (const auto& name : keyless) {
     out.push_back({Outcome::kWarn,
-                   "table " + name + " has no primary key: its events carry no key, and "
-                   "sinks that upsert by key cannot apply them",
+                   "table " + name +
+                       " has no primary key: its events carry no key, and "
+                       "sinks that upsert by key cannot apply them",
                    "add a primary key (ALTER TABLE " + name + " ADD PRIMARY KEY (...))"});
   }
 }
 
 }  // namespace
+
+std::optional<std::vector<std::string>> read_keyless_tables(const MysqlSourceConfig& config) {
+  auto conn = detail::connect(config);
+  if (!conn) return std::nullopt;
+  auto found = captured_tables(conn->get(), config);
+  if (!found) return std::nullopt;
+  return std::move(found->keyless);
+}
 
 std::vector<PreflightCheck> run_preflight(const MysqlSourceConfig& config,
                                           const std::optional<CheckpointRecord>& checkpoint) {
@@ -80,8 +106,8 @@ std::vector<PreflightCheck> run_preflight(const MysqlSourceConfig& config,
     out.push_back(failed(conn.error()));
     return out;
   }
-  out.push_back(pass("connected to " + config.host + ":" + std::to_string(config.port) +
-                     " as " + config.user));
+  out.push_back(pass("connected to " + config.host + ":" + std::to_string(config.port) + " as " +
+                     config.user));
   auto server = detail::check_server(conn->get(), config);
   if (!server) {
     out.push_back(failed(server.error()));
@@ -118,10 +144,12 @@ std::vector<PreflightCheck> run_preflight(const MysqlSourceConfig& config,
     const bool snapshot_again = config.snapshot_mode == SnapshotMode::kWhenNeeded;
     out.push_back({snapshot_again ? Outcome::kWarn : Outcome::kFail,
                    "the checkpoint at " + checkpoint->offset + " cannot be resumed: " + *problem,
-                   snapshot_again ? "snapshot mode when_needed takes a new snapshot"
+                   snapshot_again
+                       ? "snapshot mode when_needed takes a new snapshot"
                        : "remove the checkpoint (cppcdc teardown) and start with a snapshot"});
   } else {
-    out.push_back(pass("the checkpoint (" + checkpoint->offset + ") can resume: the server "
+    out.push_back(pass("the checkpoint (" + checkpoint->offset +
+                       ") can resume: the server "
                        "still has its binlog"));
   }
   return out;

@@ -225,6 +225,9 @@ class ConfiguredMysqlSource final : public ConfiguredMysql {
       const std::optional<CheckpointRecord>& checkpoint) const override {
     return run_preflight(config_, checkpoint);
   }
+  std::optional<std::vector<std::string>> keyless_tables() const override {
+    return read_keyless_tables(config_);
+  }
 
  private:
   MysqlSourceConfig config_;

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "cppcdc/mysql.hpp"
@@ -24,6 +25,10 @@ Result<MysqlSourceConfig> read_mysql_settings(const Settings& settings, ServerFl
 /// The checks of `cppcdc preflight` (ConfiguredSource::preflight) for `config`: read-only.
 std::vector<PreflightCheck> run_preflight(const MysqlSourceConfig& config,
                                           const std::optional<CheckpointRecord>& checkpoint);
+
+/// ConfiguredSource::keyless_tables for `config`: the captured tables ("db.table") without a
+/// primary key. nullopt when the server cannot be read.
+std::optional<std::vector<std::string>> read_keyless_tables(const MysqlSourceConfig& config);
 
 /// The factory registered for `flavor`'s type name; returns a ConfiguredMysql.
 Result<std::unique_ptr<ConfiguredSource>> configure_mysql_source(const Settings& settings,
