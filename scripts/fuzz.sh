@@ -3,7 +3,8 @@
 # all, split evenly between the targets run (default: CPPCDC_FUZZ_SECONDS, else 60).
 #   scripts/fuzz.sh [SECONDS] [TARGET...]
 # TARGETs: pgoutput event checkpoint incremental_state copy_text config transform_path
-# binlog_event binlog_rows json_binary avro_codec debezium_json cloudevents (default: all).
+# binlog_event binlog_rows json_binary avro_codec debezium_json cloudevents json_schema
+# (default: all).
 # Builds them with clang-14 in build-fuzz/ (ccache when installed). Each target starts from its
 # working corpus build-fuzz/fuzz-work/TARGET/corpus (kept between runs; what libFuzzer finds
 # goes there), tests/fuzz/corpus/TARGET and tests/fuzz/regressions/TARGET; pgoutput also
@@ -16,7 +17,7 @@ case "${1:-}" in
   -h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
 esac
 all_targets=(pgoutput event checkpoint incremental_state copy_text config transform_path
-  binlog_event binlog_rows json_binary avro_codec debezium_json cloudevents)
+  binlog_event binlog_rows json_binary avro_codec debezium_json cloudevents json_schema)
 seconds=${CPPCDC_FUZZ_SECONDS:-60}
 if (($#)) && [[ $1 =~ ^[0-9]+$ ]]; then
   seconds=$1

@@ -41,6 +41,10 @@ PACKAGES=(
   librdkafka-dev openjdk-17-jre-headless maven python3-confluent-kafka
   # the Avro codec's tests decode what it wrote with an independent Avro implementation
   python3-avro
+  # the JSON Schema codec's tests validate what it wrote with an independent JSON Schema
+  # validator, and read it from the broker with confluent-kafka's schema registry client
+  # (which needs requests) and JSONDeserializer
+  python3-jsonschema python3-requests
   # the CloudEvents codec's tests read what it wrote with the CNCF's CloudEvents Python SDK,
   # which Debian does not package: pip fetches it from PyPI (fetch_cloudevents_sdk below);
   # deprecation is its one dependency

@@ -9,6 +9,8 @@
 //   json           the envelope, byte for byte what Event::to_json() writes (make_json_encoder)
 //   avro           Avro binary with the fixed envelope schema (codec/avro/*.avsc), bare or in
 //                  the Confluent framing when a schema registry is configured
+//   json_schema    the envelope behind the Confluent header, its draft-07 JSON Schema
+//                  (codec/json_schema/*.schema.json) registered or given by id
 //   debezium_json  Debezium's value and key shapes (docs/codecs.md)
 //   cloudevents    CloudEvents 1.0, structured (one JSON event) or binary (attributes as
 //                  headers, the envelope as the record)

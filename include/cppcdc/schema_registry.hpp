@@ -33,6 +33,8 @@
 
 namespace cppcdc {
 
+class Settings;  // cppcdc/plugin.hpp
+
 /// What a registered schema is written in ("AVRO", "JSON", "PROTOBUF" on the wire).
 enum class SchemaType { kAvro, kJson, kProtobuf };
 std::string_view to_string(SchemaType type) noexcept;
@@ -158,6 +160,17 @@ Status preflight_schema_registry(SchemaRegistryClient& client, const SchemaRegis
 /// Reads the schemas of `ids` into the client's cache, so the first record of each does not
 /// wait for the registry. Stops at the first error.
 Status warm_schema_cache(SchemaRegistryClient& client, std::span<const std::int32_t> ids);
+
+/// Reads the `schema_registry` table of a codec's codec_options (the fields of
+/// SchemaRegistryConfig under the same names, subject_name_strategy as text, the retry policy
+/// left at its default); nullopt when the table is absent. Errors are configuration errors
+/// naming the key (url missing, a bad strategy, what validate() refuses).
+Result<std::optional<SchemaRegistryConfig>> read_schema_registry_settings(
+    const Settings& codec_options);
+/// check-config lines of a codec that uses `config`: the registry's url (without credentials)
+/// and how subjects are named and resolved.
+std::vector<std::pair<std::string, std::string>> describe_schema_registry(
+    const SchemaRegistryConfig& config);
 
 /// The Confluent wire format: magic byte 0, the schema id as 4 bytes big-endian, then the
 /// payload.

@@ -7,6 +7,7 @@
 #include "cppcdc/cloudevents.hpp"
 #include "cppcdc/debezium.hpp"
 #include "cppcdc/http_sink.hpp"
+#include "cppcdc/json_schema.hpp"
 #include "cppcdc/kafka.hpp"
 #include "cppcdc/mysql.hpp"
 #include "cppcdc/plugin.hpp"
@@ -28,6 +29,7 @@ void register_builtin_plugins() {
     register_avro_codec_plugin();
     register_debezium_json_codec_plugin();
     register_cloudevents_codec_plugin();
+    register_json_schema_codec_plugin();
     register_file_sink_plugin();
     register_stdout_sink_plugin();
     register_http_sink_plugin();

@@ -17,7 +17,8 @@ get_filename_component(cppcdc_fuzz_root ${CMAKE_CURRENT_LIST_DIR}/../.. ABSOLUTE
 set(cppcdc_fuzz_dir ${CMAKE_CURRENT_LIST_DIR})
 
 set(cppcdc_fuzz_targets pgoutput event checkpoint incremental_state copy_text config
-    transform_path binlog_event binlog_rows json_binary avro_codec debezium_json cloudevents)
+    transform_path binlog_event binlog_rows json_binary avro_codec debezium_json cloudevents
+    json_schema)
 
 # Where PostgreSQL's LSN type lives (the one line to change when it moves).
 set(cppcdc_fuzz_pg_lsn_source src/source/postgres/lsn.cpp)
@@ -74,3 +75,6 @@ set(cppcdc_fuzz_debezium_json_sources src/codec/debezium/debezium_codec.cpp)
 set(cppcdc_fuzz_debezium_json_libs cppcdc_codec_debezium)
 set(cppcdc_fuzz_cloudevents_sources src/codec/cloudevents/cloudevents_codec.cpp)
 set(cppcdc_fuzz_cloudevents_libs cppcdc_codec_cloudevents)
+# The json_schema codec's reader: the Confluent framing and its ids, then the envelope.
+set(cppcdc_fuzz_json_schema_sources src/codec/json_schema/json_schema_codec.cpp)
+set(cppcdc_fuzz_json_schema_libs cppcdc_codec_json_schema)

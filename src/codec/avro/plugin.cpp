@@ -5,14 +5,10 @@
 
 #include <mutex>
 
-#include "core/settings_read.hpp"
 #include "cppcdc/avro.hpp"
-#include "cppcdc/http_client.hpp"
 
 namespace cppcdc {
 namespace {
-
-using detail::in_quotes;
 
 class ConfiguredAvroCodec final : public ConfiguredCodec {
  public:
@@ -24,12 +20,9 @@ class ConfiguredAvroCodec final : public ConfiguredCodec {
 
   std::vector<std::pair<std::string, std::string>> describe() const override {
     if (!registry_config_) return {{"framing", "bare Avro (no schema registry)"}};
-    const auto& c = *registry_config_;
-    return {{"framing", "Confluent (magic byte 0, 4-byte schema id)"},
-            {"schema registry", http::redact_url(c.url)},
-            {"subjects", std::string(to_string(c.subject_name_strategy)) +
-                             (c.auto_register ? ", registered when missing (auto_register)"
-                                              : ", looked up only (auto_register = false)")}};
+    auto lines = describe_schema_registry(*registry_config_);
+    lines.insert(lines.begin(), {"framing", "Confluent (magic byte 0, 4-byte schema id)"});
+    return lines;
   }
 
   Result<std::unique_ptr<Encoder>> make_encoder() const override {
@@ -96,55 +89,11 @@ class ConfiguredAvroCodec final : public ConfiguredCodec {
   mutable std::shared_ptr<SchemaRegistryClient> client_;
 };
 
-Result<std::optional<std::string>> optional_string(const Settings& s, std::string_view key) {
-  return s.get_string(key);
-}
-
 Result<std::unique_ptr<ConfiguredCodec>> configure(const Settings& options) {
-  auto section = options.get_section("schema_registry");
-  if (!section) return fail(section.error());
-  const Settings& r = **section;
-  if (!r.present()) {
-    return std::unique_ptr<ConfiguredCodec>(std::make_unique<ConfiguredAvroCodec>(std::nullopt));
-  }
-  SchemaRegistryConfig c;
-  auto url = r.get_string("url");
-  if (!url) return fail(url.error());
-  if (!*url) return fail(r.missing("url", "(the registry's API root that serves /subjects)"));
-  c.url = **url;
-  for (auto [key, target] :
-       {std::pair<const char*, std::optional<std::string>*>{"username", &c.username},
-        {"password", &c.password},
-        {"bearer_token", &c.bearer_token}}) {
-    auto v = optional_string(r, key);
-    if (!v) return fail(v.error());
-    *target = std::move(*v);
-  }
-  CPPCDC_TRY(detail::assign_string(r, "ca_file", c.ca_file));
-  CPPCDC_TRY(detail::assign_string(r, "cert_file", c.cert_file));
-  CPPCDC_TRY(detail::assign_string(r, "key_file", c.key_file));
-  CPPCDC_TRY(detail::assign_bool(r, "verify_tls", c.verify_tls));
-  CPPCDC_TRY(detail::assign_bool(r, "auto_register", c.auto_register));
-  CPPCDC_TRY(detail::assign_bool(r, "normalize_schemas", c.normalize_schemas));
-  CPPCDC_TRY(detail::assign_int(r, "connect_timeout_ms", 1, 3'600'000, c.connect_timeout_ms));
-  CPPCDC_TRY(detail::assign_int(r, "request_timeout_ms", 1, 3'600'000, c.request_timeout_ms));
-  CPPCDC_TRY(detail::assign_int(r, "max_cache_entries", 1, 10'000'000, c.max_cache_entries));
-  std::string strategy = "topic_name";
-  CPPCDC_TRY(detail::assign_string(r, "subject_name_strategy", strategy));
-  auto parsed = parse_subject_name_strategy(strategy);
-  if (!parsed) return fail(r.error("subject_name_strategy", parsed.error().message()));
-  c.subject_name_strategy = *parsed;
-  if (auto st = validate(c); !st) {
-    // validate() says "schema registry <setting>: <what>"; name the key where it is written.
-    const std::string& m = st.error().message();
-    const std::string prefix = "schema registry ";
-    const auto colon = m.find(": ");
-    if (m.rfind(prefix, 0) == 0 && colon != std::string::npos) {
-      return fail(r.error(m.substr(prefix.size(), colon - prefix.size()), m.substr(colon + 2)));
-    }
-    return fail(r.error("url", m));
-  }
-  return std::unique_ptr<ConfiguredCodec>(std::make_unique<ConfiguredAvroCodec>(std::move(c)));
+  auto registry = read_schema_registry_settings(options);
+  if (!registry) return fail(std::move(registry).error());
+  return std::unique_ptr<ConfiguredCodec>(
+      std::make_unique<ConfiguredAvroCodec>(std::move(*registry)));
 }
 
 }  // namespace

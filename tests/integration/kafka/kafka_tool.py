@@ -21,6 +21,15 @@ Usage: kafka_tool.py BOOTSTRAP COMMAND ...
       "confluent"; each record's "key" and "value" are then the decoded datums (Avro bytes
       shown as UTF-8 text) and "key_schema_id" / "value_schema_id" the framing's ids (null
       when bare)
+  read-json-schema TOPIC REGISTRY_URL
+      as read (read_uncommitted), with keys and values taken apart by confluent-kafka's own
+      schema registry client and JSONDeserializer: the framing's schema id is looked up in the
+      registry at REGISTRY_URL (which must call it a JSON schema), and the deserializer checks
+      the magic byte and validates the document against that schema with python3-jsonschema;
+      each record's "key" and "value" are then the documents, "key_schema_id" /
+      "value_schema_id" the framing's ids and "key_title" / "value_title" the registered
+      schemas' titles; "value_subject_id" / "key_subject_id" are the ids of the newest versions
+      of the subjects TOPIC-value and TOPIC-key in that registry
   read-cloudevents TOPIC
       as read (read_uncommitted), each record turned into a CloudEvent by the CloudEvents
       Python SDK (the CNCF's "cloudevents" package from PyPI, put by scripts/install-deps.sh
@@ -112,6 +121,53 @@ def avro_reader(avsc, framed):
     return decode
 
 
+def json_schema_reader(registry_url):
+    import struct
+
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.json_schema import JSONDeserializer
+    from confluent_kafka.serialization import (MessageField, SerializationContext,
+                                               SerializationError)
+
+    client = SchemaRegistryClient({"url": registry_url})
+    deserializers = {}  # schema id -> (JSONDeserializer, title)
+
+    def decode(m):
+        out = {}
+        for name, data, field in (("value", m.value(), MessageField.VALUE),
+                                  ("key", m.key(), MessageField.KEY)):
+            out[name] = out[name + "_schema_id"] = out[name + "_title"] = None
+            if data is None:
+                continue
+            if len(data) < 5:
+                fail("a %s of %d bytes has no Confluent framing" % (name, len(data)))
+            magic, schema_id = struct.unpack(">bI", data[:5])
+            if magic != 0:
+                fail("a %s without the Confluent magic byte" % name)
+            if schema_id not in deserializers:
+                schema = client.get_schema(schema_id)
+                if schema.schema_type != "JSON":
+                    fail("schema id %d is a %s schema, not JSON" % (schema_id, schema.schema_type))
+                deserializers[schema_id] = (JSONDeserializer(schema.schema_str),
+                                            json.loads(schema.schema_str).get("title"))
+            deserializer, title = deserializers[schema_id]
+            try:
+                out[name] = deserializer(data, SerializationContext(m.topic(), field))
+            except SerializationError as e:
+                fail("the %s at offset %d does not validate: %s" % (name, m.offset(), e))
+            out[name + "_schema_id"] = schema_id
+            out[name + "_title"] = title
+        for name in ("value", "key"):
+            try:
+                latest = client.get_latest_version("%s-%s" % (m.topic(), name))
+                out[name + "_subject_id"] = latest.schema_id
+            except Exception:  # no such subject: the ids cannot match
+                out[name + "_subject_id"] = None
+        return out
+
+    return decode
+
+
 def cloudevents_reader():
     sdk = os.environ.get("CPPCDC_CLOUDEVENTS_SDK") or os.path.expanduser(
         "~/.cache/cppcdc/python/cloudevents-1.11.0")
@@ -131,7 +187,7 @@ def cloudevents_reader():
     return decode
 
 
-def read(bootstrap, topic, isolation, avro=None, cloudevents=None):
+def read(bootstrap, topic, isolation, avro=None, cloudevents=None, json_schema=None):
     consumer = Consumer({
         "bootstrap.servers": bootstrap,
         "group.id": "cppcdc-test-reader",  # never joined: partitions are assigned by hand
@@ -185,6 +241,8 @@ def read(bootstrap, topic, isolation, avro=None, cloudevents=None):
         if cloudevents:
             record.update(cloudevents(m))
             del record["headers"]
+        elif json_schema:
+            record.update(json_schema(m))
         elif avro:
             record["value"], record["value_schema_id"] = avro[0](m.value())
             record["key"], record["key_schema_id"] = avro[1](m.key())
@@ -256,6 +314,8 @@ def main(argv):
         framed = len(args) == 4 and args[3] == "confluent"
         read(bootstrap, args[0], "read_uncommitted",
              (avro_reader(args[1], framed), avro_reader(args[2], framed)))
+    elif command == "read-json-schema" and len(args) == 2:
+        read(bootstrap, args[0], "read_uncommitted", json_schema=json_schema_reader(args[1]))
     elif command == "read-cloudevents" and len(args) == 1:
         read(bootstrap, args[0], "read_uncommitted", cloudevents=cloudevents_reader())
     elif command == "read" and len(args) in (1, 2):

@@ -56,7 +56,7 @@ TEST(CodecConfig, AnUnknownCodecNamesTheFileTheKeyAndTheKnownCodecs) {
   const std::string e = error_of("[sink]\ntype = \"stdout\"\ncodec = \"protobuf\"\n");
   EXPECT_CONTAINS(e, "cdc.toml");
   EXPECT_CONTAINS(e, "[sink] codec");
-  EXPECT_CONTAINS(e, "\"avro\", \"cloudevents\", \"debezium_json\" or \"json\"");
+  EXPECT_CONTAINS(e, "\"avro\", \"cloudevents\", \"debezium_json\", \"json\" or \"json_schema\"");
   EXPECT_CONTAINS(e, "found \"protobuf\"");
   const std::string k = error_of(std::string(kKafka) + "codec = \"jsn\"\n");
   EXPECT_CONTAINS(k, "[sink] codec");
@@ -68,9 +68,13 @@ TEST(CodecConfig, BinaryCodecsAreRefusedWhereRecordsAreJsonText) {
        {std::string("[sink]\ntype = \"stdout\"\n"),
         std::string("[sink]\ntype = \"file\"\npath = \"/tmp/x.jsonl\"\n"),
         std::string("[sink]\ntype = \"http\"\nurl = \"http://r:8080/\"\n")}) {
-    const std::string e = error_of(sink + "codec = \"avro\"\n");
-    EXPECT_CONTAINS(e, "[sink] codec");
-    EXPECT_CONTAINS(e, "writes binary records");
+    for (const std::string& codec :
+         {std::string("avro\"\n"),
+          std::string("json_schema\"\n[sink.codec_options]\nschema_id = 1\nkey_schema_id = 2\n")}) {
+      const std::string e = error_of(sink + "codec = \"" + codec);
+      EXPECT_CONTAINS(e, "[sink] codec");
+      EXPECT_CONTAINS(e, "writes binary records");
+    }
   }
   EXPECT_CONTAINS(described(std::string(kKafka) + "codec = \"avro\"\n"), "bare Avro");
 }
@@ -137,10 +141,48 @@ TEST(CodecConfig, CodecOptionsAreTheCodecsToCheck) {
                   "mode: expected \"structured\"");
 }
 
+TEST(CodecConfig, JsonSchemaTakesItsIdsFromARegistryOrAsFixedIdsNotBoth) {
+  const std::string js = std::string(kKafka) + "codec = \"json_schema\"\n";
+  const std::string neither = error_of(js);
+  EXPECT_CONTAINS(neither, "[sink.codec_options] schema_registry: required");
+  EXPECT_CONTAINS(neither, "fixed schema_id and key_schema_id");
+  EXPECT_CONTAINS(error_of(js + "[sink.codec_options]\nschema_id = 5\n"),
+                  "key_schema_id: required (fixed ids come in pairs: schema_id is set");
+  EXPECT_CONTAINS(error_of(js + "[sink.codec_options]\nkey_schema_id = 5\n"),
+                  "schema_id: required (fixed ids come in pairs: key_schema_id is set");
+  EXPECT_CONTAINS(error_of(js + "[sink.codec_options]\nschema_id = -1\nkey_schema_id = 2\n"),
+                  "schema_id");
+  EXPECT_CONTAINS(error_of(js + "[sink.codec_options]\nschema_id = 1\nkey_schema_id = 2\n"
+                                "[sink.codec_options.schema_registry]\nurl = \"http://r:8081\"\n"),
+                  "schema_id: fixed schema ids and a [schema_registry] table exclude each other");
+  // The registry table takes the avro codec's keys, checked the same way.
+  EXPECT_CONTAINS(error_of(js + "[sink.codec_options.schema_registry]\nauto_register = false\n"),
+                  "url: required");
+  EXPECT_CONTAINS(error_of(js + "[sink.codec_options.schema_registry]\nurl = \"http://r\"\n"
+                                "subject_name_strategy = \"by_topic\"\n"),
+                  "subject_name_strategy");
+  EXPECT_CONTAINS(error_of(js + "[sink.codec_options.schema_registry]\nurl = \"http://r\"\n"
+                                "colour = \"red\"\n"),
+                  "colour: unknown key");
+  const std::string fixed =
+      described(js + "[sink.codec_options]\nschema_id = 21\nkey_schema_id = 22\n");
+  EXPECT_TRUE(std::regex_search(fixed, std::regex("codec: +json_schema\n"))) << fixed;
+  EXPECT_CONTAINS(fixed, "Confluent (magic byte 0, 4-byte schema id) around the JSON envelope");
+  EXPECT_CONTAINS(fixed, "fixed: 21 (value), 22 (key); no schema registry");
+  const std::string registry = described(js +
+                                         "[sink.codec_options.schema_registry]\n"
+                                         "url = \"http://u:secret-pw@registry:8081\"\n"
+                                         "auto_register = false\n"
+                                         "subject_name_strategy = \"record_name\"\n");
+  EXPECT_CONTAINS(registry, "record_name, looked up only (auto_register = false)");
+  EXPECT_EQ(registry.find("secret-pw"), std::string::npos) << registry;
+}
+
 TEST(CodecConfig, TheRegistryListsTheBuiltInCodecs) {
   ASSERT_TRUE(parse_server_config(std::string(kHead) + "[sink]\ntype = \"stdout\"\n", "cdc.toml"));
   const auto names = codec_names();
-  EXPECT_EQ(names, (std::vector<std::string>{"avro", "cloudevents", "debezium_json", "json"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"avro", "cloudevents", "debezium_json", "json",
+                                             "json_schema"}));
   EXPECT_FALSE(register_codec("json", nullptr)) << "a second registration must be refused";
 }
 

@@ -1,0 +1,67 @@
+// The `schema_registry` table of a codec's codec_options, shared by the codecs that frame their
+// records with a registry's schema ids (avro, json_schema).
+
+#include <utility>
+
+#include "core/settings_read.hpp"
+#include "cppcdc/http_client.hpp"
+#include "cppcdc/plugin.hpp"
+#include "cppcdc/schema_registry.hpp"
+
+namespace cppcdc {
+
+Result<std::optional<SchemaRegistryConfig>> read_schema_registry_settings(
+    const Settings& codec_options) {
+  auto section = codec_options.get_section("schema_registry");
+  if (!section) return fail(section.error());
+  const Settings& r = **section;
+  if (!r.present()) return std::optional<SchemaRegistryConfig>();
+  SchemaRegistryConfig c;
+  auto url = r.get_string("url");
+  if (!url) return fail(url.error());
+  if (!*url) return fail(r.missing("url", "(the registry's API root that serves /subjects)"));
+  c.url = **url;
+  for (auto [key, target] :
+       {std::pair<const char*, std::optional<std::string>*>{"username", &c.username},
+        {"password", &c.password},
+        {"bearer_token", &c.bearer_token}}) {
+    auto v = r.get_string(key);
+    if (!v) return fail(v.error());
+    *target = std::move(*v);
+  }
+  CPPCDC_TRY(detail::assign_string(r, "ca_file", c.ca_file));
+  CPPCDC_TRY(detail::assign_string(r, "cert_file", c.cert_file));
+  CPPCDC_TRY(detail::assign_string(r, "key_file", c.key_file));
+  CPPCDC_TRY(detail::assign_bool(r, "verify_tls", c.verify_tls));
+  CPPCDC_TRY(detail::assign_bool(r, "auto_register", c.auto_register));
+  CPPCDC_TRY(detail::assign_bool(r, "normalize_schemas", c.normalize_schemas));
+  CPPCDC_TRY(detail::assign_int(r, "connect_timeout_ms", 1, 3'600'000, c.connect_timeout_ms));
+  CPPCDC_TRY(detail::assign_int(r, "request_timeout_ms", 1, 3'600'000, c.request_timeout_ms));
+  CPPCDC_TRY(detail::assign_int(r, "max_cache_entries", 1, 10'000'000, c.max_cache_entries));
+  std::string strategy = "topic_name";
+  CPPCDC_TRY(detail::assign_string(r, "subject_name_strategy", strategy));
+  auto parsed = parse_subject_name_strategy(strategy);
+  if (!parsed) return fail(r.error("subject_name_strategy", parsed.error().message()));
+  c.subject_name_strategy = *parsed;
+  if (auto st = validate(c); !st) {
+    // validate() says "schema registry <setting>: <what>"; name the key where it is written.
+    const std::string& m = st.error().message();
+    const std::string prefix = "schema registry ";
+    const auto colon = m.find(": ");
+    if (m.rfind(prefix, 0) == 0 && colon != std::string::npos) {
+      return fail(r.error(m.substr(prefix.size(), colon - prefix.size()), m.substr(colon + 2)));
+    }
+    return fail(r.error("url", m));
+  }
+  return std::optional<SchemaRegistryConfig>(std::move(c));
+}
+
+std::vector<std::pair<std::string, std::string>> describe_schema_registry(
+    const SchemaRegistryConfig& c) {
+  return {{"schema registry", http::redact_url(c.url)},
+          {"subjects", std::string(to_string(c.subject_name_strategy)) +
+                           (c.auto_register ? ", registered when missing (auto_register)"
+                                            : ", looked up only (auto_register = false)")}};
+}
+
+}  // namespace cppcdc
