@@ -87,7 +87,9 @@ void BM_json(benchmark::State& s) { run(s, make_json_encoder()); }
 void BM_avro(benchmark::State& s) { run(s, make_avro_encoder()); }
 void BM_debezium_json(benchmark::State& s) { run(s, make_debezium_json_encoder()); }
 void BM_debezium_json_schemas(benchmark::State& s) {
-  run(s, make_debezium_json_encoder({true, "", ""}));
+  DebeziumJsonOptions o;
+  o.schemas_enable = true;
+  run(s, make_debezium_json_encoder(o));
 }
 
 BENCHMARK(BM_json)->Name("codec/json")->Arg(6)->Arg(50);
