@@ -409,14 +409,18 @@ void write_bytes_as(ByteBuffer& out, const TypedOptions& o, std::string_view byt
   }
 }
 
-/// The little-endian bytes Debezium's io.debezium.data.Bits holds for a bit string "0101..."
-/// (the first character the most significant bit).
+/// The little-endian bytes Debezium's PostgreSQL connector writes as io.debezium.data.Bits for
+/// a bit string "0101..." (the first character the most significant bit): the bytes of the
+/// number the bits spell, as few as hold it (none for zero), least significant first.
 std::optional<std::string> bits_bytes(std::string_view bits) {
-  std::string out((bits.size() + 7) / 8, '\0');
+  std::string out;  // little-endian
   for (std::size_t i = 0; i < bits.size(); ++i) {
     const char c = bits[bits.size() - 1 - i];
     if (c != '0' && c != '1') return std::nullopt;
-    if (c == '1') out[i / 8] = static_cast<char>(out[i / 8] | (1 << (i % 8)));
+    if (c == '1') {
+      if (out.size() <= i / 8) out.resize(i / 8 + 1, '\0');
+      out[i / 8] = static_cast<char>(out[i / 8] | (1 << (i % 8)));
+    }
   }
   return out;
 }
