@@ -289,6 +289,13 @@ std::string hex(std::string_view bytes) {
 
 // ---- writing ---------------------------------------------------------------------------------
 
+/// A floating-point number's shortest digits, made to read as a floating-point JSON number
+/// ("99999" as "99999.0", as Java's Double.toString writes it), not as an integer.
+void write_number(ByteBuffer& out, std::string_view digits) {
+  out.raw(digits);
+  if (digits.find_first_of(".e") == std::string_view::npos) out.raw(".0");
+}
+
 void write_double(ByteBuffer& out, double v) {
   if (std::isnan(v)) {
     json_lit(out, "\"NaN\"");
@@ -301,7 +308,7 @@ void write_double(ByteBuffer& out, double v) {
   } else {
     char buf[40];
     auto r = std::to_chars(buf, buf + sizeof buf, v);
-    out.raw(std::string_view(buf, static_cast<std::size_t>(r.ptr - buf)));
+    write_number(out, std::string_view(buf, static_cast<std::size_t>(r.ptr - buf)));
   }
 }
 
@@ -309,7 +316,7 @@ void write_float(ByteBuffer& out, float v) {
   if (std::isnan(v) || std::isinf(v)) return write_double(out, v);
   char buf[40];
   auto r = std::to_chars(buf, buf + sizeof buf, v);
-  out.raw(std::string_view(buf, static_cast<std::size_t>(r.ptr - buf)));
+  write_number(out, std::string_view(buf, static_cast<std::size_t>(r.ptr - buf)));
 }
 
 std::optional<double> parse_double(std::string_view s) {
@@ -1045,10 +1052,11 @@ Result<std::string> scalar_text(const json::value& v, const json::object* schema
       std::reverse(bytes->begin(), bytes->end());
       return "\\x" + hex(*bytes);
     }
+    // bit(n): n bits; a varbit without a length: as many as the bytes hold.
     const auto bits = static_cast<std::size_t>(
-        std::min<std::int64_t>(length, static_cast<std::int64_t>(bytes->size()) * 8));
+        length < 2147483647 ? length : static_cast<std::int64_t>(bytes->size()) * 8);
     std::string out(bits, '0');
-    for (std::size_t i = 0; i < bits; ++i) {
+    for (std::size_t i = 0; i < bits && i / 8 < bytes->size(); ++i) {
       if (((*bytes)[i / 8] >> (i % 8)) & 1) out[bits - 1 - i] = '1';
     }
     return out;

@@ -56,7 +56,7 @@ std::string dsn_value(const std::string& dsn, const std::string& key, const std:
 struct OptionSet {
   const char* suffix;
   std::vector<std::pair<std::string, std::string>> debezium;  // connector properties
-  std::string cppcdc;                                        // codec_options lines
+  std::string cppcdc;                                         // codec_options lines
 };
 
 const std::vector<OptionSet>& option_sets() {
@@ -147,8 +147,12 @@ TEST(DebeziumOnBroker, TypedValuesAndSchemasMatchDebeziumsPostgresConnector) {
     const std::string log4j = "-Dlog4j2.configurationFile=" + (dir / "log4j2.properties").string();
     const std::string cp = libs + "/*";
     const std::string worker_props = (dir / "worker.properties").string();
-    std::vector<const char*> argv = {"java",        "-Xms256M", "-Xmx1G", log4j.c_str(),
-                                     "-cp",         cp.c_str(),
+    std::vector<const char*> argv = {"java",
+                                     "-Xms256M",
+                                     "-Xmx1G",
+                                     log4j.c_str(),
+                                     "-cp",
+                                     cp.c_str(),
                                      "org.apache.kafka.connect.cli.ConnectStandalone",
                                      worker_props.c_str()};
     for (const auto& f : connector_files) argv.push_back(f.c_str());
@@ -167,8 +171,10 @@ TEST(DebeziumOnBroker, TypedValuesAndSchemasMatchDebeziumsPostgresConnector) {
   for (const auto& s : slots) in_list += (in_list.empty() ? "'" : ",'") + s + "'";
   const bool streaming = test::wait_until(
       [&] {
-        return server.scalar("select count(*) from pg_replication_slots where active and "
-                             "slot_name in (" + in_list + ")") == std::to_string(slots.size());
+        return server.scalar(
+                   "select count(*) from pg_replication_slots where active and "
+                   "slot_name in (" +
+                   in_list + ")") == std::to_string(slots.size());
       },
       std::chrono::seconds(120));
   if (!streaming) {
@@ -206,10 +212,10 @@ TEST(DebeziumOnBroker, TypedValuesAndSchemasMatchDebeziumsPostgresConnector) {
 
   // The column catalog, for the golden file.
   boost::json::array columns;
-  for (const auto& r : pg.query(
-           "select attname, atttypid, atttypmod, format_type(atttypid, atttypmod), attnotnull "
-           "from pg_attribute where attrelid = 'public.dbz_types'::regclass and attnum > 0 "
-           "and not attisdropped order by attnum")) {
+  for (const auto& r :
+       pg.query("select attname, atttypid, atttypmod, format_type(atttypid, atttypmod), attnotnull "
+                "from pg_attribute where attrelid = 'public.dbz_types'::regclass and attnum > 0 "
+                "and not attisdropped order by attnum")) {
     columns.push_back({{"name", *r[0]},
                        {"type_oid", std::stoll(*r[1])},
                        {"type_modifier", std::stoll(*r[2])},
