@@ -129,6 +129,16 @@ void schema_field(ByteBuffer& b, const char* type, bool optional, std::string_vi
   b.ch('}');
 }
 
+/// `ms` times `factor` (ts_us, ts_ns); null when that is past a 64-bit number.
+void write_scaled(ByteBuffer& out, std::int64_t ms, std::int64_t factor) {
+  std::int64_t v = 0;
+  if (__builtin_mul_overflow(ms, factor, &v)) {
+    json_lit(out, "null");
+  } else {
+    json_sint(out, v);
+  }
+}
+
 /// Drops what was written to `out` after its first `size` bytes.
 void truncate_to(ByteBuffer& out, std::size_t size) { out.cur() -= out.size() - size; }
 
@@ -341,9 +351,9 @@ class DebeziumJsonEncoder final : public Encoder {
       json_str(out, e.schema.value_or(""));
     }
     json_lit(out, ",\"sequence\":null,\"ts_us\":");
-    json_sint(out, e.source.timestamp * 1000);
+    write_scaled(out, e.source.timestamp, 1000);
     json_lit(out, ",\"ts_ns\":");
-    json_sint(out, e.source.timestamp * 1000000);
+    write_scaled(out, e.source.timestamp, 1000000);
     if (connector == Connector::kPostgresql) {
       json_lit(out, ",\"schema\":");
       json_str(out, e.schema.value_or(""));
@@ -395,9 +405,9 @@ class DebeziumJsonEncoder final : public Encoder {
     json_lit(out, "\",\"ts_ms\":");
     json_sint(out, e.ts);
     json_lit(out, ",\"ts_us\":");
-    json_sint(out, e.ts * 1000);
+    write_scaled(out, e.ts, 1000);
     json_lit(out, ",\"ts_ns\":");
-    json_sint(out, e.ts * 1000000);
+    write_scaled(out, e.ts, 1000000);
     out.ch('}');
   }
 

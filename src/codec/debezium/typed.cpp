@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "core/json_write.hpp"
@@ -27,6 +28,10 @@ constexpr std::int64_t kMicrosPerSecond = 1'000'000;
 constexpr std::int64_t kMicrosPerDay = 86'400 * kMicrosPerSecond;
 // Debezium's MicroDuration counts a month as 365.25 / 12 = 30.4375 days: 2,629,800 seconds.
 constexpr std::int64_t kMicrosPerMonth = 2'629'800 * kMicrosPerSecond;
+// Past PostgreSQL's last date (5874897 AD) nothing is a date here.
+constexpr std::uint64_t kMaxYear = 6'000'000;
+// Day numbers the decoder turns into dates: kMaxYear years either way.
+constexpr std::int64_t kMaxDays = 2'200'000'000;
 
 // What Debezium's PostgreSQL connector writes for the infinite dates and timestamps (the JDBC
 // driver's sentinels carried through its conversions; observed from Debezium 3.6.1).
@@ -75,7 +80,7 @@ std::optional<std::int64_t> parse_date(std::string_view s, bool bc) {
   const auto d = parse_uint(s.substr(dash + 4, 2));
   if (!y || !m || !d || !all_digits(s.substr(dash + 1, 2)) || !all_digits(s.substr(dash + 4, 2)))
     return std::nullopt;
-  if (*m < 1 || *m > 12 || *d < 1 || *d > 31) return std::nullopt;
+  if (*m < 1 || *m > 12 || *d < 1 || *d > 31 || *y > kMaxYear) return std::nullopt;
   const std::int64_t year = bc ? 1 - static_cast<std::int64_t>(*y) : static_cast<std::int64_t>(*y);
   return days_from_civil(year, static_cast<unsigned>(*m), static_cast<unsigned>(*d));
 }
@@ -149,7 +154,12 @@ std::optional<std::int64_t> parse_timestamp(std::string_view s, bool with_offset
   }
   const auto micros = parse_clock(clock);
   if (!micros || *micros > kMicrosPerDay) return std::nullopt;
-  return *days * kMicrosPerDay + *micros - offset * kMicrosPerSecond;
+  std::int64_t at = 0;
+  if (__builtin_mul_overflow(*days, kMicrosPerDay, &at) ||
+      __builtin_add_overflow(at, *micros - offset * kMicrosPerSecond, &at)) {
+    return std::nullopt;
+  }
+  return at;
 }
 
 /// A decimal text "[-]digits[.digits]": its sign, its digits without the point, its scale.
@@ -247,6 +257,7 @@ std::pair<bool, std::string> digits_of(std::string_view bytes) {
 }
 
 std::string with_scale(bool negative, std::string digits, int scale) {
+  if (scale < 0 && digits != "0") digits.append(static_cast<std::size_t>(-scale), '0');
   if (scale > 0) {
     if (digits.size() <= static_cast<std::size_t>(scale)) {
       digits.insert(0, static_cast<std::size_t>(scale) - digits.size() + 1, '0');
@@ -354,23 +365,31 @@ Civil civil_from_days(std::int64_t z) {
 /// "HH:MM:SS" plus the fraction: `digits` fixed digits, or (digits < 0) as few as needed.
 void append_clock(std::string& out, std::int64_t micros, int digits) {
   const std::int64_t secs = micros / kMicrosPerSecond;
-  const std::int64_t frac = micros % kMicrosPerSecond;
+  std::int64_t frac = micros % kMicrosPerSecond;
   const std::int64_t h = secs / 3600;
-  if (h < 10) out.push_back('0');
-  out += std::to_string(h);
+  if (h < 100) {
+    append_2(out, h);
+  } else {
+    out += std::to_string(h);
+  }
   out.push_back(':');
   append_2(out, secs / 60 % 60);
   out.push_back(':');
   append_2(out, secs % 60);
-  char f[8];
-  std::snprintf(f, sizeof f, "%06lld", static_cast<long long>(frac));
-  std::string fs(f);
-  if (digits < 0) {
-    while (!fs.empty() && fs.back() == '0') fs.pop_back();
-  } else {
-    fs.resize(static_cast<std::size_t>(std::min(digits, 6)));
+  char f[6];
+  for (int i = 5; i >= 0; --i) {
+    f[i] = static_cast<char>('0' + frac % 10);
+    frac /= 10;
   }
-  if (!fs.empty()) out += "." + fs;
+  int n = std::min(digits, 6);
+  if (digits < 0) {
+    n = 6;
+    while (n > 0 && f[n - 1] == '0') --n;
+  }
+  if (n > 0) {
+    out.push_back('.');
+    out.append(f, static_cast<std::size_t>(n));
+  }
 }
 
 /// ISO-8601 "YYYY-MM-DDTHH:MM:SS[.f]Z" of epoch microseconds, as java.time prints a year.
@@ -378,15 +397,16 @@ std::string iso_timestamp(std::int64_t micros, int digits) {
   const std::int64_t days = floor_div(micros, kMicrosPerDay);
   const Civil c = civil_from_days(days);
   std::string out;
-  char y[24];
-  if (c.y > 9999) {
-    std::snprintf(y, sizeof y, "+%lld", static_cast<long long>(c.y));
-  } else if (c.y < 0) {
-    std::snprintf(y, sizeof y, "-%04lld", static_cast<long long>(-c.y));
+  out.reserve(32);
+  if (c.y >= 0 && c.y <= 9999) {
+    append_2(out, c.y / 100);
+    append_2(out, c.y % 100);
   } else {
-    std::snprintf(y, sizeof y, "%04lld", static_cast<long long>(c.y));
+    char y[24];
+    std::snprintf(y, sizeof y, c.y > 0 ? "+%lld" : "-%04lld",
+                  static_cast<long long>(c.y > 0 ? c.y : -c.y));
+    out += y;
   }
-  out += y;
   out.push_back('-');
   append_2(out, c.m);
   out.push_back('-');
@@ -438,6 +458,88 @@ bool time_is_micro(const ColumnType& t, const TypedOptions& o) {
 }
 
 bool timestamp_is_micro(const ColumnType& t) { return t.precision < 0 || t.precision > 3; }
+
+/// Writes `bytes` as a quoted standard base64 string.
+void json_base64(ByteBuffer& out, std::string_view bytes) {
+  static constexpr char kTable[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  out.need((bytes.size() + 2) / 3 * 4 + 2);
+  char* p = out.cur();
+  *p++ = '"';
+  std::size_t i = 0;
+  const auto at = [&](std::size_t k) {
+    return static_cast<std::uint32_t>(static_cast<std::uint8_t>(bytes[k]));
+  };
+  for (; i + 2 < bytes.size(); i += 3) {
+    const std::uint32_t v = (at(i) << 16) | (at(i + 1) << 8) | at(i + 2);
+    *p++ = kTable[(v >> 18) & 63];
+    *p++ = kTable[(v >> 12) & 63];
+    *p++ = kTable[(v >> 6) & 63];
+    *p++ = kTable[v & 63];
+  }
+  if (i < bytes.size()) {
+    std::uint32_t v = at(i) << 16;
+    if (i + 1 < bytes.size()) v |= at(i + 1) << 8;
+    *p++ = kTable[(v >> 18) & 63];
+    *p++ = kTable[(v >> 12) & 63];
+    *p++ = i + 1 < bytes.size() ? kTable[(v >> 6) & 63] : '=';
+    *p++ = '=';
+  }
+  *p++ = '"';
+  out.cur() = p;
+}
+
+/// The precise encoding of a decimal whose unscaled value fits 18 digits, without allocating:
+/// false (nothing written) for anything else, which the general path then handles.
+bool write_small_decimal(ByteBuffer& out, const ColumnType& t, Kind kind, std::string_view s) {
+  bool negative = false;
+  if (!s.empty() && (s.front() == '-' || s.front() == '+')) {
+    negative = s.front() == '-';
+    s.remove_prefix(1);
+  }
+  std::int64_t v = 0;
+  int digits = 0;
+  int scale = 0;
+  bool point = false;
+  for (char c : s) {
+    if (c == '.' && !point) {
+      point = true;
+      continue;
+    }
+    if (c < '0' || c > '9' || ++digits > 18) return false;
+    v = v * 10 + (c - '0');
+    if (point) ++scale;
+  }
+  if (digits == 0 || (point && scale == 0)) return false;
+  if (kind == Kind::kVariableDecimal) {
+    json_lit(out, "{\"scale\":");
+    json_sint(out, scale);
+    json_lit(out, ",\"value\":");
+  } else {
+    const int want = kind == Kind::kMoney ? 2 : std::max(t.scale, 0);
+    if (scale > want || digits + (want - scale) > 18) return false;
+    for (; scale < want; ++scale) v *= 10;
+  }
+  if (negative) v = -v;
+  // Big-endian two's complement, without the bytes that only repeat the sign.
+  char bytes[8];
+  for (int i = 7; i >= 0; --i) {
+    bytes[i] = static_cast<char>(static_cast<std::uint64_t>(v) >> (8 * (7 - i)) & 0xff);
+  }
+  int first = 0;
+  while (first < 7) {
+    const auto b = static_cast<std::uint8_t>(bytes[first]);
+    const auto next = static_cast<std::uint8_t>(bytes[first + 1]);
+    if ((b == 0 && !(next & 0x80)) || (b == 0xff && (next & 0x80))) {
+      ++first;
+    } else {
+      break;
+    }
+  }
+  json_base64(out, std::string_view(bytes + first, static_cast<std::size_t>(8 - first)));
+  if (kind == Kind::kVariableDecimal) out.ch('}');
+  return true;
+}
 
 /// Writes one scalar value (not an array).
 Status write_scalar(ByteBuffer& out, const ColumnType& t, const TypedOptions& o,
@@ -515,6 +617,10 @@ Status write_scalar(ByteBuffer& out, const ColumnType& t, const TypedOptions& o,
         }
         return ok();
       }
+      if (o.decimal == TypedOptions::Decimal::kPrecise &&
+          write_small_decimal(out, t, kind, number)) {
+        return ok();
+      }
       auto d = parse_decimal(number);
       if (!d) return bad("'" + std::string(text) + "' is not a decimal number");
       if (o.decimal == TypedOptions::Decimal::kString) {
@@ -529,7 +635,7 @@ Status write_scalar(ByteBuffer& out, const ColumnType& t, const TypedOptions& o,
         json_lit(out, "{\"scale\":");
         json_sint(out, d->scale);
         json_lit(out, ",\"value\":");
-        json_str(out, base64(unscaled_bytes(d->digits, d->negative)));
+        json_base64(out, unscaled_bytes(d->digits, d->negative));
         out.ch('}');
         return ok();
       }
@@ -539,7 +645,7 @@ Status write_scalar(ByteBuffer& out, const ColumnType& t, const TypedOptions& o,
                    " decimals");
       }
       d->digits.append(static_cast<std::size_t>(scale - d->scale), '0');
-      json_str(out, base64(unscaled_bytes(d->digits, d->negative)));
+      json_base64(out, unscaled_bytes(d->digits, d->negative));
       return ok();
     }
     case Kind::kDate: {
@@ -665,7 +771,12 @@ Status write_scalar(ByteBuffer& out, const ColumnType& t, const TypedOptions& o,
           return bad("'" + std::string(text) + "' is not an interval");
         }
       }
-      json_sint(out, months * kMicrosPerMonth + days * kMicrosPerDay + micros);
+      // As Debezium computes it in floating point and casts to long: saturated.
+      const __int128 total = static_cast<__int128>(months) * kMicrosPerMonth +
+                             static_cast<__int128>(days) * kMicrosPerDay + micros;
+      const __int128 lo = std::numeric_limits<std::int64_t>::min();
+      const __int128 hi = std::numeric_limits<std::int64_t>::max();
+      json_sint(out, static_cast<std::int64_t>(std::clamp(total, lo, hi)));
       return ok();
     }
     case Kind::kBinary: {
@@ -876,7 +987,7 @@ std::optional<std::int64_t> parse_iso(std::string_view s) {
   const auto dash = date.find('-');
   if (dash == std::string_view::npos) return std::nullopt;
   const auto y = parse_uint(date.substr(0, dash));
-  if (!y) return std::nullopt;
+  if (!y || *y > kMaxYear) return std::nullopt;
   // Through parse_date with a positive year, then moved to the right one.
   const auto d = parse_date("2000" + std::string(date.substr(dash)), false);
   const auto clock = parse_clock(s.substr(t + 1));
@@ -884,7 +995,12 @@ std::optional<std::int64_t> parse_iso(std::string_view s) {
   const Civil c = civil_from_days(*d);
   const std::int64_t year =
       negative_year ? -static_cast<std::int64_t>(*y) : static_cast<std::int64_t>(*y);
-  return days_from_civil(year, c.m, c.d) * kMicrosPerDay + *clock;
+  std::int64_t at = 0;
+  if (__builtin_mul_overflow(days_from_civil(year, c.m, c.d), kMicrosPerDay, &at) ||
+      __builtin_add_overflow(at, *clock, &at)) {
+    return std::nullopt;
+  }
+  return at;
 }
 
 std::string interval_text(std::int64_t micros) {
@@ -938,6 +1054,9 @@ std::optional<int> int_parameter(const json::object* schema, const char* key) {
 Result<std::string> scalar_text(const json::value& v, const json::object* schema, bool postgres,
                                 bool& is_json);
 
+// PostgreSQL's numeric keeps at most 16383 digits after the point.
+constexpr int kMaxScale = 16383;
+
 Error unreadable(const json::value& v, std::string_view what) {
   return Error::invalid_data("the value " + json::serialize(v) + " is not " + std::string(what));
 }
@@ -967,8 +1086,10 @@ Result<std::string> scalar_text(const json::value& v, const json::object* schema
     if (!v.is_string()) return fail(unreadable(v, "base64 bytes"));
     const auto bytes = unbase64(v.as_string());
     if (!bytes) return fail(unreadable(v, "base64 bytes"));
+    const int scale = int_parameter(schema, "scale").value_or(0);
+    if (scale < -kMaxScale || scale > kMaxScale) return fail(unreadable(v, "a decimal's scale"));
     const auto [negative, digits] = digits_of(*bytes);
-    return with_scale(negative, digits, int_parameter(schema, "scale").value_or(0));
+    return with_scale(negative, digits, scale);
   }
   if (n == "io.debezium.data.VariableScaleDecimal") {
     if (!v.is_object()) return fail(unreadable(v, "a {scale, value} struct"));
@@ -976,13 +1097,14 @@ Result<std::string> scalar_text(const json::value& v, const json::object* schema
     const auto* value = v.as_object().if_contains("value");
     const auto s = scale ? int_of(*scale) : std::nullopt;
     const auto bytes = value && value->is_string() ? unbase64(value->as_string()) : std::nullopt;
-    if (!s || !bytes) return fail(unreadable(v, "a {scale, value} struct"));
+    if (!s || !bytes || *s < -kMaxScale || *s > kMaxScale)
+      return fail(unreadable(v, "a {scale, value} struct"));
     const auto [negative, digits] = digits_of(*bytes);
     return with_scale(negative, digits, static_cast<int>(*s));
   }
   if (n == "io.debezium.time.Date" || n == "org.apache.kafka.connect.data.Date") {
     const auto days = int_of(v);
-    if (!days) return fail(unreadable(v, "a day number"));
+    if (!days || *days < -kMaxDays || *days > kMaxDays) return fail(unreadable(v, "a day number"));
     return date_text(*days, postgres);
   }
   if (n == "io.debezium.time.Time" || n == "io.debezium.time.MicroTime" ||
@@ -990,8 +1112,12 @@ Result<std::string> scalar_text(const json::value& v, const json::object* schema
     const auto x = int_of(v);
     if (!x) return fail(unreadable(v, "a time"));
     std::int64_t micros = *x;
-    if (n == "io.debezium.time.Time" || n == "org.apache.kafka.connect.data.Time") micros *= 1000;
+    if ((n == "io.debezium.time.Time" || n == "org.apache.kafka.connect.data.Time") &&
+        __builtin_mul_overflow(*x, 1000, &micros)) {
+      return fail(unreadable(v, "a time"));
+    }
     if (n == "io.debezium.time.NanoTime") micros /= 1000;
+    if (micros == std::numeric_limits<std::int64_t>::min()) return fail(unreadable(v, "a time"));
     std::string out;
     if (micros < 0) {
       out.push_back('-');
@@ -1014,7 +1140,9 @@ Result<std::string> scalar_text(const json::value& v, const json::object* schema
       return std::string(*x > 0 ? "infinity" : "-infinity");
     }
     std::int64_t micros = *x;
-    if (millis) micros *= 1000;
+    if (millis && __builtin_mul_overflow(*x, 1000, &micros)) {
+      return fail(unreadable(v, "a timestamp"));
+    }
     if (n == "io.debezium.time.NanoTimestamp") micros = floor_div(micros, 1000);
     return timestamp_text(micros, postgres, false);
   }
@@ -1046,8 +1174,8 @@ Result<std::string> scalar_text(const json::value& v, const json::object* schema
     if (!v.is_string()) return fail(unreadable(v, "base64 bytes"));
     auto bytes = unbase64(v.as_string());
     if (!bytes) return fail(unreadable(v, "base64 bytes"));
-    const int length =
-        int_parameter(schema, "length").value_or(static_cast<int>(bytes->size() * 8));
+    int length = int_parameter(schema, "length").value_or(static_cast<int>(bytes->size() * 8));
+    if (length < 0 || length > (1 << 24)) length = 2147483647;  // not a bit(n): the bytes' bits
     if (!postgres) {
       std::reverse(bytes->begin(), bytes->end());
       return "\\x" + hex(*bytes);
