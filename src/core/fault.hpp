@@ -8,6 +8,9 @@
 // destructors, no atexit handlers, no buffered output flushed. Without the define the macro
 // expands to an empty statement.
 //
+// "name@N" (N >= 1) dies at the N-th time the process reaches "name" instead of the first, so
+// a test can let a few batches through before the crash.
+//
 // The variable is read the first time a process reaches any fault point and then kept. The
 // kept value belongs to the process that read it: a child created with fork() reads the
 // variable again, so a test can fork, set the variable in the child and crash only the child.
@@ -41,7 +44,17 @@ inline std::string armed_fault_point() {
 
 inline void hit_fault_point(std::string_view name) {
   const std::string armed = armed_fault_point();
-  if (!armed.empty() && armed == name) std::raise(SIGKILL);
+  if (armed.empty()) return;
+  const auto at = armed.rfind('@');
+  if (at == std::string::npos) {
+    if (armed == name) std::raise(SIGKILL);
+    return;
+  }
+  if (std::string_view(armed).substr(0, at) != name) return;
+  static std::mutex mutex;
+  static long hits = 0;
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (++hits >= std::atol(armed.c_str() + at + 1)) std::raise(SIGKILL);
 }
 
 }  // namespace cppcdc::detail

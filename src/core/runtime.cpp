@@ -332,6 +332,8 @@ struct Runtime::Impl {
 
   Status commit_in_sink(const detail::CommitPlan& plan, bool idle = false) {
     if (!plan.record && !batch_open) return ok();
+    // Carried batches commit only with a record that resumes after them (commit_attempt).
+    if (!plan.record && carried_events > 0) return ok();
     // An idle position's transaction is a delivery attempt of its own (no events): while the
     // sink's calls block (a broker that is down), the health verdict says so.
     std::optional<AttemptScope> idle_attempt;
@@ -369,6 +371,7 @@ struct Runtime::Impl {
       }
     }
     batch_open = false;
+    carried_events = 0;  // committed with this record, or aborted (the runtime then fails)
     if (plan.record) {
       CPPCDC_FAULT_POINT("runtime.before_checkpoint");
     }
@@ -390,6 +393,13 @@ struct Runtime::Impl {
   // delivered holds its transaction open (commit_ack then commits it with the record).
   TransactionalSink* transactional = nullptr;
   bool batch_open = false;
+  // Events of earlier batches delivered inside the transaction that is still open: their
+  // acknowledgement planned no record (nothing a restart could resume after: a snapshot of a
+  // table without a key, a source's stretch without positions), so committing them would
+  // show them to readers with nothing that keeps a restart from delivering them again. The
+  // transaction stays open until a batch reaches a resumable position and commits them all
+  // with its record. Nonzero only while batch_open.
+  std::uint64_t carried_events = 0;
   // An idle commit failed recoverably: the sink recovers before it is used again.
   bool sink_needs_recover = false;
   // The plan a transactional sink already committed inside the delivery attempt (so that a
@@ -410,7 +420,13 @@ struct Runtime::Impl {
   // attempt (the whole batch) is made again.
   Status commit_attempt(TransactionalSink& sink, const AckToken& token) {
     auto plan = plan_for_ack(token.size(), now());
-    if (plan.record) {
+    if (!plan.record) {
+      // No position to commit with: carry the batch in the open transaction (carried_events).
+      carried_events += token.size();
+      precommitted = std::move(plan);
+      return ok();
+    }
+    {
       if (auto guarded = check_monotonic(checkpoint, *plan.record); !guarded) {
         (void)sink.abort();
         batch_open = false;
@@ -421,6 +437,7 @@ struct Runtime::Impl {
     }
     auto committed = sink.commit(plan.record);
     batch_open = false;
+    carried_events = 0;
     if (!committed) {
       (void)sink.abort();
       // Refused for good: nothing of the batch is durable, and a restart delivers it again.
@@ -703,7 +720,7 @@ Result<EventBatch> Runtime::poll_source_batch() {
       }
     }
   }
-  if (events.empty() && d.redeliver.empty() && !d.shaper.holds_events() &&
+  if (events.empty() && d.redeliver.empty() && !d.shaper.holds_events() && d.carried_events == 0 &&
       (!d.checkpoint || d.checkpoint->partial_tx_events == 0)) {
     // Nothing in flight and everything delivered is acknowledged: let the checkpoint (and so
     // the slot) follow the source's idle position, checkpointed before it is confirmed.
@@ -909,6 +926,18 @@ Result<std::uint64_t> Runtime::Impl::deliver_loop(Runtime& runtime, Pipeline& pi
         d.delivering_to = nullptr;
         d.attempt.reset();
       }
+      if (d.carried_events > 0 && d.transactional != nullptr) {
+        // Stopped while a transaction carries batches that reached no resumable position:
+        // they were never committed, and the checkpoint is before them. Abort, and have a
+        // later poll start the source again from the checkpoint, so that they are read again
+        // rather than skipped.
+        (void)d.transactional->abort();
+        d.config.source->close();
+        d.redeliver.clear();
+        d.shaper.drop_held();
+        d.reconnect_pending = true;
+      }
+      d.carried_events = 0;
       d.transactional = nullptr;
       d.batch_open = false;
       // sink_needs_recover stays: the next loop recovers its sink first (a no-op for a sink
@@ -948,7 +977,8 @@ Result<std::uint64_t> Runtime::Impl::deliver_loop(Runtime& runtime, Pipeline& pi
         }
         recover_first = false;
       }
-      if (sink != nullptr) {
+      // A transaction that carries earlier batches (carried_events) is open already.
+      if (sink != nullptr && d.carried_events == 0) {
         scope.stage("begin");
         if (auto begun = sink->begin(); !begun) {
           return fail(begun.error().context(context("opening a transaction for")));
@@ -985,6 +1015,26 @@ Result<std::uint64_t> Runtime::Impl::deliver_loop(Runtime& runtime, Pipeline& pi
     for (;;) {
       auto st = attempt();
       if (st) break;
+      if (d.carried_events > 0) {
+        // The failed attempt aborted the transaction, and with it the events of earlier
+        // batches it carried, which the source has handed over for good: only a restart from
+        // the checkpoint reads them again, so this is not retried here.
+        const std::uint64_t carried = std::exchange(d.carried_events, 0);
+        d.batch_open = false;
+        d.set_state(RuntimeState::kFailed);
+        return fail(st.error().context(
+            "the aborted transaction of " + (sink != nullptr ? sink->name() : pipeline.name()) +
+            " also held " + std::to_string(carried) +
+            " events of earlier batches that reached no position a restart could resume after "
+            "(e.g. a snapshot of a table without a primary key, read in one transaction under "
+            "effectively_once); they are not delivered, and a restart reads them again from "
+            "the checkpoint" +
+            std::string(d.checkpoint ? " at " + d.checkpoint->offset : std::string()) +
+            ". Such a transaction stays open until the stretch ends: when the sink's transaction "
+            "time limit ended it (Kafka: kafka_properties \"transaction.timeout.ms\", capped by "
+            "the broker's transaction.max.timeout.ms), raise the limit, or give the table a "
+            "primary key"));
+      }
       if (!st.error().retryable()) return fail(st.error());
       if (d.cancel != nullptr && d.cancel->load()) {
         // Stopping: no retry; the batch stays unacknowledged and comes again after a restart

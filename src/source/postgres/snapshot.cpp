@@ -364,9 +364,12 @@ Status run_snapshot(PGconn* conn, PGconn* catalog, TransactionAssembler& assembl
       progress.cursor.reset();
       progress.rows = 0;
       progress.chunk = 0;
-      spdlog::warn("table {} has no primary key: its snapshot cannot resume mid-table and is "
-                   "read again from the start after a restart",
-                   name);
+      spdlog::warn(
+          "table {} has no primary key: its snapshot cannot resume mid-table, so its "
+          "rows are acknowledged only once it is read whole (under effectively_once: "
+          "one Kafka transaction) and an interrupted read starts again from its first "
+          "row",
+          name);
     } else if (progress.cursor && progress.cursor->size() != d->key.size()) {
       return fail(bad_state("the cursor of " + name + " has " +
                             std::to_string(progress.cursor->size()) +
@@ -447,7 +450,10 @@ Status run_snapshot(PGconn* conn, PGconn* catalog, TransactionAssembler& assembl
       } else {
         log.update(progress.rows, false);
       }
-      if (used > chunk_start) {
+      // A table without a key has no cursor to continue from: only its last chunk carries a
+      // position, so its rows are acknowledged as a whole (a transactional sink commits them
+      // in one transaction) and never delivered twice because a restart reads it again.
+      if (used > chunk_start && (keyed || table_done)) {
         batch[used - 1].resume_offset = progress.stream_start.to_string();
         batch[used - 1].resume_state = progress.to_state();
       }

@@ -128,8 +128,10 @@ struct Fixture {
     checkpoint->record = saved;
     make(max_batch);
   }
+  // The source's events (make() reads it).
+  std::function<std::vector<Event>()> events = script;
   void make(std::size_t max_batch) {
-    auto src = std::make_unique<ScriptedSource>(log, script());
+    auto src = std::make_unique<ScriptedSource>(log, events());
     source = src.get();
     RuntimeConfig config;
     config.source = std::move(src);
@@ -481,6 +483,12 @@ class TransactionalTestSink final : public TransactionalSink {
   }
   Status write(std::span<const Event> events) override {
     if (!open_) return fail(Error::invalid_state("write outside a transaction"));
+    ++writes;
+    if (writes == fail_write) {
+      log_.steps.push_back("write-failed");
+      return fail(Error::sink(ErrorKind::kTransient, "the broker is not answering"));
+    }
+    if (on_write) on_write();
     pending_ += events.size();
     log_.steps.push_back("write:" + std::to_string(events.size()));
     return ok();
@@ -510,6 +518,9 @@ class TransactionalTestSink final : public TransactionalSink {
   Status close() override { return ok(); }
   std::string name() const override { return "transactional"; }
   int fail_commits = 0;
+  int writes = 0;
+  int fail_write = 0;  // the write() call (1-based) that fails recoverably; 0: none
+  std::function<void()> on_write;
   std::size_t committed = 0;
 
  private:
@@ -607,6 +618,95 @@ TEST(TransactionalSink, AnIdlePositionIsCommittedThroughTheSinkBeforeItIsConfirm
       "confirm:0/END6", "begin", "commit:0/IDLE", "confirm:0/IDLE"};
   EXPECT_EQ(steps_without(f.log, "recycle:"), expected);
   EXPECT_EQ(f.checkpoint->record->offset, "0/IDLE");
+}
+
+// Five events with no transaction and no position but the last one's, as a blocking
+// snapshot without a resumable cursor hands them over (MySQL's, or a table without a key).
+std::vector<Event> unresumable_script() {
+  std::vector<Event> out;
+  for (int n = 1; n <= 5; ++n) {
+    Event e = EventBuilder("t", Operation::kRead)
+                  .source({"postgres", "0/" + std::to_string(n), 0})
+                  .after({ColumnValue{"id", std::to_string(n), false}})
+                  .build();
+    if (n == 5) e.resume_offset = "0/SNAP";
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+// Committing a batch that reaches no position would show it to readers while a restart
+// delivers it again (duplicates under effectively_once): it stays in the open transaction.
+TEST(TransactionalSink, BatchesThatReachNoPositionStayInTheOpenTransactionUntilOneDoes) {
+  Fixture f;
+  f.events = unresumable_script;
+  f.make(2);
+  ASSERT_TRUE(f.runtime->start());
+  std::atomic<bool> cancel{false};
+  TransactionalTestSink sink(f.log, *f.checkpoint, cancel, 5);
+  auto delivered = f.runtime->run_to_completion(sink, cancel);
+  ASSERT_TRUE(delivered) << delivered.error().report();
+  EXPECT_EQ(*delivered, 5u);
+  const std::vector<std::string> expected = {"start:-",       "begin",         "write:2", "flush",
+                                             "write:2",       "flush",         "write:1", "flush",
+                                             "commit:0/SNAP", "confirm:0/SNAP"};
+  EXPECT_EQ(steps_without(f.log, "recycle:"), expected);
+  EXPECT_EQ(sink.committed, 5u);
+  ASSERT_TRUE(f.checkpoint->record);
+  EXPECT_EQ(f.checkpoint->record->committed_events, 5u);
+}
+
+// A failed attempt aborts the carried batches too; retrying only the last batch would lose
+// them, so the runtime fails, and a restart reads them all again from the checkpoint.
+TEST(TransactionalSink, AFailedAttemptWhileBatchesAreCarriedFailsAndARestartReadsThemAgain) {
+  Fixture f;
+  f.events = unresumable_script;
+  f.make(2);
+  ASSERT_TRUE(f.runtime->start());
+  std::atomic<bool> cancel{false};
+  TransactionalTestSink sink(f.log, *f.checkpoint, cancel, 5);
+  sink.fail_write = 2;  // the second batch's
+  auto delivered = f.runtime->run_to_completion(sink, cancel);
+  ASSERT_FALSE(delivered);
+  const std::string report = delivered.error().report();
+  EXPECT_NE(report.find("the broker is not answering"), std::string::npos) << report;
+  EXPECT_NE(report.find("also held 2 events of earlier batches"), std::string::npos) << report;
+  EXPECT_EQ(f.runtime->state(), RuntimeState::kFailed);
+  EXPECT_FALSE(f.checkpoint->record);
+  EXPECT_EQ(sink.committed, 0u);
+  EXPECT_EQ(f.log.steps.back(), "abort");
+  f.runtime->force_stop();
+  f.make(2);
+  ASSERT_TRUE(f.runtime->start());
+  auto batch = f.runtime->poll_event_batch();
+  ASSERT_TRUE(batch);
+  EXPECT_EQ(batch->events()[0].source.offset, "0/1");
+}
+
+// Stopped while batches are carried: the transaction is aborted, and the same runtime's next
+// delivery starts the source again from the checkpoint instead of going on after them.
+TEST(TransactionalSink, AStopWhileBatchesAreCarriedAbortsAndTheNextDeliveryReadsThemAgain) {
+  Fixture f;
+  f.events = unresumable_script;
+  f.make(2);
+  ASSERT_TRUE(f.runtime->start());
+  std::atomic<bool> cancel{false};
+  TransactionalTestSink sink(f.log, *f.checkpoint, cancel, 5);
+  sink.on_write = [&] {
+    if (sink.writes == 1) cancel.store(true);
+  };
+  auto first = f.runtime->run_to_completion(sink, cancel);
+  ASSERT_TRUE(first) << first.error().report();
+  EXPECT_EQ(f.log.steps.back(), "abort");
+  EXPECT_EQ(sink.committed, 0u);
+  EXPECT_FALSE(f.checkpoint->record);
+  cancel.store(false);
+  auto second = f.runtime->run_to_completion(sink, cancel);
+  ASSERT_TRUE(second) << second.error().report();
+  EXPECT_EQ(sink.committed, 5u);  // all five, none twice
+  EXPECT_EQ(std::count(f.log.steps.begin(), f.log.steps.end(), "start:-"), 2);
+  ASSERT_TRUE(f.checkpoint->record);
+  EXPECT_EQ(f.checkpoint->record->offset, "0/SNAP");
 }
 
 namespace {
