@@ -51,6 +51,8 @@ constexpr std::size_t kPollEvery = 1024;
 /// The longest a single wait on librdkafka lasts before the sink looks at the stop request
 /// again (config.stop); a stop ends every wait within about this long.
 constexpr int kWaitSliceMs = 500;
+// How long a stop request lets a wait go on before cutting it short (stopping()).
+constexpr std::chrono::milliseconds kStopGrace{1'000};
 /// A wait shorter than this is business as usual, not worth naming in current_problem().
 constexpr std::chrono::seconds kWaitWorthReporting{2};
 
@@ -506,8 +508,21 @@ class KafkaSink final : public TransactionalSink {
     return e.schema ? *e.schema + "." + e.table : e.table;
   }
 
+  /// Whether a stop request cuts the current wait short: once it has been pending for
+  /// kStopGrace, so that a batch a healthy cluster is about to acknowledge still is (a routine
+  /// restart delivers nothing twice), while a wait on a cluster that does not answer ends
+  /// within about a second and a half.
   bool stopping() const {
-    return config_.stop != nullptr && config_.stop->load(std::memory_order_relaxed);
+    if (config_.stop == nullptr || !config_.stop->load(std::memory_order_relaxed)) return false;
+    const std::int64_t now =
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch())
+            .count();
+    std::int64_t seen = stop_seen_ms_.load(std::memory_order_relaxed);
+    if (seen == 0) {
+      stop_seen_ms_.compare_exchange_strong(seen, now, std::memory_order_relaxed);
+      seen = stop_seen_ms_.load(std::memory_order_relaxed);
+    }
+    return now - seen >= kStopGrace.count();
   }
 
   /// The error of a wait the stop request ended (transient: nothing was acknowledged).
@@ -1435,6 +1450,8 @@ class KafkaSink final : public TransactionalSink {
   // current_problem()); troubled_ mirrors whether it is set, read without the lock.
   std::optional<Clock::time_point> trouble_since_;
   std::atomic<bool> troubled_{false};
+  // When stopping() first saw the stop request (Clock milliseconds; 0: not yet).
+  mutable std::atomic<std::int64_t> stop_seen_ms_{0};
   // What a call of the sink waits for right now, and since when (for current_problem());
   // guarded by mutex_.
   mutable std::optional<std::pair<std::string, Clock::time_point>> waiting_;
