@@ -93,12 +93,20 @@ class KafkaTopicCheckpoint final : public Checkpoint {
   std::string name() const override { return "kafka_topic"; }
 
   /// Writes a tombstone for the id: compaction then drops its record.
+  /// Tombstones for the record and for the Kafka sink's reconciliation marker beside it
+  /// ("<id>.reconciliation"), so that nothing of the pipeline stays in the topic.
   Status write_tombstone() {
     auto producer = new_handle(RD_KAFKA_PRODUCER, false);
     if (!producer) return fail(producer.error());
-    rd_kafka_resp_err_t e = rd_kafka_producev(
-        producer->get(), RD_KAFKA_V_TOPIC(config_.topic.c_str()),
-        RD_KAFKA_V_KEY(id_.data(), id_.size()), RD_KAFKA_V_VALUE(nullptr, 0), RD_KAFKA_V_END);
+    const std::string marker = id_ + ".reconciliation";
+    rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR_NO_ERROR;
+    for (const std::string& key : std::vector<std::string>{id_, marker}) {
+      if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        e = rd_kafka_producev(producer->get(), RD_KAFKA_V_TOPIC(config_.topic.c_str()),
+                              RD_KAFKA_V_KEY(key.data(), key.size()), RD_KAFKA_V_VALUE(nullptr, 0),
+                              RD_KAFKA_V_END);
+      }
+    }
     if (e == RD_KAFKA_RESP_ERR_NO_ERROR) e = rd_kafka_flush(producer->get(), timeout_ms());
     if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
       return fail(Error::checkpoint(

@@ -824,6 +824,7 @@ int teardown(const std::filesystem::path& path, bool yes, bool include_preexisti
   const std::string where = config->checkpoint->describe(checkpoint_id);
   bool exists = false;
   std::string unsure;
+  std::optional<PreflightCheck> unreadable;  // a failed check: the backend does not answer
   if (config->checkpoint->durable() && config->checkpoint->may_hold_record(checkpoint_id)) {
     const CheckpointPreflight found = config->checkpoint->preflight(checkpoint_id);
     exists = found.record.has_value();
@@ -831,9 +832,23 @@ int teardown(const std::filesystem::path& path, bool yes, bool include_preexisti
       if (!exists && check.outcome != PreflightCheck::Outcome::kPass) {
         exists = true;
         unsure = "cannot tell whether it exists (" + check.what + ")";
+        if (check.outcome == PreflightCheck::Outcome::kFail) unreadable = check;
         break;
       }
     }
+  }
+  // A backend that does not answer (a failed check, not merely a warning) could not remove the
+  // record after the source's objects are gone, leaving a checkpoint that no start can resume
+  // from: change nothing.
+  if (unreadable && !kept) {
+    std::fprintf(stderr,
+                 "cppcdc: the checkpoint backend cannot be read (%s%s%s): the checkpoint %s "
+                 "could not be removed, and dropping the source's objects without it would "
+                 "leave a checkpoint no start can resume from; nothing was changed: make the "
+                 "backend reachable and run teardown again\n",
+                 unreadable->what.c_str(), unreadable->remedy.empty() ? "" : "; ",
+                 unreadable->remedy.c_str(), where.c_str());
+    return kExitFailure;
   }
   const bool has_checkpoint = exists && !kept;
   std::vector<TeardownStep> checkpoint_step{

@@ -432,6 +432,84 @@ TEST(KafkaCli, AFirstStartThatFailsBeforeItsFirstCheckpointSaysWhatItLeftOnTheSe
 
 // A keyless table routed to a [[sinks]] entry whose topic is compacted: the broker refuses the
 // record (INVALID_RECORD), and the error names that entry's topic setting, not [sink]'s.
+// `cppcdc teardown` of an effectively_once pipeline whose last run died in the middle of a
+// batch: the checkpoint topic keeps no record of the pipeline afterwards, neither the
+// checkpoint nor the reconciliation marker the sink had left (both keys end in a tombstone).
+// And a teardown that cannot reach the checkpoint's cluster changes nothing: the slot stays,
+// since dropping it while the checkpoint stays would leave a checkpoint no start can resume.
+TEST(KafkaCli,
+     TeardownRemovesTheReconciliationMarkerAndChangesNothingWhenTheCheckpointIsOutOfReach) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  const std::string db = it::test_database("kafka_teardown");
+  it::fresh_database(db);
+  const fs::path dir = fs::temp_directory_path() / ("cppcdc-it-" + db);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  it::PgSession s(it::dsn_for(db));
+  s.query("create table t (id int primary key); insert into t select generate_series(1, 3000)");
+  const std::string source = kafka_it::unique_topic("teardown");
+  const auto write_config = [&](const std::string& checkpoint_servers) {
+    std::ofstream out(dir / "cdc.toml");
+    out << "delivery_contract = \"effectively_once\"\n\n"
+        << "[source]\ntype = \"postgres\"\ndsn = \"" << it::dsn_for(db) << "\"\n"
+        << "slot_name = \"" << db << "\"\npublication_name = \"" << db << "_pub\"\n"
+        << "source_name = \"" << source << "\"\ntables = [\"public.t\"]\n\n"
+        << "[sink]\ntype = \"kafka\"\nbootstrap_servers = \"" << bootstrap << "\"\n"
+        << "create_topics = true\ndelivery_mode = \"transactional\"\ntransactional_id = \""
+        << source << "\"\n\n[state.offset]\nbackend = \"kafka_topic\"\ntopic = \"" << source
+        << ".checkpoints\"\nbootstrap_servers = \"" << checkpoint_servers
+        << "\"\ntimeout_ms = 3000\n\n[runtime]\nmax_buffer_size = 500\n";
+  };
+  write_config(bootstrap);
+  pid_t child = spawn_armed(dir, "kafka_sink.after_flush@3");
+  ChildGuard guard{child};
+  int status = 0;
+  ASSERT_TRUE(it::wait_until([&] { return waitpid(child, &status, WNOHANG) == child; }, 120s))
+      << it::log_tail(dir / "cppcdc.log");
+  child = -1;
+  ASSERT_TRUE(WIFSIGNALED(status)) << it::log_tail(dir / "cppcdc.log");
+  const std::string slot_count =
+      "select count(*) from pg_replication_slots where slot_name = '" + db + "'";
+  ASSERT_EQ(s.scalar(slot_count), "1");
+  const fs::path cfg = dir / "cdc.toml";
+
+  // The checkpoint's cluster out of reach (a port nothing listens on): nothing is changed.
+  // (The loader wants the sink and the backend on one cluster under effectively_once only.)
+  {
+    std::string text;
+    {
+      std::ifstream in(cfg);
+      text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    text.replace(0, text.find("[source]"), "");
+    const auto at = text.find("bootstrap_servers = \"" + bootstrap + "\"\ntimeout_ms");
+    ASSERT_NE(at, std::string::npos);
+    text.replace(at, ("bootstrap_servers = \"" + bootstrap + "\"").size(),
+                 "bootstrap_servers = \"127.0.0.1:1\"");
+    std::ofstream(dir / "unreachable.toml") << text;
+  }
+  auto torn =
+      it::run_cli({"teardown", "--config", (dir / "unreachable.toml").string(), "--yes"}, 120);
+  EXPECT_NE(torn.code, 0) << torn.output;
+  EXPECT_NE(torn.output.find("nothing was changed"), std::string::npos) << torn.output;
+  EXPECT_EQ(s.scalar(slot_count), "1") << "the slot was dropped: " << torn.output;
+
+  torn = it::run_cli({"teardown", "--config", cfg.string(), "--yes"}, 120);
+  EXPECT_EQ(torn.code, 0) << torn.output;
+  EXPECT_EQ(s.scalar(slot_count), "0") << torn.output;
+  std::map<std::string, std::optional<std::string>> last;  // key -> its last value
+  for (const auto& r : kafka_it::read_topic(bootstrap, source + ".checkpoints", "read_committed")) {
+    if (r.key) last[*r.key] = r.value;
+  }
+  ASSERT_TRUE(last.count(db)) << "no checkpoint record was ever written";
+  EXPECT_FALSE(last[db].has_value()) << "the checkpoint is still there: " << *last[db];
+  ASSERT_TRUE(last.count(db + ".reconciliation")) << "the crash left no reconciliation marker";
+  EXPECT_FALSE(last[db + ".reconciliation"].has_value())
+      << "the reconciliation marker is still there: " << *last[db + ".reconciliation"];
+  it::drop_slots(db);
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+
 TEST(KafkaCli, ARefusalByARoutedSinksTopicNamesThatSinksEntry) {
   KAFKA_TEST_BOOTSTRAP(bootstrap);
   const std::string db = it::test_database("kafka_label");
