@@ -5,7 +5,9 @@
 // into one reused buffer; items per second is events per second.
 //
 //   codec/json/6, codec/avro/6, codec/debezium_json/6, and the same at 50 columns;
-//   codec/debezium_json_schemas/N is debezium_json with schemas_enable (a schema per record).
+//   codec/debezium_json_schemas/N is debezium_json with schemas_enable (a schema per record),
+//   codec/debezium_json_text/N with typed = false (every value its text). The rows have a shape
+//   (PostgreSQL types), so debezium_json writes typed values.
 
 #include <benchmark/benchmark.h>
 
@@ -24,9 +26,46 @@ using namespace cppcdc;
 
 constexpr int kBatch = 1000;
 
+/// The shape of the batch's rows as the PostgreSQL source describes it (debezium_json types
+/// its values by it): id int4, then text, numeric(12,2), timestamptz, int4 and boolean columns.
+RowShapePtr shape_of(int columns) {
+  std::vector<ColumnShape> cols;
+  const auto column = [&](std::string name, std::uint32_t oid, std::int32_t mod) {
+    ColumnShape c;
+    c.name = std::move(name);
+    c.type_oid = oid;
+    c.type_modifier = mod;
+    c.nullable = cols.empty() ? false : true;
+    cols.push_back(std::move(c));
+  };
+  column("id", 23, -1);
+  for (int c = 1; c < columns; ++c) {
+    const std::string suffix = columns == 6 ? "" : "_" + std::to_string(c);
+    switch (c % 5) {
+      case 1:
+        column("name" + suffix, 25, -1);
+        break;
+      case 2:
+        column("amount" + suffix, 1700, ((12 << 16) | 2) + 4);
+        break;
+      case 3:
+        column("created_at" + suffix, 1184, -1);
+        break;
+      case 4:
+        column("qty" + suffix, 23, -1);
+        break;
+      default:
+        column("active" + suffix, 16, -1);
+    }
+  }
+  return std::make_shared<const RowShape>("public", columns == 6 ? "bench6" : "bench50",
+                                          std::move(cols), std::vector<std::string>{"id"});
+}
+
 std::vector<Event> batch(int columns) {
   std::vector<Event> out;
   out.reserve(kBatch);
+  const RowShapePtr shape = shape_of(columns);
   for (int i = 1; i <= kBatch; ++i) {
     Event e;
     e.op = Operation::kInsert;
@@ -35,6 +74,7 @@ std::vector<Event> batch(int columns) {
     e.source = SourceMetadata{"postgres", "0/1" + std::to_string(1000000 + i), 1700000000000};
     e.ts = 1700000000123;
     e.primary_key = std::vector<std::string>{"id"};
+    e.shape = shape;
     e.transaction = TransactionMetadata{4242, kBatch, static_cast<std::uint64_t>(i - 1)};
     Row row{{"id", std::to_string(i), false}};
     for (int c = 1; c < columns; ++c) {
@@ -86,13 +126,21 @@ void run(benchmark::State& state, std::unique_ptr<Encoder> encoder) {
 void BM_json(benchmark::State& s) { run(s, make_json_encoder()); }
 void BM_avro(benchmark::State& s) { run(s, make_avro_encoder()); }
 void BM_debezium_json(benchmark::State& s) { run(s, make_debezium_json_encoder()); }
+void BM_debezium_json_text(benchmark::State& s) {
+  DebeziumJsonOptions o;
+  o.typed = false;
+  run(s, make_debezium_json_encoder(o));
+}
 void BM_debezium_json_schemas(benchmark::State& s) {
-  run(s, make_debezium_json_encoder({true, "", ""}));
+  DebeziumJsonOptions o;
+  o.schemas_enable = true;
+  run(s, make_debezium_json_encoder(o));
 }
 
 BENCHMARK(BM_json)->Name("codec/json")->Arg(6)->Arg(50);
 BENCHMARK(BM_avro)->Name("codec/avro")->Arg(6)->Arg(50);
 BENCHMARK(BM_debezium_json)->Name("codec/debezium_json")->Arg(6)->Arg(50);
+BENCHMARK(BM_debezium_json_text)->Name("codec/debezium_json_text")->Arg(6)->Arg(50);
 BENCHMARK(BM_debezium_json_schemas)->Name("codec/debezium_json_schemas")->Arg(6)->Arg(50);
 
 }  // namespace

@@ -68,7 +68,6 @@ debezium=1
 avro=0
 BATCH=10000
 DBZ_CACHE=${DEBEZIUM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cppcdc/debezium}
-DBZ_POM=$ROOT/bench/debezium/pom.xml
 DBZ_HEAP=${DEBEZIUM_HEAP_OPTS:--Xms256M -Xmx2G}
 # kafka-run-class.sh's KAFKA_JVM_PERFORMANCE_OPTS.
 DBZ_JVM="-server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35
@@ -105,32 +104,11 @@ if ((build)); then
 fi
 for b in "$CPPCDC" "$SINKBENCH"; do [[ -x $b ]] || die "$b is missing (drop --no-build)"; done
 
-# The Debezium worker's jars: $DBZ_CACHE/<first 16 hex digits of the pom's sha256>/libs,
-# fetched by Maven on the first use (as scripts/kafka.sh fetches the broker's), offline after.
+# The Debezium worker's jars, fetched by Maven on the first use (scripts/debezium-jars.sh),
+# offline after.
 fetch_debezium() {
-  local libs top tmp
-  libs=$DBZ_CACHE/$(sha256sum "$DBZ_POM" | cut -c1-16)/libs
-  if [[ ! -f $libs/.complete ]]; then
-    command -v mvn >/dev/null || die "mvn not found; run scripts/install-deps.sh (Debian's maven)"
-    top=$(dirname "$libs")
-    tmp=$top/libs.tmp.$$
-    mkdir -p "$top"
-    rm -rf -- "$tmp"
-    log "fetching the jars bench/debezium/pom.xml names into $libs (once)"
-    local args=(-q -B -f "$DBZ_POM" dependency:copy-dependencies -DoutputDirectory="$tmp"
-                -DincludeScope=runtime)
-    if ! mvn -o "${args[@]}" >"$top/mvn.log" 2>&1 && ! mvn "${args[@]}" >"$top/mvn.log" 2>&1; then
-      tail -n 30 "$top/mvn.log" >&2
-      rm -rf -- "$tmp"
-      die "Maven could not fetch the Debezium jars (log: $top/mvn.log)"
-    fi
-    ls "$tmp"/debezium-connector-postgres-*.jar "$tmp"/connect-runtime-*.jar >/dev/null 2>&1 ||
-      die "no Debezium connector or Connect runtime jar in $tmp after Maven ran"
-    touch "$tmp/.complete"
-    rm -rf -- "$libs"
-    mv "$tmp" "$libs"
-  fi
-  printf '%s\n' "$libs"
+  DEBEZIUM_CACHE=$DBZ_CACHE "$ROOT/scripts/debezium-jars.sh" --fetch ||
+    die "Maven could not fetch the Debezium jars (see above)"
 }
 
 variants=(file kafka eo)

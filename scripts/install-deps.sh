@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Install the Debian 12 packages that cppcdc's build, tests, fuzzing and demo need, and the
-# Apache Kafka jars the tests' broker runs (scripts/kafka.sh fetch: Maven Central, once).
+# Install the Debian 12 packages that cppcdc's build, tests, fuzzing and demo need, the
+# Apache Kafka jars the tests' broker runs (scripts/kafka.sh fetch: Maven Central, once) and
+# the Debezium jars DebeziumOnBroker.* compares the debezium_json codec with
+# (scripts/debezium-jars.sh --fetch: Maven Central, once).
 #
 # Usage: scripts/install-deps.sh
 #
@@ -103,8 +105,16 @@ fetch_cloudevents_sdk() {
     mv "${CLOUDEVENTS_SDK_DIR}.tmp" "${CLOUDEVENTS_SDK_DIR}"
 }
 
+# Debezium's PostgreSQL connector and a Kafka Connect worker (bench/debezium/pom.xml), the
+# reference DebeziumOnBroker.* and bench/kafka_run.sh run (cached under
+# ~/.cache/cppcdc/debezium; returns at once when they are).
+fetch_debezium_jars() {
+  "$(dirname "${BASH_SOURCE[0]}")/debezium-jars.sh" --fetch >/dev/null
+}
+
 fetch_downloads() {
   fetch_kafka_jars || die "fetching the Kafka jars failed (see above)"
+  fetch_debezium_jars || die "fetching the Debezium jars failed (see above)"
   fetch_cloudevents_sdk || die "fetching the CloudEvents Python SDK from PyPI failed (see above)"
 }
 

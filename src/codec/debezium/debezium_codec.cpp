@@ -8,6 +8,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "codec/debezium/typed.hpp"
 #include "core/event_json.hpp"
 #include "core/json_write.hpp"
 #include "cppcdc/debezium.hpp"
@@ -128,9 +129,32 @@ void schema_field(ByteBuffer& b, const char* type, bool optional, std::string_vi
   b.ch('}');
 }
 
+/// `ms` times `factor` (ts_us, ts_ns); null when that is past a 64-bit number.
+void write_scaled(ByteBuffer& out, std::int64_t ms, std::int64_t factor) {
+  std::int64_t v = 0;
+  if (__builtin_mul_overflow(ms, factor, &v)) {
+    json_lit(out, "null");
+  } else {
+    json_sint(out, v);
+  }
+}
+
+/// Drops what was written to `out` after its first `size` bytes.
+void truncate_to(ByteBuffer& out, std::size_t size) { out.cur() -= out.size() - size; }
+
+/// The column types of one shape under one connector's mapping.
+struct ShapeTypes {
+  RowShapePtr shape;  // kept, so that the pointer cannot be reused by another shape
+  bool postgres = true;
+  std::vector<debezium::ColumnType> types;
+};
+
 class DebeziumJsonEncoder final : public Encoder {
  public:
-  explicit DebeziumJsonEncoder(DebeziumJsonOptions options) : options_(std::move(options)) {}
+  explicit DebeziumJsonEncoder(DebeziumJsonOptions options)
+      : options_(std::move(options)),
+        pg_options_(debezium::typed_options(options_, true)),
+        mysql_options_(debezium::typed_options(options_, false)) {}
 
   std::string name() const override { return "debezium_json"; }
 
@@ -143,12 +167,23 @@ class DebeziumJsonEncoder final : public Encoder {
           "transform, or use the json codec"));
     }
     const Connector connector = connector_of(e);
+    const ShapeTypes* types = types_of(e, connector);
+    const std::size_t start = out.size();
     if (options_.schemas_enable) {
       json_lit(out, "{\"schema\":");
-      write_value_schema_cached(out, e, connector);
+      write_value_schema_cached(out, e, connector, types);
       json_lit(out, ",\"payload\":");
     }
-    write_image(out, e.before.row());
+    json_lit(out, "{\"before\":");
+    if (auto st = write_row(out, e.before.row(), e, connector, types); !st) {
+      truncate_to(out, start);
+      return st;
+    }
+    json_lit(out, ",\"after\":");
+    if (auto st = write_row(out, e.after ? &*e.after : nullptr, e, connector, types); !st) {
+      truncate_to(out, start);
+      return st;
+    }
     write_rest(out, e, connector, letter);
     if (options_.schemas_enable) out.ch('}');
     return ok();
@@ -162,6 +197,10 @@ class DebeziumJsonEncoder final : public Encoder {
     for (const auto& name : *e.primary_key) {
       if (find_column(*image, name) == nullptr) return false;
     }
+    const Connector connector = connector_of(e);
+    const ShapeTypes* types = types_of(e, connector);
+    const debezium::TypedOptions& typed = typed_options(connector);
+    const std::size_t start = out.size();
     if (options_.schemas_enable) {
       json_lit(out, "{\"schema\":{\"type\":\"struct\",\"fields\":[");
       bool first = true;
@@ -169,7 +208,7 @@ class DebeziumJsonEncoder final : public Encoder {
         if (!first) out.ch(',');
         first = false;
         const ColumnValue* c = find_column(*image, name);
-        schema_field(out, "string", false, name, c->is_json ? "io.debezium.data.Json" : nullptr);
+        debezium::write_field_schema(out, type_of(types, *c, 0), typed, false, name);
       }
       json_lit(out, "],\"optional\":false,\"name\":");
       json_str(out, record_prefix(e) + ".Key");
@@ -182,7 +221,11 @@ class DebeziumJsonEncoder final : public Encoder {
       first = false;
       json_str(out, name);
       out.ch(':');
-      write_value(out, *find_column(*image, name));
+      const ColumnValue& c = *find_column(*image, name);
+      if (auto st = write_value(out, c, type_of(types, c, 0), e, connector); !st) {
+        truncate_to(out, start);
+        return fail(std::move(st).error());
+      }
     }
     out.ch('}');
     if (options_.schemas_enable) out.ch('}');
@@ -197,34 +240,94 @@ class DebeziumJsonEncoder final : public Encoder {
     return parse_lsn(e.source.offset) ? Connector::kPostgresql : Connector::kMysql;
   }
 
-  static void write_value(ByteBuffer& out, const ColumnValue& c) {
+  const debezium::TypedOptions& typed_options(Connector c) const {
+    return c == Connector::kPostgresql ? pg_options_ : mysql_options_;
+  }
+
+  /// The types of the event's shape (nullptr without a shape or with typed = false).
+  const ShapeTypes* types_of(const Event& e, Connector connector) {
+    if (!options_.typed || !e.shape) return nullptr;
+    const bool postgres = connector == Connector::kPostgresql;
+    if (last_ && last_->shape == e.shape && last_->postgres == postgres) return last_;
+    key_.assign(e.shape->content_id());
+    key_ += postgres ? 'p' : 'm';
+    auto it = shape_types_.find(key_);
+    if (it == shape_types_.end()) {
+      if (shape_types_.size() >= kMaxCachedSchemas) {
+        shape_types_.clear();
+        last_ = nullptr;
+      }
+      ShapeTypes t;
+      t.postgres = postgres;
+      for (const auto& c : e.shape->columns()) {
+        t.types.push_back(debezium::column_type(c, postgres));
+      }
+      it = shape_types_.emplace(key_, std::move(t)).first;
+    }
+    it->second.shape = e.shape;  // the same content under another pointer
+    last_ = &it->second;
+    return last_;
+  }
+
+  /// The type of `c`, the column at `index` of its row (the shape's order, usually).
+  const debezium::ColumnType& type_of(const ShapeTypes* types, const ColumnValue& c,
+                                      std::size_t index) const {
+    if (types == nullptr) return c.is_json ? json_type_ : text_type_;
+    const auto& columns = types->shape->columns();
+    std::size_t i = index;
+    if (i >= columns.size() || columns[i].name != c.name) {
+      const auto found = types->shape->find(c.name);
+      if (!found) return c.is_json ? json_type_ : text_type_;
+      i = *found;
+    }
+    return types->types[i];
+  }
+
+  Status write_value(ByteBuffer& out, const ColumnValue& c, const debezium::ColumnType& type,
+                     const Event& e, Connector connector) const {
     if (!c.text) {
       json_lit(out, "null");
-    } else {
-      json_str(out, *c.text);  // json columns too: Debezium's Json type is a string
+      return ok();
     }
+    if (type.kind == debezium::Kind::kString) {
+      json_str(out, *c.text);  // json columns too: Debezium's Json type is a string
+      return ok();
+    }
+    if (!type.postgres && c.text->compare(0, 10, "0000-00-00") == 0 &&
+        (type.kind == debezium::Kind::kDate || type.kind == debezium::Kind::kTimestamp ||
+         type.kind == debezium::Kind::kZonedTimestamp)) {
+      // MySQL's zero date: null, as Debezium writes it for a nullable column.
+      if (!e.shape || e.shape->find(c.name).has_value() == false ||
+          e.shape->columns()[*e.shape->find(c.name)].nullable) {
+        json_lit(out, "null");
+        return ok();
+      }
+    }
+    auto st = debezium::write_value(out, type, typed_options(connector), *c.text);
+    if (!st) {
+      std::string table = e.schema ? *e.schema + "." + e.table : e.table;
+      return fail(Error::invalid_data("debezium_json: column " + c.name + " of " + table + ": " +
+                                      st.error().message()));
+    }
+    return ok();
   }
 
-  static void write_image(ByteBuffer& out, const Row* row) {
-    json_lit(out, "{\"before\":");
-    write_row(out, row);
-  }
-
-  static void write_row(ByteBuffer& out, const Row* row) {
+  Status write_row(ByteBuffer& out, const Row* row, const Event& e, Connector connector,
+                   const ShapeTypes* types) const {
     if (row == nullptr) {
       json_lit(out, "null");
-      return;
+      return ok();
     }
     out.ch('{');
-    bool first = true;
-    for (const auto& c : *row) {
-      if (!first) out.ch(',');
-      first = false;
+    for (std::size_t i = 0; i < row->size(); ++i) {
+      const ColumnValue& c = (*row)[i];
+      if (i) out.ch(',');
       json_str(out, c.name);
       out.ch(':');
-      write_value(out, c);
+      CPPCDC_TRY(write_value(out, c, type_of(types, c, i), e, connector));
     }
     out.ch('}');
+    return ok();
   }
 
   const char* snapshot_of(const Event& e) const {
@@ -233,8 +336,6 @@ class DebeziumJsonEncoder final : public Encoder {
   }
 
   void write_rest(ByteBuffer& out, const Event& e, Connector connector, const char* letter) {
-    json_lit(out, ",\"after\":");
-    write_row(out, e.after ? &*e.after : nullptr);
     json_lit(out, ",\"source\":{\"version\":\"cppcdc-" CPPCDC_VERSION "\",\"connector\":\"");
     out.raw(connector_name(connector));
     json_lit(out, "\",\"name\":");
@@ -246,7 +347,15 @@ class DebeziumJsonEncoder final : public Encoder {
     json_lit(out, "\",\"db\":");
     if (connector == Connector::kPostgresql) {
       json_str(out, options_.database);
-      json_lit(out, ",\"sequence\":null,\"schema\":");
+    } else {
+      json_str(out, e.schema.value_or(""));
+    }
+    json_lit(out, ",\"sequence\":null,\"ts_us\":");
+    write_scaled(out, e.source.timestamp, 1000);
+    json_lit(out, ",\"ts_ns\":");
+    write_scaled(out, e.source.timestamp, 1000000);
+    if (connector == Connector::kPostgresql) {
+      json_lit(out, ",\"schema\":");
       json_str(out, e.schema.value_or(""));
       json_lit(out, ",\"table\":");
       json_str(out, e.table);
@@ -262,10 +371,9 @@ class DebeziumJsonEncoder final : public Encoder {
       } else {
         json_lit(out, "null");
       }
-      json_lit(out, ",\"xmin\":null}");
+      json_lit(out, ",\"xmin\":null,\"origin\":null,\"origin_lsn\":null}");
     } else {
-      json_str(out, e.schema.value_or(""));
-      json_lit(out, ",\"sequence\":null,\"table\":");
+      json_lit(out, ",\"table\":");
       json_str(out, e.table);
       json_lit(out, ",\"server_id\":0,\"gtid\":");
       const auto coordinate = parse_coordinate(e.source.offset);
@@ -280,10 +388,6 @@ class DebeziumJsonEncoder final : public Encoder {
       }
       json_lit(out, ",\"row\":0,\"thread\":null,\"query\":null}");
     }
-    json_lit(out, ",\"op\":\"");
-    out.raw(letter);
-    json_lit(out, "\",\"ts_ms\":");
-    json_sint(out, e.ts);
     json_lit(out, ",\"transaction\":");
     if (e.transaction) {
       json_lit(out, "{\"id\":\"");
@@ -296,6 +400,14 @@ class DebeziumJsonEncoder final : public Encoder {
     } else {
       json_lit(out, "null");
     }
+    json_lit(out, ",\"op\":\"");
+    out.raw(letter);
+    json_lit(out, "\",\"ts_ms\":");
+    json_sint(out, e.ts);
+    json_lit(out, ",\"ts_us\":");
+    write_scaled(out, e.ts, 1000);
+    json_lit(out, ",\"ts_ns\":");
+    write_scaled(out, e.ts, 1000000);
     out.ch('}');
   }
 
@@ -308,32 +420,45 @@ class DebeziumJsonEncoder final : public Encoder {
     return ++per_table_[record_prefix(e)];
   }
 
-  void write_columns_schema(ByteBuffer& out, const Event& e, const char* field) {
+  void write_columns_schema(ByteBuffer& out, const Event& e, Connector connector,
+                            const ShapeTypes* types, const char* field) {
     // The columns: the shape's when known, else those of the images, in order.
-    std::vector<std::pair<std::string, bool>> columns;  // name, json
+    struct Column {
+      const ColumnValue* value = nullptr;  // from an image, when the shape lacks it
+      std::string name;
+      bool is_json = false;
+      std::optional<bool> nullable;
+      std::size_t index = 0;
+    };
+    std::vector<Column> columns;
     std::set<std::string, std::less<>> seen;
     if (e.shape) {
+      std::size_t i = 0;
       for (const auto& c : e.shape->columns()) {
-        columns.emplace_back(c.name, c.is_json);
+        columns.push_back({nullptr, c.name, c.is_json, c.nullable, i++});
         seen.insert(c.name);
       }
     }
     for (const Row* row : {e.after ? &*e.after : nullptr, e.before.row()}) {
       if (row == nullptr) continue;
       for (const auto& c : *row) {
-        if (seen.insert(c.name).second) columns.emplace_back(c.name, c.is_json);
+        if (seen.insert(c.name).second) columns.push_back({&c, c.name, c.is_json, {}, 0});
       }
     }
     json_lit(out, "{\"type\":\"struct\",\"fields\":[");
     bool first = true;
-    for (const auto& [name, is_json] : columns) {
+    for (const auto& c : columns) {
       if (!first) out.ch(',');
       first = false;
       bool key = false;
       if (e.primary_key) {
-        for (const auto& k : *e.primary_key) key = key || k == name;
+        for (const auto& k : *e.primary_key) key = key || k == c.name;
       }
-      schema_field(out, "string", !key, name, is_json ? "io.debezium.data.Json" : nullptr);
+      const debezium::ColumnType* type = &(c.is_json ? json_type_ : text_type_);
+      if (types != nullptr && c.value == nullptr) type = &types->types[c.index];
+      // Debezium: optional unless the column is NOT NULL; without a shape, unless a key column.
+      const bool optional = options_.typed && c.nullable ? *c.nullable : !key;
+      debezium::write_field_schema(out, *type, typed_options(connector), optional, c.name);
     }
     json_lit(out, "],\"optional\":true,\"name\":");
     json_str(out, record_prefix(e) + ".Value");
@@ -346,7 +471,8 @@ class DebeziumJsonEncoder final : public Encoder {
   // json-ness), the key columns and the shape: the same for every event of a table until the
   // table changes. Kept by a signature of all of these (bounded), since writing it costs far
   // more than the payload.
-  void write_value_schema_cached(ByteBuffer& out, const Event& e, Connector connector) {
+  void write_value_schema_cached(ByteBuffer& out, const Event& e, Connector connector,
+                                 const ShapeTypes* types) {
     signature_.clear();
     const auto add = [this](std::string_view text) {
       const auto n = static_cast<std::uint32_t>(text.size());
@@ -375,17 +501,18 @@ class DebeziumJsonEncoder final : public Encoder {
     if (it == schemas_.end()) {
       if (schemas_.size() >= kMaxCachedSchemas) schemas_.clear();
       ByteBuffer built;
-      write_value_schema(built, e, connector);
+      write_value_schema(built, e, connector, types);
       it = schemas_.emplace(signature_, std::string(built.view())).first;
     }
     out.raw(it->second);
   }
 
-  void write_value_schema(ByteBuffer& out, const Event& e, Connector connector) {
+  void write_value_schema(ByteBuffer& out, const Event& e, Connector connector,
+                          const ShapeTypes* types) {
     json_lit(out, "{\"type\":\"struct\",\"fields\":[");
-    write_columns_schema(out, e, "before");
+    write_columns_schema(out, e, connector, types, "before");
     out.ch(',');
-    write_columns_schema(out, e, "after");
+    write_columns_schema(out, e, connector, types, "after");
     json_lit(out, ",{\"type\":\"struct\",\"fields\":[");
     schema_field(out, "string", false, "version");
     out.ch(',');
@@ -394,12 +521,18 @@ class DebeziumJsonEncoder final : public Encoder {
     schema_field(out, "string", false, "name");
     out.ch(',');
     schema_field(out, "int64", false, "ts_ms");
-    out.ch(',');
-    schema_field(out, "string", true, "snapshot", "io.debezium.data.Enum");
-    out.ch(',');
+    json_lit(out,
+             ",{\"type\":\"string\",\"optional\":true,\"name\":\"io.debezium.data.Enum\","
+             "\"version\":1,\"parameters\":{\"allowed\":\"true,first,first_in_data_collection,"
+             "last_in_data_collection,last,false,incremental\"},\"default\":\"false\","
+             "\"field\":\"snapshot\"},");
     schema_field(out, "string", false, "db");
     out.ch(',');
     schema_field(out, "string", true, "sequence");
+    out.ch(',');
+    schema_field(out, "int64", true, "ts_us");
+    out.ch(',');
+    schema_field(out, "int64", true, "ts_ns");
     out.ch(',');
     if (connector == Connector::kPostgresql) {
       schema_field(out, "string", false, "schema");
@@ -411,6 +544,10 @@ class DebeziumJsonEncoder final : public Encoder {
       schema_field(out, "int64", true, "lsn");
       out.ch(',');
       schema_field(out, "int64", true, "xmin");
+      out.ch(',');
+      schema_field(out, "string", true, "origin");
+      out.ch(',');
+      schema_field(out, "int64", true, "origin_lsn");
       json_lit(out, "],\"optional\":false,\"name\":\"io.debezium.connector.postgresql.Source\"");
     } else {
       schema_field(out, "string", true, "table");
@@ -432,11 +569,7 @@ class DebeziumJsonEncoder final : public Encoder {
       out.raw(connector_name(connector));
       json_lit(out, ".Source\"");
     }
-    json_lit(out, ",\"field\":\"source\"},");
-    schema_field(out, "string", false, "op");
-    out.ch(',');
-    schema_field(out, "int64", true, "ts_ms");
-    json_lit(out, ",{\"type\":\"struct\",\"fields\":[");
+    json_lit(out, ",\"version\":1,\"field\":\"source\"},{\"type\":\"struct\",\"fields\":[");
     schema_field(out, "string", false, "id");
     out.ch(',');
     schema_field(out, "int64", false, "total_order");
@@ -444,16 +577,35 @@ class DebeziumJsonEncoder final : public Encoder {
     schema_field(out, "int64", false, "data_collection_order");
     json_lit(out,
              "],\"optional\":true,\"name\":\"event.block\",\"version\":1,"
-             "\"field\":\"transaction\"}],\"optional\":false,\"name\":");
+             "\"field\":\"transaction\"},");
+    schema_field(out, "string", false, "op");
+    out.ch(',');
+    schema_field(out, "int64", true, "ts_ms");
+    out.ch(',');
+    schema_field(out, "int64", true, "ts_us");
+    out.ch(',');
+    schema_field(out, "int64", true, "ts_ns");
+    json_lit(out, "],\"optional\":false,\"name\":");
     json_str(out, record_prefix(e) + ".Envelope");
-    json_lit(out, ",\"version\":1}");
+    json_lit(out, ",\"version\":2}");
   }
 
   static constexpr std::size_t kMaxCachedSchemas = 1024;
 
   DebeziumJsonOptions options_;
+  debezium::TypedOptions pg_options_;
+  debezium::TypedOptions mysql_options_;
+  debezium::ColumnType text_type_;
+  debezium::ColumnType json_type_ = [] {
+    debezium::ColumnType t;
+    t.semantic = "io.debezium.data.Json";
+    return t;
+  }();
   std::string signature_;
   std::unordered_map<std::string, std::string> schemas_;
+  std::string key_;
+  std::unordered_map<std::string, ShapeTypes> shape_types_;
+  const ShapeTypes* last_ = nullptr;
   std::optional<std::uint64_t> current_tx_;
   std::map<std::string, std::uint64_t, std::less<>> per_table_;
 };
@@ -464,9 +616,10 @@ namespace json = boost::json;
 
 Error bad(const std::string& what) { return Error::invalid_data("not a Debezium value: " + what); }
 
-/// Column names the value schema marks io.debezium.data.Json, under `field` (before/after).
-std::set<std::string> json_columns(const json::object* schema, std::string_view field) {
-  std::set<std::string> out;
+/// The field schemas of the columns under `field` (before/after) of a value schema.
+std::map<std::string, const json::object*, std::less<>> column_schemas(const json::object* schema,
+                                                                       std::string_view field) {
+  std::map<std::string, const json::object*, std::less<>> out;
   if (schema == nullptr) return out;
   const auto* fields = schema->if_contains("fields");
   if (fields == nullptr || !fields->is_array()) return out;
@@ -478,19 +631,17 @@ std::set<std::string> json_columns(const json::object* schema, std::string_view 
     if (columns == nullptr || !columns->is_array()) continue;
     for (const auto& c : columns->as_array()) {
       if (!c.is_object()) continue;
-      const auto* type_name = c.as_object().if_contains("name");
       const auto* column = c.as_object().if_contains("field");
-      if (type_name && type_name->is_string() &&
-          type_name->as_string() == "io.debezium.data.Json" && column && column->is_string()) {
-        out.emplace(column->as_string());
-      }
+      if (column && column->is_string())
+        out.emplace(std::string(column->as_string()), &c.as_object());
     }
   }
   return out;
 }
 
-Result<std::optional<Row>> read_row(const json::object& payload, const char* field,
-                                    const std::set<std::string>& json_names) {
+Result<std::optional<Row>> read_row(
+    const json::object& payload, const char* field,
+    const std::map<std::string, const json::object*, std::less<>>& schemas, bool postgres) {
   const auto* v = payload.if_contains(field);
   if (v == nullptr || v->is_null()) return std::optional<Row>();
   if (!v->is_object()) return fail(bad(std::string("'") + field + "' is not an object"));
@@ -498,13 +649,12 @@ Result<std::optional<Row>> read_row(const json::object& payload, const char* fie
   for (const auto& kv : v->as_object()) {
     ColumnValue c;
     c.name = std::string(kv.key());
-    if (kv.value().is_null()) {
-    } else if (kv.value().is_string()) {
-      c.text = std::string(kv.value().as_string());
-      c.is_json = json_names.count(c.name) != 0;
-    } else {
-      c.text = json::serialize(kv.value());
-      c.is_json = true;
+    if (!kv.value().is_null()) {
+      const auto it = schemas.find(c.name);
+      auto text = debezium::text_of(kv.value(), it == schemas.end() ? nullptr : it->second,
+                                    postgres, c.is_json);
+      if (!text) return fail(bad("column " + c.name + ": " + text.error().message()));
+      c.text = std::move(*text);
     }
     row.push_back(std::move(c));
   }
@@ -547,14 +697,6 @@ class DebeziumJsonDecoder final : public Decoder {
     const auto parsed = op_of_letter(*op);
     if (!parsed) return fail(bad("unknown op '" + std::string(*op) + "'"));
     e.op = *parsed;
-    auto before = read_row(*payload, "before", json_columns(schema, "before"));
-    if (!before) return fail(std::move(before).error());
-    auto after = read_row(*payload, "after", json_columns(schema, "after"));
-    if (!after) return fail(std::move(after).error());
-    e.after = std::move(*after);
-    auto image = detail::make_before_image(std::move(*before), false, {});
-    if (!image) return fail(std::move(image).error());
-    e.before = std::move(*image);
     const auto* source_value = payload->if_contains("source");
     if (source_value == nullptr || !source_value->is_object()) {
       return fail(bad("'source' is missing"));
@@ -566,10 +708,19 @@ class DebeziumJsonDecoder final : public Decoder {
     if (connector == nullptr || name == nullptr || table == nullptr) {
       return fail(bad("'source' lacks connector, name or table"));
     }
+    const bool postgres = *connector == "postgresql";
+    auto before = read_row(*payload, "before", column_schemas(schema, "before"), postgres);
+    if (!before) return fail(std::move(before).error());
+    auto after = read_row(*payload, "after", column_schemas(schema, "after"), postgres);
+    if (!after) return fail(std::move(after).error());
+    e.after = std::move(*after);
+    auto image = detail::make_before_image(std::move(*before), false, {});
+    if (!image) return fail(std::move(image).error());
+    e.before = std::move(*image);
     e.source.source_name = std::string(*name);
     e.source.timestamp = int_at(source, "ts_ms").value_or(0);
     e.table = std::string(*table);
-    if (*connector == "postgresql") {
+    if (postgres) {
       if (const auto* s = string_at(source, "schema"); s && !s->empty()) e.schema = std::string(*s);
       if (auto lsn = int_at(source, "lsn"))
         e.source.offset = format_lsn(static_cast<std::uint64_t>(*lsn));
@@ -607,12 +758,30 @@ class DebeziumJsonDecoder final : public Decoder {
 }  // namespace
 
 Status validate(const DebeziumJsonOptions& options) {
-  if (!options.connector.empty() && options.connector != "postgresql" &&
-      options.connector != "mysql" && options.connector != "mariadb") {
-    return fail(Error::configuration("expected \"postgresql\", \"mysql\" or \"mariadb\", found \"" +
-                                     options.connector + "\"")
-                    .for_setting(SettingOwner::kSink, "connector"));
-  }
+  const auto one_of = [](const std::string& value, std::initializer_list<std::string_view> allowed,
+                         bool empty_ok, const char* setting) -> Status {
+    if (empty_ok && value.empty()) return ok();
+    std::string list;
+    std::size_t i = 0;
+    for (const auto a : allowed) {
+      if (value == a) return ok();
+      list += (i == 0                    ? ""
+               : i + 1 == allowed.size() ? " or "
+                                         : ", ") +
+              ("\"" + std::string(a) + "\"");
+      ++i;
+    }
+    return fail(Error::configuration("expected " + list + ", found \"" + value + "\"")
+                    .for_setting(SettingOwner::kSink, setting));
+  };
+  CPPCDC_TRY(one_of(options.connector, {"postgresql", "mysql", "mariadb"}, true, "connector"));
+  CPPCDC_TRY(one_of(options.decimal_handling_mode, {"precise", "double", "string"}, false,
+                    "decimal_handling_mode"));
+  CPPCDC_TRY(one_of(options.time_precision_mode,
+                    {"adaptive", "adaptive_time_microseconds", "connect"}, true,
+                    "time_precision_mode"));
+  CPPCDC_TRY(one_of(options.binary_handling_mode, {"bytes", "base64", "base64-url-safe", "hex"},
+                    false, "binary_handling_mode"));
   return ok();
 }
 

@@ -1,4 +1,5 @@
-// `codec = "debezium_json"` as a plugin; codec_options: schemas_enable, connector, database.
+// `codec = "debezium_json"` as a plugin; codec_options: schemas_enable, connector, database,
+// typed, decimal_handling_mode, time_precision_mode, binary_handling_mode.
 
 #include "cppcdc/plugin.hpp"
 
@@ -39,7 +40,13 @@ Result<std::unique_ptr<ConfiguredCodec>> configure(const Settings& s) {
   CPPCDC_TRY(detail::assign_bool(s, "schemas_enable", o.schemas_enable));
   CPPCDC_TRY(detail::assign_string(s, "connector", o.connector));
   CPPCDC_TRY(detail::assign_string(s, "database", o.database));
-  if (auto st = validate(o); !st) return fail(s.error("connector", st.error().message()));
+  CPPCDC_TRY(detail::assign_bool(s, "typed", o.typed));
+  CPPCDC_TRY(detail::assign_string(s, "decimal_handling_mode", o.decimal_handling_mode));
+  CPPCDC_TRY(detail::assign_string(s, "time_precision_mode", o.time_precision_mode));
+  CPPCDC_TRY(detail::assign_string(s, "binary_handling_mode", o.binary_handling_mode));
+  if (auto st = validate(o); !st) {
+    return fail(s.error(st.error().setting(), st.error().message()));
+  }
   return std::unique_ptr<ConfiguredCodec>(std::make_unique<ConfiguredDebeziumCodec>(std::move(o)));
 }
 

@@ -360,6 +360,16 @@ TEST(AvroCodec, ASinkWithoutTopicsNeedsTheRecordNameStrategy) {
 
 // ---- debezium_json ---------------------------------------------------------------------------
 
+/// Options with schemas_enable, connector and database set, the rest at their defaults.
+cppcdc::DebeziumJsonOptions dbz_options(bool schemas, std::string connector = "",
+                                        std::string database = "") {
+  cppcdc::DebeziumJsonOptions o;
+  o.schemas_enable = schemas;
+  o.connector = std::move(connector);
+  o.database = std::move(database);
+  return o;
+}
+
 json::object parsed(const std::string& text) {
   boost::system::error_code ec;
   auto v = json::parse(text, ec);
@@ -372,9 +382,11 @@ TEST(DebeziumJson, ThePostgresqlValueShape) {
   const Event e = test::full_event();
   const std::string record = encoded(*encoder, e);
   const json::object v = parsed(record);
-  EXPECT_EQ(v.size(), 6u) << record;
+  EXPECT_EQ(v.size(), 8u) << record;
   EXPECT_EQ(v.at("op").as_string(), "u");
   EXPECT_EQ(v.at("ts_ms").as_int64(), e.ts);
+  EXPECT_EQ(v.at("ts_us").as_int64(), e.ts * 1000);
+  EXPECT_EQ(v.at("ts_ns").as_int64(), e.ts * 1000000);
   EXPECT_EQ(v.at("before").at("status").as_string(), "pending");
   EXPECT_TRUE(v.at("before").at("doc").is_null());
   EXPECT_EQ(v.at("after").at("status").as_string(), "shipped \"fast\"\n");
@@ -390,7 +402,8 @@ TEST(DebeziumJson, ThePostgresqlValueShape) {
   EXPECT_EQ(source.at("table").as_string(), "orders");
   EXPECT_EQ(source.at("txId").as_int64(), 3084);
   EXPECT_EQ(source.at("lsn").as_int64(), 0x1B2C3D4E);
-  for (const char* field : {"version", "db", "sequence", "xmin"}) {
+  EXPECT_EQ(source.at("ts_us").as_int64(), e.source.timestamp * 1000);
+  for (const char* field : {"version", "db", "sequence", "xmin", "origin", "origin_lsn"}) {
     EXPECT_TRUE(source.contains(field)) << field;
   }
   const auto& tx = v.at("transaction").as_object();
@@ -432,7 +445,7 @@ TEST(DebeziumJson, TheMysqlSourceBlockAndOpLetters) {
     }
     EXPECT_TRUE(v.at("transaction").is_null());
   }
-  auto mariadb = make_debezium_json_encoder({false, "mariadb", ""});
+  auto mariadb = make_debezium_json_encoder(dbz_options(false, "mariadb", ""));
   EXPECT_EQ(parsed(encoded(*mariadb, e)).at("source").at("connector").as_string(), "mariadb");
 
   e.op = Operation::kSchemaChange;
@@ -444,7 +457,7 @@ TEST(DebeziumJson, TheMysqlSourceBlockAndOpLetters) {
 }
 
 TEST(DebeziumJson, SchemasEnableWrapsSchemaAndPayload) {
-  auto encoder = make_debezium_json_encoder({true, "", "app"});
+  auto encoder = make_debezium_json_encoder(dbz_options(true, "", "app"));
   const Event e = test::full_event();
   const json::object v = parsed(encoded(*encoder, e));
   ASSERT_TRUE(v.contains("schema"));
@@ -455,8 +468,8 @@ TEST(DebeziumJson, SchemasEnableWrapsSchemaAndPayload) {
   std::vector<std::string> fields;
   for (const auto& f : schema.at("fields").as_array())
     fields.emplace_back(f.at("field").as_string());
-  EXPECT_EQ(fields,
-            (std::vector<std::string>{"before", "after", "source", "op", "ts_ms", "transaction"}));
+  EXPECT_EQ(fields, (std::vector<std::string>{"before", "after", "source", "transaction", "op",
+                                              "ts_ms", "ts_us", "ts_ns"}));
   const auto& after = schema.at("fields").as_array()[1].as_object();
   EXPECT_EQ(after.at("name").as_string(), "postgres.public.orders.Value");
   bool saw_json = false;
@@ -525,7 +538,7 @@ Event debezium_projection(const Event& e, bool schemas) {
 
 TEST(DebeziumJson, RoundTripsTheFieldsDebeziumCarries) {
   for (const bool schemas : {false, true}) {
-    auto encoder = make_debezium_json_encoder({schemas, "", ""});
+    auto encoder = make_debezium_json_encoder(dbz_options(schemas, "", ""));
     auto decoder = make_debezium_json_decoder();
     test::EventGenerator gen(31);
     int checked = 0;
