@@ -8,7 +8,9 @@ Confluent framing is taken apart here by hand: magic byte 0, the schema id (4 by
 then the message-index array as zig-zag varints (a length, then that many indexes; a lone 0
 stands for [0]). The array must be the index path that the generated module's own descriptor
 gives the message (its position among the file's top-level messages, then among nested ones),
-or the record is refused.
+or the record is refused. A consumer that has no generated classes does it the other way round:
+compile_text() compiles the schema a registry returned for the frame's id, and
+message_class_at() takes the message the frame's index path names in it.
 
 Each message is parsed and then serialized again: the bytes must come out the same (fields in
 number order, nothing unknown), which `same_bytes` reports.
@@ -83,14 +85,16 @@ def _zigzag(data, pos):
     return (value >> 1) ^ -(value & 1), pos
 
 
-def strip_frame(data, message_class):
-    """(schema_id, indexes, payload) of a Confluent Protobuf frame, the indexes checked."""
+def read_frame(data):
+    """(schema_id, indexes, payload) of a Confluent Protobuf frame, the indexes as written."""
     if len(data) < 6:
         raise ValueError("%d bytes are too few for a Confluent Protobuf frame" % len(data))
     magic, schema_id = struct.unpack(">bI", data[:5])
     if magic != 0:
         raise ValueError("magic byte %d, not 0" % magic)
     count, pos = _zigzag(data, 5)
+    if count < 0:
+        raise ValueError("a negative message-index count")
     if count == 0:
         indexes = [0]
     else:
@@ -98,11 +102,53 @@ def strip_frame(data, message_class):
         for _ in range(count):
             i, pos = _zigzag(data, pos)
             indexes.append(i)
+    return schema_id, indexes, data[pos:]
+
+
+def strip_frame(data, message_class):
+    """(schema_id, indexes, payload) of a Confluent Protobuf frame, the indexes checked."""
+    schema_id, indexes, payload = read_frame(data)
     want = index_path(message_class.DESCRIPTOR)
     if indexes != want:
         raise ValueError("message indexes %s, but %s is at %s" %
                          (indexes, message_class.DESCRIPTOR.full_name, want))
-    return schema_id, indexes, data[pos:]
+    return schema_id, indexes, payload
+
+
+def compile_text(text):
+    """A .proto text (as a schema registry holds it) compiled by protoc into a descriptor pool of
+    its own: (pool, FileDescriptorProto of the text)."""
+    from google.protobuf import descriptor_pb2, descriptor_pool
+
+    d = tempfile.mkdtemp(prefix="cppcdc-protobuf-registry-")
+    with open(os.path.join(d, "schema.proto"), "w", encoding="utf-8") as f:
+        f.write(text)
+    out = os.path.join(d, "schema.pb")
+    subprocess.run(["protoc", "-I", d, "--descriptor_set_out=" + out, "schema.proto"],
+                   check=True)
+    with open(out, "rb") as f:
+        files = descriptor_pb2.FileDescriptorSet.FromString(f.read()).file
+    pool = descriptor_pool.DescriptorPool()
+    for file_proto in files:
+        pool.Add(file_proto)
+    return pool, files[-1]
+
+
+def message_class_at(compiled, indexes):
+    """The message class that a message-index path names in a compile_text() result: the path's
+    first index picks a top-level message of the file, each further one a nested message."""
+    from google.protobuf import message_factory
+
+    pool, file_proto = compiled
+    names = [file_proto.package] if file_proto.package else []
+    messages = file_proto.message_type
+    for i in indexes:
+        if i < 0 or i >= len(messages):
+            raise ValueError("message indexes %s name no message of the schema" % indexes)
+        names.append(messages[i].name)
+        messages = messages[i].nested_type
+    descriptor = pool.FindMessageTypeByName(".".join(names))
+    return message_factory.MessageFactory(pool).GetPrototype(descriptor)
 
 
 def _text(b):
@@ -146,11 +192,15 @@ def decode(data, message_class, framed):
     schema_id = indexes = None
     if framed:
         schema_id, indexes, data = strip_frame(data, message_class)
+    return dict(parse(data, message_class), schema_id=schema_id, indexes=indexes)
+
+
+def parse(payload, message_class):
+    """{"same_bytes", "datum"} of one bare message (an Event or an EventKey, by its name)."""
     m = message_class()
-    m.ParseFromString(data)
+    m.ParseFromString(payload)
     datum = event_dict(m) if message_class.DESCRIPTOR.name == "Event" else key_dict(m)
-    return {"schema_id": schema_id, "indexes": indexes,
-            "same_bytes": m.SerializeToString() == data, "datum": datum}
+    return {"same_bytes": m.SerializeToString() == payload, "datum": datum}
 
 
 def main():
