@@ -187,6 +187,7 @@ def json_schema_reader(registry_url):
 
 
 def protobuf_module():
+    sys.dont_write_bytecode = True  # no __pycache__ in the source tree
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
     import protobuf_reader
 
