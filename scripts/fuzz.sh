@@ -4,7 +4,7 @@
 #   scripts/fuzz.sh [SECONDS] [TARGET...]
 # TARGETs: pgoutput event checkpoint incremental_state copy_text config transform_path
 # binlog_event binlog_rows json_binary avro_codec debezium_json cloudevents json_schema
-# (default: all).
+# protobuf_codec (default: all).
 # Builds them with clang-14 in build-fuzz/ (ccache when installed). Each target starts from its
 # working corpus build-fuzz/fuzz-work/TARGET/corpus (kept between runs; what libFuzzer finds
 # goes there), tests/fuzz/corpus/TARGET and tests/fuzz/regressions/TARGET; pgoutput also
@@ -17,7 +17,8 @@ case "${1:-}" in
   -h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
 esac
 all_targets=(pgoutput event checkpoint incremental_state copy_text config transform_path
-  binlog_event binlog_rows json_binary avro_codec debezium_json cloudevents json_schema)
+  binlog_event binlog_rows json_binary avro_codec debezium_json cloudevents json_schema
+  protobuf_codec)
 seconds=${CPPCDC_FUZZ_SECONDS:-60}
 if (($#)) && [[ $1 =~ ^[0-9]+$ ]]; then
   seconds=$1

@@ -47,6 +47,10 @@ PACKAGES=(
   # validator, and read it from the broker with confluent-kafka's schema registry client
   # (which needs requests) and JSONDeserializer
   python3-jsonschema python3-requests
+  # the Protobuf codec: libprotobuf, protoc for the classes of its .proto files (build time),
+  # libprotoc-dev for the headers of libprotobuf's .proto parser (it compares a registry's copy
+  # of the schema with its own); its tests read what it wrote with Python's protobuf runtime
+  libprotobuf-dev protobuf-compiler libprotoc-dev python3-protobuf
   # the CloudEvents codec's tests read what it wrote with the CNCF's CloudEvents Python SDK,
   # which Debian does not package: pip fetches it from PyPI (fetch_cloudevents_sdk below);
   # deprecation is its one dependency

@@ -11,6 +11,8 @@
 //                  the Confluent framing when a schema registry is configured
 //   json_schema    the envelope behind the Confluent header, its draft-07 JSON Schema
 //                  (codec/json_schema/*.schema.json) registered or given by id
+//   protobuf       Protocol Buffers message cppcdc.v1.Event (codec/protobuf/event.proto), bare
+//                  or in Confluent's Protobuf framing (with the message-index array)
 //   debezium_json  Debezium's value and key shapes (docs/codecs.md)
 //   cloudevents    CloudEvents 1.0, structured (one JSON event) or binary (attributes as
 //                  headers, the envelope as the record)

@@ -13,6 +13,7 @@
 #include "cppcdc/plugin.hpp"
 #include "cppcdc/postgres.hpp"
 #include "cppcdc/postgresql_checkpoint.hpp"
+#include "cppcdc/protobuf.hpp"
 #include "cppcdc/redis_checkpoint.hpp"
 #include "cppcdc/sqlserver.hpp"
 #include "server/config.hpp"
@@ -27,6 +28,7 @@ void register_builtin_plugins() {
     sqlserver::register_plugin();  // reserved: not built yet
     register_json_codec_plugin();
     register_avro_codec_plugin();
+    register_protobuf_codec_plugin();
     register_debezium_json_codec_plugin();
     register_cloudevents_codec_plugin();
     register_json_schema_codec_plugin();

@@ -18,7 +18,7 @@ set(cppcdc_fuzz_dir ${CMAKE_CURRENT_LIST_DIR})
 
 set(cppcdc_fuzz_targets pgoutput event checkpoint incremental_state copy_text config
     transform_path binlog_event binlog_rows json_binary avro_codec debezium_json cloudevents
-    json_schema)
+    json_schema protobuf_codec)
 
 # Where PostgreSQL's LSN type lives (the one line to change when it moves).
 set(cppcdc_fuzz_pg_lsn_source src/source/postgres/lsn.cpp)
@@ -78,3 +78,8 @@ set(cppcdc_fuzz_cloudevents_libs cppcdc_codec_cloudevents)
 # The json_schema codec's reader: the Confluent framing and its ids, then the envelope.
 set(cppcdc_fuzz_json_schema_sources src/codec/json_schema/json_schema_codec.cpp)
 set(cppcdc_fuzz_json_schema_libs cppcdc_codec_json_schema)
+# The Protobuf codec's readers (bare messages, keys, the Confluent message-index array). The
+# libFuzzer build instruments the codec's own source; libprotobuf and the classes protoc
+# generated stay in the codec's library (the generated headers' directory is added below).
+set(cppcdc_fuzz_protobuf_codec_sources src/codec/protobuf/protobuf_codec.cpp)
+set(cppcdc_fuzz_protobuf_codec_libs cppcdc_codec_protobuf)

@@ -144,7 +144,7 @@ def check_sources(src_root, module, tops):
 # What src/server may not name outside its list of built-in plugins (check 3).
 SERVER_PLUGIN_LIST = "builtin_plugins.cpp"
 SERVER_FORBIDDEN_INCLUDE_RE = re.compile(
-    r'^(cppcdc/(postgres|mysql|sqlserver|http_sink|avro|debezium|json_schema)(\.hpp|/)|'
+    r'^(cppcdc/(postgres|mysql|sqlserver|http_sink|avro|debezium|json_schema|protobuf)(\.hpp|/)|'
     r'(source|sink|checkpoint|codec)/)')
 SERVER_FORBIDDEN_NAME_RE = re.compile(
     r'\b(pg|mysql|sqlserver)::|\b(FileCheckpoint|InMemoryCheckpoint|make_file_sink|'
@@ -153,7 +153,7 @@ SERVER_FORBIDDEN_NAME_RE = re.compile(
 
 # What a sink may not name (check 4): a codec other than the JSON default. Sinks get their
 # encoder from the codec registry (configure_codec), so a new codec needs no sink change.
-SINK_FORBIDDEN_INCLUDE_RE = re.compile(r'^cppcdc/(avro|debezium|json_schema)\.hpp$')
+SINK_FORBIDDEN_INCLUDE_RE = re.compile(r'^cppcdc/(avro|debezium|json_schema|protobuf)\.hpp$')
 SINK_FORBIDDEN_NAME_RE = re.compile(r'\bmake_(?!json_(en|de)coder\b)\w+_(encoder|decoder)\b')
 
 

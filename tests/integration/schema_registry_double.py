@@ -16,7 +16,10 @@ retries, errors and caches are exercised against a separate server:
 
 Errors as Confluent writes them: {"error_code": 40401, "message": ...} (subject not found),
 40403 (schema not found), 409 (incompatible), 42201 (invalid schema), 40101 (unauthorized).
-Schemas compare as parsed JSON for AVRO and JSON, as text for PROTOBUF.
+Schemas compare as parsed JSON for AVRO and JSON. PROTOBUF schemas are checked with protoc (a
+.proto it refuses is 42201) and kept, as Confluent keeps them, in a form of their own: without
+comments and blank lines, which is what reads by id return; they compare by that form with the
+runs of white space made one.
 
 Test controls (not part of any registry's API):
   POST /__double/fail          {"status": 503, "count": 2, "retry_after": "1"} answers the next
@@ -33,6 +36,11 @@ The port it listens on is written to FILE once it accepts connections.
 import argparse
 import base64
 import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
 import threading
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -51,12 +59,67 @@ class State:
         self.requests = []
 
 
+def proto_without_comments(text):
+    """A .proto text without its comments and blank lines (string literals kept as written)."""
+    out = []
+    i = 0
+    quote = None
+    while i < len(text):
+        c = text[i]
+        if quote:
+            out.append(c)
+            if c == "\\" and i + 1 < len(text):
+                out.append(text[i + 1])
+                i += 1
+            elif c == quote:
+                quote = None
+        elif c in "\"'":
+            quote = c
+            out.append(c)
+        elif text.startswith("//", i):
+            while i < len(text) and text[i] != "\n":
+                i += 1
+            continue
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            i = len(text) if end < 0 else end + 2
+            continue
+        else:
+            out.append(c)
+        i += 1
+    lines = [line.rstrip() for line in "".join(out).split("\n")]
+    return "\n".join(line for line in lines if line.strip()) + "\n"
+
+
+def proto_error(text):
+    """protoc's complaint about a .proto text, or None when it compiles (or protoc is absent)."""
+    protoc = shutil.which("protoc")
+    if protoc is None:
+        return None
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "schema.proto"), "w") as f:
+            f.write(text)
+        run = subprocess.run([protoc, "-I", d, "--descriptor_set_out=" + os.devnull,
+                              os.path.join(d, "schema.proto")], capture_output=True, text=True)
+        if run.returncode == 0:
+            return None
+        return run.stderr.strip() or "protoc failed"
+
+
+def stored_form(schema_type, text):
+    return proto_without_comments(text) if schema_type == "PROTOBUF" else text
+
+
 def same_schema(schema_type, a, b):
     if schema_type in ("AVRO", "JSON"):
         try:
             return json.loads(a) == json.loads(b)
         except ValueError:
             return a == b
+    if schema_type == "PROTOBUF":
+        def flat(t):
+            return re.sub(r"\s+", " ", proto_without_comments(t)).strip()
+        return flat(a) == flat(b)
     return a == b
 
 
@@ -181,6 +244,10 @@ class Handler(BaseHTTPRequestHandler):
                         json.loads(text)
                     except ValueError:
                         return self.error(422, 42201, "Invalid schema")
+                if schema_type == "PROTOBUF":
+                    problem = proto_error(text)
+                    if problem:
+                        return self.error(422, 42201, "Invalid schema: " + problem)
                 found = self.find(subject, schema_type, text)
                 if found:
                     return self.answer(200, {"id": found[0]})
@@ -190,7 +257,7 @@ class Handler(BaseHTTPRequestHandler):
                     if t == schema_type and same_schema(t, s, text):
                         break
                 else:
-                    st.schemas.append((schema_type, text))
+                    st.schemas.append((schema_type, stored_form(schema_type, text)))
                     sid = len(st.schemas)
                 st.subjects.setdefault(subject, []).append(sid)
                 return self.answer(200, {"id": sid})

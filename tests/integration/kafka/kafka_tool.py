@@ -30,6 +30,24 @@ Usage: kafka_tool.py BOOTSTRAP COMMAND ...
       "value_schema_id" the framing's ids and "key_title" / "value_title" the registered
       schemas' titles; "value_subject_id" / "key_subject_id" are the ids of the newest versions
       of the subjects TOPIC-value and TOPIC-key in that registry
+  read-protobuf TOPIC bare PROTO_DIR
+      as read (read_uncommitted), with keys and values parsed by Debian's python3-protobuf with
+      classes Debian's protoc generates from PROTO_DIR/event.proto and event_key.proto
+      (tests/protobuf_reader.py); "key" and "value" are the messages as JSON (bytes as UTF-8
+      text, absent fields null), "same_bytes" whether python3-protobuf serializes both messages
+      to exactly the bytes read
+  read-protobuf TOPIC confluent REGISTRY_URL
+      the same for records in Confluent's Protobuf framing, read the way a consumer without
+      generated classes reads them: the framing taken apart (magic byte 0, schema id, the
+      message-index array as zig-zag varints), the schema fetched by that id with
+      python3-confluent-kafka's registry client (it must be a PROTOBUF schema), compiled by
+      protoc, and the message the index path names in it parsed by python3-protobuf.
+      "key_schema_id" / "value_schema_id", "key_indexes" / "value_indexes" and "key_message" /
+      "value_message" (the full name of the message the path named) are the framing's;
+      "key_subject_id" / "value_subject_id" the ids of the newest versions of the subjects
+      TOPIC-key and TOPIC-value. Each key is also read by python3-confluent-kafka's own
+      ProtobufDeserializer, as "key_by_deserializer" (that version reads the index array as
+      plain varints, which agree with zig-zag ones only for the path [0])
   read-cloudevents TOPIC
       as read (read_uncommitted), each record turned into a CloudEvent by the CloudEvents
       Python SDK (the CNCF's "cloudevents" package from PyPI, put by scripts/install-deps.sh
@@ -168,6 +186,87 @@ def json_schema_reader(registry_url):
     return decode
 
 
+def protobuf_module():
+    sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+    import protobuf_reader
+
+    return protobuf_reader
+
+
+def protobuf_reader(proto_dir):
+    reader = protobuf_module()
+    event_pb2, event_key_pb2 = reader.load(proto_dir)
+
+    def decode(m):
+        out = {"same_bytes": True}
+        for name, data, message_class in (("value", m.value(), event_pb2.Event),
+                                          ("key", m.key(), event_key_pb2.EventKey)):
+            out[name] = None
+            if data is None:
+                continue
+            try:
+                r = reader.parse(data, message_class)
+            except Exception as e:  # bytes python3-protobuf refuses
+                fail("the %s at offset %d: %s" % (name, m.offset(), e))
+            out[name] = r["datum"]
+            out["same_bytes"] = out["same_bytes"] and r["same_bytes"]
+        return out
+
+    return decode
+
+
+def protobuf_registry_reader(registry_url):
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    reader = protobuf_module()
+    client = SchemaRegistryClient({"url": registry_url})
+    compiled = {}  # schema id -> protobuf_reader.compile_text() of the registry's text
+
+    def decode(m):
+        out = {"same_bytes": True, "key_by_deserializer": None}
+        for name, data in (("value", m.value()), ("key", m.key())):
+            for field in ("", "_schema_id", "_indexes", "_message"):
+                out[name + field] = None
+            if data is None:
+                continue
+            try:
+                schema_id, indexes, payload = reader.read_frame(data)
+                if schema_id not in compiled:
+                    schema = client.get_schema(schema_id)
+                    if schema.schema_type != "PROTOBUF":
+                        fail("schema id %d is a %s schema, not PROTOBUF" %
+                             (schema_id, schema.schema_type))
+                    compiled[schema_id] = reader.compile_text(schema.schema_str)
+                message_class = reader.message_class_at(compiled[schema_id], indexes)
+                r = reader.parse(payload, message_class)
+            except Exception as e:  # a frame, schema or message that does not hold up
+                fail("the %s at offset %d: %s" % (name, m.offset(), e))
+            out[name] = r["datum"]
+            out[name + "_schema_id"] = schema_id
+            out[name + "_indexes"] = indexes
+            out[name + "_message"] = message_class.DESCRIPTOR.full_name
+            out["same_bytes"] = out["same_bytes"] and r["same_bytes"]
+            if name == "key":
+                try:
+                    key = ProtobufDeserializer(message_class)(
+                        data, SerializationContext(m.topic(), MessageField.KEY))
+                except Exception as e:
+                    fail("ProtobufDeserializer refuses the key at offset %d: %s" % (m.offset(), e))
+                out["key_by_deserializer"] = reader.key_dict(key)
+        for name in ("value", "key"):
+            try:
+                latest = client.get_latest_version("%s-%s" % (m.topic(), name))
+                out[name + "_subject_id"] = latest.schema_id
+            except Exception:  # no such subject: the ids cannot match
+                out[name + "_subject_id"] = None
+        return out
+
+    return decode
+
+
 def cloudevents_reader():
     sdk = os.environ.get("CPPCDC_CLOUDEVENTS_SDK") or os.path.expanduser(
         "~/.cache/cppcdc/python/cloudevents-1.11.0")
@@ -187,7 +286,8 @@ def cloudevents_reader():
     return decode
 
 
-def read(bootstrap, topic, isolation, avro=None, cloudevents=None, json_schema=None):
+def read(bootstrap, topic, isolation, avro=None, cloudevents=None, json_schema=None,
+         protobuf=None):
     consumer = Consumer({
         "bootstrap.servers": bootstrap,
         "group.id": "cppcdc-test-reader",  # never joined: partitions are assigned by hand
@@ -243,6 +343,9 @@ def read(bootstrap, topic, isolation, avro=None, cloudevents=None, json_schema=N
             del record["headers"]
         elif json_schema:
             record.update(json_schema(m))
+        elif protobuf:
+            record.update(protobuf(m))
+            del record["headers"]
         elif avro:
             record["value"], record["value_schema_id"] = avro[0](m.value())
             record["key"], record["key_schema_id"] = avro[1](m.key())
@@ -316,6 +419,11 @@ def main(argv):
              (avro_reader(args[1], framed), avro_reader(args[2], framed)))
     elif command == "read-json-schema" and len(args) == 2:
         read(bootstrap, args[0], "read_uncommitted", json_schema=json_schema_reader(args[1]))
+    elif command == "read-protobuf" and len(args) == 3 and args[1] == "bare":
+        read(bootstrap, args[0], "read_uncommitted", protobuf=protobuf_reader(args[2]))
+    elif command == "read-protobuf" and len(args) == 3 and args[1] == "confluent":
+        read(bootstrap, args[0], "read_uncommitted",
+             protobuf=protobuf_registry_reader(args[2]))
     elif command == "read-cloudevents" and len(args) == 1:
         read(bootstrap, args[0], "read_uncommitted", cloudevents=cloudevents_reader())
     elif command == "read" and len(args) in (1, 2):

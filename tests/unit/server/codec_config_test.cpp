@@ -53,11 +53,13 @@ TEST(CodecConfig, EverySinkDefaultsToJsonAndShowsItsCodec) {
 }
 
 TEST(CodecConfig, AnUnknownCodecNamesTheFileTheKeyAndTheKnownCodecs) {
-  const std::string e = error_of("[sink]\ntype = \"stdout\"\ncodec = \"protobuf\"\n");
+  const std::string e = error_of("[sink]\ntype = \"stdout\"\ncodec = \"thrift\"\n");
   EXPECT_CONTAINS(e, "cdc.toml");
   EXPECT_CONTAINS(e, "[sink] codec");
-  EXPECT_CONTAINS(e, "\"avro\", \"cloudevents\", \"debezium_json\", \"json\" or \"json_schema\"");
-  EXPECT_CONTAINS(e, "found \"protobuf\"");
+  EXPECT_CONTAINS(e,
+                  "\"avro\", \"cloudevents\", \"debezium_json\", \"json\", \"json_schema\" or "
+                  "\"protobuf\"");
+  EXPECT_CONTAINS(e, "found \"thrift\"");
   const std::string k = error_of(std::string(kKafka) + "codec = \"jsn\"\n");
   EXPECT_CONTAINS(k, "[sink] codec");
   EXPECT_CONTAINS(k, "found \"jsn\"");
@@ -69,7 +71,7 @@ TEST(CodecConfig, BinaryCodecsAreRefusedWhereRecordsAreJsonText) {
         std::string("[sink]\ntype = \"file\"\npath = \"/tmp/x.jsonl\"\n"),
         std::string("[sink]\ntype = \"http\"\nurl = \"http://r:8080/\"\n")}) {
     for (const std::string& codec :
-         {std::string("avro\"\n"),
+         {std::string("avro\"\n"), std::string("protobuf\"\n"),
           std::string("json_schema\"\n[sink.codec_options]\nschema_id = 1\nkey_schema_id = 2\n")}) {
       const std::string e = error_of(sink + "codec = \"" + codec);
       EXPECT_CONTAINS(e, "[sink] codec");
@@ -77,6 +79,8 @@ TEST(CodecConfig, BinaryCodecsAreRefusedWhereRecordsAreJsonText) {
     }
   }
   EXPECT_CONTAINS(described(std::string(kKafka) + "codec = \"avro\"\n"), "bare Avro");
+  EXPECT_CONTAINS(described(std::string(kKafka) + "codec = \"protobuf\"\n"),
+                  "bare Protobuf messages cppcdc.v1.Event");
 }
 
 TEST(CodecConfig, CodecOptionsAreTheCodecsToCheck) {
@@ -102,6 +106,23 @@ TEST(CodecConfig, CodecOptionsAreTheCodecsToCheck) {
   EXPECT_CONTAINS(ok, "topic_record_name, looked up only (auto_register = false)");
   EXPECT_EQ(ok.find("secret-pw"), std::string::npos) << ok;
   EXPECT_EQ(ok.find("p-secret"), std::string::npos) << ok;
+  // protobuf takes the same registry table, checked the same way.
+  const std::string protobuf = std::string(kKafka) + "codec = \"protobuf\"\n";
+  EXPECT_CONTAINS(
+      error_of(protobuf + "[sink.codec_options.schema_registry]\nauto_register = false\n"),
+      "url: required");
+  EXPECT_CONTAINS(error_of(protobuf + "[sink.codec_options.schema_registry]\nurl = \"http://r\"\n"
+                                      "subject_name_strategy = \"by_topic\"\n"),
+                  "subject_name_strategy");
+  EXPECT_CONTAINS(error_of(protobuf + "[sink.codec_options]\nschema_registy = 1\n"),
+                  "schema_registy: unknown key");
+  const std::string pb = described(protobuf +
+                                   "[sink.codec_options.schema_registry]\n"
+                                   "url = \"http://u:secret-pw@registry:8081\"\n"
+                                   "subject_name_strategy = \"record_name\"\n");
+  EXPECT_CONTAINS(pb, "Confluent (magic byte 0, 4-byte schema id, message indexes)");
+  EXPECT_CONTAINS(pb, "record_name, registered when missing (auto_register)");
+  EXPECT_EQ(pb.find("secret-pw"), std::string::npos) << pb;
   EXPECT_CONTAINS(error_of("[sink]\ntype = \"stdout\"\ncodec = \"debezium_json\"\n"
                            "[sink.codec_options]\nschemas_enable = \"yes\"\n"),
                   "schemas_enable");
@@ -182,7 +203,7 @@ TEST(CodecConfig, TheRegistryListsTheBuiltInCodecs) {
   ASSERT_TRUE(parse_server_config(std::string(kHead) + "[sink]\ntype = \"stdout\"\n", "cdc.toml"));
   const auto names = codec_names();
   EXPECT_EQ(names, (std::vector<std::string>{"avro", "cloudevents", "debezium_json", "json",
-                                             "json_schema"}));
+                                             "json_schema", "protobuf"}));
   EXPECT_FALSE(register_codec("json", nullptr)) << "a second registration must be refused";
 }
 
