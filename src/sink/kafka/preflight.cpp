@@ -311,9 +311,16 @@ bool brokers_answer(Probe& probe, const KafkaSinkConfig& config, std::vector<Pre
 // warning.
 void check_compaction(const std::string& what, const std::string& policy, const char* is,
                       const std::vector<std::string>& tables,
-                      const std::optional<std::vector<std::string>>& keyless,
+                      const std::optional<std::vector<std::string>>& keyless, bool one_sink_only,
                       std::vector<PreflightCheck>& out) {
   if (policy.empty()) return;
+  // Under effectively_once the pipeline has exactly one sink: no route can take a table
+  // elsewhere, so the remedies do not offer one.
+  const std::string elsewhere =
+      one_sink_only ? "leave it out of [source] tables (effectively_once allows one sink only, "
+                      "so it cannot be routed to another topic that is not compacted)"
+                    : "route it to a topic that is not compacted (a [[pipeline.routes]] entry "
+                      "to another sink)";
   const std::string compacted = what + " " + is + " compacted (cleanup.policy=" + policy + ")";
   if (!keyless) {
     out.push_back({Outcome::kWarn,
@@ -321,8 +328,8 @@ void check_compaction(const std::string& what, const std::string& policy, const 
                                "of a table without a primary key routed there would stop the "
                                "pipeline",
                    "make sure every table routed to it has a primary key (or is keyed by a "
-                   "key_shaping transform); route keyless tables to a topic that is not "
-                   "compacted"});
+                   "key_shaping transform); for a keyless table: " +
+                       elsewhere});
     return;
   }
   std::string without;
@@ -335,15 +342,13 @@ void check_compaction(const std::string& what, const std::string& policy, const 
     out.push_back({Outcome::kPass, compacted + ", and every table going there has a key", ""});
     return;
   }
-  out.push_back({Outcome::kFail,
-                 compacted + ", but " + without +
-                     " has no key (no primary key, or replica identity NOTHING): the broker "
-                     "refuses its records without a key (INVALID_RECORD), which stops the "
-                     "pipeline at the first change of it",
-                 "give " + without +
-                     " a primary key, route it to a topic that is not compacted (a "
-                     "[[pipeline.routes]] entry to another sink), or key it with a key_shaping "
-                     "transform"});
+  out.push_back(
+      {Outcome::kFail,
+       compacted + ", but " + without +
+           " has no key (no primary key, or replica identity NOTHING): the broker "
+           "refuses its records without a key (INVALID_RECORD), which stops the "
+           "pipeline at the first change of it",
+       "give " + without + " a primary key, key it with a key_shaping transform, or " + elsewhere});
 }
 
 void check_topics(Probe& probe, const KafkaSinkConfig& config, const SinkPreflightContext& context,
@@ -417,7 +422,7 @@ void check_topics(Probe& probe, const KafkaSinkConfig& config, const SinkPreflig
             what,
             compaction_of(resource_settings(probe.get(), RD_KAFKA_RESOURCE_TOPIC, name,
                                             probe.remaining_ms(std::chrono::seconds(5)))),
-            "is", tables, context.keyless_tables, out);
+            "is", tables, context.keyless_tables, context.checkpoint.has_value(), out);
         break;
       case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
         if (config.create_topics) {
@@ -440,7 +445,7 @@ void check_topics(Probe& probe, const KafkaSinkConfig& config, const SinkPreflig
           std::map<std::string, std::string> planned(config.topic_config.begin(),
                                                      config.topic_config.end());
           check_compaction(what, compaction_of(planned), "will be", tables, context.keyless_tables,
-                           out);
+                           context.checkpoint.has_value(), out);
         } else {
           out.push_back({Outcome::kFail,
                          what + " does not exist, and with create_topics = false the sink "

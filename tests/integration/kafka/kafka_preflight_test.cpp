@@ -264,8 +264,8 @@ TEST_F(KafkaPreflight, RoutesDecideEachSinksTablesAndAKeylessTableForACompactedT
                              "\" (for public.nokey) will be compacted (cleanup.policy=compact), "
                              "but public.nokey has no key");
     EXPECT_CONTAINS(out,
-                    "remedy: give public.nokey a primary key, route it to a topic that is "
-                    "not compacted");
+                    "remedy: give public.nokey a primary key, key it with a key_shaping "
+                    "transform, or route it to a topic that is not compacted");
     EXPECT_CONTAINS(out, "ok    [[sinks]] \"plain\": topic \"" + tag_ +
                              ".public.t\" (for public.t) does not exist yet");
   }
@@ -277,6 +277,28 @@ TEST_F(KafkaPreflight, RoutesDecideEachSinksTablesAndAKeylessTableForACompactedT
     const std::string& out = t.outcome.output;
     EXPECT_CONTAINS(out, "warn  [[sinks]] \"plain\": no captured table is routed to it") << out;
     EXPECT_CONTAINS(out, "(for public.t, public.nokey) will be compacted");
+  }
+  {
+    // Under effectively_once the pipeline has one sink: the remedy offers no route (which the
+    // loader would refuse) but leaving the table out.
+    const fs::path path = dir_ / "eos.toml";
+    std::ofstream(path) << "delivery_contract = \"effectively_once\"\n\n[source]\ndsn = \""
+                        << it::dsn_for(db_)
+                        << "\"\ntables = [\"public.t\", \"public.nokey\"]\nslot_name = \"kpf_"
+                        << ::getpid() << "\"\nsource_name = \"" << tag_
+                        << "\"\n\n[sink]\ntype = \"kafka\"\nbootstrap_servers = \"" << bootstrap
+                        << "\"\ntopic = \"" << compacted
+                        << "\"\ncreate_topics = true\ndelivery_mode = \"transactional\"\n"
+                           "transactional_id = \""
+                        << tag_ << "\"\n[sink.topic_config]\n\"cleanup.policy\" = \"compact\"\n\n"
+                        << "[state.offset]\nbackend = \"kafka_topic\"\ntopic = \""
+                        << checkpoint_topic() << "\"\n";
+    const auto t = preflight(path);
+    const std::string& out = t.outcome.output;
+    EXPECT_EQ(t.outcome.code, 3) << out;
+    EXPECT_CONTAINS(out, "but public.nokey has no key");
+    EXPECT_CONTAINS(out, "or leave it out of [source] tables (effectively_once allows one sink");
+    EXPECT_LACKS(out, "[[pipeline.routes]]");
   }
   EXPECT_EQ(kafka_it::partition_count(bootstrap, compacted), -1);
 }
