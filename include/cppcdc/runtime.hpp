@@ -227,7 +227,10 @@ struct RuntimeAdminSnapshot {
   RuntimeState state = RuntimeState::kCreated;
   std::uint64_t events_delivered = 0;  ///< handed out by poll_event_batch (and suppressed
                                        ///< duplicates, acknowledged as if handed out)
-  std::uint64_t events_committed = 0;  ///< acknowledged
+  std::uint64_t events_committed = 0;  ///< acknowledged, by this process (like events_delivered)
+  /// Acknowledged since the pipeline's first start: the checkpoint's committed_events, which
+  /// counts earlier runs too.
+  std::uint64_t events_committed_total = 0;
   std::uint64_t in_flight = 0;         ///< delivered, not yet acknowledged
   std::optional<std::string> checkpoint_offset;  ///< last durable resume position
   std::int64_t last_poll_at_ms = 0;      ///< wall clock (ms since the epoch) of the last

@@ -104,7 +104,8 @@ struct Runtime::Impl {
   mutable std::mutex mutex;  // guards the admin fields below
   RuntimeState state = RuntimeState::kCreated;
   std::uint64_t events_delivered = 0;
-  std::uint64_t events_committed = 0;
+  std::uint64_t events_committed = 0;        // since the pipeline's first start (the checkpoint's)
+  std::uint64_t committed_before_start = 0;  // events_committed when this process started
   std::int64_t last_poll_at_ms = 0;
   std::int64_t last_commit_at_ms = 0;
   std::optional<CheckpointRecord> checkpoint;  // last durable record
@@ -566,6 +567,7 @@ Status Runtime::start() {
     std::lock_guard lock(d.mutex);
     d.checkpoint = record;
     if (record) d.events_committed = record->committed_events;
+    d.committed_before_start = d.events_committed;
   }
   d.arm_skip();
   if (record) {
@@ -1091,9 +1093,11 @@ RuntimeAdminSnapshot Runtime::admin_snapshot() const {
   RuntimeAdminSnapshot s;
   s.state = d.state;
   s.events_delivered = d.events_delivered;
-  s.events_committed = d.events_committed;
-  s.in_flight = d.events_delivered > d.events_committed ? d.events_delivered - d.events_committed
-                                                        : 0;
+  // Both counters of this process: the checkpoint's count covers earlier runs too.
+  s.events_committed = d.events_committed - d.committed_before_start;
+  s.events_committed_total = d.events_committed;
+  s.in_flight =
+      d.events_delivered > s.events_committed ? d.events_delivered - s.events_committed : 0;
   if (d.checkpoint) s.checkpoint_offset = d.checkpoint->offset;
   s.last_poll_at_ms = d.last_poll_at_ms;
   s.last_delivery_at_ms = d.last_delivery_at_ms;

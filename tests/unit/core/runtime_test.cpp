@@ -194,6 +194,29 @@ TEST(Invariant4, UnacknowledgedTailIsRedeliveredAndCheckpointStopsAtLastBoundary
   EXPECT_EQ(f.checkpoint->record->offset, "0/END6");
 }
 
+// The admin counters of a restarted pipeline: delivered and committed count this process's
+// events alike, so in_flight is their difference; the checkpoint's count (earlier runs too) is
+// events_committed_total. Before, events_committed started at the checkpoint's count and an
+// outstanding batch showed as 0 in flight.
+TEST(AdminSnapshot, AfterARestartDeliveredAndCommittedCountThisProcessAndTotalTheWholePipeline) {
+  Fixture f(100, CheckpointRecord{"postgres", "slot", "0/END3", 3, 0, 0, "", 0});
+  ASSERT_TRUE(f.runtime->start());
+  auto batch = f.runtime->poll_event_batch();
+  ASSERT_TRUE(batch);
+  ASSERT_EQ(batch->size(), 3u);
+  auto s = f.runtime->admin_snapshot();
+  EXPECT_EQ(s.events_delivered, 3u);
+  EXPECT_EQ(s.events_committed, 0u);
+  EXPECT_EQ(s.in_flight, 3u);
+  EXPECT_EQ(s.events_committed_total, 3u);
+  ASSERT_TRUE(f.runtime->commit_ack(batch->ack_mode()));
+  s = f.runtime->admin_snapshot();
+  EXPECT_EQ(s.events_committed, 3u);
+  EXPECT_EQ(s.in_flight, 0u);
+  EXPECT_EQ(s.events_committed_total, 6u);
+  EXPECT_EQ(f.checkpoint->record->committed_events, 6u);
+}
+
 TEST(Invariant5, LifecycleTransitionsAreValidated) {
   Fixture f;
   EXPECT_EQ(f.runtime->poll_event_batch().error().kind(), ErrorKind::kInvalidState);
