@@ -1,7 +1,9 @@
 // `cppcdc run` with a Kafka sink, started the way an operator starts it: a copy of a running
 // pipeline's configuration (same replication slot, same transactional_id) stops before its sink
 // opens and leaves the running pipeline alone (its transactional producer used to be fenced by
-// the copy's init_transactions).
+// the copy's init_transactions), and a bootstrap address that is a KRaft controller port stops
+// the start at once, naming it (the kafka_topic checkpoint backend used to wait for timeout_ms
+// and then report no answer).
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -114,4 +116,49 @@ TEST(KafkaCli, ACopiedConfigurationStopsBeforeItsSinkOpensAndTheRunningPipelineG
     fs::remove_all(dir_a);
     fs::remove_all(dir_b);
   }
+}
+
+// Both places that talk to Kafka first at a start: the kafka_topic checkpoint backend (opened
+// before the sink) and the sink itself (with a local_fs checkpoint).
+TEST(KafkaCli, ARunPointedAtAKraftControllerPortStopsAtOnceNamingIt) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  const auto colon = bootstrap.rfind(':');
+  // scripts/kafka.sh puts the controller on the broker's port + 1.
+  const std::string controller =
+      bootstrap.substr(0, colon + 1) + std::to_string(std::stoi(bootstrap.substr(colon + 1)) + 1);
+  const std::string db = it::test_database("kcli_ctrl");
+  it::fresh_database(db);
+  it::PgSession(it::dsn_for(db)).query("create table t (id int primary key)");
+  for (const bool kafka_topic : {true, false}) {
+    SCOPED_TRACE(kafka_topic ? "kafka_topic checkpoint" : "local_fs checkpoint");
+    const fs::path dir = fresh_dir(db + (kafka_topic ? "_kt" : "_fs"));
+    {
+      std::ofstream cfg(dir / "cdc.toml");
+      if (kafka_topic) cfg << "delivery_contract = \"effectively_once\"\n\n";
+      cfg << "[source]\ntype = \"postgres\"\ndsn = \"" << it::dsn_for(db) << "\"\n"
+          << "slot_name = \"" << db << "\"\npublication_name = \"" << db << "_pub\"\n"
+          << "tables = [\"public.t\"]\n\n"
+          << "[sink]\ntype = \"kafka\"\nbootstrap_servers = \"" << controller << "\"\n";
+      if (kafka_topic) {
+        cfg << "delivery_mode = \"transactional\"\ntransactional_id = \"" << db << "\"\n\n"
+            << "[state.offset]\nbackend = \"kafka_topic\"\n";
+      } else {
+        cfg << "\n[state.offset]\nbackend = \"local_fs\"\ndir = \"state\"\n";
+      }
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto run = it::run_cli({"run", "--config", (dir / "cdc.toml").string()}, 60);
+    // Without the check, the checkpoint backend waited for its timeout_ms (30 s).
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 15s) << run.output;
+    EXPECT_EQ(run.code, 2) << run.output;
+    EXPECT_TRUE(has(run.output, "answers, but not as a Kafka broker")) << run.output;
+    EXPECT_TRUE(has(run.output, "KRaft controller port")) << run.output;
+    EXPECT_TRUE(has(run.output, "\"" + controller + "\"")) << run.output;
+    EXPECT_FALSE(has(run.output, "no answer")) << run.output;
+    if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+  }
+  it::PgSession admin(it::admin_dsn());
+  EXPECT_EQ(
+      admin.scalar("select count(*) from pg_replication_slots where slot_name = '" + db + "'"), "0")
+      << "the start created a replication slot";
 }
