@@ -192,6 +192,17 @@ class ConfiguredSource {
   /// (the default; also when the server cannot be read: preflight() reports why). Blocks for
   /// network round trips like preflight().
   virtual std::optional<std::vector<std::string>> keyless_tables() const { return std::nullopt; }
+  /// Whether another process already reads from what this source would read from (for
+  /// PostgreSQL: its replication slot is active). `cppcdc run` calls it before it opens the
+  /// checkpoint and the sinks, so that a second run of a copied configuration stops there,
+  /// before its sinks can disturb the running pipeline (a transactional Kafka sink's start
+  /// fences the producer of the other run with the same transactional_id). Changes nothing.
+  /// ok() when nothing shows the source in use, also when the server cannot be reached (the
+  /// source's own start reports that, with its retries); otherwise an Error of kind
+  /// configuration that names what is in use, by which process, and what to do. Blocks for
+  /// network round trips (connect timeouts apply), and briefly longer while what is in use may
+  /// be a process that just ended. The default: ok (nothing to check).
+  virtual Status check_not_in_use() const { return ok(); }
   /// Removes from the server what the source created for this pipeline and holds there (for
   /// PostgreSQL its replication slot and publication), and nothing it did not create unless
   /// `include_preexisting`. With `dry_run`, changes nothing and returns the plan. Returns one

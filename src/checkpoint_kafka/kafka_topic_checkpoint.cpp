@@ -229,6 +229,19 @@ class KafkaTopicCheckpoint final : public Checkpoint {
     auto admin = new_handle(RD_KAFKA_PRODUCER, false);
     if (!admin) return fail(admin.error());
     rd_kafka_t* rk = admin->get();
+    // A metadata request first: a KRaft controller port refuses it at once (_UNSUPPORTED_FEATURE),
+    // while the admin requests below would wait for a controller broker until timeout_ms.
+    const rd_kafka_metadata_t* md = nullptr;
+    const rd_kafka_resp_err_t merr = metadata(rk, nullptr, &md);
+    if (merr == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      rd_kafka_metadata_destroy(md);
+    } else if (stopping()) {
+      return fail(stopped("looking up the checkpoint topic"));
+    } else if (merr == RD_KAFKA_RESP_ERR__UNSUPPORTED_FEATURE) {
+      return fail(not_a_broker("looking up the checkpoint topic", rd_kafka_err2str(merr)));
+    } else {
+      return fail(unreachable("looking up the checkpoint topic", rd_kafka_err2str(merr)));
+    }
     auto policy = cleanup_policy(rk);
     if (!policy) return fail(policy.error());
     if (!*policy) {

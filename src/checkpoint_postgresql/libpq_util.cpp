@@ -121,11 +121,17 @@ Error connection_error(PGconn* conn, const std::string& what) {
                             text(conn ? PQuser(conn) : nullptr) + ")";
   ErrorKind kind = ErrorKind::kConfiguration;
   std::string remedy;
-  if (contains(message, "authentication failed") || contains(message, "no password supplied") ||
-      contains(message, "pg_hba.conf")) {
+  if (contains(message, "no password supplied")) {
     remedy =
-        "fix the user or password in the connection string (or the password file), or the "
-        "server's pg_hba.conf";
+        "the server asks for a password and cppcdc has none: set PGPASSWORD in cppcdc's "
+        "environment (the systemd unit reads its environment file), put a line for this "
+        "host, database and user in a password file (~/.pgpass of the user cppcdc runs as, "
+        "mode 0600, or the file PGPASSFILE names), or write password=... in the connection "
+        "string";
+  } else if (contains(message, "authentication failed") || contains(message, "pg_hba.conf")) {
+    remedy =
+        "fix the user or the password (in the connection string, PGPASSWORD or the password "
+        "file ~/.pgpass), or the server's pg_hba.conf";
   } else if (contains(message, "database") && contains(message, "does not exist")) {
     remedy = "create the database or fix dbname in the connection string";
   } else if (contains(message, "role") && contains(message, "does not exist")) {

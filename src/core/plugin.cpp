@@ -41,10 +41,13 @@ class Table {
                                                           : "available: " + available))
                       .for_setting(owner_, key_));
     }
+    // A near miss of a registered name ("kafak") is most likely a typo of it.
+    const std::string closest = detail::closest_name(name, names_locked(), /*max_edits=*/2);
     return fail(Error::configuration(
                     "expected " +
                     (available.empty() ? std::string("a registered ") + role_ : available) +
-                    ", found \"" + std::string(name) + "\"")
+                    ", found \"" + std::string(name) + "\"" +
+                    (closest.empty() ? std::string() : "; did you mean \"" + closest + "\"?"))
                     .for_setting(owner_, key_));
   }
 

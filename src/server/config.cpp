@@ -469,6 +469,32 @@ class Section final : public Settings {
     return ok();
   }
 
+  // After a plugin failed on this section: the first key in the file's order that it did not
+  // ask for and that is a near miss of one it did (create_topic for create_topics), and a
+  // one-line error text naming where it is written and what it likely means; nullopt when
+  // there is none. Such a typo leaves the meant setting at its default, which is then likely what
+  // the plugin refused. (The keys it did not get to are not all known: only near misses count.)
+  std::optional<std::pair<std::string, std::string>> near_miss() const {
+    if (table_ == nullptr) return std::nullopt;
+    std::optional<toml::source_position> first;
+    std::optional<std::pair<std::string, std::string>> out;
+    for (auto&& [key, node] : *table_) {
+      if (std::find(known_.begin(), known_.end(), key.str()) != known_.end()) continue;
+      const std::string closest = detail::closest_name(key.str(), known_);
+      if (closest.empty()) continue;
+      const toml::source_region where = key.source().begin.line > 0 ? key.source() : node.source();
+      const auto at = where.begin;
+      if (first &&
+          (first->line < at.line || (first->line == at.line && first->column <= at.column))) {
+        continue;
+      }
+      first = at;
+      out.emplace(key.str(), locate(origin_, where) + ": " + label(key.str()) +
+                                 ": unknown key (did you mean " + closest + "?)");
+    }
+    return out;
+  }
+
   // An error a plugin returned while reading this section: located at the setting it names
   // (Error::for_setting), or at the section.
   Error locate_error(const Error& e) const {
@@ -606,7 +632,13 @@ Result<std::shared_ptr<const Configured>> configure(Section& section, const std:
   if (!factory) return fail(section.locate_error(factory.error()));
   auto configured = (*factory)(section);
   if (!configured) {
+    // A misspelt key (transaction_id) is the likely cause of what the plugin refused
+    // (transactional_id missing): it is named instead.
     const Error& e = configured.error();
+    if (auto typo = section.near_miss();
+        typo && e.report().find("where the file says " + typo->first) == std::string::npos) {
+      return fail(Error::configuration(typo->second));
+    }
     // Errors through Settings are located already; others are placed here.
     if (e.kind() == ErrorKind::kConfiguration && e.setting().empty() && e.chain().empty() &&
         e.message().rfind(section.origin(), 0) == 0) {
@@ -836,6 +868,12 @@ Status read_batching(const Section& section, ChildBatching& out) {
   return ok();
 }
 
+// The closest of `names` to `name`, when it is close enough to be a likely typo.
+std::string did_you_mean(const std::string& name, const std::vector<std::string>& names) {
+  const std::string best = detail::closest_name(name, names, /*max_edits=*/2);
+  return best.empty() ? std::string() : "; did you mean " + in_quotes(best) + "?";
+}
+
 // One sink section: `[sink]` or an element of `[[sinks]]`. A fanout's children are left as
 // names in `children` (resolved once every sink is read).
 Status read_sink_section(Section& section, SinkEntry& entry, std::vector<std::string>& children,
@@ -867,22 +905,21 @@ Status read_sink_section(Section& section, SinkEntry& entry, std::vector<std::st
   auto factory = find_sink_type(entry.type);
   if (!factory) {
     // The registry lists the plugins; the server's own composite type is not one of them.
-    Error e = factory.error();
+    const Error& e = factory.error();
+    if (e.message().rfind("expected ", 0) != 0) return fail(section.locate_error(e));
+    std::vector<std::string> names = sink_type_names();
+    names.emplace_back("fanout");
     return fail(section.locate_error(
-        Error::configuration(e.message() + ", or \"fanout\" (every event to several [[sinks]] "
-                                           "entries)")
+        Error::configuration("expected " + detail::quoted_alternatives(names) +
+                             " (the last hands every event to several [[sinks]] entries), "
+                             "found " +
+                             in_quotes(entry.type) + did_you_mean(entry.type, names))
             .for_setting(SettingOwner::kSink, "type")));
   }
   auto configured = configure<ConfiguredSink>(section, entry.type, find_sink_type);
   if (!configured) return fail(configured.error());
   entry.configured = std::move(*configured);
   return ok();
-}
-
-// The closest of `names` to `name`, when it is close enough to be a likely typo.
-std::string did_you_mean(const std::string& name, const std::vector<std::string>& names) {
-  const std::string best = detail::closest_name(name, names, /*max_edits=*/2);
-  return best.empty() ? std::string() : "; did you mean " + in_quotes(best) + "?";
 }
 
 std::string join_names(const std::vector<std::string>& names) {

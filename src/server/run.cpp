@@ -328,6 +328,15 @@ int run_server(const ServerConfig& config) {
     return failed_opening(checkpoint.error(), "opening the checkpoint");
   }
 
+  // A copy of a running pipeline's configuration (its own control socket, and a checkpoint
+  // that lets a second writer in, or one of its own) stops here, before the sinks open: a
+  // transactional Kafka sink's start would fence the running pipeline's producer.
+  admin_link->set_step("checking that the source is not in use by another process");
+  if (auto free = config.source->check_not_in_use(); !free) {
+    stop_admin();
+    return failed_opening(free.error(), "checking the " + config.source_type + " source");
+  }
+
   // Dead letters: opened only when something sends events there.
   std::shared_ptr<DeadLetterWriter> dead_letters;
   const bool sinks_send_dead_letters =

@@ -704,12 +704,7 @@ class KafkaSink final : public TransactionalSink {
       if (code == RD_KAFKA_RESP_ERR__FENCED || code == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
           code == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH ||
           text.find("fenced") != std::string::npos) {
-        return Error::sink(ErrorKind::kTerminal,
-                           where +
-                               ": another producer with the same transactional_id started "
-                               "and took over; two pipelines must not share a "
-                               "transactional_id (give each its own), and a replaced run "
-                               "must stop");
+        return fenced(where);
       }
       if (code == RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED ||
           code == RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED) {
@@ -735,6 +730,18 @@ class KafkaSink final : public TransactionalSink {
     return Error::sink(ErrorKind::kTransient, where + last_broker_error_suffix());
   }
 
+  /// The producer was fenced: another process started a producer with the same
+  /// transactional.id. `where`: what failed, naming the transactional_id.
+  Error fenced(const std::string& where) const {
+    return Error::sink(ErrorKind::kTerminal,
+                       where +
+                           ": another process uses this transactional_id now (a producer "
+                           "with the same transactional_id started and took over); two "
+                           "pipelines must not share a transactional_id (give each its own, "
+                           "and its own slot_name), and a replaced run must stop")
+        .for_setting(SettingOwner::kSink, "transactional_id");
+  }
+
   std::string last_broker_error_suffix() const {
     std::lock_guard lock(mutex_);
     if (last_broker_error_.empty()) return "";
@@ -758,6 +765,14 @@ class KafkaSink final : public TransactionalSink {
     fatal_ = true;
     if (err == RD_KAFKA_RESP_ERR__UNSUPPORTED_FEATURE) {
       return not_a_broker("the producer", reason);
+    }
+    if (transactional_ &&
+        (err == RD_KAFKA_RESP_ERR__FENCED || err == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
+         err == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH)) {
+      return fenced(std::string("the transactional producer of transactional_id ") +
+                    in_quotes(config_.transactional_id) + " on " +
+                    in_quotes(config_.bootstrap_servers) + " was fenced (" +
+                    rd_kafka_err2name(err) + ": " + reason + ")");
     }
     return Error::sink(ErrorKind::kTerminal,
                        std::string("the producer hit a fatal error and stopped (") +

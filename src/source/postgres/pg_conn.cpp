@@ -131,12 +131,35 @@ Error error_from_conn(PGconn* conn, const std::string& what) {
   std::string where = std::string("PostgreSQL at ") + (host ? host : "?") + ":" +
                       (port ? port : "?") + " (database " + (db ? db : "?") + ", user " +
                       (user ? user : "?") + ")";
+  auto [kind, remedy] = classify_connection_failure(msg);
+  Error error =
+      Error::source(kind, what + " to " + where + " failed: " + msg + " (" + remedy + ")");
+  // What an operator can fix in the connection string is said about it.
+  if (kind == ErrorKind::kTerminal && !contains(remedy, "REPLICATION")) {
+    return std::move(error).for_setting(SettingOwner::kSource, "dsn");
+  }
+  return error;
+}
+
+std::pair<ErrorKind, std::string> classify_connection_failure(const std::string& msg) {
   ErrorKind kind = ErrorKind::kTransient;
   std::string remedy = "check that the server is running and reachable from this host";
-  if (contains(msg, "password authentication failed") || contains(msg, "no password supplied") ||
-      contains(msg, "authentication failed") || contains(msg, "pg_hba.conf")) {
+  if (contains(msg, "no password supplied")) {
+    // libpq looks for a password in the connection string, then PGPASSWORD, then the password
+    // file: none had one for this user.
     kind = ErrorKind::kTerminal;
-    remedy = "fix the user/password in the connection string or the server's pg_hba.conf";
+    remedy =
+        "the server asks for a password and cppcdc has none: set PGPASSWORD in cppcdc's "
+        "environment (the systemd unit reads its environment file), put a line for this "
+        "host, database and user in a password file (~/.pgpass of the user cppcdc runs as, "
+        "mode 0600, or the file PGPASSFILE names), or write password=... in the connection "
+        "string";
+  } else if (contains(msg, "password authentication failed") ||
+             contains(msg, "authentication failed") || contains(msg, "pg_hba.conf")) {
+    kind = ErrorKind::kTerminal;
+    remedy =
+        "fix the user or the password (in the connection string, PGPASSWORD or the password "
+        "file ~/.pgpass), or the server's pg_hba.conf";
   } else if (contains(msg, "does not exist") && contains(msg, "database")) {
     kind = ErrorKind::kTerminal;
     remedy = "create the database or fix dbname in the connection string";
@@ -156,13 +179,7 @@ Error error_from_conn(PGconn* conn, const std::string& what) {
         "string or "
         "the server's certificates; a certificate problem does not go away by retrying";
   }
-  Error error =
-      Error::source(kind, what + " to " + where + " failed: " + msg + " (" + remedy + ")");
-  // What an operator can fix in the connection string is said about it.
-  if (kind == ErrorKind::kTerminal && !contains(remedy, "REPLICATION")) {
-    return std::move(error).for_setting(SettingOwner::kSource, "dsn");
-  }
-  return error;
+  return {kind, std::move(remedy)};
 }
 
 Error error_from_result(const PGresult* res, PGconn* conn, const std::string& what) {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cppcdc/postgres/lsn.hpp"
@@ -61,6 +62,11 @@ Error error_from_result(const PGresult* res, PGconn* conn, const std::string& wh
 
 /// Error for a connection that failed outside a result (PQstatus bad, copy failure).
 Error error_from_conn(PGconn* conn, const std::string& what);
+
+/// How error_from_conn() classifies libpq's message `msg` of a failed connection: the kind
+/// (authentication, a missing database or role, a missing REPLICATION attribute and TLS
+/// set-ups that cannot succeed are terminal, the rest transient) and what to do about it.
+std::pair<ErrorKind, std::string> classify_connection_failure(const std::string& msg);
 
 /// Quotes an identifier for SQL ("name" with inner quotes doubled).
 std::string quote_ident(std::string_view name);

@@ -196,6 +196,7 @@ class ConfiguredPostgresSource final : public ConfiguredPostgres {
   std::optional<std::vector<std::string>> keyless_tables() const override {
     return read_keyless_tables(config_);
   }
+  Status check_not_in_use() const override { return check_slot_not_in_use(config_); }
   Result<std::vector<TeardownStep>> teardown(bool dry_run,
                                              bool include_preexisting) const override {
     return run_teardown(config_, dry_run, include_preexisting);

@@ -28,6 +28,12 @@ std::vector<PreflightCheck> run_preflight(const PostgresSourceConfig& config,
 /// the index). nullopt when the server cannot be read.
 std::optional<std::vector<std::string>> read_keyless_tables(const PostgresSourceConfig& config);
 
+/// ConfiguredSource::check_not_in_use for `config`: an error (kind configuration, naming the
+/// slot and the process) when replication slot config.slot_name stays active for a few
+/// seconds; ok when it is not, when it does not exist, under snapshot mode initial_only (no
+/// slot), and when the server cannot be reached or read (the source's start reports that).
+Status check_slot_not_in_use(const PostgresSourceConfig& config);
+
 /// `cppcdc teardown` (ConfiguredSource::teardown) for `config`.
 Result<std::vector<TeardownStep>> run_teardown(const PostgresSourceConfig& config, bool dry_run,
                                                bool include_preexisting);

@@ -2,7 +2,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
+#include <thread>
+
+#include "core/stop_request.hpp"
 #include "source/postgres/server_checks.hpp"
+#include "source/postgres/settings.hpp"
 
 namespace cppcdc::pg::detail {
 namespace {
@@ -209,3 +214,61 @@ Status advance_slot(PGconn* sql, const std::string& slot, Lsn to) {
 }
 
 }  // namespace cppcdc::pg::detail
+
+namespace cppcdc::pg {
+
+Status check_slot_not_in_use(const PostgresSourceConfig& config) {
+  if (config.snapshot_mode == SnapshotMode::kInitialOnly) return ok();  // no slot is used
+  auto conn = detail::connect(config.dsn, false);
+  if (!conn) {
+    spdlog::debug("not checking whether replication slot {} is in use: {}", config.slot_name,
+                  conn.error().report());
+    return ok();
+  }
+  // The walsender of a process that just ended may hold the slot a moment longer (until it
+  // notices that its client is gone): a slot that stays active this long is in use.
+  using Clock = std::chrono::steady_clock;
+  const auto grace_end = Clock::now() + std::chrono::seconds(3);
+  for (;;) {
+    auto res =
+        detail::exec(conn->get(),
+                     "select s.active_pid::text, coalesce(a.application_name, ''), "
+                     "coalesce(host(a.client_addr), '') from pg_replication_slots s left join "
+                     "pg_stat_activity a on a.pid = s.active_pid where s.slot_name = $1 and "
+                     "s.active",
+                     "looking up whether replication slot " + config.slot_name + " is in use",
+                     {config.slot_name});
+    if (!res) {
+      spdlog::debug("not checking whether replication slot {} is in use: {}", config.slot_name,
+                    res.error().report());
+      return ok();
+    }
+    if (PQntuples(res->get()) == 0) return ok();
+    if (Clock::now() >= grace_end || ::cppcdc::detail::g_process_stop_requested.load()) {
+      const std::string pid = detail::get(res->get(), 0, 0).value_or("?");
+      const std::string app = detail::get(res->get(), 0, 1).value_or("");
+      const std::string client = detail::get(res->get(), 0, 2).value_or("");
+      std::string who = "PID " + pid;
+      if (!app.empty() || !client.empty()) {
+        who += " (";
+        if (!app.empty()) who += "application_name " + app;
+        if (!client.empty()) who += std::string(app.empty() ? "" : ", ") + "client " + client;
+        who += ")";
+      }
+      const std::string holder =
+          app == "cppcdc" ? "another cppcdc runs this pipeline"
+                          : "another process streams from it (if it is a cppcdc, it runs this "
+                            "pipeline)";
+      return fail(Error::source(ErrorKind::kConfiguration,
+                                "replication slot " + config.slot_name +
+                                    " is in use: it is active for " + who + ", so " + holder +
+                                    "; stop it, or give this configuration its own slot_name "
+                                    "(and, with a transactional Kafka sink, its own "
+                                    "transactional_id). Nothing was opened or changed")
+                      .for_setting(SettingOwner::kSource, "slot_name"));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+}  // namespace cppcdc::pg

@@ -305,14 +305,21 @@ TEST(KafkaTransactions, AFatalInvalidTxnStateReplacesTheProducerAndTheBatchCommi
   ASSERT_TRUE(loaded->has_value());
   EXPECT_EQ((*loaded)->offset, "0/2");
 
-  auto fenced =
-      make_transactional_kafka_sink(f.sink_config(kafka_it::unique_topic("txid")), f.target());
+  const std::string fenced_txid = kafka_it::unique_topic("txid");
+  auto fenced = make_transactional_kafka_sink(f.sink_config(fenced_txid), f.target());
   ASSERT_TRUE(fenced) << fenced.error().report();
   ASSERT_TRUE((*fenced)->begin());
   ASSERT_TRUE(kafka_sink::raise_fatal_error_for_test(**fenced, RD_KAFKA_RESP_ERR_PRODUCER_FENCED));
   const auto not_replaced = (*fenced)->recover();
   ASSERT_FALSE(not_replaced) << "a fenced producer was replaced";
   EXPECT_EQ(not_replaced.error().kind(), ErrorKind::kTerminal) << not_replaced.error().report();
+  // The error names the transactional_id and says who has it now.
+  EXPECT_NE(not_replaced.error().report().find("transactional_id \"" + fenced_txid + "\""),
+            std::string::npos)
+      << not_replaced.error().report();
+  EXPECT_NE(not_replaced.error().report().find("another process uses this transactional_id"),
+            std::string::npos)
+      << not_replaced.error().report();
   (void)(*fenced)->close();
 }
 

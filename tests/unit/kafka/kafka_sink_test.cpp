@@ -436,6 +436,46 @@ TEST(KafkaSinkPlugin, ErrorsNameTheKey) {
                   "[sink] delivery_mode: expected \"idempotent\" or \"transactional\"");
 }
 
+// A typo of a key leaves the meant setting at its default, and what the sink then refuses
+// (topic_partitions without create_topics, delivery_mode "transactional" without a
+// transactional_id) stems from it: the typo is what the one-line error names.
+TEST(KafkaSinkPlugin, AMisspeltKeyIsNamedWithWhatItLikelyMeansInsteadOfWhatItCaused) {
+  const std::string c = kConfig;
+  const std::string create = config_error(edit(c, "create_topics = true", "create_topic = true"));
+  EXPECT_CONTAINS(create,
+                  "cdc.toml:14:1: [sink] create_topic: unknown key (did you mean create_topics?)");
+  EXPECT_EQ(create.find('\n'), std::string::npos) << create;
+  EXPECT_EQ(create.find("topic_partitions"), std::string::npos) << create;
+
+  const std::string txid = config_error(
+      edit(c, "create_topics = true",
+           "create_topics = true\ndelivery_mode = \"transactional\"\ntransaction_id = \"orders\""));
+  EXPECT_CONTAINS(txid,
+                  "cdc.toml:16:1: [sink] transaction_id: unknown key (did you mean "
+                  "transactional_id?)");
+  EXPECT_EQ(txid.find('\n'), std::string::npos) << txid;
+  EXPECT_EQ(txid.find("is required"), std::string::npos) << txid;
+
+  // A misspelt required key keeps its own message, which names the look-alike.
+  EXPECT_CONTAINS(config_error(edit(c, "bootstrap_servers =", "bootstrap_server =")),
+                  "did you mean bootstrap_servers where the file says bootstrap_server "
+                  "(cdc.toml:7:1)?");
+}
+
+TEST(KafkaSinkPlugin, AMisspeltSinkTypeIsNamedWithTheTypeItLikelyMeans) {
+  const std::string text = config_error(edit(kConfig, "type = \"kafka\"", "type = \"kafak\""));
+  EXPECT_CONTAINS(text, "cdc.toml:6:8: [sink] type: expected \"file\", ");
+  EXPECT_CONTAINS(text, "\"kafka\"");
+  EXPECT_CONTAINS(text,
+                  " or \"fanout\" (the last hands every event to several [[sinks]] "
+                  "entries), found \"kafak\"; did you mean \"kafka\"?");
+  EXPECT_EQ(text.find('\n'), std::string::npos) << text;
+  // Far from every type: no suggestion.
+  EXPECT_EQ(
+      config_error(edit(kConfig, "type = \"kafka\"", "type = \"rabbitmq\"")).find("did you mean"),
+      std::string::npos);
+}
+
 // ---- effectively_once: what the loader accepts --------------------------------------------
 
 constexpr const char* kExactlyOnce = R"(

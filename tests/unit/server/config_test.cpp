@@ -312,7 +312,7 @@ TEST(ServerConfig, OutOfRangeAndBadValuesAreNamed) {
   EXPECT_CONTAINS(error_of(edit(example, "\"customers\"", "\"a.b.c\"")), "[source] tables");
   EXPECT_CONTAINS(error_of(edit(example, "\"customers\"", "\"orders\"")), "listed twice");
   EXPECT_CONTAINS(error_of(edit(example, "type = \"file\"", "type = \"nats\"")),
-                  "[sink] type: expected \"file\", \"http\", \"kafka\" or \"stdout\"");
+                  "[sink] type: expected \"file\", \"http\", \"kafka\", \"stdout\" or \"fanout\"");
   EXPECT_CONTAINS(error_of(edit(example, "backend = \"local_fs\"", "backend = \"etcd\"")),
                   "[state.offset] backend");
   EXPECT_CONTAINS(error_of(edit(example, "format = \"json\"", "format = \"xml\"")), "[log] format");

@@ -1,0 +1,164 @@
+// `cppcdc run` with a Kafka sink, started the way an operator starts it: a copy of a running
+// pipeline's configuration (same replication slot, same transactional_id) stops before its sink
+// opens and leaves the running pipeline alone (its transactional producer used to be fenced by
+// the copy's init_transactions), and a bootstrap address that is a KRaft controller port stops
+// the start at once, naming it (the kafka_topic checkpoint backend used to wait for timeout_ms
+// and then report no answer).
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "integration/kafka/kafka_util.hpp"
+#include "integration/pg_util.hpp"
+
+namespace fs = std::filesystem;
+using namespace cppcdc;
+using namespace std::chrono_literals;
+
+namespace {
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+std::string file_text(const fs::path& p) {
+  std::ifstream in(p);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+/// A fresh directory for one configuration (short: the control socket cdc.sock lives there).
+fs::path fresh_dir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("cppcdc-kcli-" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+/// An effectively_once pipeline from `db`'s table t to Kafka `bootstrap`.
+void write_effectively_once_config(const fs::path& dir, const std::string& db,
+                                   const std::string& bootstrap, const std::string& name) {
+  std::ofstream cfg(dir / "cdc.toml");
+  cfg << "delivery_contract = \"effectively_once\"\n\n"
+      << "[source]\ntype = \"postgres\"\ndsn = \"" << it::dsn_for(db) << "\"\n"
+      << "slot_name = \"" << db << "\"\npublication_name = \"" << db << "_pub\"\n"
+      << "source_name = \"" << name << "\"\ntables = [\"public.t\"]\n\n"
+      << "[sink]\ntype = \"kafka\"\nbootstrap_servers = \"" << bootstrap << "\"\n"
+      << "create_topics = true\ntopic_replication_factor = 1\n"
+      << "delivery_mode = \"transactional\"\ntransactional_id = \"" << name << "\"\n\n"
+      << "[state.offset]\nbackend = \"kafka_topic\"\ntopic = \"" << name << ".checkpoints\"\n\n"
+      << "[runtime]\nmax_poll_wait_ms = 100\n";
+}
+
+std::size_t committed_rows(const std::string& bootstrap, const std::string& topic) {
+  if (kafka_it::partition_count(bootstrap, topic) <= 0) return 0;
+  return kafka_it::read_topic(bootstrap, topic, "read_committed").size();
+}
+
+}  // namespace
+
+TEST(KafkaCli, ACopiedConfigurationStopsBeforeItsSinkOpensAndTheRunningPipelineGoesOn) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  const std::string db = it::test_database("kcli_copy");
+  it::fresh_database(db);
+  it::PgSession s(it::dsn_for(db));
+  s.query("create table t (id int primary key)");
+  const std::string name = kafka_it::unique_topic("copy");
+  const std::string topic = name + ".public.t";
+  // The same configuration in two directories: two control sockets, one slot, one
+  // transactional_id.
+  const fs::path dir_a = fresh_dir(db + "_a");
+  const fs::path dir_b = fresh_dir(db + "_b");
+  write_effectively_once_config(dir_a, db, bootstrap, name);
+  fs::copy_file(dir_a / "cdc.toml", dir_b / "cdc.toml");
+
+  pid_t a = -1;
+  it::start_cppcdc_process(a, dir_a, it::admin_dsn(), db, 120);
+  struct Guard {
+    pid_t& pid;
+    ~Guard() {
+      if (pid > 0) it::stop_cppcdc_process(pid, SIGKILL);
+    }
+  } guard{a};
+  const fs::path log_a = dir_a / "cppcdc.log";
+  s.query("insert into t values (1)");
+  ASSERT_TRUE(it::wait_until([&] { return committed_rows(bootstrap, topic) == 1; }, 60s, 500ms))
+      << it::log_tail(log_a);
+
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto b = it::run_cli({"run", "--config", (dir_b / "cdc.toml").string()}, 60);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 20s) << b.output;
+  EXPECT_EQ(b.code, 2) << b.output;
+  EXPECT_TRUE(has(b.output, "replication slot " + db + " is in use: it is active for PID "))
+      << b.output;
+  EXPECT_TRUE(has(b.output, "(application_name cppcdc, client ")) << b.output;
+  EXPECT_TRUE(has(b.output, "another cppcdc runs this pipeline")) << b.output;
+  EXPECT_TRUE(has(b.output, "its own slot_name")) << b.output;
+  EXPECT_TRUE(has(b.output, "transactional_id")) << b.output;
+  EXPECT_FALSE(has(b.output, "transactional producer")) << "the copy's sink opened\n" << b.output;
+
+  // A goes on: still running, and a row inserted after B ended arrives.
+  int status = 0;
+  ASSERT_EQ(waitpid(a, &status, WNOHANG), 0) << "pipeline A ended\n" << it::log_tail(log_a);
+  s.query("insert into t values (2)");
+  ASSERT_TRUE(it::wait_until([&] { return committed_rows(bootstrap, topic) == 2; }, 60s, 500ms))
+      << it::log_tail(log_a);
+  ASSERT_EQ(waitpid(a, &status, WNOHANG), 0) << "pipeline A ended\n" << it::log_tail(log_a);
+  EXPECT_FALSE(has(file_text(log_a), "fenced")) << it::log_tail(log_a);
+  EXPECT_EQ(it::stop_cppcdc_process(a, SIGTERM), 0) << it::log_tail(log_a);
+  it::drop_slots(db);
+  if (!::testing::Test::HasFailure()) {
+    fs::remove_all(dir_a);
+    fs::remove_all(dir_b);
+  }
+}
+
+// Both places that talk to Kafka first at a start: the kafka_topic checkpoint backend (opened
+// before the sink) and the sink itself (with a local_fs checkpoint).
+TEST(KafkaCli, ARunPointedAtAKraftControllerPortStopsAtOnceNamingIt) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  const auto colon = bootstrap.rfind(':');
+  // scripts/kafka.sh puts the controller on the broker's port + 1.
+  const std::string controller =
+      bootstrap.substr(0, colon + 1) + std::to_string(std::stoi(bootstrap.substr(colon + 1)) + 1);
+  const std::string db = it::test_database("kcli_ctrl");
+  it::fresh_database(db);
+  it::PgSession(it::dsn_for(db)).query("create table t (id int primary key)");
+  for (const bool kafka_topic : {true, false}) {
+    SCOPED_TRACE(kafka_topic ? "kafka_topic checkpoint" : "local_fs checkpoint");
+    const fs::path dir = fresh_dir(db + (kafka_topic ? "_kt" : "_fs"));
+    {
+      std::ofstream cfg(dir / "cdc.toml");
+      if (kafka_topic) cfg << "delivery_contract = \"effectively_once\"\n\n";
+      cfg << "[source]\ntype = \"postgres\"\ndsn = \"" << it::dsn_for(db) << "\"\n"
+          << "slot_name = \"" << db << "\"\npublication_name = \"" << db << "_pub\"\n"
+          << "tables = [\"public.t\"]\n\n"
+          << "[sink]\ntype = \"kafka\"\nbootstrap_servers = \"" << controller << "\"\n";
+      if (kafka_topic) {
+        cfg << "delivery_mode = \"transactional\"\ntransactional_id = \"" << db << "\"\n\n"
+            << "[state.offset]\nbackend = \"kafka_topic\"\n";
+      } else {
+        cfg << "\n[state.offset]\nbackend = \"local_fs\"\ndir = \"state\"\n";
+      }
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto run = it::run_cli({"run", "--config", (dir / "cdc.toml").string()}, 60);
+    // Without the check, the checkpoint backend waited for its timeout_ms (30 s).
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 15s) << run.output;
+    EXPECT_EQ(run.code, 2) << run.output;
+    EXPECT_TRUE(has(run.output, "answers, but not as a Kafka broker")) << run.output;
+    EXPECT_TRUE(has(run.output, "KRaft controller port")) << run.output;
+    EXPECT_TRUE(has(run.output, "\"" + controller + "\"")) << run.output;
+    EXPECT_FALSE(has(run.output, "no answer")) << run.output;
+    if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+  }
+  it::PgSession admin(it::admin_dsn());
+  EXPECT_EQ(
+      admin.scalar("select count(*) from pg_replication_slots where slot_name = '" + db + "'"), "0")
+      << "the start created a replication slot";
+}
