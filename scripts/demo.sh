@@ -18,9 +18,11 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-PG_DIR=/tmp/cppcdc-demo-pg
-PG_PORT=55432
-DEMO_DIR=/tmp/cppcdc-demo
+# Override these from the environment to run the demo beside another one (or beside a server
+# already on 55432): CPPCDC_DEMO_PG_PORT=55999 CPPCDC_DEMO_DIR=/tmp/my-demo scripts/demo.sh
+PG_DIR=${CPPCDC_DEMO_PG_DIR:-/tmp/cppcdc-demo-pg}
+PG_PORT=${CPPCDC_DEMO_PG_PORT:-55432}
+DEMO_DIR=${CPPCDC_DEMO_DIR:-/tmp/cppcdc-demo}
 CONFIG=$DEMO_DIR/cdc.toml
 EVENTS=$DEMO_DIR/events.jsonl
 CDC_LOG=$DEMO_DIR/cppcdc.log

@@ -382,6 +382,8 @@ class KafkaSink final : public TransactionalSink {
     if (outstanding_ > 0) {
       note.emplace(*this, "the delivery reports of " + std::to_string(outstanding_) + " records");
     }
+    const auto flush_started = Clock::now();
+    bool told = false;  // the slow wait was logged
     while (outstanding_ > 0 && !delivery_error_) {
       if (stopping()) {
         return poison(stopped("waiting for the delivery reports of " +
@@ -389,6 +391,17 @@ class KafkaSink final : public TransactionalSink {
       }
       // Serves delivery reports; also sends what linger.ms would still hold back.
       rd_kafka_flush(rk_, 200);
+      if (!told && outstanding_ > 0 && Clock::now() - flush_started >= slow_wait()) {
+        // Long before the batch fails (delivery_timeout_ms), say that it is stuck, and why.
+        told = true;
+        spdlog::warn("{}: {} records to {} have no delivery report after {} ms{}; waiting up to "
+                     "delivery_timeout_ms ({} ms) before the batch fails and is delivered again",
+                     label_, outstanding_, in_quotes(config_.bootstrap_servers),
+                     std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() -
+                                                                           flush_started)
+                         .count(),
+                     last_broker_error_suffix(), config_.delivery_timeout_ms);
+      }
       if (auto fatal = fatal_error(); fatal) return poison(std::move(*fatal));
       if (outstanding_ > 0 && Clock::now() >= deadline) {
         return poison(Error::sink(
@@ -512,6 +525,13 @@ class KafkaSink final : public TransactionalSink {
   /// kStopGrace, so that a batch a healthy cluster is about to acknowledge still is (a routine
   /// restart delivers nothing twice), while a wait on a cluster that does not answer ends
   /// within about a second and a half.
+  /// How long a wait on the cluster goes on before it is logged as slow: a quarter of
+  /// delivery_timeout_ms, at most 10 s.
+  std::chrono::milliseconds slow_wait() const {
+    return std::min<std::chrono::milliseconds>(
+        std::chrono::seconds(10), std::chrono::milliseconds(config_.delivery_timeout_ms / 4));
+  }
+
   bool stopping() const {
     if (config_.stop == nullptr || !config_.stop->load(std::memory_order_relaxed)) return false;
     const std::int64_t now =

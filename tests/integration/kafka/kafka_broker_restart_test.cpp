@@ -255,6 +255,16 @@ TEST(KafkaBrokerOutage, ABlockedFlushTurnsReadinessStalledAndTheLogSaysSo) {
   ASSERT_TRUE(it::wait_until(
       [&] { return has(log_text(), "health: stalled:delivery_failing: a delivery attempt"); }, 10s))
       << log_text();
+  // The sink says on its own that its records get no delivery report, and librdkafka's
+  // complaint, at most 10 s into the wait (not at delivery_timeout_ms, ten minutes here).
+  ASSERT_TRUE(it::wait_until(
+      [&] {
+        const std::string t = log_text();
+        return has(t, "records to \"" + broker.bootstrap + "\" have no delivery report after") &&
+               has(t, "waiting up to delivery_timeout_ms (600000 ms)");
+      },
+      30s))
+      << log_text();
   // Nothing failed: the change waits in the producer, and comes through once the broker is back.
   EXPECT_FALSE(has(log_text(), "delivering the same batch again")) << log_text();
 
