@@ -52,7 +52,8 @@ constexpr std::size_t kPollEvery = 1024;
 /// again (config.stop); a stop ends every wait within about this long.
 constexpr int kWaitSliceMs = 500;
 // How long a stop request lets a wait go on before cutting it short (stopping()).
-constexpr std::chrono::milliseconds kStopGrace{1'000};
+constexpr std::chrono::milliseconds kStopGrace{3'000};
+constexpr std::chrono::milliseconds kStopGraceMax{10'000};
 /// A wait shorter than this is business as usual, not worth naming in current_problem().
 constexpr std::chrono::seconds kWaitWorthReporting{2};
 
@@ -521,10 +522,25 @@ class KafkaSink final : public TransactionalSink {
     return e.schema ? *e.schema + "." + e.table : e.table;
   }
 
-  /// Whether a stop request cuts the current wait short: once it has been pending for
-  /// kStopGrace, so that a batch a healthy cluster is about to acknowledge still is (a routine
-  /// restart delivers nothing twice), while a wait on a cluster that does not answer ends
-  /// within about a second and a half.
+  /// Whether a stop request cuts the current wait short. At once while librdkafka reports the
+  /// brokers unreachable; otherwise a cluster that answers gets time to acknowledge the batch
+  /// in flight (so a routine restart delivers nothing twice): kStopGrace after the request,
+  /// longer as long as delivery reports keep arriving (none for kStopGrace ends it), and
+  /// kStopGraceMax at most.
+  bool stopping() const {
+    if (config_.stop == nullptr || !config_.stop->load(std::memory_order_relaxed)) return false;
+    if (troubled_.load(std::memory_order_relaxed)) return true;
+    const std::int64_t now = steady_ms();
+    std::int64_t seen = stop_seen_ms_.load(std::memory_order_relaxed);
+    if (seen == 0) {
+      stop_seen_ms_.compare_exchange_strong(seen, now, std::memory_order_relaxed);
+      seen = stop_seen_ms_.load(std::memory_order_relaxed);
+    }
+    if (now - seen >= kStopGraceMax.count()) return true;
+    const std::int64_t progress = std::max(seen, last_report_ms_.load(std::memory_order_relaxed));
+    return now - progress >= kStopGrace.count();
+  }
+
   /// How long a wait on the cluster goes on before it is logged as slow: a quarter of
   /// delivery_timeout_ms, at most 10 s.
   std::chrono::milliseconds slow_wait() const {
@@ -532,17 +548,10 @@ class KafkaSink final : public TransactionalSink {
         std::chrono::seconds(10), std::chrono::milliseconds(config_.delivery_timeout_ms / 4));
   }
 
-  bool stopping() const {
-    if (config_.stop == nullptr || !config_.stop->load(std::memory_order_relaxed)) return false;
-    const std::int64_t now =
-        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch())
-            .count();
-    std::int64_t seen = stop_seen_ms_.load(std::memory_order_relaxed);
-    if (seen == 0) {
-      stop_seen_ms_.compare_exchange_strong(seen, now, std::memory_order_relaxed);
-      seen = stop_seen_ms_.load(std::memory_order_relaxed);
-    }
-    return now - seen >= kStopGrace.count();
+  static std::int64_t steady_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
   }
 
   /// The error of a wait the stop request ended (transient: nothing was acknowledged).
@@ -1328,6 +1337,7 @@ class KafkaSink final : public TransactionalSink {
     auto* self = static_cast<KafkaSink*>(opaque);
     if (self->outstanding_ > 0) --self->outstanding_;
     if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      self->last_report_ms_.store(steady_ms(), std::memory_order_relaxed);
       if (self->troubled_.load(std::memory_order_relaxed)) self->clear_trouble();
       return;
     }
@@ -1487,6 +1497,8 @@ class KafkaSink final : public TransactionalSink {
   std::atomic<bool> troubled_{false};
   // When stopping() first saw the stop request (Clock milliseconds; 0: not yet).
   mutable std::atomic<std::int64_t> stop_seen_ms_{0};
+  // When the last successful delivery report arrived (steady_ms(); 0: none yet).
+  std::atomic<std::int64_t> last_report_ms_{0};
   // What a call of the sink waits for right now, and since when (for current_problem());
   // guarded by mutex_.
   mutable std::optional<std::pair<std::string, Clock::time_point>> waiting_;
