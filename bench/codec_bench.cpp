@@ -4,7 +4,8 @@
 // the PostgreSQL source produces them. Each iteration encodes a batch of 1,000 insert events
 // into one reused buffer; items per second is events per second.
 //
-//   codec/json/6, codec/avro/6, codec/debezium_json/6, and the same at 50 columns;
+//   codec/json/6, codec/avro/6, codec/protobuf/6, codec/json_schema/6, codec/debezium_json/6,
+//   and the same at 50 columns (avro and protobuf bare, json_schema with fixed ids: no registry);
 //   codec/debezium_json_schemas/N is debezium_json with schemas_enable (a schema per record),
 //   codec/debezium_json_text/N with typed = false (every value its text). The rows have a shape
 //   (PostgreSQL types), so debezium_json writes typed values.
@@ -14,11 +15,14 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cppcdc/avro.hpp"
 #include "cppcdc/codec.hpp"
 #include "cppcdc/debezium.hpp"
+#include "cppcdc/json_schema.hpp"
+#include "cppcdc/protobuf.hpp"
 
 namespace {
 
@@ -125,6 +129,13 @@ void run(benchmark::State& state, std::unique_ptr<Encoder> encoder) {
 
 void BM_json(benchmark::State& s) { run(s, make_json_encoder()); }
 void BM_avro(benchmark::State& s) { run(s, make_avro_encoder()); }
+void BM_protobuf(benchmark::State& s) { run(s, make_protobuf_encoder()); }
+void BM_json_schema(benchmark::State& s) {
+  JsonSchemaCodecOptions o;
+  o.schema_id = 1;
+  o.key_schema_id = 2;
+  run(s, make_json_schema_encoder(std::move(o)));
+}
 void BM_debezium_json(benchmark::State& s) { run(s, make_debezium_json_encoder()); }
 void BM_debezium_json_text(benchmark::State& s) {
   DebeziumJsonOptions o;
@@ -139,6 +150,8 @@ void BM_debezium_json_schemas(benchmark::State& s) {
 
 BENCHMARK(BM_json)->Name("codec/json")->Arg(6)->Arg(50);
 BENCHMARK(BM_avro)->Name("codec/avro")->Arg(6)->Arg(50);
+BENCHMARK(BM_protobuf)->Name("codec/protobuf")->Arg(6)->Arg(50);
+BENCHMARK(BM_json_schema)->Name("codec/json_schema")->Arg(6)->Arg(50);
 BENCHMARK(BM_debezium_json)->Name("codec/debezium_json")->Arg(6)->Arg(50);
 BENCHMARK(BM_debezium_json_text)->Name("codec/debezium_json_text")->Arg(6)->Arg(50);
 BENCHMARK(BM_debezium_json_schemas)->Name("codec/debezium_json_schemas")->Arg(6)->Arg(50);
