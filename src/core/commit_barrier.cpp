@@ -41,6 +41,7 @@ CommitPlan plan_commit(const BarrierState& state, std::span<const Event> acked,
   }
   std::uint64_t partial_events = 0;
   std::uint64_t partial_tx = 0;
+  plan.uncovered_tail = after_boundary > 0 && !acked.back().transaction;
   if (after_boundary > 0 && acked.back().transaction) {
     partial_tx = acked.back().transaction->tx_id;
     partial_events = after_boundary;

@@ -39,6 +39,12 @@ struct CommitPlan {
   std::optional<std::string> confirm;
   /// committed_events after this acknowledgement (also when nothing is saved).
   std::uint64_t committed_events = 0;
+  /// Whether acknowledged events after the record's position are left uncovered by it: no
+  /// resume_offset of their own and no transaction whose head the record counts (the first
+  /// rows of a snapshot table that has no cursor, after the previous table's last chunk). A
+  /// restart delivers them again, which at-least-once allows; a transactional sink must not
+  /// commit them with this record.
+  bool uncovered_tail = false;
 };
 
 /// The plan for acknowledging `acked`, the first events of a delivered batch in the order the

@@ -421,10 +421,14 @@ struct Runtime::Impl {
   // attempt (the whole batch) is made again.
   Status commit_attempt(TransactionalSink& sink, const AckToken& token) {
     auto plan = plan_for_ack(token.size(), now());
-    if (!plan.record) {
-      // No position to commit with: carry the batch in the open transaction (carried_events).
+    if (!plan.record || plan.uncovered_tail) {
+      // No position that covers the whole batch (its tail would be read again after a
+      // restart): carry it in the open transaction (carried_events), and make nothing durable
+      // or confirmed for it; a later batch's record covers it.
       carried_events += token.size();
-      precommitted = std::move(plan);
+      detail::CommitPlan carried;
+      carried.committed_events = plan.committed_events;
+      precommitted = std::move(carried);
       return ok();
     }
     {

@@ -834,9 +834,19 @@ int teardown(const std::filesystem::path& path, bool yes, bool include_preexisti
   bool exists = false;
   std::string unsure;
   std::optional<PreflightCheck> unreadable;  // a failed check: the backend does not answer
+  std::string foreign;  // why the record found is another pipeline's (then it stays)
   if (config->checkpoint->durable() && config->checkpoint->may_hold_record(checkpoint_id)) {
     const CheckpointPreflight found = config->checkpoint->preflight(checkpoint_id);
     exists = found.record.has_value();
+    if (found.record && found.record->source_type != config->source_type) {
+      // The record under this pipeline's key was written by a pipeline of another source type
+      // (two pipelines sharing a checkpoint topic or table with their default keys): it is
+      // that pipeline's, and removing it would make it start over from a new snapshot.
+      foreign = "it belongs to a " + found.record->source_type + " source ('" +
+                found.record->source_id + "'), not to this " + config->source_type +
+                " pipeline: kept; give the two pipelines different keys (slot_name, source_id) "
+                "or checkpoint locations";
+    }
     for (const auto& check : found.checks) {
       if (!exists && check.outcome != PreflightCheck::Outcome::kPass) {
         exists = true;
@@ -859,13 +869,15 @@ int teardown(const std::filesystem::path& path, bool yes, bool include_preexisti
                  unreadable->remedy.c_str(), where.c_str());
     return kExitFailure;
   }
-  const bool has_checkpoint = exists && !kept;
+  const bool has_checkpoint = exists && !kept && foreign.empty();
   std::vector<TeardownStep> checkpoint_step{
       {has_checkpoint ? Outcome::kWouldDrop
        : exists       ? Outcome::kKept
                       : Outcome::kAbsent,
        exists ? "checkpoint " + where : "no checkpoint found at " + where,
-       kept && exists ? "what it resumes on is kept" : unsure}};
+       !foreign.empty() ? foreign
+       : kept && exists ? "what it resumes on is kept"
+                        : unsure}};
   std::printf("teardown of %s (source %s):\n", config->origin.c_str(), config->source_type.c_str());
   print_steps(*plan);
   print_steps(checkpoint_step);

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <string>
 
+#include "cppcdc/checkpoint.hpp"
 #include "integration/kafka/kafka_util.hpp"
 #include "integration/pg_util.hpp"
 
@@ -58,6 +59,40 @@ void write_effectively_once_config(const fs::path& dir, const std::string& db,
 std::size_t committed_rows(const std::string& bootstrap, const std::string& topic) {
   if (kafka_it::partition_count(bootstrap, topic) <= 0) return 0;
   return kafka_it::read_topic(bootstrap, topic, "read_committed").size();
+}
+
+// Two pipelines of different source types that keep their checkpoints in one place under the
+// same key (the defaults: a PostgreSQL slot_name and a MariaDB source_id both "cppcdc"):
+// `cppcdc teardown` of the PostgreSQL one keeps the record, which is the MariaDB pipeline's,
+// and says why. A user trial saw it removed, and the MariaDB pipeline took a second full
+// snapshot.
+TEST(KafkaCli, TeardownKeepsACheckpointThatAnotherSourceTypeWrote) {
+  const std::string db = it::test_database("kafka_foreign");
+  it::fresh_database(db);
+  const fs::path dir = fs::temp_directory_path() / ("cppcdc-it-" + db);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  {
+    auto ckpt = FileCheckpoint::open(dir / "state", db);
+    ASSERT_TRUE(ckpt) << ckpt.error().report();
+    CheckpointRecord r;
+    r.source_type = "mariadb";
+    r.source_id = db;
+    r.offset = "0-1-307";
+    r.committed_events = 300002;
+    r.saved_at_ms = 1700000000000;
+    ASSERT_TRUE((*ckpt)->save(r));
+  }
+  const fs::path cfg = dir / "cdc.toml";
+  std::ofstream(cfg) << "[source]\ntype = \"postgres\"\ndsn = \"" << it::dsn_for(db)
+                     << "\"\nslot_name = \"" << db << "\"\npublication_name = \"" << db
+                     << "_pub\"\ntables = [\"public.t\"]\n\n[sink]\ntype = \"stdout\"\n\n"
+                     << "[state.offset]\nbackend = \"local_fs\"\ndir = \""
+                     << (dir / "state").string() << "\"\n";
+  const auto torn = it::run_cli({"teardown", "--config", cfg.string(), "--yes"}, 60);
+  EXPECT_NE(torn.output.find("it belongs to a mariadb source"), std::string::npos) << torn.output;
+  EXPECT_TRUE(fs::exists(FileCheckpoint::path_for(dir / "state", db))) << torn.output;
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
 
 }  // namespace
