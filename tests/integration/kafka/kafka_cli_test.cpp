@@ -89,6 +89,12 @@ TEST(KafkaCli, TeardownKeepsACheckpointThatAnotherSourceTypeWrote) {
                      << "_pub\"\ntables = [\"public.t\"]\n\n[sink]\ntype = \"stdout\"\n\n"
                      << "[state.offset]\nbackend = \"local_fs\"\ndir = \""
                      << (dir / "state").string() << "\"\n";
+  const auto checked = it::run_cli({"preflight", "--config", cfg.string()}, 60);
+  EXPECT_EQ(checked.code, 3) << checked.output;
+  EXPECT_NE(checked.output.find("was written by a mariadb source"), std::string::npos)
+      << checked.output;
+  EXPECT_EQ(checked.output.find("remove the checkpoint to start afresh"), std::string::npos)
+      << checked.output;
   const auto torn = it::run_cli({"teardown", "--config", cfg.string(), "--yes"}, 60);
   EXPECT_NE(torn.output.find("it belongs to a mariadb source"), std::string::npos) << torn.output;
   EXPECT_TRUE(fs::exists(FileCheckpoint::path_for(dir / "state", db))) << torn.output;
