@@ -23,6 +23,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <random>
 #include <set>
@@ -556,6 +557,35 @@ TEST(KafkaReplayOracle, EffectivelyOnceKillsMidStreamGiveReadCommittedReadersEve
   run_oracle(bootstrap, OracleRun{.exactly_once = true});
 }
 
+// How often a read_committed reader of `topic` finds each value of `column` in the records'
+// after-images (`check` also sees each event), and the expectation that each of `rows` values
+// came exactly once.
+std::map<std::string, int> committed_values(const std::string& bootstrap, const std::string& topic,
+                                            const char* column,
+                                            const std::function<void(const Event&)>& check) {
+  std::map<std::string, int> seen;
+  for (const auto& r : kafka_it::read_topic(bootstrap, topic, "read_committed")) {
+    auto e =
+        r.value ? Event::from_json(*r.value) : Result<Event>(fail(Error::invalid_data("no value")));
+    if (!e || !e->after) {
+      ADD_FAILURE() << "not an event with an after-image in " << topic;
+      continue;
+    }
+    check(*e);
+    for (const auto& c : *e->after) {
+      if (c.name == column) ++seen[c.text.value_or("NULL")];
+    }
+  }
+  return seen;
+}
+
+void expect_each_once(const std::map<std::string, int>& seen, int rows, const std::string& table) {
+  EXPECT_EQ(seen.size(), static_cast<std::size_t>(rows)) << table << ": rows missing";
+  int twice = 0;
+  for (const auto& [v, n] : seen) twice += n > 1 ? 1 : 0;
+  EXPECT_EQ(twice, 0) << table << ": rows a read_committed reader sees more than once";
+}
+
 // A table without a primary key has no cursor its snapshot could resume from: a restart reads
 // it again from its first row. Under effectively_once its rows must therefore commit in one
 // transaction, or the rows committed before a crash would be read again and delivered twice.
@@ -614,31 +644,12 @@ TEST(KafkaReplayOracle, EffectivelyOnceCrashesInTheSnapshotOfAKeylessTableDelive
       << it::log_tail(dir / "cppcdc.log");
   EXPECT_EQ(it::stop_cppcdc_process(child, SIGTERM), 0) << it::log_tail(dir / "cppcdc.log");
 
-  const auto count_rows = [&](const std::string& table, const char* column,
-                              const std::string& isolation) {
-    std::map<std::string, int> seen;
-    for (const auto& r : kafka_it::read_topic(bootstrap, source + ".public." + table, isolation)) {
-      if (!r.value) continue;
-      auto e = Event::from_json(*r.value);
-      if (!e || !e->after) {
-        ADD_FAILURE() << "not an event with an after-image in " << table;
-        continue;
-      }
-      EXPECT_EQ(e->op, Operation::kRead);
-      for (const auto& c : *e->after) {
-        if (c.name == column) ++seen[c.text.value_or("NULL")];
-      }
-    }
-    return seen;
-  };
   for (const auto& [table, column, rows] :
        {std::tuple<std::string, const char*, int>{"acct", "id", kKeyed},
         std::tuple<std::string, const char*, int>{"bag", "v", kKeyless}}) {
-    const auto seen = count_rows(table, column, "read_committed");
-    EXPECT_EQ(seen.size(), static_cast<std::size_t>(rows)) << table << ": rows missing";
-    int twice = 0;
-    for (const auto& [v, n] : seen) twice += n > 1 ? 1 : 0;
-    EXPECT_EQ(twice, 0) << table << ": rows a read_committed reader sees more than once";
+    expect_each_once(committed_values(bootstrap, source + ".public." + table, column,
+                                      [](const Event& e) { EXPECT_EQ(e.op, Operation::kRead); }),
+                     rows, table);
   }
   // The crashes landed inside the keyless table: its aborted attempts are in the log.
   EXPECT_GT(kafka_it::read_topic(bootstrap, bag_topic).size(), static_cast<std::size_t>(kKeyless))
@@ -709,19 +720,7 @@ TEST(KafkaReplayOracle, EffectivelyOnceCrashesInAMariaDbSnapshotDeliverEachRowOn
   for (const auto& [table, column] : {std::pair<std::string, const char*>{"acct", "id"},
                                       std::pair<std::string, const char*>{"bag", "v"}}) {
     const std::string topic = source + "." + db + "." + table;
-    std::map<std::string, int> seen;
-    for (const auto& r : kafka_it::read_topic(bootstrap, topic, "read_committed")) {
-      auto e = r.value ? Event::from_json(*r.value)
-                       : Result<Event>(fail(Error::invalid_data("no value")));
-      ASSERT_TRUE(e && e->after) << topic;
-      for (const auto& c : *e->after) {
-        if (c.name == column) ++seen[c.text.value_or("NULL")];
-      }
-    }
-    EXPECT_EQ(seen.size(), static_cast<std::size_t>(kRows)) << table << ": rows missing";
-    int twice = 0;
-    for (const auto& [v, n] : seen) twice += n > 1 ? 1 : 0;
-    EXPECT_EQ(twice, 0) << table << ": rows a read_committed reader sees more than once";
+    expect_each_once(committed_values(bootstrap, topic, column, [](const Event&) {}), kRows, table);
     uncommitted += kafka_it::read_topic(bootstrap, topic).size();
   }
   EXPECT_GT(uncommitted, static_cast<std::size_t>(2 * kRows))
