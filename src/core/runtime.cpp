@@ -465,6 +465,13 @@ struct Runtime::Impl {
   const std::atomic<bool>* cancel = nullptr;
   // A retry wait of the source was cancelled: the next poll reconnects first.
   bool reconnect_pending = false;
+  // Closes the source and drops what it handed over and nobody acknowledged, so that starting
+  // it again from the durable checkpoint reads all of that again.
+  void rewind_source() {
+    config.source->close();
+    redeliver.clear();
+    shaper.drop_held();
+  }
 
   Result<std::uint64_t> deliver_loop(Runtime& runtime, Pipeline& pipeline,
                                      const std::atomic<bool>& cancel, bool until_quiet);
@@ -700,9 +707,7 @@ Result<EventBatch> Runtime::poll_source_batch() {
       // and not yet acknowledged is discarded: the source sends it again.
       spdlog::warn("source failed ({}), reconnecting from checkpoint in {} ms: {}", next->note,
                    next->wait.count(), st.error().report());
-      d.config.source->close();
-      d.redeliver.clear();
-      d.shaper.drop_held();
+      d.rewind_source();
       events.clear();
       gather_until.reset();
       reconnect = true;
@@ -938,9 +943,7 @@ Result<std::uint64_t> Runtime::Impl::deliver_loop(Runtime& runtime, Pipeline& pi
         // later poll start the source again from the checkpoint, so that they are read again
         // rather than skipped.
         (void)d.transactional->abort();
-        d.config.source->close();
-        d.redeliver.clear();
-        d.shaper.drop_held();
+        d.rewind_source();
         d.reconnect_pending = true;
       }
       d.carried_events = 0;
