@@ -277,6 +277,11 @@ for line in open(sys.argv[1]):
         print(json.dumps(json.loads(line), indent=2))' "$EVENTS"
 fi
 
+# The same overrides again, so the command below reruns this demo and not one on the defaults.
+RERUN="$SCRIPTS/demo.sh"
+[[ -n ${CPPCDC_DEMO_DIR:-} ]] && RERUN="CPPCDC_DEMO_DIR=$CPPCDC_DEMO_DIR $RERUN"
+[[ -n ${CPPCDC_DEMO_PG_DIR:-} ]] && RERUN="CPPCDC_DEMO_PG_DIR=$CPPCDC_DEMO_PG_DIR $RERUN"
+[[ -n ${CPPCDC_DEMO_PG_PORT:-} ]] && RERUN="CPPCDC_DEMO_PG_PORT=$CPPCDC_DEMO_PG_PORT $RERUN"
 say "Done"
 cat <<EOF
     The events above are in $EVENTS, cppcdc's log is $CDC_LOG and its
@@ -285,7 +290,7 @@ cat <<EOF
       $PSQL_BIN -h 127.0.0.1 -p $PG_PORT -U postgres app   (superuser: new tables, grants)
 
     Run the demo again (starts from scratch):
-      $SCRIPTS/demo.sh
+      $RERUN
     Run cppcdc yourself against the same database:
       $BIN run --config $CONFIG
     Clean up everything:
