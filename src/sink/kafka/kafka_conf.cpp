@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <charconv>
 #include <cstdlib>
 #include <string>
 #include <string_view>
@@ -166,6 +167,17 @@ Result<ConfPtr> build_conf(const KafkaSinkConfig& config) {
     // librdkafka refuses a producer whose records may wait longer than its transactions may
     // last (message.timeout.ms over transaction.timeout.ms, 60 s by default): the transaction
     // timeout follows delivery_timeout_ms unless kafka_properties sets it.
+    for (const auto& [name, value] : config.properties) {
+      if (name != "transaction.timeout.ms") continue;
+      std::int64_t ms = 0;
+      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), ms);
+      if (ec != std::errc() || end != value.data() + value.size() || ms < 1) {
+        return fail(bad("kafka_properties.transaction.timeout.ms",
+                        "expected a whole number of milliseconds (\"900000\" for 15 minutes), "
+                        "found " +
+                            in_quotes(value)));
+      }
+    }
     const std::int64_t tx_timeout = transaction_timeout_ms(config);
     if (tx_timeout < config.delivery_timeout_ms) {
       return fail(bad("delivery_timeout_ms",

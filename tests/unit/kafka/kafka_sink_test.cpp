@@ -301,6 +301,15 @@ TEST(KafkaSinkConfig, ATransactionalProducerIsMadeWithTheDefaultDeliveryTimeout)
   EXPECT_CONTAINS(refused.error().report(), "transaction.timeout.ms (90000 ms)");
   c.properties = {{"transaction.timeout.ms", "180000"}};
   EXPECT_TRUE(kafka_sink::build_conf(c));
+  // A value that is not a number is refused as such, under its own name (it was read as 0 ms,
+  // and the error blamed delivery_timeout_ms).
+  for (const char* bad : {"abc", "90s", "", "-5", "0"}) {
+    c.properties = {{"transaction.timeout.ms", bad}};
+    auto not_a_number = kafka_sink::build_conf(c);
+    ASSERT_FALSE(not_a_number) << bad;
+    EXPECT_EQ(not_a_number.error().setting(), "kafka_properties.transaction.timeout.ms") << bad;
+    EXPECT_CONTAINS(not_a_number.error().report(), "whole number of milliseconds");
+  }
 }
 
 TEST(KafkaSinkConfig, PropertiesPassThroughUnlessASettingOwnsThem) {
