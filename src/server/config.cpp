@@ -418,6 +418,67 @@ class Section final : public Settings {
   // Whether the file sets `key`, without marking it known.
   bool written(std::string_view key) const { return table_ != nullptr && table_->contains(key); }
 
+  // A Java-style dotted key ("linger.ms = 5", "bootstrap.servers = ...") is a table to TOML
+  // (linger holding ms). When this section has the key with '_' for each '.' (linger_ms), an
+  // error text saying so, located at the key; "" otherwise.
+  std::string dotted_look_alike(std::string_view key, const toml::node& node) const {
+    const toml::table* table = node.as_table();
+    if (table == nullptr) return "";
+    for (auto&& [child, value] : *table) {
+      const std::string meant = std::string(key) + "_" + std::string(child.str());
+      std::string inner;
+      if (value.is_table()) {
+        inner = dotted_look_alike(meant, value);
+        if (inner.empty()) continue;
+        return inner;
+      }
+      if (std::find(known_.begin(), known_.end(), meant) == known_.end()) continue;
+      const toml::source_region where =
+          child.source().begin.line > 0 ? child.source() : value.source();
+      // Named as the file writes it (unquoted), not as one quoted key.
+      std::string written = meant;
+      std::replace(written.begin(), written.end(), '_', '.');
+      const std::string section = !display_.empty() ? display_ + " "
+                                  : name_.empty()   ? ""
+                                                    : "[" + name_ + "] ";
+      return locate(origin_, where) + ": " + section + written +
+             ": unknown key; TOML reads a dotted key as tables, and this section's key is " +
+             meant + " (write " + meant + " = ...)";
+    }
+    return "";
+  }
+
+  // A key of this section that the plugin's `refusal` says is required, written below a later
+  // [section.sub] header instead (bootstrap_servers after [sink.kafka_properties]): TOML puts
+  // every key after a header into that table. An error text saying so; "" when there is none.
+  std::string key_under_a_later_header(const std::string& refusal) const {
+    if (table_ == nullptr) return "";
+    for (auto&& [sub, node] : *table_) {
+      const toml::table* inner = node.as_table();
+      // Only the free-form maps of client properties (kafka_properties, topic_config): a
+      // sub-section with keys of its own may have one of the same name ([source.snapshot]
+      // tables).
+      const std::string_view name = sub.str();
+      const bool free_form = name == "topic_config" ||
+                             (name.size() > 11 && name.substr(name.size() - 11) == "_properties");
+      if (inner == nullptr || !free_form) continue;
+      for (auto&& [key, value] : *inner) {
+        if (table_->contains(key.str())) continue;
+        if (std::find(known_.begin(), known_.end(), key.str()) == known_.end()) continue;
+        if (refusal.find(label(key.str()) + ": required") == std::string::npos) continue;
+        const toml::source_region where =
+            key.source().begin.line > 0 ? key.source() : value.source();
+        return locate(origin_, where) + ": " + label_in(sub.str(), key.str()) + ": " +
+               std::string(key.str()) + " is a key of " +
+               (name_.empty() ? std::string("the top level") : "[" + name_ + "]") +
+               ", but TOML puts every key after the [" +
+               (name_.empty() ? toml_key(sub.str()) : name_ + "." + toml_key(sub.str())) +
+               "] header into that table: move it above the header";
+      }
+    }
+    return "";
+  }
+
   // Refuses the keys that were never asked for, listing the ones this section accepts; with
   // `nested`, also in every section handed out below this one. With a collector
   // (collect_unknown_keys), each is added to it and the file is read on; else the first fails.
@@ -449,7 +510,10 @@ class Section final : public Settings {
       // A near miss of a key this section takes is most likely a typo of it.
       const std::string closest = detail::closest_name(key.str(), known_);
       std::string text;
-      if (node.is_table() && what == "unknown key") {
+      if (const std::string dotted = dotted_look_alike(key.str(), node);
+          !dotted.empty() && what == "unknown key") {
+        text = dotted;
+      } else if (node.is_table() && what == "unknown key") {
         // A [table] of its own: named as its header is written.
         const std::string header =
             name_.empty() ? toml_key(key.str()) : name_ + "." + toml_key(key.str());
@@ -481,7 +545,8 @@ class Section final : public Settings {
     for (auto&& [key, node] : *table_) {
       if (std::find(known_.begin(), known_.end(), key.str()) != known_.end()) continue;
       const std::string closest = detail::closest_name(key.str(), known_);
-      if (closest.empty()) continue;
+      const std::string dotted = dotted_look_alike(key.str(), node);
+      if (closest.empty() && dotted.empty()) continue;
       const toml::source_region where = key.source().begin.line > 0 ? key.source() : node.source();
       const auto at = where.begin;
       if (first &&
@@ -489,8 +554,9 @@ class Section final : public Settings {
         continue;
       }
       first = at;
-      out.emplace(key.str(), locate(origin_, where) + ": " + label(key.str()) +
-                                 ": unknown key (did you mean " + closest + "?)");
+      out.emplace(key.str(), !dotted.empty() ? dotted
+                                             : locate(origin_, where) + ": " + label(key.str()) +
+                                                   ": unknown key (did you mean " + closest + "?)");
     }
     return out;
   }
@@ -638,6 +704,9 @@ Result<std::shared_ptr<const Configured>> configure(Section& section, const std:
     if (auto typo = section.near_miss();
         typo && e.report().find("where the file says " + typo->first) == std::string::npos) {
       return fail(Error::configuration(typo->second));
+    }
+    if (std::string later = section.key_under_a_later_header(e.report()); !later.empty()) {
+      return fail(Error::configuration(later));
     }
     // Errors through Settings are located already; others are placed here.
     if (e.kind() == ErrorKind::kConfiguration && e.setting().empty() && e.chain().empty() &&

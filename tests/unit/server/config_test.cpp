@@ -496,6 +496,30 @@ TEST(ServerConfig, ADottedKeyIsNamedAsOneQuotedKeyOfItsTable) {
                   "[runtime] \"max.buffer\": unknown key");
 }
 
+// Habits from Java clients: a dotted key (linger.ms) is a table to TOML, and a key written
+// after a [sink.kafka_properties] header belongs to that table. Each is named as such.
+TEST(ServerConfig, JavaStyleDottedKeysAndKeysBelowALaterHeaderAreExplained) {
+  const std::string head = std::string(kMinimal) + "[sink]\ntype = \"kafka\"\n";
+  const std::string missing = error_of(head + "bootstrap.servers = \"127.0.0.1:9092\"\n");
+  EXPECT_CONTAINS(missing,
+                  "[sink] bootstrap.servers: unknown key; TOML reads a dotted key as "
+                  "tables, and this section's key is bootstrap_servers");
+  EXPECT_EQ(missing.find("bootstrap_servers: required"), std::string::npos) << missing;
+  const std::string linger =
+      error_of(head + "bootstrap_servers = \"127.0.0.1:9092\"\nlinger.ms = 5\n");
+  EXPECT_CONTAINS(linger,
+                  "[sink] linger.ms: unknown key; TOML reads a dotted key as tables, "
+                  "and this section's key is linger_ms (write linger_ms = ...)");
+  EXPECT_EQ(linger.find("unknown table [sink.linger]"), std::string::npos) << linger;
+  const std::string later = error_of(head +
+                                     "[sink.kafka_properties]\n\"linger.ms\" = \"5\"\n"
+                                     "bootstrap_servers = \"127.0.0.1:9092\"\n");
+  EXPECT_CONTAINS(later,
+                  "[sink.kafka_properties] bootstrap_servers: bootstrap_servers is a key "
+                  "of [sink], but TOML puts every key after the [sink.kafka_properties] "
+                  "header into that table: move it above the header");
+}
+
 // A misspelt section header is named as such, not hidden behind a required key of the
 // section the file then lacks.
 TEST(ServerConfig, AMisspeltTableIsNamedBeforeTheKeysItsSectionLacks) {
