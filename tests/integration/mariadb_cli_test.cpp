@@ -76,6 +76,22 @@ TEST_F(MariaDbCli, CheckConfigDescribesTheSourceWithoutItsPassword) {
   EXPECT_EQ(o.output.find("cli-s3cret"), std::string::npos) << o.output;
 }
 
+// A wrong password is refused at once with where the password comes from, not retried.
+TEST_F(MariaDbCli, AWrongPasswordNamesWhereThePasswordComesFrom) {
+  setenv("CLI_TEST_PW", "not-the-password", 1);
+  auto o = run_cli({"run", "--config", write_config().string()});
+  EXPECT_NE(o.code, 0) << o.output;
+  EXPECT_NE(o.output.find("the server refused user cdc_cli with the password given ([source] "
+                          "password, or the variable password_env names)"),
+            std::string::npos)
+      << o.output;
+  EXPECT_EQ(o.output.find("not-the-password"), std::string::npos) << o.output;
+  // The start line names the source type once ("source=mariadb cdc_cli@...").
+  EXPECT_EQ(o.output.find("source=mariadb mariadb"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("source=mariadb cdc_cli@127.0.0.1"), std::string::npos) << o.output;
+  setenv("CLI_TEST_PW", "cli-s3cret", 1);
+}
+
 TEST_F(MariaDbCli, RunSnapshotsAndStreamsIntoTheFileSink) {
   setenv("CLI_TEST_PW", "cli-s3cret", 1);
   write_config();

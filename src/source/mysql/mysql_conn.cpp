@@ -76,6 +76,17 @@ Result<MysqlPtr> connect(const MysqlSourceConfig& config, std::uint32_t read_tim
       // A TLS set-up that fails (untrusted certificate, missing file) fails again.
       e = Error::source(ErrorKind::kTerminal,
                         e.message() + "; check ssl_mode, ssl_ca, ssl_cert and ssl_key");
+    } else if (code == ER_ACCESS_DENIED_ERROR || code == ER_DBACCESS_DENIED_ERROR) {
+      // The same credentials fail again: say where they come from instead of retrying.
+      e = Error::source(
+          ErrorKind::kTerminal,
+          e.message() + "; the server refused user " + config.user +
+              (config.password.empty() ? " without a password (neither [source] password nor "
+                                         "the variable password_env names is set)"
+                                       : " with the password given ([source] password, or the "
+                                         "variable password_env names)") +
+              ": check both, and that the user may connect from this host (its "
+              "'user'@'host' account on the server)");
     }
     return fail(std::move(e));
   }

@@ -164,8 +164,9 @@ class ConfiguredMysqlSource final : public ConfiguredMysql {
   std::vector<std::string> captured_tables() const override { return config_.tables; }
 
   std::string summary() const override {
-    return std::string(to_string(config_.flavor)) + " " + config_.user + "@" + config_.host + ":" +
-           std::to_string(config_.port) + " tables=" + joined(config_.tables) +
+    // The log line puts the source type before this already.
+    return config_.user + "@" + config_.host + ":" + std::to_string(config_.port) +
+           " tables=" + joined(config_.tables) +
            " server_id=" + std::to_string(effective_server_id(config_));
   }
 
