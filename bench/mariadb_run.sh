@@ -28,16 +28,18 @@
 # Usage: bench/mariadb_run.sh [--rows N] [--repeat R] [--port P] [--tx-rows T] [--no-build]
 #   --rows N      rows of the throughput part (a multiple of 1000; default 1000000)
 #   --repeat R    runs per reader, interleaved; medians reported (default 3)
-#   --port P      the throwaway server's port (default 33490; /tmp/cppcdc-bench-maria-db)
+#   --port P      the throwaway server's port (default 33490; its data in
+#                 /tmp/cppcdc-bench-maria-db, or $CPPCDC_BENCH_MARIA_DB_DIR)
 #   --tx-rows T   rows of the one-transaction memory check (default: N; 0 skips it)
-# Work files: /tmp/cppcdc-bench-maria-work (kept after a failure).
+# Work files: /tmp/cppcdc-bench-maria-work, or $CPPCDC_BENCH_MARIA_WORK (kept after a failure);
+# the two variables let several people run the script on one machine at once.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=$ROOT/build
 PORT=33490
-DB_DIR=/tmp/cppcdc-bench-maria-db
-WORK=/tmp/cppcdc-bench-maria-work
+DB_DIR=${CPPCDC_BENCH_MARIA_DB_DIR:-/tmp/cppcdc-bench-maria-db}
+WORK=${CPPCDC_BENCH_MARIA_WORK:-/tmp/cppcdc-bench-maria-work}
 rows=1000000
 repeat=3
 tx_rows=""

@@ -729,6 +729,98 @@ TEST(KafkaReplayOracle, EffectivelyOnceCrashesInAMariaDbSnapshotDeliverEachRowOn
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
 
+// One MariaDB transaction larger than spill_threshold_bytes is handed over in pieces of which
+// only the last carries a resume position. Under effectively_once the runtime carries the
+// pieces without a position in the open Kafka transaction until that last one: two starts die
+// in the middle of the binlog transaction and a read_committed reader still sees each row once.
+TEST(KafkaReplayOracle, EffectivelyOnceCrashesInASpilledMariaDbTransactionDeliverEachRowOnce) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  const char* port = std::getenv("CPPCDC_TEST_MARIADB_PORT");
+  if (port == nullptr || *port == '\0') {
+    GTEST_SKIP() << "CPPCDC_TEST_MARIADB_PORT is not set: no MariaDB (scripts/test.sh starts one)";
+  }
+  const std::string source = kafka_it::unique_topic("mariatx");
+  const std::string db = "kafka_bigtx_" + std::to_string(getpid());
+  const auto sql = [&](const std::string& text) {
+    const auto o = kafka_it::run_command("mariadb -h 127.0.0.1 -P " + std::string(port) +
+                                         " -u root -N -e \"" + text + "\"");
+    EXPECT_EQ(o.code, 0) << text;
+    return o.output;
+  };
+  constexpr int kRows = 20000;
+  sql("DROP DATABASE IF EXISTS " + db + "; CREATE DATABASE " + db + "; CREATE TABLE " + db +
+      ".big (id int primary key, note varchar(40)); CREATE TABLE " + db +
+      ".marker (id int primary key)");
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  const fs::path dir = fs::temp_directory_path() / ("cppcdc-it-" + db);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  // A 1 MiB spill threshold: the 20,000 rows spill and come back in two pieces.
+  std::ofstream(dir / "cdc.toml")
+      << "delivery_contract = \"effectively_once\"\n\n[source]\ntype = \"mariadb\"\n"
+      << "host = \"127.0.0.1\"\nport = " << port
+      << "\nuser = \"root\"\nserver_id = " << 8000 + getpid() % 1000 << "\nsource_id = \"" << db
+      << "\"\nsource_name = \"" << source << "\"\ntables = [\"" << db << ".big\", \"" << db
+      << ".marker\"]\n"
+      << "heartbeat_interval_ms = 200\nspill_threshold_bytes = 1048576\n"
+      << "[source.snapshot]\nmode = \"never\"\n\n"
+      << "[sink]\ntype = \"kafka\"\nbootstrap_servers = \"" << bootstrap << "\"\n"
+      << "create_topics = true\ntopic_partitions = 3\ntopic_replication_factor = 1\n"
+      << "delivery_mode = \"transactional\"\ntransactional_id = \"" << source << "\"\n\n"
+      << "[state.offset]\nbackend = \"kafka_topic\"\ntopic = \"" << source
+      << ".checkpoints\"\n\n[runtime]\nmax_buffer_size = 500\n";
+  pid_t child = -1;
+  ChildGuard guard{child};
+  // A first start reads from the server's position when it connects: streaming once a marker
+  // row is committed to its topic. Then the large transaction is written while it is down.
+  const std::string marker_topic = source + "." + db + ".marker";
+  ASSERT_TRUE(kafka_it::create_topic(bootstrap, marker_topic, 3));  // read before anything lands
+  child = spawn_armed(dir, "");
+  int probe = 0;
+  ASSERT_TRUE(it::wait_until(
+      [&] {
+        sql("INSERT INTO " + db + ".marker VALUES (" + std::to_string(++probe) + ")");
+        return !kafka_it::read_topic(bootstrap, marker_topic, "read_committed").empty();
+      },
+      120s, 1s))
+      << it::log_tail(dir / "cppcdc.log");
+  EXPECT_EQ(it::stop_cppcdc_process(child, SIGTERM), 0) << it::log_tail(dir / "cppcdc.log");
+  sql("INSERT INTO " + db + ".big SELECT seq, concat('big row ', seq) FROM " + db + ".seq_1_to_" +
+      std::to_string(kRows));
+  ASSERT_FALSE(::testing::Test::HasFailure());
+
+  for (const char* point : {"kafka_sink.after_flush@4", "kafka_sink.after_flush@25"}) {
+    child = spawn_armed(dir, point);
+    int status = 0;
+    ASSERT_TRUE(it::wait_until([&] { return waitpid(child, &status, WNOHANG) == child; }, 120s))
+        << it::log_tail(dir / "cppcdc.log");
+    child = -1;
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+        << "cppcdc did not die at " << point << ": " << it::log_tail(dir / "cppcdc.log");
+  }
+  EXPECT_NE(it::log_tail(dir / "cppcdc.log").find("spilling it to a temporary file"),
+            std::string::npos)
+      << it::log_tail(dir / "cppcdc.log");
+  child = spawn_armed(dir, "");
+  const std::string big_topic = source + "." + db + ".big";
+  ASSERT_TRUE(it::wait_until(
+      [&] { return kafka_it::read_topic(bootstrap, big_topic, "read_committed").size() >= kRows; },
+      180s, 1s))
+      << it::log_tail(dir / "cppcdc.log");
+  EXPECT_EQ(it::stop_cppcdc_process(child, SIGTERM), 0) << it::log_tail(dir / "cppcdc.log");
+  expect_each_once(committed_values(bootstrap, big_topic, "id",
+                                    [&](const Event& e) {
+                                      ASSERT_TRUE(e.transaction);
+                                      EXPECT_EQ(e.transaction->total_events,
+                                                static_cast<std::uint64_t>(kRows));
+                                    }),
+                   kRows, "big");
+  EXPECT_GT(kafka_it::read_topic(bootstrap, big_topic).size(), static_cast<std::size_t>(kRows))
+      << "no aborted record: the crashes missed the transaction";
+  sql("DROP DATABASE IF EXISTS " + db);
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+
 // The soak runs (scripts/soak.sh; skipped unless CPPCDC_SOAK is set): about 50,000 row changes,
 // at least 20 SIGKILLs (and as many crashes at the crash points, with a transaction open or
 // just committed), and two restarts of the broker, the run's own, during the load.
