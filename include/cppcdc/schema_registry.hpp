@@ -80,8 +80,8 @@ struct SchemaRegistryConfig {
   SchemaRegistryType type = SchemaRegistryType::kConfluent;
   /// kConfluent: the API root that serves /subjects: http://registry:8081 for Confluent,
   /// http://apicurio:8080/apis/ccompat/v7 for Apicurio's Confluent-compatible API.
-  /// kApicurio: the server root, http://apicurio:8080 (the client appends /apis/registry/v3;
-  /// a url that already ends in an /apis/... path is refused by validate()).
+  /// kApicurio: the Apicurio server's root such as http://apicurio:8080, to which the client
+  /// adds /apis/registry/v3 (validate() refuses a url that already holds an /apis/... path).
   std::string url;
   /// kApicurio: the artifact group the subjects (artifact ids) live in.
   std::string group = "default";
