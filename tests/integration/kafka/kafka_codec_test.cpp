@@ -360,6 +360,63 @@ std::vector<boost::json::object> read_cloudevents(const std::string& bootstrap,
 
 // The same events in both modes: the SDK finds the same attributes (binary mode from the ce_
 // headers, structured from the document) and the envelope as the data.
+// `cppcdc preflight` with type = "apicurio" and auto_register = false: an artifact holding
+// another schema than the one cppcdc writes stops the start, named with its group; nothing is
+// written; once the schemas are versions of the artifacts, the check passes.
+TEST(KafkaCodecCli, ApicurioPreflightRefusesAnArtifactHoldingAnotherSchemaNamingIt) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  RegistryDouble registry({}, RegistryDouble::kApicurio);
+  ASSERT_TRUE(registry.up());
+  const std::string db = it::test_database("kcap");
+  it::fresh_database(db);
+  it::PgSession(it::dsn_for(db)).query("create table t (id int primary key)");
+  const std::string tag = kafka_it::unique_topic("kcap");
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("cppcdc-kcap-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const auto config = dir / "cdc.toml";
+  std::ofstream(config) << "[source]\ndsn = \"" << it::dsn_for(db)
+                        << "\"\ntables = [\"public.t\"]\nslot_name = \"kcap_" << ::getpid()
+                        << "\"\nsource_name = \"" << tag << "\"\n\n[sink]\ntype = \"kafka\"\n"
+                        << "bootstrap_servers = \"" << bootstrap
+                        << "\"\ncreate_topics = true\ncodec = \"avro\"\n"
+                        << "[sink.codec_options.schema_registry]\ntype = \"apicurio\"\nurl = \""
+                        << registry.url() << "\"\ngroup = \"cdc\"\nauto_register = false\n\n"
+                        << "[state.offset]\ndir = \"" << (dir / "state").string() << "\"\n";
+  const std::string topic = tag + ".public.t";
+  SchemaRegistryConfig c;
+  c.type = SchemaRegistryType::kApicurio;
+  c.url = registry.url();
+  c.group = "cdc";
+  auto client = make_schema_registry_client(c);
+  ASSERT_TRUE(client);
+  ASSERT_TRUE(
+      (*client)->register_schema(topic + "-value", SchemaType::kAvro, R"({"type":"string"})"));
+  const auto differs = it::run_cli({"preflight", "--config", config.string()}, 120);
+  EXPECT_EQ(differs.code, 3) << differs.output;
+  EXPECT_NE(differs.output.find("FAIL  schema registry"), std::string::npos) << differs.output;
+  EXPECT_NE(differs.output.find("artifact \"" + topic + "-value\" in group \"cdc\""),
+            std::string::npos)
+      << differs.output;
+  EXPECT_NE(differs.output.find("another schema"), std::string::npos) << differs.output;
+  EXPECT_EQ(registry.writes(), 1u) << "auto_register = false: preflight writes nothing";
+
+  ASSERT_TRUE((*client)->register_schema(topic + "-value", SchemaType::kAvro,
+                                         std::string(avro_event_schema())));
+  ASSERT_TRUE((*client)->register_schema(topic + "-key", SchemaType::kAvro,
+                                         std::string(avro_key_schema())));
+  const auto registered = it::run_cli({"preflight", "--config", config.string()}, 120);
+  EXPECT_NE(registered.output.find("holds or accepts the Avro schemas of 2 subjects"),
+            std::string::npos)
+      << registered.output;
+  EXPECT_EQ(registered.output.find("FAIL  schema registry"), std::string::npos)
+      << registered.output;
+  EXPECT_EQ(registry.writes(), 3u);
+  it::drop_slots(db);
+  if (!HasFailure()) std::filesystem::remove_all(dir);
+}
+
 TEST(KafkaCodecOnBroker, CloudEventsInBothModesAreWhatTheCloudEventsSdkReads) {
   KAFKA_TEST_BOOTSTRAP(bootstrap);
   const auto events = workload("shop");
