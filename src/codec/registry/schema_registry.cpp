@@ -2,14 +2,11 @@
 
 #include <array>
 #include <boost/json.hpp>
-#include <cctype>
-#include <chrono>
 #include <deque>
 #include <limits>
 #include <map>
 #include <mutex>
 #include <random>
-#include <thread>
 #include <tuple>
 
 #include "cppcdc/http_client.hpp"
