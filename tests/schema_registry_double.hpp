@@ -1,7 +1,9 @@
 #pragma once
-// The schema registry DOUBLE (tests/integration/schema_registry_double.py) as a test fixture:
-// a separate Python process on loopback speaking the Confluent REST API with its own code,
-// started for one test and killed at its end. Needs CPPCDC_SOURCE_DIR.
+// The schema registry DOUBLES as a test fixture: tests/integration/schema_registry_double.py
+// (the Confluent REST API) or, with RegistryDouble::kApicurio,
+// tests/integration/apicurio_registry_double.py (Apicurio Registry 3's native API); each a
+// separate Python process on loopback speaking its API with its own code, started for one
+// test and killed at its end. Needs CPPCDC_SOURCE_DIR.
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -23,14 +25,16 @@ namespace cppcdc {
 // The double, started for one test and killed at its end.
 class RegistryDouble {
  public:
-  explicit RegistryDouble(std::vector<std::string> args = {}) {
+  static constexpr const char* kConfluent = "schema_registry_double.py";
+  static constexpr const char* kApicurio = "apicurio_registry_double.py";
+
+  explicit RegistryDouble(std::vector<std::string> args = {}, const char* script = kConfluent) {
     static int n = 0;
     port_file_ = std::filesystem::path(::testing::TempDir()) /
                  ("registry-double-" + std::to_string(::getpid()) + "-" + std::to_string(++n));
     std::filesystem::remove(port_file_);
     std::vector<std::string> argv = {
-        "/usr/bin/python3",
-        std::string(CPPCDC_SOURCE_DIR) + "/tests/integration/schema_registry_double.py",
+        "/usr/bin/python3", std::string(CPPCDC_SOURCE_DIR) + "/tests/integration/" + script,
         "--port-file", port_file_.string()};
     argv.insert(argv.end(), args.begin(), args.end());
     pid_ = ::fork();
@@ -65,22 +69,30 @@ class RegistryDouble {
     const auto r = (*client)->send(url() + path, {"Content-Type: application/json"}, body);
     ASSERT_EQ(r.status, 200) << r.transport_error << r.body_prefix;
   }
-  std::vector<std::string> requests() {
+  // Every request so far ("METHOD /path?query"); the Apicurio double also keeps each one's
+  // Authorization header (`control` = "/__double/headers").
+  std::vector<std::string> requests(const std::string& control = "/__double/requests") {
     http::ClientOptions o;
     o.max_body = 1 << 20;
     auto client = http::Client::create(o);
     EXPECT_TRUE(client);
-    const auto r = (*client)->send(url() + "/__double/requests", {}, std::nullopt);
+    const auto r = (*client)->send(url() + control, {}, std::nullopt);
     std::vector<std::string> out;
     const boost::json::value parsed = boost::json::parse(r.body_prefix);
     for (const auto& v : parsed.as_array()) out.emplace_back(v.as_string());
     return out;
   }
+  // Requests that could have stored something: Confluent's POST .../versions, Apicurio's
+  // POST /groups/... (not a dry run); lookups, searches and checks do not count.
   std::size_t writes() {
     std::size_t n = 0;
     for (const auto& r : requests()) {
-      if (r.rfind("POST", 0) == 0 && r.find("/versions") != std::string::npos &&
-          r.find("/compatibility/") == std::string::npos) {
+      if (r.rfind("POST", 0) != 0 || r.find("/compatibility/") != std::string::npos ||
+          r.find("/search/") != std::string::npos || r.find("dryRun=true") != std::string::npos) {
+        continue;
+      }
+      if (r.find("/versions") != std::string::npos ||
+          r.find("/apis/registry/v3/groups/") != std::string::npos) {
         ++n;
       }
     }

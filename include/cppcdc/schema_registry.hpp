@@ -3,9 +3,13 @@
 // Schema, Protobuf in the Confluent wire format) gets that id, and where a consumer finds the
 // schema an id stands for.
 //
-// One client speaks the Confluent Schema Registry REST API. The same API is served by
-// Confluent's registry, by Apicurio Registry 3 under /apis/ccompat/v7, by Karapace and by
-// Redpanda: `url` is the API root that serves /subjects, used as given (nothing is appended).
+// Two clients behind one interface (SchemaRegistryConfig::type):
+// - "confluent": the Confluent Schema Registry REST API, served by Confluent's registry, by
+//   Apicurio Registry 3 under /apis/ccompat/v7, by Karapace and by Redpanda. `url` is the API
+//   root that serves /subjects, used as given (nothing is appended).
+// - "apicurio": Apicurio Registry 3's native API. `url` is the server root; the client
+//   appends /apis/registry/v3. A subject is an artifact id in `group`; the id on the wire is
+//   the version's global id, in the same 5-byte framing.
 //
 // Errors keep their retryability: a transport failure, HTTP 429 and 5xx are transient and are
 // retried inside each call with jittered exponential back-off that honours Retry-After; when
@@ -63,10 +67,24 @@ struct RegistryRetryPolicy {
   static RegistryRetryPolicy none() { return {0, 0, 0}; }
 };
 
+/// Which API a registry client speaks.
+enum class SchemaRegistryType {
+  kConfluent,  ///< "confluent": the Confluent REST API (also Apicurio's /apis/ccompat/v7)
+  kApicurio,   ///< "apicurio": Apicurio Registry 3's native API (/apis/registry/v3)
+};
+std::string_view to_string(SchemaRegistryType type) noexcept;
+/// "confluent" or "apicurio"; error kind configuration naming both otherwise.
+Result<SchemaRegistryType> parse_schema_registry_type(std::string_view text);
+
 struct SchemaRegistryConfig {
-  /// The API root that serves /subjects: http://registry:8081 for Confluent,
+  SchemaRegistryType type = SchemaRegistryType::kConfluent;
+  /// kConfluent: the API root that serves /subjects: http://registry:8081 for Confluent,
   /// http://apicurio:8080/apis/ccompat/v7 for Apicurio's Confluent-compatible API.
+  /// kApicurio: the Apicurio server's root such as http://apicurio:8080, to which the client
+  /// adds /apis/registry/v3 (validate() refuses a url that already holds an /apis/... path).
   std::string url;
+  /// kApicurio: the artifact group the subjects (artifact ids) live in.
+  std::string group = "default";
   /// HTTP basic authentication (both or neither), or a bearer token; never logged.
   std::optional<std::string> username;
   std::optional<std::string> password;
@@ -84,7 +102,8 @@ struct SchemaRegistryConfig {
   /// registry; a schema that is not registered is a terminal error naming the subject.
   bool auto_register = true;
   /// Ask the registry to normalize schemas on register and lookup (Confluent's normalize
-  /// query parameter; registries without it ignore it).
+  /// query parameter; registries without it ignore it). kConfluent only: Apicurio's native
+  /// API has no such parameter (its client always compares canonical content).
   bool normalize_schemas = false;
   SubjectNameStrategy subject_name_strategy = SubjectNameStrategy::kTopicName;
   /// Schemas kept by id (ids never change meaning, so entries never go stale); the oldest
@@ -92,8 +111,9 @@ struct SchemaRegistryConfig {
   std::size_t max_cache_entries = 1000;
 };
 
-/// Checks a configuration (url scheme, auth pairs, cache size, timeouts). Error kind
-/// configuration naming the setting.
+/// Checks a configuration (url scheme and, per type, its path; auth pairs, cache size,
+/// timeouts; group and normalize_schemas by type). Error kind configuration naming the
+/// setting.
 Status validate(const SchemaRegistryConfig& config);
 
 /// A schema as the registry holds it.
@@ -131,8 +151,8 @@ class SchemaRegistryClient {
   virtual std::string describe() const = 0;
 };
 
-/// A client of the Confluent REST API for `config` (validated). Connects lazily: nothing is
-/// sent before the first call.
+/// A client of the API `config.type` names, for `config` (validated). Connects lazily:
+/// nothing is sent before the first call.
 Result<std::unique_ptr<SchemaRegistryClient>> make_schema_registry_client(
     const SchemaRegistryConfig& config);
 

@@ -6,21 +6,22 @@
 #include <mutex>
 
 #include "cppcdc/avro.hpp"
+#include "cppcdc/registry_codec.hpp"
 
 namespace cppcdc {
 namespace {
 
-class ConfiguredAvroCodec final : public ConfiguredCodec {
+class ConfiguredAvroCodec final : public RegistryBackedCodec {
  public:
   explicit ConfiguredAvroCodec(std::optional<SchemaRegistryConfig> registry)
-      : registry_config_(std::move(registry)) {}
+      : RegistryBackedCodec(std::move(registry)) {}
 
   std::string name() const override { return "avro"; }
   bool json_text() const override { return false; }
 
   std::vector<std::pair<std::string, std::string>> describe() const override {
-    if (!registry_config_) return {{"framing", "bare Avro (no schema registry)"}};
-    auto lines = describe_schema_registry(*registry_config_);
+    if (!registry_config()) return {{"framing", "bare Avro (no schema registry)"}};
+    auto lines = describe_schema_registry(*registry_config());
     lines.insert(lines.begin(), {"framing", "Confluent (magic byte 0, 4-byte schema id)"});
     return lines;
   }
@@ -36,57 +37,27 @@ class ConfiguredAvroCodec final : public ConfiguredCodec {
     return make_avro_decoder(std::move(*options));
   }
 
-  std::vector<PreflightCheck> preflight(const std::vector<std::string>& topics) const override {
-    using Outcome = PreflightCheck::Outcome;
-    if (!registry_config_) return {};
-    auto options = options_();
-    if (!options) return {preflight_failure("the schema registry", options.error())};
-    std::vector<SubjectSchema> subjects;
-    const auto strategy = registry_config_->subject_name_strategy;
-    std::vector<std::string> names = topics;
-    if (strategy == SubjectNameStrategy::kRecordName) names = {""};
-    if (names.empty()) {
-      return {{Outcome::kWarn,
-               "the Avro codec's registry subjects depend on the topic, which the template "
-               "leaves open here",
-               "the subjects are checked when the first record of each topic is written"}};
-    }
-    for (const auto& topic : names) {
-      subjects.push_back({subject_name(strategy, topic, kAvroEventRecordName, false),
-                          SchemaType::kAvro, std::string(avro_event_schema())});
-      subjects.push_back({subject_name(strategy, topic, kAvroKeyRecordName, true),
-                          SchemaType::kAvro, std::string(avro_key_schema())});
-    }
-    const std::string what = options->registry->describe();
-    if (auto st = preflight_schema_registry(*options->registry, *registry_config_, subjects); !st) {
-      return {preflight_failure(what, st.error())};
-    }
-    return {{Outcome::kPass,
-             what + " holds or accepts the Avro schemas of " + std::to_string(subjects.size()) +
-                 " subjects",
-             ""}};
+  RegistryCodecSchemas registry_schemas() const override {
+    return {"Avro",
+            "Avro schemas",
+            SchemaType::kAvro,
+            std::string(kAvroEventRecordName),
+            std::string(avro_event_schema()),
+            std::string(kAvroKeyRecordName),
+            std::string(avro_key_schema())};
   }
 
  private:
-  // One client per configured codec, made on first use (it connects lazily anyway) and shared
-  // by its encoders and decoders.
+  // The codec's one registry client (RegistryBackedCodec), shared by its encoders and decoders.
   Result<AvroCodecOptions> options_() const {
     AvroCodecOptions options;
-    if (!registry_config_) return options;
-    std::lock_guard lock(mutex_);
-    if (!client_) {
-      auto client = make_schema_registry_client(*registry_config_);
-      if (!client) return fail(std::move(client).error());
-      client_ = std::shared_ptr<SchemaRegistryClient>(std::move(*client));
-    }
-    options.registry = client_;
-    options.registry_config = *registry_config_;
+    if (!registry_config()) return options;
+    auto client = registry_client();
+    if (!client) return fail(std::move(client).error());
+    options.registry = std::move(*client);
+    options.registry_config = *registry_config();
     return options;
   }
-
-  std::optional<SchemaRegistryConfig> registry_config_;
-  mutable std::mutex mutex_;
-  mutable std::shared_ptr<SchemaRegistryClient> client_;
 };
 
 Result<std::unique_ptr<ConfiguredCodec>> configure(const Settings& options) {

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "cppcdc/json_schema.hpp"
+#include "cppcdc/registry_codec.hpp"
 
 namespace cppcdc {
 namespace {
@@ -14,12 +15,12 @@ namespace {
 constexpr const char* kFraming =
     "Confluent (magic byte 0, 4-byte schema id) around the JSON envelope";
 
-class ConfiguredJsonSchemaCodec final : public ConfiguredCodec {
+class ConfiguredJsonSchemaCodec final : public RegistryBackedCodec {
  public:
   ConfiguredJsonSchemaCodec(std::optional<SchemaRegistryConfig> registry,
                             std::optional<std::int32_t> schema_id,
                             std::optional<std::int32_t> key_schema_id)
-      : registry_config_(std::move(registry)),
+      : RegistryBackedCodec(std::move(registry)),
         schema_id_(schema_id),
         key_schema_id_(key_schema_id) {}
 
@@ -27,12 +28,12 @@ class ConfiguredJsonSchemaCodec final : public ConfiguredCodec {
   bool json_text() const override { return false; }
 
   std::vector<std::pair<std::string, std::string>> describe() const override {
-    if (!registry_config_) {
+    if (!registry_config()) {
       return {{"framing", kFraming},
               {"schema ids", "fixed: " + std::to_string(*schema_id_) + " (value), " +
                                  std::to_string(*key_schema_id_) + " (key); no schema registry"}};
     }
-    auto lines = describe_schema_registry(*registry_config_);
+    auto lines = describe_schema_registry(*registry_config());
     lines.insert(lines.begin(), {"framing", kFraming});
     return lines;
   }
@@ -48,63 +49,35 @@ class ConfiguredJsonSchemaCodec final : public ConfiguredCodec {
     return make_json_schema_decoder(std::move(*options));
   }
 
-  std::vector<PreflightCheck> preflight(const std::vector<std::string>& topics) const override {
-    using Outcome = PreflightCheck::Outcome;
-    if (!registry_config_) return {};
-    auto options = options_();
-    if (!options) return {preflight_failure("the schema registry", options.error())};
-    const auto strategy = registry_config_->subject_name_strategy;
-    std::vector<std::string> names = topics;
-    if (strategy == SubjectNameStrategy::kRecordName) names = {""};
-    if (names.empty()) {
-      return {{Outcome::kWarn,
-               "the JSON Schema codec's registry subjects depend on the topic, which the "
-               "template leaves open here",
-               "the subjects are checked when the first record of each topic is written"}};
-    }
-    std::vector<SubjectSchema> subjects;
-    for (const auto& topic : names) {
-      subjects.push_back({subject_name(strategy, topic, kJsonSchemaEventTitle, false),
-                          SchemaType::kJson, std::string(json_schema_event_schema())});
-      subjects.push_back({subject_name(strategy, topic, kJsonSchemaKeyTitle, true),
-                          SchemaType::kJson, std::string(json_schema_key_schema())});
-    }
-    const std::string what = options->registry->describe();
-    if (auto st = preflight_schema_registry(*options->registry, *registry_config_, subjects); !st) {
-      return {preflight_failure(what, st.error())};
-    }
-    return {{Outcome::kPass,
-             what + " holds or accepts the JSON Schemas of " + std::to_string(subjects.size()) +
-                 " subjects",
-             ""}};
+  RegistryCodecSchemas registry_schemas() const override {
+    return {"JSON Schema",
+            "JSON Schemas",
+            SchemaType::kJson,
+            std::string(kJsonSchemaEventTitle),
+            std::string(json_schema_event_schema()),
+            std::string(kJsonSchemaKeyTitle),
+            std::string(json_schema_key_schema())};
   }
 
  private:
-  // One registry client per configured codec, made on first use and shared by its encoders
-  // and decoders.
+  // The codec's one registry client (RegistryBackedCodec), shared by its encoders and
+  // decoders; the fixed ids without a registry.
   Result<JsonSchemaCodecOptions> options_() const {
     JsonSchemaCodecOptions options;
-    if (!registry_config_) {
+    if (!registry_config()) {
       options.schema_id = schema_id_;
       options.key_schema_id = key_schema_id_;
       return options;
     }
-    std::lock_guard lock(mutex_);
-    if (!client_) {
-      auto client = make_schema_registry_client(*registry_config_);
-      if (!client) return fail(std::move(client).error());
-      client_ = std::shared_ptr<SchemaRegistryClient>(std::move(*client));
-    }
-    options.registry = client_;
-    options.registry_config = *registry_config_;
+    auto client = registry_client();
+    if (!client) return fail(std::move(client).error());
+    options.registry = std::move(*client);
+    options.registry_config = *registry_config();
     return options;
   }
 
-  std::optional<SchemaRegistryConfig> registry_config_;
   std::optional<std::int32_t> schema_id_;
   std::optional<std::int32_t> key_schema_id_;
-  mutable std::mutex mutex_;
-  mutable std::shared_ptr<SchemaRegistryClient> client_;
 };
 
 Result<std::unique_ptr<ConfiguredCodec>> configure(const Settings& s) {

@@ -17,10 +17,27 @@ Result<std::optional<SchemaRegistryConfig>> read_schema_registry_settings(
   const Settings& r = **section;
   if (!r.present()) return std::optional<SchemaRegistryConfig>();
   SchemaRegistryConfig c;
+  std::string type = "confluent";
+  CPPCDC_TRY(detail::assign_string(r, "type", type));
+  auto parsed_type = parse_schema_registry_type(type);
+  if (!parsed_type) return fail(r.error("type", parsed_type.error().message()));
+  c.type = *parsed_type;
   auto url = r.get_string("url");
   if (!url) return fail(url.error());
-  if (!*url) return fail(r.missing("url", "(the registry's API root that serves /subjects)"));
+  if (!*url) {
+    return fail(r.missing("url", c.type == SchemaRegistryType::kApicurio
+                                     ? "(the Apicurio server's root, http://host:8080)"
+                                     : "(the registry's API root that serves /subjects)"));
+  }
   c.url = **url;
+  auto group = r.get_string("group");
+  if (!group) return fail(group.error());
+  if (*group && c.type != SchemaRegistryType::kApicurio) {
+    return fail(r.error("group",
+                        "is the artifact group of type = \"apicurio\"; the Confluent "
+                        "API has no groups: remove it, or set type = \"apicurio\""));
+  }
+  if (*group) c.group = **group;
   for (auto [key, target] :
        {std::pair<const char*, std::optional<std::string>*>{"username", &c.username},
         {"password", &c.password},
@@ -58,7 +75,11 @@ Result<std::optional<SchemaRegistryConfig>> read_schema_registry_settings(
 
 std::vector<std::pair<std::string, std::string>> describe_schema_registry(
     const SchemaRegistryConfig& c) {
-  return {{"schema registry", http::redact_url(c.url)},
+  std::string where = http::redact_url(c.url);
+  if (c.type == SchemaRegistryType::kApicurio) {
+    where += " (Apicurio Registry 3 native API, group \"" + c.group + "\")";
+  }
+  return {{"schema registry", where},
           {"subjects", std::string(to_string(c.subject_name_strategy)) +
                            (c.auto_register ? ", registered when missing (auto_register)"
                                             : ", looked up only (auto_register = false)")}};

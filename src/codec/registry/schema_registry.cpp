@@ -1,21 +1,16 @@
 #include "cppcdc/schema_registry.hpp"
 
-#include <openssl/evp.h>
-
 #include <array>
 #include <boost/json.hpp>
-#include <cctype>
-#include <chrono>
 #include <deque>
 #include <limits>
 #include <map>
 #include <mutex>
 #include <random>
-#include <thread>
 #include <tuple>
 
-#include "core/http_retry.hpp"
 #include "cppcdc/http_client.hpp"
+#include "registry_http.hpp"
 
 namespace cppcdc {
 
@@ -66,14 +61,78 @@ std::string subject_name(SubjectNameStrategy strategy, std::string_view topic,
   return std::string(topic);
 }
 
+std::string_view to_string(SchemaRegistryType type) noexcept {
+  switch (type) {
+    case SchemaRegistryType::kConfluent:
+      return "confluent";
+    case SchemaRegistryType::kApicurio:
+      return "apicurio";
+  }
+  return "?";
+}
+
+Result<SchemaRegistryType> parse_schema_registry_type(std::string_view text) {
+  for (auto t : {SchemaRegistryType::kConfluent, SchemaRegistryType::kApicurio}) {
+    if (text == to_string(t)) return t;
+  }
+  return fail(Error::configuration("unknown schema registry type \"" + std::string(text) +
+                                   "\": use \"confluent\" (the Confluent REST API, also "
+                                   "Apicurio's /apis/ccompat/v7) or \"apicurio\" (Apicurio "
+                                   "Registry 3's native API)"));
+}
+
+namespace {
+
+// The url's path without a trailing slash ("" for a bare host).
+std::string url_path(const std::string& url) {
+  const auto scheme_end = url.find("://");
+  const auto slash = url.find('/', scheme_end == std::string::npos ? 0 : scheme_end + 3);
+  if (slash == std::string::npos) return "";
+  std::string path = url.substr(slash, url.find_first_of("?#", slash) - slash);
+  while (!path.empty() && path.back() == '/') path.pop_back();
+  return path;
+}
+
+}  // namespace
+
 Status validate(const SchemaRegistryConfig& config) {
   const auto bad = [](const std::string& setting, const std::string& what) {
     return fail(Error::configuration("schema registry " + setting + ": " + what));
   };
+  const bool apicurio = config.type == SchemaRegistryType::kApicurio;
   if (config.url.rfind("http://", 0) != 0 && config.url.rfind("https://", 0) != 0) {
+    return bad("url", "\"" + http::redact_url(config.url) + "\" is not an http:// or https:// " +
+                          (apicurio ? "address of the Apicurio server's root"
+                                    : "address of the registry's API root (the one that serves "
+                                      "/subjects)"));
+  }
+  const std::string path = url_path(config.url);
+  const auto ends_with = [&](std::string_view tail) {
+    return path.size() >= tail.size() &&
+           path.compare(path.size() - tail.size(), tail.size(), tail.data(), tail.size()) == 0;
+  };
+  const bool native_path = path.find("/apis/registry/") != std::string::npos;
+  if (apicurio && (native_path || path.find("/apis/ccompat") != std::string::npos)) {
+    return bad("url", "\"" + http::redact_url(config.url) + "\" names an API path, but with type " +
+                          "= \"apicurio\" url is the Apicurio server's root (the client " +
+                          "appends /apis/registry/v3 itself): " +
+                          (native_path ? "drop the /apis/registry/... part"
+                                       : "drop the /apis/ccompat/... part, or keep it and set "
+                                         "type = \"confluent\" to use Apicurio's "
+                                         "Confluent-compatible API"));
+  }
+  if (!apicurio && (ends_with("/apis/registry/v3") || ends_with("/apis/registry/v2"))) {
     return bad("url", "\"" + http::redact_url(config.url) +
-                          "\" is not an http:// or https:// address of the registry's API root "
-                          "(the one that serves /subjects)");
+                          "\" is Apicurio's native API, which the Confluent client does not " +
+                          "speak: set type = \"apicurio\" with the server's root as url, or " +
+                          "use Apicurio's Confluent-compatible API (.../apis/ccompat/v7)");
+  }
+  if (apicurio && config.group.empty()) return bad("group", "must not be empty");
+  if (apicurio && config.normalize_schemas) {
+    return bad("normalize_schemas",
+               "is a parameter of the Confluent API; Apicurio's native API has none (its client "
+               "always compares schemas in Apicurio's canonical form): remove it, or use type = "
+               "\"confluent\"");
   }
   if (config.username.has_value() != config.password.has_value()) {
     return bad(config.username ? "password" : "username",
@@ -133,36 +192,13 @@ Result<std::pair<std::int32_t, std::string_view>> split_confluent_frame(std::str
 namespace {
 
 namespace json = boost::json;
+using registry_detail::percent_encode;
 
 constexpr const char* kContentType = "application/vnd.schemaregistry.v1+json";
 // Confluent's error codes for "not there".
 constexpr std::int64_t kSubjectNotFound = 40401;
 constexpr std::int64_t kVersionNotFound = 40402;
 constexpr std::int64_t kSchemaNotFound = 40403;
-
-std::string percent_encode(std::string_view text) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) != 0 || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 0xf];
-    }
-  }
-  return out;
-}
-
-std::string base64(std::string_view in) {
-  std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(in.data()),
-                                static_cast<int>(in.size()));
-  out.resize(static_cast<std::size_t>(n));
-  return out;
-}
 
 Result<SchemaType> parse_schema_type(std::string_view text) {
   for (auto t : {SchemaType::kAvro, SchemaType::kJson, SchemaType::kProtobuf}) {
@@ -215,12 +251,7 @@ class ConfluentClient final : public SchemaRegistryClient {
     while (!config_.url.empty() && config_.url.back() == '/') config_.url.pop_back();
     headers_.push_back(std::string("Accept: ") + kContentType + ", application/json");
     headers_.push_back(std::string("Content-Type: ") + kContentType);
-    if (config_.username) {
-      headers_.push_back("Authorization: Basic " +
-                         base64(*config_.username + ":" + *config_.password));
-    } else if (config_.bearer_token) {
-      headers_.push_back("Authorization: Bearer " + *config_.bearer_token);
-    }
+    if (auto auth = registry_detail::authorization_header(config_)) headers_.push_back(*auth);
   }
 
   std::string describe() const override { return "schema registry " + shown_; }
@@ -323,25 +354,14 @@ class ConfluentClient final : public SchemaRegistryClient {
   Result<http::Response> call(const std::string& what, const std::string& path,
                               const std::optional<std::string>& body,
                               bool absent_is_answer = false) {
-    const std::string url = config_.url + path;
-    for (std::uint32_t attempt = 0;; ++attempt) {
-      http::Response r = client_->send(url, headers_, body);
-      const bool retriable = r.status == 0
-                                 ? !r.transport_permanent
-                                 : (r.status == 429 || (r.status >= 500 && r.status <= 599));
-      if (r.status >= 200 && r.status <= 299) return r;
-      if (r.status == 404 && absent_is_answer) return r;
-      if (!retriable || attempt >= config_.retry.max_retries)
-        return fail(error_for(what, r, retriable));
-      std::optional<std::uint64_t> retry_after;
-      if (r.retry_after) {
-        retry_after = detail::parse_retry_after(*r.retry_after, std::chrono::system_clock::now());
-      }
-      const std::uint64_t wait =
-          detail::backoff_ms(attempt, config_.retry.base_backoff_ms, config_.retry.max_backoff_ms,
-                             retry_after, config_.retry.max_backoff_ms, rng_);
-      std::this_thread::sleep_for(std::chrono::milliseconds(wait));
+    auto sent = registry_detail::send_with_retries(
+        *client_, config_.url + path, headers_, body, config_.retry, rng_,
+        [&](const http::Response& r) { return absent_is_answer && r.status == 404; });
+    const http::Response& r = sent.response;
+    if ((r.status >= 200 && r.status <= 299) || (r.status == 404 && absent_is_answer)) {
+      return std::move(sent.response);
     }
+    return fail(error_for(what, r, sent.retriable));
   }
 
   Error error_for(const std::string& what, const http::Response& r, bool retriable) const {
@@ -462,16 +482,11 @@ class ConfluentClient final : public SchemaRegistryClient {
 Result<std::unique_ptr<SchemaRegistryClient>> make_schema_registry_client(
     const SchemaRegistryConfig& config) {
   CPPCDC_TRY(validate(config));
-  http::ClientOptions options;
-  options.connect_timeout_ms = config.connect_timeout_ms;
-  options.request_timeout_ms = config.request_timeout_ms;
-  options.tls.verify = config.verify_tls;
-  options.tls.ca_file = config.ca_file;
-  options.tls.client_cert = config.cert_file;
-  options.tls.client_key = config.key_file;
-  options.max_body = 4 << 20;  // a schema (with its references) fits; a runaway body does not
-  auto client = http::Client::create(options);
-  if (!client) return fail(std::move(client).error().context("creating the registry client"));
+  auto client = registry_detail::make_http_client(config);
+  if (!client) return fail(std::move(client).error());
+  if (config.type == SchemaRegistryType::kApicurio) {
+    return registry_detail::make_apicurio_client(config, std::move(*client));
+  }
   return std::unique_ptr<SchemaRegistryClient>(
       std::make_unique<ConfluentClient>(config, std::move(*client)));
 }

@@ -2,7 +2,10 @@
 // Debian's python3-confluent-kafka and decoded by Debian's python3-avro (kafka_tool.py
 // read-avro; no cppcdc code on that side) and compared field by field, bare and in the
 // Confluent framing, whose schema ids must be the ones the schema registry DOUBLE
-// (tests/integration/schema_registry_double.py) holds for the topic's value and key subjects.
+// (tests/integration/schema_registry_double.py) holds for the topic's value and key subjects;
+// and through the "apicurio" client (Apicurio Registry 3's native API, against the DOUBLE
+// tests/integration/apicurio_registry_double.py), where python3-avro decodes each record with
+// the schema it fetches from the registry by the framing's global id.
 
 #include <gtest/gtest.h>
 
@@ -59,6 +62,23 @@ struct AvroRecord {
   boost::json::value key_schema_id;
 };
 
+// The records kafka_tool.py read-avro (and read-avro-apicurio) prints, one JSON line each.
+std::vector<AvroRecord> avro_records(const std::string& output) {
+  std::vector<AvroRecord> out;
+  std::size_t start = 0;
+  while (start < output.size()) {
+    std::size_t end = output.find('\n', start);
+    if (end == std::string::npos) end = output.size();
+    const std::string line = output.substr(start, end - start);
+    start = end + 1;
+    if (line.empty()) continue;
+    const auto v = boost::json::parse(line).as_object();
+    out.push_back(
+        {v.at("value").as_object(), v.at("key"), v.at("value_schema_id"), v.at("key_schema_id")});
+  }
+  return out;
+}
+
 std::vector<AvroRecord> read_avro(const std::string& bootstrap, const std::string& topic,
                                   bool confluent, bool* failed = nullptr) {
   const std::string dir = std::string(CPPCDC_SOURCE_DIR) + "/src/codec/avro/";
@@ -70,19 +90,7 @@ std::vector<AvroRecord> read_avro(const std::string& bootstrap, const std::strin
   } else {
     EXPECT_EQ(o.code, 0) << "python3-avro could not read topic " << topic;
   }
-  std::vector<AvroRecord> out;
-  std::size_t start = 0;
-  while (start < o.output.size()) {
-    std::size_t end = o.output.find('\n', start);
-    if (end == std::string::npos) end = o.output.size();
-    const std::string line = o.output.substr(start, end - start);
-    start = end + 1;
-    if (line.empty()) continue;
-    const auto v = boost::json::parse(line).as_object();
-    out.push_back(
-        {v.at("value").as_object(), v.at("key"), v.at("value_schema_id"), v.at("key_schema_id")});
-  }
-  return out;
+  return avro_records(o.output);
 }
 
 /// The id the registry holds for `schema` under `subject` (looked up, never written).
@@ -162,6 +170,46 @@ TEST(KafkaCodecOnBroker, ConfluentFramingCarriesTheRegistrysIdsOfTheTopicsSubjec
   ASSERT_TRUE(value_id) << value_id.error().report();
   ASSERT_TRUE(key_id) << key_id.error().report();
   const auto records = read_avro(bootstrap, topic, true);
+  expect_workload(records, events);
+  for (const auto& r : records) {
+    EXPECT_EQ(test::as_int(r.value_schema_id), *value_id);
+    if (!r.key.is_null()) {
+      EXPECT_EQ(test::as_int(r.key_schema_id), *key_id);
+    }
+  }
+}
+
+TEST(KafkaCodecOnBroker, ApicurioGlobalIdsInTheFramingNameTheSchemasPythonAvroDecodesWith) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  RegistryDouble registry({}, RegistryDouble::kApicurio);
+  ASSERT_TRUE(registry.up());
+  AvroCodecOptions options;
+  options.registry_config.type = SchemaRegistryType::kApicurio;
+  options.registry_config.url = registry.url();
+  options.registry_config.group = "cdc";
+  auto client = make_schema_registry_client(options.registry_config);
+  ASSERT_TRUE(client) << client.error().report();
+  options.registry = std::shared_ptr<SchemaRegistryClient>(std::move(*client));
+  // Another artifact first, so the global ids of ours are not the first ones.
+  ASSERT_TRUE(options.registry->register_schema("unrelated-value", SchemaType::kAvro,
+                                                R"({"type":"string"})"));
+
+  const std::string topic = kafka_it::unique_topic("avro-apicurio");
+  ASSERT_TRUE(kafka_it::create_topic(bootstrap, topic, 1));
+  const auto events = workload("shop");
+  produce(bootstrap, topic, make_avro_encoder(options), events);
+
+  auto value_id = options.registry->lookup_schema(topic + "-value", SchemaType::kAvro,
+                                                  std::string(avro_event_schema()));
+  auto key_id = options.registry->lookup_schema(topic + "-key", SchemaType::kAvro,
+                                                std::string(avro_key_schema()));
+  ASSERT_TRUE(value_id) << value_id.error().report();
+  ASSERT_TRUE(key_id) << key_id.error().report();
+  EXPECT_NE(*value_id, *key_id);
+  const auto o = kafka_it::run_command(kafka_it::tool() + " " + bootstrap + " read-avro-apicurio " +
+                                       topic + " " + registry.url());
+  ASSERT_EQ(o.code, 0) << "python3-avro could not read topic " << topic << ": " << o.output;
+  const auto records = avro_records(o.output);
   expect_workload(records, events);
   for (const auto& r : records) {
     EXPECT_EQ(test::as_int(r.value_schema_id), *value_id);
@@ -312,6 +360,63 @@ std::vector<boost::json::object> read_cloudevents(const std::string& bootstrap,
 
 // The same events in both modes: the SDK finds the same attributes (binary mode from the ce_
 // headers, structured from the document) and the envelope as the data.
+// `cppcdc preflight` with type = "apicurio" and auto_register = false: an artifact holding
+// another schema than the one cppcdc writes stops the start, named with its group; nothing is
+// written; once the schemas are versions of the artifacts, the check passes.
+TEST(KafkaCodecCli, ApicurioPreflightRefusesAnArtifactHoldingAnotherSchemaNamingIt) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  RegistryDouble registry({}, RegistryDouble::kApicurio);
+  ASSERT_TRUE(registry.up());
+  const std::string db = it::test_database("kcap");
+  it::fresh_database(db);
+  it::PgSession(it::dsn_for(db)).query("create table t (id int primary key)");
+  const std::string tag = kafka_it::unique_topic("kcap");
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("cppcdc-kcap-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const auto config = dir / "cdc.toml";
+  std::ofstream(config) << "[source]\ndsn = \"" << it::dsn_for(db)
+                        << "\"\ntables = [\"public.t\"]\nslot_name = \"kcap_" << ::getpid()
+                        << "\"\nsource_name = \"" << tag << "\"\n\n[sink]\ntype = \"kafka\"\n"
+                        << "bootstrap_servers = \"" << bootstrap
+                        << "\"\ncreate_topics = true\ncodec = \"avro\"\n"
+                        << "[sink.codec_options.schema_registry]\ntype = \"apicurio\"\nurl = \""
+                        << registry.url() << "\"\ngroup = \"cdc\"\nauto_register = false\n\n"
+                        << "[state.offset]\ndir = \"" << (dir / "state").string() << "\"\n";
+  const std::string topic = tag + ".public.t";
+  SchemaRegistryConfig c;
+  c.type = SchemaRegistryType::kApicurio;
+  c.url = registry.url();
+  c.group = "cdc";
+  auto client = make_schema_registry_client(c);
+  ASSERT_TRUE(client);
+  ASSERT_TRUE(
+      (*client)->register_schema(topic + "-value", SchemaType::kAvro, R"({"type":"string"})"));
+  const auto differs = it::run_cli({"preflight", "--config", config.string()}, 120);
+  EXPECT_EQ(differs.code, 3) << differs.output;
+  EXPECT_NE(differs.output.find("FAIL  schema registry"), std::string::npos) << differs.output;
+  EXPECT_NE(differs.output.find("artifact \"" + topic + "-value\" in group \"cdc\""),
+            std::string::npos)
+      << differs.output;
+  EXPECT_NE(differs.output.find("another schema"), std::string::npos) << differs.output;
+  EXPECT_EQ(registry.writes(), 1u) << "auto_register = false: preflight writes nothing";
+
+  ASSERT_TRUE((*client)->register_schema(topic + "-value", SchemaType::kAvro,
+                                         std::string(avro_event_schema())));
+  ASSERT_TRUE((*client)->register_schema(topic + "-key", SchemaType::kAvro,
+                                         std::string(avro_key_schema())));
+  const auto registered = it::run_cli({"preflight", "--config", config.string()}, 120);
+  EXPECT_NE(registered.output.find("holds or accepts the Avro schemas of 2 subjects"),
+            std::string::npos)
+      << registered.output;
+  EXPECT_EQ(registered.output.find("FAIL  schema registry"), std::string::npos)
+      << registered.output;
+  EXPECT_EQ(registry.writes(), 3u);
+  it::drop_slots(db);
+  if (!HasFailure()) std::filesystem::remove_all(dir);
+}
+
 TEST(KafkaCodecOnBroker, CloudEventsInBothModesAreWhatTheCloudEventsSdkReads) {
   KAFKA_TEST_BOOTSTRAP(bootstrap);
   const auto events = workload("shop");

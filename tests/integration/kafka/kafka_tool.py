@@ -21,6 +21,10 @@ Usage: kafka_tool.py BOOTSTRAP COMMAND ...
       "confluent"; each record's "key" and "value" are then the decoded datums (Avro bytes
       shown as UTF-8 text) and "key_schema_id" / "value_schema_id" the framing's ids (null
       when bare)
+  read-avro-apicurio TOPIC SERVER_ROOT
+      as read-avro ... confluent, but each datum is decoded with the schema the framing's id
+      names in an Apicurio Registry 3 (its native API at SERVER_ROOT/apis/registry/v3: the id
+      is a global id, fetched from /ids/globalIds/{id}), not with local .avsc files
   read-json-schema TOPIC REGISTRY_URL
       as read (read_uncommitted), with keys and values taken apart by confluent-kafka's own
       schema registry client and JSONDeserializer: the framing's schema id is looked up in the
@@ -135,6 +139,47 @@ def avro_reader(avsc, framed):
         if stream.tell() != len(data):
             fail("%d bytes follow an Avro datum" % (len(data) - stream.tell()))
         return plain(datum), schema_id
+
+    return decode
+
+
+def apicurio_avro_reader(server_root):
+    import io
+    import struct
+    import urllib.request
+
+    import avro.io
+    import avro.schema
+
+    readers = {}
+
+    def reader_for(global_id):
+        if global_id not in readers:
+            url = "%s/apis/registry/v3/ids/globalIds/%d" % (server_root.rstrip("/"), global_id)
+            with urllib.request.urlopen(url, timeout=10) as answer:
+                readers[global_id] = avro.io.DatumReader(avro.schema.parse(answer.read().decode()))
+        return readers[global_id]
+
+    def plain(value):
+        if isinstance(value, bytes):
+            return value.decode("utf-8")
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [plain(v) for v in value]
+        return value
+
+    def decode(data):
+        if data is None:
+            return None, None
+        magic, global_id = struct.unpack(">bI", data[:5])
+        if magic != 0:
+            fail("a record without the magic byte 0")
+        stream = io.BytesIO(data[5:])
+        datum = reader_for(global_id).read(avro.io.BinaryDecoder(stream))
+        if stream.tell() != len(data) - 5:
+            fail("%d bytes follow an Avro datum" % (len(data) - 5 - stream.tell()))
+        return plain(datum), global_id
 
     return decode
 
@@ -417,6 +462,9 @@ def main(argv):
         framed = len(args) == 4 and args[3] == "confluent"
         read(bootstrap, args[0], "read_uncommitted",
              (avro_reader(args[1], framed), avro_reader(args[2], framed)))
+    elif command == "read-avro-apicurio" and len(args) == 2:
+        decode = apicurio_avro_reader(args[1])
+        read(bootstrap, args[0], "read_uncommitted", (decode, decode))
     elif command == "read-json-schema" and len(args) == 2:
         read(bootstrap, args[0], "read_uncommitted", json_schema=json_schema_reader(args[1]))
     elif command == "read-protobuf" and len(args) == 3 and args[1] == "bare":

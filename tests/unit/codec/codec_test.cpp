@@ -307,6 +307,42 @@ TEST(AvroCodec, ConfluentFramingCarriesTheRegistrysIdsForValueAndKey) {
   EXPECT_EQ(bare.error().kind(), ErrorKind::kInvalidData);
 }
 
+// The same through the "apicurio" client (Apicurio Registry 3's native API, against its DOUBLE
+// tests/integration/apicurio_registry_double.py): the framing carries the global ids.
+TEST(AvroCodec, ApicurioGlobalIdsFrameTheRecordsAndOurDecoderReadsThemBack) {
+  RegistryDouble registry({}, RegistryDouble::kApicurio);
+  ASSERT_TRUE(registry.up());
+  AvroCodecOptions options;
+  options.registry_config.type = SchemaRegistryType::kApicurio;
+  options.registry_config.url = registry.url();
+  options.registry_config.retry = RegistryRetryPolicy::none();
+  auto client = make_schema_registry_client(options.registry_config);
+  ASSERT_TRUE(client) << client.error().report();
+  options.registry = std::shared_ptr<SchemaRegistryClient>(std::move(*client));
+  auto encoder = make_avro_encoder(options);
+  const Event e = test::full_event();
+  const std::string value = encoded(*encoder, e, "shop.public.orders");
+  ByteBuffer key;
+  auto keyed = encoder->encode_key_to("shop.public.orders", e, key);
+  ASSERT_TRUE(keyed) << keyed.error().report();
+  ASSERT_TRUE(*keyed);
+  auto value_id = options.registry->lookup_schema("shop.public.orders-value", SchemaType::kAvro,
+                                                  std::string(avro_event_schema()));
+  auto key_id = options.registry->lookup_schema("shop.public.orders-key", SchemaType::kAvro,
+                                                std::string(avro_key_schema()));
+  ASSERT_TRUE(value_id && key_id);
+  EXPECT_EQ(*value_id, 101) << "the double's first global id (its content ids start at 1)";
+  EXPECT_EQ(*key_id, 102);
+  EXPECT_EQ(split_confluent_frame(value)->first, *value_id);
+  EXPECT_EQ(split_confluent_frame(key.view())->first, *key_id);
+  auto back = make_avro_decoder(options)->decode(value);
+  ASSERT_TRUE(back) << back.error().report();
+  EXPECT_EQ(*back, e);
+  auto back_key = decode_avro_key(key.view(), options);
+  ASSERT_TRUE(back_key) << back_key.error().report();
+  EXPECT_EQ(*back_key, R"({"id":"42"})");
+}
+
 TEST(AvroCodec, WithoutAutoRegisterAMissingSchemaIsAnErrorNamingTheSubjectNeverNoKey) {
   RegistryDouble registry;
   ASSERT_TRUE(registry.up());

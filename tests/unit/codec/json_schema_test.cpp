@@ -320,6 +320,33 @@ TEST(JsonSchemaCodec, RegistryIdsOfTheTopicsSubjectsRegisteredAsJsonSchemas) {
                                       "shop.public.orders-value", "unrelated-value"}));
 }
 
+// Through the "apicurio" client (against the Apicurio DOUBLE): global ids in the header, and
+// unlike Confluent's content ids, the same schema under another topic's artifact has an id of
+// its own.
+TEST(JsonSchemaCodec, ApicurioGlobalIdsFrameTheRecordsAndOurDecoderReadsThemBack) {
+  RegistryDouble registry({}, RegistryDouble::kApicurio);
+  ASSERT_TRUE(registry.up());
+  JsonSchemaCodecOptions options;
+  options.registry_config.type = SchemaRegistryType::kApicurio;
+  options.registry_config.url = registry.url();
+  options.registry_config.retry = RegistryRetryPolicy::none();
+  auto client = make_schema_registry_client(options.registry_config);
+  ASSERT_TRUE(client) << client.error().report();
+  options.registry = std::shared_ptr<SchemaRegistryClient>(std::move(*client));
+  auto encoder = make_json_schema_encoder(options);
+  const Event e = test::full_event();
+  const std::string value = encoded(*encoder, e, "shop.public.orders");
+  EXPECT_EQ(value, header(101) + e.to_json());
+  auto back = make_json_schema_decoder(options)->decode(value);
+  ASSERT_TRUE(back) << back.error().report();
+  EXPECT_EQ(*back, e);
+  const std::string other = encoded(*encoder, e, "shop.public.items");
+  EXPECT_EQ(other, header(102) + e.to_json());
+  auto registered = options.registry->schema_by_id(102);
+  ASSERT_TRUE(registered) << registered.error().report();
+  EXPECT_EQ(registered->type, SchemaType::kJson);
+}
+
 TEST(JsonSchemaCodec, ADecoderRefusesIdsTheRegistryLacksOrThatNameAnotherSchema) {
   RegistryDouble registry;
   ASSERT_TRUE(registry.up());

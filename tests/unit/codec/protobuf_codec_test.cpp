@@ -332,6 +332,39 @@ ProtobufCodecOptions registry_options(const RegistryDouble& registry, bool auto_
   return o;
 }
 
+// Through the "apicurio" client (against the Apicurio DOUBLE): the global ids, then the
+// same message indexes, and our decoder reads the records back.
+TEST(ProtobufCodec, ApicurioGlobalIdsFrameTheRecordsAndOurDecoderReadsThemBack) {
+  RegistryDouble registry({}, RegistryDouble::kApicurio);
+  ASSERT_TRUE(registry.up());
+  ProtobufCodecOptions options;
+  options.registry_config.type = SchemaRegistryType::kApicurio;
+  options.registry_config.url = registry.url();
+  options.registry_config.retry = RegistryRetryPolicy::none();
+  auto client = make_schema_registry_client(options.registry_config);
+  ASSERT_TRUE(client) << client.error().report();
+  options.registry = std::shared_ptr<SchemaRegistryClient>(std::move(*client));
+  auto encoder = make_protobuf_encoder(options);
+  const Event e = test::full_event();
+  const std::string topic = "shop.public.orders";
+  const std::string value = encoded(*encoder, e, topic);
+  const std::string key = encoded_key(*encoder, e, topic);
+  // Global ids 101 and 102 (0x65, 0x66), message indexes [4] and [0].
+  EXPECT_EQ(value, bytes({0, 0, 0, 0, 0x65, 0x02, 0x08}) + encoded(*make_protobuf_encoder(), e));
+  EXPECT_EQ(key, bytes({0, 0, 0, 0, 0x66, 0x00}) + encoded_key(*make_protobuf_encoder(), e));
+  auto back = make_protobuf_decoder(options)->decode(value);
+  ASSERT_TRUE(back) << back.error().report();
+  EXPECT_EQ(*back, e);
+  auto back_key = decode_protobuf_key(key, options);
+  ASSERT_TRUE(back_key) << back_key.error().report();
+  EXPECT_EQ(*back_key, R"({"id":"42"})");
+  std::size_t registered = 0;
+  for (const auto& r : registry.requests()) {
+    registered += r.find("POST /apis/registry/v3/groups/default/artifacts?") == 0;
+  }
+  EXPECT_EQ(registered, 2u) << "one registration per subject";
+}
+
 TEST(ProtobufCodec, ConfluentFramingCarriesTheRegistrysIdsAndTheMessageIndexes) {
   RegistryDouble registry;
   ASSERT_TRUE(registry.up());

@@ -199,6 +199,30 @@ TEST(CodecConfig, JsonSchemaTakesItsIdsFromARegistryOrAsFixedIdsNotBoth) {
   EXPECT_EQ(registry.find("secret-pw"), std::string::npos) << registry;
 }
 
+TEST(CodecConfig, SchemaRegistryTypeApicurioTakesTheServerRootAndAGroup) {
+  const std::string avro =
+      std::string(kKafka) + "codec = \"avro\"\n" + "[sink.codec_options.schema_registry]\n";
+  const std::string shown =
+      described(avro + "type = \"apicurio\"\nurl = \"http://apicurio:8080\"\ngroup = \"cdc\"\n");
+  EXPECT_CONTAINS(shown, "http://apicurio:8080 (Apicurio Registry 3 native API, group \"cdc\")");
+  EXPECT_CONTAINS(described(avro + "type = \"apicurio\"\nurl = \"http://apicurio:8080\"\n"),
+                  "group \"default\"");
+  // An API path in url: refused where it is written, with what to do.
+  const std::string native =
+      error_of(avro + "type = \"apicurio\"\nurl = \"http://apicurio:8080/apis/registry/v3\"\n");
+  EXPECT_CONTAINS(native, "url");
+  EXPECT_CONTAINS(native, "drop the /apis/registry/... part");
+  EXPECT_CONTAINS(error_of(avro + "type = \"apicurio\"\nurl = \"http://a:8080/apis/ccompat/v7\"\n"),
+                  "type = \"confluent\"");
+  EXPECT_CONTAINS(error_of(avro + "url = \"http://apicurio:8080/apis/registry/v3\"\n"),
+                  "type = \"apicurio\"");
+  EXPECT_CONTAINS(error_of(avro + "url = \"http://registry:8081\"\ngroup = \"cdc\"\n"), "group");
+  EXPECT_CONTAINS(error_of(avro + "type = \"karapace\"\nurl = \"http://registry:8081\"\n"), "type");
+  EXPECT_CONTAINS(error_of(avro + "type = \"apicurio\"\nurl = \"http://a:8080\"\n"
+                                  "normalize_schemas = true\n"),
+                  "normalize_schemas");
+}
+
 TEST(CodecConfig, TheRegistryListsTheBuiltInCodecs) {
   ASSERT_TRUE(parse_server_config(std::string(kHead) + "[sink]\ntype = \"stdout\"\n", "cdc.toml"));
   const auto names = codec_names();

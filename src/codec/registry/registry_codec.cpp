@@ -1,0 +1,50 @@
+#include "cppcdc/registry_codec.hpp"
+
+namespace cppcdc {
+
+Result<std::shared_ptr<SchemaRegistryClient>> RegistryBackedCodec::registry_client() const {
+  if (!registry_config_) return std::shared_ptr<SchemaRegistryClient>();
+  std::lock_guard lock(mutex_);
+  if (!client_) {
+    auto client = make_schema_registry_client(*registry_config_);
+    if (!client) return fail(std::move(client).error());
+    client_ = std::shared_ptr<SchemaRegistryClient>(std::move(*client));
+  }
+  return client_;
+}
+
+std::vector<PreflightCheck> RegistryBackedCodec::preflight(
+    const std::vector<std::string>& topics) const {
+  using Outcome = PreflightCheck::Outcome;
+  if (!registry_config_) return {};
+  auto client = registry_client();
+  if (!client) return {preflight_failure("the schema registry", client.error())};
+  const RegistryCodecSchemas schemas = registry_schemas();
+  const auto strategy = registry_config_->subject_name_strategy;
+  std::vector<std::string> names = topics;
+  if (strategy == SubjectNameStrategy::kRecordName) names = {""};
+  if (names.empty()) {
+    return {{Outcome::kWarn,
+             "the " + schemas.codec_label +
+                 " codec's registry subjects depend on the topic, which the template leaves "
+                 "open here",
+             "the subjects are checked when the first record of each topic is written"}};
+  }
+  std::vector<SubjectSchema> subjects;
+  for (const auto& topic : names) {
+    subjects.push_back({subject_name(strategy, topic, schemas.value_record, false), schemas.type,
+                        schemas.value_schema});
+    subjects.push_back({subject_name(strategy, topic, schemas.key_record, true), schemas.type,
+                        schemas.key_schema});
+  }
+  const std::string what = (*client)->describe();
+  if (auto st = preflight_schema_registry(**client, *registry_config_, subjects); !st) {
+    return {preflight_failure(what, st.error())};
+  }
+  return {{Outcome::kPass,
+           what + " holds or accepts the " + schemas.schemas_label + " of " +
+               std::to_string(subjects.size()) + " subjects",
+           ""}};
+}
+
+}  // namespace cppcdc
