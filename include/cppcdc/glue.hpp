@@ -169,6 +169,47 @@ class InMemoryGlueSchemaRegistry final : public GlueSchemaRegistry {
   std::optional<Error> failure_;
 };
 
+/// The AWS Glue service itself: its JSON API over HTTPS (POST to the endpoint with
+/// X-Amz-Target AWSGlue.<operation>), signed with AWS Signature Version 4.
+struct AwsGlueRegistryConfig {
+  /// The Glue registry holding the schemas. Required.
+  std::string registry_name;
+  /// The AWS region ("eu-west-1"). Required: it is part of the signature.
+  std::string region;
+  /// Where requests go; empty: https://glue.<region>.amazonaws.com/. A scheme, a host and an
+  /// optional port (a VPC endpoint, or a test double on loopback); no path.
+  std::string endpoint;
+  /// Credentials; empty: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN (the
+  /// last optional) from the environment when the client is made. Never logged.
+  std::string access_key_id;
+  std::string secret_access_key;
+  std::string session_token;
+  std::string ca_file;  ///< TLS: CA bundle (empty: the system's)
+  bool verify_tls = true;
+  std::uint32_t connect_timeout_ms = 5000;
+  std::uint32_t request_timeout_ms = 10000;  ///< one attempt, connect included
+  std::uint32_t max_retries = 5;             ///< after the first attempt; transient errors only
+  std::uint32_t base_backoff_ms = 100;
+  std::uint32_t max_backoff_ms = 5000;
+  /// How long a new version may stay PENDING before registration gives up (transient).
+  std::uint32_t pending_timeout_ms = 30000;
+};
+
+/// Checks names, region and endpoint (error kind configuration naming the field).
+Status validate(const AwsGlueRegistryConfig& config);
+
+/// A client of the Glue service for `config`, with credentials taken as described there
+/// (missing credentials are a configuration error naming the variables). Registering a version
+/// reads first (GetSchemaByDefinition: read permission suffices for a schema already there),
+/// then registers (RegisterSchemaVersion, creating the schema with CreateSchema, DataFormat
+/// AVRO, compatibility BACKWARD, when it does not exist) and waits while the new version is
+/// PENDING (GetSchemaVersion). Errors: transport failures, HTTP 5xx and 429, Throttling-
+/// and ConcurrentModificationException are transient and retried with jittered back-off;
+/// everything else Glue refuses (access, invalid input, EntityNotFoundException for a version)
+/// is terminal and carries Glue's error type and message. Connects lazily.
+Result<std::shared_ptr<GlueSchemaRegistry>> make_aws_glue_schema_registry(
+    const AwsGlueRegistryConfig& config);
+
 // ---- the codec ---------------------------------------------------------------------------
 
 /// What a Glue Avro encoder registers and how it frames.
