@@ -20,6 +20,8 @@
 //                        resolved once per destination and cached; auto_register = false only
 //                        looks them up, so a schema that is not registered fails the first
 //                        record for that destination (and the preflight) naming the subject.
+//   AWS Glue             with schema_registry.type = "glue": Glue's 18-byte header around the
+//                        same datum (cppcdc/glue.hpp, its own target cppcdc_codec_glue)
 //
 // Threading: an encoder or decoder is used by one thread at a time. The registry client may be
 // shared (it serializes its own calls). Blocking: the first record per destination waits for
