@@ -102,8 +102,9 @@ Result<std::optional<CodecFactory>> framing_of(const Settings& options) {
   if (!*type) return std::optional<CodecFactory>();
   std::lock_guard lock(framings_mutex);
   if (auto it = framings.find(**type); it != framings.end()) return {it->second};
-  if (**type == "confluent") return std::optional<CodecFactory>();
-  std::string known = "\"confluent\"";
+  // The Confluent framing's own types, which read_schema_registry_settings takes.
+  if (**type == "confluent" || **type == "apicurio") return std::optional<CodecFactory>();
+  std::string known = "\"confluent\", \"apicurio\"";
   for (const auto& [name, factory] : framings) known += " or \"" + name + "\"";
   return fail((*section)->error("type", "expected " + known + ", found \"" + **type + "\""));
 }
@@ -122,7 +123,8 @@ Result<std::unique_ptr<ConfiguredCodec>> configure(const Settings& options) {
 
 Status register_avro_registry_framing(std::string type, CodecFactory factory) {
   std::lock_guard lock(framings_mutex);
-  if (!factory || type.empty() || type == "confluent" || framings.count(type) != 0) {
+  if (!factory || type.empty() || type == "confluent" || type == "apicurio" ||
+      framings.count(type) != 0) {
     return fail(Error::configuration("schema registry type \"" + type +
                                      "\" cannot be registered with the avro codec (empty, "
                                      "built in, or registered already)"));
