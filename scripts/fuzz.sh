@@ -4,7 +4,7 @@
 #   scripts/fuzz.sh [SECONDS] [TARGET...]
 # TARGETs: pgoutput event checkpoint incremental_state copy_text config transform_path
 # binlog_event binlog_rows json_binary avro_codec debezium_json cloudevents json_schema
-# protobuf_codec (default: all).
+# protobuf_codec glue_frame (default: all).
 # Builds them with clang-14 in build-fuzz/ (ccache when installed). Each target starts from its
 # working corpus build-fuzz/fuzz-work/TARGET/corpus (kept between runs; what libFuzzer finds
 # goes there), tests/fuzz/corpus/TARGET and tests/fuzz/regressions/TARGET; pgoutput also
@@ -18,7 +18,7 @@ case "${1:-}" in
 esac
 all_targets=(pgoutput event checkpoint incremental_state copy_text config transform_path
   binlog_event binlog_rows json_binary avro_codec debezium_json cloudevents json_schema
-  protobuf_codec)
+  protobuf_codec glue_frame)
 seconds=${CPPCDC_FUZZ_SECONDS:-60}
 if (($#)) && [[ $1 =~ ^[0-9]+$ ]]; then
   seconds=$1

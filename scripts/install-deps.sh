@@ -43,6 +43,9 @@ PACKAGES=(
   librdkafka-dev openjdk-17-jre-headless maven python3-confluent-kafka
   # the Avro codec's tests decode what it wrote with an independent Avro implementation
   python3-avro
+  # the AWS Glue client's tests: the Glue double checks each request's Signature Version 4
+  # with botocore (tests/unit/codec_glue/glue_double.py)
+  python3-botocore
   # the JSON Schema codec's tests validate what it wrote with an independent JSON Schema
   # validator, and read it from the broker with confluent-kafka's schema registry client
   # (which needs requests) and JSONDeserializer

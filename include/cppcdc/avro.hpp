@@ -20,6 +20,8 @@
 //                        resolved once per destination and cached; auto_register = false only
 //                        looks them up, so a schema that is not registered fails the first
 //                        record for that destination (and the preflight) naming the subject.
+//   AWS Glue             with schema_registry.type = "glue": Glue's 18-byte header around the
+//                        same datum (cppcdc/glue.hpp, its own target cppcdc_codec_glue)
 //
 // Threading: an encoder or decoder is used by one thread at a time. The registry client may be
 // shared (it serializes its own calls). Blocking: the first record per destination waits for
@@ -32,6 +34,7 @@
 #include <string_view>
 
 #include "cppcdc/codec.hpp"
+#include "cppcdc/plugin.hpp"
 #include "cppcdc/schema_registry.hpp"
 
 namespace cppcdc {
@@ -70,5 +73,11 @@ Result<std::string> decode_avro_key(std::string_view record, const AvroCodecOpti
 ///       cert_file, key_file, verify_tls, connect_timeout_ms, request_timeout_ms,
 ///       max_cache_entries (SchemaRegistryConfig); absent: bare Avro.
 void register_avro_codec_plugin();
+
+/// Framings of other registries plug into `codec = "avro"` here: with
+/// `[sink.codec_options.schema_registry] type = "<type>"` and a factory registered for that
+/// type, the codec is configured by that factory, which reads codec_options itself (AWS Glue,
+/// "glue": cppcdc/glue.hpp). A second registration of a type is refused (configuration error).
+Status register_avro_registry_framing(std::string type, CodecFactory factory);
 
 }  // namespace cppcdc

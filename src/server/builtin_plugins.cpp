@@ -6,6 +6,7 @@
 #include "cppcdc/avro.hpp"
 #include "cppcdc/cloudevents.hpp"
 #include "cppcdc/debezium.hpp"
+#include "cppcdc/glue.hpp"
 #include "cppcdc/http_sink.hpp"
 #include "cppcdc/json_schema.hpp"
 #include "cppcdc/kafka.hpp"
@@ -28,6 +29,7 @@ void register_builtin_plugins() {
     sqlserver::register_plugin();  // reserved: not built yet
     register_json_codec_plugin();
     register_avro_codec_plugin();
+    register_glue_avro_codec_plugin();  // schema_registry.type = "glue" of codec "avro"
     register_protobuf_codec_plugin();
     register_debezium_json_codec_plugin();
     register_cloudevents_codec_plugin();

@@ -402,6 +402,11 @@ class Section final : public Settings {
   Result<Section*> get_table(std::string_view key) const {
     const toml::node* node = take(key);
     const std::string child = name_.empty() ? std::string(key) : name_ + "." + std::string(key);
+    // Asked again (a plugin that looks at a table before handing it on): the same view, so
+    // the keys either read count as known.
+    for (auto& c : children_) {
+      if (c.name_ == child) return &c;
+    }
     const toml::table* table = nullptr;
     if (node != nullptr) {
       table = node->as_table();

@@ -18,7 +18,7 @@ set(cppcdc_fuzz_dir ${CMAKE_CURRENT_LIST_DIR})
 
 set(cppcdc_fuzz_targets pgoutput event checkpoint incremental_state copy_text config
     transform_path binlog_event binlog_rows json_binary avro_codec debezium_json cloudevents
-    json_schema protobuf_codec)
+    json_schema protobuf_codec glue_frame)
 
 # Where PostgreSQL's LSN type lives (the one line to change when it moves).
 set(cppcdc_fuzz_pg_lsn_source src/source/postgres/lsn.cpp)
@@ -83,3 +83,7 @@ set(cppcdc_fuzz_json_schema_libs cppcdc_codec_json_schema)
 # generated stay in the codec's library (the generated headers' directory is added below).
 set(cppcdc_fuzz_protobuf_codec_sources src/codec/protobuf/protobuf_codec.cpp)
 set(cppcdc_fuzz_protobuf_codec_libs cppcdc_codec_protobuf)
+# The Glue framing's readers (the 18-byte header, zlib payloads, the UUID check against an
+# in-memory registry) and, behind them, the avro codec's reader from its library.
+set(cppcdc_fuzz_glue_frame_sources src/codec/glue/glue_frame.cpp src/codec/glue/glue_avro.cpp)
+set(cppcdc_fuzz_glue_frame_libs cppcdc_codec_glue)

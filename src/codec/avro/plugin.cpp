@@ -3,6 +3,7 @@
 
 #include "cppcdc/plugin.hpp"
 
+#include <map>
 #include <mutex>
 
 #include "cppcdc/avro.hpp"
@@ -60,7 +61,29 @@ class ConfiguredAvroCodec final : public RegistryBackedCodec {
   }
 };
 
+// Other registries' framings (register_avro_registry_framing), by schema_registry.type.
+std::mutex framings_mutex;
+std::map<std::string, CodecFactory, std::less<>> framings;
+
+Result<std::optional<CodecFactory>> framing_of(const Settings& options) {
+  auto section = options.get_section("schema_registry");
+  if (!section) return fail(section.error());
+  auto type = (*section)->get_string("type");
+  if (!type) return fail(type.error());
+  if (!*type) return std::optional<CodecFactory>();
+  std::lock_guard lock(framings_mutex);
+  if (auto it = framings.find(**type); it != framings.end()) return {it->second};
+  // The Confluent framing's own types, which read_schema_registry_settings takes.
+  if (**type == "confluent" || **type == "apicurio") return std::optional<CodecFactory>();
+  std::string known = "\"confluent\", \"apicurio\"";
+  for (const auto& [name, factory] : framings) known += " or \"" + name + "\"";
+  return fail((*section)->error("type", "expected " + known + ", found \"" + **type + "\""));
+}
+
 Result<std::unique_ptr<ConfiguredCodec>> configure(const Settings& options) {
+  auto framing = framing_of(options);
+  if (!framing) return fail(std::move(framing).error());
+  if (*framing) return (**framing)(options);
   auto registry = read_schema_registry_settings(options);
   if (!registry) return fail(std::move(registry).error());
   return std::unique_ptr<ConfiguredCodec>(
@@ -68,6 +91,18 @@ Result<std::unique_ptr<ConfiguredCodec>> configure(const Settings& options) {
 }
 
 }  // namespace
+
+Status register_avro_registry_framing(std::string type, CodecFactory factory) {
+  std::lock_guard lock(framings_mutex);
+  if (!factory || type.empty() || type == "confluent" || type == "apicurio" ||
+      framings.count(type) != 0) {
+    return fail(Error::configuration("schema registry type \"" + type +
+                                     "\" cannot be registered with the avro codec (empty, "
+                                     "built in, or registered already)"));
+  }
+  framings.emplace(std::move(type), std::move(factory));
+  return ok();
+}
 
 void register_avro_codec_plugin() {
   static std::once_flag once;

@@ -14,13 +14,15 @@ Usage: kafka_tool.py BOOTSTRAP COMMAND ...
       {"partition": P, "offset": O, "key": "..."|null, "value": "..."|null,
        "headers": [["name", "value"], ...]}
       (keys, values and header values must be UTF-8; anything else fails)
-  read-avro TOPIC VALUE_AVSC KEY_AVSC [bare|confluent]
+  read-avro TOPIC VALUE_AVSC KEY_AVSC [bare|confluent|glue]
       as read (read_uncommitted), with keys and values decoded by Debian's python3-avro
       (an Avro implementation independent of cppcdc's) with the given schemas, after
       stripping the Confluent framing (magic byte 0, 4-byte big-endian schema id) when
-      "confluent"; each record's "key" and "value" are then the decoded datums (Avro bytes
-      shown as UTF-8 text) and "key_schema_id" / "value_schema_id" the framing's ids (null
-      when bare)
+      "confluent", or AWS Glue's (byte 3, a compression byte: 0 none or 5 zlib, the 16-byte
+      schema version UUID; the payload inflated with Python's zlib) when "glue"; each
+      record's "key" and "value" are then the decoded datums (Avro bytes shown as UTF-8 text)
+      and "key_schema_id" / "value_schema_id" the framing's ids (the UUID's text for Glue;
+      null when bare)
   read-avro-apicurio TOPIC SERVER_ROOT
       as read-avro ... confluent, but each datum is decoded with the schema the framing's id
       names in an Apicurio Registry 3 (its native API at SERVER_ROOT/apis/registry/v3: the id
@@ -129,7 +131,15 @@ def avro_reader(avsc, framed):
         if data is None:
             return None, None
         schema_id = None
-        if framed:
+        if framed == "glue":
+            import uuid
+            import zlib
+
+            if len(data) < 18 or data[0] != 3 or data[1] not in (0, 5):
+                fail("a record without Glue's header (version 3, compression 0 or 5)")
+            schema_id = str(uuid.UUID(bytes=data[2:18]))
+            data = zlib.decompress(data[18:]) if data[1] == 5 else data[18:]
+        elif framed:
             magic, schema_id = struct.unpack(">bI", data[:5])
             if magic != 0:
                 fail("a record without the Confluent magic byte")
@@ -459,7 +469,7 @@ def main(argv):
     elif command == "produce" and len(args) == 2:
         produce(bootstrap, args[0], args[1])
     elif command == "read-avro" and len(args) in (3, 4):
-        framed = len(args) == 4 and args[3] == "confluent"
+        framed = {"confluent": True, "glue": "glue"}.get(args[3], False) if len(args) == 4 else False
         read(bootstrap, args[0], "read_uncommitted",
              (avro_reader(args[1], framed), avro_reader(args[2], framed)))
     elif command == "read-avro-apicurio" and len(args) == 2:
