@@ -313,6 +313,16 @@ class ConfiguredCheckpoint {
 /// its kind.
 PreflightCheck preflight_failure(const std::string& what, const Error& error);
 
+/// A source's preflight line for a stored `checkpoint` that a source of another type wrote
+/// under this pipeline's key (two pipelines sharing a checkpoint topic, table or directory
+/// with their default keys): a kFail saying another pipeline shares the key, whose remedy
+/// names `key_setting` (the source setting the key comes from, e.g. "slot_name") and never
+/// suggests removing the record (it is the other pipeline's). nullopt when there is no record
+/// or this source type (`source_type`, Source::type()) wrote it.
+std::optional<PreflightCheck> foreign_checkpoint_check(
+    const std::optional<CheckpointRecord>& checkpoint, std::string_view source_type,
+    const std::string& key, std::string_view key_setting);
+
 /// A codec's validated options (`[sink.codec_options]`); makes its encoders and decoders.
 /// A sink reads its codec with configure_codec() and makes one encoder per opened sink.
 class ConfiguredCodec {

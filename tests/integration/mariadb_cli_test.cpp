@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "cppcdc/checkpoint.hpp"
 #include "integration/mariadb_util.hpp"
 #include "integration/pg_util.hpp"
 
@@ -128,6 +129,39 @@ TEST_F(MariaDbCli, PreflightPassesOnAReadyServerAndNamesWhatIsMissing) {
   EXPECT_EQ(o.code, 3) << o.output;
   EXPECT_NE(o.output.find("FAIL"), std::string::npos) << o.output;
   EXPECT_NE(o.output.find("REPLICATION SLAVE"), std::string::npos) << o.output;
+}
+
+// A PostgreSQL pipeline's record under this pipeline's key (both keys left at their default
+// "cppcdc", one checkpoint directory): preflight fails saying another pipeline shares the key
+// and to give this one its own source_id, never to remove the record, and teardown keeps it.
+// Before, preflight tried the LSN as a binlog position.
+TEST_F(MariaDbCli, PreflightFailsOnACheckpointThatAPostgresPipelineWroteUnderTheSameKey) {
+  setenv("CLI_TEST_PW", "cli-s3cret", 1);
+  const fs::path cfg = write_config();
+  {
+    auto ckpt = FileCheckpoint::open(dir_ / "state", db_);
+    ASSERT_TRUE(ckpt) << ckpt.error().report();
+    CheckpointRecord r;
+    r.source_type = "postgres";
+    r.source_id = db_;
+    r.offset = "0/16B3748";
+    r.committed_events = 42;
+    r.saved_at_ms = 1700000000000;
+    ASSERT_TRUE((*ckpt)->save(r));
+  }
+  auto o = run_cli({"preflight", "--config", cfg.string()});
+  EXPECT_EQ(o.code, 3) << o.output;
+  EXPECT_NE(o.output.find("FAIL  the checkpoint stored under this pipeline's key (" + db_ +
+                          ") was written by a postgres source ('" + db_ +
+                          "', at 0/16B3748): another pipeline shares the key"),
+            std::string::npos)
+      << o.output;
+  EXPECT_NE(o.output.find("give this pipeline its own source_id"), std::string::npos) << o.output;
+  EXPECT_EQ(o.output.find("remove the checkpoint"), std::string::npos) << o.output;
+  EXPECT_EQ(o.output.find("cppcdc teardown"), std::string::npos) << o.output;
+  const auto torn = run_cli({"teardown", "--config", cfg.string(), "--yes"});
+  EXPECT_NE(torn.output.find("it belongs to a postgres source"), std::string::npos) << torn.output;
+  EXPECT_TRUE(fs::exists(FileCheckpoint::path_for(dir_ / "state", db_))) << torn.output;
 }
 
 // With a Kafka sink, preflight asks MariaDB which captured tables have no primary key: one

@@ -122,6 +122,12 @@ std::vector<PreflightCheck> run_preflight(const MysqlSourceConfig& config,
     }
   }
   check_tables(conn->get(), config, out);
+  // Another pipeline's record under this one's key: not a position of this server to check.
+  if (auto foreign = foreign_checkpoint_check(checkpoint, to_string(config.flavor),
+                                              config.source_id, "source_id")) {
+    out.push_back(std::move(*foreign));
+    return out;
+  }
   if (!server) return out;
   if (!checkpoint) {
     auto at = detail::current_position(conn->get(), *server);

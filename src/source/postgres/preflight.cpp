@@ -207,16 +207,8 @@ void check_slot(PGconn* sql, const PostgresSourceConfig& config, const std::stri
                 const std::optional<CheckpointRecord>& checkpoint,
                 std::vector<PreflightCheck>& out) {
   const std::string& name = config.slot_name;
-  if (checkpoint && checkpoint->source_type != "postgres") {
-    // Another pipeline's record under the same key (two pipelines sharing a checkpoint topic
-    // or table with their default keys): not this slot's position at all.
-    out.push_back(failed("the checkpoint stored under this pipeline's key (" + name +
-                             ") was written by a " + checkpoint->source_type + " source ('" +
-                             checkpoint->source_id + "', at " + checkpoint->offset +
-                             "): another pipeline shares the key",
-                         "give this pipeline its own slot_name, or its own checkpoint location "
-                         "([state.offset]); do not remove that record, it is the other "
-                         "pipeline's"));
+  if (auto foreign = foreign_checkpoint_check(checkpoint, "postgres", name, "slot_name")) {
+    out.push_back(std::move(*foreign));
     return;
   }
   if (config.snapshot_mode == SnapshotMode::kInitialOnly) {
