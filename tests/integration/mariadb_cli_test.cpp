@@ -105,6 +105,54 @@ TEST_F(MariaDbCli, RunSnapshotsAndStreamsIntoTheFileSink) {
   EXPECT_EQ(ls.str().find("cli-s3cret"), std::string::npos);
 }
 
+std::string file_text(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The blocking snapshot reports its progress per table as the PostgreSQL one does: a log line
+// for each table it completes (and one every 5 s while a table is read), and the server's row
+// estimate beside the rows read in `snapshot status`. Before, it logged nothing per table and
+// the estimate was unknown.
+TEST_F(MariaDbCli, TheSnapshotLogsItsProgressPerTableWithTheServersEstimate) {
+  setenv("CLI_TEST_PW", "cli-s3cret", 1);
+  session_.exec("CREATE TABLE " + db_ + ".u (id int primary key)");
+  session_.exec("INSERT INTO " + db_ + ".u VALUES (1), (2), (3)");
+  session_.exec("ANALYZE TABLE " + db_ + ".u");  // an exact TABLE_ROWS
+  ASSERT_EQ(session_.value("SELECT TABLE_ROWS FROM information_schema.TABLES WHERE "
+                           "TABLE_SCHEMA = '" +
+                           db_ + "' AND TABLE_NAME = 'u'"),
+            "3");
+  const fs::path cfg = write_config();
+  start_cppcdc_process(child_, dir_, "", "", 0);
+  const fs::path log = dir_ / "cppcdc.log";
+  const std::string u_done = "snapshot of " + db_ + ".u: 3 rows of about 3 read, complete";
+  const std::string t_done = "snapshot of " + db_ + ".t: 1 row";
+  ASSERT_TRUE(cppcdc::test::wait_until(
+      [&] {
+        const std::string text = file_text(log);
+        return text.find(u_done) != std::string::npos && text.find(t_done) != std::string::npos;
+      },
+      std::chrono::seconds(60)))
+      << log_tail(log);
+  EXPECT_NE(file_text(log).find("read, complete", file_text(log).find(t_done)), std::string::npos)
+      << log_tail(log);
+  std::string status;
+  ASSERT_TRUE(cppcdc::test::wait_until(
+      [&] {
+        auto o = run_cli({"snapshot", "status", "--json", "--config", cfg.string()});
+        status = o.output;
+        return o.code == 0 && status.find("\"phase\":\"complete\"") != std::string::npos;
+      },
+      std::chrono::seconds(60)))
+      << status;
+  EXPECT_NE(status.find("\"table\":\"" + db_ + ".u\",\"rows_read\":3,\"estimated_rows\":3"),
+            std::string::npos)
+      << status;
+}
+
 // `cppcdc preflight` on MariaDB: a ready server passes and reports where a first start reads
 // from; a user without the replication grants and a checkpoint whose binlog is gone fail,
 // each with its remedy, and the exit code says a start would fail.
