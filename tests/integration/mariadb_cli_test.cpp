@@ -251,5 +251,44 @@ TEST_F(MariaDbCli, PreflightFailsAKeylessTableBoundForACompactedKafkaTopic) {
       << o.output;
 }
 
+// Under effectively_once the whole blocking snapshot has a resume position only after its last
+// row, so one Kafka transaction holds all of it: preflight warns, naming the snapshot's tables,
+// the producer's effective transaction.timeout.ms and the remedy.
+TEST_F(MariaDbCli, PreflightWarnsThatTheSnapshotIsOneKafkaTransactionUnderEffectivelyOnce) {
+  const char* bootstrap = std::getenv("CPPCDC_TEST_KAFKA_BOOTSTRAP");
+  if (bootstrap == nullptr || *bootstrap == '\0') {
+    GTEST_SKIP() << "CPPCDC_TEST_KAFKA_BOOTSTRAP is not set: no Kafka broker (scripts/test.sh "
+                    "starts one)";
+  }
+  setenv("CLI_TEST_PW", "cli-s3cret", 1);
+  session_.exec("CREATE TABLE " + db_ + ".u (id int primary key)");
+  const std::string tag = db_ + "-" + std::to_string(getpid());
+  const fs::path cfg = dir_ / "kafka.toml";
+  std::ofstream(cfg) << "delivery_contract = \"effectively_once\"\n\n[source]\ntype = "
+                        "\"mariadb\"\nhost = \"127.0.0.1\"\nport = "
+                     << *port() << "\nuser = \"cdc_cli\"\npassword_env = \"CLI_TEST_PW\"\n"
+                     << "tables = [\"" << db_ << ".*\"]\nsource_id = \"" << db_ << "\"\n\n"
+                     << "[sink]\ntype = \"kafka\"\nbootstrap_servers = \"" << bootstrap
+                     << "\"\ncreate_topics = true\ndelivery_mode = \"transactional\"\n"
+                     << "transactional_id = \"" << tag << "\"\n"
+                     << "[sink.kafka_properties]\n\"transaction.timeout.ms\" = \"180000\"\n\n"
+                     << "[state.offset]\nbackend = \"kafka_topic\"\ntopic = \"" << tag
+                     << ".checkpoints\"\n";
+  auto o = run_cli({"preflight", "--config", cfg.string()});
+  EXPECT_NE(o.output.find("warn  effectively_once: the MariaDB snapshot (2 tables: " + db_ +
+                          ".t, " + db_ +
+                          ".u) has a resume position only after its last row, so all of it is "
+                          "delivered in one Kafka transaction, which must commit within the "
+                          "sink's transaction.timeout.ms (180000 ms) or the broker aborts it"),
+            std::string::npos)
+      << o.output;
+  EXPECT_NE(o.output.find("remedy: if reading these tables takes longer, raise "
+                          "[sink.kafka_properties] \"transaction.timeout.ms\""),
+            std::string::npos)
+      << o.output;
+  EXPECT_NE(o.output.find("take the rest with incremental snapshots"), std::string::npos)
+      << o.output;
+}
+
 }  // namespace
 }  // namespace cppcdc::it::maria
