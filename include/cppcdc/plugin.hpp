@@ -136,6 +136,18 @@ struct CheckpointPreflight {
   std::optional<CheckpointRecord> record;
 };
 
+/// The part of an initial snapshot that has no resume position until it ends
+/// (ConfiguredSource::unresumable_snapshot): a restart reads it again from its start, so a
+/// transactional sink under effectively_once holds it in one open transaction.
+struct UnresumableSnapshot {
+  /// The tables concerned ("schema.table", as the snapshot names them).
+  std::vector<std::string> tables;
+  /// True: the whole snapshot is one such stretch (the MySQL/MariaDB blocking snapshot, one
+  /// consistent view with a position only after its last row). False: each of `tables` is one
+  /// (PostgreSQL tables without a primary key, read whole).
+  bool whole_snapshot = false;
+};
+
 /// One thing `cppcdc teardown` removes from the source's server, or keeps and why.
 struct TeardownStep {
   enum class Outcome {
@@ -192,6 +204,16 @@ class ConfiguredSource {
   /// (the default; also when the server cannot be read: preflight() reports why). Blocks for
   /// network round trips like preflight().
   virtual std::optional<std::vector<std::string>> keyless_tables() const { return std::nullopt; }
+  /// What of the initial snapshot that a start with `checkpoint` (the stored record; nullopt:
+  /// a first start) would take has no resume position until it ends, read from the live
+  /// server, changing nothing. nullopt: no such stretch (no snapshot would be taken, or every
+  /// table of it resumes mid-way), or not known (the default; also when the server cannot be
+  /// read). Blocks for network round trips like preflight().
+  virtual std::optional<UnresumableSnapshot> unresumable_snapshot(
+      const std::optional<CheckpointRecord>& checkpoint) const {
+    (void)checkpoint;
+    return std::nullopt;
+  }
   /// Whether another process already reads from what this source would read from (for
   /// PostgreSQL: its replication slot is active). `cppcdc run` calls it before it opens the
   /// checkpoint and the sinks, so that a second run of a copied configuration stops there,
@@ -262,6 +284,10 @@ class ConfiguredSink {
   /// to change (the sink's own or the backend's, SettingOwner::kCheckpoint). The default: the
   /// sink cannot (it makes batches durable without a transaction).
   virtual Status check_effectively_once(const std::optional<InSinkCheckpoint>& checkpoint) const;
+  /// How long one transaction of this sink may stay open before its destination aborts it, in
+  /// ms (a Kafka producer's transaction.timeout.ms), for the warnings about stretches that
+  /// one transaction must hold; nullopt (the default): the sink opens no transactions.
+  virtual std::optional<std::int64_t> transaction_timeout_ms() const { return std::nullopt; }
 };
 
 /// A checkpoint backend's validated settings; opens the Checkpoint for a source.
@@ -312,6 +338,16 @@ class ConfiguredCheckpoint {
 /// checkpoint (ErrorCondition::kCheckpointInUse), else kFail with the error and a remedy by
 /// its kind.
 PreflightCheck preflight_failure(const std::string& what, const Error& error);
+
+/// A source's preflight line for a stored `checkpoint` that a source of another type wrote
+/// under this pipeline's key (two pipelines sharing a checkpoint topic, table or directory
+/// with their default keys): a kFail saying another pipeline shares the key, whose remedy
+/// names `key_setting` (the source setting the key comes from, e.g. "slot_name") and never
+/// suggests removing the record (it is the other pipeline's). nullopt when there is no record
+/// or this source type (`source_type`, Source::type()) wrote it.
+std::optional<PreflightCheck> foreign_checkpoint_check(
+    const std::optional<CheckpointRecord>& checkpoint, std::string_view source_type,
+    const std::string& key, std::string_view key_setting);
 
 /// A codec's validated options (`[sink.codec_options]`); makes its encoders and decoders.
 /// A sink reads its codec with configure_codec() and makes one encoder per opened sink.

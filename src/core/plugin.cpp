@@ -191,6 +191,23 @@ PreflightCheck preflight_failure(const std::string& what, const Error& error) {
   return {Outcome::kFail, what + ": " + error.report(), remedy};
 }
 
+std::optional<PreflightCheck> foreign_checkpoint_check(
+    const std::optional<CheckpointRecord>& checkpoint, std::string_view source_type,
+    const std::string& key, std::string_view key_setting) {
+  if (!checkpoint || checkpoint->source_type == source_type) return std::nullopt;
+  // Not this pipeline's position at all: comparing it with the server would only mislead,
+  // and removing it (teardown, or the remedies of the other checks) would send the other
+  // pipeline back to a full snapshot.
+  return PreflightCheck{PreflightCheck::Outcome::kFail,
+                        "the checkpoint stored under this pipeline's key (" + key +
+                            ") was written by a " + checkpoint->source_type + " source ('" +
+                            checkpoint->source_id + "', at " + checkpoint->offset +
+                            "): another pipeline shares the key",
+                        "give this pipeline its own " + std::string(key_setting) +
+                            ", or its own checkpoint location ([state.offset]); do not remove "
+                            "that record, it is the other pipeline's"};
+}
+
 Status register_source_type(std::string name, SourceFactory factory) {
   return sources().add(std::move(name), std::move(factory));
 }

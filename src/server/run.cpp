@@ -19,6 +19,8 @@
 
 #include "core/json_write.hpp"
 #include "core/stop_request.hpp"
+#include "core/text_util.hpp"
+#include "cppcdc/blocking_snapshot.hpp"
 #include "cppcdc/checkpoint.hpp"
 #include "cppcdc/dead_letter.hpp"
 #include "cppcdc/pipeline.hpp"
@@ -221,6 +223,65 @@ struct AdminLink {
     return s;
   }
 };
+
+// "a, b, c" for messages, the first few only.
+std::string table_list(const std::vector<std::string>& tables) {
+  constexpr std::size_t kShown = 8;
+  std::string out;
+  for (std::size_t i = 0; i < tables.size() && i < kShown; ++i) {
+    out += (i ? ", " : "") + tables[i];
+  }
+  if (tables.size() > kShown) out += " and " + std::to_string(tables.size() - kShown) + " more";
+  return out;
+}
+
+// Under effectively_once: a warning about the stretch of the initial snapshot that one
+// transaction of the sink must hold, with the sink's time limit for it (docs/kafka.md,
+// "Stretches without a position"); nullopt when there is no such stretch or no transactional
+// sink. `preflight` prints it, `run` logs it as the snapshot starts.
+std::optional<PreflightCheck> unresumable_snapshot_warning(
+    const ServerConfig& config, const std::optional<UnresumableSnapshot>& stretch) {
+  if (config.delivery_contract != "effectively_once" || !stretch || stretch->tables.empty()) {
+    return std::nullopt;
+  }
+  std::optional<std::int64_t> timeout_ms;
+  for (const auto& sink : config.sinks) {
+    if (sink.configured && !timeout_ms) timeout_ms = sink.configured->transaction_timeout_ms();
+  }
+  if (!timeout_ms) return std::nullopt;
+  const std::size_t n = stretch->tables.size();
+  const std::string limit = ", which must commit within the sink's transaction.timeout.ms (" +
+                            std::to_string(*timeout_ms) +
+                            " ms) or the broker aborts it and the run fails";
+  const std::string raise =
+      "raise [sink.kafka_properties] \"transaction.timeout.ms\" (at most the brokers' "
+      "transaction.max.timeout.ms, 15 minutes by default)";
+  const std::string see = " (docs/kafka.md, \"Stretches without a position\")";
+  if (stretch->whole_snapshot) {
+    const std::string server = config.source_type == "mysql" ? "MySQL" : "MariaDB";
+    return PreflightCheck{
+        PreflightCheck::Outcome::kWarn,
+        "effectively_once: the " + server + " snapshot (" + detail::counted(n, "table") + ": " +
+            table_list(stretch->tables) +
+            ") has a resume position only after its last row, so all of it is delivered in "
+            "one Kafka transaction" +
+            limit,
+        "if reading these tables takes longer, " + raise +
+            ", or snapshot less ([source.snapshot] tables, table_conditions)" +
+            (config.source_type == "mariadb" ? " and take the rest with incremental snapshots"
+                                             : "") +
+            see};
+  }
+  return PreflightCheck{
+      PreflightCheck::Outcome::kWarn,
+      "effectively_once: " + std::string(n == 1 ? "table " : "tables ") +
+          table_list(stretch->tables) + (n == 1 ? " has" : " have") +
+          " no primary key, so the snapshot cannot resume inside " + (n == 1 ? "it" : "them") +
+          " and delivers " + (n == 1 ? "it" : "each") + " whole in one Kafka transaction" + limit,
+      "give " + std::string(n == 1 ? "it" : "them") + " a primary key; or, if reading " +
+          (n == 1 ? "it" : "one") + " takes longer, " + raise +
+          ", or snapshot fewer of its rows ([source.snapshot] table_conditions)" + see};
+}
 
 }  // namespace
 
@@ -527,6 +588,29 @@ int run_server(const ServerConfig& config) {
   }
   spdlog::info("pipeline running; send SIGINT or SIGTERM to stop; control socket {}",
                config.control_socket.string());
+  // An initial snapshot that one transaction must hold: said once, as it starts.
+  if (config.delivery_contract == "effectively_once" && control_context.initial) {
+    const BlockingSnapshotStatus status = control_context.initial->status();
+    if (status.phase == BlockingSnapshotStatus::Phase::kPending ||
+        status.phase == BlockingSnapshotStatus::Phase::kRunning) {
+      auto stretch = config.source->unresumable_snapshot(std::nullopt);
+      if (stretch) {
+        // Only what this run reads (a resumed snapshot read some tables before), in the
+        // snapshot's order.
+        std::vector<std::string> tables;
+        for (const BlockingSnapshotTable& t : status.tables) {
+          if (!t.earlier && std::find(stretch->tables.begin(), stretch->tables.end(), t.table) !=
+                                stretch->tables.end()) {
+            tables.push_back(t.table);
+          }
+        }
+        stretch->tables = std::move(tables);
+      }
+      if (auto warning = unresumable_snapshot_warning(config, stretch)) {
+        spdlog::warn("{}; {}", warning->what, warning->remedy);
+      }
+    }
+  }
 
   std::optional<HealthLogger> health_log;
   health_log.emplace([rt = runtime->get()] { return rt->admin_snapshot().health; },
@@ -705,6 +789,12 @@ int preflight(const std::filesystem::path& path) {
   check_local_directories(*config, checks);
   for (auto& check : config->source->preflight(checkpoint.record)) {
     checks.push_back(std::move(check));
+  }
+  if (config->delivery_contract == "effectively_once") {
+    if (auto warning = unresumable_snapshot_warning(
+            *config, config->source->unresumable_snapshot(checkpoint.record))) {
+      checks.push_back(std::move(*warning));
+    }
   }
   // Every sink's destination (the Kafka sink: brokers, topics, transactions).
   SinkPreflightContext context;

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "cppcdc/checkpoint.hpp"
 #include "integration/mariadb_util.hpp"
 #include "integration/pg_util.hpp"
 
@@ -120,6 +121,54 @@ TEST_F(MariaDbCli, RunSnapshotsAndStreamsIntoTheFileSink) {
   EXPECT_EQ(ls.str().find("cli-s3cret"), std::string::npos);
 }
 
+std::string file_text(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The blocking snapshot reports its progress per table as the PostgreSQL one does: a log line
+// for each table it completes (and one every 5 s while a table is read), and the server's row
+// estimate beside the rows read in `snapshot status`. Before, it logged nothing per table and
+// the estimate was unknown.
+TEST_F(MariaDbCli, TheSnapshotLogsItsProgressPerTableWithTheServersEstimate) {
+  setenv("CLI_TEST_PW", "cli-s3cret", 1);
+  session_.exec("CREATE TABLE " + db_ + ".u (id int primary key)");
+  session_.exec("INSERT INTO " + db_ + ".u VALUES (1), (2), (3)");
+  session_.exec("ANALYZE TABLE " + db_ + ".u");  // an exact TABLE_ROWS
+  ASSERT_EQ(session_.value("SELECT TABLE_ROWS FROM information_schema.TABLES WHERE "
+                           "TABLE_SCHEMA = '" +
+                           db_ + "' AND TABLE_NAME = 'u'"),
+            "3");
+  const fs::path cfg = write_config();
+  start_cppcdc_process(child_, dir_, "", "", 0);
+  const fs::path log = dir_ / "cppcdc.log";
+  const std::string u_done = "snapshot of " + db_ + ".u: 3 rows of about 3 read, complete";
+  const std::string t_done = "snapshot of " + db_ + ".t: 1 row";
+  ASSERT_TRUE(cppcdc::test::wait_until(
+      [&] {
+        const std::string text = file_text(log);
+        return text.find(u_done) != std::string::npos && text.find(t_done) != std::string::npos;
+      },
+      std::chrono::seconds(60)))
+      << log_tail(log);
+  EXPECT_NE(file_text(log).find("read, complete", file_text(log).find(t_done)), std::string::npos)
+      << log_tail(log);
+  std::string status;
+  ASSERT_TRUE(cppcdc::test::wait_until(
+      [&] {
+        auto o = run_cli({"snapshot", "status", "--json", "--config", cfg.string()});
+        status = o.output;
+        return o.code == 0 && status.find("\"phase\":\"complete\"") != std::string::npos;
+      },
+      std::chrono::seconds(60)))
+      << status;
+  EXPECT_NE(status.find("\"table\":\"" + db_ + ".u\",\"rows_read\":3,\"estimated_rows\":3"),
+            std::string::npos)
+      << status;
+}
+
 // `cppcdc preflight` on MariaDB: a ready server passes and reports where a first start reads
 // from; a user without the replication grants and a checkpoint whose binlog is gone fail,
 // each with its remedy, and the exit code says a start would fail.
@@ -144,6 +193,39 @@ TEST_F(MariaDbCli, PreflightPassesOnAReadyServerAndNamesWhatIsMissing) {
   EXPECT_EQ(o.code, 3) << o.output;
   EXPECT_NE(o.output.find("FAIL"), std::string::npos) << o.output;
   EXPECT_NE(o.output.find("REPLICATION SLAVE"), std::string::npos) << o.output;
+}
+
+// A PostgreSQL pipeline's record under this pipeline's key (both keys left at their default
+// "cppcdc", one checkpoint directory): preflight fails saying another pipeline shares the key
+// and to give this one its own source_id, never to remove the record, and teardown keeps it.
+// Before, preflight tried the LSN as a binlog position.
+TEST_F(MariaDbCli, PreflightFailsOnACheckpointThatAPostgresPipelineWroteUnderTheSameKey) {
+  setenv("CLI_TEST_PW", "cli-s3cret", 1);
+  const fs::path cfg = write_config();
+  {
+    auto ckpt = FileCheckpoint::open(dir_ / "state", db_);
+    ASSERT_TRUE(ckpt) << ckpt.error().report();
+    CheckpointRecord r;
+    r.source_type = "postgres";
+    r.source_id = db_;
+    r.offset = "0/16B3748";
+    r.committed_events = 42;
+    r.saved_at_ms = 1700000000000;
+    ASSERT_TRUE((*ckpt)->save(r));
+  }
+  auto o = run_cli({"preflight", "--config", cfg.string()});
+  EXPECT_EQ(o.code, 3) << o.output;
+  EXPECT_NE(o.output.find("FAIL  the checkpoint stored under this pipeline's key (" + db_ +
+                          ") was written by a postgres source ('" + db_ +
+                          "', at 0/16B3748): another pipeline shares the key"),
+            std::string::npos)
+      << o.output;
+  EXPECT_NE(o.output.find("give this pipeline its own source_id"), std::string::npos) << o.output;
+  EXPECT_EQ(o.output.find("remove the checkpoint"), std::string::npos) << o.output;
+  EXPECT_EQ(o.output.find("cppcdc teardown"), std::string::npos) << o.output;
+  const auto torn = run_cli({"teardown", "--config", cfg.string(), "--yes"});
+  EXPECT_NE(torn.output.find("it belongs to a postgres source"), std::string::npos) << torn.output;
+  EXPECT_TRUE(fs::exists(FileCheckpoint::path_for(dir_ / "state", db_))) << torn.output;
 }
 
 // With a Kafka sink, preflight asks MariaDB which captured tables have no primary key: one
@@ -182,6 +264,45 @@ TEST_F(MariaDbCli, PreflightFailsAKeylessTableBoundForACompactedKafkaTopic) {
   EXPECT_NE(o.output.find("will be compacted (cleanup.policy=compact), and every table going "
                           "there has a key"),
             std::string::npos)
+      << o.output;
+}
+
+// Under effectively_once the whole blocking snapshot has a resume position only after its last
+// row, so one Kafka transaction holds all of it: preflight warns, naming the snapshot's tables,
+// the producer's effective transaction.timeout.ms and the remedy.
+TEST_F(MariaDbCli, PreflightWarnsThatTheSnapshotIsOneKafkaTransactionUnderEffectivelyOnce) {
+  const char* bootstrap = std::getenv("CPPCDC_TEST_KAFKA_BOOTSTRAP");
+  if (bootstrap == nullptr || *bootstrap == '\0') {
+    GTEST_SKIP() << "CPPCDC_TEST_KAFKA_BOOTSTRAP is not set: no Kafka broker (scripts/test.sh "
+                    "starts one)";
+  }
+  setenv("CLI_TEST_PW", "cli-s3cret", 1);
+  session_.exec("CREATE TABLE " + db_ + ".u (id int primary key)");
+  const std::string tag = db_ + "-" + std::to_string(getpid());
+  const fs::path cfg = dir_ / "kafka.toml";
+  std::ofstream(cfg) << "delivery_contract = \"effectively_once\"\n\n[source]\ntype = "
+                        "\"mariadb\"\nhost = \"127.0.0.1\"\nport = "
+                     << *port() << "\nuser = \"cdc_cli\"\npassword_env = \"CLI_TEST_PW\"\n"
+                     << "tables = [\"" << db_ << ".*\"]\nsource_id = \"" << db_ << "\"\n\n"
+                     << "[sink]\ntype = \"kafka\"\nbootstrap_servers = \"" << bootstrap
+                     << "\"\ncreate_topics = true\ndelivery_mode = \"transactional\"\n"
+                     << "transactional_id = \"" << tag << "\"\n"
+                     << "[sink.kafka_properties]\n\"transaction.timeout.ms\" = \"180000\"\n\n"
+                     << "[state.offset]\nbackend = \"kafka_topic\"\ntopic = \"" << tag
+                     << ".checkpoints\"\n";
+  auto o = run_cli({"preflight", "--config", cfg.string()});
+  EXPECT_NE(o.output.find("warn  effectively_once: the MariaDB snapshot (2 tables: " + db_ +
+                          ".t, " + db_ +
+                          ".u) has a resume position only after its last row, so all of it is "
+                          "delivered in one Kafka transaction, which must commit within the "
+                          "sink's transaction.timeout.ms (180000 ms) or the broker aborts it"),
+            std::string::npos)
+      << o.output;
+  EXPECT_NE(o.output.find("remedy: if reading these tables takes longer, raise "
+                          "[sink.kafka_properties] \"transaction.timeout.ms\""),
+            std::string::npos)
+      << o.output;
+  EXPECT_NE(o.output.find("take the rest with incremental snapshots"), std::string::npos)
       << o.output;
 }
 

@@ -14,6 +14,7 @@
 #include "core/settings_read.hpp"
 #include "core/stop_request.hpp"
 #include "cppcdc/kafka.hpp"
+#include "sink/kafka/kafka_conf.hpp"
 #include "sink/kafka/preflight.hpp"
 #include "sink/kafka/topic_template.hpp"
 
@@ -117,6 +118,11 @@ class ConfiguredKafkaSink final : public ConfiguredSink {
     }
     for (auto& check : codec_->preflight(topics)) checks.push_back(std::move(check));
     return checks;
+  }
+
+  std::optional<std::int64_t> transaction_timeout_ms() const override {
+    if (config_.delivery_mode != KafkaDeliveryMode::kTransactional) return std::nullopt;
+    return kafka_sink::transaction_timeout_ms(config_);
   }
 
   Status check_effectively_once(const std::optional<InSinkCheckpoint>& checkpoint) const override {

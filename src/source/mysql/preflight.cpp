@@ -3,6 +3,7 @@
 // patterns capture (and that each has a primary key), and a stored checkpoint against the
 // binlogs the server still has.
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <utility>
@@ -13,6 +14,7 @@
 #include "source/mysql/binlog_client.hpp"
 #include "source/mysql/mysql_conn.hpp"
 #include "source/mysql/schema_history.hpp"
+#include "source/mysql/settings.hpp"
 
 namespace cppcdc::mysql {
 namespace {
@@ -32,6 +34,7 @@ PreflightCheck failed(const Error& error) {
 // (their events carry no key: the key comes from the schema's PRIMARY KEY).
 struct CapturedTables {
   std::size_t captured = 0;
+  std::vector<std::string> names;  // every captured one
   std::vector<std::string> keyless;
 };
 
@@ -44,7 +47,7 @@ Result<CapturedTables> captured_tables(MYSQL* conn, const MysqlSourceConfig& con
       "information_schema.STATISTICS s WHERE s.TABLE_SCHEMA = t.TABLE_SCHEMA AND "
       "s.TABLE_NAME = t.TABLE_NAME AND s.INDEX_NAME = 'PRIMARY') FROM "
       "information_schema.TABLES t WHERE t.TABLE_TYPE = 'BASE TABLE' AND t.TABLE_SCHEMA NOT IN "
-      "('mysql', 'information_schema', 'performance_schema', 'sys')",
+      "('mysql', 'information_schema', 'performance_schema', 'sys') ORDER BY 1, 2",
       "listing the tables the user can see");
   if (!rows) return fail(rows.error());
   detail::TableFilter filter(config.tables);
@@ -54,6 +57,7 @@ Result<CapturedTables> captured_tables(MYSQL* conn, const MysqlSourceConfig& con
     const std::string table = row[1].value_or("");
     if (!filter.captured(db, table)) continue;
     ++out.captured;
+    out.names.push_back(db + "." + table);
     if (row[2].value_or("0") != "1") out.keyless.push_back(db + "." + table);
   }
   return out;
@@ -98,6 +102,35 @@ std::optional<std::vector<std::string>> read_keyless_tables(const MysqlSourceCon
   return std::move(found->keyless);
 }
 
+std::optional<UnresumableSnapshot> read_unresumable_snapshot(
+    const MysqlSourceConfig& config, const std::optional<CheckpointRecord>& checkpoint) {
+  // A start with a checkpoint resumes the stream (one it cannot resume fails, or under
+  // when_needed snapshots again: preflight says which); without one the mode decides.
+  if (checkpoint) return std::nullopt;
+  if (config.snapshot_mode != SnapshotMode::kInitial &&
+      config.snapshot_mode != SnapshotMode::kInitialOnly &&
+      config.snapshot_mode != SnapshotMode::kWhenNeeded) {
+    return std::nullopt;
+  }
+  auto conn = detail::connect(config);
+  if (!conn) return std::nullopt;
+  auto found = captured_tables(conn->get(), config);
+  if (!found) return std::nullopt;
+  UnresumableSnapshot out;
+  out.whole_snapshot = true;
+  for (auto& name : found->names) {
+    // As begin_snapshot() picks them: snapshot.tables lists "database.table" exactly.
+    if (!config.snapshot_tables.empty() &&
+        std::find(config.snapshot_tables.begin(), config.snapshot_tables.end(), name) ==
+            config.snapshot_tables.end()) {
+      continue;
+    }
+    out.tables.push_back(std::move(name));
+  }
+  if (out.tables.empty()) return std::nullopt;
+  return out;
+}
+
 std::vector<PreflightCheck> run_preflight(const MysqlSourceConfig& config,
                                           const std::optional<CheckpointRecord>& checkpoint) {
   std::vector<PreflightCheck> out;
@@ -122,6 +155,12 @@ std::vector<PreflightCheck> run_preflight(const MysqlSourceConfig& config,
     }
   }
   check_tables(conn->get(), config, out);
+  // Another pipeline's record under this one's key: not a position of this server to check.
+  if (auto foreign = foreign_checkpoint_check(checkpoint, to_string(config.flavor),
+                                              config.source_id, "source_id")) {
+    out.push_back(std::move(*foreign));
+    return out;
+  }
   if (!server) return out;
   if (!checkpoint) {
     auto at = detail::current_position(conn->get(), *server);

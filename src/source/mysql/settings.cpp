@@ -229,6 +229,10 @@ class ConfiguredMysqlSource final : public ConfiguredMysql {
   std::optional<std::vector<std::string>> keyless_tables() const override {
     return read_keyless_tables(config_);
   }
+  std::optional<UnresumableSnapshot> unresumable_snapshot(
+      const std::optional<CheckpointRecord>& checkpoint) const override {
+    return read_unresumable_snapshot(config_, checkpoint);
+  }
 
  private:
   MysqlSourceConfig config_;

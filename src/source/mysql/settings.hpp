@@ -30,6 +30,13 @@ std::vector<PreflightCheck> run_preflight(const MysqlSourceConfig& config,
 /// primary key. nullopt when the server cannot be read.
 std::optional<std::vector<std::string>> read_keyless_tables(const MysqlSourceConfig& config);
 
+/// ConfiguredSource::unresumable_snapshot for `config`: the whole blocking snapshot a first
+/// start takes (no checkpoint, snapshot mode initial, initial_only or when_needed), with the
+/// tables it would read (the captured ones, or those of snapshot.tables). nullopt when no
+/// snapshot would be taken, it has no table, or the server cannot be read.
+std::optional<UnresumableSnapshot> read_unresumable_snapshot(
+    const MysqlSourceConfig& config, const std::optional<CheckpointRecord>& checkpoint);
+
 /// The factory registered for `flavor`'s type name; returns a ConfiguredMysql.
 Result<std::unique_ptr<ConfiguredSource>> configure_mysql_source(const Settings& settings,
                                                                  ServerFlavor flavor);

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "core/event_spill.hpp"
+#include "core/progress_log.hpp"
 #include "core/text_util.hpp"
 
 namespace cppcdc::mysql::detail {
@@ -119,6 +120,38 @@ Result<SnapshotPlan> begin_snapshot(const MysqlSourceConfig& config, SchemaHisto
     }
     plan.tables.push_back(t);
   }
+  // The estimates, for progress reports: read before the first table's rows stream (the
+  // connection takes no other query while a result is streamed).
+  plan.estimated_rows.assign(plan.tables.size(), 0);
+  if (!plan.tables.empty()) {
+    std::string databases;
+    for (const auto& t : plan.tables) {
+      const std::string literal = quote_literal(t->database);
+      if (databases.find(literal) == std::string::npos) {
+        databases += (databases.empty() ? "" : ", ") + literal;
+      }
+    }
+    auto estimates = query(m,
+                           "SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_ROWS FROM "
+                           "information_schema.TABLES WHERE TABLE_SCHEMA IN (" +
+                               databases + ")",
+                           "reading the row estimates of the snapshot's tables");
+    std::map<std::string, double> by_name;
+    if (!estimates) {
+      // Only the progress reports lose their estimate.
+      spdlog::debug("no row estimates for the snapshot: {}", estimates.error().report());
+    } else {
+      for (const auto& r : estimates->rows) {
+        if (r.size() < 3 || !r[0] || !r[1] || !r[2]) continue;
+        by_name[*r[0] + "." + *r[1]] =
+            static_cast<double>(cppcdc::detail::parse_decimal(*r[2]).value_or(0));
+      }
+    }
+    for (std::size_t i = 0; i < plan.tables.size(); ++i) {
+      const auto it = by_name.find(plan.tables[i]->database + "." + plan.tables[i]->table);
+      if (it != by_name.end()) plan.estimated_rows[i] = it->second;
+    }
+  }
   plan.id = config.source_id + "@" + plan.stream_start.offset();
   return plan;
 }
@@ -166,7 +199,9 @@ Status read_snapshot(SnapshotPlan& plan, const MysqlSourceConfig& config,
     for (const auto& c : t.columns) as_hex.push_back(raw_bytes_column(c));
     std::uint64_t chunk_no = 0;
     std::uint64_t table_rows = 0;  // rows of this table handed over
-    if (tracker != nullptr) tracker->table_started(ti, 0);
+    const double estimate = ti < plan.estimated_rows.size() ? plan.estimated_rows[ti] : 0;
+    cppcdc::detail::ProgressLog log(t.database + "." + t.table, estimate, 0);
+    if (tracker != nullptr) tracker->table_started(ti, estimate);
     std::vector<Event> pending;  // the current chunk
     auto flush = [&](bool last_chunk) -> bool {
       for (auto& e : pending) {
@@ -178,6 +213,7 @@ Status read_snapshot(SnapshotPlan& plan, const MysqlSourceConfig& config,
       pending.clear();
       ++chunk_no;
       if (tracker != nullptr) tracker->table_progress(ti, table_rows, last_chunk);
+      log.update(table_rows, last_chunk);
       const bool emitted = emit(batch, sizes);
       batch.clear();
       sizes.clear();
@@ -224,6 +260,7 @@ Status read_snapshot(SnapshotPlan& plan, const MysqlSourceConfig& config,
     }
     if (pending.empty()) {
       if (tracker != nullptr) tracker->table_progress(ti, table_rows, true);
+      log.update(table_rows, true);
     } else if (!flush(true)) {
       return ok();
     }

@@ -31,6 +31,9 @@ struct SnapshotPlan {
   StreamStart stream_start;  ///< where the stream resumes after the snapshot
   MysqlPtr conn;             ///< holds the consistent-snapshot transaction
   std::vector<TableSchemaPtr> tables;
+  /// The server's estimate of each table's rows (information_schema.TABLES.TABLE_ROWS), in
+  /// the order of `tables`; 0 when unknown. For progress reports only.
+  std::vector<double> estimated_rows;
 };
 
 /// Whether the text protocol sends the values of `c` as raw bytes (binary strings, BIT,
@@ -50,7 +53,8 @@ Result<SnapshotPlan> begin_snapshot(const MysqlSourceConfig& config, SchemaHisto
 
 /// Reads every table of `plan` and emits its rows (see above). `state` is the resume_state
 /// of the last event. Returns ok() after a stop too (stop flag set). `tracker` (may be null)
-/// is told of each table's start and of the rows read after each chunk.
+/// is told of each table's start and of the rows read after each chunk. Progress is logged
+/// per table as the PostgreSQL snapshot logs it (core/progress_log.hpp).
 Status read_snapshot(SnapshotPlan& plan, const MysqlSourceConfig& config,
                      const SchemaHistory& history, const SnapshotEmit& emit,
                      const std::atomic<bool>& stop, const std::string& state,

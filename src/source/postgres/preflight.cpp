@@ -16,6 +16,7 @@
 #include "source/postgres/pg_conn.hpp"
 #include "source/postgres/server_checks.hpp"
 #include "source/postgres/settings.hpp"
+#include "source/postgres/snapshot.hpp"
 
 namespace cppcdc::pg {
 namespace {
@@ -207,16 +208,8 @@ void check_slot(PGconn* sql, const PostgresSourceConfig& config, const std::stri
                 const std::optional<CheckpointRecord>& checkpoint,
                 std::vector<PreflightCheck>& out) {
   const std::string& name = config.slot_name;
-  if (checkpoint && checkpoint->source_type != "postgres") {
-    // Another pipeline's record under the same key (two pipelines sharing a checkpoint topic
-    // or table with their default keys): not this slot's position at all.
-    out.push_back(failed("the checkpoint stored under this pipeline's key (" + name +
-                             ") was written by a " + checkpoint->source_type + " source ('" +
-                             checkpoint->source_id + "', at " + checkpoint->offset +
-                             "): another pipeline shares the key",
-                         "give this pipeline its own slot_name, or its own checkpoint location "
-                         "([state.offset]); do not remove that record, it is the other "
-                         "pipeline's"));
+  if (auto foreign = foreign_checkpoint_check(checkpoint, "postgres", name, "slot_name")) {
+    out.push_back(std::move(*foreign));
     return;
   }
   if (config.snapshot_mode == SnapshotMode::kInitialOnly) {
@@ -396,6 +389,50 @@ std::optional<std::vector<std::string>> read_keyless_tables(const PostgresSource
     const bool keyed = ident == 'i' ? index : ident != 'n' && pk;
     if (!keyed) out.push_back(name);
   }
+  return out;
+}
+
+std::optional<UnresumableSnapshot> read_unresumable_snapshot(
+    const PostgresSourceConfig& config, const std::optional<CheckpointRecord>& checkpoint) {
+  if (checkpoint && checkpoint->source_type != "postgres") return std::nullopt;  // not ours
+  auto conn = detail::connect(config.dsn, false);
+  if (!conn) return std::nullopt;
+  // The tables the snapshot would read, as the source's start() decides: one in progress in
+  // the checkpoint goes on from its current table; without a checkpoint the mode decides.
+  std::vector<std::string> tables;
+  if (checkpoint) {
+    if (!SnapshotProgress::in_state(checkpoint->source_state)) return std::nullopt;
+    auto progress = SnapshotProgress::from_state(checkpoint->source_state);
+    if (!progress || !*progress) return std::nullopt;
+    const SnapshotProgress& p = **progress;
+    tables.assign(p.tables.begin() + static_cast<std::ptrdiff_t>(p.table_index), p.tables.end());
+  } else {
+    if (config.snapshot_mode == SnapshotMode::kNever ||
+        config.snapshot_mode == SnapshotMode::kIncremental) {
+      return std::nullopt;
+    }
+    for (const auto& t : config.snapshot_tables.empty() ? config.tables : config.snapshot_tables) {
+      tables.push_back(detail::split_table(t).text());
+    }
+    auto leaves = leaf_tables(conn->get(), config.publication_name, tables);
+    if (!leaves) return std::nullopt;  // a missing table: preflight says so
+    tables = std::move(*leaves);
+  }
+  UnresumableSnapshot out;
+  for (const auto& name : tables) {
+    const TableName t = detail::split_table(name);
+    // The snapshot's rule (describe_snapshot_table): it continues a table after the last key
+    // of its primary key, and only of that.
+    auto res = exec(conn->get(),
+                    "select exists (select 1 from pg_index i where i.indrelid = c.oid and "
+                    "i.indisprimary) from pg_class c join pg_namespace n on n.oid = "
+                    "c.relnamespace where n.nspname = $1 and c.relname = $2",
+                    "reading the primary key of " + t.text(), {t.schema, t.table});
+    if (!res) return std::nullopt;
+    if (PQntuples(res->get()) == 0) continue;  // a missing table: preflight says so
+    if (get(res->get(), 0, 0).value_or("f") != "t") out.tables.push_back(t.text());
+  }
+  if (out.tables.empty()) return std::nullopt;
   return out;
 }
 

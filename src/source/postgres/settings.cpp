@@ -196,6 +196,10 @@ class ConfiguredPostgresSource final : public ConfiguredPostgres {
   std::optional<std::vector<std::string>> keyless_tables() const override {
     return read_keyless_tables(config_);
   }
+  std::optional<UnresumableSnapshot> unresumable_snapshot(
+      const std::optional<CheckpointRecord>& checkpoint) const override {
+    return read_unresumable_snapshot(config_, checkpoint);
+  }
   Status check_not_in_use() const override { return check_slot_not_in_use(config_); }
   Result<std::vector<TeardownStep>> teardown(bool dry_run,
                                              bool include_preexisting) const override {

@@ -28,6 +28,14 @@ std::vector<PreflightCheck> run_preflight(const PostgresSourceConfig& config,
 /// the index). nullopt when the server cannot be read.
 std::optional<std::vector<std::string>> read_keyless_tables(const PostgresSourceConfig& config);
 
+/// ConfiguredSource::unresumable_snapshot for `config`: the tables of the snapshot a start with
+/// `checkpoint` would take (or go on with) that have no primary key, as the snapshot decides
+/// (snapshot.cpp: it continues a table from its primary key only), expanded to partitions as
+/// the snapshot reads them. nullopt when there are none, no snapshot would be taken, or the
+/// server cannot be read.
+std::optional<UnresumableSnapshot> read_unresumable_snapshot(
+    const PostgresSourceConfig& config, const std::optional<CheckpointRecord>& checkpoint);
+
 /// ConfiguredSource::check_not_in_use for `config`: an error (kind configuration, naming the
 /// slot and the process) when replication slot config.slot_name stays active for a few
 /// seconds; ok when it is not, when it does not exist, under snapshot mode initial_only (no

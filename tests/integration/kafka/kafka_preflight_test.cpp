@@ -173,6 +173,45 @@ TEST_F(KafkaPreflight, TransactionalWithCreateTopicsPassesAndReadsTheStoredCheck
   EXPECT_EQ(kafka_it::partition_count(bootstrap, data_topic()), -1);
 }
 
+// Under effectively_once, the snapshot of a table without a primary key cannot resume inside
+// the table, so one Kafka transaction holds all of it: preflight warns, naming the table (not
+// the keyed one), the producer's effective transaction.timeout.ms and the remedy. Under
+// at_least_once, or without a snapshot, there is no such warning.
+TEST_F(KafkaPreflight, UnderEffectivelyOnceAKeylessTablesSnapshotIsAWarningNamingTheTimeout) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  it::PgSession(it::dsn_for(db_))
+      .query("create table nokey (a int); alter table nokey replica identity full");
+  const auto write = [&](const std::string& contract, const std::string& snapshot_mode) {
+    const fs::path path = dir_ / "cdc.toml";
+    std::ofstream(path) << "delivery_contract = \"" << contract << "\"\n\n[source]\ndsn = \""
+                        << it::dsn_for(db_)
+                        << "\"\ntables = [\"public.t\", \"public.nokey\"]\nslot_name = \"kpf_"
+                        << ::getpid() << "\"\nsource_name = \"" << tag_ << "\"\n"
+                        << "[source.snapshot]\nmode = \"" << snapshot_mode << "\"\n\n"
+                        << "[sink]\ntype = \"kafka\"\nbootstrap_servers = \"" << bootstrap
+                        << "\"\ncreate_topics = true\ndelivery_mode = \"transactional\"\n"
+                        << "transactional_id = \"" << tag_ << "\"\n"
+                        << "[sink.kafka_properties]\n\"transaction.timeout.ms\" = \"150000\"\n\n"
+                        << "[state.offset]\nbackend = \"kafka_topic\"\ntopic = \""
+                        << checkpoint_topic() << "\"\n";
+    return path;
+  };
+  auto out = preflight(write("effectively_once", "initial")).outcome.output;
+  EXPECT_CONTAINS(out,
+                  "warn  effectively_once: table public.nokey has no primary key, so the "
+                  "snapshot cannot resume inside it and delivers it whole in one Kafka "
+                  "transaction, which must commit within the sink's transaction.timeout.ms "
+                  "(150000 ms) or the broker aborts it and the run fails");
+  EXPECT_CONTAINS(out,
+                  "remedy: give it a primary key; or, if reading it takes longer, raise "
+                  "[sink.kafka_properties] \"transaction.timeout.ms\"");
+  EXPECT_LACKS(out, "public.t has no primary key");
+  out = preflight(write("effectively_once", "never")).outcome.output;
+  EXPECT_LACKS(out, "effectively_once: table");
+  out = preflight(write("at_least_once", "initial")).outcome.output;
+  EXPECT_LACKS(out, "effectively_once: table");
+}
+
 // With create_topics, a topic that does not exist yet is checked by asking the brokers to
 // validate its creation (nothing is created): a replication factor above the broker count and
 // a topic config the broker does not know are FAILs naming the setting. A topic that will be

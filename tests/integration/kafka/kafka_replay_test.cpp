@@ -24,6 +24,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <random>
 #include <set>
@@ -654,6 +655,18 @@ TEST(KafkaReplayOracle, EffectivelyOnceCrashesInTheSnapshotOfAKeylessTableDelive
   // The crashes landed inside the keyless table: its aborted attempts are in the log.
   EXPECT_GT(kafka_it::read_topic(bootstrap, bag_topic).size(), static_cast<std::size_t>(kKeyless))
       << "no aborted record in " << bag_topic << ": the crashes missed the table";
+  // Each start said, as its snapshot began, that the keyless table is one transaction with a
+  // time limit (and not the keyed one).
+  {
+    std::ifstream in(dir / "cppcdc.log");
+    const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_NE(log.find("effectively_once: table public.bag has no primary key, so the snapshot "
+                       "cannot resume inside it and delivers it whole in one Kafka transaction, "
+                       "which must commit within the sink's transaction.timeout.ms (120000 ms)"),
+              std::string::npos)
+        << it::log_tail(dir / "cppcdc.log");
+    EXPECT_EQ(log.find("table public.acct has no primary key"), std::string::npos);
+  }
   it::drop_slots(db);
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
@@ -725,6 +738,17 @@ TEST(KafkaReplayOracle, EffectivelyOnceCrashesInAMariaDbSnapshotDeliverEachRowOn
   }
   EXPECT_GT(uncommitted, static_cast<std::size_t>(2 * kRows))
       << "no aborted record: the crashes missed the snapshot";
+  // Each start said, as its snapshot began, that all of it is one transaction with a time limit.
+  {
+    std::ifstream in(dir / "cppcdc.log");
+    const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_NE(log.find("effectively_once: the MariaDB snapshot (2 tables: " + db + ".acct, " + db +
+                       ".bag) has a resume position only after its last row, so all of it is "
+                       "delivered in one Kafka transaction, which must commit within the sink's "
+                       "transaction.timeout.ms (120000 ms)"),
+              std::string::npos)
+        << it::log_tail(dir / "cppcdc.log");
+  }
   sql("DROP DATABASE IF EXISTS " + db);
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
