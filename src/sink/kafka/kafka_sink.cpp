@@ -54,6 +54,8 @@ constexpr int kWaitSliceMs = 500;
 // How long a stop request lets a wait go on before cutting it short (stopping()).
 constexpr std::chrono::milliseconds kStopGrace{3'000};
 constexpr std::chrono::milliseconds kStopGraceMax{10'000};
+/// The longest the reconciliation marker's producer is waited for (flush(), close()).
+constexpr std::chrono::milliseconds kMarkerFlush{5'000};
 /// A wait shorter than this is business as usual, not worth naming in current_problem().
 constexpr std::chrono::seconds kWaitWorthReporting{2};
 
@@ -314,10 +316,11 @@ class KafkaSink final : public TransactionalSink {
   Status abort() override {
     if (!transactional_ || rk_ == nullptr || (!in_txn_ && !abort_pending_)) return ok();
     in_txn_ = false;
-    // When stopping, one short try: a transaction left open is aborted by the next start's
-    // init_transactions (or the broker's transaction.timeout.ms).
-    rd_kafka_error_t* error =
-        rd_kafka_abort_transaction(rk_, stopping() ? 2 * kWaitSliceMs : timeout_ms());
+    // When stopping, one short try, and none that waits while the brokers are unreachable: a
+    // transaction left open is aborted by the next start's init_transactions (or the broker's
+    // transaction.timeout.ms).
+    const int wait = !stopping() ? timeout_ms() : unreachable() ? 0 : 2 * kWaitSliceMs;
+    rd_kafka_error_t* error = rd_kafka_abort_transaction(rk_, wait);
     // The aborted records' delivery reports (purged) are no failure of anything delivered.
     rd_kafka_poll(rk_, 0);
     outstanding_ = 0;
@@ -374,9 +377,7 @@ class KafkaSink final : public TransactionalSink {
     if (auto st = usable(); !st) return st;
     // The reconciliation marker goes out before the batch can commit (diagnostic only: a
     // marker that did not make it is no loss, so its failure fails nothing).
-    if (marker_rk_ != nullptr && marker_set_ && !stopping()) {
-      (void)rd_kafka_flush(marker_rk_, 5'000);
-    }
+    if (marker_rk_ != nullptr && marker_set_) flush_marker();
     const auto timeout = std::chrono::milliseconds(config_.delivery_timeout_ms) + kFlushSlack;
     const auto deadline = Clock::now() + timeout;
     std::optional<WaitNote> note;
@@ -419,7 +420,9 @@ class KafkaSink final : public TransactionalSink {
 
   Status close() override {
     if (closed_) return ok();
-    if (stopping() && (in_txn_ || abort_pending_ || outstanding_ > 0 || failed_)) {
+    // While the brokers are unreachable a stop waits for nothing: no record, abort or marker
+    // can be acknowledged now, and the checkpoint did not pass what is still queued.
+    if (stopping() && (unreachable() || in_txn_ || abort_pending_ || outstanding_ > 0 || failed_)) {
       // The program stops with a batch that was not acknowledged: waiting for it would hold
       // up the stop, and it is delivered again after the restart anyway.
       spdlog::debug(
@@ -522,6 +525,9 @@ class KafkaSink final : public TransactionalSink {
     return e.schema ? *e.schema + "." + e.table : e.table;
   }
 
+  /// Whether librdkafka reports the brokers unreachable (no record delivered since).
+  bool unreachable() const { return troubled_.load(std::memory_order_relaxed); }
+
   /// Whether a stop request cuts the current wait short. At once while librdkafka reports the
   /// brokers unreachable; otherwise a cluster that answers gets time to acknowledge the batch
   /// in flight (so a routine restart delivers nothing twice): kStopGrace after the request,
@@ -529,7 +535,7 @@ class KafkaSink final : public TransactionalSink {
   /// kStopGraceMax at most.
   bool stopping() const {
     if (config_.stop == nullptr || !config_.stop->load(std::memory_order_relaxed)) return false;
-    if (troubled_.load(std::memory_order_relaxed)) return true;
+    if (unreachable()) return true;
     const std::int64_t now = steady_ms();
     std::int64_t seen = stop_seen_ms_.load(std::memory_order_relaxed);
     if (seen == 0) {
@@ -835,6 +841,17 @@ class KafkaSink final : public TransactionalSink {
     (void)conf->release();
     marker_key_ = checkpoint_->key + ".reconciliation";
     return ok();
+  }
+
+  /// Waits (up to kMarkerFlush) until the marker producer delivered what it holds. Diagnostic
+  /// only, so the wait ends at once while the brokers are unreachable or a stop is requested:
+  /// a marker that did not make it loses nothing.
+  void flush_marker() {
+    const auto deadline = Clock::now() + kMarkerFlush;
+    while (rd_kafka_outq_len(marker_rk_) > 0 && Clock::now() < deadline) {
+      if (unreachable() || stopping()) return;  // it goes out when the brokers are back
+      (void)rd_kafka_flush(marker_rk_, 100);
+    }
   }
 
   void write_marker(const Event& first, std::size_t events) {
@@ -1431,7 +1448,14 @@ class KafkaSink final : public TransactionalSink {
  private:
   void destroy(bool purge) {
     if (marker_rk_ != nullptr) {
-      (void)rd_kafka_flush(marker_rk_, purge ? 0 : 5'000);
+      if (!purge) flush_marker();
+      // What is left is dropped (a marker is diagnostic only), without librdkafka's warning
+      // about messages still queued at rd_kafka_destroy().
+      if (rd_kafka_outq_len(marker_rk_) > 0) {
+        spdlog::debug("{}: the reconciliation marker's last update was not delivered", label_);
+        rd_kafka_purge(marker_rk_, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+        rd_kafka_poll(marker_rk_, 0);
+      }
       rd_kafka_destroy(marker_rk_);
       marker_rk_ = nullptr;
     }
