@@ -275,6 +275,7 @@ class KafkaSink final : public TransactionalSink {
       return poison(transaction_error("beginning a transaction", error));
     }
     in_txn_ = true;
+    txn_began_ = Clock::now();
     return ok();
   }
 
@@ -307,6 +308,7 @@ class KafkaSink final : public TransactionalSink {
     if (!committed) return committed;
     if (troubled_.load(std::memory_order_relaxed)) clear_trouble();
     in_txn_ = false;
+    txn_began_.reset();
     outstanding_ = 0;
     CPPCDC_FAULT_POINT("kafka_sink.after_commit");
     if (marker_rk_ != nullptr && marker_set_) clear_marker();
@@ -335,6 +337,7 @@ class KafkaSink final : public TransactionalSink {
       return poison(std::move(e));
     }
     abort_pending_ = false;
+    txn_began_.reset();
     // Nothing of the failed attempt can become visible: the sink may go on.
     if (!fatal_) failed_.reset();
     return ok();
@@ -413,7 +416,11 @@ class KafkaSink final : public TransactionalSink {
                 last_broker_error_suffix()));
       }
     }
-    if (delivery_error_) return poison(*delivery_error_);
+    if (delivery_error_) {
+      // A record refused because the producer hit a fatal error: the fatal error says why.
+      if (auto fatal = fatal_error(); fatal) return poison(std::move(*fatal));
+      return poison(*delivery_error_);
+    }
     CPPCDC_FAULT_POINT("kafka_sink.after_flush");
     return ok();
   }
@@ -702,6 +709,7 @@ class KafkaSink final : public TransactionalSink {
         label_, in_quotes(config_.transactional_id), why);
     destroy(/*purge=*/true);
     in_txn_ = false;
+    txn_began_.reset();
     abort_pending_ = false;
     marker_set_ = false;
     outstanding_ = 0;
@@ -736,11 +744,7 @@ class KafkaSink final : public TransactionalSink {
     if (fatal) {
       fatal_ = true;
       if (code == RD_KAFKA_RESP_ERR__UNSUPPORTED_FEATURE) return not_a_broker(what, text);
-      if (code == RD_KAFKA_RESP_ERR__FENCED || code == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
-          code == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH ||
-          text.find("fenced") != std::string::npos) {
-        return fenced(where);
-      }
+      if (is_fencing(code) || text.find("fenced") != std::string::npos) return fenced(where, where);
       if (code == RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED ||
           code == RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED) {
         return Error::sink(ErrorKind::kConfiguration,
@@ -765,11 +769,49 @@ class KafkaSink final : public TransactionalSink {
     return Error::sink(ErrorKind::kTransient, where + last_broker_error_suffix());
   }
 
-  /// The producer was fenced: another process started a producer with the same
-  /// transactional.id. `where`: what failed, naming the transactional_id.
-  Error fenced(const std::string& where) const {
+  /// The error codes librdkafka 2.0.2 gives when the broker refuses this producer's epoch:
+  /// _FENCED (its own, for the fatal error it raises then), PRODUCER_FENCED and
+  /// INVALID_PRODUCER_EPOCH (the broker's). The broker bumps the epoch in two cases, and the
+  /// codes do not tell them apart (against Kafka 4.4 both give _FENCED, "Producer attempted
+  /// an operation with an old epoch" on a produce, "Failed to end transaction" on a commit):
+  /// another producer with the same transactional.id initialized (a fence), and the broker's
+  /// abort of a transaction open longer than transaction.timeout.ms. (INVALID_TXN_STATE and
+  /// the local _TIMED_OUT/_TIMED_OUT_QUEUE are neither: the first is librdkafka's own state
+  /// machine, the others a request that got no answer in time.)
+  static bool is_fencing(rd_kafka_resp_err_t code) {
+    return code == RD_KAFKA_RESP_ERR__FENCED || code == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
+           code == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH;
+  }
+
+  /// The producer's epoch was refused (is_fencing()). When the transaction had been open
+  /// longer than transaction.timeout.ms, the broker's timeout is what ended it; otherwise
+  /// another process started a producer with the same transactional.id. `subject`: what failed,
+  /// naming the transactional_id, `fenced_where` the same said as a fence.
+  Error fenced(const std::string& subject, const std::string& fenced_where) const {
+    const std::int64_t limit = transaction_timeout_ms();
+    if (txn_began_) {
+      const std::int64_t open_ms =
+          std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - *txn_began_)
+              .count();
+      if (open_ms >= limit) {
+        return Error::sink(
+                   ErrorKind::kTerminal,
+                   subject + ": the transaction had been open for " + std::to_string(open_ms) +
+                       " ms, longer than transaction.timeout.ms (" + std::to_string(limit) +
+                       " ms), so the broker aborted it (librdkafka reports that as a fence). "
+                       "Nothing of it is visible to read_committed consumers, and a restart "
+                       "delivers it again from the checkpoint. A stretch without a position (the "
+                       "snapshot of a table without a primary key, a MariaDB/MySQL snapshot) is "
+                       "one transaction under effectively_once: raise transaction.timeout.ms in "
+                       "[sink.kafka_properties] and the broker's transaction.max.timeout.ms, "
+                       "which caps it (15 minutes by default), or snapshot fewer rows at once "
+                       "([source.snapshot] tables or table_conditions, then incremental "
+                       "snapshots)")
+            .for_setting(SettingOwner::kSink, "kafka_properties.transaction.timeout.ms");
+      }
+    }
     return Error::sink(ErrorKind::kTerminal,
-                       where +
+                       fenced_where +
                            ": another process uses this transactional_id now (a producer "
                            "with the same transactional_id started and took over); two "
                            "pipelines must not share a transactional_id (give each its own, "
@@ -801,13 +843,12 @@ class KafkaSink final : public TransactionalSink {
     if (err == RD_KAFKA_RESP_ERR__UNSUPPORTED_FEATURE) {
       return not_a_broker("the producer", reason);
     }
-    if (transactional_ &&
-        (err == RD_KAFKA_RESP_ERR__FENCED || err == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
-         err == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH)) {
-      return fenced(std::string("the transactional producer of transactional_id ") +
-                    in_quotes(config_.transactional_id) + " on " +
-                    in_quotes(config_.bootstrap_servers) + " was fenced (" +
-                    rd_kafka_err2name(err) + ": " + reason + ")");
+    if (transactional_ && is_fencing(err)) {
+      const std::string subject = std::string("the transactional producer of transactional_id ") +
+                                  in_quotes(config_.transactional_id) + " on " +
+                                  in_quotes(config_.bootstrap_servers);
+      const std::string detail = std::string(" (") + rd_kafka_err2name(err) + ": " + reason + ")";
+      return fenced(subject + " was refused" + detail, subject + " was fenced" + detail);
     }
     return Error::sink(ErrorKind::kTerminal,
                        std::string("the producer hit a fatal error and stopped (") +
@@ -1489,6 +1530,9 @@ class KafkaSink final : public TransactionalSink {
   std::string marker_key_;
   bool marker_set_ = false;       // a marker was written and no commit cleared it yet
   bool in_txn_ = false;           // begin() succeeded and no commit() or abort() ended it
+  // When the transaction begin() opened began; reset when a commit or abort ended it (an
+  // error about it may come after in_txn_ was cleared: fenced() reads it).
+  std::optional<Clock::time_point> txn_began_;
   bool abort_pending_ = false;    // an abort timed out: it is resumed before the next begin()
   bool unknown_outcome_ = false;  // a commit gave up undecided: only a restart may go on
   bool needs_restart_ = false;    // recover() replaces the producer (a start failed so far)
