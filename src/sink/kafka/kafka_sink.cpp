@@ -108,18 +108,30 @@ spdlog::level::level_enum level_of_line(int level, std::string_view facility,
                                         std::string_view message) {
   auto spd_level = static_cast<spdlog::level::level_enum>(level_for(level));
   if (spd_level < spdlog::level::warn) return spd_level;
-  // A producer id request that librdkafka retries on its own (a broker that just started is
-  // still loading its coordinator, say) is progress, not a problem.
-  if (facility == "GETPID" && message.ends_with(": retrying")) return spdlog::level::info;
+  // A producer id request that librdkafka retries on its own is progress, not a problem: a
+  // broker that just started is still loading its coordinator, or (CONCURRENT_TRANSACTIONS,
+  // "another concurrent operation") the coordinator is still aborting the transaction an
+  // earlier producer with the same transactional.id left open, which init_transactions waits
+  // for; the sink says so itself once the producer is ready (is_previous_transaction_line).
+  if (facility == "GETPID" && message.ends_with(": retrying")) return spdlog::level::debug;
   // A fatal (transaction) error reaches the error callback too, which logs it once, and the
   // sink then says what it does about it (a new producer, or a stop with the remedy).
   if (facility == "FATAL" || facility == "TXNERR") return spdlog::level::info;
   return spd_level;
 }
 
+/// Whether a librdkafka line says that init_transactions waits for the coordinator to abort a
+/// transaction an earlier producer with the same transactional.id left open.
+bool is_previous_transaction_line(std::string_view facility, std::string_view message) {
+  return facility == "GETPID" && message.find("concurrent operation") != std::string_view::npos;
+}
+// Notes that on the sink of `rk` (see KafkaSink::start).
+void note_previous_transaction(const rd_kafka_t* rk);
+
 void log_callback(const rd_kafka_t* rk, int level, const char* facility, const char* message) {
   auto spd_level = level_of_line(level, facility, message);
   if (is_connection_failure(facility, message)) note_connection_failure(rk, message);
+  if (is_previous_transaction_line(facility, message)) note_previous_transaction(rk);
   if (spd_level >= spdlog::level::warn && is_connection_failure(facility, message)) {
     static std::mutex mutex;
     static std::unordered_map<std::string, std::chrono::steady_clock::time_point> last_warned;
@@ -159,6 +171,11 @@ class KafkaSink final : public TransactionalSink {
   const std::string& label() const { return label_; }
 
   /// From librdkafka's log callback (any thread).
+  void note_previous_transaction() {
+    previous_transaction_open_.store(true, std::memory_order_relaxed);
+  }
+
+  /// From librdkafka's log callback (any thread).
   void note_connection_failure(std::string_view message) {
     // Without librdkafka's thread tag ("[thrd:host:port/bootstrap]: ").
     if (message.starts_with("[thrd:")) {
@@ -191,11 +208,20 @@ class KafkaSink final : public TransactionalSink {
     if (!transactional_) return ok();
     // Fences a producer of an earlier run with the same transactional.id and aborts the
     // transaction it left open, so that its records never become visible.
+    previous_transaction_open_.store(false, std::memory_order_relaxed);
     if (auto st = call_transactional(
             "initializing the transactional producer",
             [this](int timeout) { return rd_kafka_init_transactions(rk_, timeout); });
         !st) {
       return st;
+    }
+    if (previous_transaction_open_.load(std::memory_order_relaxed)) {
+      // librdkafka's GETPID lines about it ("another concurrent operation") went to debug.
+      spdlog::info(
+          "{}: an earlier producer of transactional_id {} had left a transaction open (a run "
+          "stopped or killed in the middle of a batch); init_transactions waited until the "
+          "broker aborted it, so none of its records become visible",
+          label_, in_quotes(config_.transactional_id));
     }
     if (checkpoint_) {
       checkpoint_rkt_ = rd_kafka_topic_new(rk_, checkpoint_->location.c_str(), nullptr);
@@ -1563,6 +1589,9 @@ class KafkaSink final : public TransactionalSink {
   // current_problem()); troubled_ mirrors whether it is set, read without the lock.
   std::optional<Clock::time_point> trouble_since_;
   std::atomic<bool> troubled_{false};
+  // librdkafka said that init_transactions waits for an earlier producer's open transaction
+  // to be aborted (set by its log callback, read by start()).
+  std::atomic<bool> previous_transaction_open_{false};
   // When stopping() first saw the stop request (Clock milliseconds; 0: not yet).
   mutable std::atomic<std::int64_t> stop_seen_ms_{0};
   // When the last successful delivery report arrived (steady_ms(); 0: none yet).
@@ -1576,6 +1605,11 @@ const std::string& label_of(const rd_kafka_t* rk) {
   static const std::string plain = "kafka sink";
   const void* opaque = rk != nullptr ? rd_kafka_opaque(rk) : nullptr;
   return opaque != nullptr ? static_cast<const KafkaSink*>(opaque)->label() : plain;
+}
+
+void note_previous_transaction(const rd_kafka_t* rk) {
+  void* opaque = rk != nullptr ? rd_kafka_opaque(rk) : nullptr;
+  if (opaque != nullptr) static_cast<KafkaSink*>(opaque)->note_previous_transaction();
 }
 
 void note_connection_failure(const rd_kafka_t* rk, std::string_view message) {
