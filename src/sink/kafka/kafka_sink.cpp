@@ -219,8 +219,9 @@ class KafkaSink final : public TransactionalSink {
       // librdkafka's GETPID lines about it ("another concurrent operation") went to debug.
       spdlog::info(
           "{}: an earlier producer of transactional_id {} had left a transaction open (a run "
-          "stopped or killed in the middle of a batch); init_transactions waited until the "
-          "broker aborted it, so none of its records become visible",
+          "stopped or killed in the middle of a batch, or the producer this one replaces); "
+          "init_transactions waited until the broker aborted it, so none of its records become "
+          "visible",
           label_, in_quotes(config_.transactional_id));
     }
     if (checkpoint_) {
