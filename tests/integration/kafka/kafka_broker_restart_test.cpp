@@ -431,9 +431,18 @@ TEST(KafkaBrokerOutage, SigtermDuringAnOutageUnderEffectivelyOnceStopsPromptly) 
       [&] { return kafka_it::count_in_file(log, "Connection refused") > refused_before; }, 60s))
       << log_text();
   // A batch goes into the transaction and waits for the brokers (the marker is written first).
+  // Or, when the source's idle position moved just before (the server's own WAL records), the
+  // commit of that idle checkpoint waits for them first and holds the poll back: a stop during
+  // an outage as well.
   s.query("insert into t values (2)");
+  bool batch_in_flight = false;
   ASSERT_TRUE(it::wait_until(
-      [&] { return has(http_get(port, "/admin/snapshot").body, "\"in_flight\":1"); }, 30s, 20ms))
+      [&] {
+        const std::string body = http_get(port, "/admin/snapshot").body;
+        batch_in_flight = has(body, "\"in_flight\":1");
+        return batch_in_flight || has(body, "in commit of an idle checkpoint");
+      },
+      30s, 20ms))
       << http_get(port, "/admin/snapshot").body << "\n"
       << log_text();
   const auto signalled = std::chrono::steady_clock::now();
@@ -452,7 +461,9 @@ TEST(KafkaBrokerOutage, SigtermDuringAnOutageUnderEffectivelyOnceStopsPromptly) 
   std::cout << "stopped " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
             << " ms after SIGTERM" << std::endl;
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n" << log_text();
-  EXPECT_TRUE(has(log_text(), "stopping with 1 unacknowledged event")) << log_text();
+  if (batch_in_flight) {
+    EXPECT_TRUE(has(log_text(), "stopping with 1 unacknowledged event")) << log_text();
+  }
   EXPECT_TRUE(has(log_text(), "cppcdc stopped by signal")) << log_text();
 
   // Nothing was lost: the second row comes with the broker back and a new run.
