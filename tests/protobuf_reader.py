@@ -22,9 +22,11 @@ Usage: protobuf_reader.py PROTO_DIR [--framed] [--key] FILE...
   an absent optional field or message as null, 64-bit integers as numbers.
 """
 
+import atexit
 import importlib
 import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -38,6 +40,9 @@ def load(proto_dir):
     if proto_dir in _modules:
         return _modules[proto_dir]
     out = tempfile.mkdtemp(prefix="cppcdc-protobuf-py-")
+    # Kept while the process may still import from it, removed when it ends (each run of a
+    # test's reader used to leave one behind).
+    atexit.register(shutil.rmtree, out, True)
     subprocess.run(["protoc", "--python_out=" + out, "-I", proto_dir,
                     os.path.join(proto_dir, "event.proto"),
                     os.path.join(proto_dir, "event_key.proto")], check=True)
@@ -120,14 +125,14 @@ def compile_text(text):
     its own: (pool, FileDescriptorProto of the text)."""
     from google.protobuf import descriptor_pb2, descriptor_pool
 
-    d = tempfile.mkdtemp(prefix="cppcdc-protobuf-registry-")
-    with open(os.path.join(d, "schema.proto"), "w", encoding="utf-8") as f:
-        f.write(text)
-    out = os.path.join(d, "schema.pb")
-    subprocess.run(["protoc", "-I", d, "--descriptor_set_out=" + out, "schema.proto"],
-                   check=True)
-    with open(out, "rb") as f:
-        files = descriptor_pb2.FileDescriptorSet.FromString(f.read()).file
+    with tempfile.TemporaryDirectory(prefix="cppcdc-protobuf-registry-") as d:
+        with open(os.path.join(d, "schema.proto"), "w", encoding="utf-8") as f:
+            f.write(text)
+        out = os.path.join(d, "schema.pb")
+        subprocess.run(["protoc", "-I", d, "--descriptor_set_out=" + out, "schema.proto"],
+                       check=True)
+        with open(out, "rb") as f:
+            files = descriptor_pb2.FileDescriptorSet.FromString(f.read()).file
     pool = descriptor_pool.DescriptorPool()
     for file_proto in files:
         pool.Add(file_proto)

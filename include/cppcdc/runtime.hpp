@@ -113,10 +113,21 @@ class RuntimeObserver {
   virtual ~RuntimeObserver() = default;
   /// A poll handed out `events` (a non-empty batch, as the source produced it).
   virtual void on_delivered(std::span<const Event> /*events*/) {}
-  /// commit_ack succeeded for `events` (the acknowledged prefix of the outstanding batch).
+  /// commit_ack succeeded for `events` (the acknowledged prefix of the outstanding batch), and
+  /// they are committed: at the sinks and, with them, in the checkpoint as far as it goes.
   /// `acked_at_ms`: wall clock when commit_ack was called, i.e. right after the sinks flushed
-  /// when run_to_completion drives the runtime.
+  /// when run_to_completion drives the runtime. Under a transactional sink this commit also
+  /// commits the events of the on_carried() calls since the last on_committed().
   virtual void on_committed(std::span<const Event> /*events*/, std::int64_t /*acked_at_ms*/) {}
+  /// commit_ack succeeded for `events`, but a transactional sink carries them in its open
+  /// transaction (a stretch with no position to resume after: a snapshot of a table without a
+  /// primary key, say): they are committed only with the next on_committed(), or dropped by
+  /// on_carried_aborted(). Not committed yet, so not to be counted as such.
+  virtual void on_carried(std::span<const Event> /*events*/, std::int64_t /*acked_at_ms*/) {}
+  /// The open transaction that carried the events of the on_carried() calls since the last
+  /// on_committed() was aborted (a stop, or a failed delivery): none of them is committed, and
+  /// a restart from the checkpoint delivers them again.
+  virtual void on_carried_aborted() {}
   /// A checkpoint record became durable (after a batch, or for an idle position).
   virtual void on_checkpoint(const CheckpointRecord& /*record*/) {}
 };
@@ -227,11 +238,16 @@ struct RuntimeAdminSnapshot {
   RuntimeState state = RuntimeState::kCreated;
   std::uint64_t events_delivered = 0;  ///< handed out by poll_event_batch (and suppressed
                                        ///< duplicates, acknowledged as if handed out)
-  std::uint64_t events_committed = 0;  ///< acknowledged, by this process (like events_delivered)
-  /// Acknowledged since the pipeline's first start: the checkpoint's committed_events, which
-  /// counts earlier runs too.
-  std::uint64_t events_committed_total = 0;
-  std::uint64_t in_flight = 0;         ///< delivered, not yet acknowledged
+  /// Committed by this process, like events_delivered and the Prometheus counter
+  /// cppcdc_events_committed_total: acknowledged and durable at the sinks. Events a
+  /// transactional sink carries in its open transaction count only once that commits.
+  std::uint64_t events_committed = 0;
+  /// Committed over the pipeline's life, earlier runs included: the count the checkpoint
+  /// carries (its committed_events) plus this process's commits since its last record.
+  std::uint64_t events_committed_lifetime = 0;
+  /// Delivered by this process and not committed yet (events_delivered - events_committed):
+  /// the batch in flight, and batches carried in an open transaction.
+  std::uint64_t in_flight = 0;
   std::optional<std::string> checkpoint_offset;  ///< last durable resume position
   std::int64_t last_poll_at_ms = 0;      ///< wall clock (ms since the epoch) of the last
                                          ///< returned poll, empty or not; 0: none yet

@@ -104,7 +104,11 @@ struct Runtime::Impl {
   mutable std::mutex mutex;  // guards the admin fields below
   RuntimeState state = RuntimeState::kCreated;
   std::uint64_t events_delivered = 0;
-  std::uint64_t events_committed = 0;        // since the pipeline's first start (the checkpoint's)
+  // Acknowledged since the pipeline's first start (the checkpoint's count, which the commit
+  // barrier goes on from), events carried in an open transaction included: those are the last
+  // carried_counted of it, which count as committed only once that transaction commits.
+  std::uint64_t events_committed = 0;
+  std::uint64_t carried_counted = 0;
   std::uint64_t committed_before_start = 0;  // events_committed when this process started
   std::int64_t last_poll_at_ms = 0;
   std::int64_t last_commit_at_ms = 0;
@@ -135,6 +139,28 @@ struct Runtime::Impl {
   std::string initial_offset;  // where the stream began when there was no checkpoint
   std::uint64_t skip_tx_id = 0;
   std::uint64_t skip_remaining = 0;
+
+  // The barrier's count after an acknowledgement (`mutex` held): `carried`, the acknowledged
+  // events wait in the open transaction; otherwise it committed, with whatever it carried.
+  void count_committed(std::uint64_t planned, bool carried) {
+    if (carried) {
+      carried_counted += planned - events_committed;
+    } else {
+      carried_counted = 0;
+    }
+    events_committed = planned;
+  }
+
+  // The open transaction that carried batches was aborted: they were not committed, and the
+  // source delivers them again (the barrier counts them again then).
+  void drop_carried() {
+    {
+      std::lock_guard lock(mutex);
+      events_committed -= carried_counted;
+      carried_counted = 0;
+    }
+    if (config.observer) config.observer->on_carried_aborted();
+  }
 
   void arm_skip() {
     skip_tx_id = checkpoint ? checkpoint->partial_tx_id : 0;
@@ -372,12 +398,14 @@ struct Runtime::Impl {
       }
     }
     batch_open = false;
-    carried_events = 0;  // committed with this record, or aborted (the runtime then fails)
+    // Committed with this record, or aborted (the runtime then fails).
+    const bool carrying = std::exchange(carried_events, 0) > 0;
     if (plan.record) {
       CPPCDC_FAULT_POINT("runtime.before_checkpoint");
     }
     if (auto committed = transactional->commit(plan.record); !committed) {
       (void)transactional->abort();
+      if (carrying) drop_carried();
       failed(committed.error());
       const std::string what =
           plan.record ? "the checkpoint at " + plan.record->offset : std::string("a batch");
@@ -442,9 +470,10 @@ struct Runtime::Impl {
     }
     auto committed = sink.commit(plan.record);
     batch_open = false;
-    carried_events = 0;
     if (!committed) {
       (void)sink.abort();
+      // carried_events stays: the abort took the carried batches too, which a retry of this
+      // batch alone would skip for good; deliver_loop fails the run instead.
       // Refused for good: nothing of the batch is durable, and a restart delivers it again.
       if (!committed.error().retryable()) set_state(RuntimeState::kFailed);
       const std::string what =
@@ -452,6 +481,7 @@ struct Runtime::Impl {
       return fail(committed.error().context("committing " + what + " in " + sink.name() +
                                             "'s transaction"));
     }
+    carried_events = 0;  // committed with this batch
     if (plan.record) {
       CPPCDC_FAULT_POINT("runtime.after_checkpoint");
     }
@@ -497,7 +527,7 @@ struct Runtime::Impl {
     shaper.acknowledge(produced.size());
     CPPCDC_TRY(apply(plan));
     std::lock_guard lock(mutex);
-    events_committed = plan.committed_events;
+    count_committed(plan.committed_events, transactional != nullptr && carried_events > 0);
     swallowed = true;
     return ok();
   }
@@ -827,9 +857,12 @@ Status Runtime::commit_ack(const AckToken& token) {
     return fail(applied.error().context("after acknowledging delivery " +
                                         std::to_string(token.delivery_id())));
   }
+  // Carried in a transactional sink's open transaction (commit_attempt): acknowledged, but
+  // committed only with a later batch.
+  const bool carried = d.transactional != nullptr && d.carried_events > 0;
   {
     std::lock_guard lock(d.mutex);
-    d.events_committed = plan.committed_events;
+    d.count_committed(plan.committed_events, carried);
     d.last_commit_at_ms = acked_at_ms;
     d.outstanding_since_ms = 0;
     d.outstanding_events = 0;
@@ -837,8 +870,12 @@ Status Runtime::commit_ack(const AckToken& token) {
     d.ended_attempt_started_ms = 0;
   }
   if (d.config.observer) {
-    d.config.observer->on_committed(std::span<const Event>(acked->data(), delivered_acked),
-                                    acked_at_ms);
+    const std::span<const Event> events(acked->data(), delivered_acked);
+    if (carried) {
+      d.config.observer->on_carried(events, acked_at_ms);
+    } else {
+      d.config.observer->on_committed(events, acked_at_ms);
+    }
   }
   return ok();
 }
@@ -943,6 +980,7 @@ Result<std::uint64_t> Runtime::Impl::deliver_loop(Runtime& runtime, Pipeline& pi
         // later poll start the source again from the checkpoint, so that they are read again
         // rather than skipped.
         (void)d.transactional->abort();
+        d.drop_carried();
         d.rewind_source();
         d.reconnect_pending = true;
       }
@@ -1029,6 +1067,7 @@ Result<std::uint64_t> Runtime::Impl::deliver_loop(Runtime& runtime, Pipeline& pi
         // batches it carried, which the source has handed over for good: only a restart from
         // the checkpoint reads them again, so this is not retried here.
         const std::uint64_t carried = std::exchange(d.carried_events, 0);
+        d.drop_carried();
         d.batch_open = false;
         d.set_state(RuntimeState::kFailed);
         return fail(st.error().context(
@@ -1100,9 +1139,12 @@ RuntimeAdminSnapshot Runtime::admin_snapshot() const {
   RuntimeAdminSnapshot s;
   s.state = d.state;
   s.events_delivered = d.events_delivered;
-  // Both counters of this process: the checkpoint's count covers earlier runs too.
-  s.events_committed = d.events_committed - d.committed_before_start;
-  s.events_committed_total = d.events_committed;
+  // Both counters of this process: the checkpoint's count covers earlier runs too. Events
+  // carried in an open transaction are not committed yet (they are in flight).
+  const std::uint64_t committed = d.events_committed - d.carried_counted;
+  s.events_committed =
+      committed > d.committed_before_start ? committed - d.committed_before_start : 0;
+  s.events_committed_lifetime = committed;
   s.in_flight =
       d.events_delivered > s.events_committed ? d.events_delivered - s.events_committed : 0;
   if (d.checkpoint) s.checkpoint_offset = d.checkpoint->offset;

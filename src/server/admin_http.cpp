@@ -80,7 +80,7 @@ std::string admin_snapshot_json(const RuntimeAdminSnapshot& s,
   o["state"] = std::string(to_string(s.state));
   o["events_delivered"] = s.events_delivered;
   o["events_committed"] = s.events_committed;
-  o["events_committed_total"] = s.events_committed_total;
+  o["events_committed_lifetime"] = s.events_committed_lifetime;
   o["in_flight"] = s.in_flight;
   if (s.checkpoint_offset) {
     o["checkpoint_offset"] = *s.checkpoint_offset;

@@ -1528,8 +1528,14 @@ Result<ServerConfig> read_document(const toml::table& document, const std::strin
   }
   if (!config) {
     const Error& e = config.error();
-    text += "\nthe file also has this error, which may come from one of those: " +
-            (e.chain().empty() && e.kind() == ErrorKind::kConfiguration ? e.message() : e.report());
+    const std::string also =
+        e.chain().empty() && e.kind() == ErrorKind::kConfiguration ? e.message() : e.report();
+    // Not when it is one of those, said again (a misspelt [state.offset] header that
+    // effectively_once requires is listed, and is what that check then names too).
+    const bool repeated = std::any_of(unknowns.begin(), unknowns.end(), [&](const auto& u) {
+      return u.second.starts_with(also);
+    });
+    if (!repeated) text += "\nthe file also has this error, which may come from one of those: " + also;
   }
   return fail(Error::configuration(text));
 }

@@ -295,8 +295,8 @@ void PipelineMetrics::on_delivered(std::span<const Event> events) {
                            std::memory_order_relaxed);
 }
 
-void PipelineMetrics::on_committed(std::span<const Event> events, std::int64_t acked_at_ms) {
-  bump(batches_committed_, 1);
+template <typename Count>
+void PipelineMetrics::for_each_run(std::span<const Event> events, Count count) {
   // The acknowledged events are a prefix of the last delivered batch: counted from its runs.
   // Anything else (an observer driven otherwise) is counted event by event.
   const bool prefix = !delivered_runs_.empty() && events.size() <= delivered_runs_.back().end;
@@ -305,23 +305,27 @@ void PipelineMetrics::on_committed(std::span<const Event> events, std::int64_t a
     for (const Run& run : delivered_runs_) {
       if (start >= events.size()) break;
       const std::size_t end = std::min(run.end, events.size());
-      bump(slots_[run.slot].committed[op_index(run.op)], end - start);
+      count(run.slot, run.op, end - start);
       start = end;
     }
-  } else {
-    std::size_t i = 0;
-    while (i < events.size()) {
-      const Event& first = events[i];
-      const std::size_t slot = slot_for(first);
-      std::size_t j = i + 1;
-      while (j < events.size() && events[j].op == first.op && events[j].table == first.table &&
-             events[j].schema == first.schema) {
-        ++j;
-      }
-      bump(slots_[slot].committed[op_index(first.op)], j - i);
-      i = j;
-    }
+    return;
   }
+  std::size_t i = 0;
+  while (i < events.size()) {
+    const Event& first = events[i];
+    const std::size_t slot = slot_for(first);
+    std::size_t j = i + 1;
+    while (j < events.size() && events[j].op == first.op && events[j].table == first.table &&
+           events[j].schema == first.schema) {
+      ++j;
+    }
+    count(slot, first.op, j - i);
+    i = j;
+  }
+}
+
+template <typename Observe>
+void PipelineMetrics::for_each_commit_time(std::span<const Event> events, Observe observe) {
   // One latency observation per run of events with the same commit time (a transaction);
   // snapshot rows carry no commit time of their own and are left out.
   std::size_t i = 0;
@@ -333,12 +337,53 @@ void PipelineMetrics::on_committed(std::span<const Event> events, std::int64_t a
       n += events[j].op != Operation::kRead;
       ++j;
     } while (j < events.size() && events[j].source.timestamp == ts);
-    if (ts > 0 && n > 0) {
-      latency_.observe(static_cast<double>(std::max<std::int64_t>(0, acked_at_ms - ts)) / 1000.0,
-                       n);
-    }
+    if (ts > 0 && n > 0) observe(ts, n);
     i = j;
   }
+}
+
+void PipelineMetrics::on_committed(std::span<const Event> events, std::int64_t acked_at_ms) {
+  const auto latency = [&](std::int64_t ts, std::uint64_t n) {
+    latency_.observe(static_cast<double>(std::max<std::int64_t>(0, acked_at_ms - ts)) / 1000.0, n);
+  };
+  // The batches the transaction carried are committed with this one.
+  for (const CarriedRun& run : carried_runs_) bump(slots_[run.slot].committed[run.op], run.n);
+  for (const auto& [ts, n] : carried_times_) latency(ts, n);
+  bump(batches_committed_, carried_batches_ + 1);
+  carried_runs_.clear();
+  carried_times_.clear();
+  carried_batches_ = 0;
+  for_each_run(events, [&](std::size_t slot, Operation op, std::size_t n) {
+    bump(slots_[slot].committed[op_index(op)], n);
+  });
+  for_each_commit_time(events, latency);
+}
+
+void PipelineMetrics::on_carried(std::span<const Event> events, std::int64_t /*acked_at_ms*/) {
+  // Kept as runs (one per table and operation in a row), counted when the transaction commits.
+  for_each_run(events, [&](std::size_t slot, Operation op, std::size_t n) {
+    const std::size_t index = op_index(op);
+    if (!carried_runs_.empty() && carried_runs_.back().slot == slot &&
+        carried_runs_.back().op == index) {
+      carried_runs_.back().n += n;
+    } else {
+      carried_runs_.push_back(CarriedRun{slot, index, n});
+    }
+  });
+  for_each_commit_time(events, [&](std::int64_t ts, std::uint64_t n) {
+    if (!carried_times_.empty() && carried_times_.back().first == ts) {
+      carried_times_.back().second += n;
+    } else {
+      carried_times_.emplace_back(ts, n);
+    }
+  });
+  ++carried_batches_;
+}
+
+void PipelineMetrics::on_carried_aborted() {
+  carried_runs_.clear();
+  carried_times_.clear();
+  carried_batches_ = 0;
 }
 
 void PipelineMetrics::on_checkpoint(const CheckpointRecord& record) {
@@ -378,17 +423,27 @@ std::string PipelineMetrics::render(const MetricsInputs& in) const {
             "count again).",
             false);
   per_table("cppcdc_events_committed_total",
-            "Events acknowledged (written, flushed and checkpointed), by table and operation.",
+            "Events committed by this process (written, flushed and checkpointed; events a "
+            "transactional sink carries in its open transaction count once it commits), by table "
+            "and operation.",
             true);
+  out.family("cppcdc_events_committed_lifetime", "gauge",
+             "Events committed over the pipeline's life, earlier runs included (the checkpoint's "
+             "count); not reset by a restart.");
+  out.sample("cppcdc_events_committed_lifetime", {},
+             static_cast<double>(s.events_committed_lifetime));
   out.family("cppcdc_batches_delivered_total", "counter", "Non-empty batches handed out.");
   out.sample("cppcdc_batches_delivered_total", {}, static_cast<double>(load(batches_delivered_)));
-  out.family("cppcdc_batches_committed_total", "counter", "Batches acknowledged.");
+  out.family("cppcdc_batches_committed_total", "counter",
+             "Batches committed by this process (a carried batch counts once its transaction "
+             "commits).");
   out.sample("cppcdc_batches_committed_total", {}, static_cast<double>(load(batches_committed_)));
   out.family("cppcdc_delivered_bytes_total", "counter",
              "Bytes of column values (their text, before encoding) in the events handed out.");
   out.sample("cppcdc_delivered_bytes_total", {}, static_cast<double>(load(bytes_delivered_)));
   out.family("cppcdc_runtime_events_in_flight", "gauge",
-             "Events handed out and not acknowledged yet.");
+             "Events handed out and not committed yet (the batch in flight, and batches carried "
+             "in an open transaction).");
   out.sample("cppcdc_runtime_events_in_flight", {}, static_cast<double>(s.in_flight));
 
   // Ages: milliseconds since the last poll, delivery, commit and checkpoint save; a series

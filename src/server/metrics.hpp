@@ -114,6 +114,8 @@ class PipelineMetrics final : public RuntimeObserver {
 
   void on_delivered(std::span<const Event> events) override;
   void on_committed(std::span<const Event> events, std::int64_t acked_at_ms) override;
+  void on_carried(std::span<const Event> events, std::int64_t acked_at_ms) override;
+  void on_carried_aborted() override;
   void on_checkpoint(const CheckpointRecord& record) override;
 
   /// The whole exposition: the counters above, the gauges of `inputs` and process_*.
@@ -147,6 +149,22 @@ class PipelineMetrics final : public RuntimeObserver {
     std::size_t end;  ///< one past the run's last event in the batch
   };
   std::vector<Run> delivered_runs_;
+  // Calls `count(slot, op, n)` per run of one table and operation in `events`.
+  template <typename Count>
+  void for_each_run(std::span<const Event> events, Count count);
+  // Calls `observe(commit_ms, n)` per run of events with one source commit time.
+  template <typename Observe>
+  static void for_each_commit_time(std::span<const Event> events, Observe observe);
+  // Acknowledged batches a transactional sink carries in its open transaction (on_carried):
+  // not committed yet, they are counted by the on_committed() that commits them.
+  struct CarriedRun {
+    std::size_t slot;
+    std::size_t op;  ///< op_index()
+    std::uint64_t n;
+  };
+  std::vector<CarriedRun> carried_runs_;
+  std::vector<std::pair<std::int64_t, std::uint64_t>> carried_times_;  // (commit ms, events)
+  std::uint64_t carried_batches_ = 0;
 
   std::atomic<std::uint64_t> batches_delivered_{0};
   std::atomic<std::uint64_t> batches_committed_{0};

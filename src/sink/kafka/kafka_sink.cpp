@@ -54,6 +54,8 @@ constexpr int kWaitSliceMs = 500;
 // How long a stop request lets a wait go on before cutting it short (stopping()).
 constexpr std::chrono::milliseconds kStopGrace{3'000};
 constexpr std::chrono::milliseconds kStopGraceMax{10'000};
+/// The longest the reconciliation marker's producer is waited for (flush(), close()).
+constexpr std::chrono::milliseconds kMarkerFlush{5'000};
 /// A wait shorter than this is business as usual, not worth naming in current_problem().
 constexpr std::chrono::seconds kWaitWorthReporting{2};
 
@@ -106,18 +108,30 @@ spdlog::level::level_enum level_of_line(int level, std::string_view facility,
                                         std::string_view message) {
   auto spd_level = static_cast<spdlog::level::level_enum>(level_for(level));
   if (spd_level < spdlog::level::warn) return spd_level;
-  // A producer id request that librdkafka retries on its own (a broker that just started is
-  // still loading its coordinator, say) is progress, not a problem.
-  if (facility == "GETPID" && message.ends_with(": retrying")) return spdlog::level::info;
+  // A producer id request that librdkafka retries on its own is progress, not a problem: a
+  // broker that just started is still loading its coordinator, or (CONCURRENT_TRANSACTIONS,
+  // "another concurrent operation") the coordinator is still aborting the transaction an
+  // earlier producer with the same transactional.id left open, which init_transactions waits
+  // for; the sink says so itself once the producer is ready (is_previous_transaction_line).
+  if (facility == "GETPID" && message.ends_with(": retrying")) return spdlog::level::debug;
   // A fatal (transaction) error reaches the error callback too, which logs it once, and the
   // sink then says what it does about it (a new producer, or a stop with the remedy).
   if (facility == "FATAL" || facility == "TXNERR") return spdlog::level::info;
   return spd_level;
 }
 
+/// Whether a librdkafka line says that init_transactions waits for the coordinator to abort a
+/// transaction an earlier producer with the same transactional.id left open.
+bool is_previous_transaction_line(std::string_view facility, std::string_view message) {
+  return facility == "GETPID" && message.find("concurrent operation") != std::string_view::npos;
+}
+// Notes that on the sink of `rk` (see KafkaSink::start).
+void note_previous_transaction(const rd_kafka_t* rk);
+
 void log_callback(const rd_kafka_t* rk, int level, const char* facility, const char* message) {
   auto spd_level = level_of_line(level, facility, message);
   if (is_connection_failure(facility, message)) note_connection_failure(rk, message);
+  if (is_previous_transaction_line(facility, message)) note_previous_transaction(rk);
   if (spd_level >= spdlog::level::warn && is_connection_failure(facility, message)) {
     static std::mutex mutex;
     static std::unordered_map<std::string, std::chrono::steady_clock::time_point> last_warned;
@@ -157,6 +171,11 @@ class KafkaSink final : public TransactionalSink {
   const std::string& label() const { return label_; }
 
   /// From librdkafka's log callback (any thread).
+  void note_previous_transaction() {
+    previous_transaction_open_.store(true, std::memory_order_relaxed);
+  }
+
+  /// From librdkafka's log callback (any thread).
   void note_connection_failure(std::string_view message) {
     // Without librdkafka's thread tag ("[thrd:host:port/bootstrap]: ").
     if (message.starts_with("[thrd:")) {
@@ -189,11 +208,21 @@ class KafkaSink final : public TransactionalSink {
     if (!transactional_) return ok();
     // Fences a producer of an earlier run with the same transactional.id and aborts the
     // transaction it left open, so that its records never become visible.
+    previous_transaction_open_.store(false, std::memory_order_relaxed);
     if (auto st = call_transactional(
             "initializing the transactional producer",
             [this](int timeout) { return rd_kafka_init_transactions(rk_, timeout); });
         !st) {
       return st;
+    }
+    if (previous_transaction_open_.load(std::memory_order_relaxed)) {
+      // librdkafka's GETPID lines about it ("another concurrent operation") went to debug.
+      spdlog::info(
+          "{}: an earlier producer of transactional_id {} had left a transaction open (a run "
+          "stopped or killed in the middle of a batch, or the producer this one replaces); "
+          "init_transactions waited until the broker aborted it, so none of its records become "
+          "visible",
+          label_, in_quotes(config_.transactional_id));
     }
     if (checkpoint_) {
       checkpoint_rkt_ = rd_kafka_topic_new(rk_, checkpoint_->location.c_str(), nullptr);
@@ -273,6 +302,7 @@ class KafkaSink final : public TransactionalSink {
       return poison(transaction_error("beginning a transaction", error));
     }
     in_txn_ = true;
+    txn_began_ = Clock::now();
     return ok();
   }
 
@@ -305,6 +335,7 @@ class KafkaSink final : public TransactionalSink {
     if (!committed) return committed;
     if (troubled_.load(std::memory_order_relaxed)) clear_trouble();
     in_txn_ = false;
+    txn_began_.reset();
     outstanding_ = 0;
     CPPCDC_FAULT_POINT("kafka_sink.after_commit");
     if (marker_rk_ != nullptr && marker_set_) clear_marker();
@@ -314,10 +345,11 @@ class KafkaSink final : public TransactionalSink {
   Status abort() override {
     if (!transactional_ || rk_ == nullptr || (!in_txn_ && !abort_pending_)) return ok();
     in_txn_ = false;
-    // When stopping, one short try: a transaction left open is aborted by the next start's
-    // init_transactions (or the broker's transaction.timeout.ms).
-    rd_kafka_error_t* error =
-        rd_kafka_abort_transaction(rk_, stopping() ? 2 * kWaitSliceMs : timeout_ms());
+    // When stopping, one short try, and none that waits while the brokers are unreachable: a
+    // transaction left open is aborted by the next start's init_transactions (or the broker's
+    // transaction.timeout.ms).
+    const int wait = !stopping() ? timeout_ms() : unreachable() ? 0 : 2 * kWaitSliceMs;
+    rd_kafka_error_t* error = rd_kafka_abort_transaction(rk_, wait);
     // The aborted records' delivery reports (purged) are no failure of anything delivered.
     rd_kafka_poll(rk_, 0);
     outstanding_ = 0;
@@ -332,6 +364,7 @@ class KafkaSink final : public TransactionalSink {
       return poison(std::move(e));
     }
     abort_pending_ = false;
+    txn_began_.reset();
     // Nothing of the failed attempt can become visible: the sink may go on.
     if (!fatal_) failed_.reset();
     return ok();
@@ -374,9 +407,7 @@ class KafkaSink final : public TransactionalSink {
     if (auto st = usable(); !st) return st;
     // The reconciliation marker goes out before the batch can commit (diagnostic only: a
     // marker that did not make it is no loss, so its failure fails nothing).
-    if (marker_rk_ != nullptr && marker_set_ && !stopping()) {
-      (void)rd_kafka_flush(marker_rk_, 5'000);
-    }
+    if (marker_rk_ != nullptr && marker_set_) flush_marker();
     const auto timeout = std::chrono::milliseconds(config_.delivery_timeout_ms) + kFlushSlack;
     const auto deadline = Clock::now() + timeout;
     std::optional<WaitNote> note;
@@ -412,14 +443,20 @@ class KafkaSink final : public TransactionalSink {
                 last_broker_error_suffix()));
       }
     }
-    if (delivery_error_) return poison(*delivery_error_);
+    if (delivery_error_) {
+      // A record refused because the producer hit a fatal error: the fatal error says why.
+      if (auto fatal = fatal_error(); fatal) return poison(std::move(*fatal));
+      return poison(*delivery_error_);
+    }
     CPPCDC_FAULT_POINT("kafka_sink.after_flush");
     return ok();
   }
 
   Status close() override {
     if (closed_) return ok();
-    if (stopping() && (in_txn_ || abort_pending_ || outstanding_ > 0 || failed_)) {
+    // While the brokers are unreachable a stop waits for nothing: no record, abort or marker
+    // can be acknowledged now, and the checkpoint did not pass what is still queued.
+    if (stopping() && (unreachable() || in_txn_ || abort_pending_ || outstanding_ > 0 || failed_)) {
       // The program stops with a batch that was not acknowledged: waiting for it would hold
       // up the stop, and it is delivered again after the restart anyway.
       spdlog::debug(
@@ -522,6 +559,9 @@ class KafkaSink final : public TransactionalSink {
     return e.schema ? *e.schema + "." + e.table : e.table;
   }
 
+  /// Whether librdkafka reports the brokers unreachable (no record delivered since).
+  bool unreachable() const { return troubled_.load(std::memory_order_relaxed); }
+
   /// Whether a stop request cuts the current wait short. At once while librdkafka reports the
   /// brokers unreachable; otherwise a cluster that answers gets time to acknowledge the batch
   /// in flight (so a routine restart delivers nothing twice): kStopGrace after the request,
@@ -529,7 +569,7 @@ class KafkaSink final : public TransactionalSink {
   /// kStopGraceMax at most.
   bool stopping() const {
     if (config_.stop == nullptr || !config_.stop->load(std::memory_order_relaxed)) return false;
-    if (troubled_.load(std::memory_order_relaxed)) return true;
+    if (unreachable()) return true;
     const std::int64_t now = steady_ms();
     std::int64_t seen = stop_seen_ms_.load(std::memory_order_relaxed);
     if (seen == 0) {
@@ -696,6 +736,7 @@ class KafkaSink final : public TransactionalSink {
         label_, in_quotes(config_.transactional_id), why);
     destroy(/*purge=*/true);
     in_txn_ = false;
+    txn_began_.reset();
     abort_pending_ = false;
     marker_set_ = false;
     outstanding_ = 0;
@@ -730,11 +771,7 @@ class KafkaSink final : public TransactionalSink {
     if (fatal) {
       fatal_ = true;
       if (code == RD_KAFKA_RESP_ERR__UNSUPPORTED_FEATURE) return not_a_broker(what, text);
-      if (code == RD_KAFKA_RESP_ERR__FENCED || code == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
-          code == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH ||
-          text.find("fenced") != std::string::npos) {
-        return fenced(where);
-      }
+      if (is_fencing(code) || text.find("fenced") != std::string::npos) return fenced(where, where);
       if (code == RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED ||
           code == RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED) {
         return Error::sink(ErrorKind::kConfiguration,
@@ -759,11 +796,49 @@ class KafkaSink final : public TransactionalSink {
     return Error::sink(ErrorKind::kTransient, where + last_broker_error_suffix());
   }
 
-  /// The producer was fenced: another process started a producer with the same
-  /// transactional.id. `where`: what failed, naming the transactional_id.
-  Error fenced(const std::string& where) const {
+  /// The error codes librdkafka 2.0.2 gives when the broker refuses this producer's epoch:
+  /// _FENCED (its own, for the fatal error it raises then), PRODUCER_FENCED and
+  /// INVALID_PRODUCER_EPOCH (the broker's). The broker bumps the epoch in two cases, and the
+  /// codes do not tell them apart (against Kafka 4.4 both give _FENCED, "Producer attempted
+  /// an operation with an old epoch" on a produce, "Failed to end transaction" on a commit):
+  /// another producer with the same transactional.id initialized (a fence), and the broker's
+  /// abort of a transaction open longer than transaction.timeout.ms. (INVALID_TXN_STATE and
+  /// the local _TIMED_OUT/_TIMED_OUT_QUEUE are neither: the first is librdkafka's own state
+  /// machine, the others a request that got no answer in time.)
+  static bool is_fencing(rd_kafka_resp_err_t code) {
+    return code == RD_KAFKA_RESP_ERR__FENCED || code == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
+           code == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH;
+  }
+
+  /// The producer's epoch was refused (is_fencing()). When the transaction had been open
+  /// longer than transaction.timeout.ms, the broker's timeout is what ended it; otherwise
+  /// another process started a producer with the same transactional.id. `subject`: what failed,
+  /// naming the transactional_id, `fenced_where` the same said as a fence.
+  Error fenced(const std::string& subject, const std::string& fenced_where) const {
+    const std::int64_t limit = transaction_timeout_ms();
+    if (txn_began_) {
+      const std::int64_t open_ms =
+          std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - *txn_began_)
+              .count();
+      if (open_ms >= limit) {
+        return Error::sink(
+                   ErrorKind::kTerminal,
+                   subject + ": the transaction had been open for " + std::to_string(open_ms) +
+                       " ms, longer than transaction.timeout.ms (" + std::to_string(limit) +
+                       " ms), so the broker aborted it (librdkafka reports that as a fence). "
+                       "Nothing of it is visible to read_committed consumers, and a restart "
+                       "delivers it again from the checkpoint. A stretch without a position (the "
+                       "snapshot of a table without a primary key, a MariaDB/MySQL snapshot) is "
+                       "one transaction under effectively_once: raise transaction.timeout.ms in "
+                       "[sink.kafka_properties] and the broker's transaction.max.timeout.ms, "
+                       "which caps it (15 minutes by default), or snapshot fewer rows at once "
+                       "([source.snapshot] tables or table_conditions, then incremental "
+                       "snapshots)")
+            .for_setting(SettingOwner::kSink, "kafka_properties.transaction.timeout.ms");
+      }
+    }
     return Error::sink(ErrorKind::kTerminal,
-                       where +
+                       fenced_where +
                            ": another process uses this transactional_id now (a producer "
                            "with the same transactional_id started and took over); two "
                            "pipelines must not share a transactional_id (give each its own, "
@@ -795,13 +870,12 @@ class KafkaSink final : public TransactionalSink {
     if (err == RD_KAFKA_RESP_ERR__UNSUPPORTED_FEATURE) {
       return not_a_broker("the producer", reason);
     }
-    if (transactional_ &&
-        (err == RD_KAFKA_RESP_ERR__FENCED || err == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
-         err == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH)) {
-      return fenced(std::string("the transactional producer of transactional_id ") +
-                    in_quotes(config_.transactional_id) + " on " +
-                    in_quotes(config_.bootstrap_servers) + " was fenced (" +
-                    rd_kafka_err2name(err) + ": " + reason + ")");
+    if (transactional_ && is_fencing(err)) {
+      const std::string subject = std::string("the transactional producer of transactional_id ") +
+                                  in_quotes(config_.transactional_id) + " on " +
+                                  in_quotes(config_.bootstrap_servers);
+      const std::string detail = std::string(" (") + rd_kafka_err2name(err) + ": " + reason + ")";
+      return fenced(subject + " was refused" + detail, subject + " was fenced" + detail);
     }
     return Error::sink(ErrorKind::kTerminal,
                        std::string("the producer hit a fatal error and stopped (") +
@@ -835,6 +909,17 @@ class KafkaSink final : public TransactionalSink {
     (void)conf->release();
     marker_key_ = checkpoint_->key + ".reconciliation";
     return ok();
+  }
+
+  /// Waits (up to kMarkerFlush) until the marker producer delivered what it holds. Diagnostic
+  /// only, so the wait ends at once while the brokers are unreachable or a stop is requested:
+  /// a marker that did not make it loses nothing.
+  void flush_marker() {
+    const auto deadline = Clock::now() + kMarkerFlush;
+    while (rd_kafka_outq_len(marker_rk_) > 0 && Clock::now() < deadline) {
+      if (unreachable() || stopping()) return;  // it goes out when the brokers are back
+      (void)rd_kafka_flush(marker_rk_, 100);
+    }
   }
 
   void write_marker(const Event& first, std::size_t events) {
@@ -1431,7 +1516,14 @@ class KafkaSink final : public TransactionalSink {
  private:
   void destroy(bool purge) {
     if (marker_rk_ != nullptr) {
-      (void)rd_kafka_flush(marker_rk_, purge ? 0 : 5'000);
+      if (!purge) flush_marker();
+      // What is left is dropped (a marker is diagnostic only), without librdkafka's warning
+      // about messages still queued at rd_kafka_destroy().
+      if (rd_kafka_outq_len(marker_rk_) > 0) {
+        spdlog::debug("{}: the reconciliation marker's last update was not delivered", label_);
+        rd_kafka_purge(marker_rk_, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+        rd_kafka_poll(marker_rk_, 0);
+      }
       rd_kafka_destroy(marker_rk_);
       marker_rk_ = nullptr;
     }
@@ -1465,6 +1557,9 @@ class KafkaSink final : public TransactionalSink {
   std::string marker_key_;
   bool marker_set_ = false;       // a marker was written and no commit cleared it yet
   bool in_txn_ = false;           // begin() succeeded and no commit() or abort() ended it
+  // When the transaction begin() opened began; reset when a commit or abort ended it (an
+  // error about it may come after in_txn_ was cleared: fenced() reads it).
+  std::optional<Clock::time_point> txn_began_;
   bool abort_pending_ = false;    // an abort timed out: it is resumed before the next begin()
   bool unknown_outcome_ = false;  // a commit gave up undecided: only a restart may go on
   bool needs_restart_ = false;    // recover() replaces the producer (a start failed so far)
@@ -1495,6 +1590,9 @@ class KafkaSink final : public TransactionalSink {
   // current_problem()); troubled_ mirrors whether it is set, read without the lock.
   std::optional<Clock::time_point> trouble_since_;
   std::atomic<bool> troubled_{false};
+  // librdkafka said that init_transactions waits for an earlier producer's open transaction
+  // to be aborted (set by its log callback, read by start()).
+  std::atomic<bool> previous_transaction_open_{false};
   // When stopping() first saw the stop request (Clock milliseconds; 0: not yet).
   mutable std::atomic<std::int64_t> stop_seen_ms_{0};
   // When the last successful delivery report arrived (steady_ms(); 0: none yet).
@@ -1508,6 +1606,11 @@ const std::string& label_of(const rd_kafka_t* rk) {
   static const std::string plain = "kafka sink";
   const void* opaque = rk != nullptr ? rd_kafka_opaque(rk) : nullptr;
   return opaque != nullptr ? static_cast<const KafkaSink*>(opaque)->label() : plain;
+}
+
+void note_previous_transaction(const rd_kafka_t* rk) {
+  void* opaque = rk != nullptr ? rd_kafka_opaque(rk) : nullptr;
+  if (opaque != nullptr) static_cast<KafkaSink*>(opaque)->note_previous_transaction();
 }
 
 void note_connection_failure(const rd_kafka_t* rk, std::string_view message) {

@@ -341,6 +341,7 @@ TEST(KafkaBrokerOutage, SigtermDuringAWaitOnUnreachableBrokersStopsPromptlyAndCl
   // Again and again while it stops, as GNU timeout (twice) and impatient people do: a repeated
   // signal must not kill the process half-way (it used to: exit 143, no last line, the lock
   // file and the control socket left behind).
+  const auto signalled = std::chrono::steady_clock::now();
   ASSERT_EQ(kill(child, SIGTERM), 0);
   int status = -1;
   const bool exited = it::wait_until(
@@ -352,12 +353,127 @@ TEST(KafkaBrokerOutage, SigtermDuringAWaitOnUnreachableBrokersStopsPromptlyAndCl
       30s, 10ms);
   ASSERT_TRUE(exited) << "cppcdc did not stop within 30 s of SIGTERM\n" << log_text();
   child = -1;
+  // Promptly: the brokers are known to be unreachable, so no wait of the stop (a final flush,
+  // an abort) may run out its timeout (a trial saw 7.8 s, five of them one producer's flush).
+  EXPECT_LT(std::chrono::steady_clock::now() - signalled, 4s) << log_text();
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n" << log_text();
   EXPECT_TRUE(has(log_text(), "stopping with 1 unacknowledged event (not delivered to"))
       << log_text();
   EXPECT_TRUE(has(log_text(), "cut short by the stop request")) << log_text();
   EXPECT_TRUE(has(log_text(), "cppcdc stopped by signal")) << log_text();
   EXPECT_FALSE(fs::exists(dir / "state" / "cdc.sock")) << "the control socket was left behind";
+  it::drop_slots(db);
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+
+// The same under effectively_once, with the broker gone after the pipeline started: the batch
+// in flight waits in its transaction, the reconciliation marker's producer holds the marker, and
+// the kafka_topic checkpoint backend has its own producer. SIGTERM must end all of that at once
+// (a trial waited 7.8 s: the sink flushed the marker producer for 5 s while the brokers were
+// unreachable). Nothing is lost: the checkpoint did not pass the batch, which comes again.
+TEST(KafkaBrokerOutage, SigtermDuringAnOutageUnderEffectivelyOnceStopsPromptly) {
+  KAFKA_TEST_BOOTSTRAP(shared);
+  kafka_it::OwnBroker broker(shared, 50);
+  ASSERT_TRUE(broker.started) << "scripts/kafka.sh could not start a broker on port "
+                              << broker.port;
+  const std::string db = it::test_database("kbr_eos_sigterm");
+  it::fresh_database(db);
+  const fs::path dir = fs::temp_directory_path() / ("cppcdc-it-" + db);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string source = kafka_it::unique_topic("eos-sigterm");
+  it::PgSession s(it::dsn_for(db));
+  s.query("create table t (id int primary key)");
+  {
+    std::ofstream cfg(dir / "cdc.toml");
+    cfg << "delivery_contract = \"effectively_once\"\n\n"
+        << "[source]\ntype = \"postgres\"\ndsn = \"" << it::dsn_for(db) << "\"\n"
+        << "slot_name = \"" << db << "\"\npublication_name = \"" << db << "_pub\"\n"
+        << "source_name = \"" << source << "\"\ntables = [\"public.t\"]\n\n"
+        << "[sink]\ntype = \"kafka\"\nbootstrap_servers = \"" << broker.bootstrap << "\"\n"
+        << "create_topics = true\ndelivery_timeout_ms = 600000\n"
+        << "delivery_mode = \"transactional\"\ntransactional_id = \"" << source << "\"\n\n"
+        << "[state.offset]\nbackend = \"kafka_topic\"\ntopic = \"" << source << ".checkpoints\"\n\n"
+        << "[runtime]\nmax_poll_wait_ms = 100\n\n"
+        << "[admin]\nlisten = \"127.0.0.1:0\"\n";
+  }
+  pid_t child = -1;
+  it::start_cppcdc_process(child, dir, it::admin_dsn(), db, 120);
+  struct Guard {
+    pid_t& pid;
+    ~Guard() {
+      if (pid > 0) it::stop_cppcdc_process(pid, SIGKILL);
+    }
+  } guard{child};
+  const fs::path log = dir / "cppcdc.log";
+  const auto log_text = [&] {
+    std::ifstream in(log);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string marker = "admin server listening on http://127.0.0.1:";
+  ASSERT_TRUE(it::wait_until([&] { return has(log_text(), marker); }, 30s)) << log_text();
+  const std::string text = log_text();
+  const int port = std::atoi(text.c_str() + text.find(marker) + marker.size());
+  const std::string topic = source + ".public.t";
+  s.query("insert into t values (1)");
+  ASSERT_TRUE(it::wait_until(
+      [&] {
+        return kafka_it::partition_count(broker.bootstrap, topic) > 0 &&
+               kafka_it::read_topic(broker.bootstrap, topic, "read_committed").size() == 1;
+      },
+      60s, 200ms))
+      << log_text();
+
+  const std::size_t refused_before = kafka_it::count_in_file(log, "Connection refused");
+  ASSERT_TRUE(broker.stop());
+  // The sink knows the brokers are unreachable (librdkafka reported the refused connections).
+  ASSERT_TRUE(it::wait_until(
+      [&] { return kafka_it::count_in_file(log, "Connection refused") > refused_before; }, 60s))
+      << log_text();
+  // A batch goes into the transaction and waits for the brokers (the marker is written first).
+  // Or, when the source's idle position moved just before (the server's own WAL records), the
+  // commit of that idle checkpoint waits for them first and holds the poll back: a stop during
+  // an outage as well.
+  s.query("insert into t values (2)");
+  bool batch_in_flight = false;
+  ASSERT_TRUE(it::wait_until(
+      [&] {
+        const std::string body = http_get(port, "/admin/snapshot").body;
+        batch_in_flight = has(body, "\"in_flight\":1");
+        return batch_in_flight || has(body, "in commit of an idle checkpoint");
+      },
+      30s, 20ms))
+      << http_get(port, "/admin/snapshot").body << "\n"
+      << log_text();
+  const auto signalled = std::chrono::steady_clock::now();
+  ASSERT_EQ(kill(child, SIGTERM), 0);
+  int status = -1;
+  ASSERT_TRUE(it::wait_until([&] { return waitpid(child, &status, WNOHANG) == child; }, 60s, 10ms))
+      << "cppcdc did not stop within 60 s of SIGTERM\n"
+      << log_text();
+  child = -1;
+  const auto took = std::chrono::steady_clock::now() - signalled;
+  // Before the marker producer's 5 s flush could have ended (and well before any of the
+  // producers' own timeouts): nothing waits on brokers the sink knows to be unreachable.
+  EXPECT_LT(took, 4s) << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                      << " ms\n"
+                      << log_text();
+  std::cout << "stopped " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+            << " ms after SIGTERM" << std::endl;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n" << log_text();
+  if (batch_in_flight) {
+    EXPECT_TRUE(has(log_text(), "stopping with 1 unacknowledged event")) << log_text();
+  }
+  EXPECT_TRUE(has(log_text(), "cppcdc stopped by signal")) << log_text();
+
+  // Nothing was lost: the second row comes with the broker back and a new run.
+  ASSERT_TRUE(broker.start());
+  it::start_cppcdc_process(child, dir, it::admin_dsn(), db, 120);
+  ASSERT_TRUE(it::wait_until(
+      [&] { return kafka_it::read_topic(broker.bootstrap, topic, "read_committed").size() == 2; },
+      120s, 500ms))
+      << log_text();
+  EXPECT_EQ(it::stop_cppcdc_process(child, SIGTERM), 0) << log_text();
   it::drop_slots(db);
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }

@@ -15,6 +15,7 @@
 #include "cppcdc/kafka.hpp"
 #include "integration/kafka/kafka_util.hpp"
 #include "sink/kafka/testing.hpp"
+#include "wait_until.hpp"
 
 namespace cppcdc::conformance {
 namespace {
@@ -322,6 +323,53 @@ TEST(KafkaTransactions, AFatalInvalidTxnStateReplacesTheProducerAndTheBatchCommi
             std::string::npos)
       << not_replaced.error().report();
   (void)(*fenced)->close();
+}
+
+// A transaction that stays open past transaction.timeout.ms (a stretch without a position:
+// batches carried in one transaction, as a keyless table's snapshot under effectively_once) is
+// aborted by the broker, which bumps the producer's epoch; librdkafka 2.0.2 then reports
+// _FENCED, as for a second producer with the same transactional_id. The error must name the
+// time limit and its remedy, not another process (a user trial was told it was fenced).
+TEST(KafkaTransactions, ATransactionOpenPastItsTimeoutIsReportedAsTheTimeoutNotAsAFence) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  TxFixture f;
+  ASSERT_TRUE(kafka_it::create_topic(bootstrap, f.topic, 1));
+  KafkaSinkConfig config = f.sink_config(kafka_it::unique_topic("txid"));
+  config.delivery_timeout_ms = 1'000;
+  config.properties.emplace_back("transaction.timeout.ms", "1000");
+  auto sink = make_transactional_kafka_sink(config, f.target());
+  ASSERT_TRUE(sink) << sink.error().report();
+  TransactionalSink& s = **sink;
+  ASSERT_TRUE(s.begin());
+  // Batches go on into the open transaction, as carried ones do, until the broker aborted it
+  // (it looks for timed-out transactions every 10 s by default).
+  int id = 0;
+  Status written = ok();
+  const bool refused = test::wait_until(
+      [&] {
+        ++id;
+        written = s.write(std::vector<Event>{row("t", id)});
+        if (written) written = s.flush();
+        return !written;
+      },
+      std::chrono::seconds(90), std::chrono::milliseconds(500));
+  ASSERT_TRUE(refused) << "the broker did not abort a transaction open for 90 s with "
+                          "transaction.timeout.ms = 1000";
+  const std::string report = written.error().report();
+  EXPECT_EQ(written.error().kind(), ErrorKind::kTerminal) << report;
+  EXPECT_NE(report.find("transaction.timeout.ms (1000 ms)"), std::string::npos) << report;
+  EXPECT_NE(report.find("[sink.kafka_properties]"), std::string::npos) << report;
+  EXPECT_NE(report.find("transaction.max.timeout.ms"), std::string::npos) << report;
+  EXPECT_NE(report.find("fewer rows"), std::string::npos) << report;
+  EXPECT_EQ(report.find("took over"), std::string::npos) << report;
+  // The commit says the same.
+  const auto committed = s.commit(record_at("0/1", 1));
+  ASSERT_FALSE(committed);
+  EXPECT_NE(committed.error().report().find("transaction.timeout.ms (1000 ms)"),
+            std::string::npos)
+      << committed.error().report();
+  (void)s.close();
+  EXPECT_TRUE(kafka_it::read_topic(bootstrap, f.topic, "read_committed").empty());
 }
 
 TEST(KafkaTransactions, ACheckpointTopicThatIsNotCompactedIsRefusedNamingIt) {

@@ -172,7 +172,7 @@ inline int run_kafka_script(const std::string& args) {
 
 /// A test's own broker (scripts/kafka.sh): the shared broker's port + `offset` (controller +
 /// offset + 1); each test has its own offset, so that ctest -j runs them side by side. Offsets
-/// in use: 40, 42 and 48 (kafka_broker_restart_test), 44 and 46 (the soak runs of
+/// in use: 40, 42, 48 and 50 (kafka_broker_restart_test), 44 and 46 (the soak runs of
 /// kafka_replay_test).
 struct OwnBroker {
   std::filesystem::path dir;

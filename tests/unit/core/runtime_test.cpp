@@ -130,12 +130,14 @@ struct Fixture {
   }
   // The source's events (make() reads it).
   std::function<std::vector<Event>()> events = script;
+  std::shared_ptr<RuntimeObserver> observer;  // make() passes it on
   void make(std::size_t max_batch) {
     auto src = std::make_unique<ScriptedSource>(log, events());
     source = src.get();
     RuntimeConfig config;
     config.source = std::move(src);
     config.checkpoint = checkpoint;
+    config.observer = observer;
     config.options.max_buffer_size = max_batch;
     config.options.max_poll_wait_ms = 1;
     config.options.connection_retry.initial_delay_ms = 1;
@@ -196,7 +198,7 @@ TEST(Invariant4, UnacknowledgedTailIsRedeliveredAndCheckpointStopsAtLastBoundary
 
 // The admin counters of a restarted pipeline: delivered and committed count this process's
 // events alike, so in_flight is their difference; the checkpoint's count (earlier runs too) is
-// events_committed_total. Before, events_committed started at the checkpoint's count and an
+// events_committed_lifetime. Before, events_committed started at the checkpoint's count and an
 // outstanding batch showed as 0 in flight.
 TEST(AdminSnapshot, AfterARestartDeliveredAndCommittedCountThisProcessAndTotalTheWholePipeline) {
   Fixture f(100, CheckpointRecord{"postgres", "slot", "0/END3", 3, 0, 0, "", 0});
@@ -208,12 +210,12 @@ TEST(AdminSnapshot, AfterARestartDeliveredAndCommittedCountThisProcessAndTotalTh
   EXPECT_EQ(s.events_delivered, 3u);
   EXPECT_EQ(s.events_committed, 0u);
   EXPECT_EQ(s.in_flight, 3u);
-  EXPECT_EQ(s.events_committed_total, 3u);
+  EXPECT_EQ(s.events_committed_lifetime, 3u);
   ASSERT_TRUE(f.runtime->commit_ack(batch->ack_mode()));
   s = f.runtime->admin_snapshot();
   EXPECT_EQ(s.events_committed, 3u);
   EXPECT_EQ(s.in_flight, 0u);
-  EXPECT_EQ(s.events_committed_total, 6u);
+  EXPECT_EQ(s.events_committed_lifetime, 6u);
   EXPECT_EQ(f.checkpoint->record->committed_events, 6u);
 }
 
@@ -524,7 +526,10 @@ class TransactionalTestSink final : public TransactionalSink {
     if (!open_) return fail(Error::invalid_state("commit outside a transaction"));
     if (fail_commits > 0) {
       --fail_commits;
-      return fail(Error::sink(ErrorKind::kTerminal, "the broker refused the commit"));
+      log_.steps.push_back("commit-failed");
+      return fail(
+          Error::sink(commit_failure_recoverable ? ErrorKind::kTransient : ErrorKind::kTerminal,
+                      "the broker refused the commit"));
     }
     open_ = false;
     log_.steps.push_back("commit:" + (record ? record->offset : std::string("-")));
@@ -541,6 +546,7 @@ class TransactionalTestSink final : public TransactionalSink {
   Status close() override { return ok(); }
   std::string name() const override { return "transactional"; }
   int fail_commits = 0;
+  bool commit_failure_recoverable = false;  // fail_commits fail recoverably (else terminal)
   int writes = 0;
   int fail_write = 0;  // the write() call (1-based) that fails recoverably; 0: none
   std::function<void()> on_write;
@@ -752,6 +758,106 @@ TEST(TransactionalSink, AStopWhileBatchesAreCarriedAbortsAndTheNextDeliveryReads
   EXPECT_EQ(std::count(f.log.steps.begin(), f.log.steps.end(), "start:-"), 2);
   ASSERT_TRUE(f.checkpoint->record);
   EXPECT_EQ(f.checkpoint->record->offset, "0/SNAP");
+}
+
+namespace {
+// What the runtime told its observer, in order ("committed:N", "carried:N", "aborted").
+class RecordingObserver final : public RuntimeObserver {
+ public:
+  void on_committed(std::span<const Event> events, std::int64_t) override {
+    calls.push_back("committed:" + std::to_string(events.size()));
+  }
+  void on_carried(std::span<const Event> events, std::int64_t) override {
+    calls.push_back("carried:" + std::to_string(events.size()));
+  }
+  void on_carried_aborted() override { calls.push_back("aborted"); }
+  std::vector<std::string> calls;
+};
+}  // namespace
+
+// Batches carried in the open transaction are acknowledged but not committed: the admin
+// counters (and the observer, which feeds cppcdc_events_committed_total) count them once the
+// transaction that carries them commits. Before, they counted as committed at once, in both.
+TEST(TransactionalSink, CarriedEventsCountAsCommittedOnlyOnceTheirTransactionCommits) {
+  Fixture f;
+  f.events = unresumable_script;
+  auto observer = std::make_shared<RecordingObserver>();
+  f.observer = observer;
+  f.make(2);
+  ASSERT_TRUE(f.runtime->start());
+  std::atomic<bool> cancel{false};
+  TransactionalTestSink sink(f.log, *f.checkpoint, cancel, 5);
+  std::vector<RuntimeAdminSnapshot> seen;  // at each write: before the batch is acknowledged
+  sink.on_write = [&] { seen.push_back(f.runtime->admin_snapshot()); };
+  auto delivered = f.runtime->run_to_completion(sink, cancel);
+  ASSERT_TRUE(delivered) << delivered.error().report();
+  ASSERT_EQ(seen.size(), 3u);
+  // The third batch is being written: two batches (4 events) wait in the transaction.
+  EXPECT_EQ(seen[2].events_delivered, 5u);
+  EXPECT_EQ(seen[2].events_committed, 0u);
+  EXPECT_EQ(seen[2].events_committed_lifetime, 0u);
+  EXPECT_EQ(seen[2].in_flight, 5u);
+  const auto after = f.runtime->admin_snapshot();
+  EXPECT_EQ(after.events_committed, 5u);
+  EXPECT_EQ(after.events_committed_lifetime, 5u);
+  EXPECT_EQ(after.in_flight, 0u);
+  EXPECT_EQ(observer->calls, (std::vector<std::string>{"carried:2", "carried:2", "committed:1"}));
+  EXPECT_EQ(f.checkpoint->record->committed_events, 5u);
+}
+
+// Aborted carried batches were never committed: they leave the counters (and the count the
+// next checkpoint records) as they were, and are counted when they commit after all.
+TEST(TransactionalSink, AbortedCarriedEventsAreNotCountedAndCountOnceWhenDeliveredAgain) {
+  Fixture f;
+  f.events = unresumable_script;
+  auto observer = std::make_shared<RecordingObserver>();
+  f.observer = observer;
+  f.make(2);
+  ASSERT_TRUE(f.runtime->start());
+  std::atomic<bool> cancel{false};
+  TransactionalTestSink sink(f.log, *f.checkpoint, cancel, 5);
+  sink.on_write = [&] {
+    if (sink.writes == 2) cancel.store(true);
+  };
+  ASSERT_TRUE(f.runtime->run_to_completion(sink, cancel));
+  auto s = f.runtime->admin_snapshot();
+  EXPECT_EQ(s.events_committed, 0u);
+  EXPECT_EQ(s.events_committed_lifetime, 0u);
+  cancel.store(false);
+  sink.on_write = nullptr;
+  ASSERT_TRUE(f.runtime->run_to_completion(sink, cancel));
+  s = f.runtime->admin_snapshot();
+  EXPECT_EQ(s.events_committed, 5u);
+  EXPECT_EQ(s.events_committed_lifetime, 5u);
+  ASSERT_TRUE(f.checkpoint->record);
+  EXPECT_EQ(f.checkpoint->record->committed_events, 5u);  // not 9: the aborted 4 once
+  EXPECT_EQ(observer->calls, (std::vector<std::string>{"carried:2", "carried:2", "aborted",
+                                                       "carried:2", "carried:2", "committed:1"}));
+}
+
+// A recoverable failure of the commit that would end a carried stretch aborts the carried
+// batches with it: retrying only the last batch would commit its position without them (they
+// were lost for good, the checkpoint past them). The run fails, and a restart reads them again.
+TEST(TransactionalSink, ARecoverableCommitFailureWhileCarryingFailsTheRunInsteadOfSkipping) {
+  Fixture f;
+  f.events = unresumable_script;
+  f.make(2);
+  ASSERT_TRUE(f.runtime->start());
+  std::atomic<bool> cancel{false};
+  // Stops at the first commit: before, the retried last batch committed alone (0/SNAP with
+  // one event, the four carried ones lost) and the run went on.
+  TransactionalTestSink sink(f.log, *f.checkpoint, cancel, 1);
+  sink.fail_commits = 1;
+  sink.commit_failure_recoverable = true;
+  auto delivered = f.runtime->run_to_completion(sink, cancel);
+  ASSERT_FALSE(delivered) << "the run went on after its carried batches were aborted";
+  const std::string report = delivered.error().report();
+  EXPECT_NE(report.find("the broker refused the commit"), std::string::npos) << report;
+  EXPECT_NE(report.find("also held 4 events of earlier batches"), std::string::npos) << report;
+  EXPECT_EQ(f.runtime->state(), RuntimeState::kFailed);
+  EXPECT_FALSE(f.checkpoint->record);
+  EXPECT_EQ(sink.committed, 0u);
+  EXPECT_EQ(f.runtime->admin_snapshot().events_committed, 0u);
 }
 
 namespace {

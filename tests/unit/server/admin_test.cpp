@@ -179,6 +179,7 @@ TEST(AdminSnapshotJson, CarriesHealthBreakerCountersAndBothSnapshots) {
   RuntimeAdminSnapshot s = running();
   s.events_delivered = 7;
   s.events_committed = 5;
+  s.events_committed_lifetime = 105;
   s.in_flight = 2;
   s.checkpoint_offset = "0/16B2E48";
   s.breaker_state = BreakerState::kHalfOpen;
@@ -198,6 +199,9 @@ TEST(AdminSnapshotJson, CarriesHealthBreakerCountersAndBothSnapshots) {
   EXPECT_CONTAINS(admin_snapshot_json(s, initial, 1234), "\"unmatched_rules\":[]");
   EXPECT_CONTAINS(json, "\"state\":\"running\"");
   EXPECT_CONTAINS(json, "\"events_committed\":5");
+  EXPECT_CONTAINS(json, "\"events_committed_lifetime\":105");
+  EXPECT_EQ(json.find("events_committed_total"), std::string::npos)
+      << "the JSON names a lifetime count like the per-process Prometheus counter";
   EXPECT_CONTAINS(json, "\"checkpoint_offset\":\"0/16B2E48\"");
   EXPECT_CONTAINS(json, "\"verdict\":\"healthy\"");
   EXPECT_CONTAINS(json, "\"breaker_state\":\"half_open\"");
@@ -295,6 +299,48 @@ TEST(PipelineMetrics, CountsDeliveredAndCommittedByTableAndOp) {
   EXPECT_EQ(s.at("cppcdc_sink_latency_seconds_bucket{le=\"0.5\"}"), "3");
   EXPECT_EQ(s.at("cppcdc_sink_latency_seconds_count"), "3");
   EXPECT_EQ(metrics.committed("public.a", Operation::kInsert), 2u);
+}
+
+// Batches a transactional sink carries in its open transaction are committed only with the
+// batch whose commit ends the stretch: counted then (with its latency), or never when aborted.
+// Before, they counted as committed when acknowledged.
+TEST(PipelineMetrics, CarriedBatchesCountWhenTheirTransactionCommitsAndNotWhenAborted) {
+  PipelineMetrics metrics;
+  const auto render = [&] {
+    MetricsInputs in;
+    in.snapshot = running();
+    in.snapshot.events_committed_lifetime = 42;
+    in.now_ms = 9000;
+    return samples(metrics.render(in));
+  };
+  const std::string a_insert = "cppcdc_events_committed_total{table=\"public.a\",op=\"insert\"}";
+  std::vector<Event> first = {make_event("public", "a", Operation::kInsert, 1000),
+                              make_event("public", "a", Operation::kInsert, 1000)};
+  metrics.on_delivered(first);
+  metrics.on_carried(first, 1100);
+  std::vector<Event> second = {make_event("public", "a", Operation::kInsert, 2000)};
+  metrics.on_delivered(second);
+  metrics.on_carried(second, 2100);
+  auto s = render();
+  EXPECT_EQ(s.count(a_insert), 0u) << "carried events counted before their commit";
+  EXPECT_EQ(s.at("cppcdc_batches_committed_total"), "0");
+  EXPECT_EQ(s.at("cppcdc_sink_latency_seconds_count"), "0");
+  EXPECT_EQ(s.at("cppcdc_events_committed_lifetime"), "42");
+  // Aborted: forgotten; delivered again and carried, then committed with a third batch.
+  metrics.on_carried_aborted();
+  metrics.on_delivered(first);
+  metrics.on_carried(first, 3100);
+  std::vector<Event> last = {make_event("public", "b", Operation::kDelete, 3000)};
+  metrics.on_delivered(last);
+  metrics.on_committed(last, 3500);
+  s = render();
+  EXPECT_EQ(s.at(a_insert), "2");
+  EXPECT_EQ(s.at("cppcdc_events_committed_total{table=\"public.b\",op=\"delete\"}"), "1");
+  EXPECT_EQ(s.at("cppcdc_batches_committed_total"), "2");
+  // Latency to the commit that made them visible: 2.5 s for the carried two, 0.5 s for the last.
+  EXPECT_EQ(s.at("cppcdc_sink_latency_seconds_count"), "3");
+  EXPECT_EQ(s.at("cppcdc_sink_latency_seconds_bucket{le=\"0.5\"}"), "1");
+  EXPECT_EQ(s.at("cppcdc_sink_latency_seconds_sum"), "5.5");
 }
 
 // A prefix that ends inside a run of one table and op, then the redelivered tail (a batch of

@@ -547,6 +547,22 @@ TEST(ServerConfig, EffectivelyOnceWithoutStateOffsetSaysWhatToAdd) {
   EXPECT_EQ(report.find("dir: required"), std::string::npos) << report;
 }
 
+// The same misspelt header under effectively_once (where [state.offset] is required) is named
+// once: a trial saw the unknown table listed, and then again as the error it causes.
+TEST(ServerConfig, AMisspeltStateOffsetUnderEffectivelyOnceIsReportedOnce) {
+  const std::string text = "delivery_contract = \"effectively_once\"\n" +
+                           std::string(kMinimal).substr(0, std::string(kMinimal).find("[state")) +
+                           "[sink]\ntype = \"kafka\"\nbootstrap_servers = \"127.0.0.1:9092\"\n"
+                           "delivery_mode = \"transactional\"\ntransactional_id = \"t1\"\n\n"
+                           "[state.ofset]\nbackend = \"kafka_topic\"\n";
+  const std::string report = error_of(text);
+  const std::string named = "unknown table [state.ofset] (did you mean [state.offset]?)";
+  const auto first = report.find(named);
+  ASSERT_NE(first, std::string::npos) << report;
+  EXPECT_EQ(report.find(named, first + 1), std::string::npos) << report;
+  EXPECT_EQ(report.find("the file also has this error"), std::string::npos) << report;
+}
+
 // Every unknown key of the file in one error, in file order, each with its hint.
 TEST(ServerConfig, AllUnknownKeysAreReportedTogether) {
   std::string text = edit(kExample, "slot_name =", "slot_nmae =");
