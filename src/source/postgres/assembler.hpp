@@ -27,7 +27,7 @@
 #include "cppcdc/event.hpp"
 #include "source/postgres/copy_text.hpp"
 #include "source/postgres/pgoutput.hpp"
-
+#include "source/postgres/visibility.hpp"
 
 namespace cppcdc::pg {
 
@@ -154,6 +154,16 @@ class TransactionAssembler {
   /// by detail::approx_event_bytes), they and all later events of the transaction go to a
   /// spill file in `spill_dir`, and are read back after the commit in bounded pieces.
   std::size_t spill_threshold_bytes = std::size_t{32} << 20;
+
+  /// The snapshot reads whose changes the stream drops (visibility.hpp): a change of a
+  /// captured table in a transaction a read's snapshot sees, to a row that read covers, is not
+  /// delivered. A delivered TRUNCATE of a table ends the filter for that table. Each released
+  /// transaction that commits before a read's `until` carries the remaining filter as the
+  /// resume_state of its last event; the first one at or past it drops that read.
+  ReadVisibility visibility;
+  /// Orders keys of types the filter does not compare itself (integers it does); unset: such
+  /// a change is delivered.
+  KeyCompare compare_keys;
   std::filesystem::path spill_dir = cppcdc::detail::default_spill_dir();
 
  private:
@@ -176,6 +186,8 @@ class TransactionAssembler {
   /// A shape as the row of a schema_change event: content_id and the columns as JSON.
   static Row describe_shape(const RowShape& shape);
   Event make_message_event(const LogicalMessageMsg& m, Lsn position);
+  /// Whether the change `e` of `rel` in the open transaction is in a snapshot read already.
+  bool already_read(const Relation& rel, const Event& e) const;
   /// Adds an event to the open transaction, spilling past the threshold.
   Status add_pending(Event e);
   /// In-place form of add_pending: the event is built in the slot begin_pending() returns
@@ -249,6 +261,7 @@ class TransactionAssembler {
     Lsn end_lsn;
     Lsn commit_lsn;
     std::optional<std::int64_t> commit_ms;  // a streamed transaction's commit time
+    std::string resume_state;               // the visibility filter still pending
     std::vector<Event> prefix;  // released before the file's events (shape changes)
   };
   ReadySpill ready_spill_;  // a committed spilled transaction not yet drained
