@@ -646,7 +646,7 @@ Event TransactionAssembler::make_message_event(const LogicalMessageMsg& m, Lsn p
   return e;
 }
 
-bool TransactionAssembler::already_read(const Relation& rel, const Event& e) const {
+bool TransactionAssembler::already_read(const Relation& rel, const Event& e) {
   if (visibility.empty()) return false;
   return visibility.already_read(begin_.xid, rel.msg.namespace_name + "." + rel.msg.relation_name,
                                  e.before.row(), e.after ? &*e.after : nullptr, compare_keys);

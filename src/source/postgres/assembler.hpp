@@ -187,7 +187,7 @@ class TransactionAssembler {
   static Row describe_shape(const RowShape& shape);
   Event make_message_event(const LogicalMessageMsg& m, Lsn position);
   /// Whether the change `e` of `rel` in the open transaction is in a snapshot read already.
-  bool already_read(const Relation& rel, const Event& e) const;
+  bool already_read(const Relation& rel, const Event& e);
   /// Adds an event to the open transaction, spilling past the threshold.
   Status add_pending(Event e);
   /// In-place form of add_pending: the event is built in the slot begin_pending() returns

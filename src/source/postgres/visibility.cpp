@@ -158,33 +158,62 @@ void ReadVisibility::add_range(ReadRange range) {
 }
 
 bool ReadVisibility::already_read(std::uint32_t xid, const std::string& table, const Row* before,
-                                  const Row* after, const KeyCompare& compare) const {
+                                  const Row* after, const KeyCompare& compare) {
+  // The ranges of the table whose read sees the transaction.
+  std::vector<const ReadRange*> seen;
   for (const auto& read : reads_) {
     for (const auto& r : read.ranges) {
-      if (r.table != table) continue;
-      if (!read.snapshot.visible(xid)) continue;
-      if (r.whole()) return true;
-      if (!before && !after) continue;
-      bool inside = true;
-      for (const Row* row : {before, after}) {
-        if (!row) continue;
-        auto key = key_values(*row, r.key);
-        bool failed = false;
-        if (!key || !in_range(r, *key, compare, failed)) {
-          inside = false;
-          break;
-        }
-      }
-      if (inside) return true;
+      if (r.table == table && read.snapshot.visible(xid)) seen.push_back(&r);
     }
   }
-  return false;
+  if (seen.empty()) return false;
+  const ReadRange& first = *seen.front();
+  if (first.key.empty()) return first.whole();  // a table without a key: read whole
+  std::optional<std::vector<std::string>> old_key, new_key;
+  if (before) old_key = key_values(*before, first.key);
+  if (after) new_key = key_values(*after, first.key);
+  if ((before && !old_key) || (after && !new_key)) return false;  // cannot tell
+  const auto covered = [&](const std::vector<std::string>& key) {
+    for (const ReadRange* r : seen) {
+      bool failed = false;
+      if (in_range(*r, key, compare, failed)) return true;
+    }
+    return false;
+  };
+  const bool moves = !after || (old_key && new_key && *old_key != *new_key);
+  auto known = delivered_.find(table);
+  const bool remembered =
+      known != delivered_.end() && ((old_key && known->second.count(*old_key) > 0) ||
+                                    (new_key && known->second.count(*new_key) > 0));
+  if (moves || remembered) {
+    // Delivered; later changes of keys a read covers follow it.
+    const bool keep_old = old_key && covered(*old_key);
+    const bool keep_new = new_key && covered(*new_key);  // before remember() may end the ranges
+    if (keep_old) remember(table, std::move(*old_key));
+    if (keep_new) remember(table, std::move(*new_key));
+    return false;
+  }
+  return new_key && covered(*new_key);
+}
+
+void ReadVisibility::remember(const std::string& table, std::vector<std::string> key) {
+  auto& keys = delivered_[table];
+  keys.insert(std::move(key));
+  if (keys.size() <= kMaxRemembered) return;
+  truncated(table);
+}
+
+std::size_t ReadVisibility::remembered(const std::string& table) const {
+  auto it = delivered_.find(table);
+  return it == delivered_.end() ? 0 : it->second.size();
 }
 
 bool ReadVisibility::truncate_already_read(std::uint32_t xid, const std::string& table) const {
   for (const auto& read : reads_) {
     for (const auto& r : read.ranges) {
-      if (r.table == table && r.whole() && read.snapshot.visible(xid)) return true;
+      if (r.table == table && r.key.empty() && r.whole() && read.snapshot.visible(xid)) {
+        return true;
+      }
     }
   }
   return false;
@@ -194,13 +223,17 @@ void ReadVisibility::truncated(const std::string& table) {
   for (auto& read : reads_) {
     std::erase_if(read.ranges, [&](const ReadRange& r) { return r.table == table; });
   }
+  delivered_.erase(table);
 }
 
 bool ReadVisibility::passed(Lsn commit_lsn) {
-  return std::erase_if(reads_, [&](const SnapshotRead& r) { return r.until <= commit_lsn; }) > 0;
+  const bool dropped =
+      std::erase_if(reads_, [&](const SnapshotRead& r) { return r.until <= commit_lsn; }) > 0;
+  if (reads_.empty()) delivered_.clear();
+  return dropped;
 }
 
-boost::json::array ReadVisibility::to_json() const {
+boost::json::object ReadVisibility::to_json() const {
   boost::json::array out;
   for (const auto& read : reads_) {
     boost::json::object o;
@@ -219,7 +252,16 @@ boost::json::array ReadVisibility::to_json() const {
     o["ranges"] = std::move(ranges);
     out.emplace_back(std::move(o));
   }
-  return out;
+  boost::json::object keys;
+  for (const auto& [table, set] : delivered_) {
+    boost::json::array a;
+    for (const auto& k : set) a.emplace_back(strings(k));
+    keys[table] = std::move(a);
+  }
+  boost::json::object root;
+  root["reads"] = std::move(out);
+  root["delivered_keys"] = std::move(keys);
+  return root;
 }
 
 std::string ReadVisibility::to_state() const {
@@ -241,7 +283,8 @@ Result<ReadVisibility> ReadVisibility::from_json(const boost::json::value* v) {
   ReadVisibility out;
   if (!v || v->is_null()) return out;
   try {
-    for (const auto& item : v->as_array()) {
+    const auto& root = v->as_object();
+    for (const auto& item : root.at("reads").as_array()) {
       const auto& o = item.as_object();
       SnapshotRead read;
       auto snap = XidSnapshot::parse(std::string(o.at("xids").as_string()));
@@ -261,6 +304,12 @@ Result<ReadVisibility> ReadVisibility::from_json(const boost::json::value* v) {
         read.ranges.push_back(std::move(r));
       }
       out.reads_.push_back(std::move(read));
+    }
+    if (const auto* keys = root.if_contains("delivered_keys")) {
+      for (const auto& [table, list] : keys->as_object()) {
+        auto& set = out.delivered_[std::string(table)];
+        for (const auto& k : list.as_array()) set.insert(read_strings(k));
+      }
     }
   } catch (const std::exception& e) {
     return fail(bad(e.what()));

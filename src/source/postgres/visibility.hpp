@@ -20,7 +20,9 @@
 #include <boost/json.hpp>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -91,16 +93,24 @@ class ReadVisibility {
   /// again from its start).
   void add_range(ReadRange range);
 
-  /// Whether a change of `table` in top-level transaction `xid` is in a read already. `before`
-  /// (the old row or key; null for an insert, or an update that kept its key) and `after` (the
-  /// new row; null for a delete) give the change's keys: on a partial range the change counts
-  /// only when each key given lies inside it (an update whose keys straddle the range's bound
-  /// is delivered). A key that cannot be compared delivers.
+  /// Whether a change of `table` in top-level transaction `xid` is in a read already (and so
+  /// is to be dropped). `before` (the old row or key; null for an insert, or an update that
+  /// kept its key) and `after` (the new row; null for a delete) give the change's keys.
+  ///
+  /// A table without a key: every change of a visible transaction. A keyed table: an insert
+  /// or an update that keeps its key, of a visible transaction, when the key lies in the
+  /// range read. Deletes and updates that change the key are delivered even so: a consumer
+  /// may still hold the old row from a batch delivered but not acknowledged before a crash
+  /// (at_least_once), which only they remove; `row_write()` of a delete of a row the consumer
+  /// lacks writes nothing. Their keys are remembered, and every later change of the window to
+  /// a remembered key is delivered too, so that the row ends as the read's view has it (a
+  /// key deleted and inserted again in the window thus arrives as a read and again through the
+  /// stream). A key that cannot be compared delivers.
   bool already_read(std::uint32_t xid, const std::string& table, const Row* before,
-                    const Row* after, const KeyCompare& compare) const;
-  /// Whether a TRUNCATE of `table` in `xid` is in a read already (only where a whole-table
-  /// range covers it). A TRUNCATE that is delivered also empties the rows reads took of the
-  /// table: call truncated() for it.
+                    const Row* after, const KeyCompare& compare);
+  /// Whether a TRUNCATE of `table` in `xid` is in a read already (only a table without a key
+  /// read whole). A TRUNCATE that is delivered also empties the rows reads took of the table:
+  /// call truncated() for it.
   bool truncate_already_read(std::uint32_t xid, const std::string& table) const;
   /// A TRUNCATE of `table` is delivered: later visible changes of the table are delivered too
   /// (their rows are no longer in what the consumer holds).
@@ -110,7 +120,14 @@ class ReadVisibility {
   /// reached are dropped. Returns whether anything was.
   bool passed(Lsn commit_lsn);
 
-  boost::json::array to_json() const;
+  /// The remembered keys of `table` (see already_read).
+  std::size_t remembered(const std::string& table) const;
+  /// Past this many remembered keys the table's filter ends (its later changes are all
+  /// delivered: the overlap, which row_write() replays right), so that the checkpoint's
+  /// source_state stays small.
+  static constexpr std::size_t kMaxRemembered = 10000;
+
+  boost::json::object to_json() const;
   /// {"visibility": [...]} for a source_state (the empty string when empty()).
   std::string to_state() const;
   /// The "visibility" member of a source_state (empty when it has none).
@@ -119,7 +136,10 @@ class ReadVisibility {
   static Result<ReadVisibility> from_json(const boost::json::value* v);
 
  private:
+  void remember(const std::string& table, std::vector<std::string> key);
   std::vector<SnapshotRead> reads_;
+  // Per table, the keys whose changes the window delivers (already_read).
+  std::map<std::string, std::set<std::vector<std::string>>> delivered_;
 };
 
 /// The key values of `row` for columns `key` (nullopt when one is absent or NULL).

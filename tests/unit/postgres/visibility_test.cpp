@@ -87,20 +87,66 @@ TEST(ReadVisibility, AKeylessTableIsFilteredWholeForVisibleTransactionsOnly) {
   EXPECT_FALSE(v.truncate_already_read(111, "public.k"));
 }
 
-TEST(ReadVisibility, AKeyedRestCoversOnlyKeysAfterTheCursorAndStraddlingUpdatesAreDelivered) {
+TEST(ReadVisibility, AKeyedRestCoversInsertsAndUpdatesOfKeysAfterTheCursor) {
   ReadVisibility v;
   v.begin_read(snap("100:110:"), Lsn(1000));
   v.add_range(from("public.t", "50"));
   const Row low = row(50), high = row(51), far = row(9000);
   EXPECT_FALSE(v.already_read(99, "public.t", nullptr, &low, {}));  // read under the old view
   EXPECT_TRUE(v.already_read(99, "public.t", nullptr, &high, {}));
-  EXPECT_TRUE(v.already_read(99, "public.t", &far, &high, {}));
-  EXPECT_FALSE(v.already_read(99, "public.t", &low, &high, {}));  // straddles: delivered
-  EXPECT_FALSE(v.already_read(99, "public.t", &high, &low, {}));
+  EXPECT_TRUE(v.already_read(99, "public.t", &high, &high, {}));      // an update keeping its key
+  EXPECT_FALSE(v.already_read(120, "public.t", nullptr, &high, {}));  // not visible
+  EXPECT_EQ(v.remembered("public.t"), 0u);
   // A partial range never swallows a TRUNCATE; one delivered ends the table's filter.
   EXPECT_FALSE(v.truncate_already_read(99, "public.t"));
   v.truncated("public.t");
   EXPECT_FALSE(v.already_read(99, "public.t", nullptr, &high, {}));
+}
+
+TEST(ReadVisibility, DeletesAndKeyChangesAreDeliveredAndTheirKeysFollow) {
+  ReadVisibility v;
+  v.begin_read(snap("100:110:"), Lsn(1000));
+  v.add_range(from("public.t", "50"));
+  const Row low = row(40), a = row(60), b = row(70), c = row(80), d = row(90);
+  // A delete in the rest: delivered (a consumer may hold the row from a batch it was given
+  // before a crash); the key is remembered, so its insertion again and what follows are too.
+  EXPECT_FALSE(v.already_read(99, "public.t", &a, nullptr, {}));
+  EXPECT_FALSE(v.already_read(99, "public.t", nullptr, &a, {}));
+  EXPECT_FALSE(v.already_read(101, "public.t", &a, &a, {}));
+  // A key change inside the rest, and one straddling the cursor: delivered, both keys followed.
+  EXPECT_FALSE(v.already_read(99, "public.t", &b, &c, {}));
+  EXPECT_FALSE(v.already_read(99, "public.t", &c, &c, {}));
+  EXPECT_FALSE(v.already_read(99, "public.t", &low, &d, {}));
+  EXPECT_FALSE(v.already_read(99, "public.t", &d, &d, {}));
+  // Only keys a read covers are remembered (40 is not).
+  EXPECT_EQ(v.remembered("public.t"), 4u);
+  const Row other = row(100);
+  EXPECT_TRUE(v.already_read(99, "public.t", nullptr, &other, {}));
+  // They ride in the state.
+  auto back = ReadVisibility::from_state(v.to_state());
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->remembered("public.t"), 4u);
+  EXPECT_FALSE(back->already_read(99, "public.t", &c, &c, {}));
+  // The filter ends when the window passes.
+  v.passed(Lsn(1000));
+  EXPECT_EQ(v.remembered("public.t"), 0u);
+}
+
+TEST(ReadVisibility, TooManyRememberedKeysEndTheTablesFilter) {
+  ReadVisibility v;
+  v.begin_read(snap("100:110:"), Lsn(1000));
+  v.add_range(from("public.t", "0"));
+  v.add_range(whole("public.k"));
+  for (std::size_t i = 1; i <= ReadVisibility::kMaxRemembered; ++i) {
+    const Row r = row(static_cast<int>(i));
+    ASSERT_FALSE(v.already_read(99, "public.t", &r, nullptr, {}));
+  }
+  const Row next = row(999999);
+  EXPECT_TRUE(v.already_read(99, "public.t", nullptr, &next, {}));
+  const Row over = row(888888);
+  EXPECT_FALSE(v.already_read(99, "public.t", &over, nullptr, {}));  // one too many
+  EXPECT_FALSE(v.already_read(99, "public.t", nullptr, &next, {}));  // the table's filter ended
+  EXPECT_TRUE(v.already_read(99, "public.k", nullptr, &next, {}));   // not the other table's
 }
 
 TEST(ReadVisibility, OtherKeyTypesAreComparedByTheCallbackAndDeliveredWhenItFails) {
@@ -290,15 +336,17 @@ TEST_P(FilteredStream, UpdatesAndDeletesFollowTheirKeys) {
   feed(BeginMsg{Lsn(2000), 0, 101});
   feed(UpdateMsg{7, std::nullopt, {}, tuple(70, "new")});      // in the rest: dropped
   feed(UpdateMsg{7, 'K', tuple(40, ""), tuple(80, "moved")});  // straddles: delivered
-  feed(DeleteMsg{7, 'K', tuple(90, "")});                      // in the rest: dropped
+  feed(DeleteMsg{7, 'K', tuple(90, "")});                      // a delete: delivered
   feed(DeleteMsg{7, 'K', tuple(20, "")});                      // before the cursor: delivered
   feed(UpdateMsg{8, 'O', tuple(1, "a"), tuple(1, "b")});       // keyless: dropped
   feed(CommitMsg{0, Lsn(2000), Lsn(2008), 0});
   auto events = released();
-  ASSERT_EQ(events.size(), 2u);
+  ASSERT_EQ(events.size(), 3u);
   EXPECT_EQ(events[0].op, Operation::kUpdate);
   EXPECT_EQ(*(*events[0].after)[0].text, "80");
   EXPECT_EQ(events[1].op, Operation::kDelete);
+  EXPECT_EQ(*(*events[1].before.row())[0].text, "90");
+  EXPECT_EQ(events[2].op, Operation::kDelete);
 }
 
 TEST_P(FilteredStream, ATruncateTheReadAlreadyReflectsIsDropped) {
