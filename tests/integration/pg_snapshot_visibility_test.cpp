@@ -114,68 +114,24 @@ class Writer {
   int next_high_ = 1'000'000, next_low_ = -1, next_bag_ = 1'000'000;
 };
 
+// How often `what` occurs in the file at `path`.
+std::size_t count_in(const fs::path& path, const std::string& what) {
+  std::ifstream in(path);
+  const std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::size_t n = 0;
+  for (auto at = all.find(what); at != std::string::npos; at = all.find(what, at + 1)) ++n;
+  return n;
+}
+
 std::string value(const Row* row, const char* column) {
   const ColumnValue* c = row ? find_column(*row, column) : nullptr;
   return c && c->text ? *c->text : "";
 }
 
-}  // namespace
-
-TEST(PgSnapshotVisibility, KillsMidSnapshotWhileWritingReplayToTheSourceWithEachRowOnce) {
-  const std::string db = it::test_database("snapvis");
-  it::fresh_database(db);
-  const fs::path dir = fs::temp_directory_path() / ("cppcdc-it-" + db);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  it::PgSession s(it::dsn_for(db));
-  s.query(
-      "create table acct (id int primary key, n int, note text); "
-      "create table bag (v int, note text); alter table bag replica identity full; "
-      "insert into acct select g, 0, 'a' || g from generate_series(1, " +
-      std::to_string(kKeyed) + ") g; insert into bag select g, 'b' || g from " +
-      "generate_series(1, " + std::to_string(kKeyless) + ") g;");
-  const fs::path sink = dir / "events.jsonl";
-  std::ofstream(dir / "cdc.toml") << "[source]\ntype = \"postgres\"\ndsn = \"" << it::dsn_for(db)
-                                  << "\"\nslot_name = \"" << db << "\"\npublication_name = \"" << db
-                                  << "_pub\"\ntables = [\"public.acct\", \"public.bag\"]\n"
-                                  << "[source.snapshot]\nchunk_size = 200\n"
-                                  << "[sink]\ntype = \"file\"\npath = \"" << sink.string()
-                                  << "\"\n[state.offset]\nbackend = \"local_fs\"\ndir = \""
-                                  << (dir / "state").string() << "\"\n"
-                                  << "[runtime]\nmax_buffer_size = 200\nmax_poll_wait_ms = 100\n";
-  Writer writer(db);
-  pid_t child = -1;
-  ChildGuard guard{child};
-  // Two runs die inside acct's read (after the 10th batch written: at most 2,000 rows each, of
-  // 12,000); between them, and before the third, the application commits changes that the
-  // rest's new snapshot sees and the stream, from the first run's slot position, carries too.
-  for (const char* point : {"file_sink.after_fsync@10", "file_sink.after_fsync@10"}) {
-    child = spawn_armed(dir, point);
-    std::thread busy([&] { writer.transactions(20); });
-    int status = 0;
-    const bool died =
-        it::wait_until([&] { return waitpid(child, &status, WNOHANG) == child; }, 120s);
-    busy.join();
-    ASSERT_TRUE(died) << it::log_tail(dir / "cppcdc.log");
-    child = -1;
-    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
-        << "cppcdc did not die at " << point << ": " << it::log_tail(dir / "cppcdc.log");
-    writer.transactions(30);
-  }
-  child = spawn_armed(dir, nullptr);
-  writer.transactions(60);  // during the third run's snapshot and stream
-  s.query("insert into acct values (2000000000, 0, 'the end')");
-  ASSERT_TRUE(it::wait_until(
-      [&] {
-        std::ifstream in(sink);
-        std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        return all.find("the end") != std::string::npos;
-      },
-      180s, 200ms))
-      << it::log_tail(dir / "cppcdc.log");
-  EXPECT_EQ(it::stop_cppcdc_process(child, SIGTERM), 0) << it::log_tail(dir / "cppcdc.log");
-
-  const auto events = it::read_sink(sink.string());
+// Replays `events` and compares with the source's acct (keyed, by id) and bag (keyless, by
+// its unique v): every row as the source has it, no update or delete of a row not held, and
+// no row both read and inserted.
+void expect_replay_equals_source(const std::vector<Event>& events, it::PgSession& s) {
   it::Replay replay;
   std::map<std::string, std::optional<std::string>> bag;  // v -> note
   std::set<std::string> read_ids, inserted_ids, read_bag, inserted_bag;
@@ -243,15 +199,140 @@ TEST(PgSnapshotVisibility, KillsMidSnapshotWhileWritingReplayToTheSourceWithEach
   }
   EXPECT_TRUE(both.empty()) << both.size() << " rows arrived as a read and as an insert, e.g. "
                             << both.front();
-  // The kills landed mid-table: the runs after them read on in transactions of their own.
-  std::ifstream log(dir / "cppcdc.log");
-  std::string all((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
-  std::size_t own = 0;
-  for (auto at = all.find("in a transaction of its own"); at != std::string::npos;
-       at = all.find("in a transaction of its own", at + 1)) {
-    ++own;
+}
+
+}  // namespace
+
+TEST(PgSnapshotVisibility, KillsMidSnapshotWhileWritingReplayToTheSourceWithEachRowOnce) {
+  const std::string db = it::test_database("snapvis");
+  it::fresh_database(db);
+  const fs::path dir = fs::temp_directory_path() / ("cppcdc-it-" + db);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  it::PgSession s(it::dsn_for(db));
+  s.query(
+      "create table acct (id int primary key, n int, note text); "
+      "create table bag (v int, note text); alter table bag replica identity full; "
+      "insert into acct select g, 0, 'a' || g from generate_series(1, " +
+      std::to_string(kKeyed) + ") g; insert into bag select g, 'b' || g from " +
+      "generate_series(1, " + std::to_string(kKeyless) + ") g;");
+  const fs::path sink = dir / "events.jsonl";
+  std::ofstream(dir / "cdc.toml") << "[source]\ntype = \"postgres\"\ndsn = \"" << it::dsn_for(db)
+                                  << "\"\nslot_name = \"" << db << "\"\npublication_name = \"" << db
+                                  << "_pub\"\ntables = [\"public.acct\", \"public.bag\"]\n"
+                                  << "[source.snapshot]\nchunk_size = 200\n"
+                                  << "[sink]\ntype = \"file\"\npath = \"" << sink.string()
+                                  << "\"\n[state.offset]\nbackend = \"local_fs\"\ndir = \""
+                                  << (dir / "state").string() << "\"\n"
+                                  << "[runtime]\nmax_buffer_size = 200\nmax_poll_wait_ms = 100\n";
+  Writer writer(db);
+  pid_t child = -1;
+  ChildGuard guard{child};
+  // Two runs die inside acct's read (after the 10th batch written: at most 2,000 rows each, of
+  // 12,000); between them, and before the third, the application commits changes that the
+  // rest's new snapshot sees and the stream, from the first run's slot position, carries too.
+  for (const char* point : {"file_sink.after_fsync@10", "file_sink.after_fsync@10"}) {
+    child = spawn_armed(dir, point);
+    std::thread busy([&] { writer.transactions(20); });
+    int status = 0;
+    const bool died =
+        it::wait_until([&] { return waitpid(child, &status, WNOHANG) == child; }, 120s);
+    busy.join();
+    ASSERT_TRUE(died) << it::log_tail(dir / "cppcdc.log");
+    child = -1;
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+        << "cppcdc did not die at " << point << ": " << it::log_tail(dir / "cppcdc.log");
+    writer.transactions(30);
   }
-  EXPECT_EQ(own, 2u) << "the second and third runs read on under snapshots of their own";
+  child = spawn_armed(dir, nullptr);
+  {
+    std::thread busy([&] { writer.transactions(60); });  // during the third run's snapshot
+    // Once the third run's snapshot is taken, a last change must come through the stream,
+    // after every change before it.
+    const bool taken = it::wait_until(
+        [&] { return count_in(dir / "cppcdc.log", "in a transaction of its own") >= 2; }, 120s);
+    busy.join();
+    ASSERT_TRUE(taken) << it::log_tail(dir / "cppcdc.log");
+  }
+  s.query("insert into acct values (2000000000, 0, 'the end')");
+  ASSERT_TRUE(it::wait_until(
+      [&] {
+        std::ifstream in(sink);
+        std::string line;
+        while (std::getline(in, line)) {
+          if (line.find("the end") != std::string::npos &&
+              line.find("\"op\":\"insert\"") != std::string::npos) {
+            return true;
+          }
+        }
+        return false;
+      },
+      180s, 200ms))
+      << it::log_tail(dir / "cppcdc.log");
+  EXPECT_EQ(it::stop_cppcdc_process(child, SIGTERM), 0) << it::log_tail(dir / "cppcdc.log");
+
+  expect_replay_equals_source(it::read_sink(sink.string()), s);
+  // The kills landed mid-table: the runs after them read on in transactions of their own.
+  EXPECT_EQ(count_in(dir / "cppcdc.log", "in a transaction of its own"), 2u)
+      << "the second and third runs read on under snapshots of their own";
   it::drop_slots(db);
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
+
+// Without an exported snapshot at a first start (the slot exists already, or sql_peek) the
+// snapshot is read in a transaction of its own while the stream starts at the slot's earlier
+// position: the changes committed in between must arrive once.
+class PgSnapshotVisibilityFirstStart : public ::testing::TestWithParam<pg::WalTransport> {};
+
+TEST_P(PgSnapshotVisibilityFirstStart, ChangesAfterAnExistingSlotArriveOnce) {
+  const std::string db =
+      it::test_database(GetParam() == pg::WalTransport::kSqlPeek ? "snapvis_peek" : "snapvis_slot");
+  it::fresh_database(db);
+  it::PgSession s(it::dsn_for(db));
+  s.query(
+      "create table acct (id int primary key, n int, note text); "
+      "create table bag (v int, note text); alter table bag replica identity full; "
+      "insert into acct select g, 0, 'a' || g from generate_series(1, " +
+      std::to_string(kKeyed) + ") g; insert into bag select g, 'b' || g from " +
+      "generate_series(1, " + std::to_string(kKeyless) +
+      ") g; "
+      "create publication vis_pub for table acct, bag;");
+  s.query("select pg_create_logical_replication_slot('" + db + "', 'pgoutput')");
+  Writer writer(db);
+  writer.transactions(40);  // after the slot's position, before the snapshot
+  pg::PostgresSourceConfig cfg;
+  cfg.slot_name = db;
+  cfg.publication_name = "vis_pub";
+  cfg.tables = {"public.acct", "public.bag"};
+  cfg.snapshot_chunk_size = 1000;
+  cfg.transport = GetParam();
+  std::vector<Event> events;
+  {
+    it::Reader r(db, cfg, {.checkpoint = nullptr, .max_buffer_size = 500, .max_retries = 2});
+    ASSERT_TRUE(r.runtime->start());
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    bool read_all = false, ended = false;
+    const auto take_until = [&](const bool& done) {
+      while (std::chrono::steady_clock::now() < deadline && !done) {
+        for (auto& e : r.take(1, 1)) {
+          read_all = read_all || (e.table == "bag" && e.snapshot && e.snapshot->is_last_chunk);
+          ended = ended || (e.after && value(&*e.after, "note") == "the end");
+          events.push_back(std::move(e));
+        }
+      }
+    };
+    // Every row read (the snapshot's transaction had its snapshot), then a last change.
+    take_until(read_all);
+    ASSERT_TRUE(read_all);
+    s.query("insert into acct values (2000000000, 0, 'the end')");
+    take_until(ended);
+    ASSERT_TRUE(ended);
+    ASSERT_TRUE(r.runtime->stop());
+  }
+  expect_replay_equals_source(events, s);
+  it::drop_slots(db);
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, PgSnapshotVisibilityFirstStart,
+                         ::testing::Values(pg::WalTransport::kStreamingReplication,
+                                           pg::WalTransport::kSqlPeek));
