@@ -238,7 +238,7 @@ Status TransactionAssembler::finish_transaction(Lsn end_lsn, std::vector<Event>&
   std::string state;
   if (!visibility.empty()) {
     visibility.passed(begin_.final_lsn);
-    state = visibility.to_state();
+    state = visibility_state();
   }
   if (spill_) {
     ready_spill_.resume_state = std::move(state);
@@ -644,6 +644,14 @@ Event TransactionAssembler::make_message_event(const LogicalMessageMsg& m, Lsn p
                 ColumnValue{"content", text ? m.content : cppcdc::detail::bytea_hex(m.content), false},
                 ColumnValue{"transactional", m.transactional ? "t" : "f", false}};
   return e;
+}
+
+const std::string& TransactionAssembler::visibility_state() {
+  if (visibility_version_ != visibility.version()) {
+    visibility_state_ = visibility.to_state();
+    visibility_version_ = visibility.version();
+  }
+  return visibility_state_;
 }
 
 bool TransactionAssembler::already_read(const Relation& rel, const Event& e) {

@@ -164,6 +164,8 @@ class TransactionAssembler {
   /// Orders keys of types the filter does not compare itself (integers it does); unset: such
   /// a change is delivered.
   KeyCompare compare_keys;
+  /// visibility.to_state(), made again only when visibility.version() moved.
+  const std::string& visibility_state();
   std::filesystem::path spill_dir = cppcdc::detail::default_spill_dir();
 
  private:
@@ -236,6 +238,8 @@ class TransactionAssembler {
   };
   std::unordered_map<std::string, MessageShapes> message_shapes_;  // by prefix
   std::vector<CopyField> copy_fields_;  // append_reads' split of the current row
+  std::string visibility_state_;
+  std::optional<std::uint64_t> visibility_version_;  // of visibility_state_
 
   std::string source_name_;
   std::function<bool(const std::string&, const std::string&)> captured_;

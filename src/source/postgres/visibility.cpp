@@ -134,11 +134,13 @@ std::optional<int> compare_integer_keys(const std::vector<std::string>& types,
 }
 
 void ReadVisibility::begin_read(const XidSnapshot& snapshot, Lsn until) {
+  ++version_;
   reads_.push_back(SnapshotRead{snapshot, until, {}});
 }
 
 void ReadVisibility::add_range(ReadRange range) {
   if (reads_.empty()) return;
+  ++version_;
   for (std::size_t i = 0; i + 1 < reads_.size(); ++i) {
     auto& rs = reads_[i].ranges;
     for (auto it = rs.begin(); it != rs.end();) {
@@ -198,7 +200,8 @@ bool ReadVisibility::already_read(std::uint32_t xid, const std::string& table, c
 
 void ReadVisibility::remember(const std::string& table, std::vector<std::string> key) {
   auto& keys = delivered_[table];
-  keys.insert(std::move(key));
+  if (!keys.insert(std::move(key)).second) return;
+  ++version_;
   if (keys.size() <= kMaxRemembered) return;
   truncated(table);
 }
@@ -220,6 +223,7 @@ bool ReadVisibility::truncate_already_read(std::uint32_t xid, const std::string&
 }
 
 void ReadVisibility::truncated(const std::string& table) {
+  ++version_;
   for (auto& read : reads_) {
     std::erase_if(read.ranges, [&](const ReadRange& r) { return r.table == table; });
   }
@@ -230,6 +234,7 @@ bool ReadVisibility::passed(Lsn commit_lsn) {
   const bool dropped =
       std::erase_if(reads_, [&](const SnapshotRead& r) { return r.until <= commit_lsn; }) > 0;
   if (reads_.empty()) delivered_.clear();
+  if (dropped) ++version_;
   return dropped;
 }
 

@@ -83,6 +83,8 @@ std::optional<int> compare_integer_keys(const std::vector<std::string>& types,
 class ReadVisibility {
  public:
   bool empty() const noexcept { return reads_.empty(); }
+  /// Changes whenever the filter does (to cache its to_state()).
+  std::uint64_t version() const noexcept { return version_; }
   const std::vector<SnapshotRead>& reads() const noexcept { return reads_; }
 
   /// A new read under `snapshot` starts (add_range adds what it covers).
@@ -125,7 +127,7 @@ class ReadVisibility {
   /// Past this many remembered keys the table's filter ends (its later changes are all
   /// delivered: the overlap, which row_write() replays right), so that the checkpoint's
   /// source_state stays small.
-  static constexpr std::size_t kMaxRemembered = 10000;
+  static constexpr std::size_t kMaxRemembered = 1000;
 
   boost::json::object to_json() const;
   /// {"visibility": [...]} for a source_state (the empty string when empty()).
@@ -138,6 +140,7 @@ class ReadVisibility {
  private:
   void remember(const std::string& table, std::vector<std::string> key);
   std::vector<SnapshotRead> reads_;
+  std::uint64_t version_ = 0;
   // Per table, the keys whose changes the window delivers (already_read).
   std::map<std::string, std::set<std::vector<std::string>>> delivered_;
 };
