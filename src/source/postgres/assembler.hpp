@@ -11,7 +11,8 @@
 // total_events; on Commit the whole transaction is released in commit order. The last event
 // of a transaction carries the commit's end LSN as its resume_offset (a restart from there
 // re-sends nothing of this transaction); the others carry none. Pure: no I/O except through
-// the CatalogLookup it is given, so golden tests can drive it from recorded frames.
+// the CatalogLookup it is given (and compare_keys, while a snapshot's visibility filter is
+// on), so golden tests can drive it from recorded frames.
 
 #include <deque>
 #include <filesystem>
