@@ -233,7 +233,15 @@ Status TransactionAssembler::finish_transaction(Lsn end_lsn, std::vector<Event>&
   in_tx_ = false;
   last_end_lsn_ = end_lsn;
   subxacts_.clear();
+  // Reads whose snapshot could see this transaction's commit are over once it is released;
+  // the others ride on it so that a restart from its end still filters.
+  std::string state;
+  if (!visibility.empty()) {
+    visibility.passed(begin_.final_lsn);
+    state = visibility_state();
+  }
   if (spill_) {
+    ready_spill_.resume_state = std::move(state);
     // Read back in pieces by drain_spilled(), which sets the metadata.
     CPPCDC_TRY(spill_->start_reading());
     ready_spill_.xid = begin_.xid;
@@ -257,6 +265,10 @@ Status TransactionAssembler::finish_transaction(Lsn end_lsn, std::vector<Event>&
     pending_sizes_.back() -= detail::approx_string_bytes(resume);
     resume = end_lsn.to_string();
     pending_sizes_.back() += detail::approx_string_bytes(resume);
+    if (!state.empty()) {
+      pending_sizes_.back() += detail::approx_string_bytes(state);
+      pending_.back().resume_state = std::move(state);
+    }
   }
   if (out.empty()) {
     out.swap(pending_);  // the usual case: the transaction changes hands in one piece
@@ -287,7 +299,10 @@ Status TransactionAssembler::drain_spilled(std::vector<Event>& out, std::size_t 
       e.transaction = TransactionMetadata{r.xid, r.total, r.next_index};
       e.log_position = to_log_position(r.commit_lsn);
       if (r.commit_ms) e.source.timestamp = *r.commit_ms;
-      if (++r.next_index == r.total) e.resume_offset = r.end_lsn.to_string();
+      if (++r.next_index == r.total) {
+        e.resume_offset = r.end_lsn.to_string();
+        e.resume_state = r.resume_state;
+      }
       out.push_back(std::move(e));
       continue;
     }
@@ -301,7 +316,10 @@ Status TransactionAssembler::drain_spilled(std::vector<Event>& out, std::size_t 
     e.transaction = TransactionMetadata{r.xid, r.total, r.next_index};
     e.log_position = to_log_position(r.commit_lsn);
     if (r.commit_ms) e.source.timestamp = *r.commit_ms;
-    if (++r.next_index == r.total) e.resume_offset = r.end_lsn.to_string();
+    if (++r.next_index == r.total) {
+      e.resume_offset = r.end_lsn.to_string();
+      e.resume_state = r.resume_state;
+    }
     out.push_back(std::move(e));
   }
   if (r.next_index == r.total) {
@@ -628,6 +646,20 @@ Event TransactionAssembler::make_message_event(const LogicalMessageMsg& m, Lsn p
   return e;
 }
 
+const std::string& TransactionAssembler::visibility_state() {
+  if (visibility_version_ != visibility.version()) {
+    visibility_state_ = visibility.to_state();
+    visibility_version_ = visibility.version();
+  }
+  return visibility_state_;
+}
+
+bool TransactionAssembler::already_read(const Relation& rel, const Event& e) {
+  if (visibility.empty()) return false;
+  return visibility.already_read(begin_.xid, rel.msg.namespace_name + "." + rel.msg.relation_name,
+                                 e.before.row(), e.after ? &*e.after : nullptr, compare_keys);
+}
+
 Status TransactionAssembler::feed(PgOutputMessage message, Lsn position, std::vector<Event>& out,
                                   std::vector<std::size_t>* out_bytes, std::uint32_t change_xid) {
   if (ready_spill_.file) {
@@ -736,6 +768,10 @@ Status TransactionAssembler::feed(PgOutputMessage message, Lsn position, std::ve
             return fail(row.error());
           }
           e.after = std::move(*row);
+          if (already_read(**rel, e)) {
+            drop_pending();
+            return ok();
+          }
           return commit_pending();
         } else if constexpr (std::is_same_v<T, UpdateMsg>) {
           auto rel = relation(m.relation_id, "Update");
@@ -778,6 +814,7 @@ Status TransactionAssembler::feed(PgOutputMessage message, Lsn position, std::ve
           }
           e.after = std::move(*row);
           e.unavailable_columns = std::move(unchanged);
+          if (already_read(r, e)) return ok();
           return add_pending(std::move(e));
         } else if constexpr (std::is_same_v<T, DeleteMsg>) {
           auto rel = relation(m.relation_id, "Delete");
@@ -795,12 +832,19 @@ Status TransactionAssembler::feed(PgOutputMessage message, Lsn position, std::ve
             if (!key) return fail(key.error());
             e.before = BeforeKeyOnly{std::move(*key)};
           }
+          if (already_read(r, e)) return ok();
           return add_pending(std::move(e));
         } else if constexpr (std::is_same_v<T, TruncateMsg>) {
           for (auto id : m.relation_ids) {
             auto rel = relation(id, "Truncate");
             if (!rel) return fail(rel.error());
             if (!(*rel)->captured) continue;
+            if (!visibility.empty()) {
+              const std::string table =
+                  (*rel)->msg.namespace_name + "." + (*rel)->msg.relation_name;
+              if (visibility.truncate_already_read(begin_.xid, table)) continue;
+              visibility.truncated(table);
+            }
             CPPCDC_TRY(add_pending(make_event(**rel, Operation::kTruncate, position)));
           }
           return ok();

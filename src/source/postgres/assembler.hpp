@@ -11,7 +11,8 @@
 // total_events; on Commit the whole transaction is released in commit order. The last event
 // of a transaction carries the commit's end LSN as its resume_offset (a restart from there
 // re-sends nothing of this transaction); the others carry none. Pure: no I/O except through
-// the CatalogLookup it is given, so golden tests can drive it from recorded frames.
+// the CatalogLookup it is given (and compare_keys, while a snapshot's visibility filter is
+// on), so golden tests can drive it from recorded frames.
 
 #include <deque>
 #include <filesystem>
@@ -27,7 +28,7 @@
 #include "cppcdc/event.hpp"
 #include "source/postgres/copy_text.hpp"
 #include "source/postgres/pgoutput.hpp"
-
+#include "source/postgres/visibility.hpp"
 
 namespace cppcdc::pg {
 
@@ -154,6 +155,18 @@ class TransactionAssembler {
   /// by detail::approx_event_bytes), they and all later events of the transaction go to a
   /// spill file in `spill_dir`, and are read back after the commit in bounded pieces.
   std::size_t spill_threshold_bytes = std::size_t{32} << 20;
+
+  /// The snapshot reads whose changes the stream drops (visibility.hpp): a change of a
+  /// captured table in a transaction a read's snapshot sees, to a row that read covers, is not
+  /// delivered. A delivered TRUNCATE of a table ends the filter for that table. Each released
+  /// transaction that commits before a read's `until` carries the remaining filter as the
+  /// resume_state of its last event; the first one at or past it drops that read.
+  ReadVisibility visibility;
+  /// Orders keys of types the filter does not compare itself (integers it does); unset: such
+  /// a change is delivered.
+  KeyCompare compare_keys;
+  /// visibility.to_state(), made again only when visibility.version() moved.
+  const std::string& visibility_state();
   std::filesystem::path spill_dir = cppcdc::detail::default_spill_dir();
 
  private:
@@ -176,6 +189,8 @@ class TransactionAssembler {
   /// A shape as the row of a schema_change event: content_id and the columns as JSON.
   static Row describe_shape(const RowShape& shape);
   Event make_message_event(const LogicalMessageMsg& m, Lsn position);
+  /// Whether the change `e` of `rel` in the open transaction is in a snapshot read already.
+  bool already_read(const Relation& rel, const Event& e);
   /// Adds an event to the open transaction, spilling past the threshold.
   Status add_pending(Event e);
   /// In-place form of add_pending: the event is built in the slot begin_pending() returns
@@ -224,6 +239,8 @@ class TransactionAssembler {
   };
   std::unordered_map<std::string, MessageShapes> message_shapes_;  // by prefix
   std::vector<CopyField> copy_fields_;  // append_reads' split of the current row
+  std::string visibility_state_;
+  std::optional<std::uint64_t> visibility_version_;  // of visibility_state_
 
   std::string source_name_;
   std::function<bool(const std::string&, const std::string&)> captured_;
@@ -249,6 +266,7 @@ class TransactionAssembler {
     Lsn end_lsn;
     Lsn commit_lsn;
     std::optional<std::int64_t> commit_ms;  // a streamed transaction's commit time
+    std::string resume_state;               // the visibility filter still pending
     std::vector<Event> prefix;  // released before the file's events (shape changes)
   };
   ReadySpill ready_spill_;  // a committed spilled transaction not yet drained

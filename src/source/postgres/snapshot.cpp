@@ -238,8 +238,10 @@ Result<std::vector<std::string>> leaf_tables(PGconn* conn, const std::string& pu
   return out;
 }
 
-std::string SnapshotProgress::to_state() const {
-  if (done()) return "";
+std::string SnapshotProgress::to_state() const { return to_state(ReadVisibility()); }
+
+std::string SnapshotProgress::to_state(const ReadVisibility& visibility) const {
+  if (done()) return visibility.to_state();
   boost::json::object s;
   s["id"] = id;
   s["stream_start"] = stream_start.to_string();
@@ -259,6 +261,7 @@ std::string SnapshotProgress::to_state() const {
   s["started_ms"] = started_ms;
   boost::json::object root;
   root["snapshot"] = std::move(s);
+  if (!visibility.empty()) root["visibility"] = visibility.to_json();
   return boost::json::serialize(root);
 }
 
@@ -272,6 +275,8 @@ Result<std::optional<SnapshotProgress>> SnapshotProgress::from_state(const std::
   const boost::json::value v = boost::json::parse(state, ec);
   if (ec || !v.is_object()) return fail(bad_state("not a JSON object"));
   const auto* snap = v.as_object().if_contains("snapshot");
+  // Only the visibility filter of a finished snapshot's reads (visibility.hpp).
+  if (!snap && v.as_object().contains("visibility")) return std::optional<SnapshotProgress>();
   if (!snap || !snap->is_object()) return fail(bad_state("no snapshot object"));
   const auto& o = snap->as_object();
   SnapshotProgress p;
@@ -338,6 +343,36 @@ Status run_snapshot(PGconn* conn, PGconn* catalog, TransactionAssembler& assembl
       return fail(locked.error());
     }
   }
+  // Read in a transaction of its own (not the slot's exported snapshot), the rows include
+  // every change committed before this transaction's snapshot, which the stream, starting at
+  // the slot's earlier position, also carries: its snapshot and the WAL position right after
+  // it tell the stream which of those to drop (visibility.hpp). The tables are locked first
+  // (LOCK takes no snapshot), so this is the transaction's first snapshot and the one its
+  // reads use.
+  Lsn read_position = progress.stream_start;
+  const bool own_snapshot =
+      options.stream_follows && progress.exported_snapshot.empty() && !progress.done();
+  if (own_snapshot) {
+    auto taken = exec(conn, "select txid_current_snapshot()::text, pg_current_wal_insert_lsn()",
+                      "taking the snapshot transaction's snapshot");
+    if (!taken) return fail(taken.error());
+    auto xids = XidSnapshot::parse(get(taken->get(), 0, 0).value_or(""));
+    if (!xids) {
+      return fail(
+          Error::source(ErrorKind::kTerminal, "txid_current_snapshot() returned '" +
+                                                  get(taken->get(), 0, 0).value_or("") +
+                                                  "', which is not a transaction snapshot"));
+    }
+    auto until = detail::get_lsn(taken->get(), 0, 1, "pg_current_wal_insert_lsn()");
+    if (!until) return fail(until.error());
+    assembler.visibility.begin_read(*xids, *until);
+    // The rows carry the position their view corresponds to, not the slot's.
+    read_position = *until;
+    spdlog::info(
+        "snapshot {}: reading in a transaction of its own (snapshot {}, WAL {}); the stream "
+        "from {} drops the changes of the rows read that this snapshot already sees",
+        progress.id, xids->to_string(), until->to_string(), progress.stream_start.to_string());
+  }
   const std::size_t n = std::max<std::uint32_t>(1, options.chunk_size);
   CopyLines rows;                 // the rows read and not yet handed over (at most n + 1)
   std::vector<CopyField> fields;  // a split row, for the cursor
@@ -375,6 +410,14 @@ Status run_snapshot(PGconn* conn, PGconn* catalog, TransactionAssembler& assembl
                             std::to_string(progress.cursor->size()) +
                             " value(s) but its primary key has " +
                             std::to_string(d->key.size()) + " column(s)"));
+    }
+    if (own_snapshot) {
+      ReadRange range;
+      range.table = name;
+      range.key = d->key;
+      range.key_types = d->key_types;
+      if (keyed) range.after = progress.cursor;
+      assembler.visibility.add_range(std::move(range));
     }
     std::vector<std::size_t> key_columns;  // positions of the key columns in a row
     for (const auto& k : d->key) {
@@ -425,9 +468,8 @@ Status run_snapshot(PGconn* conn, PGconn* catalog, TransactionAssembler& assembl
       progress.rows += take;
       ++progress.chunk;
       const std::size_t chunk_start = used;
-      auto built = assembler.append_reads(d->relation.relation_id, rows.first(take),
-                                          progress.stream_start, progress.started_ms, meta,
-                                          batch, used, &sizes);
+      auto built = assembler.append_reads(d->relation.relation_id, rows.first(take), read_position,
+                                          progress.started_ms, meta, batch, used, &sizes);
       if (!built) return fail(built.error().context("snapshot of " + name));
       if (take > 0 && keyed) {
         split_copy_row(rows.first(take).back(), fields);
@@ -455,7 +497,7 @@ Status run_snapshot(PGconn* conn, PGconn* catalog, TransactionAssembler& assembl
       // in one transaction) and never delivered twice because a restart reads it again.
       if (used > chunk_start && (keyed || table_done)) {
         batch[used - 1].resume_offset = progress.stream_start.to_string();
-        batch[used - 1].resume_state = progress.to_state();
+        batch[used - 1].resume_state = progress.to_state(assembler.visibility);
       }
       const bool last = table_done && progress.done();
       if (used > 0 && (last || used + n > batch_events)) {

@@ -8,10 +8,12 @@
 //
 // On the first run the transaction imports the snapshot exported by CREATE_REPLICATION_SLOT,
 // so the stream starts exactly where the snapshot's view ends. After a restart mid-snapshot
-// the exported snapshot is gone: the remaining chunks are read in a new transaction while the
-// stream still starts at the slot's original position, so every change after that position is
-// streamed again on top of the rows read. Applied with row_write() semantics, the result is
-// the same; in between, a consumer may see a row newer than the stream has reached.
+// the exported snapshot is gone (and a first start without one, when the slot existed or under
+// sql_peek, never had it): the remaining rows are read in a new transaction while the stream
+// still starts at the slot's position. That transaction records its snapshot and the tables
+// or key ranges it reads in the assembler's visibility filter (visibility.hpp), which drops
+// from the stream the changes the read already holds; the filter rides in the checkpoint's
+// source_state until the stream has passed the position read right after the snapshot.
 //
 // Progress (table, cursor, chunk) is saved in the checkpoint's source_state after each chunk
 // is acknowledged, so a restart re-reads at most one chunk (a table without a primary key has
@@ -32,6 +34,7 @@
 #include "cppcdc/postgres/lsn.hpp"
 #include "cppcdc/result.hpp"
 #include "source/postgres/assembler.hpp"
+#include "source/postgres/visibility.hpp"
 
 namespace cppcdc::pg {
 
@@ -54,7 +57,11 @@ struct SnapshotProgress {
   static bool in_state(std::string_view state) noexcept;
   /// {"snapshot": {...}}; the empty string once done().
   std::string to_state() const;
-  /// Parses a source_state; nullopt for an empty state. Errors (checkpoint, terminal) name
+  /// With the reads' visibility filter beside it ({"snapshot": {...}, "visibility": [...]};
+  /// only the filter once done(); the empty string when both are empty).
+  std::string to_state(const ReadVisibility& visibility) const;
+  /// Parses a source_state; nullopt for an empty state or one holding only a visibility
+  /// filter (ReadVisibility::from_state reads that). Errors (checkpoint, terminal) name
   /// what is wrong.
   static Result<std::optional<SnapshotProgress>> from_state(const std::string& state);
 };
@@ -98,6 +105,9 @@ struct SnapshotOptions {
   std::map<std::string, std::string> table_conditions;
   /// Told of each table's start and of the rows read after each chunk; may be null.
   BlockingSnapshotTracker* tracker = nullptr;
+  /// Whether the stream follows the snapshot (false under initial_only): then a read in a
+  /// transaction of its own records its view in the assembler's visibility filter.
+  bool stream_follows = true;
 };
 
 /// Reads the snapshot described by `progress` on `conn` (a connection of its own). Tables are

@@ -124,6 +124,12 @@ class PostgresSource final : public Source {
     // decides. initial_only needs no slot and never streams.
     snapshot_.reset();
     finished_.store(false);
+    ReadVisibility visibility;
+    if (resume) {
+      auto filter = ReadVisibility::from_state(resume->source_state);
+      if (!filter) return fail(filter.error());
+      visibility = std::move(*filter);
+    }
     if (resume) {
       auto pending = SnapshotProgress::from_state(resume->source_state);
       if (!pending) return fail(pending.error());
@@ -204,6 +210,10 @@ class PostgresSource final : public Source {
         [this](const std::string& s, const std::string& t) { return is_captured(s, t); },
         *catalog_);
     assembler_->capture_messages = config_.capture_logical_messages;
+    assembler_->visibility = std::move(visibility);
+    assembler_->compare_keys =
+        [this](const std::vector<std::string>& types, const std::vector<std::string>& a,
+               const std::vector<std::string>& b) { return compare_keys(types, a, b); };
     assembler_->spill_threshold_bytes = config_.spill_threshold_bytes;
     if (!config_.spill_dir.empty()) assembler_->spill_dir = config_.spill_dir;
     CPPCDC_TRY(handoff_.open({config_.max_queued_events, config_.max_queued_bytes}));
@@ -365,6 +375,28 @@ class PostgresSource final : public Source {
     return false;
   }
 
+  // Orders two keys of the given types on the server, for the stream's visibility filter
+  // (keys other than integers). On the reader thread's connection, like the catalog.
+  Result<int> compare_keys(const std::vector<std::string>& types, const std::vector<std::string>& a,
+                           const std::vector<std::string>& b) {
+    std::string lhs = "row(", rhs = "row(";
+    std::vector<std::optional<std::string>> params;
+    for (std::size_t k = 0; k < types.size(); ++k) {
+      if (k) lhs += ", ", rhs += ", ";
+      lhs += "$" + std::to_string(k + 1) + "::" + types[k];
+      rhs += "$" + std::to_string(types.size() + k + 1) + "::" + types[k];
+    }
+    lhs += ")", rhs += ")";
+    params.insert(params.end(), a.begin(), a.end());
+    params.insert(params.end(), b.begin(), b.end());
+    auto res = exec(sql_.get(),
+                    "select case when " + lhs + " < " + rhs + " then -1 when " + lhs + " = " + rhs +
+                        " then 0 else 1 end",
+                    "comparing keys for the snapshot's visibility filter", params);
+    if (!res) return fail(res.error());
+    return std::stoi(get(res->get(), 0, 0).value_or("1"));
+  }
+
   // ---- snapshot --------------------------------------------------------------------------
 
   // The tables the snapshot reads, named as the stream names their rows. Called after
@@ -389,6 +421,7 @@ class PostgresSource final : public Source {
       options.table_conditions[split_table(table).text()] = condition;
     }
     const bool only = config_.snapshot_mode == SnapshotMode::kInitialOnly;
+    options.stream_follows = !only;
     spdlog::info("snapshot {}: reading {} table(s) in chunks of {} rows{}", snapshot_->id,
                  snapshot_->tables.size() - snapshot_->table_index, options.chunk_size,
                  only ? std::string(" (initial_only: cppcdc stops when it is done)")
