@@ -202,6 +202,10 @@ struct KafkaTopicCheckpointConfig {
   /// Further librdkafka properties (TLS, SASL). bootstrap.servers, transactional.id,
   /// isolation.level, enable.idempotence, acks and group.id are the backend's own (refused).
   std::vector<std::pair<std::string, std::string>> properties;
+  /// Whether bootstrap_servers / properties are the Kafka sink's (the file left them out of
+  /// [state.offset]): errors about them then name [sink]'s key, where the user wrote it.
+  bool bootstrap_servers_from_sink = false;
+  bool properties_from_sink = false;
   /// As KafkaSinkConfig::stop: once set, load() and save() stop waiting on the brokers within
   /// about a second, with a transient error saying the stop request cut them short (a save
   /// cut short may or may not have been committed; the next load() reads which). Not owned.
@@ -209,7 +213,7 @@ struct KafkaTopicCheckpointConfig {
 };
 
 /// Checks the properties without connecting. Error kind configuration, for_setting
-/// (kCheckpoint, "kafka_properties.<name>").
+/// (kCheckpoint, "kafka_properties.<name>"; kSink when the properties are the sink's).
 Status validate(const KafkaTopicCheckpointConfig& config);
 
 /// Opens the backend for `checkpoint_id`: looks the topic up and creates it when missing.

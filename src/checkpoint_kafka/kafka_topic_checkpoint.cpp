@@ -18,11 +18,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -69,6 +72,63 @@ void quiet_log(const rd_kafka_t* rk, int level, const char* facility, const char
 constexpr int kPreflightConnectMs = 7'000;
 constexpr int kPreflightCallMs = 5'000;
 
+/// Which clients take each librdkafka property: 'P' producers only, 'C' consumers only, '*'
+/// both, as librdkafka's own property table says (rd_kafka_conf_properties_show).
+const std::map<std::string, char>& property_scopes() {
+  static const std::map<std::string, char> scopes = [] {
+    std::map<std::string, char> out;
+    char* text = nullptr;
+    std::size_t size = 0;
+    FILE* f = open_memstream(&text, &size);
+    if (f == nullptr) return out;
+    rd_kafka_conf_properties_show(f);
+    std::fclose(f);
+    // Rows: "name | C/P | range | default | importance | description".
+    std::string_view all(text, size);
+    while (!all.empty()) {
+      const auto eol = all.find('\n');
+      std::string_view line = all.substr(0, eol);
+      all = eol == std::string_view::npos ? std::string_view() : all.substr(eol + 1);
+      const auto bar = line.find('|');
+      if (bar == std::string_view::npos) continue;
+      const auto trim = [](std::string_view v) {
+        while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
+        while (!v.empty() && v.back() == ' ') v.remove_suffix(1);
+        return v;
+      };
+      const std::string_view name = trim(line.substr(0, bar));
+      const std::string_view rest = line.substr(bar + 1);
+      const std::string_view scope = trim(rest.substr(0, rest.find('|')));
+      if (scope.size() == 1 && (scope[0] == 'P' || scope[0] == 'C' || scope[0] == '*')) {
+        out.emplace(std::string(name), scope[0]);
+      }
+    }
+    std::free(text);
+    return out;
+  }();
+  return scopes;
+}
+
+/// Whether a client of `type` takes `property` (an unknown one: yes, librdkafka judges it).
+bool takes_property(rd_kafka_type_t type, const std::string& property) {
+  const auto& scopes = property_scopes();
+  const auto it = scopes.find(property);
+  if (it == scopes.end()) return true;
+  return it->second == '*' || it->second == (type == RD_KAFKA_CONSUMER ? 'C' : 'P');
+}
+
+/// `error` about the backend's setting `path` ("bootstrap_servers", "kafka_properties.<name>"),
+/// named where the user wrote it: [sink]'s key when the backend took the value from the sink.
+Error at_setting(const KafkaTopicCheckpointConfig& config, Error error, const std::string& path) {
+  const bool from_sink = path.starts_with("kafka_properties")
+                             ? config.properties_from_sink
+                             : path == "bootstrap_servers" && config.bootstrap_servers_from_sink;
+  if (!from_sink) return std::move(error).for_setting(SettingOwner::kCheckpoint, path);
+  Error out(error.kind(), error.category(),
+            error.message() + " (the kafka_topic checkpoint backend takes it from [sink])");
+  return std::move(out).for_setting(SettingOwner::kSink, path);
+}
+
 /// The remedy for librdkafka's _UNSUPPORTED_FEATURE on a Kafka 4 cluster: a controller port.
 std::string unsupported_feature_hint(const std::string& servers) {
   return "librdkafka says the server lacks a feature every broker since Kafka 0.11 has, which "
@@ -78,6 +138,15 @@ std::string unsupported_feature_hint(const std::string& servers) {
          "\") names a broker listener (the broker's listeners / advertised.listeners, not "
          "controller.listener.names)";
 }
+
+/// Whether the batch a reconciliation marker was left for committed (see read_topic()).
+enum class MarkerVerdict { kAborted, kCommitted, kUnknown };
+
+struct FoundMarker {
+  std::string value;  ///< the marker's JSON, as the sink wrote it
+  MarkerVerdict verdict = MarkerVerdict::kAborted;
+  std::string checkpoint;  ///< the offset of the checkpoint read with it ("" when none)
+};
 
 class KafkaTopicCheckpoint final : public Checkpoint {
  public:
@@ -136,6 +205,17 @@ class KafkaTopicCheckpoint final : public Checkpoint {
     const rd_kafka_resp_err_t err =
         rd_kafka_metadata(admin->get(), 0, nullptr, &md,
                           std::min(kPreflightConnectMs, static_cast<int>(config_.timeout_ms)));
+    if (err == RD_KAFKA_RESP_ERR__UNSUPPORTED_FEATURE && config_.bootstrap_servers_from_sink) {
+      // The sink's own check (below) fails for the same address: one FAIL for one mistake.
+      out.checks.push_back({Outcome::kWarn,
+                            "the checkpoint topic was not checked: its brokers are [sink] "
+                            "bootstrap_servers " +
+                                servers +
+                                ", which answers, but not as a Kafka broker (see the "
+                                "sink's check)",
+                            ""});
+      return out;
+    }
     if (err == RD_KAFKA_RESP_ERR__UNSUPPORTED_FEATURE) {
       out.checks.push_back({Outcome::kFail,
                             "[state.offset] bootstrap_servers " + servers +
@@ -214,10 +294,7 @@ class KafkaTopicCheckpoint final : public Checkpoint {
     }
     if (marker_found_) {
       out.checks.push_back(
-          {Outcome::kWarn,
-           "the previous run stopped in the middle of a batch (reconciliation marker " +
-               in_quotes(id_ + ".reconciliation") + ": " + *marker_found_ +
-               "); its transaction was aborted and the batch is delivered again",
+          {Outcome::kWarn, describe_marker(*marker_found_),
            "nothing to do, unless a cppcdc of this pipeline is running now (then the marker "
            "is its batch in flight)"});
     }
@@ -232,7 +309,7 @@ class KafkaTopicCheckpoint final : public Checkpoint {
     // A metadata request first: a KRaft controller port refuses it at once (_UNSUPPORTED_FEATURE),
     // while the admin requests below would wait for a controller broker until timeout_ms.
     const rd_kafka_metadata_t* md = nullptr;
-    const rd_kafka_resp_err_t merr = metadata(rk, nullptr, &md);
+    const rd_kafka_resp_err_t merr = metadata(rk, nullptr, &md, "looking up the checkpoint topic");
     if (merr == RD_KAFKA_RESP_ERR_NO_ERROR) {
       rd_kafka_metadata_destroy(md);
     } else if (stopping()) {
@@ -240,7 +317,7 @@ class KafkaTopicCheckpoint final : public Checkpoint {
     } else if (merr == RD_KAFKA_RESP_ERR__UNSUPPORTED_FEATURE) {
       return fail(not_a_broker("looking up the checkpoint topic", rd_kafka_err2str(merr)));
     } else {
-      return fail(unreachable("looking up the checkpoint topic", rd_kafka_err2str(merr)));
+      return fail(unreachable("looking up the checkpoint topic", rd_kafka_err2str(merr), true));
     }
     auto policy = cleanup_policy(rk);
     if (!policy) return fail(policy.error());
@@ -345,18 +422,41 @@ class KafkaTopicCheckpoint final : public Checkpoint {
     return nullptr;
   }
 
-  /// rd_kafka_metadata for `rkt`, up to timeout_ms in slices (a stop request ends it: then
-  /// _TIMED_OUT).
+  /// Errors of a metadata request that mean "no broker answered (yet)": waited out until the
+  /// deadline. librdkafka reports a refused connection at once (_TRANSPORT, then
+  /// _ALL_BROKERS_DOWN), long before a broker that restarts is back.
+  static bool no_broker_yet(rd_kafka_resp_err_t err) {
+    return err == RD_KAFKA_RESP_ERR__TIMED_OUT || err == RD_KAFKA_RESP_ERR__TRANSPORT ||
+           err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN || err == RD_KAFKA_RESP_ERR__RESOLVE;
+  }
+
+  /// rd_kafka_metadata for `rkt`, retried up to timeout_ms while no broker answers (a stop
+  /// request ends the wait: then the last error). `what` names the step in the one log line
+  /// that says the wait began.
   rd_kafka_resp_err_t metadata(rd_kafka_t* rk, rd_kafka_topic_t* rkt,
-                               const rd_kafka_metadata_t** md) const {
-    const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms());
+                               const rd_kafka_metadata_t** md, const std::string& what) const {
+    const auto started = Clock::now();
+    const auto deadline = started + std::chrono::milliseconds(timeout_ms());
+    bool told = false;
     for (;;) {
+      const auto slice_end =
+          std::min(deadline, Clock::now() + std::chrono::milliseconds(slice_ms()));
       const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+          std::chrono::duration_cast<std::chrono::milliseconds>(slice_end - Clock::now()).count();
       const rd_kafka_resp_err_t err = rd_kafka_metadata(
           rk, 0, rkt, md, static_cast<int>(std::clamp<std::int64_t>(left, 1, 1'000)));
-      if (err != RD_KAFKA_RESP_ERR__TIMED_OUT || stopping() || Clock::now() >= deadline) {
-        return err;
+      if (!no_broker_yet(err) || stopping() || Clock::now() >= deadline) return err;
+      if (!told && !preflight_) {
+        told = true;
+        spdlog::warn(
+            "kafka_topic checkpoint: {} {}: no broker answers yet ({}); waiting up to "
+            "timeout_ms ({} ms) for one",
+            what, where(), rd_kafka_err2str(err), config_.timeout_ms);
+      }
+      // A refused connection comes back at once: the rest of the slice is waited out here
+      // (in short steps, to see a stop request), not spent in a busy loop.
+      while (!stopping() && Clock::now() < slice_end) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
     }
   }
@@ -385,16 +485,18 @@ class KafkaTopicCheckpoint final : public Checkpoint {
       }
       const std::string shown =
           is_secret_kafka_property(name) ? std::string("(redacted)") : in_quotes(value);
-      return fail(Error::checkpoint(ErrorKind::kConfiguration,
-                                    "librdkafka refuses " + name + " = " + shown + ": " + err)
-                      .for_setting(SettingOwner::kCheckpoint, name == "bootstrap.servers"
-                                                                  ? "bootstrap_servers"
-                                                                  : "kafka_properties." + name));
+      return fail(at_setting(
+          config_,
+          Error::checkpoint(ErrorKind::kConfiguration,
+                            "librdkafka refuses " + name + " = " + shown + ": " + err),
+          name == "bootstrap.servers" ? "bootstrap_servers" : "kafka_properties." + name));
     };
     Status st = set("bootstrap.servers", config_.bootstrap_servers);
     if (st) st = set("client.id", "cppcdc-checkpoint");
     for (const auto& [name, value] : config_.properties) {
-      if (st) st = set(name, value);
+      // Only what this client takes: librdkafka warns (CONFWARN) at every start about a
+      // producer's property given to the reader, and [sink]'s properties are a producer's.
+      if (st && takes_property(type, name)) st = set(name, value);
     }
     if (type == RD_KAFKA_CONSUMER) {
       if (st) st = set("isolation.level", read_committed ? "read_committed" : "read_uncommitted");
@@ -533,21 +635,27 @@ class KafkaTopicCheckpoint final : public Checkpoint {
 
   /// _UNSUPPORTED_FEATURE: bootstrap_servers answers but is no broker (a KRaft controller).
   Error not_a_broker(const std::string& what, const std::string& detail) const {
-    return Error::checkpoint(ErrorKind::kConfiguration,
-                             what + " " + where() + " failed (" + detail +
-                                 "): bootstrap_servers answers, but not as a Kafka broker; " +
-                                 unsupported_feature_hint(config_.bootstrap_servers))
-        .for_setting(SettingOwner::kCheckpoint, "bootstrap_servers");
+    Error e = Error::checkpoint(ErrorKind::kConfiguration,
+                                what + " " + where() + " failed (" + detail +
+                                    "): bootstrap_servers answers, but not as a Kafka broker; " +
+                                    unsupported_feature_hint(config_.bootstrap_servers));
+    return at_setting(config_, std::move(e), "bootstrap_servers");
   }
 
-  /// `what`: the call ("looking up the checkpoint topic"); `detail`: librdkafka's error text.
-  Error unreachable(const std::string& what, const std::string& detail = {}) const {
+  /// `what`: the call ("looking up the checkpoint topic"); `detail`: librdkafka's error text;
+  /// `retried`: metadata() kept asking until timeout_ms was over.
+  Error unreachable(const std::string& what, const std::string& detail = {},
+                    bool retried = false) const {
+    const std::string ms = std::to_string(timeout_ms()) + " ms";
+    std::string text = what + " " + where() +
+                       (retried ? " waited timeout_ms (" + ms +
+                                      ") for a broker of bootstrap_servers to answer; none did"
+                                : " got no answer from the brokers within timeout_ms (" + ms + ")");
+    if (!detail.empty()) text += " (librdkafka, last: " + detail + ")";
     return Error::checkpoint(
         ErrorKind::kTransient,
-        what + " " + where() + " got no answer from the brokers within timeout_ms (" +
-            std::to_string(config_.timeout_ms) + " ms" +
-            (detail.empty() ? std::string() : "; librdkafka: " + detail) +
-            "); check that the brokers run and that bootstrap_servers names their listener "
+        text +
+            "; check that the brokers run and that bootstrap_servers names their listener "
             "(host and port; by default the Kafka sink's)");
   }
 
@@ -563,7 +671,7 @@ class KafkaTopicCheckpoint final : public Checkpoint {
     // The partitions, and where each ends now (uncommitted records included).
     const rd_kafka_metadata_t* md = nullptr;
     rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, config_.topic.c_str(), nullptr);
-    const rd_kafka_resp_err_t merr = metadata(rk, rkt, &md);
+    const rd_kafka_resp_err_t merr = metadata(rk, rkt, &md, "reading the checkpoint topic");
     rd_kafka_topic_destroy(rkt);
     if (merr != RD_KAFKA_RESP_ERR_NO_ERROR && stopping()) {
       return fail(stopped("reading the checkpoint topic"));
@@ -572,7 +680,7 @@ class KafkaTopicCheckpoint final : public Checkpoint {
       return fail(not_a_broker("reading the checkpoint topic", rd_kafka_err2str(merr)));
     }
     if (merr != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      return fail(unreachable("reading the checkpoint topic", rd_kafka_err2str(merr)));
+      return fail(unreachable("reading the checkpoint topic", rd_kafka_err2str(merr), true));
     }
     std::vector<std::int32_t> partitions;
     rd_kafka_resp_err_t topic_err = RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
@@ -625,6 +733,10 @@ class KafkaTopicCheckpoint final : public Checkpoint {
     std::optional<std::string> marker;  // the Kafka sink's reconciliation marker, if set
     const std::string marker_key = id_ + ".reconciliation";
     std::string latest_at;
+    // Where in the topic (partition, offset) the last marker and the last committed checkpoint
+    // record were read.
+    std::pair<std::int32_t, std::int64_t> marker_pos{-1, -1};
+    std::pair<std::int32_t, std::int64_t> latest_pos{-1, -1};
     const auto started = Clock::now();
     const auto deadline = started + std::chrono::milliseconds(load_timeout_ms());
     bool waiting_logged = false;
@@ -680,6 +792,7 @@ class KafkaTopicCheckpoint final : public Checkpoint {
           } else {
             marker.emplace(static_cast<const char*>(m->payload), m->len);
           }
+          marker_pos = {m->partition, m->offset};
         }
         if (m->key != nullptr && key == id_) {
           if (m->payload == nullptr) {
@@ -689,6 +802,7 @@ class KafkaTopicCheckpoint final : public Checkpoint {
           }
           latest_at =
               "partition " + std::to_string(m->partition) + " offset " + std::to_string(m->offset);
+          latest_pos = {m->partition, m->offset};
         }
         auto it = target.find(m->partition);
         if (it != target.end() && m->offset + 1 >= it->second) target.erase(it);
@@ -697,24 +811,65 @@ class KafkaTopicCheckpoint final : public Checkpoint {
     }
     (void)rd_kafka_consumer_close(rk);
     if (!st) return fail(st.error());
-    marker_found_ = marker;
-    if (marker && !marker_reported_) {
-      marker_reported_ = true;
-      spdlog::warn(
-          "kafka_topic checkpoint: the previous run stopped in the middle of a batch "
-          "(reconciliation marker {}: {}); its transaction was aborted, so "
-          "read_committed consumers saw none of it, and it is delivered again from the "
-          "checkpoint",
-          in_quotes(marker_key), *marker);
+    std::optional<CheckpointRecord> record;
+    if (latest) {
+      auto decoded = FileCheckpoint::decode_stored(
+          *latest, "checkpoint record in " + location() + " (" + latest_at + ")",
+          "something other than cppcdc wrote this key; find what did, then write the last good "
+          "record back, or remove the key (a tombstone) to start over from the source's own "
+          "position");
+      if (!decoded) return fail(decoded.error());
+      record = std::move(*decoded);
     }
-    if (!latest) return std::nullopt;
-    auto record = FileCheckpoint::decode_stored(
-        *latest, "checkpoint record in " + location() + " (" + latest_at + ")",
-        "something other than cppcdc wrote this key; find what did, then write the last good "
-        "record back, or remove the key (a tombstone) to start over from the source's own "
-        "position");
-    if (!record) return fail(record.error());
+    marker_found_.reset();
+    if (marker) {
+      // The sink's marker goes out (and is acknowledged) before its batch's transaction writes
+      // the checkpoint record, and the topic keeps both in one partition (the backend creates
+      // it with one): a committed checkpoint record after the marker means that transaction
+      // (or a later one) committed. Kafka's own offsets are compared, not source positions,
+      // which are opaque here.
+      MarkerVerdict verdict = MarkerVerdict::kAborted;
+      if (latest && latest_pos.first == marker_pos.first) {
+        if (latest_pos.second > marker_pos.second) verdict = MarkerVerdict::kCommitted;
+      } else if (latest) {
+        verdict = MarkerVerdict::kUnknown;  // a topic of several partitions: no order
+      }
+      marker_found_ = FoundMarker{*marker, verdict, record ? record->offset : std::string()};
+    }
+    if (marker_found_ && !marker_reported_) {
+      marker_reported_ = true;
+      spdlog::warn("kafka_topic checkpoint: {}", describe_marker(*marker_found_));
+    }
+    if (!record) return std::nullopt;
     return std::optional<CheckpointRecord>(std::move(*record));
+  }
+
+  /// What the reconciliation marker found by the last read says about the batch it was
+  /// written for.
+  std::string describe_marker(const FoundMarker& found) const {
+    const std::string head =
+        "(reconciliation marker " + in_quotes(id_ + ".reconciliation") + ": " + found.value + ")";
+    switch (found.verdict) {
+      case MarkerVerdict::kCommitted:
+        return "the previous run stopped after a batch's transaction committed but before it "
+               "cleared " +
+               head + "; the checkpoint, at " + found.checkpoint +
+               ", was committed after the marker, so read_committed consumers have that batch "
+               "and nothing of it is delivered again";
+      case MarkerVerdict::kUnknown:
+        return "the previous run stopped in the middle of a batch or right after its commit " +
+               head + "; the checkpoint topic has several partitions, so which cannot be told: " +
+               "if aborted, read_committed consumers saw none of it and it is delivered again "
+               "from the checkpoint (at " +
+               found.checkpoint + "); if committed, the checkpoint includes it";
+      case MarkerVerdict::kAborted:
+        break;
+    }
+    return "the previous run stopped in the middle of a batch " + head +
+           "; its transaction was aborted, so read_committed consumers saw none of it, and it "
+           "is delivered again from the checkpoint" +
+           (found.checkpoint.empty() ? std::string(" (none yet: from the start)")
+                                     : " (at " + found.checkpoint + ")");
   }
 
   Status start_producer() {
@@ -785,7 +940,7 @@ class KafkaTopicCheckpoint final : public Checkpoint {
   Handle producer_;  // created by the first save
   rd_kafka_topic_t* producer_rkt_ = nullptr;
   bool marker_reported_ = false;             // the reconciliation marker was logged once already
-  std::optional<std::string> marker_found_;  // the marker the last read found
+  std::optional<FoundMarker> marker_found_;  // the marker the last read found
   bool preflight_ = false;    // `cppcdc preflight`: short timeouts, librdkafka's log kept in tail_
   mutable LogTail tail_;      // librdkafka's last warning (preflight only)
   bool cache_valid_ = false;  // cached_ is what the topic holds as far as this instance knows
@@ -829,6 +984,9 @@ class ConfiguredKafkaTopic final : public ConfiguredCheckpoint {
   KafkaTopicCheckpointConfig config_;
 };
 
+/// The key under which the server lists the keys of [state.offset] it took from [sink].
+constexpr const char* kInheritedKey = "_inherited_from_sink";
+
 Result<std::unique_ptr<ConfiguredCheckpoint>> configure(const Settings& settings) {
   KafkaTopicCheckpointConfig c;
   auto servers = settings.get_string("bootstrap_servers");
@@ -839,6 +997,15 @@ Result<std::unique_ptr<ConfiguredCheckpoint>> configure(const Settings& settings
                                  "(\"host:port\" of the brokers that keep the checkpoint topic)"));
   }
   c.bootstrap_servers = std::move(**servers);
+  // The keys the server copied from [sink] (config.cpp, inherit_sink_cluster).
+  auto inherited = settings.get_string_list(kInheritedKey, "key");
+  if (!inherited) return fail(inherited.error());
+  if (*inherited) {
+    for (const std::string& key : **inherited) {
+      if (key == "bootstrap_servers") c.bootstrap_servers_from_sink = true;
+      if (key == "kafka_properties") c.properties_from_sink = true;
+    }
+  }
   CPPCDC_TRY(detail::assign_string(settings, "topic", c.topic));
   if (c.topic.empty()) return fail(settings.error("topic", "expected a topic name, found \"\""));
   std::int64_t replication = c.replication_factor;
@@ -856,7 +1023,9 @@ Result<std::unique_ptr<ConfiguredCheckpoint>> configure(const Settings& settings
   if (*properties) c.properties = std::move(**properties);
   if (auto st = validate(c); !st) {
     const Error& e = st.error();
-    if (!e.setting().empty()) return fail(settings.error(e.setting(), e.message()));
+    if (!e.setting().empty() && e.setting_owner() == SettingOwner::kCheckpoint) {
+      return fail(settings.error(e.setting(), e.message()));
+    }
     return fail(e);
   }
   return std::unique_ptr<ConfiguredCheckpoint>(
@@ -872,9 +1041,11 @@ Status validate(const KafkaTopicCheckpointConfig& config) {
   for (const auto& [name, value] : config.properties) {
     for (const char* owned : kOwned) {
       if (name == owned) {
-        return fail(Error::checkpoint(ErrorKind::kConfiguration,
-                                      "the checkpoint backend sets " + name + " itself; remove it")
-                        .for_setting(SettingOwner::kCheckpoint, "kafka_properties." + name));
+        return fail(at_setting(
+            config,
+            Error::checkpoint(ErrorKind::kConfiguration,
+                              "the checkpoint backend sets " + name + " itself; remove it"),
+            "kafka_properties." + name));
       }
     }
     rd_kafka_conf_t* conf = rd_kafka_conf_new();
@@ -885,9 +1056,11 @@ Status validate(const KafkaTopicCheckpointConfig& config) {
     if (!accepted) {
       const std::string shown =
           is_secret_kafka_property(name) ? std::string("(redacted)") : in_quotes(value);
-      return fail(Error::checkpoint(ErrorKind::kConfiguration,
-                                    "librdkafka refuses " + name + " = " + shown + ": " + err)
-                      .for_setting(SettingOwner::kCheckpoint, "kafka_properties." + name));
+      return fail(
+          at_setting(config,
+                     Error::checkpoint(ErrorKind::kConfiguration,
+                                       "librdkafka refuses " + name + " = " + shown + ": " + err),
+                     "kafka_properties." + name));
     }
   }
   return ok();

@@ -696,9 +696,11 @@ Result<std::string> read_type(Section& section, std::string_view key, const std:
 }
 
 // Looks `type` up with `find`, runs the factory on `section` and refuses unknown keys in it.
+// `sink`: where an error about a setting the plugin took from [sink] (owner kSink: the
+// kafka_topic backend's inherited keys) is located.
 template <typename Configured, typename Find>
 Result<std::shared_ptr<const Configured>> configure(Section& section, const std::string& type,
-                                                    Find find) {
+                                                    Find find, const Section* sink = nullptr) {
   auto factory = find(type);
   if (!factory) return fail(section.locate_error(factory.error()));
   auto configured = (*factory)(section);
@@ -712,6 +714,9 @@ Result<std::shared_ptr<const Configured>> configure(Section& section, const std:
     }
     if (std::string later = section.key_under_a_later_header(e.report()); !later.empty()) {
       return fail(Error::configuration(later));
+    }
+    if (sink != nullptr && e.setting_owner() == SettingOwner::kSink && !e.setting().empty()) {
+      return fail(sink->locate_error(e));
     }
     // Errors through Settings are located already; others are placed here.
     if (e.kind() == ErrorKind::kConfiguration && e.setting().empty() && e.chain().empty() &&
@@ -1390,7 +1395,9 @@ Result<ServerConfig> read_sections(
     auto backend = read_type(**offset, "backend", defaults.checkpoint);
     if (!backend) return fail(backend.error());
     config.checkpoint_backend = *backend;
-    auto configured = configure<ConfiguredCheckpoint>(**offset, *backend, find_checkpoint_backend);
+    auto sink = top.get_table("sink");
+    auto configured = configure<ConfiguredCheckpoint>(**offset, *backend, find_checkpoint_backend,
+                                                      sink ? *sink : nullptr);
     if (!configured) return fail(configured.error());
     config.checkpoint = std::move(*configured);
     state_offset = *offset;
@@ -1564,10 +1571,17 @@ void inherit_sink_cluster(toml::table& document) {
   if (offset == nullptr || sink == nullptr) return;
   const auto backend = (*offset)["backend"].value<std::string>();
   if (!backend || *backend != "kafka_topic") return;
+  // Which keys were taken, under a key of the backend's own (the kafka_topic backend names
+  // [sink]'s key in its errors about them: where the user wrote the value).
+  toml::array inherited;
   for (const char* key : {"bootstrap_servers", "kafka_properties"}) {
     const toml::node* node = sink->get(key);
-    if (node != nullptr && !offset->contains(key)) offset->insert(key, *node);
+    if (node != nullptr && !offset->contains(key)) {
+      offset->insert(key, *node);
+      inherited.push_back(key);
+    }
   }
+  if (!inherited.empty()) offset->insert_or_assign("_inherited_from_sink", std::move(inherited));
 }
 
 // Parses the text; relative paths are resolved against `base` unless it is empty.

@@ -283,6 +283,39 @@ std::optional<PreflightCheck> unresumable_snapshot_warning(
           ", or snapshot fewer of its rows ([source.snapshot] table_conditions)" + see};
 }
 
+// The runtime's observer in `cppcdc run`: counts the events that open transactions carried
+// and that were aborted (a stop during a stretch with no position to resume after), for the
+// stop line, and passes every call on to the metrics (when [admin] has them).
+class CarriedTally final : public RuntimeObserver {
+ public:
+  explicit CarriedTally(std::shared_ptr<RuntimeObserver> next) : next_(std::move(next)) {}
+  void on_delivered(std::span<const Event> events) override {
+    if (next_) next_->on_delivered(events);
+  }
+  void on_committed(std::span<const Event> events, std::int64_t acked_at_ms) override {
+    carried_.store(0, std::memory_order_relaxed);
+    if (next_) next_->on_committed(events, acked_at_ms);
+  }
+  void on_carried(std::span<const Event> events, std::int64_t acked_at_ms) override {
+    carried_.fetch_add(events.size(), std::memory_order_relaxed);
+    if (next_) next_->on_carried(events, acked_at_ms);
+  }
+  void on_carried_aborted() override {
+    aborted_.fetch_add(carried_.exchange(0, std::memory_order_relaxed), std::memory_order_relaxed);
+    if (next_) next_->on_carried_aborted();
+  }
+  void on_checkpoint(const CheckpointRecord& record) override {
+    if (next_) next_->on_checkpoint(record);
+  }
+  /// Events of this process that open transactions carried and that were then aborted.
+  std::uint64_t aborted() const { return aborted_.load(std::memory_order_relaxed); }
+
+ private:
+  std::shared_ptr<RuntimeObserver> next_;
+  std::atomic<std::uint64_t> carried_{0};
+  std::atomic<std::uint64_t> aborted_{0};
+};
+
 }  // namespace
 
 int exit_code_for(ErrorKind kind) noexcept {
@@ -523,7 +556,8 @@ int run_server(const ServerConfig& config) {
   runtime_config.source = std::move(*source);
   runtime_config.checkpoint = *checkpoint;
   runtime_config.options = config.runtime;
-  runtime_config.observer = metrics;
+  const auto tally = std::make_shared<CarriedTally>(metrics);
+  runtime_config.observer = tally;
   auto runtime = Runtime::create(std::move(runtime_config));
   if (!runtime) {
     stop_admin();
@@ -651,8 +685,17 @@ int run_server(const ServerConfig& config) {
   }
   const auto snapshot = (*runtime)->admin_snapshot();
   const int signals = g_stop_signals.load();
-  spdlog::info("cppcdc stopped{}: {} events delivered, checkpoint at {}{}",
-               g_stop_requested.load() ? " by signal" : "", *delivered,
+  std::string aborted;
+  if (const std::uint64_t n = tally->aborted(); n > 0) {
+    // A stop during a stretch carried in one open transaction (a keyless table's snapshot
+    // under effectively_once): it was aborted, not committed.
+    aborted = " (" + std::to_string(n) +
+              " of them were carried in an open transaction that the stop aborted, so "
+              "read_committed consumers saw none of them; the next start reads them again "
+              "from the checkpoint)";
+  }
+  spdlog::info("cppcdc stopped{}: {} events delivered{}, checkpoint at {}{}",
+               g_stop_requested.load() ? " by signal" : "", *delivered, aborted,
                snapshot.checkpoint_offset.value_or("(none)"),
                signals > 1 ? " (" + std::to_string(signals) +
                                  " stop signals arrived; a repeated one does not cut the stop "

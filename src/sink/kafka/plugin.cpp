@@ -48,8 +48,13 @@ class ConfiguredKafkaSink final : public ConfiguredSink {
                            " ms for a broker to answer"
                      : std::string("does not wait for the brokers (startup_timeout_ms = 0)"));
     if (config_.delivery_mode == KafkaDeliveryMode::kTransactional) {
-      add("transactions", "one per batch, transactional_id " + in_quotes(config_.transactional_id) +
-                              " (readers need isolation.level = read_committed)");
+      add("transactions",
+          "one per batch (under effectively_once, a stretch with no position to resume "
+          "after, such as a keyless table's snapshot or a MariaDB/MySQL snapshot, spans "
+          "several batches in one), "
+          "transactional_id " +
+              in_quotes(config_.transactional_id) +
+              " (readers need isolation.level = read_committed)");
     }
     add("partitioner", config_.partitioner);
     add("compression", config_.compression);

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <mutex>
+#include <set>
 #include <unordered_set>
 
 namespace cppcdc::pg {
@@ -395,9 +397,19 @@ Status TransactionAssembler::on_relation(const RelationMsg& msg, bool announce) 
   if (!key.empty()) {
     rel.primary_key = key;
   } else if (rel.captured) {
-    spdlog::warn("table {} has no primary key to report (replica identity '{}'): its events "
-                 "carry primary_key null and cannot be addressed by key",
-                 qualified(msg), msg.replica_identity);
+    // Once per table and process: the server sends a table's relation message again after
+    // every reconnect, and the fact does not change in between.
+    static std::mutex reported_mutex;
+    static std::set<std::string> reported;
+    bool first = false;
+    {
+      std::lock_guard lock(reported_mutex);
+      first = reported.insert(qualified(msg)).second;
+    }
+    spdlog::log(first ? spdlog::level::warn : spdlog::level::debug,
+                "table {} has no primary key to report (replica identity '{}'): its events "
+                "carry primary_key null and cannot be addressed by key",
+                qualified(msg), msg.replica_identity);
   }
 
   std::vector<ColumnShape> cols;

@@ -578,3 +578,55 @@ TEST(KafkaBrokerOutage, WhileTheCheckpointOpensTheProbesAnswerAndSigtermStopsCle
   EXPECT_EQ(slots_of(db), "0");
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
+
+// With no broker up (a refused connection: librdkafka reports "all brokers down" at once), the
+// kafka_topic backend keeps asking until its timeout_ms is over, as the sink does for its
+// startup_timeout_ms, and then says what it waited for; a SIGTERM ends that wait at once. A
+// trial saw the start fail after about a second while the message spoke of 30 s, so a systemd
+// unit crash-looped while its broker restarted.
+TEST(KafkaBrokerOutage, TheCheckpointBackendWaitsItsTimeoutForABrokerAndSigtermEndsTheWait) {
+  const std::string db = it::test_database("kbr_ckptwait");
+  it::fresh_database(db);
+  it::PgSession s(it::dsn_for(db));
+  s.query("create table t (id int primary key)");
+  fs::path dir = unreachable_kafka_config(db, "backend = \"kafka_topic\"\ntimeout_ms = 5000\n", "");
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto run = it::run_cli({"run", "--config", (dir / "cdc.toml").string()}, 120);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_GE(took, 5s) << run.output;
+  EXPECT_LT(took, 60s) << run.output;
+  EXPECT_NE(run.code, 0) << run.output;
+  EXPECT_TRUE(has(run.output, "no broker answers yet")) << run.output;
+  EXPECT_TRUE(has(run.output,
+                  "waited timeout_ms (5000 ms) for a broker of bootstrap_servers to answer; "
+                  "none did"))
+      << run.output;
+  EXPECT_EQ(slots_of(db), "0");
+
+  dir = unreachable_kafka_config(db, "backend = \"kafka_topic\"\ntimeout_ms = 600000\n", "");
+  pid_t child = -1;
+  it::start_cppcdc_process(child, dir, it::admin_dsn(), db, 0);
+  struct Guard {
+    pid_t& pid;
+    ~Guard() {
+      if (pid > 0) it::stop_cppcdc_process(pid, SIGKILL);
+    }
+  } guard{child};
+  const fs::path log = dir / "cppcdc.log";
+  const auto log_text = [&] {
+    std::ifstream in(log);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  ASSERT_TRUE(it::wait_until(
+      [&] { return has(log_text(), "waiting up to timeout_ms (600000 ms) for one"); }, 30s))
+      << log_text();
+  ASSERT_EQ(kill(child, SIGTERM), 0);
+  const auto term = std::chrono::steady_clock::now();
+  int status = -1;
+  ASSERT_TRUE(it::wait_until([&] { return waitpid(child, &status, WNOHANG) == child; }, 30s, 50ms))
+      << log_text();
+  child = -1;
+  EXPECT_LT(std::chrono::steady_clock::now() - term, 5s) << log_text();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n" << log_text();
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}

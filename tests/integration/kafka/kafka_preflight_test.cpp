@@ -365,6 +365,11 @@ TEST_F(KafkaPreflight, AKraftControllerPortIsNamedAsSuch) {
       out, "FAIL  bootstrap_servers \"" + controller + "\" answers, but not as a Kafka broker");
   EXPECT_CONTAINS(out, "KRaft controller port");
   EXPECT_LT(t.seconds, 20.0) << out;
+  // One FAIL for one mistake: the checkpoint backend took the address from [sink].
+  EXPECT_CONTAINS(out, "1 check failed");
+  EXPECT_CONTAINS(out,
+                  "the checkpoint topic was not checked: its brokers are [sink] "
+                  "bootstrap_servers");
 }
 
 TEST_F(KafkaPreflight, DefaultSourceNameInTheTopicTemplateIsAWarning) {
