@@ -125,3 +125,28 @@ TEST_F(PgSnapshotCopy, TheCursorContinuesAfterEveryKeyOfOneColumnAndOfTwo) {
     EXPECT_EQ(cond, want_after_first);
   }
 }
+
+// A key column with a collation of its own: the key types the snapshot records carry it, so
+// comparing two keys cast to them (the stream's visibility filter does this on the server)
+// orders them as the table's ORDER BY does, not by the database's default collation.
+TEST_F(PgSnapshotCopy, AKeyColumnsOwnCollationIsPartOfItsRecordedType) {
+  PgSession s(it::dsn_for(db_));
+  if (s.query("select 1 from pg_collation where collname = 'und-x-icu'").empty()) {
+    GTEST_SKIP() << "this server has no ICU collation";
+  }
+  s.query(R"(create table icu (k text collate "und-x-icu" primary key);
+             insert into icu values ('a'), ('B'), ('c'), ('_d');)");
+  auto d = pg::describe_snapshot_table(s.get(), "public.icu");
+  ASSERT_TRUE(d) << d.error().report();
+  ASSERT_EQ(d->key_types.size(), 1u);
+  EXPECT_EQ(d->key_types[0], "text collate pg_catalog.\"und-x-icu\"");
+  // Each neighbour pair of the table's order compares as "less" cast to the recorded type; under
+  // the database's C.UTF-8 default 'B' < 'a' would come out the other way.
+  const Rows ordered = s.query("select k from icu order by k");
+  ASSERT_EQ(ordered.size(), 4u);
+  for (std::size_t i = 0; i + 1 < ordered.size(); ++i) {
+    const Rows less = s.query("select $1::" + d->key_types[0] + " < $2::" + d->key_types[0],
+                              {*ordered[i][0], *ordered[i + 1][0]});
+    EXPECT_EQ(less, Rows{{std::string("t")}}) << *ordered[i][0] << " vs " << *ordered[i + 1][0];
+  }
+}

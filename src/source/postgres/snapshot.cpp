@@ -83,17 +83,24 @@ Result<TableDescription> describe_snapshot_table(PGconn* conn, const std::string
   // The columns pgoutput publishes: not dropped, not generated, in attribute order; flagged
   // as it flags them (every column under FULL, the identity index's under USING INDEX, the
   // primary key's under DEFAULT).
-  auto cols = exec(conn,
-                   "select a.attname, a.atttypid, a.atttypmod, format_type(a.atttypid, "
-                   "a.atttypmod), array_position(pk.indkey::int2[], a.attnum), "
-                   "coalesce(a.attnum = any(ri.indkey::int2[]), false) "
-                   "from pg_attribute a "
-                   "left join pg_index pk on pk.indrelid = a.attrelid and pk.indisprimary "
-                   "left join pg_index ri on ri.indrelid = a.attrelid and ri.indisreplident "
-                   "where a.attrelid = $1::oid and a.attnum > 0 and not a.attisdropped "
-                   "and a.attgenerated = '' order by a.attnum",
-                   "looking up the columns of " + qualified,
-                   {std::to_string(d.relation.relation_id)});
+  auto cols =
+      exec(conn,
+           "select a.attname, a.atttypid, a.atttypmod, format_type(a.atttypid, "
+           "a.atttypmod), array_position(pk.indkey::int2[], a.attnum), "
+           "coalesce(a.attnum = any(ri.indkey::int2[]), false), "
+           // A collation of the column's own (not its type's default): key values are
+           // compared under it, as ORDER BY orders the column.
+           "(select ' collate ' || quote_ident(n.nspname) || '.' || "
+           "quote_ident(co.collname) from pg_collation co join pg_namespace n on "
+           "n.oid = co.collnamespace join pg_type t on t.oid = a.atttypid where co.oid = "
+           "a.attcollation and a.attcollation <> 0 and a.attcollation <> 100 and "
+           "a.attcollation <> t.typcollation) "
+           "from pg_attribute a "
+           "left join pg_index pk on pk.indrelid = a.attrelid and pk.indisprimary "
+           "left join pg_index ri on ri.indrelid = a.attrelid and ri.indisreplident "
+           "where a.attrelid = $1::oid and a.attnum > 0 and not a.attisdropped "
+           "and a.attgenerated = '' order by a.attnum",
+           "looking up the columns of " + qualified, {std::to_string(d.relation.relation_id)});
   if (!cols) return fail(cols.error());
   std::vector<std::pair<int, std::pair<std::string, std::string>>> key;
   for (int r = 0; r < PQntuples(cols->get()); ++r) {
@@ -117,7 +124,9 @@ Result<TableDescription> describe_snapshot_table(PGconn* conn, const std::string
         c.part_of_key = false;
     }
     if (pk_pos) {
-      key.push_back({std::stoi(*pk_pos), {c.name, get(cols->get(), r, 3).value_or("text")}});
+      key.push_back({std::stoi(*pk_pos),
+                     {c.name, get(cols->get(), r, 3).value_or("text") +
+                                  get(cols->get(), r, 6).value_or("")}});
     }
     d.relation.columns.push_back(std::move(c));
   }
