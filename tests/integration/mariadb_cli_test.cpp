@@ -46,21 +46,78 @@ class MariaDbCli : public ::testing::Test {
       fs::remove_all(dir_);
     }
   }
-  fs::path write_config() {
-    const fs::path p = dir_ / "cdc.toml";
+  fs::path write_config() { return write_config(dir_); }
+  // The configuration in `dir`, writing its events and its checkpoint there: the same
+  // pipeline (same source_id) wherever it is written.
+  fs::path write_config(const fs::path& dir) {
+    const fs::path p = dir / "cdc.toml";
     std::ofstream(p) << "[source]\ntype = \"mariadb\"\nhost = \"127.0.0.1\"\nport = " << *port()
                      << "\nuser = \"cdc_cli\"\npassword_env = \"CLI_TEST_PW\"\n"
                      << "tables = [\"" << db_ << ".*\"]\nsource_id = \"" << db_ << "\"\n"
                      << "heartbeat_interval_ms = 200\n\n[sink]\ntype = \"file\"\npath = \""
-                     << (dir_ / "events.jsonl").string() << "\"\n\n[state.offset]\n"
-                     << "backend = \"local_fs\"\ndir = \"" << (dir_ / "state").string() << "\"\n";
+                     << (dir / "events.jsonl").string() << "\"\n\n[state.offset]\n"
+                     << "backend = \"local_fs\"\ndir = \"" << (dir / "state").string() << "\"\n";
     return p;
   }
-  std::string output() const {
-    std::ifstream in(dir_ / "events.jsonl");
+  std::string output() const { return output(dir_); }
+  std::string output(const fs::path& dir) const {
+    std::ifstream in(dir / "events.jsonl");
     std::stringstream ss;
     ss << in.rdbuf();
     return ss.str();
+  }
+
+  void copy_stops_while_the_first_runs(int stop_signal) {
+    setenv("CLI_TEST_PW", "cli-s3cret", 1);
+    write_config();
+    const fs::path dir_b = dir_ / "copy";
+    fs::create_directories(dir_b);
+    write_config(dir_b);
+    start_cppcdc_process(child_, dir_, "", "", 0);
+    const fs::path log_a = dir_ / "cppcdc.log";
+    ASSERT_TRUE(cppcdc::test::wait_until(
+        [&] { return output().find("\"before\"") != std::string::npos; }, std::chrono::seconds(60)))
+        << log_tail(log_a);
+
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto b = run_cli({"run", "--config", (dir_b / "cdc.toml").string()}, 60);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20)) << b.output;
+    EXPECT_EQ(b.code, 2) << b.output;
+    EXPECT_NE(b.output.find("source_id " + db_ + " is in use on 127.0.0.1:"), std::string::npos)
+        << b.output;
+    EXPECT_NE(
+        b.output.find("the server's named lock \"cppcdc:" + db_ + "\" is held by connection "),
+        std::string::npos)
+        << b.output;
+    EXPECT_NE(b.output.find("(user cdc_cli from 127.0.0.1:"), std::string::npos) << b.output;
+    EXPECT_NE(b.output.find("another cppcdc runs this pipeline"), std::string::npos) << b.output;
+    EXPECT_NE(b.output.find("its own source_id"), std::string::npos) << b.output;
+    EXPECT_NE(b.output.find("Nothing was opened or changed"), std::string::npos) << b.output;
+    EXPECT_FALSE(fs::exists(dir_b / "events.jsonl")) << "the copy's sink opened\n" << b.output;
+
+    // The first one goes on: still running, and a row written after the copy ended arrives.
+    int status = 0;
+    ASSERT_EQ(waitpid(child_, &status, WNOHANG), 0) << "the first pipeline ended\n"
+                                                    << log_tail(log_a);
+    session_.exec("INSERT INTO " + db_ + ".t VALUES (2, 'streamed')");
+    ASSERT_TRUE(
+        cppcdc::test::wait_until([&] { return output().find("\"streamed\"") != std::string::npos; },
+                                 std::chrono::seconds(60)))
+        << log_tail(log_a);
+    ASSERT_EQ(waitpid(child_, &status, WNOHANG), 0) << "the first pipeline ended\n"
+                                                    << log_tail(log_a);
+
+    // Once it has ended, the copy starts (its own checkpoint: a snapshot of both rows).
+    stop_cppcdc_process(child_, stop_signal);
+    pid_t copy = -1;
+    start_cppcdc_process(copy, dir_b, "", "", 0);
+    const bool started = cppcdc::test::wait_until(
+        [&] { return output(dir_b).find("\"streamed\"") != std::string::npos; },
+        std::chrono::seconds(60));
+    const int copy_status = stop_cppcdc_process(copy, SIGTERM);
+    EXPECT_TRUE(started) << log_tail(dir_b / "cppcdc.log");
+    EXPECT_TRUE(WIFEXITED(copy_status) && WEXITSTATUS(copy_status) == 0)
+        << log_tail(dir_b / "cppcdc.log");
   }
 
   Session session_;
@@ -304,6 +361,19 @@ TEST_F(MariaDbCli, PreflightWarnsThatTheSnapshotIsOneKafkaTransactionUnderEffect
       << o.output;
   EXPECT_NE(o.output.find("take the rest with incremental snapshots"), std::string::npos)
       << o.output;
+}
+
+// A copy of a running pipeline's configuration in another directory (its own control socket,
+// sink and checkpoint; the same source_id) stops before its sink opens, naming the connection
+// that holds the pipeline's lock, and the running pipeline goes on. Once the first one ends
+// (stopped, or killed), the copy starts. Before, the copy started: with a transactional Kafka
+// sink its start fenced the running pipeline's producer, which stopped.
+TEST_F(MariaDbCli, ACopiedConfigurationStopsWhileTheFirstRunsAndStartsAfterItsStop) {
+  copy_stops_while_the_first_runs(SIGTERM);
+}
+
+TEST_F(MariaDbCli, ACopiedConfigurationStopsWhileTheFirstRunsAndStartsAfterItIsKilled) {
+  copy_stops_while_the_first_runs(SIGKILL);
 }
 
 }  // namespace

@@ -303,5 +303,55 @@ TEST_F(MariaDbSource, LagIsTheBinlogWrittenAfterTheConfirmedPosition) {
       << (lag && lag->confirmed_lag_bytes ? std::to_string(*lag->confirmed_lag_bytes) : "none");
 }
 
+// The source holds the pipeline's named lock on the server from its start to its close: a
+// start while another connection holds it stops (kind configuration, naming the holder)
+// instead of running the pipeline twice, and so does a reconnect (close, start) after the
+// lock's connection was lost (a server restart, here a KILL) and another process took it.
+TEST_F(MariaDbSource, AStartStopsWhileAnotherConnectionHoldsThePipelinesLock) {
+  session_.exec("CREATE TABLE " + db_ + ".t (id int primary key)");
+  const std::string lock = "'cppcdc:" + db_ + "'";
+  Session other;
+  ASSERT_EQ(other.value("SELECT GET_LOCK(" + lock + ", 0)"), "1");
+  const std::string other_id = other.value("SELECT CONNECTION_ID()");
+  {
+    auto s = mysql::make_mysql_source(config());
+    ASSERT_TRUE(s.has_value()) << s.error().report();
+    auto st = (*s)->start(std::nullopt);
+    ASSERT_FALSE(st.has_value());
+    EXPECT_EQ(st.error().kind(), ErrorKind::kConfiguration) << st.error().report();
+    EXPECT_NE(st.error().report().find("the server's named lock \"cppcdc:" + db_ +
+                                       "\" is held by connection " + other_id + " (user root"),
+              std::string::npos)
+        << st.error().report();
+    EXPECT_NE(st.error().report().find("does not start"), std::string::npos) << st.error().report();
+  }
+  ASSERT_EQ(other.value("SELECT RELEASE_LOCK(" + lock + ")"), "1");
+  start(config());
+  const std::string first = session_.value("SELECT IS_USED_LOCK(" + lock + ")");
+  ASSERT_FALSE(first.empty());
+  EXPECT_NE(first, other_id);
+  // close() lets go of it; a start takes it again.
+  source_->close();
+  EXPECT_TRUE(cppcdc::test::wait_until(
+      [&] { return session_.value("SELECT IS_USED_LOCK(" + lock + ")").empty(); },
+      std::chrono::seconds(10)));
+  ASSERT_TRUE(source_->start(std::nullopt).has_value());
+  const std::string second = session_.value("SELECT IS_USED_LOCK(" + lock + ")");
+  EXPECT_FALSE(second.empty());
+  EXPECT_NE(second, first);
+
+  // Its connection is lost, and another process takes the lock meanwhile: the reconnect
+  // stops.
+  session_.exec("KILL " + second);
+  source_->close();
+  ASSERT_EQ(other.value("SELECT GET_LOCK(" + lock + ", 10)"), "1");
+  auto taken = source_->start(std::nullopt);
+  ASSERT_FALSE(taken.has_value());
+  EXPECT_EQ(taken.error().kind(), ErrorKind::kConfiguration) << taken.error().report();
+  EXPECT_NE(taken.error().report().find("is held by connection " + other_id), std::string::npos)
+      << taken.error().report();
+  source_->close();
+}
+
 }  // namespace
 }  // namespace cppcdc::it::maria

@@ -12,6 +12,7 @@
 
 #include "core/settings_read.hpp"
 #include "core/text_util.hpp"
+#include "source/mysql/pipeline_lock.hpp"
 
 namespace cppcdc::mysql {
 namespace {
@@ -69,7 +70,7 @@ Status read_snapshot(const Settings& snap, MysqlSourceConfig& out) {
     const auto known = parse_snapshot_mode(**mode);
     if (!known || (*known == M::kIncremental && !mariadb)) {
       return fail(snap.error(
-          "mode", "expected " + detail::quoted_alternatives(names) + ", found " +
+          "mode", "expected " + cppcdc::detail::quoted_alternatives(names) + ", found " +
                       in_quotes(**mode) +
                       (known ? " (incremental snapshots are built for MariaDB only so far; use "
                                "type = \"mariadb\" against a MariaDB server, or a blocking "
@@ -233,6 +234,7 @@ class ConfiguredMysqlSource final : public ConfiguredMysql {
       const std::optional<CheckpointRecord>& checkpoint) const override {
     return read_unresumable_snapshot(config_, checkpoint);
   }
+  Status check_not_in_use() const override { return detail::check_pipeline_not_running(config_); }
 
  private:
   MysqlSourceConfig config_;

@@ -23,6 +23,7 @@
 #include "source/mysql/gtid.hpp"
 #include "source/mysql/incremental_backend.hpp"
 #include "source/mysql/mysql_conn.hpp"
+#include "source/mysql/pipeline_lock.hpp"
 #include "source/mysql/row_decoder.hpp"
 #include "source/mysql/schema_history.hpp"
 #include "source/mysql/snapshot.hpp"
@@ -115,6 +116,9 @@ class MysqlSource final : public Source {
     initial_offset_.reset();
     finished_.store(false);
     snapshot_.reset();
+    // Held from the start until close(): a second copy of this pipeline stops at its start,
+    // and so does a reconnect (close, start) when another process took the lock meanwhile.
+    CPPCDC_TRY(lock_.hold(config_));
     auto conn = detail::connect(config_);
     if (!conn) return fail(conn.error());
     sql_ = std::move(*conn);
@@ -328,6 +332,7 @@ class MysqlSource final : public Source {
     handoff_.close();
     stream_.reset();
     sql_.reset();
+    lock_.release();
   }
 
   const MysqlSourceConfig& config() const { return config_; }
@@ -844,6 +849,8 @@ class MysqlSource final : public Source {
 
   std::thread reader_;
   cppcdc::detail::ReaderHandoff handoff_;
+  // The pipeline's named lock on the server (pipeline_lock.hpp).
+  detail::PipelineLock lock_;
 };
 
 }  // namespace

@@ -1,0 +1,136 @@
+#include "source/mysql/pipeline_lock.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <cctype>
+#include <chrono>
+#include <thread>
+
+#include "core/stop_request.hpp"
+#include "core/text_util.hpp"
+
+namespace cppcdc::mysql::detail {
+namespace {
+
+// How long a lock held by a process that just ended may linger (its connection still open on
+// the server until the server reads the close).
+constexpr std::chrono::seconds kGrace{3};
+
+std::string first_value(const Rows& rows) {
+  if (rows.rows.empty() || rows.rows[0].empty() || !rows.rows[0][0]) return {};
+  return *rows.rows[0][0];
+}
+
+// "connection 42 (user cdc from 127.0.0.1:51234)", as far as `conn`'s user may see it.
+std::string describe_holder(MYSQL* conn, const std::string& id) {
+  std::string who = "connection " + id;
+  bool digits = !id.empty();
+  for (char c : id) digits = digits && std::isdigit(static_cast<unsigned char>(c));
+  if (!digits) return who;
+  auto rows = query(conn, "SELECT USER, HOST FROM information_schema.PROCESSLIST WHERE ID = " + id,
+                    "looking up the connection that holds the pipeline's lock");
+  if (!rows || rows->rows.empty() || rows->rows[0].size() < 2) {
+    return who + " (its user and host are not visible to this user)";
+  }
+  const std::string user = rows->rows[0][0].value_or("");
+  const std::string host = rows->rows[0][1].value_or("");
+  if (user.empty() && host.empty()) return who;
+  who += " (";
+  if (!user.empty()) who += "user " + user;
+  if (!host.empty()) who += std::string(user.empty() ? "" : " ") + "from " + host;
+  return who + ")";
+}
+
+// The error both paths return: what is in use, by whom, and what to do; `tail` says what this
+// process did about it.
+Error in_use(const MysqlSourceConfig& config, const std::string& lock, const std::string& holder,
+             const std::string& holder_id, const std::string& tail) {
+  return Error::source(
+             ErrorKind::kConfiguration,
+             "source_id " + config.source_id + " is in use on " + config.host + ":" +
+                 std::to_string(config.port) + ": the server's named lock \"" + lock +
+                 "\" is held by " + holder +
+                 ", so another cppcdc runs this pipeline; stop it, or give this configuration "
+                 "its own source_id (and, with a transactional Kafka sink, its own "
+                 "transactional_id). If that process is gone but its connection is not (its host "
+                 "went "
+                 "away without closing it), end the connection with KILL " +
+                 holder_id + ". " + tail)
+      .for_setting(SettingOwner::kSource, "source_id");
+}
+
+}  // namespace
+
+std::string pipeline_lock_name(const MysqlSourceConfig& config) {
+  static constexpr std::string_view kPrefix = "cppcdc:";
+  bool plain = kPrefix.size() + config.source_id.size() <= 64;
+  for (unsigned char c : config.source_id) plain = plain && c < 0x80 && !std::isupper(c);
+  if (plain) return std::string(kPrefix) + config.source_id;
+  const auto digest = cppcdc::detail::sha256_hex(config.source_id);
+  return std::string(kPrefix) + "sha256:" + digest.value_or(std::string(64, '0')).substr(0, 48);
+}
+
+Status check_pipeline_not_running(const MysqlSourceConfig& config) {
+  const std::string lock = pipeline_lock_name(config);
+  auto conn = connect(config, 5000);
+  if (!conn) {
+    spdlog::debug("not checking whether source_id {} is in use: {}", config.source_id,
+                  conn.error().report());
+    return ok();
+  }
+  using Clock = std::chrono::steady_clock;
+  const auto grace_end = Clock::now() + kGrace;
+  for (;;) {
+    auto rows = query(conn->get(), "SELECT IS_USED_LOCK(" + quote_literal(lock) + ")",
+                      "looking up whether the lock " + lock + " is held");
+    if (!rows) {
+      spdlog::debug("not checking whether source_id {} is in use: {}", config.source_id,
+                    rows.error().report());
+      return ok();
+    }
+    const std::string holder = first_value(*rows);
+    if (holder.empty()) return ok();
+    if (Clock::now() >= grace_end || cppcdc::detail::g_process_stop_requested.load()) {
+      return fail(in_use(config, lock, describe_holder(conn->get(), holder), holder,
+                         "Nothing was opened or changed"));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+Status PipelineLock::hold(const MysqlSourceConfig& config) {
+  const std::string lock = pipeline_lock_name(config);
+  conn_.reset();
+  auto conn = connect(config);
+  if (!conn) return fail(conn.error().context("connecting to hold the pipeline's lock " + lock));
+  conn_ = std::move(*conn);
+  // The connection stays idle for the source's whole life: the server's default wait_timeout
+  // (8 hours) would close it and drop the lock. A session may raise its own (no privilege);
+  // 31536000 s is the largest value both servers take.
+  if (auto st = exec(conn_.get(), "SET SESSION wait_timeout = 31536000",
+                     "keeping the lock's connection open");
+      !st) {
+    conn_.reset();
+    return fail(st.error());
+  }
+  auto got =
+      query(conn_.get(),
+            "SELECT GET_LOCK(" + quote_literal(lock) + ", " + std::to_string(kGrace.count()) + ")",
+            "taking the pipeline's lock " + lock);
+  if (!got) {
+    conn_.reset();
+    return fail(got.error());
+  }
+  if (first_value(*got) == "1") return ok();
+  // Held by another connection (0), or an error the server turned into NULL.
+  auto holder = query(conn_.get(), "SELECT IS_USED_LOCK(" + quote_literal(lock) + ")",
+                      "looking up who holds the lock " + lock);
+  const std::string id = holder ? first_value(*holder) : std::string();
+  const std::string who =
+      id.empty() ? std::string("another connection") : describe_holder(conn_.get(), id);
+  conn_.reset();
+  return fail(in_use(config, lock, who, id.empty() ? "<its id>" : id,
+                     "This source does not start, so that the pipeline does not run twice"));
+}
+
+}  // namespace cppcdc::mysql::detail

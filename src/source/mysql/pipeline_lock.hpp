@@ -1,0 +1,45 @@
+#pragma once
+// The MySQL / MariaDB source's claim on its pipeline: a user-level named lock (GET_LOCK) on the
+// server, named after source_id, that a running source holds on a small connection of its own
+// for its whole life. The server has no replication slot to show that a pipeline runs, and the
+// list of binlog readers (SHOW SLAVE HOSTS) needs privileges a CDC user lacks; GET_LOCK and
+// IS_USED_LOCK need none, and the server lets go of the lock when its connection ends (also
+// when the holding process is killed, as soon as the server sees the connection close).
+
+#include <string>
+
+#include "cppcdc/mysql.hpp"
+#include "cppcdc/result.hpp"
+#include "source/mysql/mysql_conn.hpp"
+
+namespace cppcdc::mysql::detail {
+
+/// The lock's name for `config`: "cppcdc:" + source_id when that fits the servers' limit of
+/// 64 characters and has no upper-case letter (MySQL compares lock names without case), else
+/// "cppcdc:sha256:" + the first 48 hex digits of source_id's SHA-256.
+std::string pipeline_lock_name(const MysqlSourceConfig& config);
+
+/// ConfiguredSource::check_not_in_use for `config`: an Error of kind configuration (for the
+/// setting source_id) when another connection holds the pipeline's lock for 3 s, naming the
+/// lock, the holder's connection id (with its user and host when this user may see them) and
+/// the remedies; ok() otherwise, also when the server cannot be read (the start reports that).
+/// Changes nothing.
+Status check_pipeline_not_running(const MysqlSourceConfig& config);
+
+/// The lock a running source holds.
+class PipelineLock {
+ public:
+  /// Takes the lock for `config` on a new connection of its own (a lock held before is let go
+  /// first), waiting up to 3 s for a holder that is ending. Errors: another connection holds
+  /// it (kind configuration: the pipeline runs elsewhere, so this one must not run too), or
+  /// the server cannot be reached (transient, as connect() classifies it).
+  Status hold(const MysqlSourceConfig& config);
+  /// Lets go of the lock (closes its connection). Idempotent.
+  void release() noexcept { conn_.reset(); }
+  bool held() const noexcept { return conn_ != nullptr; }
+
+ private:
+  MysqlPtr conn_;
+};
+
+}  // namespace cppcdc::mysql::detail
