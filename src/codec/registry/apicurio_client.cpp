@@ -269,21 +269,14 @@ class ApicurioClient final : public SchemaRegistryClient {
   Error error_for(const std::string& what, const http::Response& r, bool retriable) const {
     const std::string where = describe() + ": " + what + " failed: ";
     if (r.status == 0) {
-      const std::string text = where + r.transport_error;
-      if (r.transport_permanent) {
-        return Error::configuration(text +
-                                    " (check url and the TLS settings: ca_file, "
-                                    "cert_file, key_file)");
-      }
-      return Error::transient(text + " (after " + std::to_string(config_.retry.max_retries + 1) +
-                              " attempts)");
+      return *registry_detail::unanswered_error(where, r, false, config_.retry.max_retries, {});
     }
     const Problem p = problem_of(r.body_prefix);
     const std::string status = "HTTP " + std::to_string(r.status) +
                                (p.name.empty() ? "" : " (" + p.name + ")") + ": " + p.text;
-    if (retriable) {
-      return Error::transient(where + status + " (after " +
-                              std::to_string(config_.retry.max_retries + 1) + " attempts)");
+    if (auto unanswered = registry_detail::unanswered_error(
+            where, r, retriable, config_.retry.max_retries, [&] { return status; })) {
+      return *unanswered;
     }
     std::string remedy;
     if (r.status == 401 || r.status == 403) {

@@ -84,4 +84,21 @@ Attempted send_with_retries(http::Client& client, const std::string& url,
   }
 }
 
+std::optional<Error> unanswered_error(const std::string& where, const http::Response& r,
+                                      bool retriable, std::uint32_t max_retries,
+                                      const std::function<std::string()>& status) {
+  const std::string attempts = " (after " + std::to_string(max_retries + 1) + " attempts)";
+  if (r.status == 0) {
+    const std::string text = where + r.transport_error;
+    if (r.transport_permanent) {
+      return Error::configuration(text +
+                                  " (check url and the TLS settings: ca_file, cert_file, "
+                                  "key_file)");
+    }
+    return Error::transient(text + attempts);
+  }
+  if (retriable) return Error::transient(where + status() + attempts);
+  return std::nullopt;
+}
+
 }  // namespace cppcdc::registry_detail

@@ -40,6 +40,15 @@ Attempted send_with_retries(http::Client& client, const std::string& url,
                             const RegistryRetryPolicy& policy, std::mt19937_64& rng,
                             const std::function<bool(const http::Response&)>& is_answer = {});
 
+/// The error of a call that got no verdict from the registry: for a transport failure
+/// (`r.status == 0`) a configuration error when it cannot work (URL, TLS) or a transient one
+/// after the attempts; for a status that was retried until the attempts ran out, a transient
+/// error with `status` (the caller's description of it). nullopt when neither applies. `where`
+/// starts the message ("<registry>: <what> failed: ").
+std::optional<Error> unanswered_error(const std::string& where, const http::Response& r,
+                                      bool retriable, std::uint32_t max_retries,
+                                      const std::function<std::string()>& status);
+
 /// The Apicurio Registry 3 native API client (apicurio_client.cpp), for
 /// make_schema_registry_client; `config` is validated.
 std::unique_ptr<SchemaRegistryClient> make_apicurio_client(const SchemaRegistryConfig& config,
