@@ -24,6 +24,7 @@ TARGETS = {
     "ratio_wal2json": 1.2,    # cppcdc / pg_recvlogical+wal2json, every workload
     "latency_p99_ms": 10.0,   # at 1,000 tx/s
     "rss_b_mb": 128.0,
+    "instructions_ratio_admin": 1.02,  # the same under --callgrind, in instructions
     "ratio_admin": 0.98,      # cppcdc with [admin] (metrics scraped) / without        # peak RSS of cppcdc on (b)
     "ns_per_event_6col": 500.0,
 }
@@ -153,6 +154,8 @@ def summarise(records):
                        "cpu_s": r["cpu_s"], "rss_peak_mb": round(r["rss_peak_kb"] / 1024, 1)}
                 if "walsender_cpu_s" in r:
                     row["walsender_cpu_s"] = r["walsender_cpu_s"]
+                if r.get("instructions"):
+                    row["instructions"] = r["instructions"]
                 if "output_bytes" in r:
                     row["output_bytes"] = r["output_bytes"]
                     row["sink_last_write_wall_s"] = round((r["sink_end_ns"] - r["start_ns"]) / 1e9, 3)
@@ -168,6 +171,9 @@ def summarise(records):
                 "cpu_s": statistics.median(x["cpu_s"] for x in rows),
                 "rss_peak_mb": max(x["rss_peak_mb"] for x in rows),
             }
+            if all("instructions" in x for x in rows):
+                entry["decoders"][d]["instructions"] = statistics.median(
+                    x["instructions"] for x in rows)
             if all("walsender_cpu_s" in x for x in rows):
                 entry["decoders"][d]["walsender_cpu_s"] = statistics.median(
                     x["walsender_cpu_s"] for x in rows)
@@ -184,6 +190,11 @@ def summarise(records):
                                       if "cppcdc" in dec and "wal2json" in dec else None)
         entry["ratio_admin"] = (round(dec["cppcdc_admin"]["events_per_s"] / dec["cppcdc"]["events_per_s"], 3)
                                 if "cppcdc" in dec and "cppcdc_admin" in dec else None)
+        # Under --callgrind: instructions with [admin] / without (deterministic, unlike wall time).
+        entry["instructions_ratio_admin"] = (
+            round(dec["cppcdc_admin"]["instructions"] / dec["cppcdc"]["instructions"], 4)
+            if dec.get("cppcdc", {}).get("instructions") and dec.get("cppcdc_admin", {}).get("instructions")
+            else None)
         out["throughput"][w] = entry
 
     lat = next((r for r in records if r["kind"] == "latency_result"), None)
@@ -220,6 +231,10 @@ def summarise(records):
                       "ceiling": e.get("ceiling_to_wal2json"),
                       "met": e["ratio_to_wal2json"] >= TARGETS["ratio_wal2json"]})
     for w, e in out["throughput"].items():
+        if e.get("instructions_ratio_admin") is not None:
+            t.append({"target": f"({w}) cppcdc instructions with [admin] / without", "want": "<= 1.02",
+                      "measured": e["instructions_ratio_admin"],
+                      "met": e["instructions_ratio_admin"] <= TARGETS["instructions_ratio_admin"]})
         if e.get("ratio_admin") is not None:
             t.append({"target": f"({w}) cppcdc with [admin] / without", "want": ">= 0.98",
                       "measured": e["ratio_admin"],

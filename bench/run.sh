@@ -19,6 +19,11 @@
 #                        to each plain cppcdc run (after it, or before it in even repetitions):
 #                        the cost of the metrics (issue 17: at most 2 %) as the ratio of the
 #                        two, same WAL, same run; use --repeat 2 or more
+#   --callgrind          run every cppcdc (and cppcdc_admin) run under valgrind's callgrind and
+#                        record the instructions it executed: a count that other load on the
+#                        machine does not change (about 50 times slower: use --rows 200000);
+#                        with --admin the scrape interval becomes 20 s, because 1 s under
+#                        valgrind would be a scrape per ~20 ms of real run time
 #   --record-frames      re-record bench/frames/*.frames (the micro-benchmark's input) first
 #   --no-build           use the binaries already in the build directory
 #   --build-dir DIR      build with CMake into DIR instead of scripts/build.sh into build/
@@ -26,15 +31,17 @@
 #   --keep               keep the PostgreSQL cluster and the work directory afterwards
 #   --out FILE           result JSON (default bench/results/latest.json)
 # PostgreSQL: a throwaway cluster on 127.0.0.1:55470 in /tmp/cppcdc-bench-pg (scripts/pg.sh),
-# removed at the end. Work files (sink files, logs): /tmp/cppcdc-bench-work.
+# removed at the end. Work files (sink files, logs): /tmp/cppcdc-bench-work. The variables
+# CPPCDC_BENCH_PG_PORT, CPPCDC_BENCH_PG_DIR and CPPCDC_BENCH_WORK move them (two people on one
+# machine, or a test server already on 55470).
 # See bench/README.md for what each number means.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=$ROOT/build
-PG_DIR=/tmp/cppcdc-bench-pg
-PORT=55470
-WORK=/tmp/cppcdc-bench-work
+PG_DIR=${CPPCDC_BENCH_PG_DIR:-/tmp/cppcdc-bench-pg}
+PORT=${CPPCDC_BENCH_PG_PORT:-55470}
+WORK=${CPPCDC_BENCH_WORK:-/tmp/cppcdc-bench-work}
 PGBIN=/usr/lib/postgresql/15/bin
 OUT=$ROOT/bench/results/latest.json
 PUB=bench_pub
@@ -51,6 +58,7 @@ w2j_format=2
 cdc_stream=on
 record_frames=0
 admin=0
+callgrind=0
 ADMIN_PORT=${CPPCDC_BENCH_ADMIN_PORT:-9464}
 build=1
 keep=0
@@ -76,6 +84,7 @@ while (($#)); do
     --cppcdc-stream) cdc_stream=${1:?--cppcdc-stream on|off}; shift ;;
     --record-frames) record_frames=1 ;;
     --admin) admin=1 ;;
+    --callgrind) callgrind=1 ;;
     --no-build) build=0 ;;
     --build-dir) BUILD=${1:?--build-dir DIR}; own_build_dir=1; shift ;;
     --keep) keep=1 ;;
@@ -106,6 +115,7 @@ command -v pg_recvlogical >/dev/null || die "pg_recvlogical not found (postgresq
 [[ -f /usr/lib/postgresql/15/lib/wal2json.so ]] || die "wal2json missing (postgresql-15-wal2json)"
 command -v python3 >/dev/null || die "python3 not found"
 [[ -x /usr/bin/time ]] || die "/usr/bin/time not found (Debian package 'time')"
+if ((callgrind)); then command -v valgrind >/dev/null || die "--callgrind needs valgrind (apt-get install valgrind)"; fi
 
 if ((build)); then
   targets=()
@@ -277,15 +287,22 @@ run_cppcdc() { # workload rep slot table events [decoder]
   else
     write_cdc_config "$dir" "$slot" "$table"
   fi
-  local t0 watch rc=0 scraper=""
+  local t0 watch rc=0 scraper="" wrap=() scrape_s=1
+  if ((callgrind)); then
+    # valgrind execs its tool in the same process, so $! stays cppcdc's pid for the signals
+    # and /proc reads below; callgrind writes its counts when cppcdc exits.
+    rm -f "$dir/callgrind.out"
+    wrap=(valgrind --tool=callgrind --callgrind-out-file="$dir/callgrind.out")
+    scrape_s=20
+  fi
   t0=$(now_ns)
-  "$CPPCDC" run --config "$dir/cdc.toml" 2>"$dir/cppcdc.log" &
+  "${wrap[@]}" "$CPPCDC" run --config "$dir/cdc.toml" 2>"$dir/cppcdc.log" &
   cdc_pid=$!
   if [[ $decoder == cppcdc_admin ]]; then
     # A scrape loop, paced like Prometheus (the sleep is the scrape interval, not a wait).
     (while kill -0 "$cdc_pid" 2>/dev/null; do
       curl -s -o /dev/null "http://127.0.0.1:$ADMIN_PORT/metrics" || true
-      sleep 1
+      sleep "$scrape_s"
     done) &
     scraper=$!
     bg_pids+=("$scraper")
@@ -302,6 +319,11 @@ run_cppcdc() { # workload rep slot table events [decoder]
   wait "$cdc_pid" || exit_code=$?
   cdc_pid=""
   if [[ -n $scraper ]]; then wait "$scraper" 2>/dev/null || true; fi
+  local instructions=0
+  if ((callgrind)); then
+    instructions=$(awk '/^(summary|totals):/ { print $2; exit }' "$dir/callgrind.out" 2>/dev/null)
+    [[ $instructions =~ ^[0-9]+$ ]] || die "slot $slot: no instruction count in $dir/callgrind.out"
+  fi
   if ((rc != 0)); then
     tail -n 20 "$dir/cppcdc.log" >&2
     die "cppcdc did not deliver $n events on slot $slot ($watch)"
@@ -315,8 +337,8 @@ run_cppcdc() { # workload rep slot table events [decoder]
   end_ns=$(sed 's/.*"checkpoint_mtime_ns":\([0-9]*\).*/\1/' <<<"$watch")
   first_ns=$(sed 's/.*"first_checkpoint_mtime_ns":\([0-9]*\).*/\1/' <<<"$watch")
   sink_ns=$(stat -c %.9Y "$dir/events.jsonl" | tr -d .)
-  record "$(printf '{"kind":"throughput","workload":"%s","rep":%d,"decoder":"%s","events":%d,"start_ns":%s,"end_ns":%s,"first_batch_ns":%s,"sink_end_ns":%s,"rss_peak_kb":%s,"cpu_s":%s,"walsender_cpu_s":%s,"output_bytes":%s,"exit_code":%d}' \
-    "$w" "$r" "$decoder" "$n" "$t0" "$end_ns" "$first_ns" "$sink_ns" "$hwm" "$cpu" "$wcpu" "$bytes" "$exit_code")"
+  record "$(printf '{"kind":"throughput","workload":"%s","rep":%d,"decoder":"%s","events":%d,"start_ns":%s,"end_ns":%s,"first_batch_ns":%s,"sink_end_ns":%s,"rss_peak_kb":%s,"cpu_s":%s,"walsender_cpu_s":%s,"output_bytes":%s,"exit_code":%d,"instructions":%s}' \
+    "$w" "$r" "$decoder" "$n" "$t0" "$end_ns" "$first_ns" "$sink_ns" "$hwm" "$cpu" "$wcpu" "$bytes" "$exit_code" "$instructions")"
   rm -f "$dir/events.jsonl"
 }
 
