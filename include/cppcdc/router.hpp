@@ -114,7 +114,8 @@ class RouterSink final : public Sink {
   Status flush() override;
   /// Closes every child (each once), returning the first error after all were closed.
   Status close() override;
-  /// Every child's recover(), returning the first error.
+  /// Every child's recover(), returning the first error. Children that had taken the batch
+  /// before another failed get it again with the retried batch (at least once).
   Status recover() override;
   /// "router(billing-hook=file:/x, default=stdout)".
   std::string name() const override;

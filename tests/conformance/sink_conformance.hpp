@@ -24,12 +24,20 @@
 //   static std::string unavailable();           // optional: why the destination cannot be
 //                                               // reached in this run (a server that is not
 //                                               // configured); non-empty skips the test
+//   void interrupt();                           // optional, with resume(): the destination
+//                                               // takes a few kB more at most (so a batch is
+//                                               // cut part-way), then refuses, until
+//   void resume();                              // it takes everything again
+//   static constexpr bool kSentBytesStay;       // with interrupt(): bytes that left before a
+//                                               // failure cannot be taken back (stdout), so
+//                                               // whole lines of a retried batch may come twice
 //
 // The suite reads the destination back after flush() and compares every line with
 // Event::to_json() of the event written, in order: one record per line.
 
 #include <gtest/gtest.h>
 
+#include <concepts>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -79,6 +87,14 @@ inline std::string expected_lines(const std::vector<Event>& events) {
   }
   return out;
 }
+
+/// A harness whose destination can be cut off part-way through a batch and restored.
+template <typename H>
+concept InterruptibleHarness = requires(H& h) {
+  h.interrupt();
+  h.resume();
+  { H::kSentBytesStay } -> std::convertible_to<bool>;
+};
 
 template <typename Harness>
 class SinkConformance : public ::testing::Test {
@@ -243,6 +259,60 @@ TYPED_TEST_P(SinkConformance, FailureAnIoErrorIsTransientAndNamesTheDestination)
   (void)sink->close();
 }
 
+// The runtime's retry of a failed batch: recover(), then the whole batch written again. Each
+// failed attempt must leave nothing behind that the retry adds to: the batch appears once
+// (a sink whose sent bytes cannot be taken back may repeat whole lines of it, never a torn
+// line and never a second full copy per attempt).
+TYPED_TEST_P(SinkConformance, ARetriedBatchAppearsOnceHoweverManyAttemptsFailed) {
+  if constexpr (!InterruptibleHarness<TypeParam>) {
+    GTEST_SKIP() << TypeParam::kName << " cannot be cut off part-way and restored";
+  } else {
+    auto sink = this->open();
+    ASSERT_TRUE(sink);
+    const auto head = sink_batch(1, 3);
+    ASSERT_TRUE(sink->write(head));
+    ASSERT_TRUE(sink->flush());
+    const auto batch = sink_batch(10, 20, 10'000);
+    this->harness().interrupt();
+    for (int attempt = 1; attempt <= 3; ++attempt) {
+      if (attempt > 1) {
+        const auto recovered = sink->recover();
+        ASSERT_TRUE(recovered) << "attempt " << attempt << ": " << recovered.error().report();
+      }
+      Status st = sink->write(batch);
+      if (st) st = sink->flush();
+      ASSERT_FALSE(st) << "attempt " << attempt << " reached a cut-off destination";
+      EXPECT_EQ(st.error().kind(), ErrorKind::kTransient) << st.error().report();
+    }
+    this->harness().resume();
+    const auto recovered = sink->recover();
+    ASSERT_TRUE(recovered) << recovered.error().report();
+    ASSERT_TRUE(sink->write(batch));
+    const auto flushed = sink->flush();
+    ASSERT_TRUE(flushed) << flushed.error().report();
+    const std::string got = this->harness().delivered();
+    const std::string before = expected_lines(head);
+    const std::string body = expected_lines(batch);
+    if (!TypeParam::kSentBytesStay) {
+      EXPECT_TRUE(got == before + body)
+          << "after 3 failed attempts and a retry the destination holds " << got.size()
+          << " bytes, expected " << (before + body).size() << " (the batch once)";
+    } else {
+      ASSERT_GE(got.size(), before.size() + body.size());
+      EXPECT_EQ(got.substr(0, before.size()), before);
+      EXPECT_TRUE(got.substr(got.size() - body.size()) == body)
+          << "the retried batch is not whole at the end";
+      const std::string middle =
+          got.substr(before.size(), got.size() - before.size() - body.size());
+      EXPECT_TRUE(middle.empty() || (body.starts_with(middle) && middle.back() == '\n'))
+          << "between the earlier batch and the retried one: " << middle.size()
+          << " bytes that are not whole lines from the start of the batch (a torn line, or "
+             "a copy per failed attempt)";
+    }
+    ASSERT_TRUE(sink->close());
+  }
+}
+
 TYPED_TEST_P(SinkConformance, FailureABadConfigurationIsAConfigurationErrorNamingIt) {
   auto opened = this->harness().open_misconfigured();
   if (!opened) GTEST_SKIP() << TypeParam::kName << " has no configuration that can be wrong";
@@ -260,6 +330,7 @@ REGISTER_TYPED_TEST_SUITE_P(SinkConformance, WriteThenFlushMakesTheBatchVisibleL
                             WriteAndFlushAfterCloseAreRefusedAsInvalidState,
                             ASecondSinkOnTheSameDestinationAppends,
                             FailureAnIoErrorIsTransientAndNamesTheDestination,
+                            ARetriedBatchAppearsOnceHoweverManyAttemptsFailed,
                             FailureABadConfigurationIsAConfigurationErrorNamingIt);
 
 }  // namespace cppcdc::conformance

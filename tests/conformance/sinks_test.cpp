@@ -3,8 +3,10 @@
 
 #include <fcntl.h>
 #include <stdio_ext.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -25,6 +27,39 @@ namespace {
 
 namespace fs = std::filesystem;
 
+/// Cuts this process's writes to regular files off at a size (RLIMIT_FSIZE: a write past it
+/// writes what fits and then fails with EFBIG; SIGXFSZ is ignored meanwhile) until lift().
+class FileSizeLimit {
+ public:
+  FileSizeLimit() = default;
+  FileSizeLimit(const FileSizeLimit&) = delete;
+  FileSizeLimit& operator=(const FileSizeLimit&) = delete;
+  ~FileSizeLimit() { lift(); }
+
+  void set(const fs::path& file, std::uintmax_t more) {
+    std::error_code ec;
+    const std::uintmax_t size = fs::exists(file, ec) ? fs::file_size(file, ec) : 0;
+    if (!saved_) {
+      saved_.emplace();
+      ::getrlimit(RLIMIT_FSIZE, &*saved_);
+      old_handler_ = std::signal(SIGXFSZ, SIG_IGN);
+    }
+    rlimit limit = *saved_;
+    limit.rlim_cur = static_cast<rlim_t>(size + more);
+    if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) throw std::runtime_error("setrlimit failed");
+  }
+  void lift() {
+    if (!saved_) return;
+    ::setrlimit(RLIMIT_FSIZE, &*saved_);
+    std::signal(SIGXFSZ, old_handler_);
+    saved_.reset();
+  }
+
+ private:
+  std::optional<rlimit> saved_;
+  void (*old_handler_)(int) = SIG_DFL;
+};
+
 class FileSinkHarness {
  public:
   static constexpr const char* kName = "file";
@@ -44,11 +79,16 @@ class FileSinkHarness {
   }
   std::string misconfigured_location() { return misconfigured_path().string(); }
 
+  static constexpr bool kSentBytesStay = false;
+  void interrupt() { limit_.set(path(), 4096); }
+  void resume() { limit_.lift(); }
+
  private:
   fs::path path() const { return tmp_.path() / "out" / "events.jsonl"; }
   fs::path misconfigured_path() const { return tmp_.path() / "plain_file" / "sub" / "e.jsonl"; }
 
   TempDir tmp_{"cppcdc-conformance-file-sink"};
+  FileSizeLimit limit_;
 };
 
 /// Points file descriptor 1 at a temporary file for the harness's lifetime, and back. What
@@ -67,6 +107,7 @@ class StdoutSinkHarness {
     ::close(fd);
   }
   ~StdoutSinkHarness() {
+    limit_.lift();
     // Bytes stdio still holds (after a write to /dev/full failed) would leak into the real
     // stdout: drop them.
     std::fflush(stdout);
@@ -99,11 +140,20 @@ class StdoutSinkHarness {
   std::optional<Result<std::unique_ptr<Sink>>> open_misconfigured() { return std::nullopt; }
   std::string misconfigured_location() { return ""; }
 
+  // What reached standard output cannot be taken back.
+  static constexpr bool kSentBytesStay = true;
+  void interrupt() {
+    std::fflush(stdout);
+    limit_.set(capture_path(), 4096);
+  }
+  void resume() { limit_.lift(); }
+
  private:
   fs::path capture_path() const { return tmp_.path() / "stdout.txt"; }
 
   TempDir tmp_{"cppcdc-conformance-stdout-sink"};
   int saved_fd_ = -1;
+  FileSizeLimit limit_;
 };
 
 /// A receiver on loopback (cpp-httplib) that checks every request's signature; JSON lines, so
@@ -139,6 +189,11 @@ class HttpSinkHarness {
     return make_http_sink(std::move(o));
   }
   std::string misconfigured_location() { return "/nonexistent/cppcdc-conformance-ca.pem"; }
+
+  // The receiver answers 503 to every request until resume(); none of the batch is taken.
+  static constexpr bool kSentBytesStay = false;
+  void interrupt() { receiver_.set_fallback(testing_http::HttpReceiver::Answer(503)); }
+  void resume() { receiver_.set_fallback(testing_http::HttpReceiver::Answer(200)); }
 
  private:
   static HttpSinkOptions options(const std::string& url) {
@@ -179,7 +234,12 @@ class RouterSinkHarness {
     return (tmp_.path() / "plain_file" / "sub" / "e.jsonl").string();
   }
 
+  static constexpr bool kSentBytesStay = false;
+  void interrupt() { limit_.set(routed_path(), 4096); }
+  void resume() { limit_.lift(); }
+
  private:
+  FileSizeLimit limit_;
   Result<std::unique_ptr<Sink>> router(const fs::path& routed) {
     RouterConfig config;
     auto fallback = make_file_sink(default_path());
@@ -223,7 +283,12 @@ class FanoutSinkHarness {
     return (tmp_.path() / "plain_file" / "sub" / "e.jsonl").string();
   }
 
+  static constexpr bool kSentBytesStay = false;
+  void interrupt() { limit_.set(first_path(), 4096); }
+  void resume() { limit_.lift(); }
+
  private:
+  FileSizeLimit limit_;
   Result<std::unique_ptr<Sink>> fanout(const fs::path& first) {
     auto a = make_file_sink(first);
     if (!a) return fail(a.error());

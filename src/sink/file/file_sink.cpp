@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -107,8 +108,13 @@ class FileSink final : public Sink {
  public:
   FileSink(std::filesystem::path path, int fd, std::unique_ptr<Encoder> encoder, Created created,
            bool syncable)
-      : path_(std::move(path)), fd_(fd), syncable_(syncable), encoder_(std::move(encoder)),
-        created_(std::move(created)) {}
+      : path_(std::move(path)),
+        fd_(fd),
+        syncable_(syncable),
+        encoder_(std::move(encoder)),
+        created_(std::move(created)) {
+    note_durable_size();
+  }
   ~FileSink() override {
     if (fd_ >= 0) {
       ::close(fd_);
@@ -144,6 +150,28 @@ class FileSink final : public Sink {
       unsynced_ = false;
       CPPCDC_FAULT_POINT("file_sink.after_fsync");
     }
+    note_durable_size();
+    return ok();
+  }
+
+  /// The runtime writes the whole batch again after this. What a failed attempt left behind
+  /// goes: the lines still buffered, and for a regular file the bytes it appended after the
+  /// last successful flush (cut off again, so the retried batch appears once and no torn line
+  /// stays in the middle of the file). Without this every failed attempt added another copy
+  /// of the batch once the disk took writes again.
+  Status recover() override {
+    if (fd_ < 0) return fail(Error::invalid_state("file sink '" + path_.string() + "' is closed"));
+    buffer_.clear();
+    if (!syncable_ || !durable_size_) return ok();
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0) return fail(io_error("cannot stat", path_, errno));
+    if (st.st_size <= *durable_size_) return ok();
+    while (::ftruncate(fd_, *durable_size_) != 0) {
+      if (errno == EINTR) continue;
+      return fail(io_error("cannot cut the lines of a failed write from", path_, errno));
+    }
+    // The next flush syncs the cut together with the batch written again.
+    unsynced_ = true;
     return ok();
   }
 
@@ -159,6 +187,12 @@ class FileSink final : public Sink {
   std::string name() const override { return "file:" + path_.string(); }
 
  private:
+  // The file's size after a flush that succeeded: everything up to it is acknowledged work.
+  void note_durable_size() {
+    struct stat st {};
+    if (syncable_ && ::fstat(fd_, &st) == 0) durable_size_ = st.st_size;
+  }
+
   std::filesystem::path path_;
   int fd_;
   bool syncable_;          // a regular file: flush() fsyncs it
@@ -166,6 +200,7 @@ class FileSink final : public Sink {
   std::unique_ptr<Encoder> encoder_;
   ByteBuffer buffer_;  // encoded lines not yet written; reused across batches
   Created created_;
+  std::optional<off_t> durable_size_;  // see note_durable_size(); set at open
 };
 
 }  // namespace

@@ -187,6 +187,21 @@ class HttpSink final : public Sink {
     return ok();
   }
 
+  /// Before the runtime writes a failed batch again, whole: the records of the failed attempt
+  /// go, so they are sent once more rather than once per attempt. Requests the receiver took
+  /// before the failure are sent again with the batch (the same body and so the same
+  /// webhook-id when the slicing is the same, for a receiver that removes duplicates).
+  Status recover() override {
+    if (closed_) return fail(Error::invalid_state("http sink '" + shown_url_ + "' is closed"));
+    records_.clear();
+    ends_.clear();
+    record_headers_.clear();
+    kept_.clear();
+    next_ = 0;
+    failed_ = false;
+    return ok();
+  }
+
   Status close() override {
     if (closed_) return ok();
     Status st = ok();

@@ -252,6 +252,9 @@ Status RouterSink::recover() {
     if (auto st = child.sink->recover(); !st) {
       return fail(d.child_error(child, st.error(), "recovering"));
     }
+    // The child dropped what it held of the failed attempt; the batch comes again whole.
+    child.written = false;
+    child.unflushed = 0;
   }
   return ok();
 }
