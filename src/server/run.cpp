@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/circuit_breaker.hpp"
 #include "core/json_write.hpp"
 #include "core/stop_request.hpp"
 #include "core/text_util.hpp"
@@ -425,10 +426,40 @@ int run_server(const ServerConfig& config) {
   // A copy of a running pipeline's configuration (its own control socket, and a checkpoint
   // that lets a second writer in, or one of its own) stops here, before the sinks open: a
   // transactional Kafka sink's start would fence the running pipeline's producer.
+  // The check connects as the source will: a login the server refuses stops here too (the
+  // source's start would fail the same way, after the sinks opened), and a server that cannot
+  // be reached is waited for under the retry policy instead of passing the check.
   admin_link->set_step("checking that the source is not in use by another process");
-  if (auto free = config.source->check_not_in_use(); !free) {
-    stop_admin();
-    return failed_opening(free.error(), "checking the " + config.source_type + " source");
+  {
+    detail::CircuitBreaker breaker(config.runtime.connection_retry, config.runtime.breaker);
+    for (;;) {
+      auto free = config.source->check_not_in_use();
+      if (free) break;
+      const Error& error = free.error();
+      const std::string what = "checking the " + config.source_type + " source";
+      if (!error.retryable() || g_stop_requested.load()) {
+        stop_admin();
+        return failed_opening(error, what);
+      }
+      const auto next = breaker.on_failure();
+      if (next.give_up) {
+        stop_admin();
+        return failed_opening(error.context(next.note), what);
+      }
+      admin_link->set_step("waiting for the source to be reachable (nothing opened yet)");
+      spdlog::warn(
+          "waiting for the {} source before opening the sinks ({}), checking again in {} ms: {}",
+          config.source_type, next.note, next.wait.count(), error.report());
+      const auto until = std::chrono::steady_clock::now() + next.wait;
+      while (!g_stop_requested.load() && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      if (g_stop_requested.load()) {
+        stop_admin();
+        return failed_opening(error, "waiting for the " + config.source_type + " source");
+      }
+      breaker.before_attempt();
+    }
   }
 
   // Dead letters: opened only when something sends events there.

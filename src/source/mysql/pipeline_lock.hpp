@@ -22,8 +22,8 @@ std::string pipeline_lock_name(const MysqlSourceConfig& config);
 /// ConfiguredSource::check_not_in_use for `config`: an Error of kind configuration (for the
 /// setting source_id) when another connection holds the pipeline's lock for 3 s, naming the
 /// lock, the holder's connection id (with its user and host when this user may see them) and
-/// the remedies; ok() otherwise, also when the server cannot be read (the start reports that).
-/// Changes nothing.
+/// the remedies; the connection's error when the server cannot be reached (transient: the
+/// caller waits) or refuses the login (terminal); ok() otherwise. Changes nothing.
 Status check_pipeline_not_running(const MysqlSourceConfig& config);
 
 /// The lock a running source holds.
