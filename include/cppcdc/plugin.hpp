@@ -134,6 +134,13 @@ struct CheckpointPreflight {
   std::vector<PreflightCheck> checks;
   /// The stored record, when one was read (the source compares it with its server).
   std::optional<CheckpointRecord> record;
+  /// The index in `checks` of the warning about a batch a run left in flight (the Kafka
+  /// sink's reconciliation marker under effectively_once), reported as a stopped run's; nullopt
+  /// when there is none. A running pipeline has one too, its batch in flight now: the caller
+  /// words that check so when the source shows the pipeline running.
+  std::optional<std::size_t> in_flight_check;
+  /// With in_flight_check: what was found, for that wording ("reconciliation marker ...").
+  std::string in_flight;
 };
 
 /// The part of an initial snapshot that has no resume position until it ends

@@ -19,6 +19,7 @@
 
 #include "core/circuit_breaker.hpp"
 #include "core/json_write.hpp"
+#include "core/said_once.hpp"
 #include "core/stop_request.hpp"
 #include "core/text_util.hpp"
 #include "cppcdc/blocking_snapshot.hpp"
@@ -670,6 +671,12 @@ int run_server(const ServerConfig& config) {
           }
         }
         stretch->tables = std::move(tables);
+        // A keyless table is one warning: this one, unless the snapshot said it first.
+        if (!stretch->whole_snapshot) {
+          std::erase_if(stretch->tables, [](const std::string& table) {
+            return !detail::first_to_say(detail::keyless_table_fact(table));
+          });
+        }
       }
       if (auto warning = unresumable_snapshot_warning(config, stretch)) {
         spdlog::warn("{}; {}", warning->what, warning->remedy);
@@ -717,17 +724,20 @@ int run_server(const ServerConfig& config) {
   const auto snapshot = (*runtime)->admin_snapshot();
   const int signals = g_stop_signals.load();
   std::string aborted;
+  std::uint64_t committed = *delivered;
   if (const std::uint64_t n = tally->aborted(); n > 0) {
     // A stop during a stretch carried in one open transaction (a keyless table's snapshot
-    // under effectively_once): it was aborted, not committed.
-    aborted = " (" + std::to_string(n) +
-              " of them were carried in an open transaction that the stop aborted, so "
-              "read_committed consumers saw none of them; the next start reads them again "
-              "from the checkpoint)";
+    // under effectively_once): those events were written, then aborted, so they do not count
+    // as delivered.
+    committed -= std::min(committed, n);
+    aborted = "; " + std::to_string(n) + (n == 1 ? " event" : " events") +
+              " written into an open transaction " + (n == 1 ? "was" : "were") +
+              " not delivered: the stop aborted that transaction, so read_committed consumers "
+              "saw none of them, and the next start reads them again from the checkpoint";
   }
-  spdlog::info("cppcdc stopped{}: {} events delivered{}, checkpoint at {}{}",
-               g_stop_requested.load() ? " by signal" : "", *delivered, aborted,
-               snapshot.checkpoint_offset.value_or("(none)"),
+  spdlog::info("cppcdc stopped{}: {} events delivered, checkpoint at {}{}{}",
+               g_stop_requested.load() ? " by signal" : "", committed,
+               snapshot.checkpoint_offset.value_or("(none)"), aborted,
                signals > 1 ? " (" + std::to_string(signals) +
                                  " stop signals arrived; a repeated one does not cut the stop "
                                  "short, SIGKILL does)"
@@ -859,10 +869,25 @@ int preflight(const std::filesystem::path& path) {
   // backend creates nothing here that a start would create).
   const std::string checkpoint_id = config->source->checkpoint_id();
   CheckpointPreflight checkpoint = config->checkpoint->preflight(checkpoint_id);
+  const std::size_t checkpoint_checks_at = checks.size();
   for (auto& check : checkpoint.checks) checks.push_back(std::move(check));
   check_local_directories(*config, checks);
   for (auto& check : config->source->preflight(checkpoint.record)) {
     checks.push_back(std::move(check));
+  }
+  // A batch in flight that the checkpoint reports as a stopped run's may be the running
+  // pipeline's own (this file, or a copy of it, checked while the pipeline runs): the source
+  // tells (its check then fails, naming the process).
+  if (checkpoint.in_flight_check) {
+    auto free = config->source->check_not_in_use();
+    if (!free && free.error().kind() == ErrorKind::kConfiguration) {
+      PreflightCheck& check = checks[checkpoint_checks_at + *checkpoint.in_flight_check];
+      check = {Outcome::kPass,
+               "the checkpoint's " + checkpoint.in_flight +
+                   " belongs to the pipeline that runs now: it is its batch in flight, not a "
+                   "batch a stopped run left (see the source's check below)",
+               ""};
+    }
   }
   if (config->delivery_contract == "effectively_once") {
     if (auto warning = unresumable_snapshot_warning(

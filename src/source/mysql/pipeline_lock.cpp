@@ -68,6 +68,17 @@ std::string pipeline_lock_name(const MysqlSourceConfig& config) {
   return std::string(kPrefix) + "sha256:" + digest.value_or(std::string(64, '0')).substr(0, 48);
 }
 
+Result<std::optional<LockHolder>> pipeline_lock_holder(MYSQL* conn,
+                                                       const MysqlSourceConfig& config) {
+  const std::string lock = pipeline_lock_name(config);
+  auto rows = query(conn, "SELECT IS_USED_LOCK(" + quote_literal(lock) + ")",
+                    "looking up whether the lock " + lock + " is held");
+  if (!rows) return fail(rows.error());
+  const std::string holder = first_value(*rows);
+  if (holder.empty()) return std::optional<LockHolder>();
+  return std::optional<LockHolder>(LockHolder{holder, describe_holder(conn, holder)});
+}
+
 Status check_pipeline_not_running(const MysqlSourceConfig& config) {
   const std::string lock = pipeline_lock_name(config);
   // A connection the server refuses (user, password, host, TLS) fails the same way when the

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 
 #include "cppcdc/checkpoint.hpp"
@@ -179,6 +180,7 @@ struct RunningAndCopy {
   pid_t b = -1;
   std::unique_ptr<it::PgSession> s;  // PostgreSQL
   std::string maria_port;            // MariaDB: its SQL goes through Debian's mariadb client
+  std::string checkpoint_topic;      // MariaDB
 
   ~RunningAndCopy() {
     if (b > 0) it::stop_cppcdc_process(b, SIGKILL);
@@ -229,16 +231,19 @@ struct RunningAndCopy {
 
   /// MariaDB (CPPCDC_TEST_MARIADB_PORT): A logs in as a user of its own with its password; the
   /// copy's [source] has `copy_port` and `copy_password` instead.
+  /// With `rows` > 1, t starts with that many rows and batches are small, so that the initial
+  /// snapshot (one Kafka transaction) takes a while; A is then not waited for.
   void start_mariadb(const std::string& bootstrap_in, const std::string& port,
                      const std::string& test, const std::string& copy_port,
-                     const std::string& copy_password) {
+                     const std::string& copy_password, int rows = 1) {
     set_up(bootstrap_in, test);
     maria_port = port;
     const std::string user = db;
     ASSERT_NO_FATAL_FAILURE(maria_sql(
         "DROP DATABASE IF EXISTS " + db + "; CREATE DATABASE " + db + "; CREATE TABLE " + db +
-        ".t (id int primary key); INSERT INTO " + db + ".t VALUES (1); DROP USER IF EXISTS '" +
-        user + "'@'127.0.0.1'; CREATE USER '" + user +
+        ".t (id int primary key); INSERT INTO " + db + ".t SELECT seq FROM " + db + ".seq_1_to_" +
+        std::to_string(rows) + "; DROP USER IF EXISTS '" + user + "'@'127.0.0.1'; CREATE USER '" +
+        user +
         "'@'127.0.0.1' IDENTIFIED BY 'right-one'; GRANT SELECT, RELOAD, REPLICATION SLAVE, "
         "BINLOG MONITOR ON *.* TO '" +
         user + "'@'127.0.0.1'"));
@@ -254,11 +259,28 @@ struct RunningAndCopy {
           << bootstrap << "\"\ncreate_topics = true\ntopic_replication_factor = 1\n"
           << "delivery_mode = \"transactional\"\ntransactional_id = \"" << name << "\"\n\n"
           << "[state.offset]\nbackend = \"kafka_topic\"\ntopic = \"" << name
-          << ".checkpoints\"\n\n[runtime]\nmax_poll_wait_ms = 100\n";
+          << ".checkpoints\"\n\n[runtime]\nmax_poll_wait_ms = 100\n"
+          << (rows > 1 ? "max_buffer_size = 20\n" : "");
     };
+    checkpoint_topic = name + ".checkpoints";
     write(dir_a, port, "right-one");
     write(dir_b, copy_port, copy_password);
-    start_a(dir_a / "cppcdc.log");
+    if (rows > 1) {
+      it::start_cppcdc_process(a, dir_a, "", "", 0);
+    } else {
+      start_a(dir_a / "cppcdc.log");
+    }
+  }
+
+  /// The value of the last record of the reconciliation marker on the checkpoint topic
+  /// (nullopt: none, or a tombstone).
+  std::optional<std::string> marker() {
+    std::optional<std::string> last;
+    if (kafka_it::partition_count(bootstrap, checkpoint_topic) <= 0) return last;
+    for (const auto& r : kafka_it::read_topic(bootstrap, checkpoint_topic)) {
+      if (r.key && r.key->ends_with(".reconciliation")) last = r.value;
+    }
+    return last;
   }
 
   /// A runs, a row inserted now is committed, and A's producer was never fenced.
@@ -387,6 +409,50 @@ TEST(KafkaCli, AMariaDbCopyThatCannotReachTheDatabaseWaitsBeforeItsSinkOpensAndS
   ASSERT_NO_FATAL_FAILURE(run.start_mariadb(bootstrap, port, "kcli_mcopy_down", "1", "right-one"));
   ASSERT_NO_FATAL_FAILURE(run.expect_copy_waits("mariadb", "127.0.0.1:1"));
   ASSERT_NO_FATAL_FAILURE(run.expect_a_goes_on(3, 3));
+  run.finish();
+}
+
+// `cppcdc preflight` of a copy of a running MariaDB pipeline's configuration fails on the
+// pipeline's named lock, naming the connection that holds it and the remedy (a start would
+// stop there), and the reconciliation marker of the running pipeline's batch in flight (its
+// snapshot, one open Kafka transaction) is reported as that pipeline's. Before, every check
+// passed, and the marker was reported as a batch that a stopped run had left aborted.
+TEST(KafkaCli, PreflightOfACopyOfARunningMariaDbPipelineFailsOnItsLockAndOwnsItsMarker) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  MARIADB_PORT_OR_SKIP(port);
+  RunningAndCopy run;
+  ASSERT_NO_FATAL_FAILURE(
+      run.start_mariadb(bootstrap, port, "kcli_mpre", port, "right-one", 200000));
+  const fs::path log_a = run.dir_a / "cppcdc.log";
+  // The snapshot's transaction is open and its marker is out: A is held there (stopped, its
+  // lock's connection open) while the copy is checked.
+  ASSERT_TRUE(it::wait_until([&] { return run.marker().has_value(); }, 120s, 200ms))
+      << it::log_tail(log_a);
+  ASSERT_EQ(kill(run.a, SIGSTOP), 0);
+  ASSERT_TRUE(run.marker().has_value()) << "the snapshot committed first\n" << it::log_tail(log_a);
+  const auto o = it::run_cli({"preflight", "--config", (run.dir_b / "cdc.toml").string()}, 120);
+  ASSERT_EQ(kill(run.a, SIGCONT), 0);
+  EXPECT_EQ(o.code, 3) << o.output;
+  EXPECT_TRUE(has(o.output, "FAIL  source_id " + run.db +
+                                " is in use: the server's named lock \"cppcdc:" + run.db +
+                                "\" is held by connection "))
+      << o.output;
+  EXPECT_TRUE(has(o.output, "(user " + run.db + " from 127.0.0.1:")) << o.output;
+  EXPECT_TRUE(has(o.output, "so a cppcdc runs this pipeline now")) << o.output;
+  EXPECT_TRUE(has(o.output,
+                  "stop the running pipeline first, or give this configuration its "
+                  "own source_id"))
+      << o.output;
+  EXPECT_TRUE(has(o.output, "end it with KILL ")) << o.output;
+  EXPECT_TRUE(has(
+      o.output, "reconciliation marker \"" + run.db + ".reconciliation\" ({\"transactional_id\":"))
+      << o.output;
+  EXPECT_TRUE(has(o.output, "belongs to the pipeline that runs now: it is its batch in flight"))
+      << o.output;
+  EXPECT_FALSE(has(o.output, "stopped in the middle of a batch")) << o.output;
+  int status = 0;
+  ASSERT_EQ(waitpid(run.a, &status, WNOHANG), 0) << "pipeline A ended\n" << it::log_tail(log_a);
+  EXPECT_FALSE(has(file_text(log_a), "fenced")) << it::log_tail(log_a);
   run.finish();
 }
 
@@ -587,11 +653,25 @@ TEST(KafkaCli, AStopDuringACarriedStretchSaysItsEventsWereAbortedAndReadAgain) {
   const std::string text = file_text(log);
   ASSERT_EQ(committed_rows(bootstrap, topic), 0u)
       << "the stretch committed before the stop: " << it::log_tail(log);
+  // The keyless table is one warning (the program's, the snapshot's and the stream's
+  // relation each said it in their own words: three lines).
+  std::size_t keyless_warnings = 0;
+  {
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) {
+      keyless_warnings += has(line, " warning ") && has(line, "public.bag has no primary key");
+    }
+  }
+  EXPECT_EQ(keyless_warnings, 1u) << it::log_tail(log);
+  // The stop line counts the aborted events apart, not as delivered.
   EXPECT_TRUE(has(text,
-                  "of them were carried in an open transaction that the stop aborted, so "
-                  "read_committed consumers saw none of them; the next start reads them "
-                  "again from the checkpoint"))
+                  "events written into an open transaction were not delivered: the stop "
+                  "aborted that transaction, so read_committed consumers saw none of them, and "
+                  "the next start reads them again from the checkpoint"))
       << it::log_tail(log);
+  EXPECT_TRUE(has(text, "cppcdc stopped by signal: 0 events delivered, checkpoint at "))
+      << it::log_tail(log);
+  EXPECT_FALSE(has(text, "of them were carried")) << it::log_tail(log);
   EXPECT_FALSE(has(text, "CONFWARN")) << it::log_tail(log);
   it::drop_slots(db);
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);
