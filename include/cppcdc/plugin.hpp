@@ -134,6 +134,13 @@ struct CheckpointPreflight {
   std::vector<PreflightCheck> checks;
   /// The stored record, when one was read (the source compares it with its server).
   std::optional<CheckpointRecord> record;
+  /// The index in `checks` of the warning about a batch a run left in flight (the Kafka
+  /// sink's reconciliation marker under effectively_once), reported as a stopped run's; nullopt
+  /// when there is none. A running pipeline has one too, its batch in flight now: the caller
+  /// words that check so when the source shows the pipeline running.
+  std::optional<std::size_t> in_flight_check;
+  /// With in_flight_check: what was found, for that wording ("reconciliation marker ...").
+  std::string in_flight;
 };
 
 /// The part of an initial snapshot that has no resume position until it ends
@@ -215,15 +222,15 @@ class ConfiguredSource {
     return std::nullopt;
   }
   /// Whether another process already reads from what this source would read from (for
-  /// PostgreSQL: its replication slot is active). `cppcdc run` calls it before it opens the
-  /// checkpoint and the sinks, so that a second run of a copied configuration stops there,
-  /// before its sinks can disturb the running pipeline (a transactional Kafka sink's start
-  /// fences the producer of the other run with the same transactional_id). Changes nothing.
-  /// ok() when nothing shows the source in use, also when the server cannot be reached (the
-  /// source's own start reports that, with its retries); otherwise an Error of kind
-  /// configuration that names what is in use, by which process, and what to do. Blocks for
-  /// network round trips (connect timeouts apply), and briefly longer while what is in use may
-  /// be a process that just ended. The default: ok (nothing to check).
+  /// PostgreSQL: its replication slot is active). `cppcdc run` calls it before the sinks open,
+  /// so that a copied configuration stops before they can disturb the running pipeline (a
+  /// transactional Kafka sink's start fences the other run's producer). Changes nothing. ok():
+  /// nothing shows the source in use. Else an Error of kind configuration naming what is in
+  /// use, by whom, and what to do; or the connection's own error when the server cannot be
+  /// reached (transient: the caller waits under the retry policy and asks again) or refuses
+  /// the source's login (terminal): the start would fail so too, after the sinks opened.
+  /// Blocks for network round trips (connect timeouts apply), and briefly longer while what is
+  /// in use may be a process that just ended. The default: ok (nothing to check).
   virtual Status check_not_in_use() const { return ok(); }
   /// Removes from the server what the source created for this pipeline and holds there (for
   /// PostgreSQL its replication slot and publication), and nothing it did not create unless

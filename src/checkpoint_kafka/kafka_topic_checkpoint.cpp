@@ -293,6 +293,9 @@ class KafkaTopicCheckpoint final : public Checkpoint {
                             ""});
     }
     if (marker_found_) {
+      out.in_flight_check = out.checks.size();
+      out.in_flight = "reconciliation marker " + in_quotes(id_ + ".reconciliation") + " (" +
+                      marker_found_->value + ")";
       out.checks.push_back(
           {Outcome::kWarn, describe_marker(*marker_found_),
            "nothing to do, unless a cppcdc of this pipeline is running now (then the marker "

@@ -12,6 +12,7 @@
 #include <limits>
 #include <list>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -367,14 +368,47 @@ class Section final : public Settings {
                                          label_in(key, name.str()) + ": not a " +
                                          std::string(what) + " entry" + hint));
       }
-      const auto* text = value.as_string();
-      if (text == nullptr) {
-        return fail(error_at(key, &value,
-                             "the value for " + in_quotes(name.str()) + " must be a string (" +
-                                 std::string(what) + "), found " +
-                                 std::string(describe_type(value.type()))));
+      if (const auto* text = value.as_string()) {
+        out.emplace_back(std::string(name.str()), text->get());
+        continue;
       }
-      out.emplace_back(std::string(name.str()), text->get());
+      // A Kafka client's or topic's properties are strings to librdkafka and to the broker,
+      // but numbers and switches among them are naturally written bare: their text is the
+      // same.
+      const bool client_properties = key == "kafka_properties" || key == "topic_config";
+      if (client_properties && value.is_integer()) {
+        out.emplace_back(std::string(name.str()), std::to_string(value.as_integer()->get()));
+        continue;
+      }
+      if (client_properties && value.is_boolean()) {
+        out.emplace_back(std::string(name.str()), value.as_boolean()->get() ? "true" : "false");
+        continue;
+      }
+      std::string message = "the value for " + in_quotes(name.str()) + " must be a string" +
+                            (client_properties ? ", an integer or a boolean" : "") + " (" +
+                            std::string(what) + "), found " +
+                            std::string(describe_type(value.type()));
+      if (const auto* inner = value.as_table(); inner != nullptr && !inner->empty()) {
+        // linger.ms = 5: TOML reads a bare dotted key as nested tables ({linger = {ms = 5}}).
+        std::string dotted(name.str());
+        const toml::node* leaf = &value;
+        while (const auto* t = leaf->as_table()) {
+          if (t->size() != 1) break;
+          dotted += "." + std::string(t->begin()->first.str());
+          leaf = &t->begin()->second;
+        }
+        std::string shown = "\"...\"";
+        if (const auto* t = leaf->as_string()) shown = "\"" + t->get() + "\"";
+        if (const auto* i = leaf->as_integer()) shown = std::to_string(i->get());
+        if (const auto* b = leaf->as_boolean()) shown = b->get() ? "true" : "false";
+        message +=
+            ": TOML reads a bare dotted key as nested tables; quote the key to keep "
+            "its dots (" +
+            in_quotes(dotted) + " = " + shown + ")";
+      } else if (value.is_floating_point() && client_properties) {
+        message += ": write the number as a string";
+      }
+      return fail(error_at(key, &value, message));
     }
     return Out(std::move(out));
   }

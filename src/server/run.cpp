@@ -17,7 +17,9 @@
 #include <thread>
 #include <vector>
 
+#include "core/circuit_breaker.hpp"
 #include "core/json_write.hpp"
+#include "core/said_once.hpp"
 #include "core/stop_request.hpp"
 #include "core/text_util.hpp"
 #include "cppcdc/blocking_snapshot.hpp"
@@ -425,10 +427,40 @@ int run_server(const ServerConfig& config) {
   // A copy of a running pipeline's configuration (its own control socket, and a checkpoint
   // that lets a second writer in, or one of its own) stops here, before the sinks open: a
   // transactional Kafka sink's start would fence the running pipeline's producer.
+  // The check connects as the source will: a login the server refuses stops here too (the
+  // source's start would fail the same way, after the sinks opened), and a server that cannot
+  // be reached is waited for under the retry policy instead of passing the check.
   admin_link->set_step("checking that the source is not in use by another process");
-  if (auto free = config.source->check_not_in_use(); !free) {
-    stop_admin();
-    return failed_opening(free.error(), "checking the " + config.source_type + " source");
+  {
+    detail::CircuitBreaker breaker(config.runtime.connection_retry, config.runtime.breaker);
+    for (;;) {
+      auto free = config.source->check_not_in_use();
+      if (free) break;
+      const Error& error = free.error();
+      const std::string what = "checking the " + config.source_type + " source";
+      if (!error.retryable() || g_stop_requested.load()) {
+        stop_admin();
+        return failed_opening(error, what);
+      }
+      const auto next = breaker.on_failure();
+      if (next.give_up) {
+        stop_admin();
+        return failed_opening(error.context(next.note), what);
+      }
+      admin_link->set_step("waiting for the source to be reachable (nothing opened yet)");
+      spdlog::warn(
+          "waiting for the {} source before opening the sinks ({}), checking again in {} ms: {}",
+          config.source_type, next.note, next.wait.count(), error.report());
+      const auto until = std::chrono::steady_clock::now() + next.wait;
+      while (!g_stop_requested.load() && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      if (g_stop_requested.load()) {
+        stop_admin();
+        return failed_opening(error, "waiting for the " + config.source_type + " source");
+      }
+      breaker.before_attempt();
+    }
   }
 
   // Dead letters: opened only when something sends events there.
@@ -639,6 +671,12 @@ int run_server(const ServerConfig& config) {
           }
         }
         stretch->tables = std::move(tables);
+        // A keyless table is one warning: this one, unless the snapshot said it first.
+        if (!stretch->whole_snapshot) {
+          std::erase_if(stretch->tables, [](const std::string& table) {
+            return !detail::first_to_say(detail::keyless_table_fact(table));
+          });
+        }
       }
       if (auto warning = unresumable_snapshot_warning(config, stretch)) {
         spdlog::warn("{}; {}", warning->what, warning->remedy);
@@ -686,17 +724,20 @@ int run_server(const ServerConfig& config) {
   const auto snapshot = (*runtime)->admin_snapshot();
   const int signals = g_stop_signals.load();
   std::string aborted;
+  std::uint64_t committed = *delivered;
   if (const std::uint64_t n = tally->aborted(); n > 0) {
     // A stop during a stretch carried in one open transaction (a keyless table's snapshot
-    // under effectively_once): it was aborted, not committed.
-    aborted = " (" + std::to_string(n) +
-              " of them were carried in an open transaction that the stop aborted, so "
-              "read_committed consumers saw none of them; the next start reads them again "
-              "from the checkpoint)";
+    // under effectively_once): those events were written, then aborted, so they do not count
+    // as delivered.
+    committed -= std::min(committed, n);
+    aborted = "; " + std::to_string(n) + (n == 1 ? " event" : " events") +
+              " written into an open transaction " + (n == 1 ? "was" : "were") +
+              " not delivered: the stop aborted that transaction, so read_committed consumers "
+              "saw none of them, and the next start reads them again from the checkpoint";
   }
-  spdlog::info("cppcdc stopped{}: {} events delivered{}, checkpoint at {}{}",
-               g_stop_requested.load() ? " by signal" : "", *delivered, aborted,
-               snapshot.checkpoint_offset.value_or("(none)"),
+  spdlog::info("cppcdc stopped{}: {} events delivered, checkpoint at {}{}{}",
+               g_stop_requested.load() ? " by signal" : "", committed,
+               snapshot.checkpoint_offset.value_or("(none)"), aborted,
                signals > 1 ? " (" + std::to_string(signals) +
                                  " stop signals arrived; a repeated one does not cut the stop "
                                  "short, SIGKILL does)"
@@ -828,10 +869,25 @@ int preflight(const std::filesystem::path& path) {
   // backend creates nothing here that a start would create).
   const std::string checkpoint_id = config->source->checkpoint_id();
   CheckpointPreflight checkpoint = config->checkpoint->preflight(checkpoint_id);
+  const std::size_t checkpoint_checks_at = checks.size();
   for (auto& check : checkpoint.checks) checks.push_back(std::move(check));
   check_local_directories(*config, checks);
   for (auto& check : config->source->preflight(checkpoint.record)) {
     checks.push_back(std::move(check));
+  }
+  // A batch in flight that the checkpoint reports as a stopped run's may be the running
+  // pipeline's own (this file, or a copy of it, checked while the pipeline runs): the source
+  // tells (its check then fails, naming the process).
+  if (checkpoint.in_flight_check) {
+    auto free = config->source->check_not_in_use();
+    if (!free && free.error().kind() == ErrorKind::kConfiguration) {
+      PreflightCheck& check = checks[checkpoint_checks_at + *checkpoint.in_flight_check];
+      check = {Outcome::kPass,
+               "the checkpoint's " + checkpoint.in_flight +
+                   " belongs to the pipeline that runs now: it is its batch in flight, not a "
+                   "batch a stopped run left (see the source's check below)",
+               ""};
+    }
   }
   if (config->delivery_contract == "effectively_once") {
     if (auto warning = unresumable_snapshot_warning(

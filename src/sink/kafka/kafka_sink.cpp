@@ -67,6 +67,12 @@ std::string shortened(std::string_view s, std::size_t max = 120) {
   return std::string(s.substr(0, max)) + "...";
 }
 
+// librdkafka's syslog level 3 (LOG_ERR) is a warning here, on purpose: librdkafka logs at that
+// level what it recovers from by itself, such as a failed broker connection and "1/1 brokers
+// are down" (facility ERROR) while a broker restarts. cppcdc's error lines are the ones an
+// operator must act on (the run stops, "cppcdc stopped: ..."); an outage the sink rides out,
+// retrying under the retry policy, is a warning, and the health endpoint reports the sink
+// degraded meanwhile. If the outage lasts past the retries, the stop line is the error.
 int level_for(int syslog_level) {
   if (syslog_level <= 2) return SPDLOG_LEVEL_ERROR;
   if (syslog_level <= 4) return SPDLOG_LEVEL_WARN;  // 3: a broker connection failed

@@ -1,7 +1,5 @@
 #include "source/mysql/pipeline_lock.hpp"
 
-#include <spdlog/spdlog.h>
-
 #include <cctype>
 #include <chrono>
 #include <thread>
@@ -70,13 +68,26 @@ std::string pipeline_lock_name(const MysqlSourceConfig& config) {
   return std::string(kPrefix) + "sha256:" + digest.value_or(std::string(64, '0')).substr(0, 48);
 }
 
+Result<std::optional<LockHolder>> pipeline_lock_holder(MYSQL* conn,
+                                                       const MysqlSourceConfig& config) {
+  const std::string lock = pipeline_lock_name(config);
+  auto rows = query(conn, "SELECT IS_USED_LOCK(" + quote_literal(lock) + ")",
+                    "looking up whether the lock " + lock + " is held");
+  if (!rows) return fail(rows.error());
+  const std::string holder = first_value(*rows);
+  if (holder.empty()) return std::optional<LockHolder>();
+  return std::optional<LockHolder>(LockHolder{holder, describe_holder(conn, holder)});
+}
+
 Status check_pipeline_not_running(const MysqlSourceConfig& config) {
   const std::string lock = pipeline_lock_name(config);
+  // A connection the server refuses (user, password, host, TLS) fails the same way when the
+  // source starts, and that is after the sinks opened (a transactional Kafka sink's start
+  // fences the running pipeline's producer); so does a server that cannot be reached, which
+  // the caller waits for. Both are returned, not passed.
   auto conn = connect(config, 5000);
   if (!conn) {
-    spdlog::debug("not checking whether source_id {} is in use: {}", config.source_id,
-                  conn.error().report());
-    return ok();
+    return fail(conn.error().context("connecting as the source will, before any sink opens"));
   }
   using Clock = std::chrono::steady_clock;
   const auto grace_end = Clock::now() + kGrace;
@@ -84,9 +95,7 @@ Status check_pipeline_not_running(const MysqlSourceConfig& config) {
     auto rows = query(conn->get(), "SELECT IS_USED_LOCK(" + quote_literal(lock) + ")",
                       "looking up whether the lock " + lock + " is held");
     if (!rows) {
-      spdlog::debug("not checking whether source_id {} is in use: {}", config.source_id,
-                    rows.error().report());
-      return ok();
+      return fail(rows.error());
     }
     const std::string holder = first_value(*rows);
     if (holder.empty()) return ok();

@@ -6,6 +6,7 @@
 // IS_USED_LOCK need none, and the server lets go of the lock when its connection ends (also
 // when the holding process is killed, as soon as the server sees the connection close).
 
+#include <optional>
 #include <string>
 
 #include "cppcdc/mysql.hpp"
@@ -22,9 +23,20 @@ std::string pipeline_lock_name(const MysqlSourceConfig& config);
 /// ConfiguredSource::check_not_in_use for `config`: an Error of kind configuration (for the
 /// setting source_id) when another connection holds the pipeline's lock for 3 s, naming the
 /// lock, the holder's connection id (with its user and host when this user may see them) and
-/// the remedies; ok() otherwise, also when the server cannot be read (the start reports that).
-/// Changes nothing.
+/// the remedies; the connection's error when the server cannot be reached (transient: the
+/// caller waits) or refuses the login (terminal); ok() otherwise. Changes nothing.
 Status check_pipeline_not_running(const MysqlSourceConfig& config);
+
+/// Who holds the pipeline's lock for `config` now, as `conn`'s user sees it: the holder's
+/// connection id and its description ("connection 42 (user cdc from 127.0.0.1:51234)"), or
+/// nullopt when no connection holds it. No grace for a holder that is ending (for `cppcdc
+/// preflight`). Changes nothing.
+struct LockHolder {
+  std::string id;
+  std::string described;
+};
+Result<std::optional<LockHolder>> pipeline_lock_holder(MYSQL* conn,
+                                                       const MysqlSourceConfig& config);
 
 /// The lock a running source holds.
 class PipelineLock {

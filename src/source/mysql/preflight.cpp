@@ -13,6 +13,7 @@
 #include "cppcdc/plugin.hpp"
 #include "source/mysql/binlog_client.hpp"
 #include "source/mysql/mysql_conn.hpp"
+#include "source/mysql/pipeline_lock.hpp"
 #include "source/mysql/schema_history.hpp"
 #include "source/mysql/settings.hpp"
 
@@ -141,6 +142,26 @@ std::vector<PreflightCheck> run_preflight(const MysqlSourceConfig& config,
   }
   out.push_back(pass("connected to " + config.host + ":" + std::to_string(config.port) + " as " +
                      config.user));
+  // A running pipeline of this source_id holds its named lock: a start of this configuration
+  // would stop at once (exit status 2), so this is a copy of a running pipeline's
+  // configuration, or the pipeline itself checked while it runs.
+  if (auto holder = detail::pipeline_lock_holder(conn->get(), config); !holder) {
+    out.push_back(failed(holder.error()));
+  } else if (*holder) {
+    const std::string lock = detail::pipeline_lock_name(config);
+    out.push_back({Outcome::kFail,
+                   "source_id " + config.source_id + " is in use: the server's named lock \"" +
+                       lock + "\" is held by " + (*holder)->described +
+                       ", so a cppcdc runs this pipeline now, and a start of this configuration "
+                       "would stop at once (exit status 2)",
+                   "stop the running pipeline first, or give this configuration its own "
+                   "source_id (and, with a transactional Kafka sink, its own transactional_id); "
+                   "if that process is gone but its connection is not, end it with KILL " +
+                       (*holder)->id});
+  } else {
+    out.push_back(pass("source_id " + config.source_id + " is not in use (its named lock \"" +
+                       detail::pipeline_lock_name(config) + "\" is free)"));
+  }
   auto server = detail::check_server(conn->get(), config);
   if (!server) {
     out.push_back(failed(server.error()));

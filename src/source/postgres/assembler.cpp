@@ -1,8 +1,5 @@
 #include "source/postgres/assembler.hpp"
 
-#include "core/json_write.hpp"
-#include "core/text_util.hpp"
-
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -10,6 +7,10 @@
 #include <mutex>
 #include <set>
 #include <unordered_set>
+
+#include "core/json_write.hpp"
+#include "core/said_once.hpp"
+#include "core/text_util.hpp"
 
 namespace cppcdc::pg {
 namespace {
@@ -398,14 +399,10 @@ Status TransactionAssembler::on_relation(const RelationMsg& msg, bool announce) 
     rel.primary_key = key;
   } else if (rel.captured) {
     // Once per table and process: the server sends a table's relation message again after
-    // every reconnect, and the fact does not change in between.
-    static std::mutex reported_mutex;
-    static std::set<std::string> reported;
-    bool first = false;
-    {
-      std::lock_guard lock(reported_mutex);
-      first = reported.insert(qualified(msg)).second;
-    }
+    // every reconnect, and the fact does not change in between; a snapshot of the table (or,
+    // under effectively_once, the program) may have said it already.
+    const bool first =
+        ::cppcdc::detail::first_to_say(::cppcdc::detail::keyless_table_fact(qualified(msg)));
     spdlog::log(first ? spdlog::level::warn : spdlog::level::debug,
                 "table {} has no primary key to report (replica identity '{}'): its events "
                 "carry primary_key null and cannot be addressed by key",

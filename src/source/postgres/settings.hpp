@@ -36,10 +36,12 @@ std::optional<std::vector<std::string>> read_keyless_tables(const PostgresSource
 std::optional<UnresumableSnapshot> read_unresumable_snapshot(
     const PostgresSourceConfig& config, const std::optional<CheckpointRecord>& checkpoint);
 
-/// ConfiguredSource::check_not_in_use for `config`: an error (kind configuration, naming the
-/// slot and the process) when replication slot config.slot_name stays active for a few
-/// seconds; ok when it is not, when it does not exist, under snapshot mode initial_only (no
-/// slot), and when the server cannot be reached or read (the source's start reports that).
+/// ConfiguredSource::check_not_in_use for `config`: the connection's error when the SQL
+/// connection, or the replication connection the source would stream on, cannot be opened
+/// (terminal when the server refuses it, transient when it cannot be reached); an error (kind
+/// configuration, naming the slot and the process) when replication slot config.slot_name
+/// stays active for a few seconds; ok when it is not, when it does not exist, and under
+/// snapshot mode initial_only (no slot).
 Status check_slot_not_in_use(const PostgresSourceConfig& config);
 
 /// `cppcdc teardown` (ConfiguredSource::teardown) for `config`.

@@ -218,13 +218,21 @@ Status advance_slot(PGconn* sql, const std::string& slot, Lsn to) {
 namespace cppcdc::pg {
 
 Status check_slot_not_in_use(const PostgresSourceConfig& config) {
-  if (config.snapshot_mode == SnapshotMode::kInitialOnly) return ok();  // no slot is used
+  // The connections the source will open are tried first: one that the server refuses
+  // (password, role, pg_hba.conf, REPLICATION attribute, TLS) fails the same way when the
+  // source starts, and that is after the sinks opened (a transactional Kafka sink's start
+  // fences the running pipeline's producer). So is a server that cannot be reached: the
+  // caller waits for it.
+  const std::string before = "connecting as the source will, before any sink opens";
   auto conn = detail::connect(config.dsn, false);
-  if (!conn) {
-    spdlog::debug("not checking whether replication slot {} is in use: {}", config.slot_name,
-                  conn.error().report());
-    return ok();
+  if (!conn) return fail(conn.error().context(before));
+  const bool streams = config.snapshot_mode != SnapshotMode::kInitialOnly &&
+                       config.transport == WalTransport::kStreamingReplication;
+  if (streams) {
+    auto replication = detail::connect(config.dsn, true);
+    if (!replication) return fail(replication.error().context(before));
   }
+  if (config.snapshot_mode == SnapshotMode::kInitialOnly) return ok();  // no slot is used
   // The walsender of a process that just ended may hold the slot a moment longer (until it
   // notices that its client is gone): a slot that stays active this long is in use.
   using Clock = std::chrono::steady_clock;
@@ -239,9 +247,7 @@ Status check_slot_not_in_use(const PostgresSourceConfig& config) {
                      "looking up whether replication slot " + config.slot_name + " is in use",
                      {config.slot_name});
     if (!res) {
-      spdlog::debug("not checking whether replication slot {} is in use: {}", config.slot_name,
-                    res.error().report());
-      return ok();
+      return fail(res.error());
     }
     if (PQntuples(res->get()) == 0) return ok();
     if (Clock::now() >= grace_end || ::cppcdc::detail::g_process_stop_requested.load()) {

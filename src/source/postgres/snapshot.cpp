@@ -3,12 +3,13 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <boost/json.hpp>
 #include <algorithm>
+#include <boost/json.hpp>
 #include <chrono>
 #include <span>
 
 #include "core/progress_log.hpp"
+#include "core/said_once.hpp"
 #include "core/text_util.hpp"
 #include "source/postgres/pg_conn.hpp"
 #include "source/postgres/sql_catalog.hpp"
@@ -397,6 +398,10 @@ Status run_snapshot(PGconn* conn, PGconn* catalog, TransactionAssembler& assembl
     const std::string& name = progress.tables[progress.table_index];
     auto d = describe_snapshot_table(catalog, name);
     if (!d) return fail(d.error());
+    // A table without a key is one warning, said here (before the relation's own, which
+    // then is a debug line) unless the program said it first (under effectively_once).
+    const bool keyless_first = d->key.empty() && ::cppcdc::detail::first_to_say(
+                                                     ::cppcdc::detail::keyless_table_fact(name));
     CPPCDC_TRY(assembler.observe_relation(d->relation));
     std::string where;
     if (auto it = options.table_conditions.find(name); it != options.table_conditions.end()) {
@@ -408,12 +413,12 @@ Status run_snapshot(PGconn* conn, PGconn* catalog, TransactionAssembler& assembl
       progress.cursor.reset();
       progress.rows = 0;
       progress.chunk = 0;
-      spdlog::warn(
-          "table {} has no primary key: its snapshot cannot resume mid-table, so its "
-          "rows are acknowledged only once it is read whole (under effectively_once: "
-          "one Kafka transaction) and an interrupted read starts again from its first "
-          "row",
-          name);
+      spdlog::log(keyless_first ? spdlog::level::warn : spdlog::level::debug,
+                  "table {} has no primary key: its events carry primary_key null, and its "
+                  "snapshot cannot resume mid-table, so its rows are acknowledged only once it "
+                  "is read whole (under effectively_once: one Kafka transaction) and an "
+                  "interrupted read starts again from its first row",
+                  name);
     } else if (progress.cursor && progress.cursor->size() != d->key.size()) {
       return fail(bad_state("the cursor of " + name + " has " +
                             std::to_string(progress.cursor->size()) +

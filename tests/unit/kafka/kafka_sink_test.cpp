@@ -430,11 +430,14 @@ TEST(KafkaSinkPlugin, ErrorsNameTheKey) {
     EXPECT_CONTAINS(config_error(no_create + "\n[sink.topic_config]\n\"cleanup.policy\" = "
                                              "\"compact\"\n"),
                     "[sink] topic_config: applies only to topics the sink creates");
-    EXPECT_CONTAINS(config_error(c + "\n[sink.topic_config]\n\"cleanup.policy\" = 1\n"),
-                    "[sink] topic_config: the value for \"cleanup.policy\" must be a string");
+    EXPECT_CONTAINS(config_error(c + "\n[sink.topic_config]\n\"cleanup.policy\" = [\"compact\"]\n"),
+                    "[sink] topic_config: the value for \"cleanup.policy\" must be a string, an "
+                    "integer or a boolean");
   }
-  EXPECT_CONTAINS(config_error(edit(c, "\"sasl.username\" = \"cdc\"", "\"sasl.username\" = 5")),
-                  "must be a string");
+  EXPECT_CONTAINS(
+      config_error(edit(c, "\"sasl.username\" = \"cdc\"", "\"sasl.username\" = 5.5")),
+      "must be a string, an integer or a boolean (\"librdkafka property\" = \"value\"), "
+      "found a float: write the number as a string");
   EXPECT_CONTAINS(config_error(edit(c, "\"sasl.username\"", "\"linger.ms\"")),
                   "[sink.kafka_properties] \"linger.ms\": set linger_ms instead");
   EXPECT_CONTAINS(config_error(edit(c, "create_topics = true",

@@ -520,6 +520,48 @@ TEST(ServerConfig, JavaStyleDottedKeysAndKeysBelowALaterHeaderAreExplained) {
                   "header into that table: move it above the header");
 }
 
+// librdkafka takes every property as text, but a number or a switch is naturally written bare:
+// integers and booleans in [sink.kafka_properties] (and topic_config) are taken in their text
+// form; tables and arrays are still refused, and a bare dotted key (which TOML reads as nested
+// tables) is explained with the quoted key to write instead. A trial saw
+// "transaction.timeout.ms" = 300000 refused as not a string, and linger.ms = 5 refused as "a
+// table" without a hint.
+TEST(ServerConfig, KafkaPropertiesTakeIntegersAndBooleansAndExplainADottedKeyThatBecameATable) {
+  const std::string head = std::string(kMinimal) +
+                           "[sink]\ntype = \"kafka\"\nbootstrap_servers = \"127.0.0.1:9092\"\n"
+                           "create_topics = true\n";
+  auto config = parse_server_config(head +
+                                        "[sink.topic_config]\n\"retention.ms\" = 86400000\n"
+                                        "[sink.kafka_properties]\n"
+                                        "\"transaction.timeout.ms\" = 300000\n"
+                                        "\"socket.keepalive.enable\" = true\n"
+                                        "\"client.id\" = \"orders\"\n",
+                                    "cdc.toml");
+  ASSERT_TRUE(config) << config.error().report();
+  const std::string described = describe_config(*config);
+  EXPECT_CONTAINS(described, "transaction.timeout.ms = \"300000\"");
+  EXPECT_CONTAINS(described, "socket.keepalive.enable = \"true\"");
+  EXPECT_CONTAINS(described, "client.id = \"orders\"");
+  EXPECT_CONTAINS(described, "retention.ms = \"86400000\"");
+
+  const std::string dotted = error_of(head + "[sink.kafka_properties]\nlinger.ms = 5\n");
+  EXPECT_CONTAINS(dotted,
+                  "[sink] kafka_properties: the value for \"linger\" must be a string, an "
+                  "integer or a boolean (\"librdkafka property\" = \"value\"), found a table: "
+                  "TOML reads a bare dotted key as nested tables; quote the key to keep its dots "
+                  "(\"linger.ms\" = 5)");
+  EXPECT_CONTAINS(error_of(head + "[sink.kafka_properties]\nsasl.username = \"cdc\"\n"),
+                  "(\"sasl.username\" = \"cdc\")");
+  EXPECT_CONTAINS(error_of(head + "[sink.kafka_properties]\n\"sasl.username\" = [\"cdc\"]\n"),
+                  "the value for \"sasl.username\" must be a string, an integer or a boolean "
+                  "(\"librdkafka property\" = \"value\"), found an array");
+  // Other string maps still take strings only.
+  EXPECT_CONTAINS(
+      error_of(std::string(kMinimal) + "[sink]\ntype = \"http\"\nurl = \"http://127.0.0.1:1/\"\n"
+                                       "[sink.headers]\nX-Count = 3\n"),
+      "the value for \"X-Count\" must be a string (");
+}
+
 // A misspelt section header is named as such, not hidden behind a required key of the
 // section the file then lacks.
 TEST(ServerConfig, AMisspeltTableIsNamedBeforeTheKeysItsSectionLacks) {
