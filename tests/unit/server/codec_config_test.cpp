@@ -202,6 +202,47 @@ TEST(CodecConfig, RegistryPasswordAndTokenComeFromTheEnvironmentAndStayHidden) {
                   "bearer_token_env: set either bearer_token or bearer_token_env, not both");
 }
 
+// debezium_json's source block follows the source: the connector from the source type
+// (MariaDB's is "mariadb"), and for PostgreSQL source.db from the dsn when codec_options do not
+// say; what they say wins.
+TEST(CodecConfig, DebeziumJsonTakesItsConnectorAndDatabaseFromTheSource) {
+  const std::string debezium = "[sink]\ntype = \"stdout\"\ncodec = \"debezium_json\"\n";
+  const auto shown = [&](const std::string& source, const std::string& sink) {
+    auto config =
+        parse_server_config(source + "[state.offset]\ndir = \"/tmp/state\"\n\n" + sink, "cdc.toml");
+    if (!config) return "(error) " + config.error().report();
+    return describe_config(*config);
+  };
+  // kHead's dsn names dbname=app.
+  EXPECT_CONTAINS(described(debezium),
+                  "source block of the postgresql connector, source.db \"app\"");
+  EXPECT_CONTAINS(shown("[source]\ndsn = \"postgresql://u@h:5432/shop%2Deu?sslmode=disable\"\n"
+                        "tables = [\"public.t\"]\n",
+                        debezium),
+                  "source.db \"shop-eu\"");
+  // No dbname: libpq connects to the user's database.
+  EXPECT_CONTAINS(
+      shown("[source]\ndsn = \"host=h user='cdc user'\"\ntables = [\"public.t\"]\n", debezium),
+      "source.db \"cdc user\"");
+  EXPECT_CONTAINS(described(debezium + "[sink.codec_options]\ndatabase = \"other\"\n"),
+                  "source.db \"other\"");
+  const std::string mariadb =
+      "[source]\ntype = \"mariadb\"\nhost = \"127.0.0.1\"\nuser = \"root\"\n"
+      "tables = [\"shop.*\"]\n";
+  EXPECT_CONTAINS(shown(mariadb, debezium), "source block of the mariadb connector");
+  EXPECT_CONTAINS(shown(mariadb,
+                        "[sink]\ntype = \"fanout\"\nsinks = [\"a\"]\n\n"
+                        "[[sinks]]\nname = \"a\"\ntype = \"stdout\"\n"
+                        "codec = \"debezium_json\"\n"),
+                  "source block of the mariadb connector");
+  EXPECT_CONTAINS(shown(mariadb, debezium + "[sink.codec_options]\nconnector = \"mysql\"\n"),
+                  "source block of the mysql connector");
+  EXPECT_CONTAINS(shown("[source]\ntype = \"mysql\"\nhost = \"127.0.0.1\"\nuser = \"root\"\n"
+                        "tables = [\"shop.*\"]\n",
+                        debezium),
+                  "source block of the mysql connector");
+}
+
 // Confluent's clients take a comma-separated list of registry URLs; cppcdc's client talks to
 // one, and says so instead of taking the list for one address.
 TEST(CodecConfig, ASeveralUrlRegistryListIsRefusedSayingToGiveOne) {
