@@ -91,6 +91,8 @@ TEST(KafkaDebeziumCli, AKeyChangingUpdateIsADeleteUnderTheOldKeyAndACreateUnderT
     EXPECT_EQ(value.at("after").at("id").as_int64(), old_id + 100);
     EXPECT_EQ(value.at("after").at("v").as_string(), old_id == 1 ? "one" : "two");
     EXPECT_EQ(moved.header("op"), std::optional<std::string>("insert"));
+    // codec_options name no database: source.db is the one the dsn connects to.
+    EXPECT_EQ(value.at("source").at("db").as_string(), db);
     // The delete and the create share the update's source position.
     EXPECT_EQ(by_key[old_key][1]->header("source.offset"), moved.header("source.offset"));
   }
