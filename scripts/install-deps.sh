@@ -41,7 +41,9 @@ PACKAGES=(
   # Kafka: librdkafka for the sink; Java 17 and Maven run and fetch the test broker
   # (scripts/kafka.sh); confluent-kafka (the same librdkafka) reads back what the tests wrote
   librdkafka-dev openjdk-17-jre-headless maven python3-confluent-kafka
-  # the Avro codec's tests decode what it wrote with an independent Avro implementation
+  # the Avro codec's tests decode what it wrote with an independent Avro implementation;
+  # confluent-kafka's AvroDeserializer needs fastavro, which Debian 12 does not package:
+  # pip fetches it from PyPI (fetch_fastavro below; python3-fastavro where Debian has it)
   python3-avro
   # the AWS Glue client's tests: the Glue double checks each request's Signature Version 4
   # with botocore (tests/unit/codec_glue/glue_double.py)
@@ -108,6 +110,21 @@ fetch_cloudevents_sdk() {
     mv "${CLOUDEVENTS_SDK_DIR}.tmp" "${CLOUDEVENTS_SDK_DIR}"
 }
 
+# fastavro for confluent-kafka's AvroDeserializer (tests/integration/kafka/avro_deserialize.py),
+# pinned, in a directory of its own like the CloudEvents SDK; nothing to do when the system's
+# Python has it (a python3-fastavro package).
+FASTAVRO_VERSION=1.13.1
+FASTAVRO_DIR="${HOME}/.cache/cppcdc/python/fastavro-${FASTAVRO_VERSION}"
+fetch_fastavro() {
+  /usr/bin/python3 -c 'import fastavro' 2>/dev/null && return 0
+  [[ -f "${FASTAVRO_DIR}/fastavro/__init__.py" ]] && return 0
+  log "fetching fastavro ${FASTAVRO_VERSION} from PyPI"
+  rm -rf "${FASTAVRO_DIR}.tmp"
+  /usr/bin/python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps \
+    --only-binary=:all: --target "${FASTAVRO_DIR}.tmp" "fastavro==${FASTAVRO_VERSION}" &&
+    mv "${FASTAVRO_DIR}.tmp" "${FASTAVRO_DIR}"
+}
+
 # Debezium's PostgreSQL connector and a Kafka Connect worker (bench/debezium/pom.xml), the
 # reference DebeziumOnBroker.* and bench/kafka_run.sh run (cached under
 # ~/.cache/cppcdc/debezium; returns at once when they are).
@@ -119,6 +136,7 @@ fetch_downloads() {
   fetch_kafka_jars || die "fetching the Kafka jars failed (see above)"
   fetch_debezium_jars || die "fetching the Debezium jars failed (see above)"
   fetch_cloudevents_sdk || die "fetching the CloudEvents Python SDK from PyPI failed (see above)"
+  fetch_fastavro || die "fetching fastavro from PyPI failed (see above)"
 }
 
 mapfile -t missing < <(missing_packages)

@@ -72,6 +72,14 @@ class Encoder {
   /// The media type of a JSON array of records (an HTTP body carrying several):
   /// "application/json" by default.
   virtual std::string_view array_content_type() const { return "application/json"; }
+  /// How a keyed sink writes an update that moved its row to another key. Such a sink (Kafka)
+  /// splits it in two records: a delete under the old key, then the row under the new key.
+  /// false (the default): that second record is the update itself (op update, with its
+  /// before-image). true: the codec's format calls it a creation (Debezium's connectors send
+  /// `c` with no before-image there), and the sink encodes it as an insert of the update's
+  /// after-image (same source, transaction and timestamps). Sinks that do not split a key
+  /// change write the update whatever this says.
+  virtual bool key_change_creates() const { return false; }
   /// True when records carry headers (append_headers). A sink that packs several records into
   /// one message whose headers are shared (an HTTP request) must then send one per message.
   virtual bool record_headers() const { return false; }

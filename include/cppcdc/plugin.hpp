@@ -261,6 +261,11 @@ struct SinkOpenContext {
   /// TransactionalSink whose commit(record) writes the record there (check_effectively_once
   /// said it can).
   std::optional<InSinkCheckpoint> checkpoint;
+  /// As SinkPreflightContext's: the events' source.source_name and the captured "schema.table"
+  /// names routed to this sink (empty: unknown), so that open() can check before the source
+  /// starts what its codec needs for their destinations (ConfiguredCodec::check_destinations).
+  std::string source_name;
+  std::vector<std::string> tables;
 };
 
 /// A sink type's validated settings; opens the Sink.
@@ -381,6 +386,15 @@ class ConfiguredCodec {
       const std::vector<std::string>& destinations) const {
     (void)destinations;
     return {};
+  }
+  /// The part of preflight() a start must not get past: a sink's open() calls it for the
+  /// destinations it knows, so that `cppcdc run` stops before the source starts, with the
+  /// error preflight() reports (a schema missing from its registry subject under
+  /// auto_register = false names the subject), instead of at the first record of a table
+  /// that may stay quiet for hours. Blocks for network round trips. The default: ok.
+  virtual Status check_destinations(const std::vector<std::string>& destinations) const {
+    (void)destinations;
+    return ok();
   }
 };
 

@@ -37,12 +37,17 @@ class RegistryBackedCodec : public ConfiguredCodec {
   /// under record_name) go through preflight_schema_registry; a kWarn line when the topics
   /// are not known yet.
   std::vector<PreflightCheck> preflight(const std::vector<std::string>& topics) const override;
+  /// The same check of the same subjects (value and key), as an error: the first subject that
+  /// fails. ok without a registry or without topics.
+  Status check_destinations(const std::vector<std::string>& topics) const override;
 
  protected:
   explicit RegistryBackedCodec(std::optional<SchemaRegistryConfig> registry)
       : registry_config_(std::move(registry)) {}
 
   const std::optional<SchemaRegistryConfig>& registry_config() const { return registry_config_; }
+  /// The value and key subject of each of `topics` (one pair under record_name).
+  std::vector<SubjectSchema> subjects_of(const std::vector<std::string>& topics) const;
   /// The codec's one client (make_schema_registry_client), made on the first call; nullptr
   /// when the codec has no registry.
   Result<std::shared_ptr<SchemaRegistryClient>> registry_client() const;

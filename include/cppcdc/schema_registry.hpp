@@ -89,6 +89,11 @@ struct SchemaRegistryConfig {
   std::optional<std::string> username;
   std::optional<std::string> password;
   std::optional<std::string> bearer_token;
+  /// The environment variables password and bearer_token were read from (the TOML keys
+  /// password_env and bearer_token_env); empty: given directly. Only for check-config, which
+  /// names the variable instead of the secret.
+  std::string password_env;
+  std::string bearer_token_env;
   /// TLS: CA bundle (empty: the system's), client certificate and key (PEM files). Peer and
   /// host verification are on unless `verify_tls` is false.
   std::string ca_file;

@@ -1618,6 +1618,125 @@ void inherit_sink_cluster(toml::table& document) {
   if (!inherited.empty()) offset->insert_or_assign("_inherited_from_sink", std::move(inherited));
 }
 
+// The database a libpq connection string connects to: its dbname (key = value form, or the
+// path of a postgresql:// URI), else what libpq falls back to (PGDATABASE, then the user:
+// user, PGUSER). Empty when none says.
+std::string database_of_dsn(const std::string& dsn) {
+  std::string dbname;
+  std::string user;
+  const auto percent_decoded = [](std::string_view in) {
+    std::string out;
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      if (in[i] == '%' && i + 2 < in.size() &&
+          std::isxdigit(static_cast<unsigned char>(in[i + 1])) &&
+          std::isxdigit(static_cast<unsigned char>(in[i + 2]))) {
+        out += static_cast<char>(std::stoi(std::string(in.substr(i + 1, 2)), nullptr, 16));
+        i += 2;
+      } else {
+        out += in[i];
+      }
+    }
+    return out;
+  };
+  if (dsn.rfind("postgresql://", 0) == 0 || dsn.rfind("postgres://", 0) == 0) {
+    const std::string_view rest = std::string_view(dsn).substr(dsn.find("://") + 3);
+    const std::size_t query = rest.find('?');
+    const std::string_view before_query = rest.substr(0, query);
+    const std::size_t at = before_query.find('@');
+    if (at != std::string_view::npos) {
+      user = percent_decoded(before_query.substr(0, before_query.find_first_of(":@")));
+    }
+    const std::size_t slash = before_query.find('/', at == std::string_view::npos ? 0 : at);
+    if (slash != std::string_view::npos) dbname = percent_decoded(before_query.substr(slash + 1));
+    if (query != std::string_view::npos) {
+      std::string_view params = rest.substr(query + 1);
+      while (!params.empty()) {
+        const std::string_view param = params.substr(0, params.find('&'));
+        params.remove_prefix(std::min(params.size(), param.size() + 1));
+        const std::size_t eq = param.find('=');
+        if (eq == std::string_view::npos) continue;
+        if (param.substr(0, eq) == "dbname") dbname = percent_decoded(param.substr(eq + 1));
+        if (param.substr(0, eq) == "user") user = percent_decoded(param.substr(eq + 1));
+      }
+    }
+  } else {
+    // key = value pairs; a value may be single-quoted, with \' and \\ inside.
+    std::size_t i = 0;
+    const auto skip_space = [&] {
+      while (i < dsn.size() && std::isspace(static_cast<unsigned char>(dsn[i]))) ++i;
+    };
+    while (true) {
+      skip_space();
+      if (i >= dsn.size()) break;
+      const std::size_t key_start = i;
+      while (i < dsn.size() && dsn[i] != '=' && !std::isspace(static_cast<unsigned char>(dsn[i]))) {
+        ++i;
+      }
+      const std::string key = dsn.substr(key_start, i - key_start);
+      skip_space();
+      if (i >= dsn.size() || dsn[i] != '=') break;
+      ++i;
+      skip_space();
+      std::string value;
+      if (i < dsn.size() && dsn[i] == '\'') {
+        ++i;
+        while (i < dsn.size() && dsn[i] != '\'') {
+          if (dsn[i] == '\\' && i + 1 < dsn.size()) ++i;
+          value += dsn[i++];
+        }
+        ++i;
+      } else {
+        while (i < dsn.size() && !std::isspace(static_cast<unsigned char>(dsn[i]))) {
+          if (dsn[i] == '\\' && i + 1 < dsn.size()) ++i;
+          value += dsn[i++];
+        }
+      }
+      if (key == "dbname") dbname = value;
+      if (key == "user") user = value;
+    }
+  }
+  if (!dbname.empty()) return dbname;
+  if (const char* env = std::getenv("PGDATABASE"); env != nullptr && *env != '\0') return env;
+  if (!user.empty()) return user;
+  if (const char* env = std::getenv("PGUSER"); env != nullptr && *env != '\0') return env;
+  return {};
+}
+
+// `codec = "debezium_json"` writes the source block of the connector the source is, unless
+// its codec_options say otherwise: connector from the source type (MariaDB's is "mariadb",
+// which no offset tells apart from MySQL's), and for PostgreSQL source.db, the database the
+// dsn connects to.
+void inherit_debezium_source(toml::table& document) {
+  const toml::table* source = document["source"].as_table();
+  if (source == nullptr) return;
+  const std::string type = (*source)["type"].value<std::string>().value_or(default_types().source);
+  std::string connector;
+  if (type == "postgres") connector = "postgresql";
+  if (type == "mysql" || type == "mariadb") connector = type;
+  if (connector.empty()) return;
+  std::string database;
+  if (type == "postgres")
+    database = database_of_dsn((*source)["dsn"].value<std::string>().value_or(""));
+  const auto inherit = [&](toml::table& sink) {
+    if (sink["codec"].value<std::string>().value_or("") != "debezium_json") return;
+    if (sink.contains("codec_options") && !sink["codec_options"].is_table()) return;
+    if (!sink.contains("codec_options")) sink.insert("codec_options", toml::table{});
+    toml::table& options = *sink["codec_options"].as_table();
+    if (!options.contains("connector")) options.insert("connector", connector);
+    const auto chosen = options["connector"].value<std::string>();
+    if (chosen && *chosen == "postgresql" && type == "postgres" && !database.empty() &&
+        !options.contains("database")) {
+      options.insert("database", database);
+    }
+  };
+  if (toml::table* sink = document["sink"].as_table()) inherit(*sink);
+  if (toml::array* sinks = document["sinks"].as_array()) {
+    for (auto& entry : *sinks) {
+      if (toml::table* sink = entry.as_table()) inherit(*sink);
+    }
+  }
+}
+
 // Parses the text; relative paths are resolved against `base` unless it is empty.
 Result<ServerConfig> parse_config(std::string_view toml_text, const std::string& origin,
                                   const std::filesystem::path& base) {
@@ -1640,6 +1759,7 @@ Result<ServerConfig> parse_config(std::string_view toml_text, const std::string&
         Error::configuration(locate(origin, e.source()) + ": invalid TOML: " + what + hint));
   }
   inherit_sink_cluster(document);
+  inherit_debezium_source(document);
   auto config = read_document(document, origin, base);
   if (config && config->control_socket.is_absolute()) {
     CPPCDC_TRY(check_control_socket_length(*config));

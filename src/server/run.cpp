@@ -331,6 +331,9 @@ int exit_code_for(ErrorKind kind) noexcept {
   }
 }
 
+std::vector<std::vector<std::string>> tables_per_sink(const ServerConfig& config,
+                                                      const std::vector<std::string>& tables);
+
 int run_server(const ServerConfig& config) {
   setup_logging(config);
   install_signal_handlers();
@@ -524,6 +527,7 @@ int run_server(const ServerConfig& config) {
     pipeline_config.transforms.push_back(std::move(*built));
   }
 
+  const auto routed = tables_per_sink(config, config.source->captured_tables());
   std::vector<std::unique_ptr<Sink>> opened(config.sinks.size());
   const auto close_opened = [&opened] {
     for (auto& s : opened) {
@@ -535,6 +539,12 @@ int run_server(const ServerConfig& config) {
     if (entry.type == "fanout") continue;
     SinkOpenContext context;
     context.name = entry.name;
+    // The destinations its codec checks before the source starts. Transforms may rename
+    // events on their way, so then only a sink's fixed destination is known.
+    if (!config.transforms) {
+      context.source_name = config.source->source_name();
+      context.tables = routed[i];
+    }
     if (config.delivery_contract == "effectively_once") {
       // The loader made sure that this is the only sink and that it can hold the record.
       context.checkpoint = config.checkpoint->in_sink(checkpoint_id);

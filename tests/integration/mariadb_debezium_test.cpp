@@ -90,7 +90,7 @@ TEST(MariaDbDebeziumJson, EachColumnIsTypedAsDebeziumsMysqlConnectorTypesIt) {
     EXPECT_EQ(after.at("id"), json::value(static_cast<std::int64_t>(i + 1)));
     after.erase("id");
     EXPECT_EQ(json::value(after), expected);
-    EXPECT_EQ(payload.at("source").at("connector"), "mysql");
+    EXPECT_EQ(payload.at("source").at("connector"), "mariadb");  // the source type's
     // The schema names each semantic type.
     std::map<std::string, json::object> schemas;
     for (const auto& f : record.at("schema").at("fields").as_array()[1].at("fields").as_array()) {

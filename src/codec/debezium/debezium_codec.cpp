@@ -157,6 +157,8 @@ class DebeziumJsonEncoder final : public Encoder {
         mysql_options_(debezium::typed_options(options_, false)) {}
 
   std::string name() const override { return "debezium_json"; }
+  // A key change reads as Debezium's connectors send it: delete (old key), then create.
+  bool key_change_creates() const override { return true; }
 
   Status encode(const Event& e, ByteBuffer& out) override {
     const char* letter = op_letter(e.op);

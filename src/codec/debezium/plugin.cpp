@@ -22,7 +22,9 @@ class ConfiguredDebeziumCodec final : public ConfiguredCodec {
                                                  : "payload only (schemas_enable = false)") +
                  ", source block of " +
                  (options_.connector.empty() ? std::string("the connector each offset names")
-                                             : "the " + options_.connector + " connector")}};
+                                             : "the " + options_.connector + " connector") +
+                 (options_.database.empty() ? std::string()
+                                            : ", source.db \"" + options_.database + "\"")}};
   }
   Result<std::unique_ptr<Encoder>> make_encoder() const override {
     return make_debezium_json_encoder(options_);

@@ -13,6 +13,31 @@ Result<std::shared_ptr<SchemaRegistryClient>> RegistryBackedCodec::registry_clie
   return client_;
 }
 
+std::vector<SubjectSchema> RegistryBackedCodec::subjects_of(
+    const std::vector<std::string>& topics) const {
+  std::vector<SubjectSchema> subjects;
+  if (!registry_config_) return subjects;
+  const RegistryCodecSchemas schemas = registry_schemas();
+  const auto strategy = registry_config_->subject_name_strategy;
+  std::vector<std::string> names = topics;
+  if (strategy == SubjectNameStrategy::kRecordName) names = {""};
+  for (const auto& topic : names) {
+    subjects.push_back({subject_name(strategy, topic, schemas.value_record, false), schemas.type,
+                        schemas.value_schema});
+    subjects.push_back({subject_name(strategy, topic, schemas.key_record, true), schemas.type,
+                        schemas.key_schema});
+  }
+  return subjects;
+}
+
+Status RegistryBackedCodec::check_destinations(const std::vector<std::string>& topics) const {
+  const std::vector<SubjectSchema> subjects = subjects_of(topics);
+  if (subjects.empty()) return ok();
+  auto client = registry_client();
+  if (!client) return fail(std::move(client).error());
+  return preflight_schema_registry(**client, *registry_config_, subjects);
+}
+
 std::vector<PreflightCheck> RegistryBackedCodec::preflight(
     const std::vector<std::string>& topics) const {
   using Outcome = PreflightCheck::Outcome;
@@ -30,13 +55,7 @@ std::vector<PreflightCheck> RegistryBackedCodec::preflight(
                  "open here",
              "the subjects are checked when the first record of each topic is written"}};
   }
-  std::vector<SubjectSchema> subjects;
-  for (const auto& topic : names) {
-    subjects.push_back({subject_name(strategy, topic, schemas.value_record, false), schemas.type,
-                        schemas.value_schema});
-    subjects.push_back({subject_name(strategy, topic, schemas.key_record, true), schemas.type,
-                        schemas.key_schema});
-  }
+  const std::vector<SubjectSchema> subjects = subjects_of(names);
   const std::string what = (*client)->describe();
   if (auto st = preflight_schema_registry(**client, *registry_config_, subjects); !st) {
     return {preflight_failure(what, st.error())};

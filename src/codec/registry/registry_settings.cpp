@@ -1,6 +1,9 @@
 // The `schema_registry` table of a codec's codec_options, shared by the codecs that frame their
 // records with a registry's schema ids (avro, json_schema).
 
+#include <cstdlib>
+#include <string_view>
+#include <tuple>
 #include <utility>
 
 #include "core/settings_read.hpp"
@@ -46,6 +49,27 @@ Result<std::optional<SchemaRegistryConfig>> read_schema_registry_settings(
     if (!v) return fail(v.error());
     *target = std::move(*v);
   }
+  // The secrets may come from the environment instead of the file (as the source's
+  // password_env): the key names the variable.
+  for (auto [key, file_key, target] :
+       {std::tuple<const char*, const char*, std::optional<std::string>*>{"password_env",
+                                                                          "password", &c.password},
+        {"bearer_token_env", "bearer_token", &c.bearer_token}}) {
+    auto env = r.get_string(key);
+    if (!env) return fail(env.error());
+    if (!*env) continue;
+    if (target->has_value()) {
+      return fail(
+          r.error(key, std::string("set either ") + file_key + " or " + key + ", not both"));
+    }
+    const char* value = (*env)->empty() ? nullptr : std::getenv((*env)->c_str());
+    if (value == nullptr || *value == '\0') {
+      return fail(r.error(key, "the environment variable " + detail::in_quotes(**env) +
+                                   " is not set (or is empty)"));
+    }
+    *target = std::string(value);
+    (key == std::string_view("password_env") ? c.password_env : c.bearer_token_env) = **env;
+  }
   CPPCDC_TRY(detail::assign_string(r, "ca_file", c.ca_file));
   CPPCDC_TRY(detail::assign_string(r, "cert_file", c.cert_file));
   CPPCDC_TRY(detail::assign_string(r, "key_file", c.key_file));
@@ -79,7 +103,20 @@ std::vector<std::pair<std::string, std::string>> describe_schema_registry(
   if (c.type == SchemaRegistryType::kApicurio) {
     where += " (Apicurio Registry 3 native API, group \"" + c.group + "\")";
   }
+  std::string auth = "none";
+  if (c.username) {
+    auth = "basic, user " + detail::in_quotes(*c.username) + ", password " +
+           (c.password_env.empty()
+                ? std::string("(redacted)")
+                : "from the environment variable " + detail::in_quotes(c.password_env));
+  } else if (c.bearer_token) {
+    auth = "bearer token " +
+           (c.bearer_token_env.empty()
+                ? std::string("(redacted)")
+                : "from the environment variable " + detail::in_quotes(c.bearer_token_env));
+  }
   return {{"schema registry", where},
+          {"registry authentication", auth},
           {"subjects", std::string(to_string(c.subject_name_strategy)) +
                            (c.auto_register ? ", registered when missing (auto_register)"
                                             : ", looked up only (auto_register = false)")}};

@@ -100,6 +100,14 @@ Status validate(const SchemaRegistryConfig& config) {
     return fail(Error::configuration("schema registry " + setting + ": " + what));
   };
   const bool apicurio = config.type == SchemaRegistryType::kApicurio;
+  if (config.url.substr(0, config.url.find_first_of("?#")).find(',') != std::string::npos) {
+    // Confluent's own clients take a comma-separated list and fail over; this client talks
+    // to one address, and would otherwise send requests to a URL with a comma in its port.
+    return bad("url", "\"" + http::redact_url(config.url) +
+                          "\" is a list of registry addresses; cppcdc talks to one: give one "
+                          "url (for several registry instances, the address of a load "
+                          "balancer in front of them)");
+  }
   if (config.url.rfind("http://", 0) != 0 && config.url.rfind("https://", 0) != 0) {
     return bad("url", "\"" + http::redact_url(config.url) + "\" is not an http:// or https:// " +
                           (apicurio ? "address of the Apicurio server's root"

@@ -400,6 +400,12 @@ class KafkaSink final : public TransactionalSink {
         if (!previous) return poison(std::move(previous).error());
         if (*previous && previous_key_.view() != key_.view()) {
           if (auto st = send(topic, deleted, &previous_key_); !st) return st;
+          if (encoder_->key_change_creates()) {
+            // The codec calls the row under its new key a creation (Debezium: `c`).
+            const Event created = kafka_sink::creation_under_new_key(event);
+            if (auto st = send(topic, created, &key_); !st) return st;
+            continue;
+          }
         }
       }
       if (auto st = send(topic, event, *keyed ? &key_ : nullptr); !st) return st;

@@ -4,6 +4,7 @@
 #include "cppcdc/plugin.hpp"
 
 #include <netdb.h>
+#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -89,6 +90,21 @@ class ConfiguredKafkaSink final : public ConfiguredSink {
   Result<std::unique_ptr<Sink>> open(const SinkOpenContext& context) const override {
     auto encoder = codec_->make_encoder();
     if (!encoder) return fail(std::move(encoder).error());
+    // What the codec needs for the topics the captured tables go to (a schema registry's
+    // subjects), checked now as preflight checks it: a table that stays quiet must not let a
+    // missing subject wait for its first record. An unreachable registry is no reason to stop
+    // here (the first record retries it, as before).
+    const std::vector<std::string> topics = topics_of(context.source_name, context.tables);
+    if (auto checked = codec_->check_destinations(topics); !checked) {
+      if (checked.error().kind() != ErrorKind::kTransient) {
+        return fail(std::move(checked).error().context("checking the " + codec_->name() +
+                                                       " codec's schema registry subjects"));
+      }
+      spdlog::warn(
+          "{}: could not check the {} codec's schema registry subjects at start, they "
+          "are checked at the first record of each topic: {}",
+          context.name, codec_->name(), checked.error().report());
+    }
     KafkaSinkConfig config = config_;
     config.name = context.name;
     // The program's stop request (SIGINT/SIGTERM) ends the sink's waits on the brokers.
@@ -106,14 +122,25 @@ class ConfiguredKafkaSink final : public ConfiguredSink {
   std::vector<PreflightCheck> preflight(const SinkPreflightContext& context) const override {
     auto checks = kafka_sink::preflight(config_, context);
     // The codec's own checks (a schema registry), for the topics the captured tables go to.
+    for (auto& check : codec_->preflight(topics_of(context.source_name, context.tables))) {
+      checks.push_back(std::move(check));
+    }
+    return checks;
+  }
+
+  // The topics the events of `tables` ("schema.table") from `source_name` go to: the topic
+  // itself when it has no placeholders; none when the names are not known.
+  std::vector<std::string> topics_of(const std::string& source_name,
+                                     const std::vector<std::string>& tables) const {
     std::vector<std::string> topics;
     if (auto parsed = kafka_sink::TopicTemplate::parse(config_.topic); parsed) {
       if (!parsed->has_placeholders()) {
         topics.push_back(config_.topic);
-      } else if (!context.source_name.empty()) {
-        for (const auto& table : context.tables) {
+      } else if (!source_name.empty()) {
+        for (const auto& table : tables) {
+          if (table.find_first_of("*?[") != std::string::npos) continue;  // a pattern
           Event e;
-          e.source.source_name = context.source_name;
+          e.source.source_name = source_name;
           const auto dot = table.find('.');
           if (dot != std::string::npos) e.schema = table.substr(0, dot);
           e.table = dot == std::string::npos ? table : table.substr(dot + 1);
@@ -121,8 +148,7 @@ class ConfiguredKafkaSink final : public ConfiguredSink {
         }
       }
     }
-    for (auto& check : codec_->preflight(topics)) checks.push_back(std::move(check));
-    return checks;
+    return topics;
   }
 
   std::optional<std::int64_t> transaction_timeout_ms() const override {

@@ -84,4 +84,11 @@ Event deletion_of_previous_key(const Event& update) {
   return deleted;
 }
 
+Event creation_under_new_key(const Event& update) {
+  Event created = update;
+  created.op = Operation::kInsert;
+  created.before = BeforeImage();
+  return created;
+}
+
 }  // namespace cppcdc::kafka_sink

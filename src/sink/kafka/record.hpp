@@ -40,4 +40,10 @@ bool key_moved(const Event& event);
 /// timestamps. Not a resumable boundary (no resume_offset).
 Event deletion_of_previous_key(const Event& update);
 
+/// The record the sink sends under the new key of such an update when its encoder says a key
+/// change creates the row there (Encoder::key_change_creates): the update as an insert, with
+/// no before-image, and everything else (after-image, source, transaction, timestamps,
+/// resume offset) as the update has it.
+Event creation_under_new_key(const Event& update);
+
 }  // namespace cppcdc::kafka_sink

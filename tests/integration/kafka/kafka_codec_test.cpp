@@ -179,6 +179,36 @@ TEST(KafkaCodecOnBroker, ConfluentFramingCarriesTheRegistrysIdsOfTheTopicsSubjec
   }
 }
 
+// What a Python consumer uses: confluent-kafka's own AvroDeserializer (over fastavro), which
+// fetches each record's schema from the registry by the framing's id. Skipped when fastavro is
+// not installed (scripts/install-deps.sh fetches it: Debian 12 does not package it).
+TEST(KafkaCodecOnBroker, ConfluentAvroIsWhatConfluentKafkasAvroDeserializerReads) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  RegistryDouble registry;
+  ASSERT_TRUE(registry.up());
+  AvroCodecOptions options;
+  options.registry_config.url = registry.url();
+  auto client = make_schema_registry_client(options.registry_config);
+  ASSERT_TRUE(client);
+  options.registry = std::shared_ptr<SchemaRegistryClient>(std::move(*client));
+  const std::string topic = kafka_it::unique_topic("avro-deserializer");
+  ASSERT_TRUE(kafka_it::create_topic(bootstrap, topic, 1));
+  const auto events = workload("shop");
+  produce(bootstrap, topic, make_avro_encoder(options), events);
+
+  const auto o = kafka_it::run_command(kafka_it::python() + " " + std::string(CPPCDC_SOURCE_DIR) +
+                                       "/tests/integration/kafka/avro_deserialize.py " + bootstrap +
+                                       " " + topic + " " + registry.url());
+  if (o.code == 77) GTEST_SKIP() << o.output;
+  ASSERT_EQ(o.code, 0) << o.output;
+  const auto records = avro_records(o.output);
+  expect_workload(records, events);
+  auto value_id = options.registry->lookup_schema(topic + "-value", SchemaType::kAvro,
+                                                  std::string(avro_event_schema()));
+  ASSERT_TRUE(value_id) << value_id.error().report();
+  for (const auto& r : records) EXPECT_EQ(test::as_int(r.value_schema_id), *value_id);
+}
+
 TEST(KafkaCodecOnBroker, ApicurioGlobalIdsInTheFramingNameTheSchemasPythonAvroDecodesWith) {
   KAFKA_TEST_BOOTSTRAP(bootstrap);
   RegistryDouble registry({}, RegistryDouble::kApicurio);

@@ -10,6 +10,9 @@
 #include <thread>
 #include <vector>
 
+#include "cppcdc/avro.hpp"
+#include "cppcdc/codec.hpp"
+#include "cppcdc/debezium.hpp"
 #include "cppcdc/kafka.hpp"
 #include "server/config.hpp"
 #include "sink/kafka/kafka_conf.hpp"
@@ -166,6 +169,44 @@ TEST(KafkaRecordKey, AnUpdateThatMovedItsRowGivesTheOldKeyAndAValidDeleteForIt) 
   std::string deleted_key;
   ASSERT_TRUE(kafka_sink::write_record_key(deleted, deleted_key));
   EXPECT_EQ(deleted_key, old_key);
+}
+
+TEST(KafkaRecordKey, UnderDebeziumJsonTheRowUnderTheNewKeyIsACreateWithoutBefore) {
+  Event moved = row_event(Operation::kUpdate);
+  moved.before = BeforeKeyOnly{
+      Row{{"id", std::string("3"), false}, {"region", std::string("eu \"west\""), false}}};
+  moved.transaction = TransactionMetadata{41, 2, 1};
+  moved.resume_offset = "0/16B2E48";
+  ASSERT_TRUE(kafka_sink::key_moved(moved));
+
+  // Debezium's connectors send delete (old key) + create (new key): the codec says so.
+  auto debezium = make_debezium_json_encoder();
+  EXPECT_TRUE(debezium->key_change_creates());
+  // The other codecs keep the update (with its before-image) as the second record.
+  EXPECT_FALSE(make_json_encoder()->key_change_creates());
+  EXPECT_FALSE(make_avro_encoder()->key_change_creates());
+
+  const Event created = kafka_sink::creation_under_new_key(moved);
+  EXPECT_EQ(created.op, Operation::kInsert);
+  EXPECT_TRUE(created.before.is_unavailable());
+  EXPECT_EQ(created.after, moved.after);
+  EXPECT_EQ(created.transaction, moved.transaction);
+  EXPECT_EQ(created.source, moved.source);
+  EXPECT_EQ(created.resume_offset, moved.resume_offset) << "it stands where the update stood";
+  EXPECT_TRUE(created.validate());
+
+  ByteBuffer key_of_update;
+  ByteBuffer key_of_created;
+  auto keyed_update = debezium->encode_key(moved, key_of_update);
+  auto keyed_created = debezium->encode_key(created, key_of_created);
+  ASSERT_TRUE(keyed_update && *keyed_update);
+  ASSERT_TRUE(keyed_created && *keyed_created);
+  EXPECT_EQ(key_of_created.view(), key_of_update.view()) << "the new key";
+
+  ByteBuffer value;
+  ASSERT_TRUE(debezium->encode(created, value));
+  EXPECT_CONTAINS(value.view(), R"("before":null)");
+  EXPECT_CONTAINS(value.view(), R"("op":"c")");
 }
 
 TEST(KafkaRecordKey, NoOldKeyWhenTheKeyStayedOrIsUnknown) {

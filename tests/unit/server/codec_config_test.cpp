@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <regex>
 #include <string>
 
@@ -160,6 +161,100 @@ TEST(CodecConfig, CodecOptionsAreTheCodecsToCheck) {
   EXPECT_CONTAINS(error_of("[sink]\ntype = \"stdout\"\ncodec = \"cloudevents\"\n"
                            "[sink.codec_options]\nmode = \"binery\"\n"),
                   "mode: expected \"structured\"");
+}
+
+// The registry's secrets may come from the environment, as the source's password_env; the
+// variable is named in check-config, the secret never.
+TEST(CodecConfig, RegistryPasswordAndTokenComeFromTheEnvironmentAndStayHidden) {
+  ::setenv("CPPCDC_TEST_REGISTRY_PW", "pw-from-env", 1);
+  ::setenv("CPPCDC_TEST_REGISTRY_TOKEN", "token-from-env", 1);
+  ::unsetenv("CPPCDC_TEST_REGISTRY_UNSET");
+  const std::string avro = std::string(kKafka) + "codec = \"avro\"\n" +
+                           "[sink.codec_options.schema_registry]\nurl = \"http://r:8081\"\n";
+  auto basic = parse_server_config(
+      kHead + avro + "username = \"u\"\npassword_env = \"CPPCDC_TEST_REGISTRY_PW\"\n", "cdc.toml");
+  ASSERT_TRUE(basic) << basic.error().report();
+  const std::string shown = describe_config(*basic);
+  EXPECT_CONTAINS(shown,
+                  "basic, user \"u\", password from the environment variable "
+                  "\"CPPCDC_TEST_REGISTRY_PW\"");
+  EXPECT_EQ(shown.find("pw-from-env"), std::string::npos) << shown;
+  auto bearer = parse_server_config(
+      kHead + avro + "bearer_token_env = \"CPPCDC_TEST_REGISTRY_TOKEN\"\n", "cdc.toml");
+  ASSERT_TRUE(bearer) << bearer.error().report();
+  const std::string token_shown = describe_config(*bearer);
+  EXPECT_CONTAINS(token_shown,
+                  "bearer token from the environment variable \"CPPCDC_TEST_REGISTRY_TOKEN\"");
+  EXPECT_EQ(token_shown.find("token-from-env"), std::string::npos) << token_shown;
+  const std::string inline_shown = described(avro + "username = \"u\"\npassword = \"p-inline\"\n");
+  EXPECT_CONTAINS(inline_shown, "basic, user \"u\", password (redacted)");
+  EXPECT_EQ(inline_shown.find("p-inline"), std::string::npos) << inline_shown;
+
+  // A variable that is not set, and both ways at once, are refused naming the key.
+  EXPECT_CONTAINS(
+      error_of(avro + "username = \"u\"\npassword_env = \"CPPCDC_TEST_REGISTRY_UNSET\"\n"),
+      "password_env: the environment variable \"CPPCDC_TEST_REGISTRY_UNSET\" is not set");
+  EXPECT_CONTAINS(error_of(avro + "username = \"u\"\npassword = \"p\"\n"
+                                  "password_env = \"CPPCDC_TEST_REGISTRY_PW\"\n"),
+                  "password_env: set either password or password_env, not both");
+  EXPECT_CONTAINS(error_of(avro + "bearer_token = \"t\"\n"
+                                  "bearer_token_env = \"CPPCDC_TEST_REGISTRY_TOKEN\"\n"),
+                  "bearer_token_env: set either bearer_token or bearer_token_env, not both");
+}
+
+// debezium_json's source block follows the source: the connector from the source type
+// (MariaDB's is "mariadb"), and for PostgreSQL source.db from the dsn when codec_options do not
+// say; what they say wins.
+TEST(CodecConfig, DebeziumJsonTakesItsConnectorAndDatabaseFromTheSource) {
+  const std::string debezium = "[sink]\ntype = \"stdout\"\ncodec = \"debezium_json\"\n";
+  const auto shown = [&](const std::string& source, const std::string& sink) {
+    auto config =
+        parse_server_config(source + "[state.offset]\ndir = \"/tmp/state\"\n\n" + sink, "cdc.toml");
+    if (!config) return "(error) " + config.error().report();
+    return describe_config(*config);
+  };
+  // kHead's dsn names dbname=app.
+  EXPECT_CONTAINS(described(debezium),
+                  "source block of the postgresql connector, source.db \"app\"");
+  EXPECT_CONTAINS(shown("[source]\ndsn = \"postgresql://u@h:5432/shop%2Deu?sslmode=disable\"\n"
+                        "tables = [\"public.t\"]\n",
+                        debezium),
+                  "source.db \"shop-eu\"");
+  // No dbname: libpq connects to the user's database.
+  EXPECT_CONTAINS(
+      shown("[source]\ndsn = \"host=h user='cdc user'\"\ntables = [\"public.t\"]\n", debezium),
+      "source.db \"cdc user\"");
+  EXPECT_CONTAINS(described(debezium + "[sink.codec_options]\ndatabase = \"other\"\n"),
+                  "source.db \"other\"");
+  const std::string mariadb =
+      "[source]\ntype = \"mariadb\"\nhost = \"127.0.0.1\"\nuser = \"root\"\n"
+      "tables = [\"shop.*\"]\n";
+  EXPECT_CONTAINS(shown(mariadb, debezium), "source block of the mariadb connector");
+  EXPECT_CONTAINS(shown(mariadb,
+                        "[sink]\ntype = \"fanout\"\nsinks = [\"a\"]\n\n"
+                        "[[sinks]]\nname = \"a\"\ntype = \"stdout\"\n"
+                        "codec = \"debezium_json\"\n"),
+                  "source block of the mariadb connector");
+  EXPECT_CONTAINS(shown(mariadb, debezium + "[sink.codec_options]\nconnector = \"mysql\"\n"),
+                  "source block of the mysql connector");
+  EXPECT_CONTAINS(shown("[source]\ntype = \"mysql\"\nhost = \"127.0.0.1\"\nuser = \"root\"\n"
+                        "tables = [\"shop.*\"]\n",
+                        debezium),
+                  "source block of the mysql connector");
+}
+
+// Confluent's clients take a comma-separated list of registry URLs; cppcdc's client talks to
+// one, and says so instead of taking the list for one address.
+TEST(CodecConfig, ASeveralUrlRegistryListIsRefusedSayingToGiveOne) {
+  const std::string avro =
+      std::string(kKafka) + "codec = \"avro\"\n" + "[sink.codec_options.schema_registry]\n";
+  const std::string error = error_of(avro + "url = \"http://a:8081,http://b:8081\"\n");
+  EXPECT_CONTAINS(error, "url: ");
+  EXPECT_CONTAINS(error, "is a list of registry addresses; cppcdc talks to one");
+  const std::string spaced = error_of(avro + "url = \"http://a:8081, http://b:8081\"\n");
+  EXPECT_CONTAINS(spaced, "is a list of registry addresses");
+  EXPECT_EQ(described(avro + "url = \"http://a:8081/?x=1,2\"\n").find("(error)"), std::string::npos)
+      << "a comma in the query is no list";
 }
 
 TEST(CodecConfig, JsonSchemaTakesItsIdsFromARegistryOrAsFixedIdsNotBoth) {
