@@ -133,6 +133,11 @@ class EventIdempotencyGuard {
   /// identifiable event only).
   bool contains(const TransientFingerprint& fingerprint);
   void remember(const TransientFingerprint& fingerprint);
+  /// Hints for a caller about to look up or remember many fingerprints (no effect on the
+  /// window): prefetch() starts loading the index slot of `fingerprint`; prefetch_eviction()
+  /// that of the entry a full window evicts `ahead` insertions from now.
+  void prefetch(const TransientFingerprint& fingerprint) const noexcept;
+  void prefetch_eviction(std::size_t ahead) const noexcept;
   /// Counts one event let through because nothing identifies it.
   void count_unidentifiable() noexcept { ++unidentifiable_; }
 

@@ -6,6 +6,12 @@
 #include "core/tx_boundary.hpp"
 
 namespace cppcdc::detail {
+namespace {
+
+// How many fingerprints ahead the guard's index slots are prefetched.
+constexpr std::size_t kPrefetchAhead = 8;
+
+}  // namespace
 
 Status BatchShaper::configure(const RuntimeOptions& options) {
   policy_ = options.transaction_boundary;
@@ -57,16 +63,22 @@ std::size_t BatchShaper::suppress(std::vector<Event>& events) {
   handed_out_at_.clear();
   if (!guard_ || events.empty()) return 0;
   fingerprints_.reserve(events.size());
+  for (const auto& e : events) {
+    if (is_identifiable(e)) {
+      fingerprints_.emplace_back(event_identity(e));
+    } else {
+      fingerprints_.emplace_back();
+    }
+  }
+  // The window's index is larger than the caches: its slots are loaded a few look-ups ahead.
   std::size_t duplicates = 0;
   std::size_t first_duplicate = events.size();
   for (std::size_t i = 0; i < events.size(); ++i) {
-    if (!is_identifiable(events[i])) {
-      fingerprints_.emplace_back();
-      continue;
+    if (i + kPrefetchAhead < events.size() && fingerprints_[i + kPrefetchAhead]) {
+      guard_->prefetch(*fingerprints_[i + kPrefetchAhead]);
     }
-    const auto fp = event_identity(events[i]);
-    fingerprints_.emplace_back(fp);
-    if (guard_->contains(fp)) {
+    const auto& fp = fingerprints_[i];
+    if (fp && guard_->contains(*fp)) {
       if (duplicates++ == 0) first_duplicate = i;
     }
   }
@@ -96,6 +108,10 @@ void BatchShaper::acknowledge(std::size_t produced_count) {
   if (guard_) {
     const std::size_t n = std::min(produced_count, fingerprints_.size());
     for (std::size_t i = 0; i < n; ++i) {
+      if (i + kPrefetchAhead < n) {
+        if (fingerprints_[i + kPrefetchAhead]) guard_->prefetch(*fingerprints_[i + kPrefetchAhead]);
+        guard_->prefetch_eviction(kPrefetchAhead);
+      }
       if (fingerprints_[i]) {
         guard_->remember(*fingerprints_[i]);
       } else {

@@ -2,9 +2,11 @@
 // The identity the runtime's duplicate window keys on (batch_shaper.hpp). An event with
 // transaction metadata is identified by where it sits: source, position, table, op and its
 // transaction sequence (a change has one place in one transaction), so its row images are not
-// hashed; any other (identifiable) event by its whole canonical encoding, as
-// fingerprint_event_transient. Both under the process's random key; comparable only within
-// the process.
+// hashed: the place (source, offset, op, schema, table) is hashed on its own, and that hash,
+// kept per thread for the last place seen (the rows of one source record share it), is hashed
+// again with the sequence. Any other (identifiable) event is identified by its whole canonical
+// encoding, as fingerprint_event_transient. All under the process's random key; comparable only
+// within the process.
 
 #include "cppcdc/event.hpp"
 #include "cppcdc/idempotency.hpp"

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <random>
 
 #include "core/event_identity.hpp"
@@ -229,23 +230,61 @@ TransientFingerprint fingerprint_event_transient(const Event& event) {
 
 namespace detail {
 
+namespace {
+
+// The hash of an event's place (source, offset, op, schema, table) in its own domain, kept for
+// the last place seen on this thread: the events of one source record (a rows event of many
+// rows) share it, and comparing the strings costs less than hashing them again.
+struct PlaceHash {
+  bool valid = false;
+  Operation op = Operation::kInsert;
+  std::string source_name;
+  std::string offset;
+  std::optional<std::string> schema;
+  std::string table;
+  std::array<std::uint64_t, 2> hash{};
+
+  const std::array<std::uint64_t, 2>& of(const Event& e) {
+    if (valid && op == e.op && offset == e.source.offset && table == e.table &&
+        schema == e.schema && source_name == e.source.source_name) {
+      return hash;
+    }
+    constexpr std::string_view kPlaceDomain = "cppcdc.identity.place.v1";
+    Sizer sizer;
+    put_place(sizer, kPlaceDomain, e);
+    std::string& bytes = scratch();
+    bytes.resize(sizer.n);
+    Writer writer{bytes.data()};
+    put_place(writer, kPlaceDomain, e);
+    hash = siphash24_128(process_key(), bytes);
+    op = e.op;
+    source_name = e.source.source_name;
+    offset = e.source.offset;
+    schema = e.schema;
+    table = e.table;
+    valid = true;
+    return hash;
+  }
+};
+
+}  // namespace
+
 TransientFingerprint event_identity(const Event& e) {
   if (!e.transaction) return fingerprint_event_transient(e);
-  // A domain of its own, so that it never equals a full encoding's hash by construction.
-  constexpr std::string_view kIdentityDomain = "cppcdc.identity.tx.v1";
-  const auto encode_identity = [&](auto& out) {
-    put_place(out, kIdentityDomain, e);
-    out.u64(e.transaction->tx_id);
-    out.u64(e.transaction->total_events);
-    out.u64(e.transaction->event_index);
-  };
-  Sizer sizer;
-  encode_identity(sizer);
-  std::string& bytes = scratch();
-  bytes.resize(sizer.n);
-  Writer writer{bytes.data()};
-  encode_identity(writer);
-  const auto h = siphash24_128(process_key(), bytes);
+  // A domain of its own, so that it never equals a full encoding's hash by construction; then
+  // the place's hash (a keyed 128-bit hash of the place's encoding) and the sequence.
+  thread_local PlaceHash place;
+  const auto& p = place.of(e);
+  constexpr std::string_view kIdentityDomain = "cppcdc.identity.tx.v2";
+  char bytes[kIdentityDomain.size() + 5 * 8];
+  Writer writer{bytes};
+  writer.raw(kIdentityDomain);
+  writer.u64(p[0]);
+  writer.u64(p[1]);
+  writer.u64(e.transaction->tx_id);
+  writer.u64(e.transaction->total_events);
+  writer.u64(e.transaction->event_index);
+  const auto h = siphash24_128(process_key(), std::string_view(bytes, sizeof bytes));
   return TransientFingerprint{h[0], h[1]};
 }
 
@@ -374,6 +413,16 @@ void EventIdempotencyGuard::expire() {
   while (count_ > 0 && now - ring_[head_].at_ms >= static_cast<std::int64_t>(ttl_ms_)) {
     drop_oldest();
   }
+}
+
+void EventIdempotencyGuard::prefetch(const TransientFingerprint& fingerprint) const noexcept {
+  if (!slots_.empty()) __builtin_prefetch(&slots_[fingerprint.lo & (slots_.size() - 1)]);
+}
+
+void EventIdempotencyGuard::prefetch_eviction(std::size_t ahead) const noexcept {
+  if (count_ < capacity_ || ring_.empty() || ahead >= count_) return;
+  const auto& fp = ring_[(head_ + ahead) % ring_.size()].fingerprint;
+  __builtin_prefetch(&slots_[fp.lo & (slots_.size() - 1)]);
 }
 
 bool EventIdempotencyGuard::contains(const TransientFingerprint& fingerprint) {

@@ -57,6 +57,14 @@ void ReaderHandoff::release_recycled() {
   recycled_events_ = 0;
 }  // `done` is released after the lock
 
+void ReaderHandoff::take_recycled(std::vector<std::vector<Event>>& out) {
+  std::lock_guard lock(mutex_);
+  if (recycled_.empty()) return;
+  for (auto& batch : recycled_) out.push_back(std::move(batch));
+  recycled_.clear();
+  recycled_events_ = 0;
+}
+
 void ReaderHandoff::wait_drained(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mutex_);
   not_full_.wait_for(lock, timeout, [&] { return stop_.load() || queue_.empty(); });

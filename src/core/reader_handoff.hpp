@@ -9,10 +9,10 @@
 // reaches poll() after every event queued before it. A stop (request_stop) wakes a reader
 // blocked in push() or in wait_readable().
 //
-// Threading: one reader thread (push, finish, release_recycled, wait_readable, wait_drained,
-// set_bulk) and one consumer thread (take, recycle, empty); open() and close() while no reader
-// thread runs; request_stop(), wake() and locked() from any thread. Costs per push: one lock,
-// no allocation beyond the queue's own bookkeeping, no virtual call.
+// Threading: one reader thread (push, finish, release_recycled, take_recycled, wait_readable,
+// wait_drained, set_bulk) and one consumer thread (take, recycle, empty); open() and close()
+// while no reader thread runs; request_stop(), wake() and locked() from any thread. Costs per
+// push: one lock, no allocation beyond the queue's own bookkeeping, no virtual call.
 
 #include <atomic>
 #include <chrono>
@@ -130,6 +130,9 @@ class ReaderHandoff {
   /// Releases the events given back by recycle(); call where the reader waits, so they do
   /// not pile up while it has nothing to push.
   void release_recycled();
+  /// Instead of releasing them: appends the batches given back by recycle() to `out`, for a
+  /// reader that fills recycled events again (their strings and rows keep their memory).
+  void take_recycled(std::vector<std::vector<Event>>& out);
 
   /// Waits up to `timeout` for the consumer to take everything queued (or a stop).
   void wait_drained(std::chrono::milliseconds timeout);

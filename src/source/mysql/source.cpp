@@ -13,6 +13,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "core/event_reuse.hpp"
 #include "core/event_spill.hpp"
 #include "core/lag_sampler.hpp"
 #include "core/reader_handoff.hpp"
@@ -396,7 +397,8 @@ class MysqlSource final : public Source {
       if (!ev)
         return fail(ev.error().context("decoding the binlog event after " + coordinate(last_end_)));
       CPPCDC_TRY(handle(*ev, decoder));
-      handoff_.release_recycled();
+      handoff_.take_recycled(recycled_);
+      spare_events_.keep(recycled_);
     }
     return ok();
   }
@@ -524,14 +526,21 @@ class MysqlSource final : public Source {
   Event base_event(const EventHeader& h, const std::string& database, const std::string& table,
                    Operation op) const {
     Event e;
+    fill_base(e, h, database, table, op, coordinate(event_start(h)), now_ms());
+    return e;
+  }
+
+  // The fields every event of this source has, set on a default (or reset) Event.
+  void fill_base(Event& e, const EventHeader& h, const std::string& database,
+                 const std::string& table, Operation op, const std::string& offset,
+                 std::int64_t ts) const {
     e.op = op;
     e.source.source_name = config_.source_name;
-    e.source.offset = coordinate(event_start(h));
+    e.source.offset = offset;
     e.source.timestamp = tx_timestamp_ ? tx_timestamp_ : std::int64_t{h.timestamp} * 1000;
-    e.ts = now_ms();
+    e.ts = ts;
     e.schema = database;
     e.table = table;
-    return e;
   }
 
   Event change_event(const EventHeader& h, const SchemaHistory::Change& c,
@@ -595,16 +604,38 @@ class MysqlSource final : public Source {
     const Operation op = rows.kind == RowsKind::kWrite    ? Operation::kInsert
                          : rows.kind == RowsKind::kUpdate ? Operation::kUpdate
                                                           : Operation::kDelete;
+    // Shared by the rows of this event: where it starts, and when it was read.
+    const std::string offset = coordinate(event_start(h));
+    const std::int64_t ts = now_ms();
     DecodedRow row;
+    Event spilled;  // the event of a row while the transaction goes to a spill file
     while (true) {
-      auto more = reader.next(row);
-      if (!more) {
-        return fail(more.error().context("decoding a rows event of " + map.database + "." +
-                                         map.table + " at " + coordinate(event_start(h))));
+      // In memory, the row's event is filled in place at the end of tx_events_: a recycled
+      // one when there is one, whose after image the row is decoded into.
+      if (!tx_spill_) {
+        spare_events_.append_to(tx_events_, spare_parts_);
+        if (!row.after && spare_parts_.row) {
+          row.after = std::move(spare_parts_.row);
+          spare_parts_.row.reset();
+        }
       }
-      if (!*more) break;
-      Event e = base_event(h, map.database, map.table, op);
-      e.primary_key = schema->primary_key;
+      auto more = reader.next(row);
+      if (!more || !*more) {
+        if (!tx_spill_) tx_events_.pop_back();
+        if (more) break;
+        return fail(more.error().context("decoding a rows event of " + map.database + "." +
+                                         map.table + " at " + offset));
+      }
+      Event& e = tx_spill_ ? spilled : tx_events_.back();
+      if (tx_spill_) e = Event();
+      fill_base(e, h, map.database, map.table, op, offset, ts);
+      if (spare_parts_.names) {
+        e.primary_key = std::move(spare_parts_.names);
+        spare_parts_.names.reset();
+        *e.primary_key = schema->primary_key;
+      } else {
+        e.primary_key = schema->primary_key;
+      }
       e.shape = schema->shape;
       if (row.before) e.before = before_image(*schema, std::move(*row.before));
       if (op != Operation::kDelete && row.after) {
@@ -613,7 +644,11 @@ class MysqlSource final : public Source {
       }
       row.before.reset();
       row.after.reset();
-      CPPCDC_TRY(add_tx_event(std::move(e)));
+      if (tx_spill_) {
+        CPPCDC_TRY(tx_spill_->append(e));
+      } else {
+        CPPCDC_TRY(held_tx_event());
+      }
     }
     return ok();
   }
@@ -681,7 +716,8 @@ class MysqlSource final : public Source {
         if (pending_coords_.size() >= kMaxPendingCoords) pending_coords_.pop_front();
         pending_coords_.emplace_back(offset, std::make_pair(file_, last_end_));
       });
-      handoff_.push(tx_events_, &tx_sizes_);
+      handoff_.push(tx_events_, &tx_sizes_, &recycled_);
+      spare_events_.keep(recycled_);
       reset_tx_events();
     }
     handoff_.locked([&](auto&) {
@@ -702,10 +738,16 @@ class MysqlSource final : public Source {
   // all before it) in a spill file until the commit.
   Status add_tx_event(Event&& e) {
     if (tx_spill_) return tx_spill_->append(e);
-    const std::size_t bytes = cppcdc::detail::approx_event_bytes(e);
+    tx_events_.push_back(std::move(e));
+    return held_tx_event();
+  }
+
+  // The event just added at the end of tx_events_: counted, and the transaction spilled when
+  // it outgrew memory.
+  Status held_tx_event() {
+    const std::size_t bytes = cppcdc::detail::approx_event_bytes(tx_events_.back());
     tx_bytes_ += bytes;
     tx_sizes_.push_back(bytes);  // handed to the hand-off, which would measure it again
-    tx_events_.push_back(std::move(e));
     if (tx_bytes_ <= config_.spill_threshold_bytes) return ok();
     const std::filesystem::path dir = config_.spill_dir.empty()
                                           ? cppcdc::detail::default_spill_dir()
@@ -827,6 +869,10 @@ class MysqlSource final : public Source {
   std::unique_ptr<cppcdc::detail::EventSpill>
       tx_spill_;  // the open transaction, once it outgrew memory
   static constexpr std::size_t kSpillPieceEvents = 10'000;
+  // Delivered events given back by the runtime, filled again for new rows (event_reuse.hpp).
+  std::vector<std::vector<Event>> recycled_;
+  cppcdc::detail::SpareEvents spare_events_;
+  cppcdc::detail::ReusableParts spare_parts_;
   std::string state_text_;
   std::optional<std::uint64_t> state_version_;  // the history version state_text_ holds
 
