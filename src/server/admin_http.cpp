@@ -4,6 +4,7 @@
 #include <openssl/crypto.h>
 #include <pthread.h>
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
 
 #include <boost/json.hpp>
 #include <chrono>
@@ -156,6 +157,13 @@ Result<std::unique_ptr<AdminServer>> AdminServer::start(const AdminConfig& confi
   server->http_->set_read_timeout(5, 0);
   server->http_->set_write_timeout(5, 0);
   server->http_->set_keep_alive_max_count(100);
+  // cpp-httplib's default options add SO_REUSEPORT, with which a second process could bind the
+  // same address and take every other request; SO_REUSEADDR alone only allows a restart while
+  // the previous process' connections are in TIME_WAIT.
+  server->http_->set_socket_options([](socket_t sock) {
+    const int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   server->install_routes();
   // The worker threads are made by listen_after_bind() on thread_, whose mask they inherit; the
   // socket is bound here, so a port in use is reported before the pipeline starts.

@@ -1,5 +1,6 @@
 // The admin server's pieces without a network: [admin] parsing, the probes' answers, the
-// Prometheus text format, the pipeline counters and the OpenAPI document's coverage.
+// Prometheus text format, the pipeline counters and the OpenAPI document's coverage; and one
+// test binding loopback ports (a listen address is taken by one process only).
 
 #include <gtest/gtest.h>
 
@@ -126,6 +127,26 @@ TEST(AdminListen, LoopbackHosts) {
   EXPECT_FALSE(is_loopback_host("0.0.0.0"));
   EXPECT_FALSE(is_loopback_host("::"));
   EXPECT_FALSE(is_loopback_host("10.0.0.5"));
+}
+
+// cpp-httplib's default socket options add SO_REUSEPORT, which would let a second process
+// bind the same listen address and share its requests with the first one.
+TEST(AdminListen, ASecondServerCannotTakeTheSameAddress) {
+  AdminConfig config;
+  config.listen = "127.0.0.1:0";
+  config.host = "127.0.0.1";
+  config.port = 0;
+  AdminSources sources;
+  sources.snapshot = [] { return RuntimeAdminSnapshot{}; };
+  auto first = AdminServer::start(config, sources);
+  ASSERT_TRUE(first) << first.error().report();
+  config.port = (*first)->port();
+  config.listen = "127.0.0.1:" + std::to_string(config.port);
+  auto second = AdminServer::start(config, sources);
+  ASSERT_FALSE(second) << "a second admin server bound " << config.listen;
+  EXPECT_EQ(second.error().kind(), ErrorKind::kConfiguration);
+  EXPECT_CONTAINS(second.error().report(), "address in use");
+  (*first)->stop();
 }
 
 RuntimeAdminSnapshot running() {
