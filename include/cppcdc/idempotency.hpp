@@ -141,8 +141,9 @@ class EventIdempotencyGuard {
   /// Counts one event let through because nothing identifies it.
   void count_unidentifiable() noexcept { ++unidentifiable_; }
 
-  /// Fingerprints pushed out of a full window (not those that aged out). A count that keeps
-  /// growing means the window is smaller than the replay distance: raise the capacity.
+  /// Fingerprints pushed out of a full window (not those that aged out). Once the window is
+  /// full every new fingerprint pushes one out, so the count grows with ordinary traffic; it
+  /// only says the window holds `capacity` events, not that a duplicate got through.
   std::uint64_t eviction_count() const noexcept { return evictions_; }
   /// Events let through because they carry neither transaction metadata nor a complete key.
   std::uint64_t unidentifiable_passthrough_count() const noexcept { return unidentifiable_; }

@@ -497,8 +497,14 @@ std::string PipelineMetrics::render(const MetricsInputs& in) const {
   out.family("cppcdc_recoverable_errors_total", "counter",
              "Recoverable errors retried (source reads and sink deliveries).");
   out.sample("cppcdc_recoverable_errors_total", {}, static_cast<double>(s.recoverable_errors));
+  out.family("cppcdc_idempotency_suppressed_total", "counter",
+             "Events the idempotency guard did not hand out because they had been acknowledged "
+             "before in this process.");
+  out.sample("cppcdc_idempotency_suppressed_total", {},
+             static_cast<double>(s.idempotency_suppressed));
   out.family("cppcdc_idempotency_evictions_total", "counter",
-             "Entries the idempotency guard pushed out of its full window.");
+             "Entries the idempotency guard pushed out of its full window to remember newer "
+             "ones (every event once the window is full).");
   out.sample("cppcdc_idempotency_evictions_total", {},
              static_cast<double>(s.idempotency_evictions));
   out.family("cppcdc_idempotency_unidentifiable_passthrough_total", "counter",

@@ -421,6 +421,7 @@ TEST(PipelineMetrics, AgesHealthBreakerLagAndSnapshotProgressAreRendered) {
   in.snapshot.recoverable_errors = 4;
   in.snapshot.idempotency_evictions = 5;
   in.snapshot.idempotency_unidentifiable_passthrough = 6;
+  in.snapshot.idempotency_suppressed = 9;
   IncrementalSnapshotState inc;
   inc.tables.push_back({"public.t", {"id"}, std::nullopt, 1, 2, 40, 100, false});
   in.snapshot.incremental_snapshot = inc;
@@ -441,6 +442,7 @@ TEST(PipelineMetrics, AgesHealthBreakerLagAndSnapshotProgressAreRendered) {
   EXPECT_EQ(s.at("cppcdc_recoverable_errors_total"), "4");
   EXPECT_EQ(s.at("cppcdc_idempotency_evictions_total"), "5");
   EXPECT_EQ(s.at("cppcdc_idempotency_unidentifiable_passthrough_total"), "6");
+  EXPECT_EQ(s.at("cppcdc_idempotency_suppressed_total"), "9");
   EXPECT_EQ(s.at("cppcdc_source_retained_bytes"), "4096");
   EXPECT_EQ(s.at("cppcdc_source_confirmed_lag_bytes"), "512");
   EXPECT_EQ(s.at("cppcdc_incremental_snapshot_rows{table=\"public.t\"}"), "40");
