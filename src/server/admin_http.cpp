@@ -218,6 +218,26 @@ void AdminServer::stop() {
 
 void AdminServer::install_routes() {
   httplib::Server& http = *http_;
+  // Answers cpp-httplib makes before any route runs (a request it could not read, a route that
+  // does not exist) come without a body: give them the JSON error the routes give.
+  http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request&,
+                                                                 httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    if (res.status == 404) {
+      res.set_content(status_json(false, "not_found", "no such route (GET /admin/openapi.yaml)"),
+                      kJson);
+    } else if (res.status == 400) {
+      res.set_content(status_json(false, "bad_request",
+                                  "the request could not be read; a POST needs a Content-Length "
+                                  "header (0 for no body)"),
+                      kJson);
+    } else {
+      res.set_content(
+          status_json(false, "error", "HTTP " + std::to_string(res.status) + " from the server"),
+          kJson);
+    }
+    return httplib::Server::HandlerResponse::Handled;
+  }));
   // A token guards everything but the probes; compared in constant time.
   const auto authorized = [this](const httplib::Request& req, httplib::Response& res) {
     if (config_.token.empty()) return true;

@@ -2,7 +2,11 @@
 // Prometheus text format, the pipeline counters and the OpenAPI document's coverage; and one
 // test binding loopback ports (a listen address is taken by one process only).
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -147,6 +151,44 @@ TEST(AdminListen, ASecondServerCannotTakeTheSameAddress) {
   EXPECT_EQ(second.error().kind(), ErrorKind::kConfiguration);
   EXPECT_CONTAINS(second.error().report(), "address in use");
   (*first)->stop();
+}
+
+// One request on a fresh connection to 127.0.0.1:port; the whole answer as read until close.
+std::string raw_http(int port, const std::string& request) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  EXPECT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0);
+  EXPECT_EQ(::send(fd, request.data(), request.size(), 0),
+            static_cast<ssize_t>(request.size()));
+  std::string answer;
+  char buf[4096];
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) answer.append(buf, n);
+  ::close(fd);
+  return answer;
+}
+
+// cpp-httplib answers a request it cannot read (a POST without Content-Length) before any
+// route runs; the answer is still the documented JSON error.
+TEST(AdminListen, ARequestTheServerCannotReadGetsAJsonError) {
+  AdminConfig config;
+  config.listen = "127.0.0.1:0";
+  config.port = 0;
+  AdminSources sources;
+  sources.snapshot = [] { return RuntimeAdminSnapshot{}; };
+  auto server = AdminServer::start(config, sources);
+  ASSERT_TRUE(server) << server.error().report();
+  const std::string answer =
+      raw_http((*server)->port(),
+               "POST /admin/snapshot/pause HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(answer.rfind("HTTP/1.1 4", 0), 0u) << answer;
+  EXPECT_CONTAINS(answer, "application/json");
+  EXPECT_CONTAINS(answer, "\"ok\":false");
+  EXPECT_CONTAINS(answer, "Content-Length");
+  (*server)->stop();
 }
 
 RuntimeAdminSnapshot running() {
