@@ -163,5 +163,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "cppcdc: %s\n", server::render_error(config.error()).c_str());
     return server::kExitConfiguration;
   }
+  if (auto token = server::check_admin_token(*config); !token) {
+    std::fprintf(stderr, "cppcdc: %s\n", server::render_error(token.error()).c_str());
+    return server::kExitConfiguration;
+  }
   return server::run_server(*config);
 }

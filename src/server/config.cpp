@@ -1348,12 +1348,16 @@ Status read_admin(Section& top, ServerConfig& config) {
   if (token_env) {
     const char* value = token_env->empty() ? nullptr : std::getenv(token_env->c_str());
     if (value == nullptr || *value == '\0') {
-      return fail(admin.error("token_env", "the environment variable " + in_quotes(*token_env) +
-                                               " is not set or empty; it must hold the bearer "
-                                               "token"));
+      // Not an error for the commands that only read the file (teardown, snapshot status).
+      out.token_error =
+          admin.error("token_env", "the environment variable " + in_quotes(*token_env) +
+                                       " is not set or empty; it must hold the "
+                                       "bearer token");
+      out.token_origin = "token_env " + *token_env + " (not set)";
+    } else {
+      out.token = value;
+      out.token_origin = "token_env " + *token_env;
     }
-    out.token = value;
-    out.token_origin = "token_env " + *token_env;
   }
   for (char c : out.token) {
     if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) {
@@ -1820,6 +1824,11 @@ std::string setting_label(SettingOwner owner, const std::string& path) {
 
 std::string render_error(const Error& error) {
   return error.report(setting_label(error.setting_owner(), error.setting()));
+}
+
+Status check_admin_token(const ServerConfig& config) {
+  if (config.admin && config.admin->token_error) return fail(*config.admin->token_error);
+  return {};
 }
 
 std::string describe_config(const ServerConfig& config) {

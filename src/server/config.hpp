@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -66,6 +67,9 @@ struct AdminConfig {
   /// with the error, so that a liveness probe or a last scrape sees why. A stop signal ends
   /// the wait early. 0: exit at once. Milliseconds, 0 to 3600000.
   std::int64_t error_linger_ms = 15000;
+  /// Set when `token_env` names a variable that is not set or empty: the error the commands
+  /// serving the admin endpoint stop with (check_admin_token); the others ignore it.
+  std::optional<Error> token_error;
 };
 
 /// The configuration of `cppcdc run`. The source, sinks and checkpoint backend are whatever
@@ -138,6 +142,11 @@ Result<ServerConfig> parse_server_config(std::string_view toml_text, const std::
 /// A multi-line human summary of the effective configuration (defaults included), for
 /// `cppcdc check-config`. Secrets are redacted by the plugins.
 std::string describe_config(const ServerConfig& config);
+
+/// The error of an `[admin] token_env` whose variable is not set (AdminConfig::token_error),
+/// for the commands that serve the admin endpoint or check what `cppcdc run` would do (run,
+/// check-config, preflight). Success without `[admin]`.
+Status check_admin_token(const ServerConfig& config);
 
 /// How cdc.toml spells a setting an Error points at (Error::for_setting): "[source] tables",
 /// "[source.snapshot] mode", "[sink] path", "[state.offset] dir",

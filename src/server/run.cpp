@@ -762,6 +762,10 @@ int check_config(const std::filesystem::path& path) {
     std::fprintf(stderr, "%s\n", render_error(config.error()).c_str());
     return kExitConfiguration;
   }
+  if (auto token = check_admin_token(*config); !token) {
+    std::fprintf(stderr, "%s\n", render_error(token.error()).c_str());
+    return kExitConfiguration;
+  }
   std::fputs(describe_config(*config).c_str(), stdout);
   std::fputs("configuration OK; not checked against the database: run `cppcdc preflight`\n",
              stdout);
@@ -868,6 +872,10 @@ int preflight(const std::filesystem::path& path) {
   auto config = load_server_config(path);
   if (!config) {
     std::fprintf(stderr, "%s\n", render_error(config.error()).c_str());
+    return kExitConfiguration;
+  }
+  if (auto token = check_admin_token(*config); !token) {
+    std::fprintf(stderr, "%s\n", render_error(token.error()).c_str());
     return kExitConfiguration;
   }
   // Quiet logs: the checklist is the output.
