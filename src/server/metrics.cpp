@@ -555,6 +555,16 @@ std::string PipelineMetrics::render(const MetricsInputs& in) const {
   }
   if (in.initial_snapshot && in.initial_snapshot->phase != BlockingSnapshotStatus::Phase::kNone) {
     const BlockingSnapshotStatus& init = *in.initial_snapshot;
+    // The health verdict knows nothing of the initial snapshot (it is healthy while rows flow);
+    // this is what makes /readyz answer 503 meanwhile, for rules that want the same view.
+    out.family("cppcdc_initial_snapshot_running", "gauge",
+               "1 while the initial (blocking) snapshot is pending or running (the readiness "
+               "probe answers 503 initial_snapshot then), 0 once it finished.");
+    out.sample("cppcdc_initial_snapshot_running", {},
+               init.phase == BlockingSnapshotStatus::Phase::kPending ||
+                       init.phase == BlockingSnapshotStatus::Phase::kRunning
+                   ? 1
+                   : 0);
     const std::size_t n = std::min(init.tables.size(), kMaxTableSeries);
     out.family("cppcdc_initial_snapshot_rows", "gauge",
                "Rows the initial (blocking) snapshot read so far, per table.");

@@ -510,6 +510,28 @@ TEST(PipelineMetrics, AgesHealthBreakerLagAndSnapshotProgressAreRendered) {
   EXPECT_EQ(s.count("process_resident_memory_bytes"), 1u);
   EXPECT_EQ(s.count("process_open_fds"), 1u);
   EXPECT_EQ(s.count("process_start_time_seconds"), 1u);
+  EXPECT_EQ(s.count("cppcdc_initial_snapshot_running"), 0u);  // no initial snapshot configured
+}
+
+// The verdict stays healthy while the initial snapshot's rows flow; the readiness probe
+// answers 503 then, and /metrics says why through cppcdc_initial_snapshot_running.
+TEST(PipelineMetrics, TheInitialSnapshotRunningGaugeFollowsItsPhase) {
+  PipelineMetrics metrics;
+  MetricsInputs in;
+  in.snapshot = running();
+  in.now_ms = 10000;
+  BlockingSnapshotStatus initial;
+  initial.phase = BlockingSnapshotStatus::Phase::kRunning;
+  in.initial_snapshot = initial;
+  auto s = samples(metrics.render(in));
+  EXPECT_EQ(s.at("cppcdc_health_verdict{verdict=\"healthy\"}"), "1");
+  EXPECT_EQ(s.at("cppcdc_initial_snapshot_running"), "1");
+  in.initial_snapshot->phase = BlockingSnapshotStatus::Phase::kPending;
+  s = samples(metrics.render(in));
+  EXPECT_EQ(s.at("cppcdc_initial_snapshot_running"), "1");
+  in.initial_snapshot->phase = BlockingSnapshotStatus::Phase::kComplete;
+  s = samples(metrics.render(in));
+  EXPECT_EQ(s.at("cppcdc_initial_snapshot_running"), "0");
 }
 
 TEST(ProcessStats, ReadFromProc) {
