@@ -43,26 +43,32 @@ bool is_loopback_host(std::string_view host) {
   return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
 
-ProbeAnswer liveness(const RuntimeAdminSnapshot& snapshot) {
+ProbeAnswer liveness(const RuntimeAdminSnapshot& snapshot, const std::string& failure) {
   if (snapshot.breaker_state == BreakerState::kError) {
-    return {503, status_json(false, "error",
-                             "the circuit breaker escalated after repeated recoverable errors; "
-                             "restart the process")};
+    std::string reason =
+        "the circuit breaker escalated after repeated recoverable errors; restart the process";
+    // The error that ended the run names the side that kept failing.
+    if (snapshot.state == RuntimeState::kFailed && !failure.empty()) {
+      reason += "; the last error: " + failure;
+    }
+    return {503, status_json(false, "error", reason)};
   }
   return {200, status_json(true, "alive", "")};
 }
 
 ProbeAnswer readiness(const RuntimeAdminSnapshot& snapshot,
-                      const std::optional<BlockingSnapshotStatus>& initial) {
+                      const std::optional<BlockingSnapshotStatus>& initial,
+                      const std::string& failure) {
   if (snapshot.health.is_alertable()) {
     return {503, status_json(false, snapshot.health.change_key(), snapshot.health.reason)};
   }
   if (snapshot.state != RuntimeState::kRunning) {
     // Before the runtime exists the server says which step of the start it is at.
     const bool starting = snapshot.health.reason.rfind("starting: ", 0) == 0;
-    return {503, status_json(false, "not_running",
-                             starting ? snapshot.health.reason
-                                      : "the runtime is " + std::string(to_string(snapshot.state)))};
+    std::string reason =
+        starting ? snapshot.health.reason : "the runtime is " + std::string(to_string(snapshot.state));
+    if (snapshot.state == RuntimeState::kFailed && !failure.empty()) reason += ": " + failure;
+    return {503, status_json(false, "not_running", reason)};
   }
   if (initial && (initial->phase == BlockingSnapshotStatus::Phase::kPending ||
                   initial->phase == BlockingSnapshotStatus::Phase::kRunning)) {
@@ -256,12 +262,15 @@ void AdminServer::install_routes() {
   };
 
   http.Get("/livez", [this](const httplib::Request&, httplib::Response& res) {
-    const ProbeAnswer answer = liveness(sources_.snapshot());
+    const ProbeAnswer answer =
+        liveness(sources_.snapshot(), sources_.failure ? sources_.failure() : std::string());
     res.status = answer.status;
     res.set_content(answer.body, kJson);
   });
   http.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
-    const ProbeAnswer answer = readiness(sources_.snapshot(), initial_status(sources_));
+    const ProbeAnswer answer =
+        readiness(sources_.snapshot(), initial_status(sources_),
+                  sources_.failure ? sources_.failure() : std::string());
     res.status = answer.status;
     res.set_content(answer.body, kJson);
   });

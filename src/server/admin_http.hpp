@@ -49,6 +49,9 @@ class PipelineMetrics;
 struct AdminSources {
   /// The runtime's admin snapshot (required).
   std::function<RuntimeAdminSnapshot()> snapshot;
+  /// The error that ended the run (empty while it runs), which names the failing side; may be
+  /// null.
+  std::function<std::string()> failure;
   /// The source's lag figures; may be null.
   std::function<std::optional<SourceLag>()> lag;
   /// Unmatched transform rules and routes ([[pipeline.routes]] entries, kind "route",
@@ -73,12 +76,14 @@ struct ProbeAnswer {
   int status = 200;
   std::string body;
 };
-/// /livez: 503 only when the breaker is in the error state.
-ProbeAnswer liveness(const RuntimeAdminSnapshot& snapshot);
+/// /livez: 503 only when the breaker is in the error state. `failure`: the error that ended
+/// the run (AdminSources::failure), added to the reason once the run failed.
+ProbeAnswer liveness(const RuntimeAdminSnapshot& snapshot, const std::string& failure = {});
 /// /readyz: 503 unless running, streaming (no initial snapshot pending or running) and the
-/// verdict is not alertable.
+/// verdict is not alertable. `failure` as for liveness().
 ProbeAnswer readiness(const RuntimeAdminSnapshot& snapshot,
-                      const std::optional<BlockingSnapshotStatus>& initial);
+                      const std::optional<BlockingSnapshotStatus>& initial,
+                      const std::string& failure = {});
 /// The JSON of /admin/snapshot. `unmatched`: the transform rules and routes that never matched
 /// (an "unmatched_rules" array; empty before the first event, when every rule is unmatched).
 std::string admin_snapshot_json(const RuntimeAdminSnapshot& snapshot,

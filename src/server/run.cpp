@@ -211,10 +211,19 @@ struct AdminLink {
   TransformChain* chain = nullptr;
   RouterSink* router = nullptr;
   std::string step = "starting";  // what the start does now, until the runtime runs
+  std::string failure;            // the error that ended the run, once it failed
 
   void set_step(std::string what) {
     std::lock_guard lock(mutex);
     step = std::move(what);
+  }
+  void set_failure(std::string what) {
+    std::lock_guard lock(mutex);
+    failure = std::move(what);
+  }
+  std::string get_failure() {
+    std::lock_guard lock(mutex);
+    return failure;
   }
   RuntimeAdminSnapshot snapshot() {
     std::lock_guard lock(mutex);
@@ -390,6 +399,8 @@ int run_server(const ServerConfig& config) {
   if (config.admin) {
     AdminSources sources;
     sources.snapshot = [admin_link] { return admin_link->snapshot(); };
+    // The probes answered during the error linger name the side that kept failing.
+    sources.failure = [admin_link] { return admin_link->get_failure(); };
     sources.lag = [admin_link, source_view]() -> std::optional<SourceLag> {
       {
         std::lock_guard lock(admin_link->mutex);
@@ -625,9 +636,10 @@ int run_server(const ServerConfig& config) {
   } admin_stop_guard{admin};
   // After the breaker escalated, /livez answers 503 for [admin] error_linger_ms before the
   // process exits, so that a liveness probe (and a last scrape) sees the error state.
-  const auto linger_on_breaker_error = [&] {
+  const auto linger_on_breaker_error = [&](const Error& error) {
     if (!admin || config.admin->error_linger_ms <= 0) return;
     if ((*runtime)->admin_snapshot().breaker_state != BreakerState::kError) return;
+    admin_link->set_failure(error.report());
     spdlog::error(
         "the circuit breaker escalated to its error state; /livez answers 503 for {} "
         "ms before cppcdc exits ([admin] error_linger_ms; SIGTERM ends the wait)",
@@ -649,7 +661,7 @@ int run_server(const ServerConfig& config) {
 
   // A stop signal ends the retries of a source that cannot be reached yet.
   if (auto started = (*runtime)->start(g_stop_requested); !started) {
-    linger_on_breaker_error();
+    linger_on_breaker_error(started.error());
     stop_admin();
     shut_down(**runtime);
     (void)(*pipeline)->close();
@@ -700,7 +712,7 @@ int run_server(const ServerConfig& config) {
   auto delivered = (*runtime)->run_to_completion(**pipeline, g_stop_requested);
   health_log.reset();
   (*control)->stop();  // no command is taken while the pipeline shuts down
-  if (!delivered) linger_on_breaker_error();
+  if (!delivered) linger_on_breaker_error(delivered.error());
   stop_admin();
   report_unmatched();
   if (!delivered) {

@@ -223,6 +223,12 @@ TEST(AdminProbes, LivenessFailsOnlyWhenTheBreakerEscalated) {
   s.breaker_state = BreakerState::kError;
   EXPECT_EQ(liveness(s).status, 503);
   EXPECT_CONTAINS(liveness(s).body, "\"status\":\"error\"");
+  // Once the run failed, both probes name the side that kept failing through its error.
+  const std::string failure =
+      "reconnecting the postgres source: connection to 127.0.0.1:5432 refused";
+  EXPECT_CONTAINS(liveness(s, failure).body, "the last error: " + failure);
+  EXPECT_CONTAINS(readiness(s, std::nullopt, failure).body, "the runtime is failed: " + failure);
+  EXPECT_EQ(readiness(s, std::nullopt, failure).status, 503);
 }
 
 TEST(AdminProbes, ReadinessNeedsARunningStreamThatIsNotStalled) {
