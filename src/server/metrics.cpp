@@ -343,8 +343,10 @@ void PipelineMetrics::for_each_commit_time(std::span<const Event> events, Observ
 }
 
 void PipelineMetrics::on_committed(std::span<const Event> events, std::int64_t acked_at_ms) {
+  std::int64_t newest_ts = 0;
   const auto latency = [&](std::int64_t ts, std::uint64_t n) {
     latency_.observe(static_cast<double>(std::max<std::int64_t>(0, acked_at_ms - ts)) / 1000.0, n);
+    newest_ts = std::max(newest_ts, ts);
   };
   // The batches the transaction carried are committed with this one.
   for (const CarriedRun& run : carried_runs_) bump(slots_[run.slot].committed[run.op], run.n);
@@ -357,6 +359,10 @@ void PipelineMetrics::on_committed(std::span<const Event> events, std::int64_t a
     bump(slots_[slot].committed[op_index(op)], n);
   });
   for_each_commit_time(events, latency);
+  if (newest_ts > 0) {
+    commit_lag_ms_.store(std::max<std::int64_t>(0, acked_at_ms - newest_ts),
+                         std::memory_order_relaxed);
+  }
 }
 
 void PipelineMetrics::on_carried(std::span<const Event> events, std::int64_t /*acked_at_ms*/) {
@@ -468,6 +474,14 @@ std::string PipelineMetrics::render(const MetricsInputs& in) const {
              "Seconds from an event's commit in the source database to the acknowledgement of "
              "its batch, right after every sink flushed it (snapshot rows excluded).");
   latency_.write(out, "cppcdc_sink_latency_seconds");
+  if (const std::int64_t lag = commit_lag_ms_.load(std::memory_order_relaxed); lag >= 0) {
+    out.family("cppcdc_commit_lag_ms", "gauge",
+               "At the last acknowledged batch: milliseconds from the source commit of its newest "
+               "change to the acknowledgement (how far behind the source the pipeline ran, like "
+               "Debezium's MilliSecondsBehindSource). It keeps its value while nothing is "
+               "committed: read it with cppcdc_runtime_delivery_age_ms.");
+    out.sample("cppcdc_commit_lag_ms", {}, static_cast<double>(lag));
+  }
 
   // Health and the breaker: one series per possible value, 1 for the current one.
   out.family("cppcdc_runtime_up", "gauge", "1 while the runtime is running.");

@@ -171,6 +171,7 @@ class PipelineMetrics final : public RuntimeObserver {
   std::atomic<std::uint64_t> bytes_delivered_{0};
   std::atomic<std::int64_t> last_delivered_ms_{0};
   std::atomic<std::int64_t> checkpoint_saved_ms_{0};
+  std::atomic<std::int64_t> commit_lag_ms_{-1};  // see cppcdc_commit_lag_ms; -1: none yet
   std::atomic<std::uint64_t> checkpoints_saved_{0};
   Histogram latency_;
 };

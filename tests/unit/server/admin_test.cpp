@@ -355,6 +355,24 @@ Event make_event(std::string schema, std::string table, Operation op, std::int64
   return e;
 }
 
+// How far behind the source the last acknowledged batch ran, Debezium's MilliSecondsBehindSource.
+TEST(PipelineMetrics, TheCommitLagIsTheLastAcknowledgementMinusItsNewestSourceCommit) {
+  PipelineMetrics metrics;
+  MetricsInputs in;
+  in.snapshot = running();
+  in.now_ms = 9000;
+  EXPECT_EQ(samples(metrics.render(in)).count("cppcdc_commit_lag_ms"), 0u);  // nothing yet
+  std::vector<Event> batch = {make_event("public", "a", Operation::kInsert, 1000),
+                              make_event("public", "a", Operation::kInsert, 1200)};
+  metrics.on_delivered(batch);
+  metrics.on_committed(batch, 1500);
+  EXPECT_EQ(samples(metrics.render(in)).at("cppcdc_commit_lag_ms"), "300");
+  std::vector<Event> next = {make_event("public", "a", Operation::kUpdate, 2000)};
+  metrics.on_delivered(next);
+  metrics.on_committed(next, 2600);
+  EXPECT_EQ(samples(metrics.render(in)).at("cppcdc_commit_lag_ms"), "600");
+}
+
 TEST(PipelineMetrics, CountsDeliveredAndCommittedByTableAndOp) {
   PipelineMetrics metrics;
   std::vector<Event> batch = {make_event("public", "a", Operation::kInsert, 1000),
