@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstring>
 #include <system_error>
+#include <thread>
 
 #include "core/json_write.hpp"
 #include "server/config.hpp"
@@ -35,6 +36,8 @@ constexpr std::size_t kMaxConnections = 16;
 constexpr auto kRequestReadTimeout = std::chrono::seconds(10);
 constexpr auto kAnswerWriteTimeout = std::chrono::seconds(10);
 constexpr auto kPingTimeout = std::chrono::seconds(2);
+// How long a listener that answers nothing is asked again before it counts as in use.
+constexpr auto kDyingListenerGrace = std::chrono::seconds(3);
 
 static_assert(sizeof(sockaddr_un{}.sun_path) == kMaxControlSocketPath + 1);
 
@@ -258,7 +261,16 @@ Result<std::unique_ptr<ControlServer>> ControlServer::start(std::filesystem::pat
                                " exists and is not a socket, so it cannot be the control socket; "
                                "move it away or set [runtime] control_socket to another path"));
     }
-    const ControlReply reply = call_control_socket(path, R"({"command":"ping"})", kPingTimeout);
+    ControlReply reply = call_control_socket(path, R"({"command":"ping"})", kPingTimeout);
+    // A process killed a moment ago may still hold the socket while it exits: it takes the
+    // connection and closes it without an answer. Such a listener is asked again for a few
+    // seconds before it counts as another process using the path (a restart right after a
+    // SIGKILL would otherwise stop as a configuration error).
+    const auto give_up = Clock::now() + kDyingListenerGrace;
+    while (reply.outcome == ControlReply::Outcome::kFailed && Clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      reply = call_control_socket(path, R"({"command":"ping"})", kPingTimeout);
+    }
     if (reply.outcome == ControlReply::Outcome::kAnswered) {
       const std::string peer = describe_peer(reply.text);
       return fail(Error::configuration(

@@ -5,6 +5,7 @@
 #include "server/control_socket.hpp"
 
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -13,6 +14,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
+#include <atomic>
 
 #include "server/config.hpp"
 #include "wait_until.hpp"
@@ -114,6 +117,39 @@ TEST_F(ControlSocket, AStaleSocketFileIsReplaced) {
   auto reply = call_control_socket(path_, "again", 5s);
   ASSERT_EQ(reply.outcome, ControlReply::Outcome::kAnswered) << reply.text;
   EXPECT_EQ(reply.text, "echo:again");
+}
+
+// A process killed a moment ago still holds its listening socket while it exits: it takes a
+// connection and closes it without an answer, then goes away. A start in that window waits for
+// it instead of stopping as if another process used the path; one that keeps doing it past
+// the grace period is refused.
+TEST_F(ControlSocket, AListenerThatClosesWithoutAnAnswerIsWaitedOutWhileItGoesAway) {
+  const int listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strcpy(addr.sun_path, path_.c_str());
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(listener, 16), 0);
+  std::atomic<bool> dying{true};
+  std::thread dying_process([&] {
+    const auto until = std::chrono::steady_clock::now() + 600ms;
+    while (std::chrono::steady_clock::now() < until) {
+      pollfd p{listener, POLLIN, 0};
+      if (::poll(&p, 1, 20) == 1) {
+        const int c = ::accept(listener, nullptr, nullptr);
+        if (c >= 0) ::close(c);  // no answer
+      }
+    }
+    ::close(listener);  // the process is gone: its socket file stays behind
+    dying = false;
+  });
+  auto server = ControlServer::start(path_, echo());
+  dying_process.join();
+  ASSERT_TRUE(server) << server.error().report();
+  EXPECT_FALSE(dying.load());
+  auto reply = call_control_socket(path_, "after", 5s);
+  ASSERT_EQ(reply.outcome, ControlReply::Outcome::kAnswered) << reply.text;
+  EXPECT_EQ(reply.text, "echo:after");
 }
 
 TEST_F(ControlSocket, ALiveServerOnThePathIsNotTakenOver) {
