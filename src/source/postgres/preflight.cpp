@@ -281,9 +281,14 @@ void check_slot(PGconn* sql, const PostgresSourceConfig& config, const std::stri
   }
   const std::string lag = get(r, 0, 6).value_or("?");
   if (is_true(r, 0, 2)) {
-    out.push_back(warn("replication slot " + name + " is in use by process " +
-                           get(r, 0, 3).value_or("?") + " (lag " + lag + ")",
-                       "a second cppcdc on this slot is refused: stop the other consumer first"));
+    // A start of this configuration would stop at once (exit 2), as MariaDB's preflight says
+    // of its held lock: a failed check, so that preflight's exit status tells the truth.
+    out.push_back(failed("replication slot " + name + " is in use by process " +
+                             get(r, 0, 3).value_or("?") + " (lag " + lag +
+                             "): a start of this configuration would stop at once (exit status 2)",
+                         "if a cppcdc runs this pipeline already, leave it alone (a copy of its "
+                         "configuration needs its own slot_name, checkpoint and "
+                         "transactional_id); otherwise stop the other consumer first"));
   } else {
     out.push_back(pass("replication slot " + name + " exists and is free (lag " + lag + ")"));
   }
