@@ -137,6 +137,12 @@ TEST(KafkaCli, ACopiedConfigurationStopsBeforeItsSinkOpensAndTheRunningPipelineG
   ASSERT_TRUE(it::wait_until([&] { return committed_rows(bootstrap, topic) == 1; }, 60s, 500ms))
       << it::log_tail(log_a);
 
+  // preflight of the copy says what its start would do (it said "all checks passed" before).
+  const auto pre = it::run_cli({"preflight", "--config", (dir_b / "cdc.toml").string()}, 60);
+  EXPECT_EQ(pre.code, 3) << pre.output;
+  EXPECT_TRUE(has(pre.output, "replication slot " + db + " is in use by process ")) << pre.output;
+  EXPECT_TRUE(has(pre.output, "would stop at once (exit status 2)")) << pre.output;
+
   const auto t0 = std::chrono::steady_clock::now();
   const auto b = it::run_cli({"run", "--config", (dir_b / "cdc.toml").string()}, 60);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 20s) << b.output;
