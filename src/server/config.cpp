@@ -1751,8 +1751,15 @@ Result<ServerConfig> parse_config(std::string_view toml_text, const std::string&
     std::string hint;
     // toml++ reads a bare word after '=' as a number or a boolean and reports that; the usual
     // cause is a string without its quotes (mode = incremental).
-    const std::string what(e.description());
-    if (what.find("parsing") != std::string::npos && what.find("header") == std::string::npos &&
+    std::string what(e.description());
+    if (what.find("redefine") != std::string::npos) {
+      // toml++ 3.3 quotes the key of a duplicate badly ('"sosocket.timeout.ms"' for
+      // "socket.timeout.ms"); the line and column say which one, so the message does not
+      // repeat it.
+      what = "this key (or table) was already given earlier in the same table; TOML takes "
+             "each once: remove one of the two";
+    } else if (what.find("parsing") != std::string::npos &&
+               what.find("header") == std::string::npos &&
         (what.find("floating-point") != std::string::npos ||
          what.find("integer") != std::string::npos || what.find("boolean") != std::string::npos ||
          what.find("expected") != std::string::npos ||

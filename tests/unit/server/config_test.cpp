@@ -681,6 +681,14 @@ TEST(ServerConfig, TomlSyntaxErrorNamesLineAndColumn) {
   const std::string header = error_of("[source\ndsn = \"x\"\n");
   EXPECT_CONTAINS(header, "cdc.toml:1:");
   EXPECT_EQ(header.find("double quotes"), std::string::npos) << header;
+  // A key given twice: said as such, at the second one's line, without the quoting hint and
+  // without the parser's garbled echo of a quoted key ('"sosocket.timeout.ms"').
+  const std::string twice = error_of(
+      "[sink.kafka_properties]\n\"socket.timeout.ms\" = 30000\n\"socket.timeout.ms\" = 1000\n");
+  EXPECT_CONTAINS(twice, "cdc.toml:3:");
+  EXPECT_CONTAINS(twice, "already given earlier in the same table");
+  EXPECT_EQ(twice.find("double quotes"), std::string::npos) << twice;
+  EXPECT_EQ(twice.find("sosocket"), std::string::npos) << twice;
 }
 
 TEST(ServerConfig, LoadNamesAMissingFile) {
