@@ -1065,7 +1065,8 @@ class KafkaSink final : public TransactionalSink {
       rd_kafka_metadata_destroy(md);
       if (topic_err == RD_KAFKA_RESP_ERR_NO_ERROR ||
           topic_err == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE) {
-        spdlog::info("{}: {} goes to topic \"{}\" ({} partitions)", label_, raw, name, partitions);
+        spdlog::info("{}: {} goes to topic \"{}\" ({} partition{})", label_, raw, name, partitions,
+                     partitions == 1 ? "" : "s");
         guard.keep = true;
         return topic;
       }
