@@ -178,12 +178,7 @@ class HttpSink final : public Sink {
       }
       next_ = end;
     }
-    records_.clear();
-    ends_.clear();
-    record_headers_.clear();
-    kept_.clear();
-    next_ = 0;
-    failed_ = false;
+    drop_pending();
     return ok();
   }
 
@@ -193,12 +188,7 @@ class HttpSink final : public Sink {
   /// webhook-id when the slicing is the same, for a receiver that removes duplicates).
   Status recover() override {
     if (closed_) return fail(Error::invalid_state("http sink '" + shown_url_ + "' is closed"));
-    records_.clear();
-    ends_.clear();
-    record_headers_.clear();
-    kept_.clear();
-    next_ = 0;
-    failed_ = false;
+    drop_pending();
     return ok();
   }
 
@@ -221,11 +211,7 @@ class HttpSink final : public Sink {
     }
     closed_ = true;
     client_.reset();
-    records_.clear();
-    ends_.clear();
-    record_headers_.clear();
-    kept_.clear();
-    next_ = 0;
+    drop_pending();
     return st;
   }
 
@@ -242,6 +228,16 @@ class HttpSink final : public Sink {
   }
 
  private:
+  // Forgets the records written since the last successful flush (kept memory is reused).
+  void drop_pending() {
+    records_.clear();
+    ends_.clear();
+    record_headers_.clear();
+    kept_.clear();
+    next_ = 0;
+    failed_ = false;
+  }
+
   // What current_problem() reports: the request being retried, while it is.
   void note_failure(const Error& error) {
     std::lock_guard lock(problem_mutex_);
