@@ -7,7 +7,7 @@
 #               once by scripts/pg-dist.sh)
 #   --no-build  use build/ as it is (default: scripts/build.sh --target
 #               cppcdc_integration_tests first)
-#   --port      the server's port, default 55441 (CPPCDC_MATRIX_PORT); the cluster lives in
+#   --port      the server's port, default 25441 (CPPCDC_MATRIX_PORT); the cluster lives in
 #               /tmp/cppcdc-matrix-pg-PORT
 #
 # One server at a time: each major gets a fresh cluster, the core set runs against it one test
@@ -23,7 +23,7 @@ log() { printf '[pg-matrix] %s\n' "$*" >&2; }
 die() { printf '[pg-matrix] ERROR: %s\n' "$*" >&2; exit 2; }
 
 build=1
-PORT=${CPPCDC_MATRIX_PORT:-55441}
+PORT=${CPPCDC_MATRIX_PORT:-25441}
 majors=()
 while (($#)); do
   case "$1" in

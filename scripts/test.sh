@@ -8,16 +8,16 @@
 #   2. scripts/build.sh                     -> build/
 #   3. scripts/build.sh --asan              -> build-asan/ (the unit test executables only)
 #   4. scripts/build.sh --tsan              -> build-tsan/ (the unit test executables only)
-#   5. a throwaway PostgreSQL 15 on 127.0.0.1:55440 in /tmp/cppcdc-test-pg, a throwaway
-#      MariaDB 10.11 on 127.0.0.1:33440 in /tmp/cppcdc-test-mariadb, a throwaway Redis 7.0 on
-#      127.0.0.1:56379 in /tmp/cppcdc-test-redis and a throwaway Kafka broker on
+#   5. a throwaway PostgreSQL 15 on 127.0.0.1:25440 in /tmp/cppcdc-test-pg, a throwaway
+#      MariaDB 10.11 on 127.0.0.1:23440 in /tmp/cppcdc-test-mariadb, a throwaway Redis 7.0 on
+#      127.0.0.1:26379 in /tmp/cppcdc-test-redis and a throwaway Kafka broker on
 #      127.0.0.1:19092 (controller 19093) in /tmp/cppcdc-test-kafka, all removed on exit; the
 #      broker starts in the background while the unit tests run
 #   6. ctest in build/: unit tests in parallel, then integration tests one at a time (they use
 #      CPPCDC_TEST_PG_DSN / _PORT, CPPCDC_TEST_MARIADB_PORT, CPPCDC_TEST_REDIS_PORT and
 #      CPPCDC_TEST_KAFKA_BOOTSTRAP),
 #      then the PostgreSQL core set (label pgcore) against PostgreSQL 12 and 18
-#      (scripts/pg-matrix.sh: npm binaries, one server at a time on 127.0.0.1:55441, removed on
+#      (scripts/pg-matrix.sh: npm binaries, one server at a time on 127.0.0.1:25441, removed on
 #      exit; scripts/pg-matrix.sh alone runs all of 12 to 18), then the install tests, which
 #      share one Release build with default options, scripts/package.sh's build-pkg/: it is
 #      installed to a temporary prefix, examples/ built against it, no fault point in it; its
@@ -43,14 +43,17 @@ fi
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 
+# Every port here, and the ports the tests derive from them (PostgreSQL + 100..120, Redis + 1
+# and + 2), lies below Linux's ephemeral range (32768-60999), so no outgoing connection of a
+# busy machine can be holding one when a server wants to bind it.
 PG_DIR=/tmp/cppcdc-test-pg
-PG_PORT=55440
-MATRIX_PORT=55441          # scripts/pg-matrix.sh: its cluster lives in /tmp/cppcdc-matrix-pg-PORT
+PG_PORT=25440
+MATRIX_PORT=25441          # scripts/pg-matrix.sh: its cluster lives in /tmp/cppcdc-matrix-pg-PORT
 MATRIX_MAJORS=(12 18)      # 15 is the main run's server
 MARIADB_DIR=/tmp/cppcdc-test-mariadb
-MARIADB_PORT=33440
+MARIADB_PORT=23440
 REDIS_DIR=/tmp/cppcdc-test-redis
-REDIS_PORT=56379   # the redis restart tests run servers of their own on REDIS_PORT + 1 and + 2
+REDIS_PORT=26379   # the redis restart tests run servers of their own on REDIS_PORT + 1 and + 2
 KAFKA_DIR=/tmp/cppcdc-test-kafka
 KAFKA_PORT=19092
 JOBS=2

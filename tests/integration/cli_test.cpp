@@ -141,7 +141,7 @@ TEST_F(Cli, MissingDatabaseIsTerminal) {
 
 TEST_F(Cli, WalLevelOtherThanLogicalSaysHowToFixIt) {
   const char* port_env = std::getenv("CPPCDC_TEST_PG_PORT");
-  const int port = (port_env ? std::atoi(port_env) : 55440) + 7;
+  const int port = (port_env ? std::atoi(port_env) : 25440) + 7;
   const std::string pgdir = "/tmp/cppcdc-it-replica-" + std::to_string(port);
   const std::string script = std::string(CPPCDC_SOURCE_DIR) + "/scripts/pg.sh";
   ASSERT_EQ(std::system(("PG_WAL_LEVEL=replica " + script + " start " + pgdir + " " +

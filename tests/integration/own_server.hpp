@@ -121,13 +121,13 @@ class OwnServerTest : public ::testing::Test {
   // holding cdc.toml for a direct connection.
   void SetUp() override {
     const char* p = std::getenv("CPPCDC_TEST_PG_PORT");
-    port_ = (p ? std::atoi(p) : 55440) +
+    port_ = (p ? std::atoi(p) : 25440) +
             port_offset(::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::system((script("pg.sh") + " stop " + pg_dir() + " --purge >/dev/null 2>&1").c_str());
-    // The port lies inside the kernel's ephemeral range (32768-60999), so any process's
-    // client connection may have been given it as its local port, and holds it (also in
-    // TIME_WAIT, up to a minute after it closed): PostgreSQL then cannot bind it. Rare, but
-    // the tests open thousands of connections. Wait for it rather than fail.
+    // scripts/test.sh picks its ports below Linux's ephemeral range (32768-60999 by default)
+    // so that no client connection is given one as its local port. A base port set by hand
+    // may lie inside it; the port is then held by such a connection (also in TIME_WAIT, up
+    // to a minute after it closed) and PostgreSQL cannot bind it. Wait for it, not fail.
     ASSERT_TRUE(wait_until([&] { return port_bindable(port_); }, std::chrono::seconds(70)))
         << "127.0.0.1:" << port_ << " stayed in use for 70 s";
     const std::string out = "/tmp/cppcdc-it-own-" + std::to_string(port_) + ".start.log";

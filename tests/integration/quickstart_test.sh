@@ -6,12 +6,12 @@
 # stop, and `teardown --yes`.
 #
 # Usage: quickstart_test.sh REPO_ROOT CPPCDC_BINARY
-# Environment: CPPCDC_TEST_QUICKSTART_PORT (default 55445), the cluster's port.
+# Environment: CPPCDC_TEST_QUICKSTART_PORT (default 25445), the cluster's port.
 set -euo pipefail
 
 ROOT=${1:?usage: quickstart_test.sh REPO_ROOT CPPCDC_BINARY}
 CPPCDC=${2:?usage: quickstart_test.sh REPO_ROOT CPPCDC_BINARY}
-PORT=${CPPCDC_TEST_QUICKSTART_PORT:-55445}
+PORT=${CPPCDC_TEST_QUICKSTART_PORT:-25445}
 WORK=$(mktemp -d /tmp/cppcdc-quickstart.XXXXXX)
 chmod 0755 "$WORK"
 PGDIR=$WORK/pg

@@ -35,7 +35,7 @@ std::string pgbin() {
 
 std::string test_port() {
   const char* p = std::getenv("CPPCDC_TEST_PG_PORT");
-  return p ? p : "55440";
+  return p ? p : "25440";
 }
 
 // A schema_change adds the new shape's new columns as NULL to every row the replay holds,
