@@ -19,8 +19,7 @@
 #include "cppcdc/avro.hpp"
 #include "cppcdc/cloudevents.hpp"
 #include "cppcdc/kafka.hpp"
-#include "integration/kafka/kafka_util.hpp"
-#include "integration/pg_util.hpp"
+#include "integration/kafka/kafka_capture.hpp"
 #include "schema_registry_double.hpp"
 #include "wait_until.hpp"
 
@@ -65,14 +64,7 @@ struct AvroRecord {
 // The records kafka_tool.py read-avro (and read-avro-apicurio) prints, one JSON line each.
 std::vector<AvroRecord> avro_records(const std::string& output) {
   std::vector<AvroRecord> out;
-  std::size_t start = 0;
-  while (start < output.size()) {
-    std::size_t end = output.find('\n', start);
-    if (end == std::string::npos) end = output.size();
-    const std::string line = output.substr(start, end - start);
-    start = end + 1;
-    if (line.empty()) continue;
-    const auto v = boost::json::parse(line).as_object();
+  for (const auto& v : kafka_it::json_lines(output)) {
     out.push_back(
         {v.at("value").as_object(), v.at("key"), v.at("value_schema_id"), v.at("key_schema_id")});
   }
@@ -255,45 +247,22 @@ TEST(KafkaCodecCli, CapturedRowsArriveAsConfluentFramedAvroWithTheRegistrysIds) 
   KAFKA_TEST_BOOTSTRAP(bootstrap);
   RegistryDouble registry;
   ASSERT_TRUE(registry.up());
-  const std::string db = it::test_database("kcodec");
-  it::fresh_database(db);
-  it::PgSession pg(it::dsn_for(db));
-  pg.query("create table t (id int primary key, v text, j jsonb)");
-  const std::string tag = kafka_it::unique_topic("kcodec");
-  const std::string slot = "kcodec_" + std::to_string(::getpid());
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("cppcdc-kcodec-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  std::ofstream(dir / "cdc.toml") << "[source]\ndsn = \"" << it::dsn_for(db)
-                                  << "\"\ntables = [\"public.t\"]\nslot_name = \"" << slot
-                                  << "\"\nsource_name = \"" << tag
-                                  << "\"\n\n[sink]\ntype = \"kafka\"\n"
-                                  << "bootstrap_servers = \"" << bootstrap
-                                  << "\"\ncreate_topics = true\ncodec = \"avro\"\n"
-                                  << "[sink.codec_options.schema_registry]\nurl = \""
-                                  << registry.url() << "\"\n\n"
-                                  << "[state.offset]\ndir = \"" << (dir / "state").string()
-                                  << "\"\n";
-  pid_t child = -1;
-  it::start_cppcdc_process(child, dir, it::admin_dsn(), slot);
-  pg.query("insert into t values (1, 'one', '{\"a\": 1}'), (2, 'two', null), (3, 'three', '[]')");
-  pg.query("update t set v = 'uno' where id = 1");
-  pg.query("delete from t where id = 2");
+  kafka_it::PgCapture cap("kcodec", bootstrap,
+                          "create table t (id int primary key, v text, j jsonb)");
+  cap.write_config("codec = \"avro\"\n[sink.codec_options.schema_registry]\nurl = \"" +
+                   registry.url() + "\"");
+  ASSERT_NO_FATAL_FAILURE(cap.start());
+  cap.pg().query(
+      "insert into t values (1, 'one', '{\"a\": 1}'), (2, 'two', null), (3, 'three', '[]')");
+  cap.pg().query("update t set v = 'uno' where id = 1");
+  cap.pg().query("delete from t where id = 2");
 
-  const std::string topic = tag + ".public.t";
+  const std::string topic = cap.topic();
   std::vector<AvroRecord> records;
-  const bool arrived = test::wait_until(
-      [&] {
-        if (kafka_it::partition_count(bootstrap, topic) <= 0) return false;
-        bool failed = false;
-        records = read_avro(bootstrap, topic, true, &failed);
-        return !failed && records.size() >= 5;
-      },
-      std::chrono::seconds(90));
-  it::stop_cppcdc_process(child, SIGTERM);
-  it::drop_slots(db);
-  ASSERT_TRUE(arrived) << records.size() << " records\n" << it::log_tail(dir / "cppcdc.log");
+  ASSERT_TRUE(cap.await(5, records,
+                        [&](bool& failed) { return read_avro(bootstrap, topic, true, &failed); }))
+      << records.size() << " records\n"
+      << cap.log();
   ASSERT_EQ(records.size(), 5u);
 
   auto value_id = registry_id(registry.url(), topic + "-value", avro_event_schema());
@@ -306,7 +275,7 @@ TEST(KafkaCodecCli, CapturedRowsArriveAsConfluentFramedAvroWithTheRegistrysIds) 
     EXPECT_EQ(v.at("op").as_string(), ops[i]);
     EXPECT_EQ(v.at("table").as_string(), "t");
     EXPECT_EQ(v.at("schema").as_string(), "public");
-    EXPECT_EQ(v.at("source").at("source_name").as_string(), tag);
+    EXPECT_EQ(v.at("source").at("source_name").as_string(), cap.tag());
     EXPECT_EQ(test::as_int(records[i].value_schema_id), value_id);
     EXPECT_EQ(test::as_int(records[i].key_schema_id), key_id);
     EXPECT_EQ(records[i].key.at("key").as_string(), std::string("{\"id\":\"") + keys[i] + "\"}");
@@ -317,7 +286,6 @@ TEST(KafkaCodecCli, CapturedRowsArriveAsConfluentFramedAvroWithTheRegistrysIds) 
   EXPECT_TRUE(records[4].value.at("after").is_null());
   EXPECT_EQ(records[4].value.at("before").as_string(), R"({"id":"2"})");
   EXPECT_TRUE(records[4].value.at("before_is_key_only").as_bool());
-  if (!HasFailure()) std::filesystem::remove_all(dir);
 }
 
 // `cppcdc preflight` checks the codec's registry subjects for the topics the captured tables go
@@ -327,25 +295,12 @@ TEST(KafkaCodecCli, PreflightChecksTheRegistrySubjectsOfTheCapturedTables) {
   KAFKA_TEST_BOOTSTRAP(bootstrap);
   RegistryDouble registry;
   ASSERT_TRUE(registry.up());
-  const std::string db = it::test_database("kcpf");
-  it::fresh_database(db);
-  it::PgSession(it::dsn_for(db)).query("create table t (id int primary key)");
-  const std::string tag = kafka_it::unique_topic("kcpf");
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("cppcdc-kcpf-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  const auto config = dir / "cdc.toml";
-  std::ofstream(config) << "[source]\ndsn = \"" << it::dsn_for(db)
-                        << "\"\ntables = [\"public.t\"]\nslot_name = \"kcpf_" << ::getpid()
-                        << "\"\nsource_name = \"" << tag << "\"\n\n[sink]\ntype = \"kafka\"\n"
-                        << "bootstrap_servers = \"" << bootstrap
-                        << "\"\ncreate_topics = true\ncodec = \"avro\"\n"
-                        << "[sink.codec_options.schema_registry]\nurl = \"" << registry.url()
-                        << "\"\nauto_register = false\n\n[state.offset]\ndir = \""
-                        << (dir / "state").string() << "\"\n";
-  const std::string topic = tag + ".public.t";
-  const auto missing = it::run_cli({"preflight", "--config", config.string()}, 120);
+  kafka_it::PgCapture cap("kcpf", bootstrap, "create table t (id int primary key)");
+  cap.write_config("codec = \"avro\"\n[sink.codec_options.schema_registry]\nurl = \"" +
+                   registry.url() + "\"\nauto_register = false");
+  const std::string config = cap.config();
+  const std::string topic = cap.topic();
+  const auto missing = it::run_cli({"preflight", "--config", config}, 120);
   EXPECT_EQ(missing.code, 3) << missing.output;
   EXPECT_NE(missing.output.find("FAIL  schema registry"), std::string::npos) << missing.output;
   EXPECT_NE(missing.output.find(topic + "-value"), std::string::npos) << missing.output;
@@ -359,14 +314,12 @@ TEST(KafkaCodecCli, PreflightChecksTheRegistrySubjectsOfTheCapturedTables) {
                                          std::string(avro_event_schema())));
   ASSERT_TRUE((*client)->register_schema(topic + "-key", SchemaType::kAvro,
                                          std::string(avro_key_schema())));
-  const auto registered = it::run_cli({"preflight", "--config", config.string()}, 120);
+  const auto registered = it::run_cli({"preflight", "--config", config}, 120);
   EXPECT_NE(registered.output.find("holds or accepts the Avro schemas of 2 subjects"),
             std::string::npos)
       << registered.output;
   EXPECT_EQ(registered.output.find("FAIL  schema registry"), std::string::npos)
       << registered.output;
-  it::drop_slots(db);
-  if (!HasFailure()) std::filesystem::remove_all(dir);
 }
 
 // ---- CloudEvents: read by the CNCF's CloudEvents Python SDK (kafka_tool.py read-cloudevents)
@@ -376,20 +329,9 @@ std::vector<boost::json::object> read_cloudevents(const std::string& bootstrap,
   const auto o =
       kafka_it::run_command(kafka_it::tool() + " " + bootstrap + " read-cloudevents " + topic);
   EXPECT_EQ(o.code, 0) << "the CloudEvents SDK could not read topic " << topic << ": " << o.output;
-  std::vector<boost::json::object> out;
-  std::size_t start = 0;
-  while (start < o.output.size()) {
-    std::size_t end = o.output.find('\n', start);
-    if (end == std::string::npos) end = o.output.size();
-    const std::string line = o.output.substr(start, end - start);
-    start = end + 1;
-    if (!line.empty()) out.push_back(boost::json::parse(line).as_object());
-  }
-  return out;
+  return kafka_it::json_lines(o.output);
 }
 
-// The same events in both modes: the SDK finds the same attributes (binary mode from the ce_
-// headers, structured from the document) and the envelope as the data.
 // `cppcdc preflight` with type = "apicurio" and auto_register = false: an artifact holding
 // another schema than the one cppcdc writes stops the start, named with its group; nothing is
 // written; once the schemas are versions of the artifacts, the check passes.
@@ -397,24 +339,12 @@ TEST(KafkaCodecCli, ApicurioPreflightRefusesAnArtifactHoldingAnotherSchemaNaming
   KAFKA_TEST_BOOTSTRAP(bootstrap);
   RegistryDouble registry({}, RegistryDouble::kApicurio);
   ASSERT_TRUE(registry.up());
-  const std::string db = it::test_database("kcap");
-  it::fresh_database(db);
-  it::PgSession(it::dsn_for(db)).query("create table t (id int primary key)");
-  const std::string tag = kafka_it::unique_topic("kcap");
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("cppcdc-kcap-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  const auto config = dir / "cdc.toml";
-  std::ofstream(config) << "[source]\ndsn = \"" << it::dsn_for(db)
-                        << "\"\ntables = [\"public.t\"]\nslot_name = \"kcap_" << ::getpid()
-                        << "\"\nsource_name = \"" << tag << "\"\n\n[sink]\ntype = \"kafka\"\n"
-                        << "bootstrap_servers = \"" << bootstrap
-                        << "\"\ncreate_topics = true\ncodec = \"avro\"\n"
-                        << "[sink.codec_options.schema_registry]\ntype = \"apicurio\"\nurl = \""
-                        << registry.url() << "\"\ngroup = \"cdc\"\nauto_register = false\n\n"
-                        << "[state.offset]\ndir = \"" << (dir / "state").string() << "\"\n";
-  const std::string topic = tag + ".public.t";
+  kafka_it::PgCapture cap("kcap", bootstrap, "create table t (id int primary key)");
+  cap.write_config(
+      "codec = \"avro\"\n[sink.codec_options.schema_registry]\ntype = \"apicurio\"\nurl = \"" +
+      registry.url() + "\"\ngroup = \"cdc\"\nauto_register = false");
+  const std::string config = cap.config();
+  const std::string topic = cap.topic();
   SchemaRegistryConfig c;
   c.type = SchemaRegistryType::kApicurio;
   c.url = registry.url();
@@ -423,7 +353,7 @@ TEST(KafkaCodecCli, ApicurioPreflightRefusesAnArtifactHoldingAnotherSchemaNaming
   ASSERT_TRUE(client);
   ASSERT_TRUE(
       (*client)->register_schema(topic + "-value", SchemaType::kAvro, R"({"type":"string"})"));
-  const auto differs = it::run_cli({"preflight", "--config", config.string()}, 120);
+  const auto differs = it::run_cli({"preflight", "--config", config}, 120);
   EXPECT_EQ(differs.code, 3) << differs.output;
   EXPECT_NE(differs.output.find("FAIL  schema registry"), std::string::npos) << differs.output;
   EXPECT_NE(differs.output.find("artifact \"" + topic + "-value\" in group \"cdc\""),
@@ -436,17 +366,17 @@ TEST(KafkaCodecCli, ApicurioPreflightRefusesAnArtifactHoldingAnotherSchemaNaming
                                          std::string(avro_event_schema())));
   ASSERT_TRUE((*client)->register_schema(topic + "-key", SchemaType::kAvro,
                                          std::string(avro_key_schema())));
-  const auto registered = it::run_cli({"preflight", "--config", config.string()}, 120);
+  const auto registered = it::run_cli({"preflight", "--config", config}, 120);
   EXPECT_NE(registered.output.find("holds or accepts the Avro schemas of 2 subjects"),
             std::string::npos)
       << registered.output;
   EXPECT_EQ(registered.output.find("FAIL  schema registry"), std::string::npos)
       << registered.output;
   EXPECT_EQ(registry.writes(), 3u);
-  it::drop_slots(db);
-  if (!HasFailure()) std::filesystem::remove_all(dir);
 }
 
+// The same events in both modes: the SDK finds the same attributes (binary mode from the ce_
+// headers, structured from the document) and the envelope as the data.
 TEST(KafkaCodecOnBroker, CloudEventsInBothModesAreWhatTheCloudEventsSdkReads) {
   KAFKA_TEST_BOOTSTRAP(bootstrap);
   const auto events = workload("shop");

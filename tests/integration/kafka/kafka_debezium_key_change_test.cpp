@@ -7,60 +7,30 @@
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
-#include <csignal>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
 
-#include "integration/kafka/kafka_util.hpp"
-#include "integration/pg_util.hpp"
-#include "wait_until.hpp"
+#include "integration/kafka/kafka_capture.hpp"
 
 namespace cppcdc {
 namespace {
 
 TEST(KafkaDebeziumCli, AKeyChangingUpdateIsADeleteUnderTheOldKeyAndACreateUnderTheNewOne) {
   KAFKA_TEST_BOOTSTRAP(bootstrap);
-  const std::string db = it::test_database("kdbzkey");
-  it::fresh_database(db);
-  it::PgSession pg(it::dsn_for(db));
   // REPLICA IDENTITY DEFAULT: the update's before-image holds the old key columns only.
-  pg.query("create table t (id int primary key, v text)");
-  const std::string tag = kafka_it::unique_topic("kdbzkey");
-  const std::string slot = "kdbzkey_" + std::to_string(::getpid());
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("cppcdc-kdbzkey-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  std::ofstream(dir / "cdc.toml") << "[source]\ndsn = \"" << it::dsn_for(db)
-                                  << "\"\ntables = [\"public.t\"]\nslot_name = \"" << slot
-                                  << "\"\nsource_name = \"" << tag
-                                  << "\"\n\n[sink]\ntype = \"kafka\"\n"
-                                  << "bootstrap_servers = \"" << bootstrap
-                                  << "\"\ncreate_topics = true\ncodec = \"debezium_json\"\n"
-                                  << "tombstones_on_delete = true\n\n"
-                                  << "[state.offset]\ndir = \"" << (dir / "state").string()
-                                  << "\"\n";
-  pid_t child = -1;
-  it::start_cppcdc_process(child, dir, it::admin_dsn(), slot);
-  pg.query("insert into t values (1, 'one'), (2, 'two')");
-  pg.query("update t set id = id + 100");
+  kafka_it::PgCapture cap("kdbzkey", bootstrap, "create table t (id int primary key, v text)");
+  cap.write_config("codec = \"debezium_json\"\ntombstones_on_delete = true");
+  ASSERT_NO_FATAL_FAILURE(cap.start());
+  cap.pg().query("insert into t values (1, 'one'), (2, 'two')");
+  cap.pg().query("update t set id = id + 100");
 
   // insert 1, insert 2, then per moved row: delete, tombstone, create.
-  const std::string topic = tag + ".public.t";
   std::vector<kafka_it::Record> records;
-  const bool arrived = test::wait_until(
-      [&] {
-        if (kafka_it::partition_count(bootstrap, topic) <= 0) return false;
-        records = kafka_it::read_topic(bootstrap, topic);
-        return records.size() >= 8;
-      },
-      std::chrono::seconds(90));
-  it::stop_cppcdc_process(child, SIGTERM);
-  it::drop_slots(db);
-  ASSERT_TRUE(arrived) << records.size() << " records\n" << it::log_tail(dir / "cppcdc.log");
+  ASSERT_TRUE(
+      cap.await(8, records, [&](bool&) { return kafka_it::read_topic(bootstrap, cap.topic()); }))
+      << records.size() << " records\n"
+      << cap.log();
   ASSERT_EQ(records.size(), 8u);
 
   // The records of each key in offset order (one partition: create_topics makes one).
@@ -92,11 +62,10 @@ TEST(KafkaDebeziumCli, AKeyChangingUpdateIsADeleteUnderTheOldKeyAndACreateUnderT
     EXPECT_EQ(value.at("after").at("v").as_string(), old_id == 1 ? "one" : "two");
     EXPECT_EQ(moved.header("op"), std::optional<std::string>("insert"));
     // codec_options name no database: source.db is the one the dsn connects to.
-    EXPECT_EQ(value.at("source").at("db").as_string(), db);
+    EXPECT_EQ(value.at("source").at("db").as_string(), cap.database());
     // The delete and the create share the update's source position.
     EXPECT_EQ(by_key[old_key][1]->header("source.offset"), moved.header("source.offset"));
   }
-  if (!HasFailure()) std::filesystem::remove_all(dir);
 }
 
 }  // namespace

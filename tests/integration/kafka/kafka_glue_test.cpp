@@ -73,15 +73,7 @@ TEST(KafkaGlueOnBroker, GlueFramedAvroIsWhatPythonReadsWithTheRegistrysUuids) {
         kafka_it::run_command(kafka_it::tool() + " " + bootstrap + " read-avro " + topic + " " +
                               dir + "event.avsc " + dir + "event_key.avsc glue");
     ASSERT_EQ(o.code, 0) << "Python could not read topic " << topic << ": " << o.output;
-    std::vector<boost::json::object> records;
-    std::size_t start = 0;
-    while (start < o.output.size()) {
-      std::size_t end = o.output.find('\n', start);
-      if (end == std::string::npos) end = o.output.size();
-      const std::string line = o.output.substr(start, end - start);
-      start = end + 1;
-      if (!line.empty()) records.push_back(boost::json::parse(line).as_object());
-    }
+    const auto records = kafka_it::json_lines(o.output);
     ASSERT_EQ(records.size(), events.size());
     for (std::size_t i = 0; i < events.size(); ++i) {
       SCOPED_TRACE(events[i].to_json());

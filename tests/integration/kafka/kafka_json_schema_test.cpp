@@ -17,8 +17,8 @@
 
 #include "cppcdc/json_schema.hpp"
 #include "cppcdc/kafka.hpp"
-#include "integration/kafka/kafka_util.hpp"
-#include "integration/pg_util.hpp"
+#include "integration/kafka/every_op_workload.hpp"
+#include "integration/kafka/kafka_capture.hpp"
 #include "schema_registry_double.hpp"
 #include "wait_until.hpp"
 
@@ -26,63 +26,6 @@ namespace cppcdc {
 namespace {
 
 namespace json = boost::json;
-
-// Events of every op, with json columns, SQL NULL, escapes, both before-image shapes, an
-// unavailable TOAST column, snapshot and transaction metadata.
-std::vector<Event> workload(const std::string& source_name) {
-  std::vector<Event> out;
-  const auto source = [&](int n) {
-    return SourceMetadata{source_name, "0/" + std::to_string(0x5000 + n), 1700000000000 + n};
-  };
-  for (int id = 1; id <= 2; ++id) {
-    EventBuilder b("orders", Operation::kInsert);
-    b.schema("public")
-        .source(source(id))
-        .ts(1700000000500 + id)
-        .primary_key({"id"})
-        .transaction(TransactionMetadata{static_cast<std::uint64_t>(800 + id), 1, 0})
-        .after(Row{{"id", std::to_string(id), false},
-                   {"note", "n\"ote ✓\n" + std::to_string(id), false},
-                   {"doc", R"({"n":)" + std::to_string(id) + R"(,"tags":["a",null]})", true},
-                   {"gone", std::nullopt, false}});
-    out.push_back(b.build());
-  }
-  EventBuilder u("orders", Operation::kUpdate);
-  u.schema("public")
-      .source(source(3))
-      .ts(1700000000600)
-      .primary_key({"id"})
-      .transaction(TransactionMetadata{18446744073709551615ULL, 2, 1})
-      .before(BeforeFull{Row{{"id", "1", false}, {"note", "old", false}}, {"big"}})
-      .after(Row{{"id", "1", false}, {"note", "new", false}})
-      .unavailable_columns({"big"});
-  out.push_back(u.build());
-  EventBuilder d("orders", Operation::kDelete);
-  d.schema("public")
-      .source(source(4))
-      .ts(1700000000700)
-      .primary_key({"id"})
-      .before(BeforeKeyOnly{Row{{"id", "2", false}}});
-  out.push_back(d.build());
-  EventBuilder r("orders", Operation::kRead);
-  r.schema("public")
-      .source(source(5))
-      .ts(1700000000800)
-      .primary_key({"id"})
-      .snapshot(SnapshotMetadata{"snap-1", 3, true})
-      .after(Row{{"id", "9", false}, {"note", std::nullopt, false}});
-  out.push_back(r.build());
-  EventBuilder t("orders", Operation::kTruncate);
-  t.schema("public").source(source(6)).ts(1700000000900).primary_key({"id"});
-  out.push_back(t.build());
-  EventBuilder m("audit__messages", Operation::kMessage);
-  m.source(source(7))
-      .ts(1700000001000)
-      .after(
-          Row{{"prefix", "audit", false}, {"content", "hi", false}, {"transactional", "t", false}});
-  out.push_back(m.build());
-  return out;
-}
 
 struct JsonSchemaRecord {
   json::value value, key;
@@ -103,14 +46,7 @@ std::vector<JsonSchemaRecord> read_json_schema(const std::string& bootstrap,
     EXPECT_EQ(o.code, 0) << "confluent-kafka's JSONDeserializer could not read topic " << topic;
   }
   std::vector<JsonSchemaRecord> out;
-  std::size_t start = 0;
-  while (start < o.output.size()) {
-    std::size_t end = o.output.find('\n', start);
-    if (end == std::string::npos) end = o.output.size();
-    const std::string line = o.output.substr(start, end - start);
-    start = end + 1;
-    if (line.empty()) continue;
-    const auto v = json::parse(line).as_object();
+  for (const auto& v : kafka_it::json_lines(o.output)) {
     out.push_back({v.at("value"), v.at("key"), v.at("value_schema_id"), v.at("key_schema_id"),
                    v.at("value_title"), v.at("key_title"), v.at("value_subject_id"),
                    v.at("key_subject_id")});
@@ -179,7 +115,7 @@ TEST(KafkaJsonSchemaOnBroker, ConfluentsJsonDeserializerReadsTheRegistrysSchemas
 
   const std::string topic = kafka_it::unique_topic("json-schema");
   ASSERT_TRUE(kafka_it::create_topic(bootstrap, topic, 1));
-  const auto events = workload("shop");
+  const auto events = kafka_it::every_op_workload("shop");
   produce(bootstrap, topic, make_json_schema_encoder(options), events);
 
   auto value_id = options.registry->lookup_schema(topic + "-value", SchemaType::kJson,
@@ -228,7 +164,7 @@ TEST(KafkaJsonSchemaOnBroker, FixedIdsNeedNoRegistryAtTheProducer) {
   JsonSchemaCodecOptions options;
   options.schema_id = *value_id;
   options.key_schema_id = *key_id;
-  const auto events = workload("shop");
+  const auto events = kafka_it::every_op_workload("shop");
   produce(bootstrap, topic, make_json_schema_encoder(options), events);
   EXPECT_EQ(registry.requests().size(), before) << "the producer asked the registry nothing";
 
@@ -252,59 +188,37 @@ TEST(KafkaJsonSchemaCli, PreflightNamesAMissingSubjectThenCapturedRowsArriveFram
   KAFKA_TEST_BOOTSTRAP(bootstrap);
   RegistryDouble registry;
   ASSERT_TRUE(registry.up());
-  const std::string db = it::test_database("kjs");
-  it::fresh_database(db);
-  it::PgSession pg(it::dsn_for(db));
-  pg.query("create table t (id int primary key, v text, j jsonb)");
-  const std::string tag = kafka_it::unique_topic("kjs");
-  const std::string slot = "kjs_" + std::to_string(::getpid());
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("cppcdc-kjs-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  kafka_it::PgCapture cap("kjs", bootstrap, "create table t (id int primary key, v text, j jsonb)");
   const auto write_config = [&](bool auto_register) {
-    std::ofstream(dir / "cdc.toml")
-        << "[source]\ndsn = \"" << it::dsn_for(db) << "\"\ntables = [\"public.t\"]\nslot_name = \""
-        << slot << "\"\nsource_name = \"" << tag << "\"\n\n[sink]\n"
-        << "type = \"kafka\"\nbootstrap_servers = \"" << bootstrap
-        << "\"\ncreate_topics = true\ncodec = \"json_schema\"\n"
-        << "[sink.codec_options.schema_registry]\nurl = \"" << registry.url()
-        << "\"\nauto_register = " << (auto_register ? "true" : "false") << "\n\n"
-        << "[state.offset]\ndir = \"" << (dir / "state").string() << "\"\n";
+    cap.write_config("codec = \"json_schema\"\n[sink.codec_options.schema_registry]\nurl = \"" +
+                     registry.url() + "\"\nauto_register = " + (auto_register ? "true" : "false"));
   };
-  const std::string topic = tag + ".public.t";
+  const std::string topic = cap.topic();
 
   write_config(false);
-  const auto missing = it::run_cli({"preflight", "--config", (dir / "cdc.toml").string()}, 120);
+  const auto missing = it::run_cli({"preflight", "--config", cap.config()}, 120);
   EXPECT_EQ(missing.code, 3) << missing.output;
   EXPECT_NE(missing.output.find("FAIL  schema registry"), std::string::npos) << missing.output;
   EXPECT_NE(missing.output.find(topic + "-value"), std::string::npos) << missing.output;
   EXPECT_EQ(registry.writes(), 0u) << "auto_register = false: preflight writes nothing";
 
   write_config(true);
-  const auto accepts = it::run_cli({"preflight", "--config", (dir / "cdc.toml").string()}, 120);
+  const auto accepts = it::run_cli({"preflight", "--config", cap.config()}, 120);
   EXPECT_NE(accepts.output.find("holds or accepts the JSON Schemas of 2 subjects"),
             std::string::npos)
       << accepts.output;
 
-  pid_t child = -1;
-  it::start_cppcdc_process(child, dir, it::admin_dsn(), slot);
-  pg.query("insert into t values (1, 'one', '{\"a\": [1, null]}'), (2, 'two', null)");
-  pg.query("update t set v = 'uno' where id = 1");
-  pg.query("delete from t where id = 2");
+  ASSERT_NO_FATAL_FAILURE(cap.start());
+  cap.pg().query("insert into t values (1, 'one', '{\"a\": [1, null]}'), (2, 'two', null)");
+  cap.pg().query("update t set v = 'uno' where id = 1");
+  cap.pg().query("delete from t where id = 2");
 
   std::vector<JsonSchemaRecord> records;
-  const bool arrived = test::wait_until(
-      [&] {
-        if (kafka_it::partition_count(bootstrap, topic) <= 0) return false;
-        bool failed = false;
-        records = read_json_schema(bootstrap, topic, registry.url(), &failed);
-        return !failed && records.size() >= 4;
-      },
-      std::chrono::seconds(90));
-  it::stop_cppcdc_process(child, SIGTERM);
-  it::drop_slots(db);
-  ASSERT_TRUE(arrived) << records.size() << " records\n" << it::log_tail(dir / "cppcdc.log");
+  ASSERT_TRUE(cap.await(
+      4, records,
+      [&](bool& failed) { return read_json_schema(bootstrap, topic, registry.url(), &failed); }))
+      << records.size() << " records\n"
+      << cap.log();
   ASSERT_EQ(records.size(), 4u);
 
   auto admin = client_of(registry.url());
@@ -321,7 +235,7 @@ TEST(KafkaJsonSchemaCli, PreflightNamesAMissingSubjectThenCapturedRowsArriveFram
     EXPECT_EQ(v.at("op"), ops[i]);
     EXPECT_EQ(v.at("table"), "t");
     EXPECT_EQ(v.at("schema"), "public");
-    EXPECT_EQ(v.at("source").at("source_name"), json::value(tag));
+    EXPECT_EQ(v.at("source").at("source_name"), json::value(cap.tag()));
     EXPECT_EQ(records[i].value_schema_id, json::value(*value_id));
     EXPECT_EQ(records[i].key_schema_id, json::value(*key_id));
     EXPECT_EQ(records[i].key, json::parse(std::string(R"({"id":")") + keys[i] + "\"}"));
@@ -333,7 +247,6 @@ TEST(KafkaJsonSchemaCli, PreflightNamesAMissingSubjectThenCapturedRowsArriveFram
   EXPECT_TRUE(records[3].value.at("after").is_null());
   EXPECT_EQ(records[3].value.at("before"), json::parse(R"({"id":"2"})"));
   EXPECT_EQ(records[3].value.at("before_is_key_only"), true);
-  if (!HasFailure()) std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -26,8 +26,8 @@
 #include "avro_expect.hpp"
 #include "cppcdc/kafka.hpp"
 #include "cppcdc/protobuf.hpp"
-#include "integration/kafka/kafka_util.hpp"
-#include "integration/pg_util.hpp"
+#include "integration/kafka/every_op_workload.hpp"
+#include "integration/kafka/kafka_capture.hpp"
 #include "schema_registry_double.hpp"
 #include "wait_until.hpp"
 
@@ -35,63 +35,6 @@ namespace cppcdc {
 namespace {
 
 namespace json = boost::json;
-
-// Events of every kind the codec must carry: json columns, SQL NULL, escapes and non-ASCII
-// text, both before-image shapes, an unavailable TOAST column, a transaction id above 2^63,
-// snapshot metadata, and keyless events (truncate, a message).
-std::vector<Event> workload(const std::string& source_name) {
-  std::vector<Event> out;
-  const auto source = [&](int n) {
-    return SourceMetadata{source_name, "0/" + std::to_string(0x6000 + n), 1700000000000 + n};
-  };
-  for (int id = 1; id <= 2; ++id) {
-    EventBuilder b("orders", Operation::kInsert);
-    b.schema("public")
-        .source(source(id))
-        .ts(1700000000500 + id)
-        .primary_key({"id"})
-        .transaction(TransactionMetadata{static_cast<std::uint64_t>(900 + id), 1, 0})
-        .after(Row{{"id", std::to_string(id), false},
-                   {"note", "n\"ote ✓\n" + std::to_string(id), false},
-                   {"doc", R"({"n":)" + std::to_string(id) + R"(,"tags":["a",null]})", true},
-                   {"gone", std::nullopt, false}});
-    out.push_back(b.build());
-  }
-  EventBuilder u("orders", Operation::kUpdate);
-  u.schema("public")
-      .source(source(3))
-      .ts(1700000000600)
-      .primary_key({"id"})
-      .transaction(TransactionMetadata{18446744073709551615ULL, 2, 1})
-      .before(BeforeFull{Row{{"id", "1", false}, {"note", "old", false}}, {"big"}})
-      .after(Row{{"id", "1", false}, {"note", "new", false}})
-      .unavailable_columns({"big"});
-  out.push_back(u.build());
-  EventBuilder d("orders", Operation::kDelete);
-  d.schema("public")
-      .source(source(4))
-      .ts(1700000000700)
-      .primary_key({"id"})
-      .before(BeforeKeyOnly{Row{{"id", "2", false}}});
-  out.push_back(d.build());
-  EventBuilder r("orders", Operation::kRead);
-  r.schema("public")
-      .source(source(5))
-      .ts(1700000000800)
-      .primary_key({"id"})
-      .snapshot(SnapshotMetadata{"snap-1", 3, true})
-      .after(Row{{"id", "9", false}, {"note", std::nullopt, false}});
-  out.push_back(r.build());
-  EventBuilder t("orders", Operation::kTruncate);
-  t.schema("public").source(source(6)).ts(1700000000900).primary_key({"id"});
-  out.push_back(t.build());
-  EventBuilder m("audit__messages", Operation::kMessage);
-  m.source(source(7))
-      .ts(1700000001000)
-      .after(Row{{"prefix", "audit", false}, {"content", "hello", false}});
-  out.push_back(m.build());
-  return out;
-}
 
 struct ProtobufRecord {
   json::object value;
@@ -125,14 +68,7 @@ std::vector<ProtobufRecord> read_protobuf(const std::string& bootstrap, const st
     EXPECT_EQ(o.code, 0) << "python3-protobuf could not read topic " << topic;
   }
   std::vector<ProtobufRecord> out;
-  std::size_t start = 0;
-  while (start < o.output.size()) {
-    std::size_t end = o.output.find('\n', start);
-    if (end == std::string::npos) end = o.output.size();
-    const std::string line = o.output.substr(start, end - start);
-    start = end + 1;
-    if (line.empty()) continue;
-    const auto v = json::parse(line).as_object();
+  for (const auto& v : kafka_it::json_lines(o.output)) {
     out.push_back({v.at("value").as_object(), v.at("key"), v.at("same_bytes").as_bool(),
                    member(v, "value_schema_id"), member(v, "key_schema_id"),
                    member(v, "value_indexes"), member(v, "key_indexes"), member(v, "value_message"),
@@ -176,7 +112,7 @@ TEST(KafkaProtobufOnBroker, BareMessagesAreWhatPythonProtobufReadsFieldByField) 
   KAFKA_TEST_BOOTSTRAP(bootstrap);
   const std::string topic = kafka_it::unique_topic("protobuf-bare");
   ASSERT_TRUE(kafka_it::create_topic(bootstrap, topic, 1));
-  const auto events = workload("shop");
+  const auto events = kafka_it::every_op_workload("shop");
   produce(bootstrap, topic, make_protobuf_encoder(), events);
   const auto records = read_protobuf(bootstrap, topic, "");
   expect_workload(records, events);
@@ -197,7 +133,7 @@ TEST(KafkaProtobufOnBroker, ConfluentFramingCarriesTheRegistrysIdsAndTheMessageI
 
   const std::string topic = kafka_it::unique_topic("protobuf-confluent");
   ASSERT_TRUE(kafka_it::create_topic(bootstrap, topic, 1));
-  const auto events = workload("shop");
+  const auto events = kafka_it::every_op_workload("shop");
   produce(bootstrap, topic, make_protobuf_encoder(options), events);
 
   auto value_id = options.registry->lookup_schema(topic + "-value", SchemaType::kProtobuf,
@@ -234,28 +170,12 @@ TEST(KafkaProtobufCli, PreflightThenCapturedRowsArriveAsConfluentFramedProtobuf)
   KAFKA_TEST_BOOTSTRAP(bootstrap);
   RegistryDouble registry;
   ASSERT_TRUE(registry.up());
-  const std::string db = it::test_database("kproto");
-  it::fresh_database(db);
-  it::PgSession pg(it::dsn_for(db));
-  pg.query("create table t (id int primary key, v text, j jsonb)");
-  const std::string tag = kafka_it::unique_topic("kproto");
-  const std::string slot = "kproto_" + std::to_string(::getpid());
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("cppcdc-kproto-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  std::ofstream(dir / "cdc.toml") << "[source]\ndsn = \"" << it::dsn_for(db)
-                                  << "\"\ntables = [\"public.t\"]\nslot_name = \"" << slot
-                                  << "\"\nsource_name = \"" << tag
-                                  << "\"\n\n[sink]\ntype = \"kafka\"\n"
-                                  << "bootstrap_servers = \"" << bootstrap
-                                  << "\"\ncreate_topics = true\ncodec = \"protobuf\"\n"
-                                  << "[sink.codec_options.schema_registry]\nurl = \""
-                                  << registry.url() << "\"\nauto_register = false\n\n"
-                                  << "[state.offset]\ndir = \"" << (dir / "state").string()
-                                  << "\"\n";
-  const std::string config = (dir / "cdc.toml").string();
-  const std::string topic = tag + ".public.t";
+  kafka_it::PgCapture cap("kproto", bootstrap,
+                          "create table t (id int primary key, v text, j jsonb)");
+  cap.write_config("codec = \"protobuf\"\n[sink.codec_options.schema_registry]\nurl = \"" +
+                   registry.url() + "\"\nauto_register = false");
+  const std::string config = cap.config();
+  const std::string topic = cap.topic();
 
   const auto missing = it::run_cli({"preflight", "--config", config}, 120);
   EXPECT_EQ(missing.code, 3) << missing.output;
@@ -281,24 +201,18 @@ TEST(KafkaProtobufCli, PreflightThenCapturedRowsArriveAsConfluentFramedProtobuf)
       << registered.output;
   const auto writes = registry.writes();
 
-  pid_t child = -1;
-  it::start_cppcdc_process(child, dir, it::admin_dsn(), slot);
-  pg.query("insert into t values (1, 'one', '{\"a\": 1}'), (2, 'two', null), (3, 'three', '[]')");
-  pg.query("update t set v = 'uno' where id = 1");
-  pg.query("delete from t where id = 2");
+  ASSERT_NO_FATAL_FAILURE(cap.start());
+  cap.pg().query(
+      "insert into t values (1, 'one', '{\"a\": 1}'), (2, 'two', null), (3, 'three', '[]')");
+  cap.pg().query("update t set v = 'uno' where id = 1");
+  cap.pg().query("delete from t where id = 2");
 
   std::vector<ProtobufRecord> records;
-  const bool arrived = test::wait_until(
-      [&] {
-        if (kafka_it::partition_count(bootstrap, topic) <= 0) return false;
-        bool failed = false;
-        records = read_protobuf(bootstrap, topic, registry.url(), &failed);
-        return !failed && records.size() >= 5;
-      },
-      std::chrono::seconds(90));
-  it::stop_cppcdc_process(child, SIGTERM);
-  it::drop_slots(db);
-  ASSERT_TRUE(arrived) << records.size() << " records\n" << it::log_tail(dir / "cppcdc.log");
+  ASSERT_TRUE(cap.await(
+      5, records,
+      [&](bool& failed) { return read_protobuf(bootstrap, topic, registry.url(), &failed); }))
+      << records.size() << " records\n"
+      << cap.log();
   ASSERT_EQ(records.size(), 5u);
   EXPECT_EQ(registry.writes(), writes) << "auto_register = false: the sink writes nothing";
 
@@ -310,7 +224,7 @@ TEST(KafkaProtobufCli, PreflightThenCapturedRowsArriveAsConfluentFramedProtobuf)
     EXPECT_EQ(v.at("op").as_string(), ops[i]);
     EXPECT_EQ(v.at("table").as_string(), "t");
     EXPECT_EQ(v.at("schema").as_string(), "public");
-    EXPECT_EQ(v.at("source").at("source_name").as_string(), tag);
+    EXPECT_EQ(v.at("source").at("source_name").as_string(), cap.tag());
     EXPECT_EQ(test::as_int(records[i].value_schema_id), *value_id);
     EXPECT_EQ(test::as_int(records[i].key_schema_id), *key_id);
     EXPECT_EQ(records[i].value_indexes, json::array({4}));
@@ -329,7 +243,6 @@ TEST(KafkaProtobufCli, PreflightThenCapturedRowsArriveAsConfluentFramedProtobuf)
   EXPECT_EQ(records[4].value.at("before").as_string(), R"({"id":"2"})");
   EXPECT_TRUE(records[4].value.at("before_is_key_only").as_bool());
   EXPECT_TRUE(records[4].value.at("transaction").is_object());
-  if (!HasFailure()) std::filesystem::remove_all(dir);
 }
 
 }  // namespace

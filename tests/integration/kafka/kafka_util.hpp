@@ -113,26 +113,35 @@ struct Record {
   }
 };
 
+/// The JSON objects a reader printed, one a line (empty lines skipped); a line that is not a
+/// JSON object fails the test and is left out.
+inline std::vector<boost::json::object> json_lines(const std::string& output) {
+  std::vector<boost::json::object> out;
+  std::size_t start = 0;
+  while (start < output.size()) {
+    std::size_t end = output.find('\n', start);
+    if (end == std::string::npos) end = output.size();
+    const std::string line = output.substr(start, end - start);
+    start = end + 1;
+    if (line.empty()) continue;
+    boost::system::error_code ec;
+    boost::json::value v = boost::json::parse(line, ec);
+    if (ec || !v.is_object()) {
+      ADD_FAILURE() << "a reader printed a line that is not a JSON object: " << line;
+      continue;
+    }
+    out.push_back(std::move(v.as_object()));
+  }
+  return out;
+}
+
 /// Every record of `topic`, partition by partition in offset order (kafka_tool.py read).
 inline std::vector<Record> read_topic(const std::string& bootstrap, const std::string& topic,
                                       const std::string& isolation = "read_uncommitted") {
   std::vector<Record> out;
   const auto o = run_command(tool() + " " + bootstrap + " read " + topic + " " + isolation);
   EXPECT_EQ(o.code, 0) << "reading topic " << topic << " failed";
-  std::size_t start = 0;
-  while (start < o.output.size()) {
-    std::size_t end = o.output.find('\n', start);
-    if (end == std::string::npos) end = o.output.size();
-    const std::string line = o.output.substr(start, end - start);
-    start = end + 1;
-    if (line.empty()) continue;
-    boost::system::error_code ec;
-    const boost::json::value v = boost::json::parse(line, ec);
-    if (ec) {
-      ADD_FAILURE() << "kafka_tool.py printed a line that is not JSON: " << line;
-      continue;
-    }
-    const auto& o2 = v.as_object();
+  for (const auto& o2 : json_lines(o.output)) {
     Record r;
     r.partition = static_cast<int>(o2.at("partition").as_int64());
     r.offset = o2.at("offset").as_int64();
