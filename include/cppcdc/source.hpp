@@ -64,7 +64,10 @@ class Source {
 
   /// After a start() without a checkpoint: the resumable position the stream began at (for
   /// PostgreSQL the slot's confirmed flush LSN), so that the first checkpoint can be written
-  /// even when the first acknowledgement ends inside a transaction. nullopt when unknown.
+  /// even when the first acknowledgement ends inside a transaction. A checkpoint at it carries
+  /// no source state, so it must be a position a restart may stream from: nullopt while a
+  /// snapshot that such a restart would skip is pending (the snapshot's events carry their
+  /// positions). nullopt when unknown.
   virtual std::optional<std::string> initial_offset() const { return std::nullopt; }
 
   /// A position that may be checkpointed (and then confirmed) once every event handed out so

@@ -16,6 +16,7 @@
 #include "source/postgres/pg_conn.hpp"
 #include "source/postgres/server_checks.hpp"
 #include "source/postgres/settings.hpp"
+#include "source/postgres/slot.hpp"
 #include "source/postgres/snapshot.hpp"
 
 namespace cppcdc::pg {
@@ -216,6 +217,23 @@ void check_slot(PGconn* sql, const PostgresSourceConfig& config, const std::stri
     out.push_back(pass("snapshot mode initial_only: no replication slot is used"));
     return;
   }
+  // A pipeline reading its initial snapshot leaves its slot inactive, but holds its lock:
+  // true when that is so (a failed check is added), or when the look-up failed.
+  const auto held_by_a_running_pipeline = [&]() {
+    auto holder = detail::pipeline_lock_holder(sql, name);
+    if (!holder) {
+      out.push_back(failed(holder.error()));
+      return true;
+    }
+    if (!*holder) return false;
+    out.push_back(failed("the pipeline of replication slot " + name + " is running: " + **holder +
+                             " holds its lock: a start of this configuration would stop at "
+                             "once (exit status 2)",
+                         "if a cppcdc runs this pipeline already (it may be reading its "
+                         "snapshot), leave it alone; a copy of its configuration needs its own "
+                         "slot_name, checkpoint and transactional_id"));
+    return true;
+  };
   auto res = query(sql, out,
                    std::string("select plugin, database, active, active_pid, "
                                "confirmed_flush_lsn, coalesce(") +
@@ -225,6 +243,7 @@ void check_slot(PGconn* sql, const PostgresSourceConfig& config, const std::stri
                    "looking up replication slot " + name, {name});
   if (!res) return;
   if (PQntuples(res->get()) == 0) {
+    if (held_by_a_running_pipeline()) return;
     if (checkpoint && config.snapshot_mode == SnapshotMode::kWhenNeeded) {
       out.push_back(warn("replication slot " + name + " does not exist, but a checkpoint at " +
                              checkpoint->offset + " does",
@@ -289,6 +308,8 @@ void check_slot(PGconn* sql, const PostgresSourceConfig& config, const std::stri
                          "if a cppcdc runs this pipeline already, leave it alone (a copy of its "
                          "configuration needs its own slot_name, checkpoint and "
                          "transactional_id); otherwise stop the other consumer first"));
+  } else if (held_by_a_running_pipeline()) {
+    return;
   } else {
     out.push_back(pass("replication slot " + name + " exists and is free (lag " + lag + ")"));
   }

@@ -40,8 +40,9 @@ std::optional<UnresumableSnapshot> read_unresumable_snapshot(
 /// connection, or the replication connection the source would stream on, cannot be opened
 /// (terminal when the server refuses it, transient when it cannot be reached); an error (kind
 /// configuration, naming the slot and the process) when replication slot config.slot_name
-/// stays active for a few seconds; ok when it is not, when it does not exist, and under
-/// snapshot mode initial_only (no slot).
+/// stays active for a few seconds, or when another session keeps holding the pipeline lock
+/// (slot.hpp: a pipeline reading its initial snapshot); ok when neither, and under snapshot
+/// mode initial_only (no slot).
 Status check_slot_not_in_use(const PostgresSourceConfig& config);
 
 /// `cppcdc teardown` (ConfiguredSource::teardown) for `config`.

@@ -39,7 +39,60 @@ Result<SlotState> create_slot_exporting(const PostgresSourceConfig& config) {
   return slot;
 }
 
+/// The pipeline lock's key for the slot name in $1, as an SQL expression (bigint).
+constexpr const char* kPipelineLockKey =
+    "('x' || left(md5('cppcdc pipeline ' || $1::text), 16))::bit(64)::bigint";
+
 }  // namespace
+
+Result<std::optional<std::string>> pipeline_lock_holder(PGconn* sql, const std::string& slot) {
+  auto res =
+      exec(sql,
+           std::string("select l.pid::text, coalesce(a.application_name, ''), "
+                       "coalesce(host(a.client_addr), '') from (select ") +
+               kPipelineLockKey +
+               " as k) key join pg_locks l on l.locktype = 'advisory' and l.granted and "
+               "l.objsubid = 1 and l.classid = ((key.k >> 32) & 4294967295)::text::oid and "
+               "l.objid = (key.k & 4294967295)::text::oid and l.database = (select oid from "
+               "pg_database where datname = current_database()) and l.pid <> pg_backend_pid() "
+               "left join pg_stat_activity a on a.pid = l.pid",
+           "looking up who holds the pipeline lock of replication slot " + slot, {slot});
+  if (!res) return fail(res.error());
+  if (PQntuples(res->get()) == 0) return std::optional<std::string>();
+  const std::string app = get(res->get(), 0, 1).value_or("");
+  const std::string client = get(res->get(), 0, 2).value_or("");
+  std::string who = "PID " + get(res->get(), 0, 0).value_or("?");
+  if (!app.empty() || !client.empty()) {
+    who += " (";
+    if (!app.empty()) who += "application_name " + app;
+    if (!client.empty()) who += std::string(app.empty() ? "" : ", ") + "client " + client;
+    who += ")";
+  }
+  return std::optional<std::string>(std::move(who));
+}
+
+Status hold_pipeline_lock(PGconn* sql, const std::string& slot) {
+  using Clock = std::chrono::steady_clock;
+  const auto grace_end = Clock::now() + std::chrono::seconds(3);
+  for (;;) {
+    auto res = exec(sql, std::string("select pg_try_advisory_lock(") + kPipelineLockKey + ")",
+                    "taking the pipeline lock of replication slot " + slot, {slot});
+    if (!res) return fail(res.error());
+    if (get(res->get(), 0, 0).value_or("") == "t") return ok();
+    if (Clock::now() >= grace_end || ::cppcdc::detail::g_process_stop_requested.load()) {
+      auto holder = pipeline_lock_holder(sql, slot);
+      const std::string who =
+          holder && *holder ? **holder : std::string("a session the server does not show");
+      return fail(Error::source(ErrorKind::kTransient,
+                                "the pipeline of replication slot " + slot + " is held by " + who +
+                                    ": another cppcdc runs it, or this one's previous session "
+                                    "has not ended yet; if it persists, stop the other "
+                                    "process or give this configuration its own slot_name")
+                      .for_setting(SettingOwner::kSource, "slot_name"));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
 
 Error slot_in_use_error(const std::string& slot, std::optional<Error> refusal,
                         const std::string& active_pid) {
@@ -249,7 +302,28 @@ Status check_slot_not_in_use(const PostgresSourceConfig& config) {
     if (!res) {
       return fail(res.error());
     }
-    if (PQntuples(res->get()) == 0) return ok();
+    if (PQntuples(res->get()) == 0) {
+      // An inactive slot may still belong to a running pipeline: one reading its initial
+      // snapshot (the slot is used only once the stream starts). Its source holds the
+      // pipeline lock meanwhile.
+      auto holder = detail::pipeline_lock_holder(conn->get(), config.slot_name);
+      if (!holder) return fail(holder.error());
+      if (!*holder) return ok();
+      if (Clock::now() < grace_end && !::cppcdc::detail::g_process_stop_requested.load()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        continue;
+      }
+      return fail(Error::source(ErrorKind::kConfiguration,
+                                "the pipeline of replication slot " + config.slot_name +
+                                    " is running: " + **holder +
+                                    " holds its lock (replication slot " + config.slot_name +
+                                    " is not streaming yet: that pipeline is reading its "
+                                    "snapshot, or starting); stop it, or give this "
+                                    "configuration its own slot_name (and, with a "
+                                    "transactional Kafka sink, its own transactional_id). "
+                                    "Nothing was opened or changed")
+                      .for_setting(SettingOwner::kSource, "slot_name"));
+    }
     if (Clock::now() >= grace_end || ::cppcdc::detail::g_process_stop_requested.load()) {
       const std::string pid = detail::get(res->get(), 0, 0).value_or("?");
       const std::string app = detail::get(res->get(), 0, 1).value_or("");

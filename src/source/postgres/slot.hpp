@@ -49,4 +49,25 @@ Result<std::string> checkpoint_usable(PGconn* sql, const PostgresSourceConfig& c
 /// pg_replication_slot_advance(slot, to).
 Status advance_slot(PGconn* sql, const std::string& slot, Lsn to);
 
+// The pipeline's claim on its database: a session-level advisory lock whose key is derived
+// from the slot name (the first 64 bits of md5("cppcdc pipeline " + slot_name), computed by
+// the server), which a running source holds on its SQL connection from before its snapshot
+// to its close. The slot alone does not show that a pipeline runs: it is inactive while the
+// initial snapshot is read, and a copy of the configuration started then would pass the slot
+// check and open its sinks (a transactional Kafka sink's start fences the running
+// producer). Advisory locks need no privilege and end with their session, also when the
+// holding process is killed.
+
+/// Who holds the pipeline lock of `slot` in `sql`'s database, other than `sql`'s own
+/// session: "PID n (application_name a, client c)" as far as the server shows it, or nullopt
+/// when no other session holds it. Changes nothing.
+Result<std::optional<std::string>> pipeline_lock_holder(PGconn* sql, const std::string& slot);
+
+/// Takes the pipeline lock of `slot` on `sql` (held until `sql` closes), waiting up to 3 s for
+/// a holder that is ending. Errors: another session keeps holding it (transient: it may be
+/// the session of this pipeline's previous connection that the server has not yet seen
+/// close; the message names the holder and says what to do if it persists), or the
+/// statement fails.
+Status hold_pipeline_lock(PGconn* sql, const std::string& slot);
+
 }  // namespace cppcdc::pg::detail

@@ -53,8 +53,11 @@ class PostgresSource final : public Source {
     return tracker_;
   }
   std::string source_id() const override { return config_.slot_name; }
+  // Not while a first start's snapshot is pending: a checkpoint at the slot's position comes
+  // with no source state, and a restart from it would stream and skip the snapshot (a crash
+  // before its first chunk was acknowledged lost the rows). Its events carry the positions.
   std::optional<std::string> initial_offset() const override {
-    if (slot_confirmed_.is_zero()) return std::nullopt;
+    if (slot_confirmed_.is_zero() || snapshot_first_start_) return std::nullopt;
     return slot_confirmed_.to_string();
   }
 
@@ -87,6 +90,11 @@ class PostgresSource final : public Source {
     if (!sql) return fail(sql.error());
     sql_ = std::move(*sql);
     CPPCDC_TRY(detail::check_server(sql_.get(), config_, database_));
+    // The claim on the pipeline, from before its snapshot to close() (slot.hpp). initial_only
+    // uses no slot, and two such runs of one database do not meet.
+    if (config_.snapshot_mode != SnapshotMode::kInitialOnly) {
+      CPPCDC_TRY(detail::hold_pipeline_lock(sql_.get(), config_.slot_name));
+    }
     CPPCDC_TRY(detail::check_tables(sql_.get(), tables_, database_));
     if (config_.snapshot_mode != SnapshotMode::kNever || resume) {
       // A condition that does not parse is found now, before a publication or a slot is
@@ -198,6 +206,7 @@ class PostgresSource final : public Source {
     if (only && snapshot_ && snapshot_->id.empty()) {
       snapshot_->id = config_.slot_name + "@" + snapshot_->stream_start.to_string();
     }
+    snapshot_first_start_ = snapshot_.has_value() && !resume;
     if (snapshot_) {
       tracker_->set_pending(snapshot_->id, snapshot_->tables, snapshot_->table_index,
                             resume.has_value(), snapshot_->started_ms);
@@ -453,6 +462,8 @@ class PostgresSource final : public Source {
   std::set<TableName> tables_;
   std::string database_;
   Lsn slot_confirmed_;  // the slot's confirmed_flush_lsn at start
+  // start() began a snapshot without a checkpoint to continue: see initial_offset().
+  bool snapshot_first_start_ = false;
   ConnPtr sql_;         // start-up checks; then the reader thread's (catalog, peeks' SQL)
   std::optional<SnapshotProgress> snapshot_;  // to read before streaming
   std::shared_ptr<BlockingSnapshotTracker> tracker_ =
