@@ -7,8 +7,12 @@
 // webhook-id when it is cut the same way, so a receiver can drop the repeat).
 //
 // Failures: transport errors (refused, reset, timed out), 408, 429 and 5xx are retried with
-// jittered exponential back-off (a Retry-After that asks for longer wins); when the retries
-// are used up flush() fails with kind transient. Every other answer (3xx, other 4xx) is
+// jittered exponential back-off (a Retry-After that asks for longer wins), for a short while
+// only (retry.max_elapsed_ms, 5 s by default): a blip is ridden out inside flush(), an outage
+// is not. When the retries are used up flush() fails with kind transient, and the runtime
+// delivers the batch again after its own back-off, where every such failure counts for the
+// circuit breaker like a failed source read. Every failed request is counted
+// (failed_attempts()) as it happens. Every other answer (3xx, other 4xx) is
 // permanent: flush() fails with kind terminal, the error carrying the status and the first
 // bytes of the response body, unless `on_rejected` takes the batch (then it counts as
 // delivered). TLS verification failures and unusable certificate files are configuration
@@ -62,10 +66,18 @@ struct HttpAuth {
 /// min(max_backoff_ms, initial_backoff_ms * 2^n); a Retry-After (seconds or HTTP date) that
 /// asks for longer is honoured up to kHttpMaxRetryAfterMs.
 struct HttpRetryPolicy {
-  /// Attempts after the first one; -1: retry without end (a stop request still ends it).
+  /// Attempts after the first one; -1: no count limit (max_elapsed_ms and a stop request
+  /// still end the retries).
   std::int64_t max_retries = 10;
   std::uint32_t initial_backoff_ms = 500;
-  std::uint32_t max_backoff_ms = 30'000;
+  std::uint32_t max_backoff_ms = 2'000;
+  /// No retry starts once its wait would end later than this many ms after the request was
+  /// first sent (a request that hangs until request_timeout_ms can take longer): flush() fails
+  /// (transient) and the runtime owns the next attempt, under its back-off and circuit breaker. A
+  /// Retry-After beyond it is not waited for in this flush(); the next flush() sends no request
+  /// before that time. 0: no time limit (the retries of one flush() may then hide an outage from
+  /// the runtime for a long time).
+  std::uint32_t max_elapsed_ms = 5'000;
 };
 
 /// The longest wait a Retry-After header can ask for (5 minutes).

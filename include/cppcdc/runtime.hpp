@@ -257,6 +257,18 @@ struct RuntimeAdminSnapshot {
   BreakerState breaker_state = BreakerState::kClosed;
   /// Recoverable errors retried so far (source reads and sink deliveries together).
   std::uint64_t recoverable_errors = 0;
+  /// Recoverable errors in a row since the last success (what the breaker counts).
+  std::uint32_t consecutive_errors = 0;
+  /// While the runtime retries after a recoverable failure, from that failure until the next
+  /// success: the side that failed, "source" (reconnecting), "sink" (delivering the batch
+  /// again) or "checkpoint" (saving an idle position); empty otherwise.
+  std::string retrying;
+  /// Error::report() of the latest recoverable error; kept after a success (empty: none yet).
+  std::string last_recoverable_error;
+  /// True while the runtime runs and its source connection is up: from a successful start or
+  /// reconnect until a read fails (the source is then closed and reconnected) or the runtime
+  /// stops.
+  bool source_connected = false;
   /// The idempotency guard's counters (0 without a guard): entries pushed out of a full
   /// window, and events let through because nothing identifies them.
   std::uint64_t idempotency_evictions = 0;

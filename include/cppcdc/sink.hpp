@@ -5,6 +5,7 @@
 // through an Encoder (codec.hpp); the built-in sinks default to the JSON envelope.
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -48,6 +49,13 @@ class Sink {
   /// does. Called from other threads (the admin server) while write(), flush() or commit() run
   /// on the runtime's thread, so it must be thread-safe and must not block. The default: empty.
   virtual std::string current_problem() const { return {}; }
+  /// For a sink that retries inside its own calls (the HTTP sink retries a request within one
+  /// flush()): every attempt to reach its destination that failed so far, over its life, the
+  /// ones it retried itself included, so that monitoring sees each one as it happens rather
+  /// than only the call that finally failed. nullopt (the default): the sink does not retry
+  /// internally, and each failed write(), flush() or commit() is one failed attempt. Called
+  /// from other threads while the sink's calls run: thread-safe, must not block.
+  virtual std::optional<std::uint64_t> failed_attempts() const { return std::nullopt; }
 };
 
 /// A sink that makes a batch and the checkpoint record durable together, in one transaction of

@@ -48,7 +48,19 @@ HealthVerdict evaluate_health(const HealthInputs& in) {
   if (in.state != RuntimeState::kRunning) {
     HealthVerdict v;
     v.kind = HealthVerdict::Kind::kNotRunning;
-    v.reason = "runtime " + std::string(to_string(in.state));
+    if (in.state == RuntimeState::kCreated && in.starting) {
+      // start() is connecting to the source, perhaps retrying through an outage.
+      v.reason = "connecting to the source";
+      if (in.consecutive_errors > 0) {
+        v.reason += " (" + std::to_string(in.consecutive_errors) + " failed attempts, breaker " +
+                    std::string(to_string(in.breaker)) +
+                    "; last error: " + in.last_recoverable_error + ")";
+      }
+    } else if (in.state == RuntimeState::kCreated) {
+      v.reason = "runtime created; start() not called yet";
+    } else {
+      v.reason = "runtime " + std::string(to_string(in.state));
+    }
     return v;
   }
   if (in.unconfirmed) {

@@ -55,6 +55,7 @@ struct HealthInputs {
   BreakerState breaker = BreakerState::kClosed;
   std::uint32_t consecutive_errors = 0;
   std::string last_recoverable_error;  ///< report of the latest retried error, or empty
+  bool starting = false;  ///< start() is running: connecting to the source (state kCreated)
 };
 
 /// max_poll_wait_ms x 6, at least 30 s.

@@ -134,6 +134,15 @@ struct Runtime::Impl {
   const Sink* attempt_sink = nullptr;  // the sink of an idle commit's attempt
   std::optional<detail::CircuitBreaker> breaker;  // made in the constructor
   std::string last_recoverable_error;
+  // The side whose recoverable failure is being retried ("source", "sink", "checkpoint"),
+  // from the failure until the next success; empty otherwise.
+  std::string retrying;
+  bool source_connected = false;  // the source's connection is up (started, not failed since)
+  bool starting = false;          // start() is running (connecting to the source)
+  void set_source_connected(bool up) {
+    std::lock_guard lock(mutex);
+    source_connected = up;
+  }
   // Events of the transaction after the checkpoint offset that were acknowledged before a
   // restart; dropped when the source sends that transaction again.
   std::string initial_offset;  // where the stream began when there was no checkpoint
@@ -240,9 +249,10 @@ struct Runtime::Impl {
   }
 
   // The breaker's verdict on a recoverable failure.
-  detail::CircuitBreaker::Next on_recoverable(const Error& error) {
+  detail::CircuitBreaker::Next on_recoverable(const Error& error, const char* side) {
     std::lock_guard lock(mutex);
     last_recoverable_error = error.report();
+    retrying = side;
     return breaker->on_failure();
   }
   void before_retry() {
@@ -251,6 +261,7 @@ struct Runtime::Impl {
   }
   void on_recovered() {
     std::lock_guard lock(mutex);
+    retrying.clear();
     breaker->on_success();
   }
 
@@ -498,6 +509,7 @@ struct Runtime::Impl {
   // Closes the source and drops what it handed over and nobody acknowledged, so that starting
   // it again from the durable checkpoint reads all of that again.
   void rewind_source() {
+    set_source_connected(false);
     config.source->close();
     redeliver.clear();
     shaper.drop_held();
@@ -536,6 +548,7 @@ struct Runtime::Impl {
     for (;;) {
       auto st = config.source->start(checkpoint);
       if (st) {
+        set_source_connected(true);
         on_recovered();
         return st;
       }
@@ -544,7 +557,7 @@ struct Runtime::Impl {
         config.source->close();
         return st;
       }
-      const auto next = on_recoverable(st.error());
+      const auto next = on_recoverable(st.error(), "source");
       config.source->close();
       if (next.give_up) return fail(st.error().context(next.note));
       spdlog::warn("source start failed ({}), retrying in {} ms: {}", next.note,
@@ -619,7 +632,15 @@ Status Runtime::start() {
         "no checkpoint yet: first start (the source begins with its initial snapshot if one "
         "is configured, else at its own retained position)");
   }
+  {
+    std::lock_guard lock(d.mutex);
+    d.starting = true;
+  }
   auto st = d.start_source_with_retry();
+  {
+    std::lock_guard lock(d.mutex);
+    d.starting = false;
+  }
   if (!st) {
     std::lock_guard lock(d.mutex);
     d.state = RuntimeState::kFailed;
@@ -698,6 +719,7 @@ Result<EventBatch> Runtime::poll_source_batch() {
         st = d.config.source->start(d.checkpoint);
         if (st) {
           reconnect = false;
+          d.set_source_connected(true);
           d.arm_skip();
           spdlog::info("source reconnected; resuming from checkpoint {}",
                        d.checkpoint ? d.checkpoint->offset : std::string("(none)"));
@@ -726,7 +748,7 @@ Result<EventBatch> Runtime::poll_source_batch() {
       }
       d.note_source_error(st.error());
       std::optional<detail::CircuitBreaker::Next> next;
-      if (st.error().retryable()) next = d.on_recoverable(st.error());
+      if (st.error().retryable()) next = d.on_recoverable(st.error(), "source");
       if (!next || next->give_up) {
         std::lock_guard lock(d.mutex);
         d.state = RuntimeState::kFailed;
@@ -777,7 +799,7 @@ Result<EventBatch> Runtime::poll_source_batch() {
       if (!error.retryable() || d.state_now() == RuntimeState::kFailed) return fail(error);
       // Nothing waits on this position: the previous checkpoint stands, and the next idle
       // poll records it, under the shared breaker like any recoverable failure.
-      const auto next = d.on_recoverable(error);
+      const auto next = d.on_recoverable(error, d.transactional != nullptr ? "sink" : "checkpoint");
       if (next.give_up) {
         d.set_state(RuntimeState::kFailed);
         return fail(std::move(error).context(next.note));
@@ -796,6 +818,7 @@ Result<EventBatch> Runtime::poll_source_batch() {
   {
     std::lock_guard lock(d.mutex);
     d.breaker->on_success();
+    d.retrying.clear();
     d.last_poll_at_ms = d.now();
     if (events.empty()) return batch;
     const std::uint64_t id = d.next_delivery_id++;
@@ -891,6 +914,7 @@ Status Runtime::stop() {
   d.config.source->close();
   std::lock_guard lock(d.mutex);
   d.state = RuntimeState::kStopped;
+  d.source_connected = false;
   return ok();
 }
 
@@ -912,6 +936,7 @@ void Runtime::force_stop(std::string_view why) {
   d.scratch.reset();
   std::lock_guard lock(d.mutex);
   d.state = RuntimeState::kStopped;
+  d.source_connected = false;
   d.outstanding_since_ms = 0;
   d.outstanding_events = 0;
 }
@@ -1091,7 +1116,7 @@ Result<std::uint64_t> Runtime::Impl::deliver_loop(Runtime& runtime, Pipeline& pi
         return delivered;
       }
       runtime.record_delivery_failure(st.error(), pipeline.name());
-      const auto next = d.on_recoverable(st.error());
+      const auto next = d.on_recoverable(st.error(), "sink");
       if (next.give_up) return fail(st.error().context(next.note));
       spdlog::warn("delivery failed ({}); delivering the same batch again in {} ms: {}",
                    next.note, next.wait.count(), st.error().report());
@@ -1156,6 +1181,10 @@ RuntimeAdminSnapshot Runtime::admin_snapshot() const {
   s.idempotency_suppressed = d.shaper.suppressed();
   s.breaker_state = d.breaker->state();
   s.recoverable_errors = d.breaker->recoverable_errors();
+  s.consecutive_errors = d.breaker->consecutive();
+  s.retrying = d.retrying;
+  s.last_recoverable_error = d.last_recoverable_error;
+  s.source_connected = d.source_connected && d.state == RuntimeState::kRunning;
   detail::HealthInputs in;
   in.state = d.state;
   in.now_ms = d.now();
@@ -1179,6 +1208,7 @@ RuntimeAdminSnapshot Runtime::admin_snapshot() const {
   in.breaker = d.breaker->state();
   in.consecutive_errors = d.breaker->consecutive();
   in.last_recoverable_error = d.last_recoverable_error;
+  in.starting = d.starting;
   s.health = detail::evaluate_health(in);
   if (auto control = d.config.source->incremental_snapshot_control()) {
     s.incremental_snapshot = control->state();

@@ -63,12 +63,40 @@ ProbeAnswer readiness(const RuntimeAdminSnapshot& snapshot,
     return {503, status_json(false, snapshot.health.change_key(), snapshot.health.reason)};
   }
   if (snapshot.state != RuntimeState::kRunning) {
-    // Before the runtime exists the server says which step of the start it is at.
+    // Before the runtime exists the server says which step of the start it is at; while the
+    // runtime's start() runs, what it waits for (connecting to the source, and its retries).
     const bool starting = snapshot.health.reason.rfind("starting: ", 0) == 0;
     std::string reason =
-        starting ? snapshot.health.reason : "the runtime is " + std::string(to_string(snapshot.state));
+        starting ? snapshot.health.reason
+        : snapshot.state == RuntimeState::kCreated && !snapshot.health.reason.empty()
+            ? "starting: " + snapshot.health.reason
+            : "the runtime is " + std::string(to_string(snapshot.state));
     if (snapshot.state == RuntimeState::kFailed && !failure.empty()) reason += ": " + failure;
     return {503, status_json(false, "not_running", reason)};
+  }
+  // Not streaming while the source reconnects or the breaker holds attempts back, even before
+  // the health verdict's stall threshold: the verdict stays as it is, only readiness answers.
+  const auto last_error = [&snapshot] {
+    return snapshot.last_recoverable_error.empty()
+               ? std::string()
+               : "; last error: " + snapshot.last_recoverable_error;
+  };
+  if (!snapshot.source_connected) {
+    return {503,
+            status_json(false, "source_reconnecting",
+                        "the source connection is down and the runtime is reconnecting (" +
+                            std::to_string(snapshot.consecutive_errors) +
+                            " failed attempts in a row, breaker " +
+                            std::string(to_string(snapshot.breaker_state)) + ")" + last_error())};
+  }
+  if (snapshot.breaker_state == BreakerState::kOpen ||
+      snapshot.breaker_state == BreakerState::kHalfOpen) {
+    const std::string side = snapshot.retrying.empty() ? "recoverable" : snapshot.retrying;
+    return {503,
+            status_json(false, "breaker_" + std::string(to_string(snapshot.breaker_state)),
+                        "the circuit breaker is " + std::string(to_string(snapshot.breaker_state)) +
+                            " after " + std::to_string(snapshot.consecutive_errors) + " " + side +
+                            " errors in a row; attempts wait for its cooldown" + last_error())};
   }
   if (initial && (initial->phase == BlockingSnapshotStatus::Phase::kPending ||
                   initial->phase == BlockingSnapshotStatus::Phase::kRunning)) {
@@ -111,6 +139,18 @@ std::string admin_snapshot_json(const RuntimeAdminSnapshot& s,
   o["health"] = std::move(health);
   o["breaker_state"] = std::string(to_string(s.breaker_state));
   o["recoverable_errors"] = s.recoverable_errors;
+  o["consecutive_errors"] = s.consecutive_errors;
+  if (s.retrying.empty()) {
+    o["retrying"] = nullptr;
+  } else {
+    o["retrying"] = s.retrying;
+  }
+  if (s.last_recoverable_error.empty()) {
+    o["last_recoverable_error"] = nullptr;
+  } else {
+    o["last_recoverable_error"] = s.last_recoverable_error;
+  }
+  o["source_connected"] = s.source_connected;
   o["idempotency_evictions"] = s.idempotency_evictions;
   o["idempotency_unidentifiable_passthrough"] = s.idempotency_unidentifiable_passthrough;
   o["idempotency_suppressed"] = s.idempotency_suppressed;

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <type_traits>
 
 namespace cppcdc::server {
 namespace {
@@ -46,6 +47,17 @@ std::uint64_t load(const std::atomic<std::uint64_t>& a) noexcept {
 // Adds on the single writer: no read-modify-write needed.
 void bump(std::atomic<std::uint64_t>& a, std::uint64_t n) noexcept {
   a.store(a.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
+// "gcc 12.2.0", "clang 14.0.6": the compiler of this build, for cppcdc_build_info.
+std::string_view compiler_name() {
+#if defined(__clang__)
+  return "clang " __clang_version__;
+#elif defined(__GNUC__)
+  return "gcc " __VERSION__;
+#else
+  return "unknown";
+#endif
 }
 
 double age_ms(std::int64_t now_ms, std::int64_t at_ms) {
@@ -405,6 +417,88 @@ std::uint64_t PipelineMetrics::committed(std::string_view table, Operation op) c
   return table == kOtherTable ? load(slots_[kMaxTableSeries].committed[op_index(op)]) : 0;
 }
 
+// ---- sinks ------------------------------------------------------------------------------------
+
+std::uint64_t SinkTally::attempt_failures() const {
+  if (sink != nullptr) {
+    if (const auto own = sink->failed_attempts()) return *own;
+  }
+  return load(errors);
+}
+
+namespace {
+
+// Forwards every call to the sink and counts it in the tally. Base is Sink or
+// TransactionalSink; the latter's calls forward to the inner sink as one.
+template <typename Base>
+class CountedSink : public Base {
+ public:
+  CountedSink(std::unique_ptr<Sink> inner, std::shared_ptr<SinkTally> tally)
+      : inner_(std::move(inner)), tally_(std::move(tally)) {
+    tally_->sink = inner_.get();
+  }
+  Status write(std::span<const Event> events) override {
+    return count(inner_->write(events), events.size());
+  }
+  Status flush() override {
+    Status st = count(inner_->flush());
+    if (st && !transactional()) bump(tally_->flushes, 1);
+    return st;
+  }
+  Status close() override { return inner_->close(); }
+  std::string name() const override { return inner_->name(); }
+  std::chrono::milliseconds batch_delay() const override { return inner_->batch_delay(); }
+  Status recover() override { return count(inner_->recover()); }
+  std::string current_problem() const override { return inner_->current_problem(); }
+  std::optional<std::uint64_t> failed_attempts() const override {
+    return inner_->failed_attempts();
+  }
+
+ protected:
+  bool transactional() const { return std::is_same_v<Base, TransactionalSink>; }
+  Status count(Status st, std::size_t events = 0) {
+    if (!st) {
+      bump(tally_->errors, 1);
+    } else {
+      bump(tally_->events_written, events);
+    }
+    return st;
+  }
+  std::unique_ptr<Sink> inner_;
+  std::shared_ptr<SinkTally> tally_;
+};
+
+class CountedTransactionalSink final : public CountedSink<TransactionalSink> {
+ public:
+  CountedTransactionalSink(std::unique_ptr<Sink> inner, std::shared_ptr<SinkTally> tally)
+      : CountedSink(std::move(inner), std::move(tally)),
+        tx_(static_cast<TransactionalSink*>(inner_.get())) {}
+  Status begin() override { return tx_->begin(); }
+  Status commit(const std::optional<CheckpointRecord>& record) override {
+    Status st = count(tx_->commit(record));
+    if (st) bump(tally_->flushes, 1);
+    return st;
+  }
+  Status abort() override { return tx_->abort(); }
+
+ private:
+  TransactionalSink* tx_;
+};
+
+}  // namespace
+
+std::unique_ptr<Sink> count_sink(std::unique_ptr<Sink> sink, std::shared_ptr<SinkTally> tally) {
+  if (dynamic_cast<TransactionalSink*>(sink.get()) != nullptr) {
+    return std::make_unique<CountedTransactionalSink>(std::move(sink), std::move(tally));
+  }
+  return std::make_unique<CountedSink<Sink>>(std::move(sink), std::move(tally));
+}
+
+void PipelineMetrics::add_sink(std::shared_ptr<const SinkTally> tally) {
+  std::lock_guard lock(sinks_mutex_);
+  sinks_.push_back(std::move(tally));
+}
+
 std::string PipelineMetrics::render(const MetricsInputs& in) const {
   Exposition out;
   const RuntimeAdminSnapshot& s = in.snapshot;
@@ -483,9 +577,50 @@ std::string PipelineMetrics::render(const MetricsInputs& in) const {
     out.sample("cppcdc_commit_lag_ms", {}, static_cast<double>(lag));
   }
 
+  // Per configured sink (names from the configuration; one series each).
+  {
+    std::vector<std::shared_ptr<const SinkTally>> sinks;
+    {
+      std::lock_guard lock(sinks_mutex_);
+      sinks = sinks_;
+    }
+    if (!sinks.empty()) {
+      const auto per_sink = [&](std::string_view name, std::string_view help, auto value) {
+        out.family(name, "counter", help);
+        for (const auto& t : sinks) {
+          out.sample(name, {{"sink", t->name}}, static_cast<double>(value(*t)));
+        }
+      };
+      per_sink("cppcdc_sink_events_written_total",
+               "Events handed to the sink by write() calls that succeeded (a batch delivered "
+               "again counts again).",
+               [](const SinkTally& t) { return load(t.events_written); });
+      per_sink("cppcdc_sink_flushes_total",
+               "flush() calls (commit() for a transactional sink) of the sink that succeeded.",
+               [](const SinkTally& t) { return load(t.flushes); });
+      per_sink("cppcdc_sink_errors_total",
+               "Calls of the sink (write, flush, commit, recover) that failed: each is one failed "
+               "delivery attempt of the runtime, retried under the circuit breaker when "
+               "recoverable.",
+               [](const SinkTally& t) { return load(t.errors); });
+      per_sink("cppcdc_sink_attempt_failures_total",
+               "Attempts to reach the sink's destination that failed, counted as each happens: "
+               "for a sink that retries inside a call (http: every failed request), each of its "
+               "own attempts; for the others, each failed call.",
+               [](const SinkTally& t) { return t.attempt_failures(); });
+    }
+  }
+
   // Health and the breaker: one series per possible value, 1 for the current one.
+  out.family("cppcdc_build_info", "gauge",
+             "Always 1; the labels say which build of cppcdc this is.");
+  out.sample("cppcdc_build_info", {{"version", CPPCDC_VERSION}, {"compiler", compiler_name()}}, 1);
   out.family("cppcdc_runtime_up", "gauge", "1 while the runtime is running.");
   out.sample("cppcdc_runtime_up", {}, s.state == RuntimeState::kRunning ? 1 : 0);
+  out.family("cppcdc_source_up", "gauge",
+             "1 while the runtime runs and its connection to the source is established; 0 while "
+             "it starts, reconnects after a failure, or is stopped.");
+  out.sample("cppcdc_source_up", {}, s.source_connected ? 1 : 0);
   out.family("cppcdc_health_verdict", "gauge",
              "The runtime's health verdict: 1 for the current one.");
   for (auto kind : {HealthVerdict::Kind::kHealthy, HealthVerdict::Kind::kIdle,

@@ -16,12 +16,14 @@
 // Bounded labels: `table` takes at most kMaxTableSeries distinct values per metric (the
 // tables seen first); later tables are counted under table="_other". `op` has the seven
 // operation names. Snapshot progress is labelled by the snapshot's tables (capped the same
-// way), transform rules by the configured rules; nothing else carries a label from data.
+// way), transform rules by the configured rules, sink series by the configured sink names;
+// nothing else carries a label from data.
 
 #include <atomic>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -32,6 +34,7 @@
 #include "cppcdc/blocking_snapshot.hpp"
 #include "cppcdc/event.hpp"
 #include "cppcdc/runtime.hpp"
+#include "cppcdc/sink.hpp"
 #include "cppcdc/source.hpp"
 #include "cppcdc/transforms.hpp"
 
@@ -97,6 +100,27 @@ struct ProcessStats {
 /// nullopt where /proc cannot be read (not Linux).
 std::optional<ProcessStats> read_process_stats();
 
+/// The counters of one configured sink ([sink], "default" unless it names itself, and every
+/// [[sinks]] entry), labelled sink="<name>": names come from the configuration, so the label
+/// set is bounded. Written by the CountedSink that wraps the sink, on the pipeline's thread;
+/// read by the scrape (relaxed atomics).
+struct SinkTally {
+  explicit SinkTally(std::string sink_name) : name(std::move(sink_name)) {}
+  const std::string name;
+  std::atomic<std::uint64_t> events_written{0};  ///< events a write() call took
+  std::atomic<std::uint64_t> flushes{0};         ///< flush() (or commit()) calls that succeeded
+  std::atomic<std::uint64_t> errors{0};          ///< write/flush/commit/recover calls that failed
+  /// The wrapped sink, for Sink::failed_attempts(); set before the tally is published, and it
+  /// outlives every scrape (the admin server stops before the sinks close).
+  const Sink* sink = nullptr;
+  /// Sink::failed_attempts() when the sink counts them, else `errors`.
+  std::uint64_t attempt_failures() const;
+};
+
+/// `sink` wrapped so that its calls are counted in `tally` (which it points at the sink); a
+/// TransactionalSink stays one. The wrapper forwards every call unchanged.
+std::unique_ptr<Sink> count_sink(std::unique_ptr<Sink> sink, std::shared_ptr<SinkTally> tally);
+
 /// What a scrape shows besides the observer's own counts.
 struct MetricsInputs {
   RuntimeAdminSnapshot snapshot;
@@ -120,6 +144,10 @@ class PipelineMetrics final : public RuntimeObserver {
 
   /// The whole exposition: the counters above, the gauges of `inputs` and process_*.
   std::string render(const MetricsInputs& inputs) const;
+
+  /// Shows `tally`'s counters under its sink name from the next scrape on. Thread-safe (the
+  /// admin server may scrape while the sinks are opened).
+  void add_sink(std::shared_ptr<const SinkTally> tally);
 
   /// For tests: the count of (table, op) committed, 0 when never seen.
   std::uint64_t committed(std::string_view table, Operation op) const;
@@ -174,6 +202,8 @@ class PipelineMetrics final : public RuntimeObserver {
   std::atomic<std::int64_t> commit_lag_ms_{-1};  // see cppcdc_commit_lag_ms; -1: none yet
   std::atomic<std::uint64_t> checkpoints_saved_{0};
   Histogram latency_;
+  mutable std::mutex sinks_mutex_;
+  std::vector<std::shared_ptr<const SinkTally>> sinks_;  // guarded by sinks_mutex_
 };
 
 }  // namespace cppcdc::server

@@ -580,6 +580,12 @@ int run_server(const ServerConfig& config) {
       return failed_opening(for_entry(sink.error(), entry), opening);
     }
     opened[i] = std::move(*sink);
+    if (metrics) {
+      // The sink side of the metrics, per configured sink (sink="<name>").
+      auto tally = std::make_shared<SinkTally>(entry.name);
+      opened[i] = count_sink(std::move(opened[i]), tally);
+      metrics->add_sink(std::move(tally));
+    }
   }
   RouterSink* router = nullptr;
   if (needs_router(config)) {

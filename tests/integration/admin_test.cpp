@@ -277,22 +277,38 @@ TEST_F(Admin, TheTokenGuardsEverythingButTheProbes) {
   EXPECT_EQ(stop_cppcdc(), 0) << log();
 }
 
-// While the database is down the runtime keeps reconnecting inside its poll; the verdict turns
-// Stalled (the poll loop not turning, or the breaker's view of the failing source), so /readyz
-// answers 503, and 200 again once the database is back.
+// While the database is down the runtime keeps reconnecting inside its poll: /readyz answers
+// 503 source_reconnecting at once (well before the verdict's 30 s stall threshold), naming the
+// last error, and cppcdc_source_up is 0; later the verdict turns Stalled too. Both come back
+// once the database is back.
 TEST_F(Admin, ReadinessFollowsTheDatabaseGoingAwayAndComingBack) {
   start_with_admin();
+  EXPECT_NE(http_get(admin_port_, "/metrics", kToken).body.find("\ncppcdc_source_up 1\n"),
+            std::string::npos);
   ASSERT_TRUE(stop_server());
+  const auto stopped_at = std::chrono::steady_clock::now();
   Reply ready;
   EXPECT_TRUE(wait_until(
       [&] {
         ready = http_get(admin_port_, "/readyz");
         return ready.status == 503;
       },
-      std::chrono::seconds(120), std::chrono::milliseconds(500)))
+      std::chrono::seconds(120), std::chrono::milliseconds(200)))
       << ready.body << "\n"
       << log();
-  EXPECT_NE(ready.body.find("stalled"), std::string::npos) << ready.body;
+  EXPECT_LT(std::chrono::steady_clock::now() - stopped_at, std::chrono::seconds(20)) << ready.body;
+  EXPECT_NE(ready.body.find("source_reconnecting"), std::string::npos) << ready.body;
+  EXPECT_NE(ready.body.find("last error: "), std::string::npos) << ready.body;
+  EXPECT_NE(http_get(admin_port_, "/metrics", kToken).body.find("\ncppcdc_source_up 0\n"),
+            std::string::npos);
+  // The verdict keeps its own threshold: Stalled only later.
+  EXPECT_TRUE(wait_until(
+      [&] {
+        return http_get(admin_port_, "/admin/snapshot", kToken)
+                   .body.find("\"verdict\":\"stalled\"") != std::string::npos;
+      },
+      std::chrono::seconds(120), std::chrono::milliseconds(500)))
+      << http_get(admin_port_, "/admin/snapshot", kToken).body;
   EXPECT_EQ(http_get(admin_port_, "/livez").status, 200);  // a stall is not a restart
   ASSERT_TRUE(start_server());
   EXPECT_TRUE(wait_until([&] { return http_get(admin_port_, "/readyz").status == 200; },

@@ -267,7 +267,99 @@ void some_changes(const std::string& db, int first, int count) {
   }
 }
 
+// The admin server's port, read from cppcdc's log (it binds port 0).
+int admin_port(const fs::path& dir) {
+  const std::string marker = "admin server listening on http://127.0.0.1:";
+  std::string log;
+  if (!wait_until(
+          [&] {
+            log = log_tail(dir / "cppcdc.log");
+            return log.find(marker) != std::string::npos;
+          },
+          30s)) {
+    ADD_FAILURE() << log;
+    return 0;
+  }
+  return std::atoi(log.c_str() + log.find(marker) + marker.size());
+}
+
+struct Reply {
+  int status = -1;
+  std::string body;
+};
+Reply admin_get(int port, const std::string& path) {
+  httplib::Client cli("127.0.0.1", port);
+  cli.set_connection_timeout(2, 0);
+  auto res = cli.Get(path.c_str());
+  if (!res) return {};
+  return {res->status, res->body};
+}
+
+// The value of the sample `series` (name and labels exactly as exposed); -1 when absent.
+double sample(const std::string& metrics, const std::string& series) {
+  std::istringstream in(metrics);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+  }
+  return -1;
+}
+
 }  // namespace
+
+// F4: an outage of the receiver reaches the circuit breaker and the metrics within seconds, as
+// one of the source does: the sink's own retries end after retry.max_elapsed_ms (5 s), each
+// round is one recoverable error, every failed request counts in
+// cppcdc_sink_attempt_failures_total{sink="default"}, the breaker opens after its threshold,
+// and /readyz says so, naming the sink. (With retries of about two minutes per round, three
+// rounds took six minutes.) Once the receiver is back, the held batch arrives.
+TEST_F(HttpSinkRun, AReceiverOutageReachesTheBreakerAndTheMetricsWithinSeconds) {
+  make_receiver();
+  write_config("");
+  std::ofstream(dir_ / "cdc.toml", std::ios::app)
+      << "recoverable_error_breaker_consecutive_threshold = 3\n"
+      << "recoverable_error_breaker_cooldown_ms = 3000\n"
+      << "recoverable_error_breaker_max_open_cycles = 1000\n"
+      << "\n[admin]\nlisten = \"127.0.0.1:0\"\n";
+  start();
+  mark_and_wait(1);
+  const int port = admin_port(dir_);
+  ASSERT_GT(port, 0);
+  receiver_->kill_now();
+  it::PgSession(it::dsn_for(db_)).query("insert into marker values (2)");
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string metrics;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        metrics = admin_get(port, "/metrics").body;
+        return sample(metrics, "cppcdc_breaker_state{state=\"open\"}") == 1;
+      },
+      90s, 200ms))
+      << metrics << log_tail(dir_ / "cppcdc.log");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 60s);
+  EXPECT_GE(sample(metrics, "cppcdc_recoverable_errors_total"), 3) << metrics;
+  EXPECT_GE(sample(metrics, "cppcdc_sink_errors_total{sink=\"default\"}"), 3) << metrics;
+  EXPECT_GE(sample(metrics, "cppcdc_sink_attempt_failures_total{sink=\"default\"}"),
+            sample(metrics, "cppcdc_sink_errors_total{sink=\"default\"}"))
+      << metrics;
+  EXPECT_EQ(sample(metrics, "cppcdc_source_up"), 1) << metrics;  // the source is fine
+  Reply ready;
+  EXPECT_TRUE(wait_until(
+      [&] {
+        ready = admin_get(port, "/readyz");
+        return ready.status == 503 && ready.body.find("breaker_") != std::string::npos;
+      },
+      30s, 100ms))
+      << ready.body;
+  EXPECT_NE(ready.body.find("sink errors in a row"), std::string::npos) << ready.body;
+  EXPECT_NE(ready.body.find(receiver_->url()), std::string::npos) << ready.body;
+
+  receiver_->start();
+  mark_and_wait(3);
+  EXPECT_TRUE(receiver_->kept_contains("\"table\":\"marker\"", "\"id\":\"2\""));
+  EXPECT_TRUE(wait_until([&] { return admin_get(port, "/readyz").status == 200; }, 30s))
+      << admin_get(port, "/readyz").body;
+  it::stop_cppcdc_process(child_, SIGTERM);
+}
 
 TEST_F(HttpSinkRun, CapturedChangesReachARealReceiverSignedAuthenticatedAndComplete) {
   make_receiver({"--secret", kSecret, "--secret", kRotated, "--bearer", kToken});

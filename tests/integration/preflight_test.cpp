@@ -220,6 +220,25 @@ TEST_F(Preflight, TeardownListsOnlyACheckpointThatExists) {
   EXPECT_CONTAINS(o.output, "nothing to remove");
 }
 
+// A slot that holds no WAL position (restart_lsn NULL: a physical slot made without reserving
+// WAL, like a logical one after invalidation) is dropped without an unknown size in the line:
+// no "released ? of WAL" (F15).
+TEST_F(Preflight, TeardownOfASlotWithoutWalSaysNoUnknownSize) {
+  it::PgSession admin(it::dsn_for(db_));
+  admin.query("create table t (id int primary key)");
+  admin.query("select pg_create_physical_replication_slot('" + slot_ + "')");
+  const fs::path config = write_config(it::dsn_for(db_), "\"public.t\"");
+  auto o = run_cli({"teardown", "--config", config.string(), "--yes"});
+  EXPECT_EQ(o.code, 0) << o.output;
+  EXPECT_CONTAINS(o.output, "keep    replication slot " + slot_);
+  EXPECT_EQ(o.output.find("? of WAL"), std::string::npos) << o.output;
+  o = run_cli({"teardown", "--config", config.string(), "--yes", "--include-preexisting"});
+  EXPECT_EQ(o.code, 0) << o.output;
+  EXPECT_CONTAINS(o.output, "dropped replication slot " + slot_);
+  EXPECT_EQ(o.output.find("? of WAL"), std::string::npos) << o.output;
+  EXPECT_EQ(o.output.find("released"), std::string::npos) << o.output;
+}
+
 // Two pipelines share the publication cppcdc created for the first. Each slot cppcdc made is on
 // record (the second's record does not replace the first's), and the publication stays while
 // another pipeline's slot may read it; the last teardown drops it.

@@ -13,6 +13,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <mutex>
@@ -217,6 +218,10 @@ class HttpSink final : public Sink {
 
   std::string name() const override { return "http:" + shown_url_; }
 
+  std::optional<std::uint64_t> failed_attempts() const override {
+    return failed_total_.load(std::memory_order_relaxed);
+  }
+
   std::string current_problem() const override {
     std::lock_guard lock(problem_mutex_);
     if (!failing_since_) return {};
@@ -240,6 +245,7 @@ class HttpSink final : public Sink {
 
   // What current_problem() reports: the request being retried, while it is.
   void note_failure(const Error& error) {
+    failed_total_.fetch_add(1, std::memory_order_relaxed);
     std::lock_guard lock(problem_mutex_);
     if (!failing_since_) failing_since_ = std::chrono::steady_clock::now();
     ++failed_attempts_;
@@ -255,6 +261,9 @@ class HttpSink final : public Sink {
   std::optional<std::chrono::steady_clock::time_point> failing_since_;
   std::uint64_t failed_attempts_ = 0;
   std::string last_failure_;
+  std::atomic<std::uint64_t> failed_total_{0};  // every failed request, over the sink's life
+  // A Retry-After that reached beyond retry.max_elapsed_ms: no request before then.
+  std::optional<std::chrono::steady_clock::time_point> not_before_;
 
   std::size_t start_of(std::size_t i) const { return i == 0 ? 0 : ends_[i - 1]; }
 
@@ -327,6 +336,24 @@ class HttpSink final : public Sink {
     }
     headers.push_back("webhook-id: " + id);
     const std::size_t dynamic_at = headers.size();
+    if (not_before_) {
+      // The receiver asked (Retry-After) for a pause longer than the last flush waited.
+      const auto now = std::chrono::steady_clock::now();
+      const auto left =
+          *not_before_ > now
+              ? std::chrono::duration_cast<std::chrono::milliseconds>(*not_before_ - now).count()
+              : 0;
+      if (left > 0 && !wait(static_cast<std::uint64_t>(left))) {
+        return fail(Error::sink(ErrorKind::kTransient,
+                                "stopping while waiting for the Retry-After of " + shown_url_ +
+                                    " (the batch is not acknowledged and comes again after a "
+                                    "restart)"));
+      }
+      not_before_.reset();
+    }
+    // The round's clock starts with its first request: a receiver that hangs until the request
+    // times out ends the round after one request, not after several timeouts.
+    const auto round_start = std::chrono::steady_clock::now();
     for (std::int64_t attempt = 0;; ++attempt) {
       const std::int64_t ts = unix_seconds();
       headers.resize(dynamic_at);
@@ -379,6 +406,7 @@ class HttpSink final : public Sink {
 
       note_failure(*error);
       const auto& policy = options_.retry;
+      const auto now = std::chrono::steady_clock::now();
       if (policy.max_retries >= 0 && attempt >= policy.max_retries) {
         clear_failure();
         return fail(error->context("gave up after " + std::to_string(attempt) +
@@ -389,6 +417,26 @@ class HttpSink final : public Sink {
           http::backoff_ms(static_cast<std::uint32_t>(std::min<std::int64_t>(attempt, 64)),
                            policy.initial_backoff_ms, policy.max_backoff_ms, retry_after,
                            kHttpMaxRetryAfterMs, rng_);
+      if (policy.max_elapsed_ms > 0) {
+        // A retry round is short: past it, the runtime owns the next attempt (its back-off, the
+        // circuit breaker), so an outage of the receiver is seen there like one of the source.
+        const auto elapsed =
+            std::chrono::duration_cast<std::chrono::milliseconds>(now - round_start).count();
+        if (static_cast<std::uint64_t>(elapsed) + delay > policy.max_elapsed_ms) {
+          clear_failure();
+          std::string note = "gave up after " + std::to_string(attempt) +
+                             (attempt == 1 ? " retry" : " retries") + " in " +
+                             std::to_string(elapsed) + " ms (retry.max_elapsed_ms " +
+                             std::to_string(policy.max_elapsed_ms) + ")";
+          if (retry_after && delay > policy.max_elapsed_ms) {
+            // The receiver asked for a longer pause: the next flush() keeps to it.
+            not_before_ = now + std::chrono::milliseconds(delay);
+            note += "; the receiver asked to wait " + std::to_string(delay) +
+                    " ms (Retry-After), which the next attempt keeps to";
+          }
+          return fail(error->context(note));
+        }
+      }
       const auto stopping = [&] {
         clear_failure();
         return fail(

@@ -3,7 +3,7 @@
 //   connect_timeout_ms, request_timeout_ms, batch_max_events, batch_max_bytes,
 //   [auth] type, token, token_env, username, password, password_env,
 //   [tls] verify, ca_file, client_cert, client_key,
-//   [retry] max_retries, initial_backoff_ms, max_backoff_ms.
+//   [retry] max_retries, initial_backoff_ms, max_backoff_ms, max_elapsed_ms.
 // Secrets are read here (from the file or the environment) and never described.
 
 #include "cppcdc/plugin.hpp"
@@ -82,7 +82,11 @@ class ConfiguredHttpSink final : public ConfiguredSink {
                                  : "up to " + plural(static_cast<std::size_t>(o.retry.max_retries),
                                                      "retry", "retries")) +
             ", back-off " + std::to_string(o.retry.initial_backoff_ms) + " to " +
-            std::to_string(o.retry.max_backoff_ms) + " ms, jittered");
+            std::to_string(o.retry.max_backoff_ms) + " ms, jittered" +
+            (o.retry.max_elapsed_ms == 0
+                 ? std::string(", no time limit")
+                 : ", for at most " + std::to_string(o.retry.max_elapsed_ms) +
+                       " ms per request (then the runtime delivers the batch again)"));
     std::string batch;
     if (o.batch_max_events == 0 && o.batch_max_bytes == 0) {
       batch = "one request per delivered batch";
@@ -294,6 +298,7 @@ Result<std::unique_ptr<ConfiguredSink>> configure(const Settings& settings) {
                           o.retry.max_retries));
     CPPCDC_TRY(assign_int(**retry, "initial_backoff_ms", 0, kMaxMs, o.retry.initial_backoff_ms));
     CPPCDC_TRY(assign_int(**retry, "max_backoff_ms", 0, kMaxMs, o.retry.max_backoff_ms));
+    CPPCDC_TRY(assign_int(**retry, "max_elapsed_ms", 0, kMaxMs, o.retry.max_elapsed_ms));
   }
 
   // A batch the receiver refuses for good: "halt" (the default) stops the pipeline without

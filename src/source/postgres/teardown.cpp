@@ -6,6 +6,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
 
 #include "cppcdc/plugin.hpp"
 #include "cppcdc/postgres.hpp"
@@ -49,27 +52,32 @@ Result<std::vector<TeardownStep>> run_teardown(const PostgresSourceConfig& confi
   if (!found) return fail(found.error());
   if (PQntuples(found->get()) > 0) {
     const bool active = get(found->get(), 0, 0).value_or("f") == "t";
-    const std::string held = get(found->get(), 0, 2).value_or("?");
+    // NULL when the slot holds no WAL position (never reserved, or invalidated): the phrase
+    // is then left out rather than printed with an unknown size.
+    const std::optional<std::string> held = get(found->get(), 0, 2);
+    const auto wal = [&held](std::string_view verb) {
+      return held ? "; " + std::string(verb) + " " + *held + " of WAL" : std::string();
+    };
     // Why it goes: cppcdc's own record of making it, or the flag.
     const std::string why = marks->slot
                                 ? "cppcdc created it"
                                 : "not made by cppcdc, dropped as --include-preexisting asks";
     if (!marks->slot && !include_preexisting) {
       slot.outcome = Outcome::kKept;
-      slot.detail = "cppcdc has no record of creating it (it holds " + held + " of WAL)" +
-                    keep_hint;
+      slot.detail = "cppcdc has no record of creating it" +
+                    (held ? " (it holds " + *held + " of WAL)" : std::string()) + keep_hint;
     } else if (active) {
       slot.outcome = Outcome::kFailed;
       slot.detail = "in use by process " + get(found->get(), 0, 1).value_or("?") +
                     ": stop that consumer first";
     } else if (dry_run) {
       slot.outcome = Outcome::kWouldDrop;
-      slot.detail = why + "; releases " + held + " of WAL";
+      slot.detail = why + wal("releases");
     } else {
       auto dropped = exec(sql, "select pg_drop_replication_slot($1)",
                           "dropping replication slot " + config.slot_name, {config.slot_name});
       slot.outcome = dropped ? Outcome::kDropped : Outcome::kFailed;
-      slot.detail = dropped ? why + "; released " + held + " of WAL" : error_line(dropped.error());
+      slot.detail = dropped ? why + wal("released") : error_line(dropped.error());
     }
   }
   if (!dry_run && slot.outcome != Outcome::kKept && slot.outcome != Outcome::kFailed) {

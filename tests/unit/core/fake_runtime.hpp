@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -151,6 +152,9 @@ struct FakeRuntime {
   std::unique_ptr<Runtime> runtime;
   /// Set by a test to stop a run_to_completion from inside a wait.
   std::atomic<bool>* cancel_on_wait = nullptr;
+  /// Called on every wait of the runtime (after the clock advanced), e.g. to read its snapshot
+  /// while it retries.
+  std::function<void()> on_wait;
 
   explicit FakeRuntime(RuntimeOptions options = defaults()) {
     auto src = std::make_unique<FakeSource>();
@@ -160,6 +164,7 @@ struct FakeRuntime {
       clock.slept += d.count();
       clock.advance(d.count());
       if (cancel_on_wait != nullptr) cancel_on_wait->store(true);
+      if (on_wait) on_wait();
     };
     RuntimeConfig config;
     config.source = std::move(src);

@@ -1,14 +1,16 @@
 // The health verdict (API guide, "Health verdict"): every verdict and stall cause driven by a
 // fake clock, the order of the checks, and the change key.
 
+#include "core/health.hpp"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
+#include <vector>
 
-#include "core/health.hpp"
 #include "fake_runtime.hpp"
 
 using namespace cppcdc;
@@ -470,4 +472,48 @@ TEST(Health, ABlockedIdleCheckpointCommitIsDeliveryFailing) {
   cancel.store(true);
   loop.join();
   EXPECT_NE(f.health().cause, StallCause::kDeliveryFailing) << f.health().reason;
+}
+
+// F6: while start() retries through a source outage the verdict is NotRunning and its reason
+// says what it waits for; source_connected follows the connection (down while a reconnect is
+// pending after a failed read, up again once it succeeded), and `retrying` names the side.
+// None of it changes the verdict's own semantics: a reconnect shorter than the stall threshold
+// leaves it Idle.
+TEST(Health, StartSaysItConnectsToTheSourceAndSourceConnectedFollowsTheConnection) {
+  FakeRuntime f;
+  std::vector<RuntimeAdminSnapshot> seen;
+  f.on_wait = [&] { seen.push_back(f.runtime->admin_snapshot()); };
+  const Error refused = Error::source(ErrorKind::kTransient, "connection refused");
+  f.source->start_errors = {refused, refused};
+  EXPECT_EQ(f.health().reason, "runtime created; start() not called yet");
+  ASSERT_TRUE(f.runtime->start());
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.front().state, RuntimeState::kCreated);
+  EXPECT_FALSE(seen.front().source_connected);
+  EXPECT_EQ(seen.front().retrying, "source");
+  EXPECT_TRUE(has(seen.front().health.reason, "connecting to the source (1 failed attempts"))
+      << seen.front().health.reason;
+  EXPECT_TRUE(has(seen.front().health.reason, "connection refused")) << seen.front().health.reason;
+  EXPECT_TRUE(has(seen.back().health.reason, "(2 failed attempts")) << seen.back().health.reason;
+  auto s = f.runtime->admin_snapshot();
+  EXPECT_TRUE(s.source_connected);
+  EXPECT_EQ(s.retrying, "");
+  EXPECT_EQ(s.consecutive_errors, 0u);
+
+  seen.clear();
+  f.source->poll_errors = {Error::source(ErrorKind::kTransient, "server closed the connection")};
+  ASSERT_TRUE(f.runtime->poll_event_batch());
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.front().state, RuntimeState::kRunning);
+  EXPECT_FALSE(seen.front().source_connected);
+  EXPECT_EQ(seen.front().retrying, "source");
+  EXPECT_TRUE(has(seen.front().last_recoverable_error, "server closed the connection"));
+  EXPECT_FALSE(seen.front().health.is_alertable()) << seen.front().health.reason;
+  s = f.runtime->admin_snapshot();
+  EXPECT_TRUE(s.source_connected);
+  EXPECT_EQ(s.retrying, "");
+  EXPECT_EQ(s.health.kind, HealthVerdict::Kind::kIdle) << s.health.reason;
+
+  ASSERT_TRUE(f.runtime->stop());
+  EXPECT_FALSE(f.runtime->admin_snapshot().source_connected);
 }

@@ -207,6 +207,7 @@ TEST(AdminListen, ARequestTheServerCannotReadGetsAJsonError) {
 RuntimeAdminSnapshot running() {
   RuntimeAdminSnapshot s;
   s.state = RuntimeState::kRunning;
+  s.source_connected = true;
   s.health.kind = HealthVerdict::Kind::kHealthy;
   return s;
 }
@@ -255,6 +256,54 @@ TEST(AdminProbes, ReadinessNeedsARunningStreamThatIsNotStalled) {
   EXPECT_CONTAINS(readiness(running(), initial).body, "initial_snapshot");
   initial.phase = BlockingSnapshotStatus::Phase::kComplete;
   EXPECT_EQ(readiness(running(), initial).status, 200);
+}
+
+// F6: /readyz means streaming. A source that is reconnecting, or a breaker that is open or
+// half-open, answers 503 at once, naming the side and the last error, while the health verdict
+// (Idle or Healthy until the 30 s stall threshold) is left as it is.
+TEST(AdminProbes, ReadinessIsNotReadyWhileTheSourceReconnectsOrTheBreakerIsOpen) {
+  RuntimeAdminSnapshot s = running();
+  s.health.kind = HealthVerdict::Kind::kIdle;
+  s.source_connected = false;
+  s.retrying = "source";
+  s.consecutive_errors = 2;
+  s.last_recoverable_error = "connection to 127.0.0.1:5432 refused";
+  ProbeAnswer answer = readiness(s, std::nullopt);
+  EXPECT_EQ(answer.status, 503);
+  EXPECT_CONTAINS(answer.body, "\"status\":\"source_reconnecting\"");
+  EXPECT_CONTAINS(answer.body, "2 failed attempts in a row");
+  EXPECT_CONTAINS(answer.body, "last error: connection to 127.0.0.1:5432 refused");
+  EXPECT_EQ(s.health.kind, HealthVerdict::Kind::kIdle);
+
+  // The source is up, the sink keeps failing and the breaker opened.
+  s.source_connected = true;
+  s.retrying = "sink";
+  s.breaker_state = BreakerState::kOpen;
+  s.consecutive_errors = 10;
+  s.last_recoverable_error = "the receiver at http://hook/ answered HTTP 503";
+  answer = readiness(s, std::nullopt);
+  EXPECT_EQ(answer.status, 503);
+  EXPECT_CONTAINS(answer.body, "\"status\":\"breaker_open\"");
+  EXPECT_CONTAINS(answer.body, "after 10 sink errors in a row");
+  EXPECT_CONTAINS(answer.body, "answered HTTP 503");
+  s.breaker_state = BreakerState::kHalfOpen;
+  EXPECT_EQ(readiness(s, std::nullopt).status, 503);
+  EXPECT_CONTAINS(readiness(s, std::nullopt).body, "breaker_half_open");
+
+  // Closed again and connected: ready.
+  s.breaker_state = BreakerState::kClosed;
+  s.retrying.clear();
+  EXPECT_EQ(readiness(s, std::nullopt).status, 200);
+
+  // A restart during an outage: the runtime exists, start() is connecting to the source.
+  RuntimeAdminSnapshot created;
+  created.health.reason =
+      "connecting to the source (3 failed attempts, breaker closed; last "
+      "error: refused)";
+  answer = readiness(created, std::nullopt);
+  EXPECT_EQ(answer.status, 503);
+  EXPECT_CONTAINS(answer.body, "starting: connecting to the source (3 failed attempts");
+  EXPECT_EQ(answer.body.find("the runtime is created"), std::string::npos) << answer.body;
 }
 
 TEST(AdminSnapshotJson, CarriesHealthBreakerCountersAndBothSnapshots) {
@@ -556,6 +605,88 @@ TEST(PipelineMetrics, TheInitialSnapshotRunningGaugeFollowsItsPhase) {
   in.initial_snapshot->phase = BlockingSnapshotStatus::Phase::kComplete;
   s = samples(metrics.render(in));
   EXPECT_EQ(s.at("cppcdc_initial_snapshot_running"), "0");
+}
+
+// F8: which build this is, and whether the source connection is up.
+TEST(PipelineMetrics, BuildInfoAndSourceUp) {
+  PipelineMetrics metrics;
+  MetricsInputs in;
+  in.snapshot = running();
+  auto s = samples(metrics.render(in));
+  bool build_info = false;
+  for (const auto& [series, value] : s) {
+    if (series.rfind("cppcdc_build_info{version=\"" CPPCDC_VERSION "\",compiler=\"", 0) == 0) {
+      build_info = value == "1";
+    }
+  }
+  EXPECT_TRUE(build_info) << metrics.render(in);
+  EXPECT_EQ(s.at("cppcdc_source_up"), "1");
+  in.snapshot.source_connected = false;  // reconnecting
+  EXPECT_EQ(samples(metrics.render(in)).at("cppcdc_source_up"), "0");
+}
+
+namespace {
+
+// A sink whose calls fail while `failing` is set; `own` stands for a sink that counts the
+// attempts it retries inside its calls (Sink::failed_attempts()).
+class ScriptedSink final : public Sink {
+ public:
+  Status write(std::span<const Event>) override { return result(); }
+  Status flush() override { return result(); }
+  Status close() override { return ok(); }
+  std::string name() const override { return "scripted"; }
+  std::optional<std::uint64_t> failed_attempts() const override { return own; }
+  bool failing = false;
+  std::optional<std::uint64_t> own;
+
+ private:
+  Status result() const {
+    if (failing) return fail(Error::sink(ErrorKind::kTransient, "down"));
+    return ok();
+  }
+};
+
+}  // namespace
+
+// F8 and F4: every configured sink has its own series (label sink="<name>"), and each failed
+// attempt shows in cppcdc_sink_attempt_failures_total as it happens: the sink's own count when
+// it retries inside its calls, else its failed calls.
+TEST(PipelineMetrics, SinkSeriesAreLabelledByTheConfiguredSinkName) {
+  PipelineMetrics metrics;
+  MetricsInputs in;
+  in.snapshot = running();
+  EXPECT_EQ(metrics.render(in).find("cppcdc_sink_errors_total"), std::string::npos);
+
+  auto plain = std::make_unique<ScriptedSink>();
+  ScriptedSink* plain_view = plain.get();
+  auto counting = std::make_unique<ScriptedSink>();
+  ScriptedSink* counting_view = counting.get();
+  counting_view->own = 0;
+  auto files = std::make_shared<SinkTally>("files");
+  auto hook = std::make_shared<SinkTally>("billing-hook");
+  auto a = count_sink(std::move(plain), files);
+  auto b = count_sink(std::move(counting), hook);
+  metrics.add_sink(files);
+  metrics.add_sink(hook);
+
+  const std::vector<Event> two{make_event("public", "t", Operation::kInsert, 1),
+                               make_event("public", "t", Operation::kInsert, 2)};
+  ASSERT_TRUE(a->write(two));
+  ASSERT_TRUE(a->flush());
+  plain_view->failing = true;
+  EXPECT_FALSE(a->write(two));
+  EXPECT_FALSE(a->flush());
+  ASSERT_TRUE(b->write(two));
+  counting_view->own = 5;  // five requests failed inside its calls, none of the calls did
+  auto s = samples(metrics.render(in));
+  EXPECT_EQ(s.at("cppcdc_sink_events_written_total{sink=\"files\"}"), "2");
+  EXPECT_EQ(s.at("cppcdc_sink_flushes_total{sink=\"files\"}"), "1");
+  EXPECT_EQ(s.at("cppcdc_sink_errors_total{sink=\"files\"}"), "2");
+  EXPECT_EQ(s.at("cppcdc_sink_attempt_failures_total{sink=\"files\"}"), "2");
+  EXPECT_EQ(s.at("cppcdc_sink_events_written_total{sink=\"billing-hook\"}"), "2");
+  EXPECT_EQ(s.at("cppcdc_sink_errors_total{sink=\"billing-hook\"}"), "0");
+  EXPECT_EQ(s.at("cppcdc_sink_attempt_failures_total{sink=\"billing-hook\"}"), "5");
+  EXPECT_EQ(a->name(), "scripted");  // the wrapper is invisible
 }
 
 TEST(ProcessStats, ReadFromProc) {

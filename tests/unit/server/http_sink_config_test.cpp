@@ -45,6 +45,7 @@ ca_file = "/etc/hostname"
 max_retries = -1
 initial_backoff_ms = 250
 max_backoff_ms = 60000
+max_elapsed_ms = 90000
 )";
 
 std::string with_head(const std::string& sink) { return kHead + sink; }
@@ -85,7 +86,8 @@ TEST(HttpSinkConfig, EveryKeyIsReadAndCheckConfigShowsNoSecret) {
   EXPECT_CONTAINS(text, "Standard Webhooks, 2 secrets");
   EXPECT_CONTAINS(text, "connect 1500 ms, request 9000 ms");
   EXPECT_CONTAINS(text, "CA file /etc/hostname");
-  EXPECT_CONTAINS(text, "without end, back-off 250 to 60000 ms");
+  EXPECT_CONTAINS(text, "without end, back-off 250 to 60000 ms, jittered, for at most 90000 ms "
+                        "per request (then the runtime delivers the batch again)");
   EXPECT_CONTAINS(text, "at most 500 events and 1000000 bytes per request");
   EXPECT_CONTAINS(text, "halt");
 }
@@ -100,7 +102,7 @@ TEST(HttpSinkConfig, TheSmallestSinkSectionTakesTheDefaults) {
   EXPECT_CONTAINS(text, "signing: ");
   EXPECT_CONTAINS(text, "off (requests are not signed)");
   EXPECT_CONTAINS(text, "connect 10000 ms, request 30000 ms");
-  EXPECT_CONTAINS(text, "up to 10 retries, back-off 500 to 30000 ms");
+  EXPECT_CONTAINS(text, "up to 10 retries, back-off 500 to 2000 ms, jittered, for at most 5000 ms");
   EXPECT_CONTAINS(text, "one request per delivered batch");
 }
 

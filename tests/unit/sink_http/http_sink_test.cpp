@@ -276,6 +276,65 @@ TEST(HttpSink, GivesUpAfterMaxRetriesWithATransientError) {
   EXPECT_EQ(receiver.count(), 4u);
 }
 
+// F4: the sink's own retries are a short round (retry.max_elapsed_ms), not an outage-long
+// wait: against a receiver that stays down, flush() fails (transient) within the bound even
+// with no count limit, so the runtime's breaker hears of it; and every failed request is
+// counted as it happens.
+TEST(HttpSink, RetriesEndAfterMaxElapsedAndEveryFailedRequestIsCounted) {
+  HttpReceiver receiver;
+  receiver.set_fallback({503, "down"});
+  auto o = options_for(receiver.url());
+  o.retry.max_retries = -1;
+  o.retry.initial_backoff_ms = 20;
+  o.retry.max_backoff_ms = 40;
+  o.retry.max_elapsed_ms = 300;
+  auto sink = open(o);
+  ASSERT_NE(sink, nullptr);
+  EXPECT_EQ(sink->failed_attempts(), std::optional<std::uint64_t>(0));
+  ASSERT_TRUE(sink->write(batch(1, 1)));
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto flushed = sink->flush();
+  const auto took = std::chrono::steady_clock::now() - t0;
+  ASSERT_FALSE(flushed);
+  EXPECT_EQ(flushed.error().kind(), ErrorKind::kTransient);
+  EXPECT_NE(flushed.error().report().find("retry.max_elapsed_ms 300"), std::string::npos)
+      << flushed.error().report();
+  EXPECT_LT(took, 3s);
+  EXPECT_GE(receiver.count(), 3u);
+  EXPECT_EQ(sink->failed_attempts(), std::optional<std::uint64_t>(receiver.count()));
+  // The runtime's next attempt: recover, the batch again; each failed request counts again.
+  const std::size_t before = receiver.count();
+  ASSERT_TRUE(sink->recover());
+  ASSERT_TRUE(sink->write(batch(1, 1)));
+  ASSERT_FALSE(sink->flush());
+  EXPECT_GT(receiver.count(), before);
+  EXPECT_EQ(sink->failed_attempts(), std::optional<std::uint64_t>(receiver.count()));
+}
+
+// A Retry-After longer than retry.max_elapsed_ms is not waited for inside flush(): it fails at
+// once, and the next flush() sends nothing before the time the receiver asked for.
+TEST(HttpSink, ALongRetryAfterEndsTheFlushAndHoldsBackTheNextOne) {
+  HttpReceiver receiver;
+  receiver.script({{429, "slow down", "2"}});
+  auto o = options_for(receiver.url());
+  o.retry.max_elapsed_ms = 500;
+  auto sink = open(o);
+  ASSERT_NE(sink, nullptr);
+  ASSERT_TRUE(sink->write(batch(1, 1)));
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto flushed = sink->flush();
+  ASSERT_FALSE(flushed);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 1500ms);
+  EXPECT_NE(flushed.error().report().find("Retry-After"), std::string::npos)
+      << flushed.error().report();
+  EXPECT_EQ(receiver.count(), 1u);
+  ASSERT_TRUE(sink->recover());
+  ASSERT_TRUE(sink->write(batch(1, 1)));
+  ASSERT_TRUE(sink->flush());
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 1900ms);
+  EXPECT_EQ(receiver.count(), 2u);
+}
+
 TEST(HttpSink, AStalledReceiverTimesOutAndTheBatchIsSentAgain) {
   HttpReceiver receiver;
   receiver.script({{200, "", std::nullopt, 3'000}});  // answers only after 3 s
