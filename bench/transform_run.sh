@@ -5,23 +5,30 @@
 # of `name`) + metadata_projection, interleaved. Prints the median wall time of each and their
 # ratio (target: at most 1.10), then the per-action micro-benchmark (cppcdc_bench_transform).
 #
-# Usage: bench/transform_run.sh [--rows N] [--repeat R] [--port P] [--no-build] [--no-micro]
+# Usage: bench/transform_run.sh [--rows N] [--repeat R] [--port P] [--callgrind] [--no-build]
+#                               [--no-micro]
 #   --rows N     rows (a multiple of 1000; default 1000000)
 #   --repeat R   runs per variant, interleaved; medians reported (default 3)
 #   --port P     the throwaway cluster's port (default 55484; /tmp/cppcdc-bench-xform-pg)
-# Work files: /tmp/cppcdc-bench-xform-work (kept after a failure).
+#   --callgrind  run cppcdc under valgrind's callgrind and print its instructions per event
+#                for each variant and their ratio as well (deterministic where wall time on a
+#                shared machine is not; valgrind hides SHA-NI, so OpenSSL hashes in software
+#                there and the HMAC's share is overstated). Use fewer rows (e.g. 100000).
+# Work files: /tmp/cppcdc-bench-xform-work (kept after a failure). CPPCDC_BENCH_XFORM_DIR=D
+# puts the cluster in D-pg and the work files in D-work instead (for concurrent runs).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD=$ROOT/build
+BUILD=${CPPCDC_BENCH_BUILD:-$ROOT/build}  # another build tree: compare builds
 PORT=55484
-PG_DIR=/tmp/cppcdc-bench-xform-pg
-WORK=/tmp/cppcdc-bench-xform-work
+PG_DIR=${CPPCDC_BENCH_XFORM_DIR:-/tmp/cppcdc-bench-xform}-pg
+WORK=${CPPCDC_BENCH_XFORM_DIR:-/tmp/cppcdc-bench-xform}-work
 PGBIN=/usr/lib/postgresql/15/bin
 rows=1000000
 repeat=3
 build=1
 micro=1
+callgrind=0
 
 log() { printf '[xform-bench %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 die() { printf '[xform-bench] ERROR: %s\n' "$*" >&2; exit 1; }
@@ -35,11 +42,13 @@ while (($#)); do
     --port) PORT=${1:?--port P}; shift ;;
     --no-build) build=0 ;;
     --no-micro) micro=0 ;;
+    --callgrind) callgrind=1 ;;
     -h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     *) die "unknown argument '$a' (see --help)" ;;
   esac
 done
 ((rows % 1000 == 0)) || die "--rows must be a multiple of 1000"
+if ((callgrind)); then command -v valgrind >/dev/null || die "--callgrind needs valgrind"; fi
 
 CPPCDC=$BUILD/cppcdc
 SINKWATCH=$BUILD/bench/cppcdc_bench_sinkwatch
@@ -122,9 +131,10 @@ run_one() { # variant rep
     printf '[state.offset]\nbackend = "local_fs"\ndir = "%s/state"\n' "$dir"
     [[ $v == chain ]] && printf '%s\n' "$CHAIN"
   } >"$dir/cdc.toml"
-  local t0 watch end_ns
+  local t0 watch end_ns wrap=()
+  ((callgrind)) && wrap=(valgrind --tool=callgrind --callgrind-out-file="$dir/callgrind.out")
   t0=$(date +%s%N)
-  "$CPPCDC" run --config "$dir/cdc.toml" 2>"$dir/cppcdc.log" &
+  "${wrap[@]}" "$CPPCDC" run --config "$dir/cdc.toml" 2>"$dir/cppcdc.log" &
   cdc_pid=$!
   watch=$("$SINKWATCH" checkpoint --file "$dir/state/checkpoint-$slot.ckpt" --events "$rows" \
     --stall 120) || { tail -n 20 "$dir/cppcdc.log" >&2; die "$slot did not deliver $rows events"; }
@@ -140,6 +150,12 @@ run_one() { # variant rep
       die "$slot: name shipped in clear text"
   fi
   rm -f "$dir/events.jsonl"
+  if ((callgrind)); then
+    local ir
+    ir=$(awk '/^(summary|totals):/ { print $2; exit }' "$dir/callgrind.out" 2>/dev/null)
+    [[ $ir =~ ^[0-9]+$ ]] || die "$slot: no instruction count in $dir/callgrind.out"
+    echo "$ir" >"$WORK/ir_$slot"
+  fi
   end_ns=$(sed 's/.*"checkpoint_mtime_ns":\([0-9]*\).*/\1/' <<<"$watch")
   echo $(((end_ns - t0) / 1000000))
 }
@@ -162,6 +178,17 @@ printf '  filter + mask (HMAC) + metadata_projection: %8.0f ms  (%.0f events/s)\
   "$(awk -v n="$rows" -v t="$mc" 'BEGIN { print n / (t / 1000) }')"
 printf '  ratio (target <= 1.10):                     %8.3f\n' \
   "$(awk -v a="$mc" -v b="$mn" 'BEGIN { print a / b }')"
+
+if ((callgrind)); then
+  irs() { for ((r = 1; r <= repeat; r++)); do cat "$WORK/ir_x_$1_$r"; done; }
+  in=$(median $(irs none))
+  ic=$(median $(irs chain))
+  printf '  callgrind instructions per event (whole cppcdc process, medians):\n'
+  printf '    no transforms: %.0f   chain: %.0f   ratio: %.3f\n' \
+    "$(awk -v i="$in" -v n="$rows" 'BEGIN { print i / n }')" \
+    "$(awk -v i="$ic" -v n="$rows" 'BEGIN { print i / n }')" \
+    "$(awk -v a="$ic" -v b="$in" 'BEGIN { print a / b }')"
+fi
 
 if ((micro)) && [[ -x $MICRO ]]; then
   printf '\nper-action CPU per event (Google Benchmark, batches of 1,000 events):\n'

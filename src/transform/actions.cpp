@@ -231,23 +231,23 @@ class MetadataProjectionAction final : public TransformAction {
                         "offset, ts, tx_id or snapshot")
                         .context("fields"));
       }
-      a->fields_.push_back(*it);
+      // '{' or ',' and the quoted name, which needs no escaping, built once.
+      std::string prefix(a->fields_.empty() ? "{\"" : ",\"");
+      prefix.append(it->first);
+      prefix += "\":";
+      a->reserve_ += prefix.size() + 12;
+      a->fields_.emplace_back(std::move(prefix), it->second);
     }
+    a->reserve_ += 64;  // the strings (schema, table, offset) are usually short
     return std::unique_ptr<TransformAction>(std::move(a));
   }
 
   Result<ActionResult> apply(Event& event, std::string_view /*stage*/) override {
     if (!event.after) return ActionResult::kKeep;
     std::string json;
-    json.reserve(160);
-    json += '{';
-    bool first = true;
-    for (const auto& [name, field] : fields_) {
-      if (!first) json += ',';
-      first = false;
-      json += '"';
-      json.append(name);  // a fixed name: nothing to escape
-      json += "\":";
+    json.reserve(reserve_);
+    for (const auto& [prefix, field] : fields_) {
+      json.append(prefix);
       switch (field) {
         case MetaField::kSchema:
           if (event.schema) {
@@ -280,7 +280,8 @@ class MetadataProjectionAction final : public TransformAction {
 
  private:
   std::string target_;
-  std::vector<std::pair<std::string_view, MetaField>> fields_;
+  std::vector<std::pair<std::string, MetaField>> fields_;  // (prefix, field)
+  std::size_t reserve_ = 0;                                // room the object usually needs
 };
 
 // ---- key_shaping ----

@@ -101,9 +101,13 @@ std::uint64_t TransformChain::skipped_events() const noexcept {
 }
 
 Result<ActionResult> TransformChain::apply_one(Event& event) {
+  // Whether the key resolves, carried from the check after a stage to the next one (a stage
+  // that passed that check left it resolvable); recomputed only when it did not resolve, as a
+  // stage may make it so.
+  bool keyed = key_resolvable(event);
   for (const Stage& stage : impl_->stages) {
     if (!stage.everything && !stage.when.matches(event)) continue;
-    const bool keyed = key_resolvable(event);
+    if (!keyed) keyed = key_resolvable(event);
     for (const auto& action : stage.actions) {
       auto result = action->apply(event, stage.name);
       if (!result) {
@@ -128,6 +132,7 @@ Result<ActionResult> TransformChain::apply_one(Event& event) {
           "key. Keep the key columns, or make the stage set the key to none on purpose (unwrap "
           "drop_primary_key, key_shaping set_primary_key)"));
     }
+    if (keyed) keyed = event.primary_key.has_value();  // checked above when it is there
     if (auto valid = event.validate(); !valid) {
       impl_->failed_stage = &stage;
       return fail(valid.error().context("after transform stage \"" + stage.name + "\""));

@@ -6,6 +6,7 @@
 #include <openssl/evp.h>
 
 #include <array>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -39,7 +40,8 @@ class Sha256 {
   EVP_MD_CTX* ctx_ = nullptr;
 };
 
-/// HMAC-SHA256 (RFC 2104) with the key's inner and outer pads hashed once up front.
+/// HMAC-SHA256 (RFC 2104) with the key's inner and outer pads hashed once up front: a value
+/// costs two copies of those keyed states and the hashing of the value and the inner digest.
 class HmacSha256 {
  public:
   explicit HmacSha256(std::string_view key);
@@ -51,10 +53,8 @@ class HmacSha256 {
   bool hex(std::string_view data, std::string& out);
 
  private:
-  EVP_MD* md_ = nullptr;
-  EVP_MD_CTX* inner_ = nullptr;
-  EVP_MD_CTX* outer_ = nullptr;
-  EVP_MD_CTX* work_ = nullptr;
+  struct Keyed;  // the keyed inner and outer states (crypto.cpp)
+  std::unique_ptr<Keyed> keyed_;
   bool ok_ = false;
 };
 

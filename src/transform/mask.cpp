@@ -163,7 +163,7 @@ class MaskAction final : public TransformAction {
         if (row == nullptr) continue;
         for (auto& column : *row) {
           if (!column.text || named_by_rule(column.name)) continue;
-          auto masked = default_->apply(*column.text, sha_, aad(event, column.name));
+          auto masked = default_->apply(*column.text, sha_, aad(*default_, event, column.name));
           if (!masked) return fail(masked.error());
           column.text = std::move(*masked);
           column.is_json = false;
@@ -195,8 +195,14 @@ class MaskAction final : public TransformAction {
                        [column](const CompiledMaskRule& r) { return r.path.column() == column; });
   }
 
-  const std::string& aad(const Event& event, std::string_view path) {
+  // The associated data of an encryption (table and path); the other kinds ignore it, so
+  // they get an empty string without building one per value.
+  const std::string& aad(const Masker& masker, const Event& event, std::string_view path) {
     aad_.clear();
+    if (masker.rule.kind != MaskRule::Kind::kEncrypt &&
+        masker.rule.kind != MaskRule::Kind::kDecrypt) {
+      return aad_;
+    }
     if (event.schema && !event.schema->empty()) {
       aad_ += *event.schema;
       aad_ += '.';
@@ -213,7 +219,7 @@ class MaskAction final : public TransformAction {
     if (r.path.segments.size() == 1) {
       hit = true;
       if (!column->text) return ok();
-      auto masked = r.masker.apply(*column->text, sha_, aad(event, r.path.text));
+      auto masked = r.masker.apply(*column->text, sha_, aad(r.masker, event, r.path.text));
       if (!masked) return fail(masked.error().context("mask rule \"" + r.path.text + "\""));
       column->text = std::move(*masked);
       column->is_json = false;
@@ -223,7 +229,7 @@ class MaskAction final : public TransformAction {
     auto json = column_to_json(*column);
     if (!json) return ok();
     Status status = ok();
-    const auto& key = aad(event, r.path.text);
+    const auto& key = aad(r.masker, event, r.path.text);
     const std::size_t reached = for_each_json_match(
         *json, std::span<const std::string>(r.path.segments).subspan(1),
         [&](boost::json::value& v) {
