@@ -123,7 +123,8 @@ class Decoder {
   virtual std::string name() const = 0;
   /// The event a record of the matching encoder holds (one record, without the sink's
   /// framing). The result equals the encoded event (operator==), except for what no record
-  /// carries (shape, resume_offset, resume_state, log_position). Error kind invalid_data,
+  /// carries (shape, resume_offset, resume_state, log_position; gtid and snapshot_edge, which
+  /// operator== leaves out, only debezium_json carries). Error kind invalid_data,
   /// naming the field, for bytes that are not such a record (any bytes are safe to pass);
   /// a registry-backed decoder may also fail transient or terminal fetching a schema.
   virtual Result<Event> decode(std::string_view record) = 0;

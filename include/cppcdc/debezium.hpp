@@ -16,7 +16,8 @@
 // holding the JSON text (Debezium's io.debezium.data.Json). A text that is not a value of its
 // column's type (which a source does not produce) fails the encode with invalid_data naming
 // the table and column. `source` has the fields of Debezium's PostgreSQL connector (lsn, txId,
-// schema, ...) or of its MySQL / MariaDB connector (file, pos, db, ...).
+// schema, ...) or of its MySQL / MariaDB connector (file, pos, gtid from Event::gtid, db, ...);
+// source.snapshot names the row's Event::snapshot_edge ("first", "last", ...; "true" without).
 // Key: the key columns as an object, {"id":42}; no key for a keyless event.
 //
 // schemas_enable = true wraps both in {"schema": ..., "payload": ...} with Kafka Connect's
@@ -67,7 +68,8 @@ Status validate(const DebeziumJsonOptions& options);
 
 std::unique_ptr<Encoder> make_debezium_json_encoder(DebeziumJsonOptions options = {});
 /// Reads a Debezium value (either form) back into an event: op, before, after, source_name,
-/// offset, source timestamp, ts, schema, table, transaction id and event_index. Typed values
+/// offset, source timestamp, ts, schema, table, transaction id and event_index, the GTID
+/// (Event::gtid, when source.file is set too) and the snapshot edge. Typed values
 /// are turned back into the database's text by their field schema (a date's day count into
 /// "YYYY-MM-DD", a decimal's bytes into digits with its scale, ...); without the schema a
 /// value reads as its JSON text (a number as its digits, a string as it is, an object or array

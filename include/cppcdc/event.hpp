@@ -22,6 +22,8 @@
 
 namespace cppcdc {
 
+class Event;
+
 /// The envelope version this build writes and accepts.
 inline constexpr std::uint16_t kEnvelopeVersion = 1;
 
@@ -102,6 +104,20 @@ struct TransactionMetadata {
   friend bool operator==(const TransactionMetadata&, const TransactionMetadata&) = default;
 };
 
+/// Where a snapshot read stands among the rows of its snapshot, as far as the source that read
+/// it knows (see Event::snapshot_edge). Debezium's source.snapshot values other than "true".
+enum class SnapshotEdge : std::uint8_t {
+  kNone,          ///< none of the below, or not known
+  kFirst,         ///< the first row of the snapshot
+  kFirstInTable,  ///< the first row of its table (not the snapshot's first)
+  kLastInTable,   ///< the last row of its table (not the snapshot's last)
+  kLast,          ///< the last row of the snapshot
+};
+
+/// Gives `e` the mark `edge` unless it has one that takes precedence, in Debezium's order:
+/// kFirst, kLast, kFirstInTable, kLastInTable (a table's only row is its first).
+void mark_snapshot_edge(Event& e, SnapshotEdge edge) noexcept;
+
 struct SnapshotMetadata {
   std::string snapshot_id;
   std::uint64_t chunk = 0;
@@ -164,6 +180,16 @@ class Event {
   /// known from Begin; a non-transactional message: its own LSN). Empty: unknown. Used to
   /// place the event against a chunk's watermarks. Not part of the envelope.
   LogPosition log_position;
+  /// For a row of a blocking snapshot: whether it is the snapshot's or its table's first or
+  /// last row, set by the source that reads the tables in order (a table with no rows has no
+  /// such rows; a snapshot resumed mid-table marks no first). Not part of the envelope: the
+  /// debezium_json codec writes it as source.snapshot.
+  SnapshotEdge snapshot_edge = SnapshotEdge::kNone;
+  /// The global transaction id of the change's transaction, in the source's notation (MariaDB
+  /// "domain-server-sequence", MySQL "uuid:sequence"); empty when the source has none (no GTID
+  /// mode, PostgreSQL, snapshot rows). Not part of the envelope: the debezium_json codec
+  /// writes it as source.gtid.
+  std::string gtid;
 
   bool before_is_key_only() const noexcept { return before.is_key_only(); }
   bool has_full_before() const noexcept { return before.is_full(); }

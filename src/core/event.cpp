@@ -752,6 +752,28 @@ Result<Event> Event::from_json(std::string_view text) {
   return e;
 }
 
+namespace {
+int edge_rank(SnapshotEdge edge) noexcept {
+  switch (edge) {
+    case SnapshotEdge::kFirst:
+      return 4;
+    case SnapshotEdge::kLast:
+      return 3;
+    case SnapshotEdge::kFirstInTable:
+      return 2;
+    case SnapshotEdge::kLastInTable:
+      return 1;
+    case SnapshotEdge::kNone:
+      break;
+  }
+  return 0;
+}
+}  // namespace
+
+void mark_snapshot_edge(Event& e, SnapshotEdge edge) noexcept {
+  if (edge_rank(edge) > edge_rank(e.snapshot_edge)) e.snapshot_edge = edge;
+}
+
 bool operator==(const Event& a, const Event& b) {
   return a.op == b.op && a.before == b.before && a.after == b.after && a.source == b.source &&
          a.ts == b.ts && a.schema == b.schema && a.table == b.table &&

@@ -46,7 +46,7 @@ struct ReusableParts {
 // full_event() of tests/unit/core/event_reuse_test.cpp, then update the size. (libstdc++ on
 // x86-64; other targets skip the check.)
 #if defined(__GLIBCXX__) && defined(__x86_64__)
-static_assert(sizeof(Event) == 520,
+static_assert(sizeof(Event) == 552,
               "Event changed: make reset_for_reuse() reset the new field, then update this size");
 #endif
 
@@ -82,6 +82,8 @@ inline void reset_for_reuse(Event& e, ReusableParts& parts) {
   clear_for_reuse(e.resume_offset);
   clear_for_reuse(e.resume_state);
   e.log_position = LogPosition();
+  clear_for_reuse(e.gtid);
+  e.snapshot_edge = SnapshotEdge::kNone;
 }
 
 /// Recycled batches whose events are filled again. Holds at most kMaxEvents events.

@@ -120,9 +120,8 @@ std::size_t approx_event_bytes(const Event& e) noexcept {
   std::size_t n = sizeof(Event);
   if (const Row* b = e.before.row()) n += row_bytes(*b);
   if (e.after) n += row_bytes(*e.after);
-  n += string_bytes(e.source.source_name) + string_bytes(e.source.offset) +
-       string_bytes(e.table) + string_bytes(e.resume_offset) +
-       string_bytes(e.resume_state);
+  n += string_bytes(e.source.source_name) + string_bytes(e.source.offset) + string_bytes(e.table) +
+       string_bytes(e.resume_offset) + string_bytes(e.gtid) + string_bytes(e.resume_state);
   if (e.schema) n += string_bytes(*e.schema);
   if (e.primary_key) {
     for (const auto& k : *e.primary_key) n += string_bytes(k);
@@ -222,6 +221,8 @@ Status EventSpill::append(const Event& e) {
   put_varint(out, shape);
   put_string(out, e.resume_offset);
   put_string(out, e.resume_state);
+  put_string(out, e.gtid);
+  out.push_back(static_cast<char>(e.snapshot_edge));
 
   const std::size_t body = buffer_.size() - start - 4;
   if (body > 0xffffffffu) {
@@ -361,6 +362,11 @@ Result<bool> EventSpill::next(Event& e) {
   if (shape > 0) e.shape = shapes_[shape - 1];
   e.resume_offset = r.string();
   e.resume_state = r.string();
+  e.gtid = r.string();
+  const std::uint8_t edge = r.u8();
+  if (edge > static_cast<std::uint8_t>(SnapshotEdge::kLast))
+    return fail(corrupt("bad snapshot edge"));
+  e.snapshot_edge = static_cast<SnapshotEdge>(edge);
   if (!r.ok() || !r.at_end()) return fail(corrupt("malformed record"));
   read_pos_ += 4 + static_cast<std::size_t>(body);
   ++read_;

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <filesystem>
 #include <fstream>
@@ -112,6 +113,104 @@ TEST(MariaDbDebeziumJson, EachColumnIsTypedAsDebeziumsMysqlConnectorTypesIt) {
     EXPECT_EQ(schemas.at("c_json").at("name"), "io.debezium.data.Json");
     EXPECT_EQ(schemas.at("c_vb").at("type"), "bytes");
   }
+  session.exec("DROP DATABASE IF EXISTS " + db);
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
+// source.gtid of a streamed change is its transaction's GTID as the server reports it
+// (@@gtid_binlog_pos after the commit, one domain here), on every event of the transaction,
+// with the server id the GTID names and the event's binlog file and position; source.snapshot
+// marks only the snapshot's first and last rows and each table's first and last, even where
+// the last chunk of a table holds more rows.
+TEST(MariaDbDebeziumJson, ChangesCarryTheirTransactionsGtidAndTheSnapshotMarksOnlyItsEdges) {
+  MARIADB_OR_SKIP();
+  Session session;
+  const std::string db = database_for_test("dbzgtid");
+  const fs::path dir =
+      fs::temp_directory_path() / ("cppcdc-" + db + "-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  session.exec("DROP DATABASE IF EXISTS " + db);
+  session.exec("CREATE DATABASE " + db);
+  session.exec("CREATE TABLE " + db + ".a (id int primary key, v varchar(10))");
+  session.exec("CREATE TABLE " + db + ".b (id int primary key, v varchar(10))");
+  session.exec("INSERT INTO " + db + ".a VALUES (1, 'x'), (2, 'x')");
+  session.exec("INSERT INTO " + db + ".b VALUES (1, 'y'), (2, 'y'), (3, 'y'), (4, 'y'), (5, 'y')");
+  std::ofstream(dir / "cdc.toml") << "[source]\ntype = \"mariadb\"\nhost = \"127.0.0.1\"\nport = "
+                                  << *port() << "\nuser = \"root\"\ntables = [\"" << db
+                                  << ".*\"]\nsource_id = \"" << db << "\"\n\n"
+                                  << "[source.snapshot]\nchunk_size = 3\n\n[sink]\n"
+                                  << "type = \"file\"\npath = \"" << (dir / "events.jsonl").string()
+                                  << "\"\ncodec = \"debezium_json\"\n\n"
+                                  << "[state.offset]\nbackend = \"local_fs\"\ndir = \""
+                                  << (dir / "state").string() << "\"\n";
+  pid_t child = -1;
+  start_cppcdc_process(child, dir, "", "", 0);
+  const auto lines = [&] {
+    std::ifstream in(dir / "events.jsonl");
+    std::vector<json::object> out;
+    for (std::string l; std::getline(in, l);) out.push_back(json::parse(l).as_object());
+    return out;
+  };
+  ASSERT_TRUE(
+      cppcdc::test::wait_until([&] { return lines().size() >= 7; }, std::chrono::seconds(60)))
+      << log_tail(dir / "cppcdc.log");
+  // One transaction of three events over both tables, then one of a single statement.
+  session.exec("BEGIN");
+  session.exec("INSERT INTO " + db + ".a VALUES (3, 'z')");
+  session.exec("UPDATE " + db + ".b SET v = 'w' WHERE id = 2");
+  session.exec("INSERT INTO " + db + ".a VALUES (4, 'z')");
+  session.exec("COMMIT");
+  const std::string first_gtid = session.value("SELECT @@gtid_binlog_pos");
+  session.exec("DELETE FROM " + db + ".b WHERE id = 5");
+  const std::string second_gtid = session.value("SELECT @@gtid_binlog_pos");
+  const std::string server_id = session.value("SELECT @@server_id");
+  const std::string binlog = session.rows("SHOW MASTER STATUS").at(0).at(0).value_or("");
+  ASSERT_TRUE(
+      cppcdc::test::wait_until([&] { return lines().size() >= 11; }, std::chrono::seconds(60)))
+      << log_tail(dir / "cppcdc.log");
+  stop_cppcdc_process(child, SIGTERM);
+  const auto all = lines();
+  ASSERT_EQ(all.size(), 11u);
+  ASSERT_NE(first_gtid, second_gtid);
+  ASSERT_EQ(std::count(first_gtid.begin(), first_gtid.end(), '-'), 2) << first_gtid;
+
+  // The snapshot: tables one after the other, a's two rows and b's five (chunks of 3, so b's
+  // last chunk holds rows 4 and 5 and only row 5 is its last).
+  std::vector<std::string> tables;
+  std::vector<std::string> marks;
+  for (std::size_t i = 0; i < 7; ++i) {
+    SCOPED_TRACE(json::serialize(all[i]));
+    EXPECT_EQ(all[i].at("op"), "r");
+    const auto& source = all[i].at("source").as_object();
+    tables.emplace_back(source.at("table").as_string());
+    marks.emplace_back(source.at("snapshot").as_string());
+    EXPECT_TRUE(source.at("gtid").is_null()) << "a snapshot row belongs to no transaction";
+  }
+  const std::size_t first_rows = tables[0] == "a" ? 2 : 5;
+  std::vector<std::string> expected(7, "true");
+  expected[0] = "first";
+  expected[first_rows - 1] = "last_in_data_collection";
+  expected[first_rows] = "first_in_data_collection";
+  expected[6] = "last";
+  EXPECT_EQ(marks, expected);
+  EXPECT_EQ(tables[first_rows - 1], tables[0]);
+  EXPECT_NE(tables[first_rows], tables[0]);
+
+  // The changes.
+  const char* ops[] = {"c", "u", "c", "d"};
+  for (std::size_t i = 7; i < 11; ++i) {
+    SCOPED_TRACE(json::serialize(all[i]));
+    EXPECT_EQ(all[i].at("op"), ops[i - 7]);
+    const auto& source = all[i].at("source").as_object();
+    EXPECT_EQ(source.at("snapshot"), "false");
+    EXPECT_EQ(source.at("gtid"), json::value(i < 10 ? first_gtid : second_gtid));
+    EXPECT_EQ(std::to_string(source.at("server_id").as_int64()), server_id);
+    EXPECT_EQ(source.at("file"), json::value(binlog));
+    EXPECT_GT(source.at("pos").as_int64(), 4);
+  }
+  // The events of one transaction are at positions of their own, in order.
+  EXPECT_LT(all[7].at("source").at("pos").as_int64(), all[9].at("source").at("pos").as_int64());
   session.exec("DROP DATABASE IF EXISTS " + db);
   if (!HasFailure()) fs::remove_all(dir);
 }

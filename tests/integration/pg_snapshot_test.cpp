@@ -146,6 +146,42 @@ TEST_F(PgSnapshot, ExistingRowsArriveAsReadsWithTheStreamsTextAndShapeThenTheStr
   ASSERT_TRUE(r.runtime->stop());
 }
 
+// Event::snapshot_edge: the snapshot's first and last rows, and each table's first and last,
+// are marked; no other row is, though the rows of a table's last chunk all carry
+// is_last_chunk (docs has 2,500 rows in chunks of 1,000: its last chunk holds 500).
+TEST_F(PgSnapshot, OnlyTheFirstAndLastRowsOfTheSnapshotAndOfEachTableAreMarked) {
+  Reader r(db_, config({"public.docs", "public.keyless", "public.untouched"}));
+  ASSERT_TRUE(r.runtime->start());
+  auto events = r.take(2752, 60);
+  ASSERT_TRUE(r.runtime->stop());
+  ASSERT_EQ(events.size(), 2752u);
+  // The rows grouped by table, in the order they came.
+  std::vector<std::vector<const Event*>> tables;
+  for (const auto& e : events) {
+    ASSERT_EQ(e.op, Operation::kRead);
+    if (tables.empty() || tables.back().front()->table != e.table) tables.emplace_back();
+    tables.back().push_back(&e);
+  }
+  ASSERT_EQ(tables.size(), 3u) << "each table's rows together";
+  std::size_t last_chunk_rows = 0;
+  for (std::size_t t = 0; t < tables.size(); ++t) {
+    const auto& rows = tables[t];
+    SCOPED_TRACE(rows.front()->table);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      SnapshotEdge want = SnapshotEdge::kNone;
+      if (i + 1 == rows.size())
+        want = t + 1 == tables.size() ? SnapshotEdge::kLast : SnapshotEdge::kLastInTable;
+      if (i == 0) want = t == 0 ? SnapshotEdge::kFirst : SnapshotEdge::kFirstInTable;
+      if (t != 0 && i == 0 && i + 1 == rows.size() && t + 1 == tables.size()) {
+        want = SnapshotEdge::kLast;  // Debezium: last comes before first_in_data_collection
+      }
+      ASSERT_EQ(rows[i]->snapshot_edge, want) << "row " << i << " of " << rows.size();
+      if (rows[i]->snapshot->is_last_chunk) ++last_chunk_rows;
+    }
+  }
+  EXPECT_GT(last_chunk_rows, 3u) << "a last chunk of more than one row";
+}
+
 TEST_F(PgSnapshot, AnInterruptedSnapshotResumesAtItsLastAcknowledgedChunk) {
   auto checkpoint = std::make_shared<InMemoryCheckpoint>();
   std::vector<Event> first;

@@ -74,6 +74,52 @@ std::optional<std::pair<std::string_view, std::uint64_t>> parse_coordinate(std::
   return std::make_pair(o.substr(0, colon), pos);
 }
 
+// The server id of a MariaDB GTID "domain-server-sequence"; nullopt for any other text (a
+// MySQL "uuid:n" carries none).
+std::optional<std::uint64_t> mariadb_gtid_server(std::string_view g) {
+  const auto first = g.find('-');
+  const auto second = first == std::string_view::npos ? first : g.find('-', first + 1);
+  if (second == std::string_view::npos || g.find('-', second + 1) != std::string_view::npos) {
+    return std::nullopt;
+  }
+  auto digits = [](std::string_view t, std::uint64_t& v) {
+    auto r = std::from_chars(t.data(), t.data() + t.size(), v);
+    return !t.empty() && r.ec == std::errc() && r.ptr == t.data() + t.size();
+  };
+  std::uint64_t domain = 0, server = 0, sequence = 0;
+  if (!digits(g.substr(0, first), domain) ||
+      !digits(g.substr(first + 1, second - first - 1), server) ||
+      !digits(g.substr(second + 1), sequence)) {
+    return std::nullopt;
+  }
+  return server;
+}
+
+// Debezium's source.snapshot for an event of a snapshot.
+const char* snapshot_text(SnapshotEdge edge) {
+  switch (edge) {
+    case SnapshotEdge::kFirst:
+      return "first";
+    case SnapshotEdge::kFirstInTable:
+      return "first_in_data_collection";
+    case SnapshotEdge::kLastInTable:
+      return "last_in_data_collection";
+    case SnapshotEdge::kLast:
+      return "last";
+    case SnapshotEdge::kNone:
+      break;
+  }
+  return "true";
+}
+
+std::optional<SnapshotEdge> parse_snapshot_text(std::string_view text) {
+  for (auto edge : {SnapshotEdge::kFirst, SnapshotEdge::kFirstInTable, SnapshotEdge::kLastInTable,
+                    SnapshotEdge::kLast}) {
+    if (text == snapshot_text(edge)) return edge;
+  }
+  return std::nullopt;
+}
+
 const char* op_letter(Operation op) {
   switch (op) {
     case Operation::kInsert:
@@ -333,8 +379,10 @@ class DebeziumJsonEncoder final : public Encoder {
   }
 
   const char* snapshot_of(const Event& e) const {
-    if (e.snapshot) return e.snapshot->is_last_chunk ? "last" : "true";
-    return e.op == Operation::kRead ? "true" : "false";
+    // Only the rows the source marked (Event::snapshot_edge) are first or last: a chunk flagged
+    // is_last_chunk has no more say about which of its rows ends the table.
+    if (e.snapshot || e.op == Operation::kRead) return snapshot_text(e.snapshot_edge);
+    return "false";
   }
 
   void write_rest(ByteBuffer& out, const Event& e, Connector connector, const char* letter) {
@@ -377,15 +425,23 @@ class DebeziumJsonEncoder final : public Encoder {
     } else {
       json_lit(out, ",\"table\":");
       json_str(out, e.table);
-      json_lit(out, ",\"server_id\":0,\"gtid\":");
+      json_lit(out, ",\"server_id\":");
+      json_uint(out, mariadb_gtid_server(e.gtid).value_or(0));
+      json_lit(out, ",\"gtid\":");
       const auto coordinate = parse_coordinate(e.source.offset);
+      if (!e.gtid.empty()) {
+        json_str(out, e.gtid);  // the transaction's own GTID
+      } else if (coordinate) {
+        json_lit(out, "null");
+      } else {
+        json_str(out, e.source.offset);  // a GTID position (a snapshot's, or a resume point)
+      }
       if (coordinate) {
-        json_lit(out, "null,\"file\":");
+        json_lit(out, ",\"file\":");
         json_str(out, coordinate->first);
         json_lit(out, ",\"pos\":");
         json_uint(out, coordinate->second);
       } else {
-        json_str(out, e.source.offset);
         json_lit(out, ",\"file\":\"\",\"pos\":0");
       }
       json_lit(out, ",\"row\":0,\"thread\":null,\"query\":null}");
@@ -721,6 +777,9 @@ class DebeziumJsonDecoder final : public Decoder {
     e.before = std::move(*image);
     e.source.source_name = std::string(*name);
     e.source.timestamp = int_at(source, "ts_ms").value_or(0);
+    if (const auto* snap = string_at(source, "snapshot")) {
+      if (auto edge = parse_snapshot_text(*snap)) e.snapshot_edge = *edge;
+    }
     e.table = std::string(*table);
     if (postgres) {
       if (const auto* s = string_at(source, "schema"); s && !s->empty()) e.schema = std::string(*s);
@@ -729,10 +788,13 @@ class DebeziumJsonDecoder final : public Decoder {
     } else {
       if (const auto* db = string_at(source, "db"); db && !db->empty()) e.schema = std::string(*db);
       const auto* file = string_at(source, "file");
+      const auto* gtid = string_at(source, "gtid");
       if (file != nullptr && !file->empty()) {
         e.source.offset =
             std::string(*file) + ":" + std::to_string(int_at(source, "pos").value_or(0));
-      } else if (const auto* gtid = string_at(source, "gtid")) {
+        // With a file position, source.gtid is the transaction's GTID.
+        if (gtid != nullptr) e.gtid = std::string(*gtid);
+      } else if (gtid != nullptr) {
         e.source.offset = std::string(*gtid);
       }
     }

@@ -174,6 +174,7 @@ Status read_snapshot(SnapshotPlan& plan, const MysqlSourceConfig& config,
   std::vector<Event> batch;
   std::vector<std::size_t> sizes;
   std::size_t total = 0;
+  bool first_marked = false;  // the snapshot's first row was marked (Event::snapshot_edge)
   for (std::size_t ti = 0; ti < plan.tables.size(); ++ti) {
     const TableSchema& t = *plan.tables[ti];
     const bool last_table = ti + 1 == plan.tables.size();
@@ -204,6 +205,15 @@ Status read_snapshot(SnapshotPlan& plan, const MysqlSourceConfig& config,
     if (tracker != nullptr) tracker->table_started(ti, estimate);
     std::vector<Event> pending;  // the current chunk
     auto flush = [&](bool last_chunk) -> bool {
+      if (!pending.empty() && chunk_no == 0) {
+        mark_snapshot_edge(pending.front(),
+                           first_marked ? SnapshotEdge::kFirstInTable : SnapshotEdge::kFirst);
+        first_marked = true;
+      }
+      if (!pending.empty() && last_chunk) {
+        mark_snapshot_edge(pending.back(),
+                           last_table ? SnapshotEdge::kLast : SnapshotEdge::kLastInTable);
+      }
       for (auto& e : pending) {
         e.snapshot->is_last_chunk = last_chunk;
         sizes.push_back(cppcdc::detail::approx_event_bytes(e));

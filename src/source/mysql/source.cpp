@@ -697,15 +697,18 @@ class MysqlSource final : public Source {
     }
     in_tx_ = false;
     saw_begin_ = false;
+    // Every event of the transaction carries its GTID (Event::gtid).
+    const std::string gtid = tx_gtid_ ? tx_gtid_->text() : std::string();
     tx_gtid_.reset();
     const std::string offset = resume_offset();
     const std::string& state = state_for_checkpoint();
     if (tx_spill_) {
-      CPPCDC_TRY(push_spilled_tx(offset, state));
+      CPPCDC_TRY(push_spilled_tx(offset, state, gtid));
     } else if (!tx_events_.empty()) {
       const std::uint64_t total = tx_events_.size();
       for (std::uint64_t i = 0; i < total; ++i) {
         tx_events_[i].transaction = TransactionMetadata{tx_id_, total, i};
+        tx_events_[i].gtid = gtid;
       }
       tx_events_.back().resume_offset = offset;
       tx_events_.back().resume_state = state;
@@ -777,7 +780,8 @@ class MysqlSource final : public Source {
 
   // The committed transaction in the spill file, handed over in pieces (the hand-off waits
   // while its queue is full, so memory stays bounded), the last event carrying the position.
-  Status push_spilled_tx(const std::string& offset, const std::string& state) {
+  Status push_spilled_tx(const std::string& offset, const std::string& state,
+                         const std::string& gtid) {
     CPPCDC_TRY(tx_spill_->start_reading());
     const std::uint64_t total = tx_spill_->events_written();
     std::uint64_t index = 0;
@@ -794,6 +798,7 @@ class MysqlSource final : public Source {
                                       " events"));
         }
         e.transaction = TransactionMetadata{tx_id_, total, index++};
+        e.gtid = gtid;
         piece.push_back(std::move(e));
       }
       if (index == total) {

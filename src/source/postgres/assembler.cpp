@@ -596,6 +596,8 @@ Status TransactionAssembler::append_reads(std::uint32_t relation_id,
     e.resume_offset.clear();
     e.resume_state.clear();
     e.log_position = LogPosition();
+    e.gtid.clear();
+    e.snapshot_edge = SnapshotEdge::kNone;
     Row& row = e.after ? *e.after : e.after.emplace();
     row.resize(columns.size());
     for (std::size_t i = 0; i < columns.size(); ++i) {

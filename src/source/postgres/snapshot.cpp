@@ -393,6 +393,8 @@ Status run_snapshot(PGconn* conn, PGconn* catalog, TransactionAssembler& assembl
   std::vector<Event> batch;
   std::size_t used = 0;
   std::vector<std::size_t> sizes;  // approx_event_bytes of batch[0, used)
+  // Whether the next row is the snapshot's first (Event::snapshot_edge): nothing read yet.
+  bool first_pending = progress.table_index == 0 && progress.chunk == 0 && progress.rows == 0;
   while (!progress.done()) {
     if (stop.load()) return ok();
     const std::string& name = progress.tables[progress.table_index];
@@ -514,6 +516,17 @@ Status run_snapshot(PGconn* conn, PGconn* catalog, TransactionAssembler& assembl
         batch[used - 1].resume_state = progress.to_state(assembler.visibility);
       }
       const bool last = table_done && progress.done();
+      if (used > chunk_start) {
+        if (meta.chunk == 0) {
+          mark_snapshot_edge(batch[chunk_start],
+                             first_pending ? SnapshotEdge::kFirst : SnapshotEdge::kFirstInTable);
+          first_pending = false;
+        }
+        if (table_done) {
+          mark_snapshot_edge(batch[used - 1],
+                             last ? SnapshotEdge::kLast : SnapshotEdge::kLastInTable);
+        }
+      }
       if (used > 0 && (last || used + n > batch_events)) {
         batch.resize(used);
         used = 0;

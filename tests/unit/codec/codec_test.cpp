@@ -492,6 +492,83 @@ TEST(DebeziumJson, TheMysqlSourceBlockAndOpLetters) {
   EXPECT_CONTAINS(refused.error().report(), "filter");
 }
 
+// source.gtid is the transaction's own GTID (Event::gtid) beside the event's file and pos;
+// the server id comes from a MariaDB GTID; the decoder gives the GTID back.
+TEST(DebeziumJson, TheMysqlSourceBlockCarriesTheTransactionsGtid) {
+  auto encoder = make_debezium_json_encoder(dbz_options(false, "mariadb", ""));
+  auto decoder = make_debezium_json_decoder();
+  Event e = test::full_event();
+  e.source = {"mariadb", "mariadb-bin.000002:812", 1700000000000};
+  e.schema = "shop";
+  struct Case {
+    std::string gtid;
+    std::int64_t server_id;
+  };
+  for (const Case& c : {Case{"0-7-42", 7}, Case{"3-4294967295-18446744073709551615", 4294967295},
+                        Case{"3e11fa47-71ca-11e1-9e33-c80aa9429562:23", 0}, Case{"", 0}}) {
+    SCOPED_TRACE(c.gtid);
+    e.gtid = c.gtid;
+    const std::string record = encoded(*encoder, e);
+    const json::object v = parsed(record);
+    const auto& source = v.at("source").as_object();
+    if (c.gtid.empty()) {
+      EXPECT_TRUE(source.at("gtid").is_null()) << record;
+    } else {
+      EXPECT_EQ(source.at("gtid").as_string(), c.gtid) << record;
+    }
+    EXPECT_EQ(source.at("server_id").as_int64(), c.server_id) << record;
+    EXPECT_EQ(source.at("file").as_string(), "mariadb-bin.000002");
+    EXPECT_EQ(source.at("pos").as_int64(), 812);
+    auto back = decoder->decode(record);
+    ASSERT_TRUE(back) << back.error().report();
+    EXPECT_EQ(back->gtid, c.gtid);
+    EXPECT_EQ(back->source.offset, e.source.offset);
+  }
+  // An offset that is a GTID position (no file position) is still written as source.gtid
+  // when the event has no GTID of its own.
+  e.gtid.clear();
+  e.source.offset = "0-1-100,1-2-7";
+  const json::object v = parsed(encoded(*encoder, e));
+  EXPECT_EQ(v.at("source").at("gtid").as_string(), "0-1-100,1-2-7");
+  EXPECT_EQ(v.at("source").at("file").as_string(), "");
+  EXPECT_EQ(v.at("source").at("pos").as_int64(), 0);
+}
+
+// source.snapshot follows the row's place the source marked (Event::snapshot_edge), not its
+// chunk: a row of a table's last chunk is "true" unless it is that table's or the snapshot's
+// last row.
+TEST(DebeziumJson, SnapshotMarksComeFromTheRowsEdgeNotFromItsChunk) {
+  auto encoder = make_debezium_json_encoder(dbz_options(false, "mariadb", ""));
+  auto decoder = make_debezium_json_decoder();
+  Event e = test::full_event();
+  e.source = {"mariadb", "mariadb-bin.000002:812", 1700000000000};
+  e.op = Operation::kRead;
+  e.before = BeforeImage();
+  e.transaction.reset();
+  e.snapshot = SnapshotMetadata{"snap", 4, true};
+  const std::pair<SnapshotEdge, const char*> marks[] = {
+      {SnapshotEdge::kNone, "true"},
+      {SnapshotEdge::kFirst, "first"},
+      {SnapshotEdge::kFirstInTable, "first_in_data_collection"},
+      {SnapshotEdge::kLastInTable, "last_in_data_collection"},
+      {SnapshotEdge::kLast, "last"}};
+  for (const auto& [edge, text] : marks) {
+    SCOPED_TRACE(text);
+    e.snapshot_edge = edge;
+    const std::string record = encoded(*encoder, e);
+    EXPECT_EQ(parsed(record).at("source").at("snapshot").as_string(), text);
+    auto back = decoder->decode(record);
+    ASSERT_TRUE(back) << back.error().report();
+    EXPECT_EQ(back->snapshot_edge, edge);
+  }
+  // A read without snapshot metadata (an incremental snapshot's row) is "true"; a change "false".
+  e.snapshot.reset();
+  e.snapshot_edge = SnapshotEdge::kNone;
+  EXPECT_EQ(parsed(encoded(*encoder, e)).at("source").at("snapshot").as_string(), "true");
+  e.op = Operation::kInsert;
+  EXPECT_EQ(parsed(encoded(*encoder, e)).at("source").at("snapshot").as_string(), "false");
+}
+
 TEST(DebeziumJson, SchemasEnableWrapsSchemaAndPayload) {
   auto encoder = make_debezium_json_encoder(dbz_options(true, "", "app"));
   const Event e = test::full_event();
@@ -584,11 +661,15 @@ TEST(DebeziumJson, RoundTripsTheFieldsDebeziumCarries) {
       // Offsets as the sources write them: a PostgreSQL LSN, or a binlog coordinate.
       e.source.offset = i % 2 ? "16/B374D848" : "mysql-bin.000003:" + std::to_string(i);
       if (e.transaction) e.transaction->tx_id %= (1ull << 62);
+      if (i % 2 == 0 && i % 3 == 0) e.gtid = "0-1-" + std::to_string(i);
+      if (e.op == Operation::kRead) e.snapshot_edge = static_cast<SnapshotEdge>(i % 5);
       const std::string record = encoded(*encoder, e);
       auto back = decoder->decode(record);
       ASSERT_TRUE(back) << back.error().report() << "\n" << record;
       Event expected = debezium_projection(e, schemas);
       ASSERT_EQ(back->to_json(), expected.to_json()) << record;
+      EXPECT_EQ(back->gtid, e.gtid) << record;
+      EXPECT_EQ(back->snapshot_edge, e.snapshot_edge) << record;
       ++checked;
     }
     EXPECT_GT(checked, 1000);

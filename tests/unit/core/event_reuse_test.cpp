@@ -30,6 +30,8 @@ Event full_event() {
   e.resume_offset = "0-1-9";
   e.resume_state = std::string(5000, 's');
   e.log_position = LogPosition::from_bytes("pos").value();
+  e.gtid = "0-1-9";
+  e.snapshot_edge = SnapshotEdge::kLast;
   return e;
 }
 
@@ -40,6 +42,11 @@ TEST(EventReuse, AResetEventEqualsADefaultEventAndHandsOverItsRowAndKeyNames) {
   EXPECT_EQ(e, Event());
   EXPECT_TRUE(e.resume_state.empty());
   EXPECT_EQ(e.resume_state.capacity(), std::string().capacity());  // a long string is released
+  // Outside operator==: checked one by one.
+  EXPECT_TRUE(e.resume_offset.empty());
+  EXPECT_TRUE(e.log_position.empty());
+  EXPECT_TRUE(e.gtid.empty());
+  EXPECT_EQ(e.snapshot_edge, SnapshotEdge::kNone);
   ASSERT_TRUE(parts.row.has_value());
   ASSERT_EQ(parts.row->size(), 3u);  // the columns stay, with empty strings, for the decoder
   for (const auto& c : *parts.row) {

@@ -60,6 +60,8 @@ std::vector<Event> varied_events(const std::vector<RowShapePtr>& shapes, int n) 
                                       : std::vector<std::string>{};
     e.shape = shapes[rng() % shapes.size()];
     if (rng() % 5 == 0) e.resume_offset = "0/" + std::to_string(i + 1);
+    if (rng() % 2) e.gtid = "0-1-" + std::to_string(i);
+    e.snapshot_edge = static_cast<SnapshotEdge>(rng() % 5);
     out.push_back(std::move(e));
   }
   return out;
@@ -89,6 +91,9 @@ TEST(EventSpill, EveryFieldSurvivesTheRoundTripAndShapesAreShared) {
     EXPECT_EQ(back.shape.get(), events[i].shape.get()) << i;
     EXPECT_EQ(back.snapshot, events[i].snapshot) << i;
     EXPECT_EQ(back.envelope_version, events[i].envelope_version);
+    EXPECT_EQ(back.resume_offset, events[i].resume_offset) << i;
+    EXPECT_EQ(back.gtid, events[i].gtid) << i;
+    EXPECT_EQ(back.snapshot_edge, events[i].snapshot_edge) << i;
   }
   Event extra;
   auto end = (*spill)->next(extra);

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <thread>
 
@@ -307,4 +308,27 @@ TEST(EventJson, FromJsonRefusesAnEnvelopeVersionBeyondItsRange) {
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().kind(), ErrorKind::kInvalidData);
   EXPECT_NE(r.error().report().find("envelope_version"), std::string::npos) << r.error().report();
+}
+
+// A row may be both first and last of its table (or snapshot): the mark kept follows
+// Debezium's precedence, whatever order the source sets them in.
+TEST(Event, SnapshotEdgeMarksKeepTheOneThatTakesPrecedence) {
+  using E = SnapshotEdge;
+  const E order[] = {E::kFirst, E::kLast, E::kFirstInTable, E::kLastInTable, E::kNone};
+  for (std::size_t i = 0; i < 5; ++i) {
+    for (std::size_t j = 0; j < 5; ++j) {
+      Event e;
+      mark_snapshot_edge(e, order[i]);
+      mark_snapshot_edge(e, order[j]);
+      EXPECT_EQ(e.snapshot_edge, order[std::min(i, j)]) << i << " " << j;
+    }
+  }
+  Event e;
+  EXPECT_EQ(e.snapshot_edge, E::kNone);
+  EXPECT_TRUE(e.gtid.empty());
+  // Neither is part of the envelope.
+  e.gtid = "0-1-2";
+  e.snapshot_edge = E::kLast;
+  EXPECT_EQ(e.to_json(), Event().to_json());
+  EXPECT_EQ(e, Event());
 }
