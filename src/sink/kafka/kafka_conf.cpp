@@ -43,6 +43,37 @@ bool one_of(std::string_view value, std::initializer_list<std::string_view> allo
   return std::find(allowed.begin(), allowed.end(), value) != allowed.end();
 }
 
+// Properties of Kafka's Java producer that librdkafka does not know, with what to write
+// instead: users copy them from Java client configurations.
+const char* java_client_hint(std::string_view name) noexcept {
+  static constexpr std::pair<std::string_view, const char*> kJava[] = {
+      {"key.serializer",
+       "a Java client property; librdkafka has none: the sink writes the key as the primary-key "
+       "values in JSON"},
+      {"value.serializer",
+       "a Java client property; librdkafka has none: [sink.codec] chooses the value's encoding"},
+      {"max.block.ms",
+       "a Java client property; librdkafka has no equivalent: a full local queue makes the sink "
+       "wait, bounded by delivery_timeout_ms"},
+      {"buffer.memory",
+       "a Java client property; librdkafka's equivalent is queue.buffering.max.kbytes"},
+      {"max.request.size", "a Java client property; librdkafka's equivalent is message.max.bytes"},
+      {"partitioner.class", "a Java client property; set the sink's partitioner instead"},
+      {"interceptor.classes", "a Java client property; librdkafka has no equivalent"},
+      {"ssl.truststore.password",
+       "a Java client property; librdkafka reads the CA from ssl.ca.location (PEM), without a "
+       "password"},
+      {"ssl.truststore.type", "a Java client property; librdkafka reads PEM from ssl.ca.location"},
+      {"ssl.keystore.type",
+       "a Java client property; librdkafka reads PKCS#12 from ssl.keystore.location, or PEM from "
+       "ssl.certificate.location and ssl.key.location"},
+  };
+  for (const auto& [property, hint] : kJava) {
+    if (property == name) return hint;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 const char* owning_setting(std::string_view name) noexcept {
@@ -143,8 +174,11 @@ Result<ConfPtr> build_conf(const KafkaSinkConfig& config) {
       std::vector<std::string> known;
       for (std::size_t i = 0; i + 1 < count; i += 2) known.emplace_back(dump[i]);
       rd_kafka_conf_dump_free(dump, count);
-      const std::string closest = detail::closest_name(name, known);
-      if (!closest.empty()) hint = " (did you mean " + closest + "?)";
+      if (const char* java = java_client_hint(name); java != nullptr) {
+        hint = std::string(" (") + java + ")";
+      } else if (const std::string closest = detail::closest_name(name, known); !closest.empty()) {
+        hint = " (did you mean " + closest + "?)";
+      }
     }
     return fail(bad(setting, "librdkafka refuses " + name + " = " + shown + ": " + err + hint));
   };
@@ -209,6 +243,88 @@ Result<ConfPtr> build_conf(const KafkaSinkConfig& config) {
     CPPCDC_TRY(set(name, value, setting));
   }
   return conf;
+}
+
+namespace {
+
+void discard_log(const rd_kafka_t*, int, const char*, const char*) {}
+
+// The user's kafka_properties key that librdkafka's refusal `message` names (it writes names in
+// backquotes, some under an alias: `max.in.flight`, `retries`), or "" when it names none.
+std::string property_named_in(const KafkaSinkConfig& config, std::string_view message) {
+  static constexpr std::pair<std::string_view, std::string_view> kAliases[] = {
+      {"max.in.flight", "max.in.flight.requests.per.connection"},
+      {"retries", "message.send.max.retries"},
+  };
+  std::size_t at = 0;
+  while ((at = message.find('`', at)) != std::string_view::npos) {
+    const std::size_t end = message.find('`', at + 1);
+    if (end == std::string_view::npos) break;
+    const std::string_view named = message.substr(at + 1, end - at - 1);
+    at = end + 1;
+    for (const auto& [name, value] : config.properties) {
+      if (name == named) return name;
+      for (const auto& [a, b] : kAliases) {
+        if ((named == a && name == b) || (named == b && name == a)) return name;
+      }
+    }
+  }
+  return "";
+}
+
+std::string remedy_for(const KafkaSinkConfig& config, const std::string& property) {
+  if (property == "max.in.flight.requests.per.connection" || property == "max.in.flight") {
+    return "set it to at most 5, or remove it: the sink's producer is always idempotent";
+  }
+  if (property == "retries" || property == "message.send.max.retries") {
+    return "remove it (or set at least 1): an idempotent or transactional producer must retry, "
+           "and delivery_timeout_ms bounds how long";
+  }
+  if (property == "socket.timeout.ms") {
+    return "set it to at most the transaction timeout (" +
+           std::to_string(transaction_timeout_ms(config)) +
+           " ms) + 100 ms, or raise kafka_properties.transaction.timeout.ms";
+  }
+  return "change or remove it";
+}
+
+}  // namespace
+
+Status check_producer(const KafkaSinkConfig& config, const rd_kafka_conf_t* conf) {
+#if defined(__SANITIZE_THREAD__)
+  // librdkafka starts its threads with C11 thrd_create, which ThreadSanitizer does not
+  // intercept: under it, loading a configuration makes no producer.
+  return ok();
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+  return ok();
+#endif
+#endif
+  // The producer run makes, from a copy of its configuration, without brokers: librdkafka
+  // checks the combination of properties (idempotence, transactions, timeouts) only here.
+  ConfPtr copy(rd_kafka_conf_dup(conf));
+  char err[512];
+  if (rd_kafka_conf_set(copy.get(), "bootstrap.servers", "", err, sizeof err) != RD_KAFKA_CONF_OK) {
+    return ok();
+  }
+  rd_kafka_conf_set_log_cb(copy.get(), &discard_log);
+  err[0] = '\0';
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, copy.get(), err, sizeof err);
+  if (rk != nullptr) {
+    (void)copy.release();
+    rd_kafka_destroy(rk);
+    return ok();
+  }
+  const std::string property = property_named_in(config, err);
+  if (property.empty()) {
+    return fail(Error::sink(ErrorKind::kConfiguration,
+                            std::string("librdkafka refuses to make the producer: ") + err)
+                    .for_setting(SettingOwner::kSink, "kafka_properties"));
+  }
+  return fail(Error::sink(ErrorKind::kConfiguration,
+                          std::string("librdkafka refuses to make the producer: ") + err + "; " +
+                              remedy_for(config, property))
+                  .for_setting(SettingOwner::kSink, "kafka_properties." + property));
 }
 
 }  // namespace kafka_sink

@@ -32,6 +32,13 @@ std::int64_t transaction_timeout_ms(const KafkaSinkConfig& config);
 
 Result<ConfPtr> build_conf(const KafkaSinkConfig& config);
 
+/// Makes (and destroys) a producer from a copy of `conf`, built from `config`, without
+/// brokers, as run would make it: librdkafka checks combinations of properties only when it
+/// makes the producer (max.in.flight over 5 or retries = 0 with idempotence, socket.timeout.ms
+/// over transaction.timeout.ms + 100). Its refusal is a configuration error for the
+/// kafka_properties key it names, with the remedy.
+Status check_producer(const KafkaSinkConfig& config, const rd_kafka_conf_t* conf);
+
 /// The sink setting that owns librdkafka property `name` ("compression" for
 /// "compression.codec"), "" for a property the sink fixes itself (acks, enable.idempotence),
 /// or nullptr when the property is free to pass through.

@@ -1719,7 +1719,7 @@ std::string_view to_string(KafkaDeliveryMode mode) noexcept {
 Status validate(const KafkaSinkConfig& config) {
   auto conf = kafka_sink::build_conf(config);
   if (!conf) return fail(std::move(conf).error());
-  return ok();
+  return kafka_sink::check_producer(config, conf->get());
 }
 
 Result<std::unique_ptr<Sink>> make_kafka_sink(KafkaSinkConfig config,

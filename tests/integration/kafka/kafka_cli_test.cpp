@@ -704,3 +704,41 @@ TEST(KafkaCli, ARefusedPropertyTheCheckpointBackendTookFromTheSinkNamesTheSinksK
   EXPECT_FALSE(has(checked.output, "[state.offset")) << checked.output;
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
+
+// Property combinations librdkafka refuses only when it makes the producer (run exited 2 on
+// them) are refused by check-config and preflight, naming the key and the remedy (ninth Kafka
+// trial, finding 6).
+TEST(KafkaCli, CheckConfigRefusesWhatTheProducerWouldRefuseAtRun) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  const fs::path dir = fresh_dir("kcli_combos");
+  const std::pair<const char*, const char*> cases[] = {
+      {"max.in.flight.requests.per.connection", "6"},
+      {"retries", "0"},
+      {"socket.timeout.ms", "300000"},
+  };
+  for (const auto& [key, value] : cases) {
+    {
+      std::ofstream cfg(dir / "cdc.toml");
+      cfg << "delivery_contract = \"effectively_once\"\n\n"
+          << "[source]\ntype = \"postgres\"\ndsn = \"" << it::dsn_for("postgres") << "\"\n"
+          << "slot_name = \"kcli_combos\"\ntables = [\"public.t\"]\n\n"
+          << "[sink]\ntype = \"kafka\"\nbootstrap_servers = \"" << bootstrap << "\"\n"
+          << "delivery_mode = \"transactional\"\ntransactional_id = \"kcli_combos\"\n\n"
+          << "[sink.kafka_properties]\n\"" << key << "\" = \"" << value << "\"\n\n"
+          << "[state.offset]\nbackend = \"kafka_topic\"\n";
+    }
+    for (const char* command : {"check-config", "preflight"}) {
+      const auto out = it::run_cli({command, "--config", (dir / "cdc.toml").string()}, 60);
+      EXPECT_EQ(out.code, 2) << command << " " << key << ": " << out.output;
+      // (a key with a dot is quoted, as the file must write it)
+      const std::string shown = std::string_view(key).find('.') != std::string_view::npos
+                                    ? "\"" + std::string(key) + "\""
+                                    : std::string(key);
+      EXPECT_TRUE(has(out.output, "[sink.kafka_properties] " + shown))
+          << command << " " << key << ": " << out.output;
+      EXPECT_TRUE(has(out.output, "librdkafka refuses to make the producer"))
+          << command << " " << key << ": " << out.output;
+    }
+  }
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}

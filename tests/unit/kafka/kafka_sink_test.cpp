@@ -353,6 +353,43 @@ TEST(KafkaSinkConfig, ATransactionalProducerIsMadeWithTheDefaultDeliveryTimeout)
   }
 }
 
+// Combinations librdkafka checks only when it makes the producer are refused at load, as run
+// would refuse them, naming the property and the remedy (ninth Kafka trial, finding 6).
+TEST(KafkaSinkConfig, CombinationsTheProducerRefusesAreRefusedAtLoad) {
+  if (kThreadSanitizer) GTEST_SKIP() << "(see kThreadSanitizer)";
+  auto c = minimal();
+  c.properties = {{"max.in.flight.requests.per.connection", "6"}};
+  auto report = refusal(c, "kafka_properties.max.in.flight.requests.per.connection");
+  EXPECT_CONTAINS(report, "enable.idempotence");
+  EXPECT_CONTAINS(report, "at most 5");
+  c.properties = {{"max.in.flight.requests.per.connection", "5"}};
+  EXPECT_TRUE(validate(c));
+  c.properties = {{"retries", "0"}};
+  EXPECT_CONTAINS(refusal(c, "kafka_properties.retries"), "remove it");
+  c.delivery_mode = KafkaDeliveryMode::kTransactional;
+  c.transactional_id = "cppcdc-orders";
+  EXPECT_CONTAINS(refusal(c, "kafka_properties.retries"), "remove it");
+  c.properties = {{"socket.timeout.ms", "120101"}};
+  report = refusal(c, "kafka_properties.socket.timeout.ms");
+  EXPECT_CONTAINS(report, "transaction.timeout.ms");
+  EXPECT_CONTAINS(report, "(120000 ms) + 100 ms");
+  c.properties = {{"socket.timeout.ms", "120100"}};
+  EXPECT_TRUE(validate(c));
+}
+
+// Java producer properties librdkafka does not know name the librdkafka equivalent.
+TEST(KafkaSinkConfig, JavaClientPropertiesNameWhatLibrdkafkaTakesInstead) {
+  auto c = minimal();
+  c.properties = {{"buffer.memory", "33554432"}};
+  EXPECT_CONTAINS(refusal(c, "kafka_properties.buffer.memory"), "queue.buffering.max.kbytes");
+  c.properties = {{"max.request.size", "1048576"}};
+  EXPECT_CONTAINS(refusal(c, "kafka_properties.max.request.size"), "message.max.bytes");
+  c.properties = {{"key.serializer", "x"}};
+  EXPECT_CONTAINS(refusal(c, "kafka_properties.key.serializer"), "a Java client property");
+  c.properties = {{"max.block.ms", "60000"}};
+  EXPECT_CONTAINS(refusal(c, "kafka_properties.max.block.ms"), "no equivalent");
+}
+
 TEST(KafkaSinkConfig, PropertiesPassThroughUnlessASettingOwnsThem) {
   auto c = minimal();
   c.properties = {{"security.protocol", "plaintext"}, {"socket.keepalive.enable", "true"}};
