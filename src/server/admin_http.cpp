@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <chrono>
 #include <csignal>
@@ -266,11 +267,19 @@ void AdminServer::install_routes() {
   httplib::Server& http = *http_;
   // Answers cpp-httplib makes before any route runs (a request it could not read, a route that
   // does not exist) come without a body: give them the JSON error the routes give.
-  http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request&,
+  http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req,
                                                                  httplib::Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
     if (res.status == 404) {
-      res.set_content(status_json(false, "not_found", "no such route (GET /admin/openapi.yaml)"),
+      // The path is echoed only when it is plain printable ASCII (it is the client's text).
+      std::string path = req.path.size() <= 200 ? req.path : std::string();
+      if (!std::all_of(path.begin(), path.end(),
+                       [](char c) { return c > ' ' && c < 127 && c != '"' && c != '\\'; })) {
+        path = "(this path)";
+      }
+      res.set_content(status_json(false, "not_found",
+                                  "no such route: " + req.method + " " + path +
+                                      "; GET /admin/openapi.yaml lists the routes"),
                       kJson);
     } else if (res.status == 400) {
       res.set_content(status_json(false, "bad_request",

@@ -204,6 +204,24 @@ TEST(AdminListen, ARequestTheServerCannotReadGetsAJsonError) {
   (*server)->stop();
 }
 
+// A path without a route is named in the answer, with where the routes are listed (the
+// answer named /admin/openapi.yaml as if that had been asked for: ops trial 2, L3).
+TEST(AdminListen, AnUnknownPathIsNamedInTheNotFoundAnswer) {
+  AdminConfig config;
+  config.listen = "127.0.0.1:0";
+  config.port = 0;
+  AdminSources sources;
+  sources.snapshot = [] { return RuntimeAdminSnapshot{}; };
+  auto server = AdminServer::start(config, sources);
+  ASSERT_TRUE(server) << server.error().report();
+  const std::string answer =
+      raw_http((*server)->port(), "GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(answer.rfind("HTTP/1.1 404", 0), 0u) << answer;
+  EXPECT_CONTAINS(answer, "\"not_found\"");
+  EXPECT_CONTAINS(answer, "no such route: GET /nope; GET /admin/openapi.yaml lists the routes");
+  (*server)->stop();
+}
+
 RuntimeAdminSnapshot running() {
   RuntimeAdminSnapshot s;
   s.state = RuntimeState::kRunning;
