@@ -203,6 +203,16 @@ inline int stop_cppcdc_process(pid_t& child, int sig) {
   return status;
 }
 
+/// Kills (SIGKILL) and reaps the process `pid` names when the scope ends, unless it was
+/// stopped before (stop_cppcdc_process sets it to -1): a failed assertion that returns early
+/// leaves no cppcdc running.
+struct KillAtExit {
+  pid_t& pid;
+  ~KillAtExit() {
+    if (pid > 0) stop_cppcdc_process(pid, SIGKILL);
+  }
+};
+
 /// What a `cppcdc` command printed and how it exited.
 struct CliOutcome {
   int code = -1;       ///< exit status; -1 when it did not exit normally

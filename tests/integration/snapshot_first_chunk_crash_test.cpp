@@ -64,12 +64,7 @@ TEST(SnapshotFirstChunk, ACrashBeforeTheFirstChunkWasAcknowledgedTakesTheSnapsho
   locker.query("select pg_advisory_lock(4243)");
   pid_t child = -1;
   it::start_cppcdc_process(child, dir, it::admin_dsn(), db, 0);
-  struct Guard {
-    pid_t& pid;
-    ~Guard() {
-      if (pid > 0) it::stop_cppcdc_process(pid, SIGKILL);
-    }
-  } guard{child};
+  it::KillAtExit guard{child};
   ASSERT_TRUE(it::wait_until(
       [&] {
         return s.scalar("select count(*) from pg_stat_activity where datname = '" + db +

@@ -43,6 +43,21 @@ Result<SlotState> create_slot_exporting(const PostgresSourceConfig& config) {
 constexpr const char* kPipelineLockKey =
     "('x' || left(md5('cppcdc pipeline ' || $1::text), 16))::bit(64)::bigint";
 
+/// A backend as row `row` of `res` shows it (columns: pid, application_name, client address;
+/// empty text when unknown): "PID n (application_name a, client c)".
+std::string describe_backend(const PGresult* res, int row) {
+  const std::string app = get(res, row, 1).value_or("");
+  const std::string client = get(res, row, 2).value_or("");
+  std::string who = "PID " + get(res, row, 0).value_or("?");
+  if (!app.empty() || !client.empty()) {
+    who += " (";
+    if (!app.empty()) who += "application_name " + app;
+    if (!client.empty()) who += std::string(app.empty() ? "" : ", ") + "client " + client;
+    who += ")";
+  }
+  return who;
+}
+
 }  // namespace
 
 Result<std::optional<std::string>> pipeline_lock_holder(PGconn* sql, const std::string& slot) {
@@ -59,16 +74,7 @@ Result<std::optional<std::string>> pipeline_lock_holder(PGconn* sql, const std::
            "looking up who holds the pipeline lock of replication slot " + slot, {slot});
   if (!res) return fail(res.error());
   if (PQntuples(res->get()) == 0) return std::optional<std::string>();
-  const std::string app = get(res->get(), 0, 1).value_or("");
-  const std::string client = get(res->get(), 0, 2).value_or("");
-  std::string who = "PID " + get(res->get(), 0, 0).value_or("?");
-  if (!app.empty() || !client.empty()) {
-    who += " (";
-    if (!app.empty()) who += "application_name " + app;
-    if (!client.empty()) who += std::string(app.empty() ? "" : ", ") + "client " + client;
-    who += ")";
-  }
-  return std::optional<std::string>(std::move(who));
+  return std::optional<std::string>(describe_backend(res->get(), 0));
 }
 
 Status hold_pipeline_lock(PGconn* sql, const std::string& slot) {
@@ -325,16 +331,8 @@ Status check_slot_not_in_use(const PostgresSourceConfig& config) {
                       .for_setting(SettingOwner::kSource, "slot_name"));
     }
     if (Clock::now() >= grace_end || ::cppcdc::detail::g_process_stop_requested.load()) {
-      const std::string pid = detail::get(res->get(), 0, 0).value_or("?");
       const std::string app = detail::get(res->get(), 0, 1).value_or("");
-      const std::string client = detail::get(res->get(), 0, 2).value_or("");
-      std::string who = "PID " + pid;
-      if (!app.empty() || !client.empty()) {
-        who += " (";
-        if (!app.empty()) who += "application_name " + app;
-        if (!client.empty()) who += std::string(app.empty() ? "" : ", ") + "client " + client;
-        who += ")";
-      }
+      const std::string who = detail::describe_backend(res->get(), 0);
       const std::string holder =
           app == "cppcdc" ? "another cppcdc runs this pipeline"
                           : "another process streams from it (if it is a cppcdc, it runs this "

@@ -64,12 +64,7 @@ void ride_out_restarts(const std::string& shared, bool exactly_once) {
   }
   pid_t child = -1;
   it::start_cppcdc_process(child, dir, it::admin_dsn(), db, 120);
-  struct Guard {
-    pid_t& pid;
-    ~Guard() {
-      if (pid > 0) it::stop_cppcdc_process(pid, SIGKILL);
-    }
-  } guard{child};
+  it::KillAtExit guard{child};
 
   // Inserts, then updates of the same rows: every change must be in Kafka.
   std::atomic<bool> stop{false};
@@ -212,12 +207,7 @@ TEST(KafkaBrokerOutage, ABlockedFlushTurnsReadinessStalledAndTheLogSaysSo) {
   }
   pid_t child = -1;
   it::start_cppcdc_process(child, dir, it::admin_dsn(), db, 120);
-  struct Guard {
-    pid_t& pid;
-    ~Guard() {
-      if (pid > 0) it::stop_cppcdc_process(pid, SIGKILL);
-    }
-  } guard{child};
+  it::KillAtExit guard{child};
   const fs::path log = dir / "cppcdc.log";
   const auto log_text = [&] {
     std::ifstream in(log);
@@ -312,12 +302,7 @@ TEST(KafkaBrokerOutage, SigtermDuringAWaitOnUnreachableBrokersStopsPromptlyAndCl
   }
   pid_t child = -1;
   it::start_cppcdc_process(child, dir, it::admin_dsn(), db, 120);
-  struct Guard {
-    pid_t& pid;
-    ~Guard() {
-      if (pid > 0) it::stop_cppcdc_process(pid, SIGKILL);
-    }
-  } guard{child};
+  it::KillAtExit guard{child};
   const fs::path log = dir / "cppcdc.log";
   const auto log_text = [&] {
     std::ifstream in(log);
@@ -399,12 +384,7 @@ TEST(KafkaBrokerOutage, SigtermDuringAnOutageUnderEffectivelyOnceStopsPromptly) 
   }
   pid_t child = -1;
   it::start_cppcdc_process(child, dir, it::admin_dsn(), db, 120);
-  struct Guard {
-    pid_t& pid;
-    ~Guard() {
-      if (pid > 0) it::stop_cppcdc_process(pid, SIGKILL);
-    }
-  } guard{child};
+  it::KillAtExit guard{child};
   const fs::path log = dir / "cppcdc.log";
   const auto log_text = [&] {
     std::ifstream in(log);
@@ -540,12 +520,7 @@ TEST(KafkaBrokerOutage, WhileTheCheckpointOpensTheProbesAnswerAndSigtermStopsCle
       unreachable_kafka_config(db, "backend = \"kafka_topic\"\ntimeout_ms = 600000\n", "");
   pid_t child = -1;
   it::start_cppcdc_process(child, dir, it::admin_dsn(), db, 0);
-  struct Guard {
-    pid_t& pid;
-    ~Guard() {
-      if (pid > 0) it::stop_cppcdc_process(pid, SIGKILL);
-    }
-  } guard{child};
+  it::KillAtExit guard{child};
   const fs::path log = dir / "cppcdc.log";
   const auto log_text = [&] {
     std::ifstream in(log);
@@ -606,12 +581,7 @@ TEST(KafkaBrokerOutage, TheCheckpointBackendWaitsItsTimeoutForABrokerAndSigtermE
   dir = unreachable_kafka_config(db, "backend = \"kafka_topic\"\ntimeout_ms = 600000\n", "");
   pid_t child = -1;
   it::start_cppcdc_process(child, dir, it::admin_dsn(), db, 0);
-  struct Guard {
-    pid_t& pid;
-    ~Guard() {
-      if (pid > 0) it::stop_cppcdc_process(pid, SIGKILL);
-    }
-  } guard{child};
+  it::KillAtExit guard{child};
   const fs::path log = dir / "cppcdc.log";
   const auto log_text = [&] {
     std::ifstream in(log);

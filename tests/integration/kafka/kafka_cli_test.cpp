@@ -62,11 +62,6 @@ void write_effectively_once_config(const fs::path& dir, const std::string& db,
       << "[runtime]\nmax_poll_wait_ms = 100\n";
 }
 
-std::size_t committed_rows(const std::string& bootstrap, const std::string& topic) {
-  if (kafka_it::partition_count(bootstrap, topic) <= 0) return 0;
-  return kafka_it::read_topic(bootstrap, topic, "read_committed").size();
-}
-
 // Two pipelines of different source types that keep their checkpoints in one place under the
 // same key (the defaults: a PostgreSQL slot_name and a MariaDB source_id both "cppcdc"):
 // `cppcdc teardown` of the PostgreSQL one keeps the record, which is the MariaDB pipeline's,
@@ -126,15 +121,11 @@ TEST(KafkaCli, ACopiedConfigurationStopsBeforeItsSinkOpensAndTheRunningPipelineG
 
   pid_t a = -1;
   it::start_cppcdc_process(a, dir_a, it::admin_dsn(), db, 120);
-  struct Guard {
-    pid_t& pid;
-    ~Guard() {
-      if (pid > 0) it::stop_cppcdc_process(pid, SIGKILL);
-    }
-  } guard{a};
+  it::KillAtExit guard{a};
   const fs::path log_a = dir_a / "cppcdc.log";
   s.query("insert into t values (1)");
-  ASSERT_TRUE(it::wait_until([&] { return committed_rows(bootstrap, topic) == 1; }, 60s, 500ms))
+  ASSERT_TRUE(it::wait_until([&] { return kafka_it::committed_records(bootstrap, topic) == 1; },
+                             60s, 500ms))
       << it::log_tail(log_a);
 
   // preflight of the copy says what its start would do (it said "all checks passed" before).
@@ -159,7 +150,8 @@ TEST(KafkaCli, ACopiedConfigurationStopsBeforeItsSinkOpensAndTheRunningPipelineG
   int status = 0;
   ASSERT_EQ(waitpid(a, &status, WNOHANG), 0) << "pipeline A ended\n" << it::log_tail(log_a);
   s.query("insert into t values (2)");
-  ASSERT_TRUE(it::wait_until([&] { return committed_rows(bootstrap, topic) == 2; }, 60s, 500ms))
+  ASSERT_TRUE(it::wait_until([&] { return kafka_it::committed_records(bootstrap, topic) == 2; },
+                             60s, 500ms))
       << it::log_tail(log_a);
   ASSERT_EQ(waitpid(a, &status, WNOHANG), 0) << "pipeline A ended\n" << it::log_tail(log_a);
   EXPECT_FALSE(has(file_text(log_a), "fenced")) << it::log_tail(log_a);
@@ -217,7 +209,8 @@ struct RunningAndCopy {
   void start_a(const fs::path& log_a) {
     it::start_cppcdc_process(a, dir_a, it::admin_dsn(), db, s ? 120 : 0);
     if (s) insert(1);
-    ASSERT_TRUE(it::wait_until([&] { return committed_rows(bootstrap, topic) == 1; }, 60s, 500ms))
+    ASSERT_TRUE(it::wait_until([&] { return kafka_it::committed_records(bootstrap, topic) == 1; },
+                               60s, 500ms))
         << it::log_tail(log_a);
   }
 
@@ -295,8 +288,8 @@ struct RunningAndCopy {
     int status = 0;
     ASSERT_EQ(waitpid(a, &status, WNOHANG), 0) << "pipeline A ended\n" << it::log_tail(log_a);
     ASSERT_NO_FATAL_FAILURE(insert(id));
-    ASSERT_TRUE(
-        it::wait_until([&] { return committed_rows(bootstrap, topic) == rows; }, 60s, 500ms))
+    ASSERT_TRUE(it::wait_until(
+        [&] { return kafka_it::committed_records(bootstrap, topic) == rows; }, 60s, 500ms))
         << it::log_tail(log_a);
     ASSERT_EQ(waitpid(a, &status, WNOHANG), 0) << "pipeline A ended\n" << it::log_tail(log_a);
     EXPECT_FALSE(has(file_text(log_a), "fenced")) << it::log_tail(log_a);
@@ -527,12 +520,7 @@ TEST(KafkaCli, ARestartAfterAKillInsideATransactionSaysThatItWaitedForItsAbort) 
   const fs::path log = dir / "cppcdc.log";
 
   pid_t child = -1;
-  struct Guard {
-    pid_t& pid;
-    ~Guard() {
-      if (pid > 0) it::stop_cppcdc_process(pid, SIGKILL);
-    }
-  } guard{child};
+  it::KillAtExit guard{child};
   setenv("CPPCDC_FAULT_POINT", "kafka_sink.after_flush", 1);  // the child's copy keeps it
   it::start_cppcdc_process(child, dir, it::admin_dsn(), db, 120);
   unsetenv("CPPCDC_FAULT_POINT");
@@ -545,8 +533,8 @@ TEST(KafkaCli, ARestartAfterAKillInsideATransactionSaysThatItWaitedForItsAbort) 
   const std::size_t first_run = file_text(log).size();
 
   it::start_cppcdc_process(child, dir, it::admin_dsn(), db, 120);
-  ASSERT_TRUE(it::wait_until([&] { return committed_rows(bootstrap, name + ".public.t") == 1; },
-                             60s, 500ms))
+  ASSERT_TRUE(it::wait_until(
+      [&] { return kafka_it::committed_records(bootstrap, name + ".public.t") == 1; }, 60s, 500ms))
       << it::log_tail(log);
   EXPECT_EQ(it::stop_cppcdc_process(child, SIGTERM), 0) << it::log_tail(log);
   const std::string second = file_text(log).substr(first_run);
@@ -579,12 +567,7 @@ TEST(KafkaCli, AMarkerLeftAfterTheCommitIsReportedAsACommittedBatch) {
   const fs::path log = dir / "cppcdc.log";
 
   pid_t child = -1;
-  struct Guard {
-    pid_t& pid;
-    ~Guard() {
-      if (pid > 0) it::stop_cppcdc_process(pid, SIGKILL);
-    }
-  } guard{child};
+  it::KillAtExit guard{child};
   setenv("CPPCDC_FAULT_POINT", "kafka_sink.after_commit", 1);  // the child's copy keeps it
   it::start_cppcdc_process(child, dir, it::admin_dsn(), db, 0);
   unsetenv("CPPCDC_FAULT_POINT");
@@ -593,16 +576,17 @@ TEST(KafkaCli, AMarkerLeftAfterTheCommitIsReportedAsACommittedBatch) {
       << it::log_tail(log);
   child = -1;
   ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
-  ASSERT_EQ(committed_rows(bootstrap, name + ".public.t"), 5u) << it::log_tail(log);
+  ASSERT_EQ(kafka_it::committed_records(bootstrap, name + ".public.t"), 5u) << it::log_tail(log);
   const std::size_t first_run = file_text(log).size();
 
   it::start_cppcdc_process(child, dir, it::admin_dsn(), db, 120);
   s.query("insert into t values (6)");
-  ASSERT_TRUE(it::wait_until([&] { return committed_rows(bootstrap, name + ".public.t") >= 6; },
-                             60s, 500ms))
+  ASSERT_TRUE(it::wait_until(
+      [&] { return kafka_it::committed_records(bootstrap, name + ".public.t") >= 6; }, 60s, 500ms))
       << it::log_tail(log);
   EXPECT_EQ(it::stop_cppcdc_process(child, SIGTERM), 0) << it::log_tail(log);
-  EXPECT_EQ(committed_rows(bootstrap, name + ".public.t"), 6u) << "a row was delivered twice";
+  EXPECT_EQ(kafka_it::committed_records(bootstrap, name + ".public.t"), 6u)
+      << "a row was delivered twice";
   const std::string second = file_text(log).substr(first_run);
   EXPECT_TRUE(has(second, "the previous run stopped after a batch's transaction committed"))
       << second;
@@ -643,12 +627,7 @@ TEST(KafkaCli, AStopDuringACarriedStretchSaysItsEventsWereAbortedAndReadAgain) {
   }
   const fs::path log = dir / "cppcdc.log";
   pid_t child = -1;
-  struct Guard {
-    pid_t& pid;
-    ~Guard() {
-      if (pid > 0) it::stop_cppcdc_process(pid, SIGKILL);
-    }
-  } guard{child};
+  it::KillAtExit guard{child};
   it::start_cppcdc_process(child, dir, it::admin_dsn(), db, 0);
   const std::string topic = name + ".public.bag";
   // The topic is created with the table's first record: the stretch has begun.
@@ -657,7 +636,7 @@ TEST(KafkaCli, AStopDuringACarriedStretchSaysItsEventsWereAbortedAndReadAgain) {
       << it::log_tail(log);
   EXPECT_EQ(it::stop_cppcdc_process(child, SIGTERM), 0) << it::log_tail(log);
   const std::string text = file_text(log);
-  ASSERT_EQ(committed_rows(bootstrap, topic), 0u)
+  ASSERT_EQ(kafka_it::committed_records(bootstrap, topic), 0u)
       << "the stretch committed before the stop: " << it::log_tail(log);
   // The keyless table is one warning (the program's, the snapshot's and the stream's
   // relation each said it in their own words: three lines).

@@ -38,11 +38,6 @@ fs::path fresh_dir(const std::string& name) {
   return dir;
 }
 
-std::size_t committed_rows(const std::string& bootstrap, const std::string& topic) {
-  if (kafka_it::partition_count(bootstrap, topic) <= 0) return 0;
-  return kafka_it::read_topic(bootstrap, topic, "read_committed").size();
-}
-
 TEST(KafkaCliCopy, ACopyStartedDuringTheInitialSnapshotStopsBeforeItsSinkOpens) {
   KAFKA_TEST_BOOTSTRAP(bootstrap);
   const std::string db = it::test_database("kcps");
@@ -73,12 +68,7 @@ TEST(KafkaCliCopy, ACopyStartedDuringTheInitialSnapshotStopsBeforeItsSinkOpens) 
 
   pid_t a = -1;
   it::start_cppcdc_process(a, dir_a, it::admin_dsn(), db, 0);
-  struct Guard {
-    pid_t& pid;
-    ~Guard() {
-      if (pid > 0) it::stop_cppcdc_process(pid, SIGKILL);
-    }
-  } guard{a};
+  it::KillAtExit guard{a};
   const fs::path log_a = dir_a / "cppcdc.log";
   ASSERT_TRUE(it::wait_until(
       [&] {
@@ -112,11 +102,13 @@ TEST(KafkaCliCopy, ACopyStartedDuringTheInitialSnapshotStopsBeforeItsSinkOpens) 
 
   // A goes on: its snapshot completes once the lock goes, unfenced, and so does the stream.
   locker.query("select pg_advisory_unlock(4242)");
-  ASSERT_TRUE(it::wait_until([&] { return committed_rows(bootstrap, topic) == 50; }, 90s, 500ms))
-      << committed_rows(bootstrap, topic) << " rows\n"
+  ASSERT_TRUE(it::wait_until([&] { return kafka_it::committed_records(bootstrap, topic) == 50; },
+                             90s, 500ms))
+      << kafka_it::committed_records(bootstrap, topic) << " rows\n"
       << it::log_tail(log_a);
   s.query("insert into t values (51)");
-  ASSERT_TRUE(it::wait_until([&] { return committed_rows(bootstrap, topic) == 51; }, 60s, 500ms))
+  ASSERT_TRUE(it::wait_until([&] { return kafka_it::committed_records(bootstrap, topic) == 51; },
+                             60s, 500ms))
       << it::log_tail(log_a);
   int status = 0;
   ASSERT_EQ(waitpid(a, &status, WNOHANG), 0) << "pipeline A ended\n" << it::log_tail(log_a);

@@ -161,6 +161,12 @@ inline std::vector<Record> read_topic(const std::string& bootstrap, const std::s
   return out;
 }
 
+/// How many records of `topic` a read_committed reader sees; 0 while the topic does not exist.
+inline std::size_t committed_records(const std::string& bootstrap, const std::string& topic) {
+  if (partition_count(bootstrap, topic) <= 0) return 0;
+  return read_topic(bootstrap, topic, "read_committed").size();
+}
+
 /// How many times `text` occurs in the file at `path` (a cppcdc log), 0 when it cannot be read.
 inline std::size_t count_in_file(const std::filesystem::path& path, const std::string& text) {
   std::ifstream in(path);
