@@ -184,15 +184,20 @@ std::string raw_http(int port, const std::string& request) {
   return answer;
 }
 
-// cpp-httplib answers a request it cannot read (a POST without Content-Length) before any
-// route runs; the answer is still the documented JSON error.
-TEST(AdminListen, ARequestTheServerCannotReadGetsAJsonError) {
+// An admin server on a loopback port the kernel picks, with an empty snapshot.
+Result<std::unique_ptr<AdminServer>> start_on_any_loopback_port() {
   AdminConfig config;
   config.listen = "127.0.0.1:0";
   config.port = 0;
   AdminSources sources;
   sources.snapshot = [] { return RuntimeAdminSnapshot{}; };
-  auto server = AdminServer::start(config, sources);
+  return AdminServer::start(config, sources);
+}
+
+// cpp-httplib answers a request it cannot read (a POST without Content-Length) before any
+// route runs; the answer is still the documented JSON error.
+TEST(AdminListen, ARequestTheServerCannotReadGetsAJsonError) {
+  auto server = start_on_any_loopback_port();
   ASSERT_TRUE(server) << server.error().report();
   const std::string answer =
       raw_http((*server)->port(),
@@ -207,12 +212,7 @@ TEST(AdminListen, ARequestTheServerCannotReadGetsAJsonError) {
 // A path without a route is named in the answer, with where the routes are listed (the
 // answer named /admin/openapi.yaml as if that had been asked for: ops trial 2, L3).
 TEST(AdminListen, AnUnknownPathIsNamedInTheNotFoundAnswer) {
-  AdminConfig config;
-  config.listen = "127.0.0.1:0";
-  config.port = 0;
-  AdminSources sources;
-  sources.snapshot = [] { return RuntimeAdminSnapshot{}; };
-  auto server = AdminServer::start(config, sources);
+  auto server = start_on_any_loopback_port();
   ASSERT_TRUE(server) << server.error().report();
   const std::string answer =
       raw_http((*server)->port(), "GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
