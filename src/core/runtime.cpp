@@ -629,8 +629,8 @@ Status Runtime::load_checkpoint() {
   return ok();
 }
 
-Status Runtime::await_before_start(const std::function<Status()>& attempt,
-                                   std::string_view waiting, const std::atomic<bool>& cancel) {
+Status Runtime::await_before_start(const std::function<Status()>& attempt, std::string_view waiting,
+                                   const std::atomic<bool>& cancel) {
   auto& d = *impl_;
   if (d.state_now() != RuntimeState::kCreated) {
     return fail(Error::invalid_state("await_before_start() on a runtime that is " +
