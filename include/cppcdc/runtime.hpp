@@ -296,6 +296,23 @@ class Runtime {
   /// the database is unreachable at startup): it then fails with the last source error.
   Status start(const std::atomic<bool>& cancel);
 
+  /// Before start(), optional: loads the checkpoint (start() then uses this record), so that
+  /// admin_snapshot() shows its position and `events_committed_lifetime` from then on, also
+  /// while the source cannot be reached yet. Calling it again does nothing. Fails as start()
+  /// would on the checkpoint (the runtime is failed then).
+  Status load_checkpoint();
+  /// Before start(), optional: runs `attempt` (a check the start depends on, made against the
+  /// source's server, such as `cppcdc run`'s check that no other process reads the source)
+  /// until it succeeds, under the same retry policy and circuit breaker as the source's start:
+  /// each retryable failure counts as a recoverable error of the source side, backs off, opens
+  /// and half-opens the breaker, and escalates to the error state (the runtime is failed
+  /// then). A failure that is not retryable ends it at once. While it runs, admin_snapshot()
+  /// reports the start as connecting to the source, with the failed attempts and the last
+  /// error. `waiting` starts each retry's log line ("waiting for the postgres source ...").
+  /// The waits end once `cancel` becomes true; it then fails with the last error.
+  Status await_before_start(const std::function<Status()>& attempt, std::string_view waiting,
+                            const std::atomic<bool>& cancel);
+
   /// Up to max_buffer_size events, waiting up to max_poll_wait_ms for the first; an empty
   /// batch when the source was quiet. At most one batch is outstanding: polling again before
   /// acknowledging the previous batch is refused (invalid_state). Events of a partially

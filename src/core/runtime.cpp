@@ -139,6 +139,7 @@ struct Runtime::Impl {
   std::string retrying;
   bool source_connected = false;  // the source's connection is up (started, not failed since)
   bool starting = false;          // start() is running (connecting to the source)
+  bool checkpoint_loaded = false;  // load_checkpoint() succeeded (this thread only)
   void set_source_connected(bool up) {
     std::lock_guard lock(mutex);
     source_connected = up;
@@ -595,11 +596,12 @@ Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeConfig config) {
   return runtime;
 }
 
-Status Runtime::start() {
+Status Runtime::load_checkpoint() {
   auto& d = *impl_;
-  if (d.state != RuntimeState::kCreated) {
-    return fail(Error::invalid_state("start() on a runtime that is " +
-                                     std::string(to_string(d.state))));
+  if (d.checkpoint_loaded) return ok();
+  if (d.state_now() != RuntimeState::kCreated) {
+    return fail(Error::invalid_state("load_checkpoint() on a runtime that is " +
+                                     std::string(to_string(d.state_now()))));
   }
   auto loaded = d.config.checkpoint->load();
   if (!loaded) {
@@ -623,6 +625,57 @@ Status Runtime::start() {
     if (record) d.events_committed = record->committed_events;
     d.committed_before_start = d.events_committed;
   }
+  d.checkpoint_loaded = true;
+  return ok();
+}
+
+Status Runtime::await_before_start(const std::function<Status()>& attempt, std::string_view waiting,
+                                   const std::atomic<bool>& cancel) {
+  auto& d = *impl_;
+  if (d.state_now() != RuntimeState::kCreated) {
+    return fail(Error::invalid_state("await_before_start() on a runtime that is " +
+                                     std::string(to_string(d.state_now()))));
+  }
+  d.cancel = &cancel;
+  {
+    std::lock_guard lock(d.mutex);
+    d.starting = true;
+  }
+  struct End {
+    Impl& d;
+    ~End() {
+      std::lock_guard lock(d.mutex);
+      d.starting = false;
+      d.cancel = nullptr;
+    }
+  } end{d};
+  for (;;) {
+    auto st = attempt();
+    if (st) {
+      d.on_recovered();
+      return st;
+    }
+    if (!st.error().retryable()) return st;
+    const auto next = d.on_recoverable(st.error(), "source");
+    if (next.give_up) {
+      d.set_state(RuntimeState::kFailed);
+      return fail(st.error().context(next.note));
+    }
+    spdlog::warn("{} ({}), checking again in {} ms: {}", waiting, next.note, next.wait.count(),
+                 st.error().report());
+    if (!d.wait_retry(next.wait)) return fail(st.error().context("stopped while waiting to retry"));
+    d.before_retry();
+  }
+}
+
+Status Runtime::start() {
+  auto& d = *impl_;
+  if (d.state_now() != RuntimeState::kCreated) {
+    return fail(Error::invalid_state("start() on a runtime that is " +
+                                     std::string(to_string(d.state_now()))));
+  }
+  CPPCDC_TRY(load_checkpoint());
+  const std::optional<CheckpointRecord> record = d.checkpoint;
   d.arm_skip();
   if (record) {
     spdlog::info("resuming from checkpoint {} ({} events committed so far)", record->offset,

@@ -54,6 +54,12 @@ ProbeAnswer liveness(const RuntimeAdminSnapshot& snapshot, const std::string& fa
     }
     return {503, status_json(false, "error", reason)};
   }
+  // The run ended with another fatal error (a lost source position, a sink's or the
+  // checkpoint's terminal error): the process only lingers for a last scrape, then exits.
+  if (!failure.empty()) {
+    return {503, status_json(false, "error",
+                             "the run ended with an error and the process exits: " + failure)};
+  }
   return {200, status_json(true, "alive", "")};
 }
 

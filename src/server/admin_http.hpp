@@ -76,8 +76,9 @@ struct ProbeAnswer {
   int status = 200;
   std::string body;
 };
-/// /livez: 503 only when the breaker is in the error state. `failure`: the error that ended
-/// the run (AdminSources::failure), added to the reason once the run failed.
+/// /livez: 503 when the breaker is in the error state, or once the run failed with `failure`
+/// (AdminSources::failure: the error that ended the run, set while the process lingers before
+/// its exit; added to the reason).
 ProbeAnswer liveness(const RuntimeAdminSnapshot& snapshot, const std::string& failure = {});
 /// /readyz: 503 unless running, streaming (no initial snapshot pending or running) and the
 /// verdict is not alertable. `failure` as for liveness().

@@ -1955,8 +1955,8 @@ std::string describe_config(const ServerConfig& config) {
           "http://" + config.admin->listen + " (/livez /readyz /metrics /admin/...), " +
               (config.admin->token.empty() ? std::string("no token")
                                            : "bearer token from " + config.admin->token_origin) +
-              ", /livez 503 for " + std::to_string(config.admin->error_linger_ms) +
-              " ms before exiting on a breaker error");
+              ", error_linger_ms " + std::to_string(config.admin->error_linger_ms) +
+              " (/livez 503 for that long before exiting on an error)");
   } else {
     entry("admin:", "off ([admin] is not configured)");
   }

@@ -62,10 +62,12 @@ struct AdminConfig {
   std::string token;
   /// Where the token came from, for describe_config: "", "token", "token_env NAME".
   std::string token_origin;
-  /// `error_linger_ms`: after the circuit breaker escalated to its error state, the process
-  /// keeps answering /livez with 503 (and serving /metrics) for this long before it exits
-  /// with the error, so that a liveness probe or a last scrape sees why. A stop signal ends
-  /// the wait early. 0: exit at once. Milliseconds, 0 to 3600000.
+  /// `error_linger_ms`: after the run ended with an error (the circuit breaker escalated to
+  /// its error state, a lost source position, any other fatal error of the running
+  /// pipeline), the process keeps answering /livez and /readyz with 503 (and serving /metrics
+  /// with the final verdict) for this long before it exits with the error's status, so that
+  /// a liveness probe or a last scrape sees why. A stop signal ends the wait early; a clean
+  /// stop never waits. 0: exit at once. Milliseconds, 0 to 3600000.
   std::int64_t error_linger_ms = 15000;
   /// Set when `token_env` names a variable that is not set or empty: the error the commands
   /// serving the admin endpoint stop with (check_admin_token); the others ignore it.

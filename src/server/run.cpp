@@ -212,6 +212,7 @@ struct AdminLink {
   RouterSink* router = nullptr;
   std::string step = "starting";  // what the start does now, until the runtime runs
   std::string failure;            // the error that ended the run, once it failed
+  bool source_started = false;    // the runtime's start() began: the source's lag may be read
 
   void set_step(std::string what) {
     std::lock_guard lock(mutex);
@@ -227,7 +228,13 @@ struct AdminLink {
   }
   RuntimeAdminSnapshot snapshot() {
     std::lock_guard lock(mutex);
-    if (runtime != nullptr) return runtime->admin_snapshot();
+    if (runtime != nullptr) {
+      // The runtime exists from the checkpoint's load on: its counters, breaker and errors
+      // count from there. Until its start() runs, the step says what the start does.
+      RuntimeAdminSnapshot s = runtime->admin_snapshot();
+      if (!step.empty() && s.state == RuntimeState::kCreated) s.health.reason = "starting: " + step;
+      return s;
+    }
     RuntimeAdminSnapshot s;
     s.health.kind = HealthVerdict::Kind::kNotRunning;
     s.health.reason = "starting: " + step;
@@ -404,7 +411,7 @@ int run_server(const ServerConfig& config) {
     sources.lag = [admin_link, source_view]() -> std::optional<SourceLag> {
       {
         std::lock_guard lock(admin_link->mutex);
-        if (admin_link->runtime == nullptr) return std::nullopt;  // not connected yet
+        if (!admin_link->source_started) return std::nullopt;  // not connected yet
       }
       return source_view->lag();
     };
@@ -438,44 +445,92 @@ int run_server(const ServerConfig& config) {
     return failed_opening(checkpoint.error(), "opening the checkpoint");
   }
 
+  // The runtime comes next, before anything waits on a server: it loads the checkpoint now
+  // (the admin snapshot shows its position and lifetime count while the start goes on), and
+  // its retry policy and circuit breaker count every failed attempt to reach the source from
+  // here on, as they do for a reconnect in the middle of a run.
+  RuntimeConfig runtime_config;
+  runtime_config.source = std::move(*source);
+  runtime_config.checkpoint = *checkpoint;
+  runtime_config.options = config.runtime;
+  const auto tally = std::make_shared<CarriedTally>(metrics);
+  runtime_config.observer = tally;
+  auto runtime = Runtime::create(std::move(runtime_config));
+  if (!runtime) {
+    stop_admin();
+    return report_failure(runtime.error().context("creating the runtime"), config.origin);
+  }
+  // Declared after the runtime, so that the admin server stops before the runtime goes.
+  struct AdminStop {
+    std::unique_ptr<AdminServer>& admin;
+    ~AdminStop() {
+      if (admin) admin->stop();
+    }
+  } admin_runtime_guard{admin};
+  {
+    std::lock_guard lock(admin_link->mutex);
+    admin_link->runtime = runtime->get();
+    admin_link->step = "loading the checkpoint (" + checkpoint_desc + ")";
+  }
+  // After the breaker escalated, or the run ended with a fatal error, /livez answers 503 for
+  // [admin] error_linger_ms before the process exits, so that a liveness probe and a last
+  // scrape see the error state and its cause.
+  // Never after a stop signal (a clean stop, or one that cut a wait short).
+  // `escalated_only`: only after the breaker escalated (a check before the start, whose other
+  // failures are the configuration's or another process').
+  // True when it lingered: the exit status is then the error's, also after a stop signal
+  // ended the wait.
+  const auto linger_on_error = [&](const Error& error, bool escalated_only = false) {
+    if (!admin || config.admin->error_linger_ms <= 0 || g_stop_requested.load()) return false;
+    const RuntimeAdminSnapshot last = (*runtime)->admin_snapshot();
+    if (escalated_only && last.breaker_state != BreakerState::kError) return false;
+    admin_link->set_failure(error.report());
+    if (last.breaker_state == BreakerState::kError) {
+      spdlog::error(
+          "the circuit breaker escalated to its error state; /livez answers 503 for {} "
+          "ms before cppcdc exits ([admin] error_linger_ms; SIGTERM ends the wait)",
+          config.admin->error_linger_ms);
+    } else {
+      spdlog::error(
+          "the run ended with an error ({}); /livez and /readyz answer 503 and /metrics shows "
+          "the final verdict for {} ms before cppcdc exits ([admin] error_linger_ms; SIGTERM "
+          "ends the wait)",
+          last.health.change_key(), config.admin->error_linger_ms);
+    }
+    const auto until =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(config.admin->error_linger_ms);
+    while (!g_stop_requested.load() && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return true;
+  };
+  if (auto loaded = (*runtime)->load_checkpoint(); !loaded) {
+    stop_admin();
+    return report_failure(loaded.error().context("starting the pipeline"), config.origin);
+  }
+
   // A copy of a running pipeline's configuration (its own control socket, and a checkpoint
   // that lets a second writer in, or one of its own) stops here, before the sinks open: a
   // transactional Kafka sink's start would fence the running pipeline's producer.
   // The check connects as the source will: a login the server refuses stops here too (the
   // source's start would fail the same way, after the sinks opened), and a server that cannot
-  // be reached is waited for under the retry policy instead of passing the check.
-  admin_link->set_step("checking that the source is not in use by another process");
+  // be reached is waited for under the runtime's retry policy and breaker (the admin snapshot
+  // counts those attempts, and a server that stays down escalates the breaker).
+  admin_link->set_step("");  // the runtime's own account: connecting to the source, its errors
   {
-    detail::CircuitBreaker breaker(config.runtime.connection_retry, config.runtime.breaker);
-    for (;;) {
-      auto free = config.source->check_not_in_use();
-      if (free) break;
-      const Error& error = free.error();
-      const std::string what = "checking the " + config.source_type + " source";
-      if (!error.retryable() || g_stop_requested.load()) {
-        stop_admin();
-        return failed_opening(error, what);
-      }
-      const auto next = breaker.on_failure();
-      if (next.give_up) {
-        stop_admin();
-        return failed_opening(error.context(next.note), what);
-      }
-      admin_link->set_step("waiting for the source to be reachable (nothing opened yet)");
-      spdlog::warn(
-          "waiting for the {} source before opening the sinks ({}), checking again in {} ms: {}",
-          config.source_type, next.note, next.wait.count(), error.report());
-      const auto until = std::chrono::steady_clock::now() + next.wait;
-      while (!g_stop_requested.load() && std::chrono::steady_clock::now() < until) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      }
-      if (g_stop_requested.load()) {
-        stop_admin();
-        return failed_opening(error, "waiting for the " + config.source_type + " source");
-      }
-      breaker.before_attempt();
+    const std::string what = "checking the " + config.source_type + " source";
+    auto free = (*runtime)->await_before_start(
+        [&config] { return config.source->check_not_in_use(); },
+        "waiting for the " + config.source_type + " source before opening the sinks",
+        g_stop_requested);
+    if (!free) {
+      const bool lingered = linger_on_error(free.error(), /*escalated_only=*/true);
+      stop_admin();
+      if (lingered) return report_failure(free.error().context(what), config.origin);
+      return failed_opening(free.error(), what);
     }
   }
+  admin_link->set_step("opening the sinks");
 
   // Dead letters: opened only when something sends events there.
   std::shared_ptr<DeadLetterWriter> dead_letters;
@@ -611,51 +666,16 @@ int run_server(const ServerConfig& config) {
     if (router != nullptr) router->warn_on_unmatched_routes();
   };
 
-  RuntimeConfig runtime_config;
-  runtime_config.source = std::move(*source);
-  runtime_config.checkpoint = *checkpoint;
-  runtime_config.options = config.runtime;
-  const auto tally = std::make_shared<CarriedTally>(metrics);
-  runtime_config.observer = tally;
-  auto runtime = Runtime::create(std::move(runtime_config));
-  if (!runtime) {
-    stop_admin();
-    (void)(*pipeline)->close();
-    (void)close_dead_letters();
-    return report_failure(runtime.error().context("creating the runtime"), config.origin);
-  }
-
-  // From here the admin server reads the runtime, the transforms and the routes; it is
-  // stopped before any of them goes (declared after them, the guard goes first).
+  // From here the admin server reads the transforms and the routes too; it is stopped before
+  // they go (declared after them, the guard goes first).
   {
     std::lock_guard lock(admin_link->mutex);
-    admin_link->runtime = runtime->get();
     admin_link->chain = chain;
     admin_link->router = router;
-    admin_link->step = "connecting to the source";
+    admin_link->step.clear();  // the runtime's own account from here: connecting to the source
+    admin_link->source_started = true;
   }
-  struct AdminStop {
-    std::unique_ptr<AdminServer>& admin;
-    ~AdminStop() {
-      if (admin) admin->stop();
-    }
-  } admin_stop_guard{admin};
-  // After the breaker escalated, /livez answers 503 for [admin] error_linger_ms before the
-  // process exits, so that a liveness probe (and a last scrape) sees the error state.
-  const auto linger_on_breaker_error = [&](const Error& error) {
-    if (!admin || config.admin->error_linger_ms <= 0) return;
-    if ((*runtime)->admin_snapshot().breaker_state != BreakerState::kError) return;
-    admin_link->set_failure(error.report());
-    spdlog::error(
-        "the circuit breaker escalated to its error state; /livez answers 503 for {} "
-        "ms before cppcdc exits ([admin] error_linger_ms; SIGTERM ends the wait)",
-        config.admin->error_linger_ms);
-    const auto until =
-        std::chrono::steady_clock::now() + std::chrono::milliseconds(config.admin->error_linger_ms);
-    while (!g_stop_requested.load() && std::chrono::steady_clock::now() < until) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-  };
+  AdminStop admin_stop_guard{admin};
 
   spdlog::info(
       "cppcdc {} starting: source={} {} sink={} checkpoint={} delivery_contract={} "
@@ -667,12 +687,12 @@ int run_server(const ServerConfig& config) {
 
   // A stop signal ends the retries of a source that cannot be reached yet.
   if (auto started = (*runtime)->start(g_stop_requested); !started) {
-    linger_on_breaker_error(started.error());
+    const bool lingered = linger_on_error(started.error());
     stop_admin();
     shut_down(**runtime);
     (void)(*pipeline)->close();
     (void)close_dead_letters();
-    if (g_stop_requested.load()) {
+    if (g_stop_requested.load() && !lingered) {
       spdlog::info("cppcdc stopped by signal before the pipeline started: {}",
                    started.error().report());
       spdlog::default_logger()->flush();
@@ -718,7 +738,7 @@ int run_server(const ServerConfig& config) {
   auto delivered = (*runtime)->run_to_completion(**pipeline, g_stop_requested);
   health_log.reset();
   (*control)->stop();  // no command is taken while the pipeline shuts down
-  if (!delivered) linger_on_breaker_error(delivered.error());
+  if (!delivered) linger_on_error(delivered.error());
   stop_admin();
   report_unmatched();
   if (!delivered) {

@@ -133,7 +133,21 @@ class Admin : public OwnServerTest {
     return name.find("Prometheus") != std::string::npos  ? 115
            : name.find("Token") != std::string::npos     ? 116
            : name.find("Readiness") != std::string::npos ? 117
+           : name.find("Restart") != std::string::npos   ? 110
+           : name.find("Slot") != std::string::npos      ? 111
                                                          : 118;
+  }
+
+  // The port the admin server of the cppcdc started last took (port 0: it logs the port).
+  int wait_admin_port() {
+    const std::string marker = "admin server listening on http://127.0.0.1:";
+    if (!wait_until([&] { return log().find(marker) != std::string::npos; },
+                    std::chrono::seconds(30))) {
+      ADD_FAILURE() << log();
+      return 0;
+    }
+    const std::string text = log();
+    return std::atoi(text.c_str() + text.find(marker) + marker.size());
   }
 
   // `runtime_extra`: more [runtime] keys; `admin_extra`: more [admin] keys.
@@ -144,13 +158,8 @@ class Admin : public OwnServerTest {
                  runtime_extra + "\n[admin]\nlisten = \"127.0.0.1:0\"\ntoken = \"" + kToken +
                      "\"\n" + admin_extra);
     start_cppcdc();
-    const std::string marker = "admin server listening on http://127.0.0.1:";
-    ASSERT_TRUE(wait_until([&] { return log().find(marker) != std::string::npos; },
-                           std::chrono::seconds(30)))
-        << log();
-    const std::string text = log();
-    admin_port_ = std::atoi(text.c_str() + text.find(marker) + marker.size());
-    ASSERT_GT(admin_port_, 0) << text;
+    admin_port_ = wait_admin_port();
+    ASSERT_GT(admin_port_, 0) << log();
     ASSERT_TRUE(wait_until([&] { return http_get(admin_port_, "/readyz").status == 200; },
                            std::chrono::seconds(30)))
         << http_get(admin_port_, "/readyz").body << "\n"
@@ -348,6 +357,110 @@ TEST_F(Admin, LivenessTurns503OnceTheBreakerEscalates) {
   EXPECT_NE(stop_cppcdc(), 0) << log();
   EXPECT_NE(log().find("escalated to the error state"), std::string::npos) << log();
   ASSERT_TRUE(start_server());  // for TearDown, which drops the slot
+}
+
+// Ops trial M4: a process restarted while its database is down goes through the same retry
+// policy and breaker as one whose database goes away mid-run: its failed attempts count as
+// recoverable errors, the breaker escalates with the same [runtime] keys and /livez answers 503;
+// meanwhile the metrics show the source down, the last error, and the committed count of the
+// pipeline's life from the checkpoint (not 0).
+TEST_F(Admin, ARestartWhileTheDatabaseIsDownCountsAndEscalatesLikeAnOutageMidRun) {
+  start_with_admin();
+  PgSession s(dsn(name_));
+  s.query("insert into acct select g, g, 'x' from generate_series(1, 25) g");
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return http_get(admin_port_, "/metrics", kToken)
+                   .body.find("\ncppcdc_events_committed_lifetime 25\n") != std::string::npos;
+      },
+      std::chrono::seconds(30)))
+      << http_get(admin_port_, "/metrics", kToken).body;
+  ASSERT_EQ(stop_cppcdc(), 0) << log();
+  ASSERT_TRUE(stop_server());
+
+  fs::remove(log_path());
+  write_config(dsn(name_), "",
+               "recoverable_error_breaker_consecutive_threshold = 3\n"
+               "recoverable_error_breaker_cooldown_ms = 300\n"
+               "recoverable_error_breaker_max_open_cycles = 2\n"
+               "\n[admin]\nlisten = \"127.0.0.1:0\"\ntoken = \"" +
+                   std::string(kToken) + "\"\nerror_linger_ms = 600000\n");
+  start_cppcdc(/*wait_streaming=*/false);
+  admin_port_ = wait_admin_port();
+  ASSERT_GT(admin_port_, 0);
+  Reply live;
+  EXPECT_TRUE(wait_until(
+      [&] {
+        live = http_get(admin_port_, "/livez");
+        return live.status == 503;
+      },
+      std::chrono::seconds(120), std::chrono::milliseconds(100)))
+      << live.status << " " << live.body << "\n"
+      << log();
+  EXPECT_NE(live.body.find("circuit breaker escalated"), std::string::npos) << live.body;
+  const std::string metrics = http_get(admin_port_, "/metrics", kToken).body;
+  // Three failures open the breaker, its two probes fail: five recoverable errors.
+  EXPECT_NE(metrics.find("\ncppcdc_recoverable_errors_total 5\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("cppcdc_breaker_state{state=\"error\"} 1"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("\ncppcdc_source_up 0\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("\ncppcdc_events_committed_lifetime 25\n"), std::string::npos) << metrics;
+  const std::string snapshot = http_get(admin_port_, "/admin/snapshot", kToken).body;
+  EXPECT_NE(snapshot.find("\"last_recoverable_error\":\""), std::string::npos) << snapshot;
+  EXPECT_NE(snapshot.find("\"events_committed_lifetime\":25"), std::string::npos) << snapshot;
+  EXPECT_EQ(http_get(admin_port_, "/readyz").status, 503);
+  EXPECT_NE(stop_cppcdc(), 0) << log();
+  EXPECT_NE(log().find("escalated to the error state"), std::string::npos) << log();
+  ASSERT_TRUE(start_server());  // for TearDown, which drops the slot
+}
+
+// Ops trial M1: a run that ends with a fatal error (here: the replication slot was dropped
+// under it, exit 3) keeps its admin server up for [admin] error_linger_ms, so that a scrape
+// sees why: both probes answer 503 naming the error, /metrics shows the final verdict
+// (stalled, source_position_lost); then the process exits with the error's status.
+TEST_F(Admin, ADroppedSlotIsScrapedDuringTheLingerAndTheExitStatusFollows) {
+  start_with_admin("", "error_linger_ms = 5000\n");
+  PgSession s(dsn(name_));
+  s.query("insert into acct values (1, 1, 'x')");
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return http_get(admin_port_, "/metrics", kToken)
+                   .body.find("\ncppcdc_events_committed_lifetime 1\n") != std::string::npos;
+      },
+      std::chrono::seconds(30)));
+  // Drop the slot under the running pipeline: end its walsender and drop it before cppcdc
+  // reconnects (it may win the race: then again).
+  PgSession admin(dsn("postgres"));
+  ASSERT_TRUE(wait_until(
+      [&] {
+        admin.try_exec(
+            "select pg_terminate_backend(active_pid) from pg_replication_slots where "
+            "slot_name = '" +
+            name_ + "' and active_pid is not null");
+        return admin.try_exec("select pg_drop_replication_slot('" + name_ + "')");
+      },
+      std::chrono::seconds(30), std::chrono::milliseconds(20)));
+  Reply live, ready;
+  std::string metrics;
+  EXPECT_TRUE(wait_until(
+      [&] {
+        live = http_get(admin_port_, "/livez");
+        return live.status == 503;
+      },
+      std::chrono::seconds(60), std::chrono::milliseconds(50)))
+      << live.status << " " << live.body << "\n"
+      << log();
+  ready = http_get(admin_port_, "/readyz");
+  metrics = http_get(admin_port_, "/metrics", kToken).body;
+  EXPECT_NE(live.body.find("does not exist"), std::string::npos) << live.body;
+  EXPECT_EQ(ready.status, 503) << ready.body;
+  EXPECT_NE(ready.body.find("source_position_lost"), std::string::npos) << ready.body;
+  EXPECT_NE(metrics.find("cppcdc_health_stall_cause{cause=\"source_position_lost\"} 1"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(log().find("error_linger_ms"), std::string::npos) << log();
+  const auto status = wait_exit(60);
+  ASSERT_TRUE(status.has_value()) << log();
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 3) << *status << "\n" << log();
 }
 
 }  // namespace

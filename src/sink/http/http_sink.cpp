@@ -144,6 +144,7 @@ class HttpSink final : public Sink {
     if (closed_) return fail(Error::invalid_state("http sink '" + shown_url_ + "' is closed"));
     const std::size_t bytes_before = records_.size();
     const std::size_t count_before = ends_.size();
+    const std::size_t ids_before = identities_.size();
     for (const Event& event : events) {
       Status st = encoder_->encode(event, records_);
       if (st && single_) {
@@ -157,12 +158,16 @@ class HttpSink final : public Sink {
       if (!st) {
         records_.cur() -= records_.size() - bytes_before;
         ends_.resize(count_before);
+        identities_.resize(ids_before);
+        identity_ends_.resize(count_before);
         if (single_) record_headers_.resize(count_before);
         return fail(
             st.error().context("encoding an event of " + event.table + " as " + encoder_->name()));
       }
       records_.ch('\n');
       ends_.push_back(records_.size());
+      http::append_event_identity(event, identities_);
+      identity_ends_.push_back(identities_.size());
     }
     if (options_.on_rejected) kept_.insert(kept_.end(), events.begin(), events.end());
     return ok();
@@ -185,7 +190,7 @@ class HttpSink final : public Sink {
 
   /// Before the runtime writes a failed batch again, whole: the records of the failed attempt
   /// go, so they are sent once more rather than once per attempt. Requests the receiver took
-  /// before the failure are sent again with the batch (the same body and so the same
+  /// before the failure are sent again with the batch (the same events and so the same
   /// webhook-id when the slicing is the same, for a receiver that removes duplicates).
   Status recover() override {
     if (closed_) return fail(Error::invalid_state("http sink '" + shown_url_ + "' is closed"));
@@ -237,6 +242,8 @@ class HttpSink final : public Sink {
   void drop_pending() {
     records_.clear();
     ends_.clear();
+    identities_.clear();
+    identity_ends_.clear();
     record_headers_.clear();
     kept_.clear();
     next_ = 0;
@@ -322,7 +329,11 @@ class HttpSink final : public Sink {
   Status deliver(std::size_t first, std::size_t end) {
     const std::size_t count = end - first;
     const std::string_view body = body_of(first, end);
-    const std::string id = http::message_id(body);
+    // From the events' positions, tables and keys, not from the body: the body holds each
+    // event's read time `ts`, which differs when a restart reads the batch again.
+    const std::size_t ids_from = first == 0 ? 0 : identity_ends_[first - 1];
+    const std::string id = http::message_id(
+        std::string_view(identities_).substr(ids_from, identity_ends_[end - 1] - ids_from));
     std::string_view wire = body;
     if (options_.compression == HttpCompression::kGzip) {
       CPPCDC_TRY(gzip(body, gzipped_));
@@ -474,6 +485,10 @@ class HttpSink final : public Sink {
 
   ByteBuffer records_;             // every record followed by '\n'
   std::vector<std::size_t> ends_;  // end offset (past the '\n') of each record
+  // What identifies each record's event across restarts (http::append_event_identity), one
+  // line each, and the end offset of each line: a request's webhook-id hashes its lines.
+  std::string identities_;
+  std::vector<std::size_t> identity_ends_;
   std::vector<Event> kept_;        // the events, only when on_rejected is set
   std::size_t next_ = 0;           // first event not delivered yet
   bool failed_ = false;            // the last flush() failed

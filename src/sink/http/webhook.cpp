@@ -4,6 +4,7 @@
 #include <openssl/evp.h>
 #include <openssl/params.h>
 
+#include <algorithm>
 #include <array>
 #include <memory>
 
@@ -80,6 +81,60 @@ std::string message_id(std::string_view body) {
     out += kHex[digest[i] & 0xf];
   }
   return out;
+}
+
+namespace {
+
+// A field as "<length>:<bytes>", so that no two field lists write the same text.
+void append_field(std::string& out, std::string_view value) {
+  out += std::to_string(value.size());
+  out += ':';
+  out.append(value);
+}
+
+void append_column(std::string& out, const ColumnValue& column) {
+  append_field(out, column.name);
+  if (column.text) {
+    append_field(out, *column.text);
+  } else {
+    out += 'N';  // NULL: no length can start with it
+  }
+}
+
+}  // namespace
+
+void append_event_identity(const Event& event, std::string& out) {
+  append_field(out, event.source.source_name);
+  append_field(out, event.source.offset);
+  if (event.transaction) {
+    out += 't';
+    out += std::to_string(event.transaction->tx_id);
+    out += '.';
+    out += std::to_string(event.transaction->event_index);
+  }
+  out += ';';
+  append_field(out, to_string(event.op));
+  append_field(out, event.schema.value_or(std::string()));
+  append_field(out, event.table);
+  const Row* row = event.after ? &*event.after : event.before.row();
+  bool keyed = false;
+  if (row != nullptr && event.primary_key && !event.primary_key->empty()) {
+    keyed = true;
+    for (const std::string& name : *event.primary_key) {
+      const auto it = std::find_if(row->begin(), row->end(),
+                                   [&name](const ColumnValue& c) { return c.name == name; });
+      if (it == row->end()) {
+        keyed = false;
+        break;
+      }
+      append_column(out, *it);
+    }
+  }
+  // Neither a key nor a place in a transaction: the row itself tells such events apart.
+  if (!keyed && !event.transaction && row != nullptr) {
+    for (const ColumnValue& column : *row) append_column(out, column);
+  }
+  out += '\n';
 }
 
 std::string sign_v1(std::string_view key, std::string_view id, std::int64_t timestamp,

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cppcdc/event.hpp"
 #include "cppcdc/result.hpp"
 
 namespace cppcdc::http {
@@ -22,8 +23,15 @@ Result<std::string> base64_decode(std::string_view text);
 Result<std::string> decode_signing_secret(std::string_view secret);
 
 /// The id of a message with body `body`: "msg_" and 32 hex digits of its SHA-256. The same
-/// batch gives the same id on every attempt and after a restart.
+/// bytes give the same id. The HTTP sink hashes the events' identities (append_event_identity),
+/// not the body, whose `ts` differs after a restart.
 std::string message_id(std::string_view body);
+
+/// Appends what identifies `event` across restarts, as one line: its source and position
+/// (offset; transaction id and index when it has them), operation, schema, table and key
+/// columns (all of its row's columns when it has neither a key nor transaction metadata),
+/// never the read time `ts`. A batch read again after a restart appends the same lines.
+void append_event_identity(const Event& event, std::string& out);
 
 /// "v1," + base64(HMAC-SHA256(key, id + "." + timestamp + "." + body)).
 std::string sign_v1(std::string_view key, std::string_view id, std::int64_t timestamp,

@@ -128,14 +128,16 @@ Result<SlotState> ensure_slot(PGconn* sql, const PostgresSourceConfig& config,
                                " does not exist, but the checkpoint expects to resume it at " +
                                checkpoint.to_string();
       if (!config.accept_slot_ahead_of_checkpoint) {
-        return fail(Error::source(
-            ErrorKind::kTerminal,
-            what + "; a new slot would start at the current end of WAL and the changes in "
-                   "between would be lost. Restore the slot, use the checkpoint that belongs "
-                   "to it, take a new snapshot (snapshot mode when_needed), or set "
-                   "accept_slot_ahead_of_checkpoint to create a new slot and continue without "
-                   "them")
-                   .for_setting(SettingOwner::kSource, "accept_slot_ahead_of_checkpoint"));
+        return fail(
+            Error::source(
+                ErrorKind::kTerminal,
+                what + "; a new slot would start at the current end of WAL and the changes in "
+                       "between would be lost. Restore the slot, use the checkpoint that belongs "
+                       "to it, take a new snapshot (snapshot mode when_needed), or set "
+                       "accept_slot_ahead_of_checkpoint to create a new slot and continue without "
+                       "them")
+                .for_setting(SettingOwner::kSource, "accept_slot_ahead_of_checkpoint")
+                .with_condition(ErrorCondition::kSourcePositionLost));
       }
       if (!config.create_slot) {
         return fail(Error::source(ErrorKind::kTerminal,

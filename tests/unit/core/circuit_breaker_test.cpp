@@ -405,6 +405,130 @@ TEST(RuntimeBreaker, AStopSignalEndsTheRetriesOfAStartThatCannotConnect) {
   EXPECT_LE(f.clock.slept, 100);
 }
 
+// A process started while its database is down (ops trial, M4): the check it makes before the
+// start (cppcdc run: is the source in use by another process?) goes through the runtime's
+// retry policy and breaker like a reconnect in the middle of a run: each failure is a
+// recoverable error of the source side, the breaker opens, half-opens and escalates with the
+// same settings, and the admin snapshot says so while it happens.
+TEST(RuntimeBreaker, ACheckBeforeTheStartAgainstADatabaseThatStaysDownEscalatesTheSameBreaker) {
+  FakeRuntime f;  // threshold 4, cooldown 1 s, 2 open cycles
+  std::vector<RuntimeAdminSnapshot> seen;
+  f.on_wait = [&] { seen.push_back(f.runtime->admin_snapshot()); };
+  int attempts = 0;
+  std::atomic<bool> cancel{false};
+  auto st = f.runtime->await_before_start(
+      [&]() -> Status {
+        ++attempts;
+        return fail(Error::source(ErrorKind::kTransient, "connection refused"));
+      },
+      "waiting for the fake source", cancel);
+  ASSERT_FALSE(st);
+  const std::string report = st.error().report();
+  EXPECT_TRUE(has(report, "recoverable_error_breaker_max_open_cycles")) << report;
+  EXPECT_TRUE(has(report, "connection refused")) << report;
+  EXPECT_EQ(attempts, 4 + 2);  // four closed attempts, then one probe per open cycle
+  EXPECT_EQ(f.clock.slept, 100 + 200 + 400 + 1'000 + 1'000);
+  const auto s = f.runtime->admin_snapshot();
+  EXPECT_EQ(s.state, RuntimeState::kFailed);
+  EXPECT_EQ(s.breaker_state, BreakerState::kError);
+  EXPECT_EQ(s.recoverable_errors, 6u);
+  EXPECT_EQ(s.retrying, "source");
+  EXPECT_TRUE(has(s.last_recoverable_error, "connection refused")) << s.last_recoverable_error;
+  EXPECT_FALSE(s.source_connected);
+  // While it waited: not running, connecting, the breaker's states in turn.
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.front().breaker_state, BreakerState::kClosed);
+  EXPECT_EQ(seen.front().recoverable_errors, 1u);
+  EXPECT_EQ(seen.front().state, RuntimeState::kCreated);
+  EXPECT_EQ(seen.front().health.kind, HealthVerdict::Kind::kNotRunning);
+  EXPECT_TRUE(has(seen.front().health.reason, "connecting to the source (1 failed attempts"))
+      << seen.front().health.reason;
+  // Waiting out the two cooldowns: open, after the fourth and after the fifth failure.
+  std::vector<std::uint64_t> open_after;
+  for (const auto& w : seen) {
+    if (w.breaker_state == BreakerState::kOpen &&
+        (open_after.empty() || open_after.back() != w.recoverable_errors)) {
+      open_after.push_back(w.recoverable_errors);
+    }
+  }
+  EXPECT_EQ(open_after, (std::vector<std::uint64_t>{4, 5}));
+  // A runtime whose breaker escalated does not start.
+  EXPECT_FALSE(f.runtime->start());
+  EXPECT_EQ(f.source->starts, 0);
+}
+
+TEST(RuntimeBreaker, ACheckBeforeTheStartThatGetsThroughLeavesTheCountAndClosesTheBreaker) {
+  FakeRuntime f;
+  int attempts = 0;
+  std::atomic<bool> cancel{false};
+  auto st = f.runtime->await_before_start(
+      [&]() -> Status {
+        if (++attempts <= 5) return fail(Error::source(ErrorKind::kTransient, "refused"));
+        return ok();
+      },
+      "waiting for the fake source", cancel);
+  ASSERT_TRUE(st) << st.error().report();
+  auto s = f.runtime->admin_snapshot();
+  EXPECT_EQ(s.breaker_state, BreakerState::kClosed);
+  EXPECT_EQ(s.recoverable_errors, 5u);
+  EXPECT_EQ(s.consecutive_errors, 0u);
+  EXPECT_EQ(s.state, RuntimeState::kCreated);
+  ASSERT_TRUE(f.runtime->start());
+  s = f.runtime->admin_snapshot();
+  EXPECT_EQ(s.recoverable_errors, 5u);  // still counted once streaming
+  EXPECT_TRUE(s.source_connected);
+}
+
+TEST(RuntimeBreaker, AStopSignalEndsTheWaitOfACheckBeforeTheStart) {
+  FakeRuntime f;
+  std::atomic<bool> cancel{false};
+  f.cancel_on_wait = &cancel;
+  auto st = f.runtime->await_before_start(
+      [] { return Status(fail(Error::source(ErrorKind::kTransient, "connection refused"))); },
+      "waiting", cancel);
+  ASSERT_FALSE(st);
+  EXPECT_TRUE(has(st.error().report(), "stopped while waiting to retry")) << st.error().report();
+  EXPECT_LE(f.clock.slept, 100);
+}
+
+TEST(RuntimeBreaker, ACheckBeforeTheStartThatIsNotRetryableEndsAtOnce) {
+  FakeRuntime f;
+  std::atomic<bool> cancel{false};
+  int attempts = 0;
+  auto st = f.runtime->await_before_start(
+      [&]() -> Status {
+        ++attempts;
+        return fail(Error::source(ErrorKind::kTerminal, "password authentication failed"));
+      },
+      "waiting", cancel);
+  ASSERT_FALSE(st);
+  EXPECT_EQ(attempts, 1);
+  EXPECT_EQ(f.runtime->admin_snapshot().recoverable_errors, 0u);
+}
+
+// The checkpoint's lifetime count and position show before the source is reached: a process
+// restarted during an outage does not report 0 events committed over the pipeline's life.
+TEST(RuntimeBreaker, TheCheckpointLoadedBeforeTheStartShowsTheLifetimeCountAtOnce) {
+  FakeRuntime f;
+  CheckpointRecord record;
+  record.source_type = "fake";
+  record.source_id = "fake-1";
+  record.offset = "42";
+  record.committed_events = 1234;
+  f.checkpoint->record = record;
+  ASSERT_TRUE(f.runtime->load_checkpoint());
+  auto s = f.runtime->admin_snapshot();
+  EXPECT_EQ(s.events_committed_lifetime, 1234u);
+  EXPECT_EQ(s.events_committed, 0u);
+  EXPECT_EQ(s.checkpoint_offset.value_or(""), "42");
+  EXPECT_EQ(s.state, RuntimeState::kCreated);
+  ASSERT_TRUE(f.runtime->load_checkpoint());  // again: nothing changes
+  ASSERT_TRUE(f.runtime->start());
+  s = f.runtime->admin_snapshot();
+  EXPECT_EQ(s.events_committed_lifetime, 1234u);
+  EXPECT_EQ(s.events_committed, 0u);
+}
+
 // An idle position (the source moved on without events for the pipeline) that cannot be
 // checkpointed for a while: nothing waits on it, so the runtime keeps running with the
 // previous checkpoint and records the position at a later poll, under the shared breaker.

@@ -250,6 +250,26 @@ TEST(AdminProbes, LivenessFailsOnlyWhenTheBreakerEscalated) {
   EXPECT_EQ(readiness(s, std::nullopt, failure).status, 503);
 }
 
+// A run that ended with another fatal error (ops trial M1: the slot was dropped) lingers
+// for [admin] error_linger_ms with the error set: both probes answer 503 naming it.
+TEST(AdminProbes, LivenessFailsOnceTheRunEndedWithAFatalError) {
+  RuntimeAdminSnapshot s = running();
+  s.state = RuntimeState::kFailed;
+  s.health.kind = HealthVerdict::Kind::kStalled;
+  s.health.cause = StallCause::kSourcePositionLost;
+  s.health.reason = "the database no longer has the log position";
+  EXPECT_EQ(liveness(s).status, 200);  // failed, but no error handed over: not lingering
+  const std::string failure = "replication slot \"s\" does not exist";
+  const ProbeAnswer live = liveness(s, failure);
+  EXPECT_EQ(live.status, 503);
+  EXPECT_CONTAINS(live.body, "\"status\":\"error\"");
+  EXPECT_CONTAINS(live.body, "the run ended with an error");
+  EXPECT_CONTAINS(live.body, "does not exist");
+  const ProbeAnswer ready = readiness(s, std::nullopt, failure);
+  EXPECT_EQ(ready.status, 503);
+  EXPECT_CONTAINS(ready.body, "source_position_lost");
+}
+
 TEST(AdminProbes, ReadinessNeedsARunningStreamThatIsNotStalled) {
   RuntimeAdminSnapshot s = running();
   EXPECT_EQ(readiness(s, std::nullopt).status, 200);

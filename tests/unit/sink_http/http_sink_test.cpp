@@ -162,6 +162,31 @@ TEST(HttpSink, SendsHeadersAndBearerOrBasicAuth) {
   EXPECT_EQ(requests[1].header("authorization"), "Basic Y2RjOnBhOnNz");  // cdc:pa:ss
 }
 
+// Ops trial M2: a batch read again after a restart carries new read times (`ts`), so its
+// body differs; its webhook-id does not, being made from the events' positions, tables and
+// keys. Different events still get different ids.
+TEST(HttpSink, TheWebhookIdOfABatchReadAgainAfterARestartIsTheSame) {
+  HttpReceiver receiver;
+  const auto first_run = batch(1, 3);
+  auto second_run = first_run;
+  for (auto& e : second_run) e.ts += 3'600'000;  // read an hour later
+  auto other = first_run;
+  other[2].source.offset = "0/9999";
+  const std::vector<const std::vector<Event>*> runs{&first_run, &second_run, &other};
+  for (const auto* events : runs) {
+    auto sink = open(options_for(receiver.url()));  // a new process each time
+    ASSERT_NE(sink, nullptr);
+    ASSERT_TRUE(sink->write(*events));
+    ASSERT_TRUE(sink->flush());
+  }
+  const auto requests = receiver.requests();
+  ASSERT_EQ(requests.size(), 3u);
+  EXPECT_NE(requests[0].body, requests[1].body);
+  EXPECT_EQ(requests[0].header("webhook-id").rfind("msg_", 0), 0u);
+  EXPECT_EQ(requests[0].header("webhook-id"), requests[1].header("webhook-id"));
+  EXPECT_NE(requests[0].header("webhook-id"), requests[2].header("webhook-id"));
+}
+
 TEST(HttpSink, RetriesServerErrorsAndKeepsTheIdAcrossAttempts) {
   HttpReceiver receiver({kSecret});
   receiver.script({{500, "down"}, {503, ""}, {408, ""}, {429, ""}});

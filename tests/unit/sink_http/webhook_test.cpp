@@ -104,3 +104,55 @@ TEST(WebhookMessageId, IsTheSameForTheSameBodyAndDiffersOtherwise) {
 
 }  // namespace
 }  // namespace cppcdc::http
+
+namespace cppcdc::http {
+namespace {
+
+Event keyed_event(std::string offset, std::int64_t ts, std::optional<std::string> id) {
+  EventBuilder builder("orders", Operation::kUpdate);
+  builder.schema("public")
+      .source(SourceMetadata{"postgres", std::move(offset), 1700000000000})
+      .ts(ts)
+      .primary_key({"id"})
+      .after(Row{{"id", std::move(id), false}, {"note", std::string("x"), false}});
+  return std::move(builder).build();
+}
+
+std::string identity(const Event& e) {
+  std::string out;
+  append_event_identity(e, out);
+  return out;
+}
+
+// The identity behind the HTTP sink's webhook-id (ops trial M2): the read time never counts;
+// the position, the transaction place, the table and the key do.
+TEST(EventIdentity, LeavesTheReadTimeOutAndTellsPositionsTablesAndKeysApart) {
+  const Event e = keyed_event("0/10", 1, std::string("7"));
+  EXPECT_EQ(identity(e), identity(keyed_event("0/10", 999, std::string("7"))));
+  EXPECT_NE(identity(e), identity(keyed_event("0/11", 1, std::string("7"))));
+  EXPECT_NE(identity(e), identity(keyed_event("0/10", 1, std::string("8"))));
+  EXPECT_NE(identity(e), identity(keyed_event("0/10", 1, std::nullopt)));
+  EXPECT_NE(identity(keyed_event("0/10", 1, std::string("N"))),
+            identity(keyed_event("0/10", 1, std::nullopt)));
+  Event other_table = e;
+  other_table.table = "orders2";
+  EXPECT_NE(identity(e), identity(other_table));
+  Event in_tx = e;
+  in_tx.transaction = TransactionMetadata{42, 3, 1};
+  Event next_in_tx = e;
+  next_in_tx.transaction = TransactionMetadata{42, 3, 2};
+  EXPECT_NE(identity(in_tx), identity(next_in_tx));
+  // Only the key is read from a keyed row: another column changing is the same change.
+  Event same_key = e;
+  (*same_key.after)[1].text = "y";
+  EXPECT_EQ(identity(e), identity(same_key));
+  // Without key or transaction, the row itself.
+  Event keyless = e;
+  keyless.primary_key.reset();
+  Event keyless_other = same_key;
+  keyless_other.primary_key.reset();
+  EXPECT_NE(identity(keyless), identity(keyless_other));
+}
+
+}  // namespace
+}  // namespace cppcdc::http
