@@ -326,7 +326,12 @@ class KafkaSink final : public TransactionalSink {
           rk_, RD_KAFKA_V_RKT(checkpoint_rkt_), RD_KAFKA_V_PARTITION(RD_KAFKA_PARTITION_UA),
           RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
           RD_KAFKA_V_KEY(checkpoint_->key.data(), checkpoint_->key.size()),
-          RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()), RD_KAFKA_V_END);
+          RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
+          // Which transactional_id commits this key: the backend's load() refuses a start
+          // while another live key carries the same one (two pipelines sharing it).
+          RD_KAFKA_V_HEADER(kCheckpointTransactionalIdHeader, config_.transactional_id.data(),
+                            static_cast<ssize_t>(config_.transactional_id.size())),
+          RD_KAFKA_V_END);
       if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
         return poison(record_error(err, checkpoint_->location, "the checkpoint", record->offset,
                                    value.size(), ""));
