@@ -305,17 +305,16 @@ class KafkaTopicCheckpoint final : public Checkpoint {
   }
 
   /// Creates the topic (compacted) when missing; refuses one that is not compacted.
-  /// At open, before the sinks open: read the topic once, so that a start whose [sink]
+  /// At open, before the sinks open: read the topic once (read_uncommitted, so that a
+  /// transaction a killed run left open does not hold it up), so that a start whose [sink]
   /// transactional_id another live key carries stops before its producer fences that other
-  /// pipeline's (load() refuses it too). Nothing to do without a transactional_id.
+  /// pipeline's (load(), read_committed, refuses it too). Nothing to do without a
+  /// transactional_id.
   Status check_transactional_id() {
     if (config_.transactional_id.empty()) return ok();
     std::lock_guard lock(mutex_);
-    cache_valid_ = false;
-    auto loaded = read_topic();
-    if (!loaded) return fail(loaded.error());
-    cached_ = std::move(*loaded);
-    cache_valid_ = true;
+    auto read = read_topic(/*committed=*/false);
+    if (!read) return fail(read.error());
     return ok();
   }
 
@@ -694,9 +693,12 @@ class KafkaTopicCheckpoint final : public Checkpoint {
             "(host and port; by default the Kafka sink's)");
   }
 
-  /// Reads the topic to its end (see the top of this file).
-  Result<std::optional<CheckpointRecord>> read_topic() {
-    auto consumer = new_handle(RD_KAFKA_CONSUMER, true);
+  /// Reads the topic to its end (see the top of this file). `committed` false: read_uncommitted,
+  /// only for the transactional_id check at open (it must not wait for a transaction a killed
+  /// run left open on the topic: the sink's init_transactions, after open, aborts it); the
+  /// record is then neither decoded nor returned, and the marker is left alone.
+  Result<std::optional<CheckpointRecord>> read_topic(bool committed = true) {
+    auto consumer = new_handle(RD_KAFKA_CONSUMER, committed);
     if (!consumer) return fail(consumer.error());
     auto probe = new_handle(RD_KAFKA_CONSUMER, false);
     if (!probe) return fail(probe.error());
@@ -878,6 +880,7 @@ class KafkaTopicCheckpoint final : public Checkpoint {
       return fail(shared_transactional_id(key, "partition " + std::to_string(named.partition) +
                                                    " offset " + std::to_string(named.offset)));
     }
+    if (!committed) return std::nullopt;
     std::optional<CheckpointRecord> record;
     if (latest) {
       auto decoded = FileCheckpoint::decode_stored(
