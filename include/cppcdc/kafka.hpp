@@ -185,6 +185,13 @@ void register_kafka_sink_plugin();
 // Threading: load() and save() from any thread, serialised. Blocking: open() looks the topic up
 // (and creates it); load() and save() do network round trips bounded by the timeouts below.
 
+/// The header of a checkpoint record that names the Kafka sink's transactional_id: written by
+/// the sink on the record it commits in its transaction, and by the backend's own save() when
+/// KafkaTopicCheckpointConfig::transactional_id is set. load() refuses a start while another
+/// live key of the topic carries the same transactional_id (two pipelines sharing it would
+/// fence each other's producers).
+inline constexpr const char* kCheckpointTransactionalIdHeader = "cppcdc.transactional_id";
+
 /// Settings of `[state.offset] backend = "kafka_topic"`.
 struct KafkaTopicCheckpointConfig {
   /// "host:port[,...]". The server defaults it (and kafka_properties) to the Kafka sink's.
@@ -206,6 +213,12 @@ struct KafkaTopicCheckpointConfig {
   /// [state.offset]): errors about them then name [sink]'s key, where the user wrote it.
   bool bootstrap_servers_from_sink = false;
   bool properties_from_sink = false;
+  /// The transactional_id of the pipeline's Kafka sink ([sink] delivery_mode =
+  /// "transactional"; the server passes it), empty when there is none. When set, save() writes
+  /// it as the record's kCheckpointTransactionalIdHeader, and open(), load() and preflight
+  /// refuse (configuration error naming both keys) a topic in which another key whose last
+  /// record is not a tombstone carries the same transactional_id.
+  std::string transactional_id;
   /// As KafkaSinkConfig::stop: once set, load() and save() stop waiting on the brokers within
   /// about a second, with a transient error saying the stop request cut them short (a save
   /// cut short may or may not have been committed; the next load() reads which). Not owned.

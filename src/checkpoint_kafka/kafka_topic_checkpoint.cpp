@@ -305,6 +305,19 @@ class KafkaTopicCheckpoint final : public Checkpoint {
   }
 
   /// Creates the topic (compacted) when missing; refuses one that is not compacted.
+  /// At open, before the sinks open: read the topic once (read_uncommitted, so that a
+  /// transaction a killed run left open does not hold it up), so that a start whose [sink]
+  /// transactional_id another live key carries stops before its producer fences that other
+  /// pipeline's (load(), read_committed, refuses it too). Nothing to do without a
+  /// transactional_id.
+  Status check_transactional_id() {
+    if (config_.transactional_id.empty()) return ok();
+    std::lock_guard lock(mutex_);
+    auto read = read_topic(/*committed=*/false);
+    if (!read) return fail(read.error());
+    return ok();
+  }
+
   Status ensure_topic() {
     auto admin = new_handle(RD_KAFKA_PRODUCER, false);
     if (!admin) return fail(admin.error());
@@ -366,10 +379,28 @@ class KafkaTopicCheckpoint final : public Checkpoint {
     if (rd_kafka_error_t* e = rd_kafka_begin_transaction(rk); e != nullptr) {
       return fail(txn_error("beginning the checkpoint transaction", e));
     }
-    const rd_kafka_resp_err_t err = rd_kafka_producev(
-        rk, RD_KAFKA_V_RKT(producer_rkt_), RD_KAFKA_V_PARTITION(RD_KAFKA_PARTITION_UA),
-        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(id_.data(), id_.size()),
-        RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()), RD_KAFKA_V_END);
+    // The Kafka sink's transactional_id as a header, as the sink writes it (see read_topic()).
+    rd_kafka_headers_t* headers = nullptr;
+    if (!config_.transactional_id.empty()) {
+      headers = rd_kafka_headers_new(1);
+      rd_kafka_header_add(headers, kCheckpointTransactionalIdHeader, -1,
+                          config_.transactional_id.data(),
+                          static_cast<ssize_t>(config_.transactional_id.size()));
+    }
+    const rd_kafka_resp_err_t err =
+        headers != nullptr
+            ? rd_kafka_producev(
+                  rk, RD_KAFKA_V_RKT(producer_rkt_), RD_KAFKA_V_PARTITION(RD_KAFKA_PARTITION_UA),
+                  RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(id_.data(), id_.size()),
+                  RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
+                  RD_KAFKA_V_HEADERS(headers), RD_KAFKA_V_END)
+            : rd_kafka_producev(
+                  rk, RD_KAFKA_V_RKT(producer_rkt_), RD_KAFKA_V_PARTITION(RD_KAFKA_PARTITION_UA),
+                  RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(id_.data(), id_.size()),
+                  RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()), RD_KAFKA_V_END);
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR && headers != nullptr) {
+      rd_kafka_headers_destroy(headers);  // owned by the producer only once it took the record
+    }
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
       (void)rd_kafka_abort_transaction(rk, timeout_ms());
       cache_valid_ = false;
@@ -662,9 +693,12 @@ class KafkaTopicCheckpoint final : public Checkpoint {
             "(host and port; by default the Kafka sink's)");
   }
 
-  /// Reads the topic to its end (see the top of this file).
-  Result<std::optional<CheckpointRecord>> read_topic() {
-    auto consumer = new_handle(RD_KAFKA_CONSUMER, true);
+  /// Reads the topic to its end (see the top of this file). `committed` false: read_uncommitted,
+  /// only for the transactional_id check at open (it must not wait for a transaction a killed
+  /// run left open on the topic: the sink's init_transactions, after open, aborts it); the
+  /// record is then neither decoded nor returned, and the marker is left alone.
+  Result<std::optional<CheckpointRecord>> read_topic(bool committed = true) {
+    auto consumer = new_handle(RD_KAFKA_CONSUMER, committed);
     if (!consumer) return fail(consumer.error());
     auto probe = new_handle(RD_KAFKA_CONSUMER, false);
     if (!probe) return fail(probe.error());
@@ -740,6 +774,14 @@ class KafkaTopicCheckpoint final : public Checkpoint {
     // record were read.
     std::pair<std::int32_t, std::int64_t> marker_pos{-1, -1};
     std::pair<std::int32_t, std::int64_t> latest_pos{-1, -1};
+    // Other keys whose last record carries a transactional_id header: key -> (id, partition,
+    // offset). Only read when this pipeline's sink has a transactional_id.
+    struct Named {
+      std::string transactional_id;
+      std::int32_t partition = 0;
+      std::int64_t offset = 0;
+    };
+    std::map<std::string, Named> others;
     const auto started = Clock::now();
     const auto deadline = started + std::chrono::milliseconds(load_timeout_ms());
     bool waiting_logged = false;
@@ -797,6 +839,25 @@ class KafkaTopicCheckpoint final : public Checkpoint {
           }
           marker_pos = {m->partition, m->offset};
         }
+        if (m->key != nullptr && key != id_ && !config_.transactional_id.empty()) {
+          // Per other key, the transactional_id its last record names (none: not kept).
+          std::optional<std::string> named;
+          rd_kafka_headers_t* headers = nullptr;
+          const void* value = nullptr;
+          std::size_t size = 0;
+          if (m->payload != nullptr &&
+              rd_kafka_message_headers(m, &headers) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+              rd_kafka_header_get_last(headers, kCheckpointTransactionalIdHeader, &value, &size) ==
+                  RD_KAFKA_RESP_ERR_NO_ERROR &&
+              value != nullptr) {
+            named.emplace(static_cast<const char*>(value), size);
+          }
+          if (named) {
+            others[std::string(key)] = {std::move(*named), m->partition, m->offset};
+          } else {
+            others.erase(std::string(key));
+          }
+        }
         if (m->key != nullptr && key == id_) {
           if (m->payload == nullptr) {
             latest.reset();
@@ -814,6 +875,12 @@ class KafkaTopicCheckpoint final : public Checkpoint {
     }
     (void)rd_kafka_consumer_close(rk);
     if (!st) return fail(st.error());
+    for (const auto& [key, named] : others) {
+      if (named.transactional_id != config_.transactional_id) continue;
+      return fail(shared_transactional_id(key, "partition " + std::to_string(named.partition) +
+                                                   " offset " + std::to_string(named.offset)));
+    }
+    if (!committed) return std::nullopt;
     std::optional<CheckpointRecord> record;
     if (latest) {
       auto decoded = FileCheckpoint::decode_stored(
@@ -845,6 +912,31 @@ class KafkaTopicCheckpoint final : public Checkpoint {
     }
     if (!record) return std::nullopt;
     return std::optional<CheckpointRecord>(std::move(*record));
+  }
+
+  /// Another live key `other` (its last record at `at`) was committed under this pipeline's
+  /// transactional_id.
+  Error shared_transactional_id(const std::string& other, const std::string& at) const {
+    const std::string tid = in_quotes(config_.transactional_id);
+    return Error::checkpoint(
+               ErrorKind::kConfiguration,
+               "the checkpoint topic " + where() + " holds a checkpoint under key " +
+                   in_quotes(other) + " (" + at + ") committed with transactional_id " + tid +
+                   ", the same [sink] transactional_id as this pipeline, whose key is " +
+                   in_quotes(id_) +
+                   ": two pipelines sharing a transactional_id fence each other's Kafka "
+                   "producers, so this one does not start. Give each pipeline its own [sink] "
+                   "transactional_id. If key " +
+                   in_quotes(other) +
+                   " is this pipeline's former id ([source] slot_name or source_id, renamed on "
+                   "purpose), its record is left over: remove it once no cppcdc runs with it, "
+                   "with `cppcdc teardown --config <the old configuration>` (for PostgreSQL "
+                   "that also drops the old replication slot) or by writing a tombstone for key " +
+                   in_quotes(other) + " to topic " + in_quotes(config_.topic) +
+                   " (docs/kafka.md, \"The kafka_topic checkpoint backend\"); `cppcdc "
+                   "migrate-state` moves a record between backends under one key and does not "
+                   "rename it")
+        .for_setting(SettingOwner::kSink, "transactional_id");
   }
 
   /// What the reconciliation marker found by the last read says about the batch it was
@@ -989,6 +1081,8 @@ class ConfiguredKafkaTopic final : public ConfiguredCheckpoint {
 
 /// The key under which the server lists the keys of [state.offset] it took from [sink].
 constexpr const char* kInheritedKey = "_inherited_from_sink";
+/// The key under which the server passes the transactional Kafka [sink]'s transactional_id.
+constexpr const char* kSinkTransactionalIdKey = "_sink_transactional_id";
 
 Result<std::unique_ptr<ConfiguredCheckpoint>> configure(const Settings& settings) {
   KafkaTopicCheckpointConfig c;
@@ -1009,6 +1103,8 @@ Result<std::unique_ptr<ConfiguredCheckpoint>> configure(const Settings& settings
       if (key == "kafka_properties") c.properties_from_sink = true;
     }
   }
+  // The transactional [sink]'s transactional_id (config.cpp, inherit_sink_cluster).
+  CPPCDC_TRY(detail::assign_string(settings, kSinkTransactionalIdKey, c.transactional_id));
   CPPCDC_TRY(detail::assign_string(settings, "topic", c.topic));
   if (c.topic.empty()) return fail(settings.error("topic", "expected a topic name, found \"\""));
   std::int64_t replication = c.replication_factor;
@@ -1074,6 +1170,7 @@ Result<std::unique_ptr<Checkpoint>> open_kafka_topic_checkpoint(
   CPPCDC_TRY(validate(config));
   auto checkpoint = std::make_unique<KafkaTopicCheckpoint>(config, checkpoint_id);
   CPPCDC_TRY(checkpoint->ensure_topic());
+  CPPCDC_TRY(checkpoint->check_transactional_id());
   return std::unique_ptr<Checkpoint>(std::move(checkpoint));
 }
 

@@ -1620,6 +1620,15 @@ void inherit_sink_cluster(toml::table& document) {
     }
   }
   if (!inherited.empty()) offset->insert_or_assign("_inherited_from_sink", std::move(inherited));
+  // A transactional Kafka sink's transactional_id: the backend writes it beside the record and
+  // refuses a start while another key of the topic was committed with the same one.
+  const auto type = (*sink)["type"].value<std::string>();
+  const auto mode = (*sink)["delivery_mode"].value<std::string>();
+  const auto transactional_id = (*sink)["transactional_id"].value<std::string>();
+  if (type && *type == "kafka" && mode && *mode == "transactional" && transactional_id &&
+      !transactional_id->empty()) {
+    offset->insert_or_assign("_sink_transactional_id", *transactional_id);
+  }
 }
 
 // The database a libpq connection string connects to: its dbname (key = value form, or the

@@ -205,6 +205,61 @@ TEST_F(Preflight, TeardownKeepsPreexistingObjectsUnlessTold) {
   EXPECT_EQ(server_objects(), "0/0");
 }
 
+// A pipeline in its initial snapshot has an inactive slot but holds the pipeline lock named
+// after it: `cppcdc teardown` of a copy of its configuration (another control socket) is
+// refused, naming the holder, and drops nothing. Before, it dropped the slot from under the
+// running snapshot. The snapshot is held before its first row: its table condition waits for
+// an advisory lock the test holds.
+TEST_F(Preflight, TeardownRefusesWhileASnapshotHoldsThePipelineLock) {
+  it::PgSession admin(it::dsn_for(db_));
+  admin.query("create table t (id int primary key)");
+  admin.query("insert into t select g from generate_series(1, 10) g");
+  const std::string hold =
+      "[source.snapshot]\ntable_conditions = { \"public.t\" = \"(select count(*) from "
+      "(select pg_advisory_xact_lock_shared(4244)) x) = 1\" }\n";
+  write_config(it::dsn_for(db_), "\"public.t\"", hold);
+  // The copy: same source, its own state directory (and so its own control socket).
+  const fs::path copy = dir_ / "copy" / "cdc.toml";
+  fs::create_directories(copy.parent_path());
+  std::ofstream(copy) << "[source]\ntype = \"postgres\"\ndsn = \"" << it::dsn_for(db_) << "\"\n"
+                      << "slot_name = \"" << slot_ << "\"\npublication_name = \"pf_pub\"\n"
+                      << "tables = [\"public.t\"]\n\n[sink]\ntype = \"stdout\"\n\n"
+                      << "[state.offset]\nbackend = \"local_fs\"\ndir = \""
+                      << (dir_ / "copy" / "state").string() << "\"\n";
+
+  it::PgSession locker(it::dsn_for(db_));
+  locker.query("select pg_advisory_lock(4244)");
+  pid_t child = -1;
+  it::start_cppcdc_process(child, dir_, it::admin_dsn(), slot_, 0);
+  it::KillAtExit guard{child};
+  ASSERT_TRUE(it::wait_until(
+      [&] {
+        return admin.scalar("select count(*) from pg_stat_activity where datname = '" + db_ +
+                            "' and wait_event_type = 'Lock'") != "0";
+      },
+      std::chrono::seconds(90), std::chrono::milliseconds(50)))
+      << it::log_tail(dir_ / "cppcdc.log");
+  // The slot exists and is not active: only the pipeline lock shows the run.
+  ASSERT_EQ(admin.scalar("select active::text from pg_replication_slots where slot_name = '" +
+                         slot_ + "'"),
+            "false");
+
+  const auto o = run_cli({"teardown", "--config", copy.string(), "--yes"});
+  EXPECT_NE(o.code, 0) << o.output;
+  EXPECT_CONTAINS(o.output, "replication slot " + slot_ + ": in use by PID ");
+  EXPECT_CONTAINS(o.output, "holds the pipeline lock of this slot");
+  EXPECT_CONTAINS(o.output, "stop that pipeline first");
+  EXPECT_CONTAINS(o.output, "nothing was changed");
+  EXPECT_EQ(server_objects(), "1/1");
+
+  // The pipeline was not disturbed: released, it ends its snapshot and streams.
+  locker.query("select pg_advisory_unlock(4244)");
+  ASSERT_TRUE(it::wait_until([&] { return admin.scalar(it::streaming_sql(slot_)) == "1"; },
+                             std::chrono::seconds(60)))
+      << it::log_tail(dir_ / "cppcdc.log");
+  EXPECT_EQ(it::stop_cppcdc_process(child, SIGTERM), 0) << it::log_tail(dir_ / "cppcdc.log");
+}
+
 // Only a checkpoint that exists is listed: a slot someone else made, with no checkpoint at all,
 // gives "no checkpoint found at ...", not "keep checkpoint".
 TEST_F(Preflight, TeardownListsOnlyACheckpointThatExists) {

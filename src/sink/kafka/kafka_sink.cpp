@@ -256,9 +256,8 @@ class KafkaSink final : public TransactionalSink {
       const auto left =
           std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
       const rd_kafka_metadata_t* md = nullptr;
-      const rd_kafka_resp_err_t err =
-          rd_kafka_metadata(rk_, 0, nullptr, &md,
-                            static_cast<int>(std::clamp<std::int64_t>(left, 1, 2 * kWaitSliceMs)));
+      const rd_kafka_resp_err_t err = rd_kafka_metadata(
+          rk_, 0, nullptr, &md, static_cast<int>(std::clamp<std::int64_t>(left, 1, kWaitSliceMs)));
       if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
         rd_kafka_metadata_destroy(md);
         return ok();
@@ -267,7 +266,12 @@ class KafkaSink final : public TransactionalSink {
         return fail(not_a_broker("the first metadata request", rd_kafka_err2str(err)));
       }
       if (auto fatal = fatal_error(); fatal) return fail(std::move(*fatal));
-      if (stopping()) return fail(stopped("waiting for a first answer from the brokers"));
+      // Nothing is in flight yet, so no grace (stopping()) for acknowledgements: a broker
+      // address that does not answer (dropped SYNs: librdkafka reports nothing until its
+      // connection set-up times out) must not hold a stop up.
+      if (config_.stop != nullptr && config_.stop->load(std::memory_order_relaxed)) {
+        return fail(stopped("waiting for a first answer from the brokers"));
+      }
       if (err != RD_KAFKA_RESP_ERR__TIMED_OUT) {
         // An answer that came at once (a refused connection): wait a moment before asking
         // again, instead of spinning.
@@ -326,7 +330,12 @@ class KafkaSink final : public TransactionalSink {
           rk_, RD_KAFKA_V_RKT(checkpoint_rkt_), RD_KAFKA_V_PARTITION(RD_KAFKA_PARTITION_UA),
           RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
           RD_KAFKA_V_KEY(checkpoint_->key.data(), checkpoint_->key.size()),
-          RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()), RD_KAFKA_V_END);
+          RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
+          // Which transactional_id commits this key: the backend's load() refuses a start
+          // while another live key carries the same one (two pipelines sharing it).
+          RD_KAFKA_V_HEADER(kCheckpointTransactionalIdHeader, config_.transactional_id.data(),
+                            static_cast<ssize_t>(config_.transactional_id.size())),
+          RD_KAFKA_V_END);
       if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
         return poison(record_error(err, checkpoint_->location, "the checkpoint", record->offset,
                                    value.size(), ""));

@@ -3,6 +3,11 @@
 #include <errmsg.h>
 #include <mysqld_error.h>
 
+#include <string>
+#include <utility>
+
+#include "core/unless_stopped.hpp"
+
 namespace cppcdc::mysql::detail {
 
 bool is_transient_errno(unsigned int code) noexcept {
@@ -67,8 +72,26 @@ Result<MysqlPtr> connect(const MysqlSourceConfig& config, std::uint32_t read_tim
         config.ssl_mode == SslMode::kVerifyCa || config.ssl_mode == SslMode::kVerifyIdentity;
     mysql_optionsv(m, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, &verify);
   }
-  if (!mysql_real_connect(m, config.host.c_str(), config.user.c_str(), config.password.c_str(),
-                          nullptr, config.port, nullptr, CLIENT_MULTI_RESULTS)) {
+  // The attempt runs on a thread of its own (core/unless_stopped.hpp), so that a stop request
+  // ends the wait for a server that does not answer at once instead of after
+  // connect_timeout_ms. The handle goes with it: an abandoned attempt closes it when it ends.
+  auto attempt = ::cppcdc::detail::unless_stopped([conn = std::move(conn), host = config.host,
+                                                   user = config.user, password = config.password,
+                                                   port = config.port]() mutable {
+    const bool connected =
+        mysql_real_connect(conn.get(), host.c_str(), user.c_str(), password.c_str(), nullptr, port,
+                           nullptr, CLIENT_MULTI_RESULTS) != nullptr;
+    return std::make_pair(std::move(conn), connected);
+  });
+  if (!attempt) {
+    return fail(Error::source(ErrorKind::kTransient, "stopping: connecting to " + config.user +
+                                                         "@" + config.host + ":" +
+                                                         std::to_string(config.port) +
+                                                         " was cut short by the stop request"));
+  }
+  conn = std::move(attempt->first);
+  m = conn.get();
+  if (!attempt->second) {
     Error e = error_from(
         m, "connecting to " + config.user + "@" + config.host + ":" + std::to_string(config.port));
     const unsigned int code = mysql_errno(m);

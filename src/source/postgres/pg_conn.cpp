@@ -1,8 +1,11 @@
 #include "source/postgres/pg_conn.hpp"
 
 #include <cstring>
+#include <string>
 #include <utility>
+#include <vector>
 
+#include "core/unless_stopped.hpp"
 #include "cppcdc/postgres.hpp"
 
 namespace cppcdc::pg {
@@ -111,9 +114,29 @@ Result<ConnPtr> connect(const std::string& dsn, bool replication) {
     keys.push_back("replication");
     vals.push_back("database");
   }
-  keys.push_back(nullptr);
-  vals.push_back(nullptr);
-  ConnPtr conn(PQconnectdbParams(keys.data(), vals.data(), /*expand_dbname=*/1));
+  // The attempt runs on a thread of its own (core/unless_stopped.hpp), so that a stop request
+  // ends the wait for a server that does not answer at once instead of after connect_timeout;
+  // it gets copies of the strings, since an abandoned attempt outlives this call.
+  std::vector<std::string> key_text(keys.begin(), keys.end());
+  std::vector<std::string> value_text(vals.begin(), vals.end());
+  auto attempt = ::cppcdc::detail::unless_stopped(
+      [key_text = std::move(key_text), value_text = std::move(value_text)]() {
+        std::vector<const char*> k;
+        std::vector<const char*> v;
+        for (const auto& t : key_text) k.push_back(t.c_str());
+        for (const auto& t : value_text) v.push_back(t.c_str());
+        k.push_back(nullptr);
+        v.push_back(nullptr);
+        return ConnPtr(PQconnectdbParams(k.data(), v.data(), /*expand_dbname=*/1));
+      });
+  if (!attempt) {
+    return fail(Error::source(
+        ErrorKind::kTransient,
+        std::string("stopping: ") +
+            (replication ? "opening the replication connection" : "opening the SQL connection") +
+            " to PostgreSQL was cut short by the stop request"));
+  }
+  ConnPtr conn = std::move(*attempt);
   if (!conn) return fail(Error::source(ErrorKind::kTransient, "libpq could not allocate a connection"));
   if (PQstatus(conn.get()) != CONNECTION_OK) {
     return fail(error_from_conn(conn.get(), replication ? "opening the replication connection"

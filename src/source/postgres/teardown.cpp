@@ -15,6 +15,7 @@
 #include "source/postgres/pg_conn.hpp"
 #include "source/postgres/server_checks.hpp"
 #include "source/postgres/settings.hpp"
+#include "source/postgres/slot.hpp"
 
 namespace cppcdc::pg {
 namespace {
@@ -50,8 +51,24 @@ Result<std::vector<TeardownStep>> run_teardown(const PostgresSourceConfig& confi
                     "pg_replication_slots where slot_name = $1",
                     "looking up replication slot " + config.slot_name, {config.slot_name});
   if (!found) return fail(found.error());
+  const bool active = PQntuples(found->get()) > 0 && get(found->get(), 0, 0).value_or("f") == "t";
+  // A running pipeline holds its pipeline lock from start to close, also while its slot is
+  // not active (the initial snapshot, sql_peek): dropping the slot then would pull it from
+  // under that pipeline.
+  std::optional<std::string> lock_holder;
+  if (!active) {
+    auto holder = detail::pipeline_lock_holder(sql, config.slot_name);
+    if (!holder) return fail(holder.error());
+    lock_holder = std::move(*holder);
+  }
+  const std::string held_by_pipeline =
+      lock_holder
+          ? "in use by " + *lock_holder +
+                ", a cppcdc that holds the pipeline lock of this slot (a pipeline in its initial "
+                "snapshot, or reading with wal_transport = \"sql_peek\", leaves the "
+                "slot inactive): stop that pipeline first"
+          : std::string();
   if (PQntuples(found->get()) > 0) {
-    const bool active = get(found->get(), 0, 0).value_or("f") == "t";
     // NULL when the slot holds no WAL position (never reserved, or invalidated): the phrase
     // is then left out rather than printed with an unknown size.
     const std::optional<std::string> held = get(found->get(), 0, 2);
@@ -70,6 +87,9 @@ Result<std::vector<TeardownStep>> run_teardown(const PostgresSourceConfig& confi
       slot.outcome = Outcome::kFailed;
       slot.detail = "in use by process " + get(found->get(), 0, 1).value_or("?") +
                     ": stop that consumer first";
+    } else if (lock_holder) {
+      slot.outcome = Outcome::kFailed;
+      slot.detail = held_by_pipeline;
     } else if (dry_run) {
       slot.outcome = Outcome::kWouldDrop;
       slot.detail = why + wal("releases");
@@ -79,6 +99,11 @@ Result<std::vector<TeardownStep>> run_teardown(const PostgresSourceConfig& confi
       slot.outcome = dropped ? Outcome::kDropped : Outcome::kFailed;
       slot.detail = dropped ? why + wal("released") : error_line(dropped.error());
     }
+  }
+  if (slot.outcome == Outcome::kAbsent && lock_holder) {
+    // No slot yet, but a pipeline runs that is about to make it (its checkpoint stays too).
+    slot.outcome = Outcome::kFailed;
+    slot.detail = held_by_pipeline;
   }
   if (!dry_run && slot.outcome != Outcome::kKept && slot.outcome != Outcome::kFailed) {
     // The slot is gone: its record beside the checkpoint goes too.

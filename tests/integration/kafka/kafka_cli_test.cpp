@@ -46,14 +46,16 @@ fs::path fresh_dir(const std::string& name) {
 
 /// An effectively_once pipeline from `db`'s table t to Kafka `bootstrap`.
 /// `dsn` replaces the source's connection string (default: `db` on the test server).
+/// `slot` replaces the replication slot (the checkpoint's key; default: `db`).
 void write_effectively_once_config(const fs::path& dir, const std::string& db,
                                    const std::string& bootstrap, const std::string& name,
-                                   const std::string& dsn = "") {
+                                   const std::string& dsn = "", const std::string& slot = "") {
   std::ofstream cfg(dir / "cdc.toml");
   cfg << "delivery_contract = \"effectively_once\"\n\n"
       << "[source]\ntype = \"postgres\"\ndsn = \"" << (dsn.empty() ? it::dsn_for(db) : dsn)
       << "\"\n"
-      << "slot_name = \"" << db << "\"\npublication_name = \"" << db << "_pub\"\n"
+      << "slot_name = \"" << (slot.empty() ? db : slot) << "\"\npublication_name = \"" << db
+      << "_pub\"\n"
       << "source_name = \"" << name << "\"\ntables = [\"public.t\"]\n\n"
       << "[sink]\ntype = \"kafka\"\nbootstrap_servers = \"" << bootstrap << "\"\n"
       << "create_topics = true\ntopic_replication_factor = 1\n"
@@ -156,6 +158,81 @@ TEST(KafkaCli, ACopiedConfigurationStopsBeforeItsSinkOpensAndTheRunningPipelineG
   ASSERT_EQ(waitpid(a, &status, WNOHANG), 0) << "pipeline A ended\n" << it::log_tail(log_a);
   EXPECT_FALSE(has(file_text(log_a), "fenced")) << it::log_tail(log_a);
   EXPECT_EQ(it::stop_cppcdc_process(a, SIGTERM), 0) << it::log_tail(log_a);
+  it::drop_slots(db);
+  if (!::testing::Test::HasFailure()) {
+    fs::remove_all(dir_a);
+    fs::remove_all(dir_b);
+  }
+}
+
+// Two pipelines with different source ids (slots: different keys in one checkpoint topic)
+// but one [sink] transactional_id: the second is refused at start, before its sink opens,
+// naming both keys, the transactional_id and the remedies, and the first goes on. Before,
+// each start's init_transactions fenced the other's producer, back and forth. preflight
+// reports it as a FAIL. Renaming the source id on purpose: once the old pipeline's record is
+// gone (teardown of the old configuration), the renamed one starts.
+TEST(KafkaCli, AnotherSourceIdWithTheSameTransactionalIdIsRefusedAndTheRunningPipelineGoesOn) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  const std::string db = it::test_database("kcli_txid");
+  it::fresh_database(db);
+  it::PgSession s(it::dsn_for(db));
+  s.query("create table t (id int primary key)");
+  const std::string name = kafka_it::unique_topic("txid");
+  const std::string topic = name + ".public.t";
+  const std::string slot_b = db + "_b";
+  const fs::path dir_a = fresh_dir(db + "_a");
+  const fs::path dir_b = fresh_dir(db + "_b");
+  write_effectively_once_config(dir_a, db, bootstrap, name);
+  write_effectively_once_config(dir_b, db, bootstrap, name, "", slot_b);
+
+  pid_t a = -1;
+  it::start_cppcdc_process(a, dir_a, it::admin_dsn(), db, 120);
+  it::KillAtExit guard{a};
+  const fs::path log_a = dir_a / "cppcdc.log";
+  s.query("insert into t values (1)");
+  ASSERT_TRUE(it::wait_until([&] { return kafka_it::committed_records(bootstrap, topic) == 1; },
+                             60s, 500ms))
+      << it::log_tail(log_a);
+
+  const std::string names_a = "under key \"" + db + "\"";
+  const std::string names_txid = "committed with transactional_id \"" + name + "\"";
+  const std::string names_b = "whose key is \"" + slot_b + "\"";
+  const auto pre = it::run_cli({"preflight", "--config", (dir_b / "cdc.toml").string()}, 90);
+  EXPECT_EQ(pre.code, 3) << pre.output;
+  EXPECT_TRUE(has(pre.output, "FAIL")) << pre.output;
+  EXPECT_TRUE(has(pre.output, names_txid)) << pre.output;
+
+  const auto b = it::run_cli({"run", "--config", (dir_b / "cdc.toml").string()}, 90);
+  EXPECT_EQ(b.code, 2) << b.output;
+  EXPECT_TRUE(has(b.output, names_a)) << b.output;
+  EXPECT_TRUE(has(b.output, names_b)) << b.output;
+  EXPECT_TRUE(has(b.output, names_txid)) << b.output;
+  EXPECT_TRUE(has(b.output, "Give each pipeline its own [sink] transactional_id")) << b.output;
+  EXPECT_TRUE(has(b.output, "cppcdc teardown --config")) << b.output;
+  EXPECT_TRUE(has(b.output, "tombstone for key \"" + db + "\"")) << b.output;
+  EXPECT_TRUE(has(b.output, "cppcdc migrate-state")) << b.output;
+  EXPECT_FALSE(has(b.output, "transactional producer")) << "B's sink opened\n" << b.output;
+
+  // A goes on, never fenced.
+  int status = 0;
+  ASSERT_EQ(waitpid(a, &status, WNOHANG), 0) << "pipeline A ended\n" << it::log_tail(log_a);
+  s.query("insert into t values (2)");
+  ASSERT_TRUE(it::wait_until([&] { return kafka_it::committed_records(bootstrap, topic) == 2; },
+                             60s, 500ms))
+      << it::log_tail(log_a);
+  ASSERT_EQ(waitpid(a, &status, WNOHANG), 0) << "pipeline A ended\n" << it::log_tail(log_a);
+  EXPECT_FALSE(has(file_text(log_a), "fenced")) << it::log_tail(log_a);
+  EXPECT_EQ(it::stop_cppcdc_process(a, SIGTERM), 0) << it::log_tail(log_a);
+
+  // The slot was renamed on purpose: the old pipeline's teardown removes its record (and slot),
+  // and the renamed pipeline starts.
+  const auto torn =
+      it::run_cli({"teardown", "--config", (dir_a / "cdc.toml").string(), "--yes"}, 90);
+  EXPECT_EQ(torn.code, 0) << torn.output;
+  pid_t b2 = -1;
+  it::start_cppcdc_process(b2, dir_b, it::admin_dsn(), slot_b, 120);
+  it::KillAtExit guard_b{b2};
+  EXPECT_EQ(it::stop_cppcdc_process(b2, SIGTERM), 0) << it::log_tail(dir_b / "cppcdc.log");
   it::drop_slots(db);
   if (!::testing::Test::HasFailure()) {
     fs::remove_all(dir_a);

@@ -384,6 +384,54 @@ TEST(KafkaTransactions, ACheckpointTopicThatIsNotCompactedIsRefusedNamingIt) {
   EXPECT_NE(report.find("cleanup.policy"), std::string::npos) << report;
 }
 
+// The backend's own saves carry the sink's transactional_id (header cppcdc.transactional_id),
+// as the sink's records do: another key opened with the same transactional_id is refused
+// (configuration, naming both keys and the id) until the first key is tombstoned; another
+// transactional_id, none at all, or the key itself again are not.
+TEST(KafkaTransactions, AnotherKeyWithTheSameTransactionalIdIsRefusedUntilTheFirstIsRemoved) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  TxFixture f;
+  KafkaTopicCheckpointConfig c = f.checkpoint_config();
+  c.transactional_id = "tid-" + f.topic;
+  {
+    auto a = open_kafka_topic_checkpoint(c, "slot_a");
+    ASSERT_TRUE(a) << a.error().report();
+    ASSERT_TRUE((*a)->load());
+    auto saved = (*a)->save(record_at("0/10", 1));
+    ASSERT_TRUE(saved) << saved.error().report();
+  }
+  std::optional<std::string> header;
+  for (const auto& r : kafka_it::read_topic(bootstrap, f.checkpoints, "read_committed")) {
+    if (r.key == "slot_a") header = r.header(kCheckpointTransactionalIdHeader);
+  }
+  EXPECT_EQ(header, c.transactional_id) << "the header of the backend's save";
+
+  auto b = open_kafka_topic_checkpoint(c, "slot_b");
+  ASSERT_FALSE(b) << "a second key with the same transactional_id was accepted";
+  EXPECT_EQ(b.error().kind(), ErrorKind::kConfiguration);
+  const std::string report = b.error().report();
+  EXPECT_NE(report.find("\"slot_a\""), std::string::npos) << report;
+  EXPECT_NE(report.find("\"slot_b\""), std::string::npos) << report;
+  EXPECT_NE(report.find(c.transactional_id), std::string::npos) << report;
+
+  KafkaTopicCheckpointConfig other = c;
+  other.transactional_id = "tid-other-" + f.topic;
+  EXPECT_TRUE(open_kafka_topic_checkpoint(other, "slot_b"));
+  EXPECT_TRUE(open_kafka_topic_checkpoint(f.checkpoint_config(), "slot_b"));
+  {
+    auto again = open_kafka_topic_checkpoint(c, "slot_a");
+    ASSERT_TRUE(again) << again.error().report();
+    auto loaded = (*again)->load();
+    ASSERT_TRUE(loaded) << loaded.error().report();
+    ASSERT_TRUE(*loaded);
+    EXPECT_EQ((*loaded)->offset, "0/10");
+  }
+
+  ASSERT_TRUE(remove_kafka_topic_checkpoint(c, "slot_a"));
+  auto after = open_kafka_topic_checkpoint(c, "slot_b");
+  EXPECT_TRUE(after) << after.error().report();
+}
+
 TEST(KafkaTransactions, AnUnreachableClusterIsATransientErrorNamingIt) {
   KafkaTopicCheckpointConfig c;
   c.bootstrap_servers = "127.0.0.1:1";
