@@ -693,6 +693,30 @@ class KafkaTopicCheckpoint final : public Checkpoint {
             "(host and port; by default the Kafka sink's)");
   }
 
+  /// Where partition `p` of the topic starts and ends (`low`, `high`). A partition that has
+  /// no leader yet, as right after the topic was created (or during a leader election), is
+  /// asked again every 100 ms until timeout_ms has passed or a stop is requested; any other
+  /// error is returned at once.
+  rd_kafka_resp_err_t query_end(rd_kafka_t* rk, std::int32_t p, std::int64_t& low,
+                                std::int64_t& high) const {
+    const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms());
+    for (;;) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      const rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(
+          rk, config_.topic.c_str(), p, &low, &high,
+          static_cast<int>(std::max<std::int64_t>(left.count(), 1)));
+      const bool no_leader_yet = e == RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION ||
+                                 e == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE ||
+                                 e == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
+      if (!no_leader_yet || stopping() ||
+          Clock::now() + std::chrono::milliseconds(100) >= deadline) {
+        return e;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+
   /// Reads the topic to its end (see the top of this file). `committed` false: read_uncommitted,
   /// only for the transactional_id check at open (it must not wait for a transaction a killed
   /// run left open on the topic: the sink's init_transactions, after open, aborts it); the
@@ -741,8 +765,11 @@ class KafkaTopicCheckpoint final : public Checkpoint {
     for (const std::int32_t p : partitions) {
       std::int64_t low = 0;
       std::int64_t high = 0;
-      const rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(
-          probe->get(), config_.topic.c_str(), p, &low, &high, timeout_ms());
+      const rd_kafka_resp_err_t e = query_end(probe->get(), p, low, high);
+      if (e != RD_KAFKA_RESP_ERR_NO_ERROR && stopping()) {
+        rd_kafka_topic_partition_list_destroy(assignment);
+        return fail(stopped("finding the end of the checkpoint topic"));
+      }
       if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
         rd_kafka_topic_partition_list_destroy(assignment);
         return fail(unreachable("finding the end of the checkpoint topic", rd_kafka_err2str(e)));
