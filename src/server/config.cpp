@@ -1965,7 +1965,9 @@ std::string describe_config(const ServerConfig& config) {
               (config.admin->token.empty() ? std::string("no token")
                                            : "bearer token from " + config.admin->token_origin) +
               ", error_linger_ms " + std::to_string(config.admin->error_linger_ms) +
-              " (/livez 503 for that long before exiting on an error)");
+              (config.admin->error_linger_ms > 0
+                   ? std::string(" (/livez 503 for that long before exiting on an error)")
+                   : std::string(" (exits at once on an error)")));
   } else {
     entry("admin:", "off ([admin] is not configured)");
   }

@@ -119,6 +119,11 @@ TEST(AdminConfig, ErrorLingerDefaultsTo15SecondsAndZeroTurnsItOff) {
       parse_server_config(std::string(kMinimal) + "[admin]\nerror_linger_ms = 0\n", "cdc.toml");
   ASSERT_TRUE(off) << off.error().report();
   EXPECT_EQ(off->admin->error_linger_ms, 0);
+  // check-config says what each value does (ops trial 3: 0 was described as a 503 "that long").
+  EXPECT_CONTAINS(describe_config(*plain),
+                  "error_linger_ms 15000 (/livez 503 for that long before exiting on an error)");
+  EXPECT_CONTAINS(describe_config(*off), "error_linger_ms 0 (exits at once on an error)");
+  EXPECT_EQ(describe_config(*off).find("for that long"), std::string::npos);
 }
 
 TEST(AdminConfig, TheTokenComesFromTheFileOrTheEnvironmentAndIsNeverDescribed) {
