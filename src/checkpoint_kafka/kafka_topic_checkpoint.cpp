@@ -387,17 +387,12 @@ class KafkaTopicCheckpoint final : public Checkpoint {
                           config_.transactional_id.data(),
                           static_cast<ssize_t>(config_.transactional_id.size()));
     }
-    const rd_kafka_resp_err_t err =
-        headers != nullptr
-            ? rd_kafka_producev(
-                  rk, RD_KAFKA_V_RKT(producer_rkt_), RD_KAFKA_V_PARTITION(RD_KAFKA_PARTITION_UA),
-                  RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(id_.data(), id_.size()),
-                  RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
-                  RD_KAFKA_V_HEADERS(headers), RD_KAFKA_V_END)
-            : rd_kafka_producev(
-                  rk, RD_KAFKA_V_RKT(producer_rkt_), RD_KAFKA_V_PARTITION(RD_KAFKA_PARTITION_UA),
-                  RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(id_.data(), id_.size()),
-                  RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()), RD_KAFKA_V_END);
+    // No header list (nullptr) is a record without headers to librdkafka.
+    const rd_kafka_resp_err_t err = rd_kafka_producev(
+        rk, RD_KAFKA_V_RKT(producer_rkt_), RD_KAFKA_V_PARTITION(RD_KAFKA_PARTITION_UA),
+        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(id_.data(), id_.size()),
+        RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
+        RD_KAFKA_V_HEADERS(headers), RD_KAFKA_V_END);
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR && headers != nullptr) {
       rd_kafka_headers_destroy(headers);  // owned by the producer only once it took the record
     }

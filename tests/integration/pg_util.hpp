@@ -110,6 +110,20 @@ inline std::string streaming_sql(const std::string& slot) {
 }
 
 /// A database name unique to the running test (ctest runs tests in parallel).
+/// Whether a session of database `db` waits for a lock (pg_stat_activity), asked through `s`
+/// every `every` until `timeout`: a pipeline held before its snapshot's first row by a table
+/// condition that waits on an advisory lock the test holds.
+inline bool wait_for_a_lock_waiter(PgSession& s, const std::string& db,
+                                   std::chrono::milliseconds timeout,
+                                   std::chrono::milliseconds every) {
+  return wait_until(
+      [&] {
+        return s.scalar("select count(*) from pg_stat_activity where datname = '" + db +
+                        "' and wait_event_type = 'Lock'") != "0";
+      },
+      timeout, every);
+}
+
 inline std::string test_database(const std::string& prefix) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   std::string name = prefix + "_" + (info ? info->name() : "x");

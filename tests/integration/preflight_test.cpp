@@ -232,12 +232,8 @@ TEST_F(Preflight, TeardownRefusesWhileASnapshotHoldsThePipelineLock) {
   pid_t child = -1;
   it::start_cppcdc_process(child, dir_, it::admin_dsn(), slot_, 0);
   it::KillAtExit guard{child};
-  ASSERT_TRUE(it::wait_until(
-      [&] {
-        return admin.scalar("select count(*) from pg_stat_activity where datname = '" + db_ +
-                            "' and wait_event_type = 'Lock'") != "0";
-      },
-      std::chrono::seconds(90), std::chrono::milliseconds(50)))
+  ASSERT_TRUE(it::wait_for_a_lock_waiter(admin, db_, std::chrono::seconds(90),
+                                         std::chrono::milliseconds(50)))
       << it::log_tail(dir_ / "cppcdc.log");
   // The slot exists and is not active: only the pipeline lock shows the run.
   ASSERT_EQ(admin.scalar("select active::text from pg_replication_slots where slot_name = '" +

@@ -65,13 +65,7 @@ TEST(SnapshotFirstChunk, ACrashBeforeTheFirstChunkWasAcknowledgedTakesTheSnapsho
   pid_t child = -1;
   it::start_cppcdc_process(child, dir, it::admin_dsn(), db, 0);
   it::KillAtExit guard{child};
-  ASSERT_TRUE(it::wait_until(
-      [&] {
-        return s.scalar("select count(*) from pg_stat_activity where datname = '" + db +
-                        "' and wait_event_type = 'Lock'") != "0";
-      },
-      90s, 50ms))
-      << it::log_tail(dir / "cppcdc.log");
+  ASSERT_TRUE(it::wait_for_a_lock_waiter(s, db, 90s, 50ms)) << it::log_tail(dir / "cppcdc.log");
   // The old checkpoint came with the first idle polls (every 50 ms here): give it the time
   // of many of them to appear. It must not.
   const fs::path record = FileCheckpoint::path_for(dir / "state", db);

@@ -32,23 +32,38 @@
 
 namespace cppcdc::it {
 
+/// A TCP socket listening on 127.0.0.1 at a port the kernel picks, with `backlog`; `addr`
+/// gets the address it is bound to. -1 when bind or listen failed (errno says why).
+inline int listen_on_loopback(int backlog, sockaddr_in& addr) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  const int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  addr = sockaddr_in{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::listen(fd, backlog) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    const int saved = errno;
+    ::close(fd);
+    errno = saved;
+    return -1;
+  }
+  return fd;
+}
+
 class TcpProxy {
  public:
   explicit TcpProxy(int target_port) : target_port_(target_port) {
-    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    const int one = 1;
-    ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = 0;
-    if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-        ::listen(listen_fd_, 64) != 0) {
+    listen_fd_ = listen_on_loopback(64, addr);
+    if (listen_fd_ < 0) {
       throw std::runtime_error(std::string("tcp proxy: bind/listen failed: ") +
                                std::strerror(errno));
     }
-    socklen_t len = sizeof addr;
-    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
     port_ = ntohs(addr.sin_port);
     set_nonblocking(listen_fd_);
     if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) {

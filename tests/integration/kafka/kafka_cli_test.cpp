@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -34,6 +35,21 @@ bool has(const std::string& text, const std::string& part) {
 std::string file_text(const fs::path& p) {
   std::ifstream in(p);
   return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+/// Pipeline A (process `a`, logging to `log_a`) runs, the row `insert` adds now is committed
+/// (`topic` then holds `rows` records, read_committed), and A's producer was never fenced.
+void expect_pipeline_goes_on(pid_t a, const fs::path& log_a, const std::function<void()>& insert,
+                             const std::string& bootstrap, const std::string& topic,
+                             std::size_t rows) {
+  int status = 0;
+  ASSERT_EQ(waitpid(a, &status, WNOHANG), 0) << "pipeline A ended\n" << it::log_tail(log_a);
+  ASSERT_NO_FATAL_FAILURE(insert());
+  ASSERT_TRUE(it::wait_until([&] { return kafka_it::committed_records(bootstrap, topic) == rows; },
+                             60s, 500ms))
+      << it::log_tail(log_a);
+  ASSERT_EQ(waitpid(a, &status, WNOHANG), 0) << "pipeline A ended\n" << it::log_tail(log_a);
+  EXPECT_FALSE(has(file_text(log_a), "fenced")) << it::log_tail(log_a);
 }
 
 /// A fresh directory for one configuration (short: the control socket cdc.sock lives there).
@@ -149,14 +165,8 @@ TEST(KafkaCli, ACopiedConfigurationStopsBeforeItsSinkOpensAndTheRunningPipelineG
   EXPECT_FALSE(has(b.output, "transactional producer")) << "the copy's sink opened\n" << b.output;
 
   // A goes on: still running, and a row inserted after B ended arrives.
-  int status = 0;
-  ASSERT_EQ(waitpid(a, &status, WNOHANG), 0) << "pipeline A ended\n" << it::log_tail(log_a);
-  s.query("insert into t values (2)");
-  ASSERT_TRUE(it::wait_until([&] { return kafka_it::committed_records(bootstrap, topic) == 2; },
-                             60s, 500ms))
-      << it::log_tail(log_a);
-  ASSERT_EQ(waitpid(a, &status, WNOHANG), 0) << "pipeline A ended\n" << it::log_tail(log_a);
-  EXPECT_FALSE(has(file_text(log_a), "fenced")) << it::log_tail(log_a);
+  ASSERT_NO_FATAL_FAILURE(expect_pipeline_goes_on(
+      a, log_a, [&] { s.query("insert into t values (2)"); }, bootstrap, topic, 2));
   EXPECT_EQ(it::stop_cppcdc_process(a, SIGTERM), 0) << it::log_tail(log_a);
   it::drop_slots(db);
   if (!::testing::Test::HasFailure()) {
@@ -214,14 +224,8 @@ TEST(KafkaCli, AnotherSourceIdWithTheSameTransactionalIdIsRefusedAndTheRunningPi
   EXPECT_FALSE(has(b.output, "transactional producer")) << "B's sink opened\n" << b.output;
 
   // A goes on, never fenced.
-  int status = 0;
-  ASSERT_EQ(waitpid(a, &status, WNOHANG), 0) << "pipeline A ended\n" << it::log_tail(log_a);
-  s.query("insert into t values (2)");
-  ASSERT_TRUE(it::wait_until([&] { return kafka_it::committed_records(bootstrap, topic) == 2; },
-                             60s, 500ms))
-      << it::log_tail(log_a);
-  ASSERT_EQ(waitpid(a, &status, WNOHANG), 0) << "pipeline A ended\n" << it::log_tail(log_a);
-  EXPECT_FALSE(has(file_text(log_a), "fenced")) << it::log_tail(log_a);
+  ASSERT_NO_FATAL_FAILURE(expect_pipeline_goes_on(
+      a, log_a, [&] { s.query("insert into t values (2)"); }, bootstrap, topic, 2));
   EXPECT_EQ(it::stop_cppcdc_process(a, SIGTERM), 0) << it::log_tail(log_a);
 
   // The slot was renamed on purpose: the old pipeline's teardown removes its record (and slot),
@@ -361,15 +365,8 @@ struct RunningAndCopy {
 
   /// A runs, a row inserted now is committed, and A's producer was never fenced.
   void expect_a_goes_on(int id, std::size_t rows) {
-    const fs::path log_a = dir_a / "cppcdc.log";
-    int status = 0;
-    ASSERT_EQ(waitpid(a, &status, WNOHANG), 0) << "pipeline A ended\n" << it::log_tail(log_a);
-    ASSERT_NO_FATAL_FAILURE(insert(id));
-    ASSERT_TRUE(it::wait_until(
-        [&] { return kafka_it::committed_records(bootstrap, topic) == rows; }, 60s, 500ms))
-        << it::log_tail(log_a);
-    ASSERT_EQ(waitpid(a, &status, WNOHANG), 0) << "pipeline A ended\n" << it::log_tail(log_a);
-    EXPECT_FALSE(has(file_text(log_a), "fenced")) << it::log_tail(log_a);
+    expect_pipeline_goes_on(
+        a, dir_a / "cppcdc.log", [&] { insert(id); }, bootstrap, topic, rows);
   }
 
   void finish() {

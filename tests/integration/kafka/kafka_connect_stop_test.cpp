@@ -23,6 +23,7 @@
 
 #include "integration/kafka/kafka_util.hpp"
 #include "integration/pg_util.hpp"
+#include "integration/tcp_proxy.hpp"
 
 namespace fs = std::filesystem;
 using namespace cppcdc;
@@ -35,17 +36,9 @@ namespace {
 class Blackhole {
  public:
   Blackhole() {
-    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = 0;
-    if (::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-        ::listen(listener_, 0) != 0) {
-      return;
-    }
-    socklen_t len = sizeof addr;
-    ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len);
+    listener_ = it::listen_on_loopback(0, addr);
+    if (listener_ < 0) return;
     port_ = ntohs(addr.sin_port);
     for (int i = 0; i < 4; ++i) {
       const int fd = ::socket(AF_INET, SOCK_STREAM, 0);

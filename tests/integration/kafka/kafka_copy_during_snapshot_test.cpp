@@ -70,12 +70,7 @@ TEST(KafkaCliCopy, ACopyStartedDuringTheInitialSnapshotStopsBeforeItsSinkOpens) 
   it::start_cppcdc_process(a, dir_a, it::admin_dsn(), db, 0);
   it::KillAtExit guard{a};
   const fs::path log_a = dir_a / "cppcdc.log";
-  ASSERT_TRUE(it::wait_until(
-      [&] {
-        return s.scalar("select count(*) from pg_stat_activity where datname = '" + db +
-                        "' and wait_event_type = 'Lock'") != "0";
-      },
-      90s, 100ms))
+  ASSERT_TRUE(it::wait_for_a_lock_waiter(s, db, 90s, 100ms))
       << "pipeline A did not reach its snapshot's read of t\n"
       << it::log_tail(log_a);
   // The slot exists and is not in use: only the lock says that A runs.
