@@ -12,10 +12,10 @@
 #include <array>
 #include <cctype>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
@@ -68,7 +68,8 @@ class PgSession {
     }
     for (int r = 0; r < PQntuples(res->get()); ++r) {
       std::vector<std::optional<std::string>> row;
-      for (int c = 0; c < PQnfields(res->get()); ++c) row.push_back(pg::detail::get(res->get(), r, c));
+      for (int c = 0; c < PQnfields(res->get()); ++c)
+        row.push_back(pg::detail::get(res->get(), r, c));
       rows.push_back(std::move(row));
     }
     return rows;
@@ -105,7 +106,9 @@ inline std::string log_tail(const std::filesystem::path& p) {
 /// slot is free again until the snapshot is read and START_REPLICATION runs.
 inline std::string streaming_sql(const std::string& slot) {
   return "select count(*) from pg_replication_slots s join pg_stat_replication r on r.pid = "
-         "s.active_pid where s.slot_name = '" + slot + "' and r.state in ('catchup', "
+         "s.active_pid where s.slot_name = '" +
+         slot +
+         "' and r.state in ('catchup', "
          "'streaming')";
 }
 
@@ -127,8 +130,10 @@ inline bool wait_for_a_lock_waiter(PgSession& s, const std::string& db,
 inline std::string test_database(const std::string& prefix) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   std::string name = prefix + "_" + (info ? info->name() : "x");
-  for (auto& c : name) c = static_cast<char>(std::isalnum(static_cast<unsigned char>(c)) ? std::tolower(c) : '_');
-  if (name.size() > 50) name = name.substr(0, 40) + "_" + std::to_string(std::hash<std::string>{}(name) % 100000);
+  for (auto& c : name)
+    c = static_cast<char>(std::isalnum(static_cast<unsigned char>(c)) ? std::tolower(c) : '_');
+  if (name.size() > 50)
+    name = name.substr(0, 40) + "_" + std::to_string(std::hash<std::string>{}(name) % 100000);
   return name;
 }
 
@@ -184,6 +189,24 @@ struct Reader {
   }
 };
 
+/// The `cppcdc run` processes start_cppcdc_process started and nothing has reaped yet. At the
+/// test program's exit, each still running is killed (SIGKILL) and reaped: a test that failed
+/// an assertion before stopping its process must not leave it holding the pipeline's locks
+/// (a MariaDB named lock, a slot) for the next test that uses the same names.
+struct RunningChildren {
+  std::vector<pid_t> pids;
+  ~RunningChildren() {
+    for (const pid_t pid : pids) {
+      int status = 0;
+      // 0: still running and ours (a pid reaped elsewhere gives -1 and is left alone).
+      if (waitpid(pid, &status, WNOHANG) != 0) continue;
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+    }
+  }
+};
+inline RunningChildren running_children;
+
 /// Starts the real `cppcdc run --config <dir>/cdc.toml` in the background, its output appended
 /// to <dir>/cppcdc.log, and sets `child` to its pid. With `wait_seconds` > 0, then waits that
 /// long at most until its walsender streams from `slot` on the server that `server_dsn`
@@ -199,6 +222,7 @@ inline void start_cppcdc_process(pid_t& child, const std::filesystem::path& dir,
     execl(CPPCDC_BINARY, CPPCDC_BINARY, "run", "--config", (dir / "cdc.toml").c_str(), nullptr);
     _exit(127);
   }
+  if (child > 0) running_children.pids.push_back(child);
   if (wait_seconds <= 0) return;
   PgSession s(server_dsn);
   ASSERT_TRUE(wait_until([&] { return s.scalar(streaming_sql(slot)) == "1"; },
@@ -308,11 +332,11 @@ inline void fresh_database(const std::string& db) {
 
 /// Skips the rest of the test (from the test body or SetUp) when the test server is older than
 /// PostgreSQL `major`, saying which feature needs which version and what the server is.
-#define CPPCDC_REQUIRE_PG(major, feature)                                                   \
-  do {                                                                                      \
-    if (::cppcdc::it::server_version_num() < (major) * 10000) {                             \
-      GTEST_SKIP() << (feature) << " needs PostgreSQL " << (major)                          \
-                   << " or later; this server is PostgreSQL "                               \
-                   << ::cppcdc::it::server_version_text();                                  \
-    }                                                                                       \
+#define CPPCDC_REQUIRE_PG(major, feature)                          \
+  do {                                                             \
+    if (::cppcdc::it::server_version_num() < (major)*10000) {      \
+      GTEST_SKIP() << (feature) << " needs PostgreSQL " << (major) \
+                   << " or later; this server is PostgreSQL "      \
+                   << ::cppcdc::it::server_version_text();         \
+    }                                                              \
   } while (0)
