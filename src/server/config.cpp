@@ -174,6 +174,26 @@ std::pair<std::string, std::string> split_setting_path(std::string_view path) {
   return {table, toml_key(path.substr(key_offset))};
 }
 
+std::filesystem::path local_state_directory(const std::filesystem::path& config_dir,
+                                            const std::string& stem,
+                                            const std::filesystem::path& packaged_conf_dir,
+                                            const std::filesystem::path& packaged_state_root) {
+  const auto normal = [](const std::filesystem::path& p) {
+    auto n = p.lexically_normal();
+    // "/etc/cppcdc/" and "/etc/cppcdc" are one directory.
+    if (!n.has_filename() && n.has_parent_path() && n != n.root_path()) n = n.parent_path();
+    return n;
+  };
+  if (!config_dir.empty() && !packaged_conf_dir.empty() && !stem.empty() &&
+      normal(config_dir) == normal(packaged_conf_dir)) {
+    return normal(packaged_state_root) / stem;
+  }
+  return config_dir;
+}
+
+std::filesystem::path packaged_conf_dir() { return CPPCDC_PACKAGED_CONF_DIR; }
+std::filesystem::path packaged_state_root() { return "/var/lib/cppcdc"; }
+
 std::string default_control_socket_name(const std::string& origin) {
   const std::string stem = std::filesystem::path(origin).stem().string();
   return (stem.empty() || stem == "." || stem == "..") ? std::string("cppcdc.sock")
@@ -1376,6 +1396,13 @@ constexpr std::string_view kTopLevel[] = {
     "delivery_contract", "source",   "sink",        "sinks", "state",
     "runtime",           "pipeline", "dead_letter", "admin", "log"};
 
+// local_state_directory() for the file `origin` in `base`, with this build's packaged paths.
+std::filesystem::path local_directory(const std::string& origin,
+                                      const std::filesystem::path& base) {
+  return local_state_directory(base, std::filesystem::path(origin).stem().string(),
+                               packaged_conf_dir(), packaged_state_root());
+}
+
 Result<ServerConfig> read_sections(
     const toml::table& document, const std::string& origin, const std::filesystem::path& base,
     std::vector<std::pair<toml::source_position, std::string>>& unknowns) {
@@ -1450,7 +1477,7 @@ Result<ServerConfig> read_sections(
     // machine (kafka_topic, redis, postgresql, memory), beside the configuration file.
     if (config.checkpoint) {
       auto dir = config.checkpoint->directory();
-      if (!dir && !base.empty()) dir = base;
+      if (!dir && !base.empty()) dir = local_directory(origin, base);
       section.set_state_directory(dir);
     }
     if (!section.present()) {
@@ -1487,7 +1514,8 @@ Result<ServerConfig> read_sections(
     // one directory, or sharing a checkpoint directory, get a socket each, so that a command
     // that finds a cppcdc answering knows which file it runs. The name is kept short because
     // a socket path has at most 107 bytes.
-    const auto dir = config.checkpoint->directory();
+    auto dir = config.checkpoint->directory();
+    if (!dir && !base.empty()) dir = local_directory(origin, base);
     const std::filesystem::path name = default_control_socket_name(origin);
     config.control_socket = dir ? *dir / name : name;
   }
@@ -1577,10 +1605,10 @@ Result<ServerConfig> read_document(const toml::table& document, const std::strin
         e.chain().empty() && e.kind() == ErrorKind::kConfiguration ? e.message() : e.report();
     // Not when it is one of those, said again (a misspelt [state.offset] header that
     // effectively_once requires is listed, and is what that check then names too).
-    const bool repeated = std::any_of(unknowns.begin(), unknowns.end(), [&](const auto& u) {
-      return u.second.starts_with(also);
-    });
-    if (!repeated) text += "\nthe file also has this error, which may come from one of those: " + also;
+    const bool repeated = std::any_of(unknowns.begin(), unknowns.end(),
+                                      [&](const auto& u) { return u.second.starts_with(also); });
+    if (!repeated)
+      text += "\nthe file also has this error, which may come from one of those: " + also;
   }
   return fail(Error::configuration(text));
 }
@@ -1765,14 +1793,16 @@ Result<ServerConfig> parse_config(std::string_view toml_text, const std::string&
       // toml++ 3.3 quotes the key of a duplicate badly ('"sosocket.timeout.ms"' for
       // "socket.timeout.ms"); the line and column say which one, so the message does not
       // repeat it.
-      what = "this key (or table) was already given earlier in the same table; TOML takes "
-             "each once: remove one of the two";
+      what =
+          "this key (or table) was already given earlier in the same table; TOML takes "
+          "each once: remove one of the two";
     } else if (what.find("parsing") != std::string::npos &&
                what.find("header") == std::string::npos &&
-        (what.find("floating-point") != std::string::npos ||
-         what.find("integer") != std::string::npos || what.find("boolean") != std::string::npos ||
-         what.find("expected") != std::string::npos ||
-         what.find("value type") != std::string::npos)) {
+               (what.find("floating-point") != std::string::npos ||
+                what.find("integer") != std::string::npos ||
+                what.find("boolean") != std::string::npos ||
+                what.find("expected") != std::string::npos ||
+                what.find("value type") != std::string::npos)) {
       hint = " (a text value needs double quotes: key = \"value\")";
     }
     return fail(

@@ -103,8 +103,10 @@ struct ServerConfig {
   RuntimeOptions runtime;
   /// `[runtime] control_socket`: the Unix socket on which `cppcdc run` takes `cppcdc snapshot`
   /// commands. Default: default_control_socket_name(origin) in the checkpoint backend's
-  /// directory (local_fs: its `dir`), or next to the config file when the backend has none;
-  /// so each configuration file has its own (orders.toml: orders.sock). A relative path is relative
+  /// directory (local_fs: its `dir`), or, when the backend has none, in
+  /// local_state_directory() (next to the config file, or /var/lib/cppcdc/NAME for a file in
+  /// the packaged configuration directory); so each configuration file has its own
+  /// (orders.toml: orders.sock). A relative path is relative
   /// to the config file's directory (after load_server_config; parse_server_config leaves it as
   /// written).
   std::filesystem::path control_socket;
@@ -126,6 +128,24 @@ struct ServerConfig {
 /// without the extension, plus ".sock" (/etc/cppcdc/orders.toml: "orders.sock"); "cppcdc.sock"
 /// when `origin` has no usable name.
 std::string default_control_socket_name(const std::string& origin);
+
+/// The directory for this machine's files of a pipeline whose checkpoint is kept elsewhere
+/// (kafka_topic, redis, postgresql, memory: no `[state.offset] dir`): the control socket's
+/// default place and the source's own small files (Settings::state_directory).
+/// `config_dir` is the absolute directory of the configuration file, `stem` its name without
+/// the extension. A file in `packaged_conf_dir` (the packaged unit's configuration directory,
+/// /etc/cppcdc for a /usr build) is an instance of cppcdc@.service, whose only writable
+/// directory is its StateDirectory: `packaged_state_root`/`stem` (/var/lib/cppcdc/NAME).
+/// Any other file: `config_dir` itself. Pure; the server and the CLI compute the same path.
+std::filesystem::path local_state_directory(const std::filesystem::path& config_dir,
+                                            const std::string& stem,
+                                            const std::filesystem::path& packaged_conf_dir,
+                                            const std::filesystem::path& packaged_state_root);
+
+/// This build's packaged configuration directory (<sysconfdir>/cppcdc) and the unit's state
+/// root (/var/lib/cppcdc, where systemd's StateDirectory= puts cppcdc/NAME).
+std::filesystem::path packaged_conf_dir();
+std::filesystem::path packaged_state_root();
 
 /// Longest path a Unix domain socket can be bound to (sun_path holds 108 bytes with the NUL).
 inline constexpr std::size_t kMaxControlSocketPath = 107;

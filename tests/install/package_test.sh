@@ -348,6 +348,20 @@ done
 [[ ! -e "$state/$NAME.sock" ]] || die "the control socket was left behind"
 log "$EXPECTED_EVENTS events as in the demo, checkpoint in $state, clean stop (exit 0)"
 
+# The same instance with its checkpoint kept off the machine (the memory backend stands in for
+# kafka_topic, redis and postgresql: no directory here). Its control socket (and the source's
+# own files) default to the instance's state directory, which the unit may write, not to
+# /etc/cppcdc beside the file, which it may not.
+sed -e 's/^backend = "local_fs"$/backend = "memory"/' -e "\\|^dir = \"$state\"\$|d" \
+  "$TMP/cdc.toml" >"$TMP/offbox.toml"
+grep -q '^backend = "memory"$' "$TMP/offbox.toml" || die "could not make the off-machine variant"
+install -m 0640 -o root -g cppcdc "$TMP/offbox.toml" "$config"
+(cd / && "${as_cppcdc[@]}" /usr/bin/cppcdc check-config --config "$config") \
+  >"$TMP/check-offbox.log" 2>&1 || { cat "$TMP/check-offbox.log" >&2; die "check-config failed"; }
+grep -Eq "control socket: +$state/$NAME.sock\$" "$TMP/check-offbox.log" ||
+  { cat "$TMP/check-offbox.log" >&2; die "the control socket is not in $state"; }
+log "a checkpoint kept elsewhere puts the control socket in $state"
+
 if ((traced)); then
   # The unit: SystemCallFilter=@system-service, then ~@privileged @resources.
   python3 - "$TMP/strace.log" <<'PY' || die "cppcdc made system calls the unit's filter refuses"

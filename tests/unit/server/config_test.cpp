@@ -221,11 +221,16 @@ TEST(ServerConfig, EachIntegerKeyAloneLeavesEveryOtherAtItsDefault) {
     }
   };
   const std::vector<std::pair<std::string, std::string>> keys = {
-      {"source", "status_interval_ms = 4321"},  {"source", "wal_receiver_timeout_ms = 4321"},
-      {"source", "peek_interval_ms = 4321"},    {"source", "peek_statement_timeout_ms = 4321"},
-      {"source", "peek_max_changes = 4321"},    {"source", "spill_threshold_bytes = 0"},
-      {"source", "max_queued_bytes = 4321"},    {"source.snapshot", "chunk_size = 4321"},
-      {"runtime", "max_buffer_size = 4321"},    {"runtime", "max_poll_wait_ms = 4321"},
+      {"source", "status_interval_ms = 4321"},
+      {"source", "wal_receiver_timeout_ms = 4321"},
+      {"source", "peek_interval_ms = 4321"},
+      {"source", "peek_statement_timeout_ms = 4321"},
+      {"source", "peek_max_changes = 4321"},
+      {"source", "spill_threshold_bytes = 0"},
+      {"source", "max_queued_bytes = 4321"},
+      {"source.snapshot", "chunk_size = 4321"},
+      {"runtime", "max_buffer_size = 4321"},
+      {"runtime", "max_poll_wait_ms = 4321"},
       {"runtime", "connection_retry_max_retries = 4321"},
       {"runtime", "connection_retry_initial_delay_ms = 1"},
       {"runtime", "connection_retry_max_delay_ms = 43210"},
@@ -395,10 +400,10 @@ TEST(ServerConfig, FileModeIsAnOctalStringOfReadAndWriteBits) {
   const std::string example = kExample;
   const std::string sink_path = "path = \"/var/lib/cppcdc/out/events.jsonl\"";
   const std::string state_dir = "dir = \"/var/lib/cppcdc/state\"";
-  auto config = parse_server_config(
-      edit(edit(example, sink_path, sink_path + "\nfile_mode = \"0640\""), state_dir,
-           state_dir + "\nfile_mode = \"600\""),
-      "cdc.toml");
+  auto config =
+      parse_server_config(edit(edit(example, sink_path, sink_path + "\nfile_mode = \"0640\""),
+                               state_dir, state_dir + "\nfile_mode = \"600\""),
+                          "cdc.toml");
   ASSERT_TRUE(config) << config.error().report();
   EXPECT_CONTAINS(describe_config(*config), "0640");
   for (const char* bad : {"\"0755\"", "\"4600\"", "\"rw\"", "\"\"", "\"06400\""}) {
@@ -626,12 +631,13 @@ TEST(ServerConfig, AllUnknownKeysAreReportedTogether) {
   EXPECT_LT(state, runtime);
   EXPECT_LT(runtime, log);
   // A section that fails does not hide the unknown keys of the sections after it.
-  const std::string after = error_of(
-      edit(edit(kExample, "path = \"/var/lib/cppcdc/out/events.jsonl\"", "path = 5"),
-           "[log]\n", "[log]\ncolour = true\n"));
+  const std::string after =
+      error_of(edit(edit(kExample, "path = \"/var/lib/cppcdc/out/events.jsonl\"", "path = 5"),
+                    "[log]\n", "[log]\ncolour = true\n"));
   EXPECT_CONTAINS(after, "[log] colour: unknown key");
-  EXPECT_CONTAINS(after, "the file also has this error, which may come from one of those: "
-                         "cdc.toml:");
+  EXPECT_CONTAINS(after,
+                  "the file also has this error, which may come from one of those: "
+                  "cdc.toml:");
   EXPECT_CONTAINS(after, "[sink] path: expected a string, found an integer");
   // The misspelt required key is listed with the error it causes.
   const std::string both = error_of(
@@ -774,6 +780,33 @@ TEST(ServerConfig, ControlSocketDefaultsToTheCheckpointDirectoryNamedAfterTheFil
   EXPECT_EQ(default_control_socket_name(""), "cppcdc.sock");
 }
 
+// A checkpoint kept off the machine has no directory here. For an instance of the packaged
+// unit (its file in the packaged configuration directory) the socket and the source's files go
+// to the unit's state directory, the one place the unit may write (beside the file they could
+// not be created: ProtectSystem=strict); anywhere else, beside the file as before.
+TEST(ServerConfig, WithoutACheckpointDirectoryAPackagedInstanceUsesItsStateDirectory) {
+  EXPECT_EQ(local_state_directory("/etc/cppcdc", "orders", "/etc/cppcdc", "/var/lib/cppcdc"),
+            "/var/lib/cppcdc/orders");
+  EXPECT_EQ(local_state_directory("/etc/cppcdc/", "orders", "/etc/cppcdc", "/var/lib/cppcdc/"),
+            "/var/lib/cppcdc/orders");
+  EXPECT_EQ(local_state_directory("/etc/cppcdc/sub", "orders", "/etc/cppcdc", "/var/lib/cppcdc"),
+            "/etc/cppcdc/sub");
+  EXPECT_EQ(local_state_directory("/home/me/cdc", "orders", "/etc/cppcdc", "/var/lib/cppcdc"),
+            "/home/me/cdc");
+  EXPECT_EQ(packaged_state_root(), "/var/lib/cppcdc");
+  EXPECT_EQ(packaged_conf_dir().filename(), "cppcdc");
+  EXPECT_TRUE(packaged_conf_dir().is_absolute());
+
+  // Through load_server_config: a file elsewhere keeps its socket beside it.
+  const auto dir = std::filesystem::path(::testing::TempDir()) / "cppcdc_socket_elsewhere";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "orders.toml")
+      << "[source]\ndsn = \"host=h\"\ntables = [\"t\"]\n[state.offset]\nbackend = \"memory\"\n";
+  auto config = load_server_config(dir / "orders.toml");
+  ASSERT_TRUE(config) << config.error().report();
+  EXPECT_EQ(config->control_socket, (dir / "orders.sock").lexically_normal());
+}
+
 // Two files in one directory, or sharing a checkpoint directory, no longer share a socket:
 // a command that finds a cppcdc answering on one knows which file it runs.
 TEST(ServerConfig, TwoConfigFilesInOneDirectoryGetASocketEach) {
@@ -783,7 +816,8 @@ TEST(ServerConfig, TwoConfigFilesInOneDirectoryGetASocketEach) {
     for (const char* name : {"orders.toml", "billing.toml"}) {
       std::ofstream(dir / name) << "[source]\ndsn = \"host=h\"\ntables = [\"t\"]\nslot_name = \""
                                 << std::filesystem::path(name).stem().string()
-                                << "\"\n[state.offset]\n" << backend;
+                                << "\"\n[state.offset]\n"
+                                << backend;
     }
     auto orders = load_server_config(dir / "orders.toml");
     auto billing = load_server_config(dir / "billing.toml");
@@ -801,13 +835,15 @@ TEST(ServerConfig, ATopLevelKeyWrittenInsideATableSaysWhereItBelongs) {
   const std::string in_sink = error_of(std::string(kMinimal) +
                                        "[sink]\ntype = \"stdout\"\n"
                                        "delivery_contract = \"at_least_once\"\n");
-  EXPECT_CONTAINS(in_sink, "[sink] delivery_contract: unknown key (delivery_contract is a "
-                           "top-level key: in TOML every key after a [table] header belongs to "
-                           "that table, so write it above the file's first [table] header)");
+  EXPECT_CONTAINS(in_sink,
+                  "[sink] delivery_contract: unknown key (delivery_contract is a "
+                  "top-level key: in TOML every key after a [table] header belongs to "
+                  "that table, so write it above the file's first [table] header)");
   const std::string in_state =
       error_of(std::string(kMinimal) + "delivery_contract = \"at_least_once\"\n");
-  EXPECT_CONTAINS(in_state, "[state.offset] delivery_contract: unknown key (delivery_contract is "
-                            "a top-level key");
+  EXPECT_CONTAINS(in_state,
+                  "[state.offset] delivery_contract: unknown key (delivery_contract is "
+                  "a top-level key");
   // Below a table of string values too (it is no librdkafka property).
   const std::string in_properties = error_of(
       std::string(kMinimal) +
@@ -845,8 +881,8 @@ TEST(ServerConfig, ControlSocketKeyIsReadAndValidated) {
 
 TEST(ServerConfig, ControlSocketLongerThanAUnixSocketPathIsRefused) {
   const std::string long_path = "/" + std::string(kMaxControlSocketPath, 's');
-  const std::string report = error_of(edit(
-      kExample, "[runtime]\n", "[runtime]\ncontrol_socket = \"" + long_path + "\"\n"));
+  const std::string report = error_of(
+      edit(kExample, "[runtime]\n", "[runtime]\ncontrol_socket = \"" + long_path + "\"\n"));
   EXPECT_CONTAINS(report, "[runtime] control_socket");
   EXPECT_CONTAINS(report, long_path);
   EXPECT_CONTAINS(report, "108 bytes long, but a Unix socket path can have at most 107");
@@ -859,9 +895,9 @@ TEST(ServerConfig, ControlSocketLongerThanAUnixSocketPathIsRefused) {
   EXPECT_TRUE(config) << config.error().report();
   // The default derived from a long checkpoint directory too.
   const std::string deep_dir = "/" + std::string(100, 'd');
-  EXPECT_CONTAINS(error_of(edit(kExample, "dir = \"/var/lib/cppcdc/state\"",
-                                "dir = \"" + deep_dir + "\"")),
-                  "the control socket's path \"" + deep_dir + "/cdc.sock\"");
+  EXPECT_CONTAINS(
+      error_of(edit(kExample, "dir = \"/var/lib/cppcdc/state\"", "dir = \"" + deep_dir + "\"")),
+      "the control socket's path \"" + deep_dir + "/cdc.sock\"");
 }
 
 TEST(ServerConfig, RelativeControlSocketIsResolvedAgainstTheConfigFile) {
