@@ -40,10 +40,6 @@ std::optional<BlockingSnapshotStatus> initial_status(const AdminSources& sources
 
 }  // namespace
 
-bool is_loopback_host(std::string_view host) {
-  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
-}
-
 ProbeAnswer liveness(const RuntimeAdminSnapshot& snapshot, const std::string& failure) {
   if (snapshot.breaker_state == BreakerState::kError) {
     std::string reason =
@@ -323,9 +319,8 @@ void AdminServer::install_routes() {
     res.set_content(answer.body, kJson);
   });
   http.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
-    const ProbeAnswer answer =
-        readiness(sources_.snapshot(), initial_status(sources_),
-                  sources_.failure ? sources_.failure() : std::string());
+    const ProbeAnswer answer = readiness(sources_.snapshot(), initial_status(sources_),
+                                         sources_.failure ? sources_.failure() : std::string());
     res.status = answer.status;
     res.set_content(answer.body, kJson);
   });

@@ -1992,8 +1992,14 @@ std::string describe_config(const ServerConfig& config) {
   if (config.admin) {
     entry("admin:",
           "http://" + config.admin->listen + " (/livez /readyz /metrics /admin/...), " +
-              (config.admin->token.empty() ? std::string("no token")
-                                           : "bearer token from " + config.admin->token_origin) +
+              (config.admin->token.empty()
+                   ? std::string(is_loopback_host(config.admin->host)
+                                     ? "no token"
+                                     : "no token (WARNING: not a loopback address, so anyone "
+                                       "who reaches it can read the metrics and steer "
+                                       "snapshots; set token or token_env, or listen on "
+                                       "127.0.0.1)")
+                   : "bearer token from " + config.admin->token_origin) +
               ", error_linger_ms " + std::to_string(config.admin->error_linger_ms) +
               (config.admin->error_linger_ms > 0
                    ? std::string(" (/livez 503 for that long before exiting on an error)")
@@ -2007,6 +2013,10 @@ std::string describe_config(const ServerConfig& config) {
 
 // Defined here rather than in admin_http.cpp so that the configuration reader (and its fuzz
 // target) needs no HTTP server code.
+bool is_loopback_host(std::string_view host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
 Result<std::pair<std::string, int>> parse_listen_address(std::string_view text) {
   std::string host;
   std::string_view port_text;

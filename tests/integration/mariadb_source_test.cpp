@@ -4,6 +4,9 @@
 // the blocking snapshot.
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "integration/mariadb_util.hpp"
 
@@ -351,6 +354,73 @@ TEST_F(MariaDbSource, AStartStopsWhileAnotherConnectionHoldsThePipelinesLock) {
   EXPECT_NE(taken.error().report().find("is held by connection " + other_id), std::string::npos)
       << taken.error().report();
   source_->close();
+}
+
+// Two pipelines (different source_ids) with one replica server id would end each other's
+// binlog stream: the server drops the older reader when a newer one connects with its id. The
+// second refuses to start (configuration error naming server_id and the holder) and the first
+// goes on. A reader outside cppcdc with that id (here mariadb-binlog) still ends the first's
+// stream: that error names the cause and the key, and is not a lost position.
+TEST_F(MariaDbSource, TwoPipelinesWithOneServerIdDoNotEndEachOthersStream) {
+  session_.exec("CREATE TABLE " + db_ + ".t (id int primary key)");
+  auto a = config();
+  a.server_id = 2'400'000 + static_cast<std::uint32_t>(getpid() % 100'000);
+  const std::string id = std::to_string(a.server_id);
+  start(a);
+  auto b = a;
+  b.source_id = db_ + "_b";
+  {
+    auto s = mysql::make_mysql_source(b);
+    ASSERT_TRUE(s.has_value()) << s.error().report();
+    auto st = (*s)->start(std::nullopt);
+    ASSERT_FALSE(st.has_value());
+    EXPECT_EQ(st.error().kind(), ErrorKind::kConfiguration) << st.error().report();
+    const std::string report = st.error().report();
+    EXPECT_NE(report.find("replica server id " + id + " is in use"), std::string::npos) << report;
+    EXPECT_NE(report.find("\"cppcdc:server_id:" + id + "\" is held by connection "),
+              std::string::npos)
+        << report;
+    EXPECT_NE(report.find("server_id"), std::string::npos) << report;
+    (*s)->close();
+  }
+  session_.exec("INSERT INTO " + db_ + ".t VALUES (1)");
+  auto first = rows(1);
+  ASSERT_EQ(count_rows(first), 1u) << "the first pipeline's stream was ended";
+
+  // Another binlog reader with the same id, not a cppcdc, from the current binlog on (an older
+  // one may have been purged by another test).
+  const std::string binlog = session_.value("SHOW MASTER STATUS");
+  ASSERT_FALSE(binlog.empty());
+  const pid_t reader = fork();
+  if (reader == 0) {
+    freopen("/dev/null", "w", stdout);
+    freopen("/dev/null", "w", stderr);
+    const std::string port_arg = "--port=" + std::to_string(*port());
+    const std::string id_arg = "--stop-never-slave-server-id=" + id;
+    execlp("mariadb-binlog", "mariadb-binlog", "--no-defaults", "--read-from-remote-server",
+           "--host=127.0.0.1", port_arg.c_str(), "--user=root", "--stop-never", id_arg.c_str(),
+           "--to-last-log", binlog.c_str(), nullptr);
+    _exit(127);
+  }
+  ASSERT_GT(reader, 0);
+  std::optional<Error> ended;
+  EXPECT_TRUE(cppcdc::test::wait_until(
+      [&] {
+        std::vector<Event> batch;
+        auto st = source_->poll(batch, 1000, std::chrono::milliseconds(100));
+        if (!st) ended = st.error();
+        return ended.has_value();
+      },
+      std::chrono::seconds(30)));
+  kill(reader, SIGKILL);
+  int status = 0;
+  waitpid(reader, &status, 0);
+  ASSERT_TRUE(ended);
+  const std::string report = ended->report();
+  EXPECT_NE(report.find("the same replica server id"), std::string::npos) << report;
+  EXPECT_NE(report.find("[source] server_id"), std::string::npos) << report;
+  EXPECT_NE(ended->condition(), ErrorCondition::kSourcePositionLost) << report;
+  EXPECT_NE(ended->kind(), ErrorKind::kTransient) << report;
 }
 
 }  // namespace

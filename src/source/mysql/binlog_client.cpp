@@ -342,6 +342,19 @@ Error BinlogStream::stream_error(const std::string& what) const {
   const std::string full = what + " at " + where_ + ": " + text +
                            (code ? " (error " + std::to_string(code) + ")" : std::string());
   if (interrupted_.load()) return Error::source(ErrorKind::kTransient, full + " (interrupted)");
+  // Another binlog reader connected with this replica server id: the server ends the older
+  // stream (MariaDB: error 4052; MySQL: 1236 with this text). Not a lost position, and not
+  // transient: reconnecting would end the other reader's stream in turn.
+  if (code == 4052 || text.find("same server_uuid/server_id") != std::string::npos ||
+      text.find("same server_id") != std::string::npos) {
+    return Error::source(ErrorKind::kTerminal,
+                         full +
+                             "; another replica or binlog reader connected to the server "
+                             "with the same replica server id, and the server ended this "
+                             "stream; give each reader its own id ([source] server_id here, "
+                             "server_id on a MariaDB/MySQL replica)")
+        .for_setting(SettingOwner::kSource, "server_id");
+  }
   if (code == ER_MASTER_FATAL_ERROR_READING_BINLOG) {
     return Error::source(ErrorKind::kTerminal,
                          full +

@@ -57,7 +57,46 @@ Error in_use(const MysqlSourceConfig& config, const std::string& lock, const std
       .for_setting(SettingOwner::kSource, "source_id");
 }
 
+// The error for a server id whose lock another connection holds.
+Error server_id_in_use(const MysqlSourceConfig& config, const std::string& lock,
+                       const std::string& holder, const std::string& holder_id,
+                       const std::string& tail) {
+  const std::uint32_t id = effective_server_id(config);
+  return Error::source(
+             ErrorKind::kConfiguration,
+             "replica server id " + std::to_string(id) +
+                 (config.server_id == 0 ? " (derived from source_id " + config.source_id + ")"
+                                        : std::string()) +
+                 " is in use on " + config.host + ":" + std::to_string(config.port) +
+                 ": the server's named lock \"" + lock + "\" is held by " + holder +
+                 ", so another cppcdc pipeline reads the binlog with that id, and the server "
+                 "would end its stream as soon as this one connected; give this configuration "
+                 "its own [source] server_id (unique among the server's replicas and binlog "
+                 "readers). If that process is gone but its connection is not, end the "
+                 "connection with KILL " +
+                 holder_id + ". " + tail)
+      .for_setting(SettingOwner::kSource, "server_id");
+}
+
+Result<std::optional<LockHolder>> lock_holder(MYSQL* conn, const std::string& lock) {
+  auto rows = query(conn, "SELECT IS_USED_LOCK(" + quote_literal(lock) + ")",
+                    "looking up whether the lock " + lock + " is held");
+  if (!rows) return fail(rows.error());
+  const std::string holder = first_value(*rows);
+  if (holder.empty()) return std::optional<LockHolder>();
+  return std::optional<LockHolder>(LockHolder{holder, describe_holder(conn, holder)});
+}
+
 }  // namespace
+
+std::string server_id_lock_name(const MysqlSourceConfig& config) {
+  return "cppcdc:server_id:" + std::to_string(effective_server_id(config));
+}
+
+Result<std::optional<LockHolder>> server_id_lock_holder(MYSQL* conn,
+                                                        const MysqlSourceConfig& config) {
+  return lock_holder(conn, server_id_lock_name(config));
+}
 
 std::string pipeline_lock_name(const MysqlSourceConfig& config) {
   static constexpr std::string_view kPrefix = "cppcdc:";
@@ -70,13 +109,7 @@ std::string pipeline_lock_name(const MysqlSourceConfig& config) {
 
 Result<std::optional<LockHolder>> pipeline_lock_holder(MYSQL* conn,
                                                        const MysqlSourceConfig& config) {
-  const std::string lock = pipeline_lock_name(config);
-  auto rows = query(conn, "SELECT IS_USED_LOCK(" + quote_literal(lock) + ")",
-                    "looking up whether the lock " + lock + " is held");
-  if (!rows) return fail(rows.error());
-  const std::string holder = first_value(*rows);
-  if (holder.empty()) return std::optional<LockHolder>();
-  return std::optional<LockHolder>(LockHolder{holder, describe_holder(conn, holder)});
+  return lock_holder(conn, pipeline_lock_name(config));
 }
 
 Status check_pipeline_not_running(const MysqlSourceConfig& config) {
@@ -89,19 +122,29 @@ Status check_pipeline_not_running(const MysqlSourceConfig& config) {
   if (!conn) {
     return fail(conn.error().context("connecting as the source will, before any sink opens"));
   }
+  const std::string id_lock = server_id_lock_name(config);
   using Clock = std::chrono::steady_clock;
   const auto grace_end = Clock::now() + kGrace;
   for (;;) {
-    auto rows = query(conn->get(), "SELECT IS_USED_LOCK(" + quote_literal(lock) + ")",
-                      "looking up whether the lock " + lock + " is held");
+    auto rows = query(conn->get(),
+                      "SELECT IS_USED_LOCK(" + quote_literal(lock) + "), " + "IS_USED_LOCK(" +
+                          quote_literal(id_lock) + ")",
+                      "looking up whether the locks " + lock + " and " + id_lock + " are held");
     if (!rows) {
       return fail(rows.error());
     }
     const std::string holder = first_value(*rows);
-    if (holder.empty()) return ok();
+    const std::string id_holder = rows->rows.empty() || rows->rows[0].size() < 2
+                                      ? std::string()
+                                      : rows->rows[0][1].value_or("");
+    if (holder.empty() && id_holder.empty()) return ok();
     if (Clock::now() >= grace_end || cppcdc::detail::g_process_stop_requested.load()) {
-      return fail(in_use(config, lock, describe_holder(conn->get(), holder), holder,
-                         "Nothing was opened or changed"));
+      if (!holder.empty()) {
+        return fail(in_use(config, lock, describe_holder(conn->get(), holder), holder,
+                           "Nothing was opened or changed"));
+      }
+      return fail(server_id_in_use(config, id_lock, describe_holder(conn->get(), id_holder),
+                                   id_holder, "Nothing was opened or changed"));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
@@ -130,7 +173,28 @@ Status PipelineLock::hold(const MysqlSourceConfig& config) {
     conn_.reset();
     return fail(got.error());
   }
-  if (first_value(*got) == "1") return ok();
+  if (first_value(*got) == "1") {
+    // The second lock, on the same connection (both servers let a session hold several).
+    const std::string id_lock = server_id_lock_name(config);
+    auto got_id = query(
+        conn_.get(),
+        "SELECT GET_LOCK(" + quote_literal(id_lock) + ", " + std::to_string(kGrace.count()) + ")",
+        "taking the server id's lock " + id_lock);
+    if (!got_id) {
+      conn_.reset();
+      return fail(got_id.error());
+    }
+    if (first_value(*got_id) == "1") return ok();
+    auto holder = query(conn_.get(), "SELECT IS_USED_LOCK(" + quote_literal(id_lock) + ")",
+                        "looking up who holds the lock " + id_lock);
+    const std::string id = holder ? first_value(*holder) : std::string();
+    const std::string who =
+        id.empty() ? std::string("another connection") : describe_holder(conn_.get(), id);
+    conn_.reset();
+    return fail(server_id_in_use(config, id_lock, who, id.empty() ? "<its id>" : id,
+                                 "This source does not start, so that it does not end the "
+                                 "other pipeline's binlog stream"));
+  }
   // Held by another connection (0), or an error the server turned into NULL.
   auto holder = query(conn_.get(), "SELECT IS_USED_LOCK(" + quote_literal(lock) + ")",
                       "looking up who holds the lock " + lock);

@@ -20,11 +20,19 @@ namespace cppcdc::mysql::detail {
 /// "cppcdc:sha256:" + the first 48 hex digits of source_id's SHA-256.
 std::string pipeline_lock_name(const MysqlSourceConfig& config);
 
+/// The second lock a running source holds, on the same connection: "cppcdc:server_id:" + the
+/// replica server id it reads the binlog with (effective_server_id). The server ends a binlog
+/// reader's stream when another reader connects with the same id, so two pipelines with
+/// different source_ids but one server id would stop each other; this lock lets the second
+/// refuse to start instead.
+std::string server_id_lock_name(const MysqlSourceConfig& config);
+
 /// ConfiguredSource::check_not_in_use for `config`: an Error of kind configuration (for the
 /// setting source_id) when another connection holds the pipeline's lock for 3 s, naming the
 /// lock, the holder's connection id (with its user and host when this user may see them) and
 /// the remedies; the connection's error when the server cannot be reached (transient: the
-/// caller waits) or refuses the login (terminal); ok() otherwise. Changes nothing.
+/// caller waits) or refuses the login (terminal); likewise (for the setting server_id) when the
+/// server id's lock is held by another pipeline; ok() otherwise. Changes nothing.
 Status check_pipeline_not_running(const MysqlSourceConfig& config);
 
 /// Who holds the pipeline's lock for `config` now, as `conn`'s user sees it: the holder's
@@ -37,14 +45,18 @@ struct LockHolder {
 };
 Result<std::optional<LockHolder>> pipeline_lock_holder(MYSQL* conn,
                                                        const MysqlSourceConfig& config);
+/// The same for the server id's lock (server_id_lock_name).
+Result<std::optional<LockHolder>> server_id_lock_holder(MYSQL* conn,
+                                                        const MysqlSourceConfig& config);
 
 /// The lock a running source holds.
 class PipelineLock {
  public:
-  /// Takes the lock for `config` on a new connection of its own (a lock held before is let go
-  /// first), waiting up to 3 s for a holder that is ending. Errors: another connection holds
-  /// it (kind configuration: the pipeline runs elsewhere, so this one must not run too), or
-  /// the server cannot be reached (transient, as connect() classifies it).
+  /// Takes the lock for `config`, then the server id's lock, on a new connection of its own
+  /// (locks held before are let go first), waiting up to 3 s for a holder that is ending.
+  /// Errors: another connection holds either (kind configuration: the pipeline, or another
+  /// with the same server id, runs elsewhere, so this one must not run too), or the server
+  /// cannot be reached (transient, as connect() classifies it).
   Status hold(const MysqlSourceConfig& config);
   /// Lets go of the lock (closes its connection). Idempotent.
   void release() noexcept { conn_.reset(); }

@@ -161,6 +161,24 @@ std::vector<PreflightCheck> run_preflight(const MysqlSourceConfig& config,
   } else {
     out.push_back(pass("source_id " + config.source_id + " is not in use (its named lock \"" +
                        detail::pipeline_lock_name(config) + "\" is free)"));
+    // Another pipeline reading with this replica server id: the server would end its stream
+    // when this one connected.
+    const std::string id = std::to_string(effective_server_id(config));
+    if (auto id_holder = detail::server_id_lock_holder(conn->get(), config); !id_holder) {
+      out.push_back(failed(id_holder.error()));
+    } else if (*id_holder) {
+      out.push_back({Outcome::kFail,
+                     "replica server id " + id + " is in use: the server's named lock \"" +
+                         detail::server_id_lock_name(config) + "\" is held by " +
+                         (*id_holder)->described +
+                         ", another cppcdc pipeline reading the binlog with that id; a start "
+                         "of this configuration would stop at once (exit status 2)",
+                     "give this configuration its own [source] server_id; if that process is "
+                     "gone but its connection is not, end it with KILL " +
+                         (*id_holder)->id});
+    } else {
+      out.push_back(pass("replica server id " + id + " is not used by another cppcdc"));
+    }
   }
   auto server = detail::check_server(conn->get(), config);
   if (!server) {

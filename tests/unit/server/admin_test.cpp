@@ -126,6 +126,28 @@ TEST(AdminConfig, ErrorLingerDefaultsTo15SecondsAndZeroTurnsItOff) {
   EXPECT_EQ(describe_config(*off).find("for that long"), std::string::npos);
 }
 
+// run warns when it listens beyond loopback without a token; check-config, which describes
+// what run would do, warns too (ops trial 3: it did not).
+TEST(AdminConfig, CheckConfigWarnsOfAnOpenAddressWithoutAToken) {
+  auto open = parse_server_config(std::string(kMinimal) + "[admin]\nlisten = \"0.0.0.0:9464\"\n",
+                                  "cdc.toml");
+  ASSERT_TRUE(open) << open.error().report();
+  EXPECT_CONTAINS(describe_config(*open), "no token (WARNING: not a loopback address");
+  auto local = parse_server_config(std::string(kMinimal) + "[admin]\nlisten = \"127.0.0.1:9464\"\n",
+                                   "cdc.toml");
+  ASSERT_TRUE(local) << local.error().report();
+  EXPECT_CONTAINS(describe_config(*local), "no token, ");
+  EXPECT_EQ(describe_config(*local).find("WARNING"), std::string::npos);
+  ::setenv("CPPCDC_TEST_ADMIN_TOKEN_OPEN", "t0ken-for-open", 1);
+  auto guarded = parse_server_config(std::string(kMinimal) +
+                                         "[admin]\nlisten = \"0.0.0.0:9464\"\n"
+                                         "token_env = \"CPPCDC_TEST_ADMIN_TOKEN_OPEN\"\n",
+                                     "cdc.toml");
+  ASSERT_TRUE(guarded) << guarded.error().report();
+  EXPECT_EQ(describe_config(*guarded).find("WARNING"), std::string::npos);
+  ::unsetenv("CPPCDC_TEST_ADMIN_TOKEN_OPEN");
+}
+
 TEST(AdminConfig, TheTokenComesFromTheFileOrTheEnvironmentAndIsNeverDescribed) {
   ::setenv("CPPCDC_TEST_ADMIN_TOKEN", "s3cret-admin-token", 1);
   auto config = parse_server_config(
