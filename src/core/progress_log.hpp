@@ -20,7 +20,9 @@ namespace cppcdc::detail {
 class ProgressLog {
  public:
   ProgressLog(std::string table, double estimate, std::uint64_t done)
-      : table_(std::move(table)), estimate_(estimate), start_done_(done),
+      : table_(std::move(table)),
+        estimate_(estimate),
+        start_done_(done),
         tty_(::isatty(STDERR_FILENO) == 1) {}
   void update(std::uint64_t done, bool final) {
     const auto now = std::chrono::steady_clock::now();
@@ -31,14 +33,18 @@ class ProgressLog {
       std::string line = "\r\033[Ksnapshot " + table_ + ": " + std::to_string(done);
       if (estimate_ > 0) {
         line += " / ~" + std::to_string(static_cast<std::uint64_t>(estimate_)) + " rows (" +
-                std::to_string(static_cast<int>(std::min(100.0, 100.0 * static_cast<double>(done) / estimate_))) +
+                std::to_string(static_cast<int>(
+                    std::min(100.0, 100.0 * static_cast<double>(done) / estimate_))) +
                 "%)";
       } else {
         line += " rows";
       }
       line += ", " + std::to_string(static_cast<std::uint64_t>(rate)) + " rows/s";
       if (estimate_ > static_cast<double>(done) && rate > 0) {
-        line += ", ~" + std::to_string(static_cast<std::uint64_t>((estimate_ - static_cast<double>(done)) / rate)) + " s left";
+        line += ", ~" +
+                std::to_string(
+                    static_cast<std::uint64_t>((estimate_ - static_cast<double>(done)) / rate)) +
+                " s left";
       }
       [[maybe_unused]] auto w = ::write(STDERR_FILENO, line.data(), line.size());
       drawn_ = true;
@@ -52,16 +58,24 @@ class ProgressLog {
     last_ = now;
     const double secs = std::chrono::duration<double>(now - start_).count();
     const double rate = secs > 0 ? static_cast<double>(done - start_done_) / secs : 0;
-    std::string of = estimate_ > 0 ? " of about " + std::to_string(static_cast<std::uint64_t>(estimate_))
-                                   : "";
+    // The estimate is the server's statistics, which can lag a table that grew: past it, the
+    // line says the estimate was low rather than "1208 rows of about 897".
+    const std::string estimated = std::to_string(static_cast<std::uint64_t>(estimate_));
+    std::string of;
+    if (estimate_ > 0) {
+      of = static_cast<double>(done) <= estimate_ ? " of about " + estimated
+                                                  : " (more than the estimated " + estimated + ")";
+    }
     std::string eta;
     if (!final && estimate_ > static_cast<double>(done) && rate > 0) {
-      eta = ", about " + std::to_string(static_cast<std::uint64_t>((estimate_ - static_cast<double>(done)) / rate)) +
+      eta = ", about " +
+            std::to_string(
+                static_cast<std::uint64_t>((estimate_ - static_cast<double>(done)) / rate)) +
             " s left";
     }
     spdlog::info("snapshot of {}: {}{}{} ({:.0f} rows/s){}", table_,
-                 estimate_ > 0 ? std::to_string(done) + " rows" : detail::counted(done, "row"),
-                 of, final ? " read, complete" : " read", rate, eta);
+                 estimate_ > 0 ? std::to_string(done) + " rows" : detail::counted(done, "row"), of,
+                 final ? " read, complete" : " read", rate, eta);
   }
 
  private:
