@@ -289,6 +289,47 @@ TEST_F(MariaDbCli, PreflightFailsOnACheckpointThatAPostgresPipelineWroteUnderThe
   EXPECT_TRUE(fs::exists(FileCheckpoint::path_for(dir_ / "state", db_))) << torn.output;
 }
 
+// teardown of a configuration whose pipeline runs with another control socket (on another
+// machine, or a copy of the file elsewhere) finds the pipeline's named lock held and changes
+// nothing, naming the holder; before, it removed the checkpoint from under the running
+// pipeline. Once that pipeline stopped, the same teardown removes the checkpoint.
+TEST_F(MariaDbCli, TeardownRefusesWhileThePipelineRunsElsewhere) {
+  setenv("CLI_TEST_PW", "cli-s3cret", 1);
+  write_config();
+  start_cppcdc_process(child_, dir_, "", "", 0);
+  ASSERT_TRUE(cppcdc::test::wait_until(
+      [&] { return output().find("\"before\"") != std::string::npos; }, std::chrono::seconds(60)))
+      << log_tail(dir_ / "cppcdc.log");
+  // The copy shares the checkpoint directory, not the control socket.
+  const fs::path copy = dir_ / "copy" / "cdc.toml";
+  fs::create_directories(copy.parent_path());
+  {
+    std::ifstream in(dir_ / "cdc.toml");
+    std::stringstream text;
+    text << in.rdbuf();
+    std::ofstream(copy) << text.str() << "\n[runtime]\ncontrol_socket = \""
+                        << (copy.parent_path() / "copy.sock").string() << "\"\n";
+  }
+  const fs::path checkpoint = FileCheckpoint::path_for(dir_ / "state", db_);
+  ASSERT_TRUE(
+      cppcdc::test::wait_until([&] { return fs::exists(checkpoint); }, std::chrono::seconds(30)));
+  auto o = run_cli({"teardown", "--config", copy.string(), "--yes"});
+  EXPECT_EQ(o.code, 3) << o.output;
+  EXPECT_NE(o.output.find("the named lock \"cppcdc:" + db_ + "\""), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("held by connection "), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("stop that pipeline first"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("nothing was changed"), std::string::npos) << o.output;
+  EXPECT_TRUE(fs::exists(checkpoint)) << o.output;
+  int status = 0;
+  EXPECT_EQ(waitpid(child_, &status, WNOHANG), 0) << "the pipeline ended\n"
+                                                  << log_tail(dir_ / "cppcdc.log");
+
+  EXPECT_EQ(stop_cppcdc_process(child_, SIGTERM) & 0x7f, 0);
+  o = run_cli({"teardown", "--config", copy.string(), "--yes"});
+  EXPECT_EQ(o.code, 0) << o.output;
+  EXPECT_FALSE(fs::exists(checkpoint)) << o.output;
+}
+
 // With a Kafka sink, preflight asks MariaDB which captured tables have no primary key: one
 // bound for a compacted topic is a FAIL naming it (the broker would refuse its keyless records).
 TEST_F(MariaDbCli, PreflightFailsAKeylessTableBoundForACompactedKafkaTopic) {

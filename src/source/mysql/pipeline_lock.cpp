@@ -112,6 +112,30 @@ Result<std::optional<LockHolder>> pipeline_lock_holder(MYSQL* conn,
   return lock_holder(conn, pipeline_lock_name(config));
 }
 
+std::vector<TeardownStep> teardown_steps(const MysqlSourceConfig& config) {
+  using Outcome = TeardownStep::Outcome;
+  const std::string lock = pipeline_lock_name(config);
+  const std::string what = "running pipeline (the named lock \"" + lock + "\" on " + config.host +
+                           ":" + std::to_string(config.port) + ")";
+  auto conn = connect(config, 5000);
+  if (!conn) {
+    return {{Outcome::kAbsent, what,
+             "not checked, the server cannot be reached (" + conn.error().report() +
+                 "): make sure no cppcdc runs this pipeline elsewhere"}};
+  }
+  auto holder = lock_holder(conn->get(), lock);
+  if (!holder) {
+    return {{Outcome::kAbsent, what, "not checked (" + holder.error().report() + ")"}};
+  }
+  if (!*holder) return {};
+  return {{Outcome::kFailed, what,
+           "held by " + (*holder)->described +
+               ": a cppcdc runs this pipeline (on another machine, or with another control "
+               "socket), and removing its checkpoint would make its next start begin over; "
+               "stop that pipeline first (if it is gone but its connection is not, KILL " +
+               (*holder)->id + ")"}};
+}
+
 Status check_pipeline_not_running(const MysqlSourceConfig& config) {
   const std::string lock = pipeline_lock_name(config);
   // A connection the server refuses (user, password, host, TLS) fails the same way when the

@@ -8,8 +8,10 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cppcdc/mysql.hpp"
+#include "cppcdc/plugin.hpp"
 #include "cppcdc/result.hpp"
 #include "source/mysql/mysql_conn.hpp"
 
@@ -48,6 +50,13 @@ Result<std::optional<LockHolder>> pipeline_lock_holder(MYSQL* conn,
 /// The same for the server id's lock (server_id_lock_name).
 Result<std::optional<LockHolder>> server_id_lock_holder(MYSQL* conn,
                                                         const MysqlSourceConfig& config);
+
+/// ConfiguredSource::teardown for `config`: the source keeps nothing on the server, but its
+/// checkpoint must stay while the pipeline runs, also on another machine (whose control socket
+/// the caller cannot see). No step when the pipeline's lock is free; one kFailed step naming
+/// the holder when it is held; one kAbsent step saying the check was not made when the
+/// server cannot be reached (a decommissioned server must not block the teardown).
+std::vector<TeardownStep> teardown_steps(const MysqlSourceConfig& config);
 
 /// The lock a running source holds.
 class PipelineLock {

@@ -187,9 +187,9 @@ class ConfiguredMysqlSource final : public ConfiguredMysql {
     add("server id", std::to_string(effective_server_id(c)) +
                          (c.server_id == 0 ? " (derived from source_id)" : ""));
     add("gtid mode", std::string(gtid_mode_name(c.gtid_mode)));
-    add("spill", "transactions over " + std::to_string(c.spill_threshold_bytes) + " bytes to " +
-                     (c.spill_dir.empty() ? std::string("the system's temporary directory")
-                                          : c.spill_dir));
+    add("spill",
+        "transactions over " + std::to_string(c.spill_threshold_bytes) + " bytes to " +
+            (c.spill_dir.empty() ? std::string("the system's temporary directory") : c.spill_dir));
     add("heartbeat", std::to_string(c.heartbeat_interval_ms) + " ms, receive timeout " +
                          (c.receive_timeout_ms ? std::to_string(c.receive_timeout_ms) + " ms"
                                                : std::string("none")));
@@ -216,8 +216,9 @@ class ConfiguredMysqlSource final : public ConfiguredMysql {
       return std::string("snapshot mode initial_only never streams");
     }
     if (config_.snapshot_signal_table.empty()) {
-      return std::string("[source.snapshot] signal_table is not set (the \"database.table\" "
-                         "its watermarks are written to)");
+      return std::string(
+          "[source.snapshot] signal_table is not set (the \"database.table\" "
+          "its watermarks are written to)");
     }
     return std::nullopt;
   }
@@ -235,6 +236,12 @@ class ConfiguredMysqlSource final : public ConfiguredMysql {
     return read_unresumable_snapshot(config_, checkpoint);
   }
   Status check_not_in_use() const override { return detail::check_pipeline_not_running(config_); }
+  Result<std::vector<TeardownStep>> teardown(bool dry_run,
+                                             bool include_preexisting) const override {
+    (void)dry_run;
+    (void)include_preexisting;
+    return detail::teardown_steps(config_);
+  }
 
  private:
   MysqlSourceConfig config_;
@@ -353,8 +360,9 @@ Result<MysqlSourceConfig> read_mysql_settings(const Settings& source, ServerFlav
   if (!spill_dir) return fail(spill_dir.error());
   if (*spill_dir) {
     if ((*spill_dir)->empty()) {
-      return fail(source.error("spill_dir", "expected a directory, found an empty string (leave "
-                                            "the key out for the system's temporary directory)"));
+      return fail(source.error("spill_dir",
+                               "expected a directory, found an empty string (leave "
+                               "the key out for the system's temporary directory)"));
     }
     out.spill_dir = (*spill_dir)->string();
   }
