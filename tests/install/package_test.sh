@@ -358,7 +358,7 @@ grep -q '^backend = "memory"$' "$TMP/offbox.toml" || die "could not make the off
 install -m 0640 -o root -g cppcdc "$TMP/offbox.toml" "$config"
 (cd / && "${as_cppcdc[@]}" /usr/bin/cppcdc check-config --config "$config") \
   >"$TMP/check-offbox.log" 2>&1 || { cat "$TMP/check-offbox.log" >&2; die "check-config failed"; }
-grep -Eq "control socket: +$state/$NAME.sock\$" "$TMP/check-offbox.log" ||
+grep -Eq "control socket: +$state/$NAME.sock " "$TMP/check-offbox.log" ||
   { cat "$TMP/check-offbox.log" >&2; die "the control socket is not in $state"; }
 log "a checkpoint kept elsewhere puts the control socket in $state"
 
