@@ -206,6 +206,10 @@ Result<std::unique_ptr<AdminServer>> AdminServer::start(const AdminConfig& confi
   server->http_->set_read_timeout(5, 0);
   server->http_->set_write_timeout(5, 0);
   server->http_->set_keep_alive_max_count(100);
+  // cpp-httplib's worker waits out an idle keep-alive connection (5 s by default) before it
+  // looks at the stop flag, and Prometheus keeps its connection open between scrapes: stop()
+  // then took that long, delaying the exit after SIGTERM or the error linger by up to 5 s.
+  server->http_->set_keep_alive_timeout(1);
   // cpp-httplib's default options add SO_REUSEPORT, with which a second process could bind the
   // same address and take every other request; SO_REUSEADDR alone only allows a restart while
   // the previous process' connections are in TIME_WAIT.
