@@ -2,7 +2,8 @@
 # Install the Debian 12 packages that cppcdc's build, tests, fuzzing and demo need, the
 # Apache Kafka jars the tests' broker runs (scripts/kafka.sh fetch: Maven Central, once) and
 # the Debezium jars DebeziumOnBroker.* compares the debezium_json codec with
-# (scripts/debezium-jars.sh --fetch: Maven Central, once).
+# (scripts/debezium-jars.sh --fetch: Maven Central, once) and the Apicurio Registry build the
+# RealRegistry.* tests run (scripts/apicurio.sh fetch: Maven Central, once).
 #
 # Usage: scripts/install-deps.sh
 #
@@ -41,6 +42,9 @@ PACKAGES=(
   # Kafka: librdkafka for the sink; Java 17 and Maven run and fetch the test broker
   # (scripts/kafka.sh); confluent-kafka (the same librdkafka) reads back what the tests wrote
   librdkafka-dev openjdk-17-jre-headless maven python3-confluent-kafka
+  # the real schema registry of the RealRegistry.* tests (scripts/apicurio.sh) is built from
+  # Apicurio's jars with a small Java class: the JDK's compiler
+  openjdk-17-jdk-headless
   # the Avro codec's tests decode what it wrote with an independent Avro implementation;
   # confluent-kafka's AvroDeserializer needs fastavro, which Debian 12 does not package:
   # pip fetches it from PyPI (fetch_fastavro below; python3-fastavro where Debian has it)
@@ -132,9 +136,16 @@ fetch_debezium_jars() {
   "$(dirname "${BASH_SOURCE[0]}")/debezium-jars.sh" --fetch >/dev/null
 }
 
+# Apicurio Registry, built once by Maven from scripts/apicurio/pom.xml (cached under
+# ~/.cache/cppcdc/apicurio; returns at once when it is).
+fetch_apicurio() {
+  "$(dirname "${BASH_SOURCE[0]}")/apicurio.sh" fetch >/dev/null
+}
+
 fetch_downloads() {
   fetch_kafka_jars || die "fetching the Kafka jars failed (see above)"
   fetch_debezium_jars || die "fetching the Debezium jars failed (see above)"
+  fetch_apicurio || die "building Apicurio Registry with Maven failed (see above)"
   fetch_cloudevents_sdk || die "fetching the CloudEvents Python SDK from PyPI failed (see above)"
   fetch_fastavro || die "fetching fastavro from PyPI failed (see above)"
 }

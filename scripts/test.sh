@@ -11,11 +11,13 @@
 #   5. a throwaway PostgreSQL 15 on 127.0.0.1:25440 in /tmp/cppcdc-test-pg, a throwaway
 #      MariaDB 10.11 on 127.0.0.1:23440 in /tmp/cppcdc-test-mariadb, a throwaway Redis 7.0 on
 #      127.0.0.1:26379 in /tmp/cppcdc-test-redis and a throwaway Kafka broker on
-#      127.0.0.1:19092 (controller 19093) in /tmp/cppcdc-test-kafka, all removed on exit; the
-#      broker starts in the background while the unit tests run
+#      127.0.0.1:19092 (controller 19093) in /tmp/cppcdc-test-kafka and a throwaway Apicurio
+#      Registry on 127.0.0.1:18085 in /tmp/cppcdc-test-apicurio (scripts/apicurio.sh), all
+#      removed on exit; the broker and the registry start in the background while the unit
+#      tests run
 #   6. ctest in build/: unit tests in parallel, then integration tests one at a time (they use
-#      CPPCDC_TEST_PG_DSN / _PORT, CPPCDC_TEST_MARIADB_PORT, CPPCDC_TEST_REDIS_PORT and
-#      CPPCDC_TEST_KAFKA_BOOTSTRAP),
+#      CPPCDC_TEST_PG_DSN / _PORT, CPPCDC_TEST_MARIADB_PORT, CPPCDC_TEST_REDIS_PORT,
+#      CPPCDC_TEST_KAFKA_BOOTSTRAP and CPPCDC_TEST_APICURIO_URL),
 #      then the PostgreSQL core set (label pgcore) against PostgreSQL 12 and 18
 #      (scripts/pg-matrix.sh: npm binaries, one server at a time on 127.0.0.1:25441, removed on
 #      exit; scripts/pg-matrix.sh alone runs all of 12 to 18), then the install tests, which
@@ -56,6 +58,8 @@ REDIS_DIR=/tmp/cppcdc-test-redis
 REDIS_PORT=26379   # the redis restart tests run servers of their own on REDIS_PORT + 1 and + 2
 KAFKA_DIR=/tmp/cppcdc-test-kafka
 KAFKA_PORT=19092
+APICURIO_DIR=/tmp/cppcdc-test-apicurio
+APICURIO_PORT=18085
 JOBS=2
 # A test without a TIMEOUT of its own fails after this many seconds instead of hanging the run.
 TEST_TIMEOUT=600
@@ -70,6 +74,8 @@ mariadb_started=0
 redis_started=0
 kafka_started=0
 kafka_job=
+apicurio_started=0
+apicurio_job=
 interrupted=0
 t0=$SECONDS
 # The failed tests of every ctest step, with their first failure lines (scripts/ctest-digest.sh),
@@ -127,6 +133,14 @@ finish() {
     fi
     "$ROOT/scripts/kafka.sh" stop "$KAFKA_DIR" || true
     rm -f "$KAFKA_DIR.start.log"
+  fi
+  if ((apicurio_started)); then
+    if [[ -n "$apicurio_job" ]] && kill -0 "$apicurio_job" 2>/dev/null; then
+      kill "$apicurio_job" 2>/dev/null || true
+      wait "$apicurio_job" 2>/dev/null || true
+    fi
+    "$ROOT/scripts/apicurio.sh" stop "$APICURIO_DIR" || true
+    rm -f "$APICURIO_DIR.start.log"
   fi
   if [[ -s "$DIGEST" ]]; then
     printf '\n[test] the tests that failed, and how:\n'
@@ -239,7 +253,30 @@ if ((build_ok)); then
   kafka_t0=$SECONDS
   "$ROOT/scripts/kafka.sh" start "$KAFKA_DIR" "$KAFKA_PORT" >/dev/null 2>"$KAFKA_DIR.start.log" &
   kafka_job=$!
+  # The real schema registry of the RealRegistry* tests, likewise.
+  log "apicurio: fresh registry in $APICURIO_DIR on port $APICURIO_PORT (starting in the background)"
+  if [[ -d "$APICURIO_DIR" ]]; then "$ROOT/scripts/apicurio.sh" stop "$APICURIO_DIR"; fi
+  apicurio_started=1
+  "$ROOT/scripts/apicurio.sh" start "$APICURIO_DIR" "$APICURIO_PORT" >/dev/null \
+    2>"$APICURIO_DIR.start.log" &
+  apicurio_job=$!
 fi
+
+# Waits for the registry's start; exports CPPCDC_TEST_APICURIO_URL when it is up.
+await_apicurio() {
+  [[ -n "$apicurio_job" ]] || return 0
+  local rc=0
+  wait "$apicurio_job" || rc=$?
+  apicurio_job=
+  cat "$APICURIO_DIR.start.log" >&2 || true
+  rm -f "$APICURIO_DIR.start.log"
+  if ((rc == 0)); then
+    record apicurio PASS
+    export CPPCDC_TEST_APICURIO_URL=http://127.0.0.1:$APICURIO_PORT
+  else
+    record apicurio FAIL
+  fi
+}
 
 # Waits for the broker's start; exports CPPCDC_TEST_KAFKA_BOOTSTRAP when it is up.
 await_kafka() {
@@ -270,6 +307,7 @@ if ((build_ok)); then
   # restart tests do not compete with each other for the 2 cores and the one server.
   ctest_step ctest-unit ctest --test-dir build -L unit --output-on-failure -j"$JOBS" --timeout "$TEST_TIMEOUT" || true
   await_kafka
+  await_apicurio
   ctest_step ctest-integration ctest --test-dir build -L integration --output-on-failure -j1 \
     --timeout "$TEST_TIMEOUT" || true
   matrix_started=1

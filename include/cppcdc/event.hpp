@@ -98,7 +98,11 @@ struct SourceMetadata {
 };
 
 struct TransactionMetadata {
-  std::uint64_t tx_id = 0;         ///< the source's transaction id (PostgreSQL xid)
+  /// The source's transaction id. PostgreSQL: the xid. MySQL/MariaDB: the transaction number
+  /// of its GTID (Event::gtid), or without a GTID its BEGIN's binlog coordinate as
+  /// (file sequence << 32) | position (the debezium_json codec writes Debezium's
+  /// "file=NAME,pos=N" from it).
+  std::uint64_t tx_id = 0;
   std::uint64_t total_events = 0;  ///< events of this transaction delivered by this pipeline
   std::uint64_t event_index = 0;   ///< 0-based position of this event among them
   friend bool operator==(const TransactionMetadata&, const TransactionMetadata&) = default;

@@ -117,11 +117,11 @@ TEST(MariaDbDebeziumJson, EachColumnIsTypedAsDebeziumsMysqlConnectorTypesIt) {
   if (!HasFailure()) fs::remove_all(dir);
 }
 
-// source.gtid of a streamed change is its transaction's GTID as the server reports it
-// (@@gtid_binlog_pos after the commit, one domain here), on every event of the transaction,
-// with the server id the GTID names and the event's binlog file and position; source.snapshot
-// marks only the snapshot's first and last rows and each table's first and last, even where
-// the last chunk of a table holds more rows.
+// source.gtid and transaction.id of a streamed change are its transaction's GTID as the server
+// reports it (@@gtid_binlog_pos after the commit, one domain here), on every event of the
+// transaction, with the server id the GTID names and the event's binlog file and position;
+// source.snapshot marks only the snapshot's first and last rows and each table's first and
+// last, even where the last chunk of a table holds more rows.
 TEST(MariaDbDebeziumJson, ChangesCarryTheirTransactionsGtidAndTheSnapshotMarksOnlyItsEdges) {
   MARIADB_OR_SKIP();
   Session session;
@@ -186,6 +186,7 @@ TEST(MariaDbDebeziumJson, ChangesCarryTheirTransactionsGtidAndTheSnapshotMarksOn
     tables.emplace_back(source.at("table").as_string());
     marks.emplace_back(source.at("snapshot").as_string());
     EXPECT_TRUE(source.at("gtid").is_null()) << "a snapshot row belongs to no transaction";
+    EXPECT_TRUE(all[i].at("transaction").is_null());
   }
   const std::size_t first_rows = tables[0] == "a" ? 2 : 5;
   std::vector<std::string> expected(7, "true");
@@ -205,6 +206,10 @@ TEST(MariaDbDebeziumJson, ChangesCarryTheirTransactionsGtidAndTheSnapshotMarksOn
     const auto& source = all[i].at("source").as_object();
     EXPECT_EQ(source.at("snapshot"), "false");
     EXPECT_EQ(source.at("gtid"), json::value(i < 10 ? first_gtid : second_gtid));
+    // Debezium's MariaDB connector names the transaction by its GTID.
+    EXPECT_EQ(all[i].at("transaction").at("id"), json::value(i < 10 ? first_gtid : second_gtid));
+    EXPECT_EQ(all[i].at("transaction").at("total_order"),
+              json::value(static_cast<std::int64_t>(i < 10 ? i - 6 : 1)));
     EXPECT_EQ(std::to_string(source.at("server_id").as_int64()), server_id);
     EXPECT_EQ(source.at("file"), json::value(binlog));
     EXPECT_GT(source.at("pos").as_int64(), 4);

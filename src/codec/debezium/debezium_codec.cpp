@@ -95,6 +95,56 @@ std::optional<std::uint64_t> mariadb_gtid_server(std::string_view g) {
   return server;
 }
 
+// The decimal number that ends `text`, after the last of `separators`: a binlog file's
+// sequence ("mysql-bin.000012"), a GTID's transaction number ("0-1-42", "uuid:42").
+std::optional<std::uint64_t> trailing_number(std::string_view text, std::string_view separators) {
+  const auto at = text.find_last_of(separators);
+  if (at == std::string_view::npos || at == 0 || at + 1 == text.size()) return std::nullopt;
+  std::uint64_t n = 0;
+  const char* end = text.data() + text.size();
+  auto r = std::from_chars(text.data() + at + 1, end, n);
+  if (r.ec != std::errc() || r.ptr != end) return std::nullopt;
+  return n;
+}
+
+// Debezium's transaction.id for a MySQL or MariaDB event: the transaction's GTID when it has
+// one, else "file=NAME,pos=N" naming the binlog coordinate of its BEGIN (Debezium's binlog
+// connectors' form). Without a GTID the binlog source packs that coordinate in tx_id as
+// (file sequence << 32) | position; nullopt when tx_id is no such number for the event's
+// file (an event made elsewhere), which then keeps the decimal tx_id.
+std::optional<std::string> binlog_transaction_id(const Event& e) {
+  if (!e.gtid.empty()) return e.gtid;
+  const auto coordinate = parse_coordinate(e.source.offset);
+  if (!coordinate) return std::nullopt;
+  const auto sequence = trailing_number(coordinate->first, ".");
+  if (!sequence || (e.transaction->tx_id >> 32) != *sequence) return std::nullopt;
+  return "file=" + std::string(coordinate->first) +
+         ",pos=" + std::to_string(e.transaction->tx_id & 0xffffffffu);
+}
+
+// The tx_id a MySQL/MariaDB transaction.id gives back: the number of a "file=NAME,pos=N" id
+// packed as binlog_transaction_id() reads it, a GTID's transaction number, or the decimal
+// number itself. nullopt: none of these.
+std::optional<std::uint64_t> binlog_tx_id(std::string_view id) {
+  if (id.starts_with("file=")) {
+    const auto comma = id.rfind(",pos=");
+    if (comma == std::string_view::npos) return std::nullopt;
+    const auto sequence = trailing_number(id.substr(5, comma - 5), ".");
+    std::uint64_t pos = 0;
+    const std::string_view digits = id.substr(comma + 5);
+    auto r = std::from_chars(digits.data(), digits.data() + digits.size(), pos);
+    if (!sequence || *sequence > 0xffffffffu || digits.empty() || r.ec != std::errc() ||
+        r.ptr != digits.data() + digits.size() || pos > 0xffffffffu) {
+      return std::nullopt;
+    }
+    return (*sequence << 32) | pos;
+  }
+  std::uint64_t n = 0;
+  auto r = std::from_chars(id.data(), id.data() + id.size(), n);
+  if (!id.empty() && r.ec == std::errc() && r.ptr == id.data() + id.size()) return n;
+  return trailing_number(id, "-:");  // MariaDB "0-1-42", MySQL "uuid:42"
+}
+
 // Debezium's source.snapshot for an event of a snapshot.
 const char* snapshot_text(SnapshotEdge edge) {
   switch (edge) {
@@ -448,9 +498,17 @@ class DebeziumJsonEncoder final : public Encoder {
     }
     json_lit(out, ",\"transaction\":");
     if (e.transaction) {
-      json_lit(out, "{\"id\":\"");
-      json_uint(out, e.transaction->tx_id);
-      json_lit(out, "\",\"total_order\":");
+      json_lit(out, "{\"id\":");
+      std::optional<std::string> id;
+      if (connector != Connector::kPostgresql) id = binlog_transaction_id(e);
+      if (id) {
+        json_str(out, *id);
+      } else {
+        out.ch('"');
+        json_uint(out, e.transaction->tx_id);
+        out.ch('"');
+      }
+      json_lit(out, ",\"total_order\":");
       json_uint(out, e.transaction->event_index + 1);
       json_lit(out, ",\"data_collection_order\":");
       json_uint(out, data_collection_order(e));
@@ -807,10 +865,17 @@ class DebeziumJsonDecoder final : public Decoder {
       }
       TransactionMetadata t;
       const std::string_view text(id->data(), id->size());
-      const auto digits = text.substr(0, text.find(':'));  // Debezium's PostgreSQL "txId:lsn"
-      auto r = std::from_chars(digits.data(), digits.data() + digits.size(), t.tx_id);
-      if (r.ec != std::errc() || r.ptr != digits.data() + digits.size()) {
-        return fail(bad("transaction id '" + std::string(text) + "' is not a number"));
+      if (postgres) {
+        const auto digits = text.substr(0, text.find(':'));  // also "txId:lsn"
+        auto r = std::from_chars(digits.data(), digits.data() + digits.size(), t.tx_id);
+        if (r.ec != std::errc() || r.ptr != digits.data() + digits.size()) {
+          return fail(bad("transaction id '" + std::string(text) + "' is not a number"));
+        }
+      } else if (auto n = binlog_tx_id(text)) {
+        t.tx_id = *n;
+      } else {
+        return fail(bad("transaction id '" + std::string(text) +
+                        "' is neither a GTID, nor \"file=NAME,pos=N\", nor a number"));
       }
       t.event_index = static_cast<std::uint64_t>(*order - 1);
       e.transaction = t;

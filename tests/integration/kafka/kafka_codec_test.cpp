@@ -9,7 +9,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -418,5 +420,208 @@ TEST(KafkaCodecOnBroker, CloudEventsInBothModesAreWhatTheCloudEventsSdkReads) {
   }
 }
 
+// ---- a real registry: Apicurio Registry 2.4.2 (scripts/apicurio.sh), not a double ----------
+// Its Confluent-compatible API (/apis/ccompat/v7) behind the "confluent" client. The registry is
+// named by CPPCDC_TEST_APICURIO_URL, its root (scripts/test.sh starts one); the tests skip
+// without it. (Its native API is v2; the "apicurio" client speaks v3: see
+// docs/schema-registry.md.)
+
+std::string apicurio_root() {
+  const char* url = std::getenv("CPPCDC_TEST_APICURIO_URL");
+  return url ? url : "";
+}
+
+#define APICURIO_TEST_URL(var)                                                                 \
+  const std::string var = apicurio_root().empty() ? "" : apicurio_root() + "/apis/ccompat/v7"; \
+  if (var.empty())                                                                             \
+  GTEST_SKIP() << "CPPCDC_TEST_APICURIO_URL is not set: no Apicurio Registry to test "         \
+                  "against (scripts/apicurio.sh start DIR PORT starts one)"
+
+std::shared_ptr<SchemaRegistryClient> real_client(const SchemaRegistryConfig& c) {
+  auto client = make_schema_registry_client(c);
+  EXPECT_TRUE(client) << client.error().report();
+  return client ? std::shared_ptr<SchemaRegistryClient>(std::move(*client)) : nullptr;
+}
+
+bool has_subject(SchemaRegistryClient& client, const std::string& subject) {
+  auto listed = client.subjects();
+  EXPECT_TRUE(listed) << listed.error().report();
+  return listed && std::find(listed->begin(), listed->end(), subject) != listed->end();
+}
+
+/// What confluent-kafka's AvroDeserializer reads from `topic`, fetching the schemas from
+/// `registry_url` by the framing's ids; skips the test without fastavro.
+#define DESERIALIZED(records, bootstrap, topic, registry_url)                                 \
+  std::vector<AvroRecord> records;                                                            \
+  {                                                                                           \
+    const auto o =                                                                            \
+        kafka_it::run_command(kafka_it::python() + " " + std::string(CPPCDC_SOURCE_DIR) +     \
+                              "/tests/integration/kafka/avro_deserialize.py " + (bootstrap) + \
+                              " " + (topic) + " " + (registry_url));                          \
+    if (o.code == 77) GTEST_SKIP() << o.output;                                               \
+    ASSERT_EQ(o.code, 0) << o.output;                                                         \
+    records = avro_records(o.output);                                                         \
+  }
+
+// auto_register = true, topic_name: cppcdc registers both subjects in the real registry, and
+// confluent-kafka's AvroDeserializer, fetching each record's schema from it by the framing's
+// id, reads the records back field by field; the ids are the ones the registry gives for the
+// subjects, and a preflight of the same subjects passes.
+TEST(RealRegistryOnBroker, ApicuriosConfluentApiServesTheIdsConfluentKafkasDeserializerReads) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  APICURIO_TEST_URL(url);
+  AvroCodecOptions options;
+  options.registry_config.url = url;
+  options.registry = real_client(options.registry_config);
+  ASSERT_TRUE(options.registry);
+  const std::string topic = kafka_it::unique_topic("avro-apicurio-real");
+  ASSERT_TRUE(kafka_it::create_topic(bootstrap, topic, 1));
+  // Another subject first, so that the ids of ours are not simply the first ones.
+  ASSERT_TRUE(options.registry->register_schema(topic + "-unrelated", SchemaType::kAvro,
+                                                R"({"type":"string"})"));
+  const SubjectSchema subjects[] = {
+      {topic + "-value", SchemaType::kAvro, std::string(avro_event_schema())},
+      {topic + "-key", SchemaType::kAvro, std::string(avro_key_schema())}};
+  auto before = preflight_schema_registry(*options.registry, options.registry_config, subjects);
+  EXPECT_TRUE(before) << before.error().report();
+  const auto events = workload("shop");
+  produce(bootstrap, topic, make_avro_encoder(options), events);
+
+  ASSERT_TRUE(has_subject(*options.registry, topic + "-value"));
+  ASSERT_TRUE(has_subject(*options.registry, topic + "-key"));
+  const auto value_id = registry_id(url, topic + "-value", avro_event_schema());
+  const auto key_id = registry_id(url, topic + "-key", avro_key_schema());
+  EXPECT_NE(value_id, key_id);
+  DESERIALIZED(records, bootstrap, topic, url);
+  expect_workload(records, events);
+  for (const auto& r : records) {
+    EXPECT_EQ(test::as_int(r.value_schema_id), value_id);
+    if (!r.key.is_null()) {
+      EXPECT_EQ(test::as_int(r.key_schema_id), key_id);
+    }
+  }
+  // The schema the registry serves for the id is the one cppcdc wrote (read by a second
+  // client, so not from the first one's cache).
+  auto fresh = real_client(options.registry_config);
+  ASSERT_TRUE(fresh);
+  auto served = fresh->schema_by_id(static_cast<std::int32_t>(value_id));
+  ASSERT_TRUE(served) << served.error().report();
+  EXPECT_EQ(boost::json::parse(served->schema), boost::json::parse(avro_event_schema()));
+  auto after = preflight_schema_registry(*fresh, options.registry_config, subjects);
+  EXPECT_TRUE(after) << after.error().report();
+}
+
+// auto_register = false: with the subjects missing, preflight and the first record fail
+// naming a subject of the topic and the registry holds no such subject afterwards (nothing was
+// written); a subject holding another schema fails the same way; once the schemas are
+// registered (by another client), the records go out with their ids and read back.
+TEST(RealRegistryOnBroker, AutoRegisterFalseOnlyLooksUpInApicurio) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  APICURIO_TEST_URL(url);
+  const std::string topic = kafka_it::unique_topic("avro-apicurio-lookup");
+  ASSERT_TRUE(kafka_it::create_topic(bootstrap, topic, 1));
+  AvroCodecOptions options;
+  options.registry_config.url = url;
+  options.registry_config.auto_register = false;
+  options.registry = real_client(options.registry_config);
+  ASSERT_TRUE(options.registry);
+  const SubjectSchema subjects[] = {
+      {topic + "-value", SchemaType::kAvro, std::string(avro_event_schema())},
+      {topic + "-key", SchemaType::kAvro, std::string(avro_key_schema())}};
+  auto missing = preflight_schema_registry(*options.registry, options.registry_config, subjects);
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().report().find(topic + "-value"), std::string::npos)
+      << missing.error().report();
+  EXPECT_NE(missing.error().report().find("auto_register"), std::string::npos)
+      << missing.error().report();
+  {
+    const auto events = workload("shop");
+    KafkaSinkConfig c;
+    c.bootstrap_servers = bootstrap;
+    c.topic = topic;
+    c.delivery_timeout_ms = 60'000;
+    auto sink = make_kafka_sink(std::move(c), make_avro_encoder(options));
+    ASSERT_TRUE(sink) << sink.error().report();
+    auto written = (*sink)->write(events);
+    Status flushed = written ? (*sink)->flush() : ok();
+    ASSERT_FALSE(written && flushed) << "a schema that is not registered is an error";
+    const std::string report = written ? flushed.error().report() : written.error().report();
+    // The first subject it needs (the key's, encoded first) is named.
+    EXPECT_NE(report.find("subject \"" + topic + "-key\""), std::string::npos) << report;
+    EXPECT_NE(report.find("auto_register is false"), std::string::npos) << report;
+  }
+  EXPECT_FALSE(has_subject(*options.registry, topic + "-value")) << "nothing was registered";
+  EXPECT_FALSE(has_subject(*options.registry, topic + "-key")) << "nothing was registered";
+
+  SchemaRegistryConfig writer_config;
+  writer_config.url = url;
+  auto writer = real_client(writer_config);
+  ASSERT_TRUE(writer);
+  ASSERT_TRUE(writer->register_schema(topic + "-value", SchemaType::kAvro, R"({"type":"long"})"));
+  auto differs = preflight_schema_registry(*options.registry, options.registry_config, subjects);
+  ASSERT_FALSE(differs) << "the subject holds another schema";
+  EXPECT_NE(differs.error().report().find(topic + "-value"), std::string::npos)
+      << differs.error().report();
+
+  ASSERT_TRUE(writer->register_schema(topic + "-value", SchemaType::kAvro,
+                                      std::string(avro_event_schema())));
+  ASSERT_TRUE(
+      writer->register_schema(topic + "-key", SchemaType::kAvro, std::string(avro_key_schema())));
+  auto registered = preflight_schema_registry(*options.registry, options.registry_config, subjects);
+  EXPECT_TRUE(registered) << registered.error().report();
+  const std::string ok_topic = topic + "-ok";
+  ASSERT_TRUE(kafka_it::create_topic(bootstrap, ok_topic, 1));
+  // The subjects of the topic the records go to.
+  ASSERT_TRUE(writer->register_schema(ok_topic + "-value", SchemaType::kAvro,
+                                      std::string(avro_event_schema())));
+  ASSERT_TRUE(writer->register_schema(ok_topic + "-key", SchemaType::kAvro,
+                                      std::string(avro_key_schema())));
+  const auto events = workload("shop");
+  produce(bootstrap, ok_topic, make_avro_encoder(options), events);
+  DESERIALIZED(records, bootstrap, ok_topic, url);
+  expect_workload(records, events);
+  const auto value_id = registry_id(url, ok_topic + "-value", avro_event_schema());
+  for (const auto& r : records) EXPECT_EQ(test::as_int(r.value_schema_id), value_id);
+}
+
+// record_name and topic_record_name: the subjects the real registry holds afterwards are the
+// records' full names (io.cppcdc.Event and the key's), alone or after the topic, and the
+// records read back through the ids of those subjects.
+TEST(RealRegistryOnBroker, SubjectNameStrategiesNameTheSubjectsApicurioHolds) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  APICURIO_TEST_URL(url);
+  const std::string value_record = "io.cppcdc.Event";
+  const std::string key_record =
+      std::string(boost::json::parse(avro_key_schema()).at("namespace").as_string()) + "." +
+      std::string(boost::json::parse(avro_key_schema()).at("name").as_string());
+  for (const auto strategy :
+       {SubjectNameStrategy::kRecordName, SubjectNameStrategy::kTopicRecordName}) {
+    SCOPED_TRACE(std::string(to_string(strategy)));
+    const std::string topic = kafka_it::unique_topic("avro-apicurio-strategy");
+    ASSERT_TRUE(kafka_it::create_topic(bootstrap, topic, 1));
+    AvroCodecOptions options;
+    options.registry_config.url = url;
+    options.registry_config.subject_name_strategy = strategy;
+    options.registry = real_client(options.registry_config);
+    ASSERT_TRUE(options.registry);
+    const auto events = workload("shop");
+    produce(bootstrap, topic, make_avro_encoder(options), events);
+    const std::string prefix =
+        strategy == SubjectNameStrategy::kTopicRecordName ? topic + "-" : std::string();
+    EXPECT_TRUE(has_subject(*options.registry, prefix + value_record));
+    EXPECT_TRUE(has_subject(*options.registry, prefix + key_record));
+    EXPECT_FALSE(has_subject(*options.registry, topic + "-value"));
+    const auto value_id = registry_id(url, prefix + value_record, avro_event_schema());
+    const auto key_id = registry_id(url, prefix + key_record, avro_key_schema());
+    DESERIALIZED(records, bootstrap, topic, url);
+    expect_workload(records, events);
+    for (const auto& r : records) {
+      EXPECT_EQ(test::as_int(r.value_schema_id), value_id);
+      if (!r.key.is_null()) {
+        EXPECT_EQ(test::as_int(r.key_schema_id), key_id);
+      }
+    }
+  }
+}
 }  // namespace
 }  // namespace cppcdc

@@ -534,6 +534,76 @@ TEST(DebeziumJson, TheMysqlSourceBlockCarriesTheTransactionsGtid) {
   EXPECT_EQ(v.at("source").at("pos").as_int64(), 0);
 }
 
+// transaction.id of a MySQL/MariaDB event is Debezium's: the transaction's GTID (MariaDB
+// "domain-server-sequence", MySQL "uuid:n"), or without one "file=NAME,pos=N" naming its
+// BEGIN's binlog coordinate, which the binlog source packs in tx_id; PostgreSQL's stays the
+// xid. The decoder gives tx_id back from each form.
+TEST(DebeziumJson, TheMysqlTransactionIdIsTheGtidOrTheBeginsBinlogCoordinate) {
+  auto decoder = make_debezium_json_decoder();
+  Event e = test::full_event();
+  e.source = {"mariadb", "mariadb-bin.000002:812", 1700000000000};
+  e.schema = "shop";
+  struct Case {
+    std::string connector;
+    std::string gtid;
+    std::uint64_t tx_id;
+    std::string id;
+  };
+  const Case cases[] = {
+      {"mariadb", "0-7-42", 42, "0-7-42"},
+      {"mariadb", "3-4294967295-18446744073709551615", 18446744073709551615ull,
+       "3-4294967295-18446744073709551615"},
+      {"mysql", "3e11fa47-71ca-11e1-9e33-c80aa9429562:23", 23,
+       "3e11fa47-71ca-11e1-9e33-c80aa9429562:23"},
+      // No GTID: file sequence 2, BEGIN at 4 of that file.
+      {"mysql", "", (2ull << 32) | 4, "file=mariadb-bin.000002,pos=4"},
+      {"mysql", "", (2ull << 32) | 0xffffffffu, "file=mariadb-bin.000002,pos=4294967295"},
+      // A tx_id that is no coordinate of the event's file (an event made by other code).
+      {"mysql", "", 3084, "3084"},
+      {"mysql", "", (7ull << 32) | 4, std::to_string((7ull << 32) | 4)},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.connector + " " + c.gtid + " " + std::to_string(c.tx_id));
+    auto encoder = make_debezium_json_encoder(dbz_options(false, c.connector, ""));
+    e.gtid = c.gtid;
+    e.transaction = TransactionMetadata{c.tx_id, 3, 1};
+    const std::string record = encoded(*encoder, e);
+    const json::object v = parsed(record);
+    EXPECT_EQ(v.at("transaction").at("id"), json::value(c.id)) << record;
+    auto back = decoder->decode(record);
+    ASSERT_TRUE(back) << back.error().report();
+    ASSERT_TRUE(back->transaction.has_value());
+    EXPECT_EQ(back->transaction->tx_id, c.tx_id);
+    EXPECT_EQ(back->transaction->event_index, 1u);
+  }
+  // PostgreSQL: the xid alone, as Debezium's PostgreSQL connector writes it.
+  Event pg = test::full_event();
+  pg.gtid.clear();
+  auto encoder = make_debezium_json_encoder(dbz_options(false, "postgresql", "app"));
+  EXPECT_EQ(parsed(encoded(*encoder, pg)).at("transaction").at("id"), json::value("3084"));
+  // Debezium's records: a MySQL id, and a PostgreSQL "txId:lsn", read back; a MySQL id that
+  // is none of the forms is an error naming it.
+  const std::string mysql_record =
+      R"({"before":null,"after":{"id":1},"source":{"connector":"mysql","name":"s","table":"t",)"
+      R"("file":"mysql-bin.000003","pos":900,"gtid":null},"op":"c","ts_ms":1,)"
+      R"("transaction":{"id":"file=mysql-bin.000003,pos=154","total_order":1,)"
+      R"("data_collection_order":1}})";
+  auto mysql = decoder->decode(mysql_record);
+  ASSERT_TRUE(mysql) << mysql.error().report();
+  EXPECT_EQ(mysql->transaction->tx_id, (3ull << 32) | 154);
+  std::string pg_record = mysql_record;
+  pg_record.replace(pg_record.find("\"mysql\""), 7, "\"postgresql\"");
+  pg_record.replace(pg_record.find("file=mysql-bin.000003,pos=154"), 29, "571:53195829");
+  auto from_pg = decoder->decode(pg_record);
+  ASSERT_TRUE(from_pg) << from_pg.error().report() << "\n" << pg_record;
+  EXPECT_EQ(from_pg->transaction->tx_id, 571u);
+  std::string bad_record = mysql_record;
+  bad_record.replace(bad_record.find("file=mysql-bin.000003,pos=154"), 29, "file=x,pos=1");
+  auto refused = decoder->decode(bad_record);
+  ASSERT_FALSE(refused);
+  EXPECT_CONTAINS(refused.error().report(), "file=x,pos=1");
+}
+
 // source.snapshot follows the row's place the source marked (Event::snapshot_edge), not its
 // chunk: a row of a table's last chunk is "true" unless it is that table's or the snapshot's
 // last row.
@@ -662,6 +732,11 @@ TEST(DebeziumJson, RoundTripsTheFieldsDebeziumCarries) {
       e.source.offset = i % 2 ? "16/B374D848" : "mysql-bin.000003:" + std::to_string(i);
       if (e.transaction) e.transaction->tx_id %= (1ull << 62);
       if (i % 2 == 0 && i % 3 == 0) e.gtid = "0-1-" + std::to_string(i);
+      // A binlog event's tx_id as its source sets it: its GTID's transaction number, or
+      // (often) the coordinate of its BEGIN in the event's file (sequence 3).
+      if (e.transaction && !e.gtid.empty()) e.transaction->tx_id = i;
+      if (e.transaction && i % 2 == 0 && e.gtid.empty() && i % 5 != 0)
+        e.transaction->tx_id = (3ull << 32) | (e.transaction->tx_id & 0xffffffffu);
       if (e.op == Operation::kRead) e.snapshot_edge = static_cast<SnapshotEdge>(i % 5);
       const std::string record = encoded(*encoder, e);
       auto back = decoder->decode(record);
