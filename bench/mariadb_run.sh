@@ -26,13 +26,19 @@
 # mariadb-binlog from GNU time; peak RSS: VmHWM, and GNU time's %M.
 #
 # Usage: bench/mariadb_run.sh [--rows N] [--repeat R] [--port P] [--tx-rows T] [--no-build]
+#                            [--baseline BIN]
 #   --rows N      rows of the throughput part (a multiple of 1000; default 1000000)
 #   --repeat R    runs per reader, interleaved; medians reported (default 3)
 #   --port P      the throwaway server's port (default 33490; its data in
 #                 /tmp/cppcdc-bench-maria-db, or $CPPCDC_BENCH_MARIA_DB_DIR)
 #   --tx-rows T   rows of the one-transaction memory check (default: N; 0 skips it)
+#   --baseline BIN  also time another cppcdc binary (e.g. a copy of main's build) into both
+#                 sinks, interleaved with the others (readers base-file, base-null), so that
+#                 a change is compared with its baseline within one run on a busy machine
 # Work files: /tmp/cppcdc-bench-maria-work, or $CPPCDC_BENCH_MARIA_WORK (kept after a failure);
 # the two variables let several people run the script on one machine at once.
+# CPPCDC_BENCH_MARIA_KEEP=1 leaves the server running at the end, for profiling by hand (stop
+# it with scripts/mariadb.sh stop DIR --purge).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -44,6 +50,7 @@ rows=1000000
 repeat=3
 tx_rows=""
 build=1
+baseline=""
 
 log() { printf '[maria-bench %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 die() { printf '[maria-bench] ERROR: %s\n' "$*" >&2; exit 1; }
@@ -57,6 +64,7 @@ while (($#)); do
     --port) PORT=${1:?--port P}; shift ;;
     --tx-rows) tx_rows=${1:?--tx-rows T}; shift ;;
     --no-build) build=0 ;;
+    --baseline) baseline=${1:?--baseline BIN}; shift ;;
     -h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     *) die "unknown argument '$a' (see --help)" ;;
   esac
@@ -73,7 +81,7 @@ if ((build)); then
   log "building (scripts/build.sh)"
   "$ROOT/scripts/build.sh" --target cppcdc --target cppcdc_bench_sinkwatch >/dev/null
 fi
-for b in "$CPPCDC" "$SINKWATCH"; do [[ -x $b ]] || die "$b is missing (drop --no-build)"; done
+for b in "$CPPCDC" "$SINKWATCH" ${baseline:+"$baseline"}; do [[ -x $b ]] || die "$b is missing (drop --no-build)"; done
 TICKS=$(getconf CLK_TCK)
 
 # cppcdc runs start inside command substitutions (subshells): their pid goes to a file so that
@@ -85,7 +93,10 @@ cleanup() {
     kill -TERM "$pid" || true
     while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
   fi
-  "$ROOT/scripts/mariadb.sh" stop "$DB_DIR" --purge >/dev/null 2>&1 || true
+  # CPPCDC_BENCH_MARIA_KEEP=1 leaves the server (and its loaded binlog) running for profiling
+  # by hand, with the work files' cdc.toml and base checkpoints.
+  [[ ${CPPCDC_BENCH_MARIA_KEEP:-0} == 1 ]] ||
+    "$ROOT/scripts/mariadb.sh" stop "$DB_DIR" --purge >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
 
@@ -174,18 +185,22 @@ run_binlog() { # out start_file start_pos end_file end_pos
 
 # One cppcdc run from a copy of base-ID until the checkpoint records WANT events; prints
 # "wall_ms cpu_s peak_kb".
-run_cdc() { # id table variant(file|null) rep want
-  local id=$1 v=$3 want=$5
-  local dir=$WORK/run-$id-$v-$4
+run_cdc() { # id table variant(file|null|base-file|base-null) rep want
+  local id=$1 v=$3 want=$5 bin=$CPPCDC
+  if [[ $v == base-* ]]; then
+    bin=$baseline
+    v=${v#base-}
+  fi
+  local dir=$WORK/run-$id-$3-$4
   mkdir -p "$dir/state"
   cp "$WORK/base-$id/state/checkpoint-$id.ckpt" "$dir/state/"
   config_for "$id" "$2" "$dir/state" "$v" "$dir/events.jsonl" >"$dir/cdc.toml"
   local t0 watch end_ns stat hwm
   t0=$(date +%s%N)
   if [[ $v == file ]]; then
-    "$CPPCDC" run --config "$dir/cdc.toml" 2>"$dir/cppcdc.log" &
+    "$bin" run --config "$dir/cdc.toml" 2>"$dir/cppcdc.log" &
   else
-    "$CPPCDC" run --config "$dir/cdc.toml" >/dev/null 2>"$dir/cppcdc.log" &
+    "$bin" run --config "$dir/cdc.toml" >/dev/null 2>"$dir/cppcdc.log" &
   fi
   local cdc_pid=$!
   echo "$cdc_pid" >"$WORK/cdc.pid"
@@ -233,6 +248,7 @@ got=$(mariadb-binlog --no-defaults --read-from-remote-server --host 127.0.0.1 --
 ((got == rows)) || die "mariadb-binlog decoded $got inserts over the range, expected $rows"
 
 readers=(binlog file null)
+[[ -z $baseline ]] || readers+=(base-file base-null)
 declare -A wall cpu rss
 for ((r = 1; r <= repeat; r++)); do
   for v in "${readers[@]}"; do
@@ -256,7 +272,8 @@ printf '  %-36s %9s %10s %7s %8s %9s\n' reader "wall ms" "rows/s" "CPU s" "RSS M
 # shellcheck disable=SC2086
 wb=$(median ${wall[binlog]})
 declare -A label=([binlog]="mariadb-binlog --verbose > /dev/null" [file]="cppcdc -> file sink"
-  [null]="cppcdc -> stdout sink > /dev/null")
+  [null]="cppcdc -> stdout sink > /dev/null" [base-file]="baseline -> file sink"
+  [base-null]="baseline -> stdout sink > /dev/null")
 for v in "${readers[@]}"; do
   # shellcheck disable=SC2086
   w=$(median ${wall[$v]})

@@ -2,11 +2,16 @@
 // The hand-over between a source's reader thread and poll(): events are queued in the
 // reader's own batches (a transaction, a snapshot chunk), not one by one, so queueing an
 // event costs no allocation of its own, and a batch that makes up a whole poll changes hands
-// by swapping vectors. Not synchronised: the owner guards it with its mutex.
+// by swapping vectors. Small batches (transactions of a few rows) queued while poll() is busy
+// are gathered, on the reader's side, into the last queued batch that poll() has not started,
+// up to the size of the last poll: the next poll then takes them by a swap as well, instead of
+// moving them one by one on its own (often the busier) thread. Not synchronised: the owner
+// guards it with its mutex.
 
 #include <algorithm>
 #include <cstddef>
 #include <deque>
+#include <iterator>
 #include <vector>
 
 #include "cppcdc/event.hpp"
@@ -27,22 +32,69 @@ class BatchQueue {
     bytes_ = 0;
   }
 
-  /// Queues `events` (with `sizes[i]`, the measure of events[i], and `bytes` their sum) as
-  /// one batch and leaves both vectors empty, with their capacity kept for the caller's next
-  /// batch.
+  /// Queues `events` (with `sizes[i]`, the measure of events[i], and `bytes` their sum) and
+  /// leaves both vectors empty, with capacity (up to a bound) kept for the caller's next batch.
+  /// They are appended (moved) to the last queued batch when take() has not started that one and
+  /// both together hold at most as many events as the last take() asked for; else they are
+  /// queued as a batch of their own (the vectors change hands).
   void push(std::vector<Event>& events, std::vector<std::size_t>& sizes, std::size_t bytes) {
-    if (events.empty()) return;
-    Batch b;
-    const std::size_t capacity = events.capacity();
-    b.events = std::move(events);
-    b.sizes = std::move(sizes);
-    b.bytes = bytes;
-    events_ += b.events.size();
-    bytes_ += b.bytes;
-    batches_.push_back(std::move(b));
+    push(events, 0, events.size(), sizes, bytes);
     events.clear();
+    if (events.capacity() > kKeptCapacity) {
+      std::vector<Event>().swap(events);
+      events.reserve(kKeptCapacity);
+    }
+  }
+
+  /// Queues events[from, to) as push() does, for a reader that fills recycled events in
+  /// place (InPlaceBatch): `sizes` holds their measures (sizes[i] for events[from + i]) and
+  /// is emptied. When they are the whole of `events` and make a batch of their own, the
+  /// vector changes hands and `events` is left empty (capacity reserved again); otherwise
+  /// they are moved out, and `events` keeps its size: moved-from events in [from, to), the
+  /// others as they were.
+  void push(std::vector<Event>& events, std::size_t from, std::size_t to,
+            std::vector<std::size_t>& sizes, std::size_t bytes) {
+    if (from >= to) {
+      sizes.clear();
+      return;
+    }
+    const std::size_t count = to - from;
+    Batch* into = nullptr;
+    if (gather_ > 0 && !batches_.empty()) {
+      Batch& last = batches_.back();
+      if (last.next == 0 && last.events.size() + count <= gather_) into = &last;
+    }
+    if (!into && from == 0 && to == events.size()) {
+      Batch b;
+      const std::size_t capacity = events.capacity();
+      b.events = std::move(events);
+      b.sizes = std::move(sizes);
+      b.bytes = bytes;
+      events_ += count;
+      bytes_ += bytes;
+      batches_.push_back(std::move(b));
+      events.clear();
+      sizes.clear();
+      events.reserve(std::min<std::size_t>(capacity, kKeptCapacity));
+      return;
+    }
+    if (!into) into = &batches_.emplace_back();
+    const std::size_t n = into->events.size() + count;
+    if (into->events.capacity() < n) {
+      // Room for a whole poll at once (up to a bound), so that gathering does not move the
+      // events again as the vector grows.
+      const std::size_t room = std::max(n, std::min(gather_, kGatherReserve));
+      into->events.reserve(room);
+      into->sizes.reserve(room);
+    }
+    into->events.insert(into->events.end(),
+                        std::make_move_iterator(events.begin() + static_cast<std::ptrdiff_t>(from)),
+                        std::make_move_iterator(events.begin() + static_cast<std::ptrdiff_t>(to)));
+    into->sizes.insert(into->sizes.end(), sizes.begin(), sizes.end());
+    into->bytes += bytes;
+    events_ += count;
+    bytes_ += bytes;
     sizes.clear();
-    events.reserve(std::min<std::size_t>(capacity, kKeptCapacity));
   }
 
   /// Moves up to `max_events` of the oldest events to the end of `out`, in order; returns how
@@ -50,6 +102,7 @@ class BatchQueue {
   /// hands by a swap, and only that batch is returned: a big batch (a blocking snapshot's)
   /// moves none of its events, and small ones (transactions) are still gathered.
   std::size_t take(std::vector<Event>& out, std::size_t max_events) {
+    gather_ = max_events;
     const std::size_t want = std::min(max_events, events_);
     if (want == 0) return 0;
     Batch& first = batches_.front();
@@ -83,6 +136,8 @@ class BatchQueue {
   // A reader's vector keeps at most this many events' worth of capacity after a push: a huge
   // transaction does not pin its memory.
   static constexpr std::size_t kKeptCapacity = 4096;
+  // A batch that gathers small ones reserves room for at most this many events at once.
+  static constexpr std::size_t kGatherReserve = 16384;
 
   struct Batch {
     std::vector<Event> events;
@@ -93,6 +148,7 @@ class BatchQueue {
   std::deque<Batch> batches_;
   std::size_t events_ = 0;
   std::size_t bytes_ = 0;
+  std::size_t gather_ = 0;  // max_events of the last take(); 0: none yet, nothing is gathered
 };
 
 }  // namespace cppcdc::detail

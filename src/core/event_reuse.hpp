@@ -4,12 +4,14 @@
 // of being freed while new ones are allocated, so that decoding a row into an event costs no
 // allocation once the strings and rows of the recycled events are large enough.
 //
-// SpareEvents keeps such batches, up to a bound, and hands their events out one at a time.
+// SpareEvents keeps such batches, up to a bound, and hands them out whole; InPlaceBatch fills
+// the events of one in place, one at a time, as the reader's open batch (a transaction).
 // reset_for_reuse() brings an event back to the state of a default-constructed Event (every
 // field, so that nothing of its previous use leaks into the next), keeping only the memory of
 // its short strings and of its row images; long strings are released, so a spare event never
 // holds on to an unusually large value. Reader thread only.
 
+#include <algorithm>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -102,17 +104,16 @@ class SpareEvents {
     batches.clear();
   }
 
-  /// Appends an event to `out`: a spare one, reset by reset_for_reuse() into `parts`, or a
-  /// new one.
-  Event& append_to(std::vector<Event>& out, ReusableParts& parts) {
+  /// Swaps the newest spare batch (its events as they were delivered; reset them before
+  /// use) into the empty `out`; false, leaving `out` as it is, when there is none.
+  bool take_batch(std::vector<Event>& out) {
+    if (!out.empty()) return false;
     while (!batches_.empty() && batches_.back().empty()) batches_.pop_back();
-    if (batches_.empty()) return out.emplace_back();
-    auto& from = batches_.back();
-    Event& e = out.emplace_back(std::move(from.back()));
-    from.pop_back();
-    --count_;
-    reset_for_reuse(e, parts);
-    return e;
+    if (batches_.empty()) return false;
+    out.swap(batches_.back());
+    count_ -= out.size();
+    batches_.pop_back();
+    return true;
   }
 
   std::size_t size() const noexcept { return count_; }
@@ -120,6 +121,109 @@ class SpareEvents {
  private:
   std::vector<std::vector<Event>> batches_;
   std::size_t count_ = 0;
+};
+
+/// The reader's open batch (a transaction's events), filled in place in a recycled batch:
+/// events_ holds, in [begin_, end_), the open batch; after end_, recycled events not filled
+/// again yet (append() resets each by reset_for_reuse() as it hands it out); before begin_,
+/// events of earlier batches that were handed over (moved from), released with the vector.
+/// So an event is neither moved nor freed to be reused, and a batch that fills a whole
+/// vector changes hands without moving its events. Reader thread only.
+class InPlaceBatch {
+ public:
+  std::size_t size() const noexcept { return end_ - begin_; }
+  bool empty() const noexcept { return end_ == begin_; }
+  Event& operator[](std::size_t i) noexcept { return events_[begin_ + i]; }
+  Event& back() noexcept { return events_[end_ - 1]; }
+  Event* begin() noexcept { return events_.data() + begin_; }
+  Event* end() noexcept { return events_.data() + end_; }
+  /// Events the vector holds: handed over, open and recycled ones (for tests).
+  std::size_t slots() const noexcept { return events_.size(); }
+
+  /// Appends an event and returns it: the next recycled one, reset by reset_for_reuse() into
+  /// `parts`; once those run out, one from `spares` (at the start of a batch) or a new one.
+  Event& append(SpareEvents& spares, ReusableParts& parts) {
+    if (end_ == events_.size()) {
+      make_room(spares);
+      if (end_ == events_.size()) return events_.emplace_back(), events_[end_++];
+    }
+    Event& e = events_[end_++];
+    reset_for_reuse(e, parts);
+    return e;
+  }
+
+  /// Appends `e` (moved into a recycled slot, or at the end).
+  void append(Event&& e, SpareEvents& spares) {
+    if (end_ == events_.size()) make_room(spares);
+    if (end_ == events_.size()) {
+      events_.push_back(std::move(e));
+    } else {
+      events_[end_] = std::move(e);
+    }
+    ++end_;
+  }
+
+  /// Drops the event append() returned last: its slot is refilled (reset again) later.
+  void pop_back() noexcept { --end_; }
+
+  /// Hands the open batch to `push(std::vector<Event>& events, from, to)` (ReaderHandoff::push
+  /// and BatchQueue::push with a range: they move the events out or take the whole vector)
+  /// and starts the next batch after it. Returns what push returned.
+  template <class Push>
+  auto hand_over(Push&& push) {
+    auto result = std::forward<Push>(push)(events_, begin_, end_);
+    if (events_.empty()) {
+      begin_ = end_ = 0;  // the vector changed hands
+    } else {
+      begin_ = end_;
+    }
+    return result;
+  }
+
+  /// Releases everything, the recycled events included (the memory goes back).
+  void release() {
+    events_ = std::vector<Event>();
+    begin_ = end_ = 0;
+  }
+  /// Drops the open batch's events (they are reset when handed out again).
+  void clear() noexcept { end_ = begin_; }
+
+ private:
+  // The recycled events are used up. With no batch open, the events handed over are dropped
+  // and a spare batch, if any, is filled next. With one open, its events move to the front of
+  // a spare batch (or, with none, of this vector, dropping the handed-over events before
+  // them), so that the vector grows only for want of recycled events.
+  void make_room(SpareEvents& spares) {
+    if (begin_ == end_) {
+      start_over(spares);
+      return;
+    }
+    const std::size_t open = end_ - begin_;
+    std::vector<Event> next;
+    if (spares.take_batch(next)) {
+      if (next.size() < open) next.resize(open);
+      std::move(begin(), end(), next.begin());
+      events_.swap(next);
+    } else if (begin_ > 0) {
+      events_.erase(events_.begin(), events_.begin() + static_cast<std::ptrdiff_t>(begin_));
+    }
+    begin_ = 0;
+    end_ = open;
+  }
+
+  void start_over(SpareEvents& spares) {
+    if (events_.capacity() > SpareEvents::kMaxEvents) {
+      events_ = std::vector<Event>();  // after an unusually large batch: not kept
+    } else {
+      events_.clear();
+    }
+    begin_ = end_ = 0;
+    spares.take_batch(events_);
+  }
+
+  std::vector<Event> events_;
+  std::size_t begin_ = 0;
+  std::size_t end_ = 0;
 };
 
 }  // namespace cppcdc::detail

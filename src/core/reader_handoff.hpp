@@ -35,7 +35,7 @@ class ReaderHandoff {
  public:
   /// Bounds of the queue. A batch larger than a bound waits for an empty queue.
   struct Limits {
-    std::size_t max_events = 100'000;  ///< events queued (at least 1)
+    std::size_t max_events = 100'000;               ///< events queued (at least 1)
     std::size_t max_bytes = std::size_t{32} << 20;  ///< sum of approx_event_bytes
   };
 
@@ -92,35 +92,50 @@ class ReaderHandoff {
   bool push(std::vector<Event>& events, std::vector<std::size_t>* known_sizes,
             std::vector<std::vector<Event>>* recycled_out, WhileWaiting&& while_waiting,
             std::chrono::milliseconds interval = std::chrono::milliseconds(100)) {
+    const bool pushed = push(events, 0, events.size(), known_sizes, recycled_out,
+                             std::forward<WhileWaiting>(while_waiting), interval);
+    if (pushed) events.clear();
+    return pushed;
+  }
+  bool push(std::vector<Event>& events, std::vector<std::size_t>* known_sizes = nullptr,
+            std::vector<std::vector<Event>>* recycled_out = nullptr) {
+    return push(events, known_sizes, recycled_out, [] { return true; });
+  }
+
+  /// Queues events[from, to) as one batch, as push() above, for a reader that fills recycled
+  /// events in place (detail::InPlaceBatch): afterwards `events` is either empty (it changed
+  /// hands) or keeps its size, with moved-from events in [from, to) (BatchQueue::push).
+  template <class WhileWaiting>
+  bool push(std::vector<Event>& events, std::size_t from, std::size_t to,
+            std::vector<std::size_t>* known_sizes, std::vector<std::vector<Event>>* recycled_out,
+            WhileWaiting&& while_waiting,
+            std::chrono::milliseconds interval = std::chrono::milliseconds(100)) {
     std::vector<std::size_t> measured;
     std::vector<std::size_t>& sizes = known_sizes ? *known_sizes : measured;
-    sizes.reserve(events.size());
-    for (std::size_t i = sizes.size(); i < events.size(); ++i) {
-      sizes.push_back(approx_event_bytes(events[i]));
+    const std::size_t count = to - from;
+    sizes.reserve(count);
+    for (std::size_t i = sizes.size(); i < count; ++i) {
+      sizes.push_back(approx_event_bytes(events[from + i]));
     }
     std::size_t bytes = 0;
-    for (std::size_t i = 0; i < events.size(); ++i) bytes += sizes[i];
+    for (std::size_t i = 0; i < count; ++i) bytes += sizes[i];
     std::vector<std::vector<Event>> recycled;  // released here, after the lock, on this thread
     std::unique_lock lock(mutex_);
     while (!stop_.load() && !queue_.empty() &&
-           (queue_.size() + events.size() > limits_.max_events ||
+           (queue_.size() + count > limits_.max_events ||
             queue_.bytes() + bytes > limits_.max_bytes)) {
       not_full_.wait_for(lock, interval);
       lock.unlock();
       if (!while_waiting()) return false;
       lock.lock();
     }
-    queue_.push(events, sizes, bytes);
+    queue_.push(events, from, to, sizes, bytes);
     not_empty_.notify_all();
     recycled.swap(recycled_);
     recycled_events_ = 0;
     lock.unlock();
     if (recycled_out) recycled_out->swap(recycled);
     return true;
-  }
-  bool push(std::vector<Event>& events, std::vector<std::size_t>* known_sizes = nullptr,
-            std::vector<std::vector<Event>>* recycled_out = nullptr) {
-    return push(events, known_sizes, recycled_out, [] { return true; });
   }
 
   /// The reader has ended, with `error` or without; take() reports it once the queue is

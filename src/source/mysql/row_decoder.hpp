@@ -92,6 +92,8 @@ class RowReader {
   /// False once every row was read; an error for a malformed image. `out`'s rows are reused
   /// (their strings keep their capacity), so pass the same DecodedRow for every row.
   Result<bool> next(DecodedRow& out);
+  /// Every row was read: next() would return false (not an error).
+  bool at_end() const noexcept { return !setup_error_ && offset_ >= rows_.rows.size(); }
 
  private:
   Status read_image(std::size_t& offset, const Bitmap& present, std::size_t count,

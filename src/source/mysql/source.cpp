@@ -611,9 +611,12 @@ class MysqlSource final : public Source {
     Event spilled;  // the event of a row while the transaction goes to a spill file
     while (true) {
       // In memory, the row's event is filled in place at the end of tx_events_: a recycled
-      // one when there is one, whose after image the row is decoded into.
+      // one when there is one, whose after image the row is decoded into. (Not after the last
+      // row: a recycled event taken and given back would break the run of events filled in
+      // place, so that the next batch moved to a new vector.)
+      if (reader.at_end()) break;
       if (!tx_spill_) {
-        spare_events_.append_to(tx_events_, spare_parts_);
+        tx_events_.append(spare_events_, spare_parts_);
         if (!row.after && spare_parts_.row) {
           row.after = std::move(spare_parts_.row);
           spare_parts_.row.reset();
@@ -719,7 +722,9 @@ class MysqlSource final : public Source {
         if (pending_coords_.size() >= kMaxPendingCoords) pending_coords_.pop_front();
         pending_coords_.emplace_back(offset, std::make_pair(file_, last_end_));
       });
-      handoff_.push(tx_events_, &tx_sizes_, &recycled_);
+      tx_events_.hand_over([&](std::vector<Event>& events, std::size_t from, std::size_t to) {
+        return handoff_.push(events, from, to, &tx_sizes_, &recycled_, [] { return true; });
+      });
       spare_events_.keep(recycled_);
       reset_tx_events();
     }
@@ -741,7 +746,7 @@ class MysqlSource final : public Source {
   // all before it) in a spill file until the commit.
   Status add_tx_event(Event&& e) {
     if (tx_spill_) return tx_spill_->append(e);
-    tx_events_.push_back(std::move(e));
+    tx_events_.append(std::move(e), spare_events_);
     return held_tx_event();
   }
 
@@ -766,7 +771,7 @@ class MysqlSource final : public Source {
         "it to a temporary file in {} until its commit",
         coordinate(last_end_), config_.spill_threshold_bytes, tx_events_.size(), dir.string());
     for (const auto& held : tx_events_) CPPCDC_TRY(tx_spill_->append(held));
-    tx_events_ = std::vector<Event>();  // the memory goes back, not only the events
+    tx_events_.release();  // the memory goes back, not only the events
     tx_sizes_ = std::vector<std::size_t>();
     return ok();
   }
@@ -868,9 +873,9 @@ class MysqlSource final : public Source {
   std::shared_ptr<detail::WatermarkLog> watermarks_ = std::make_shared<detail::WatermarkLog>();
   std::uint64_t tx_id_ = 0;
   std::int64_t tx_timestamp_ = 0;
-  std::vector<Event> tx_events_;
-  std::vector<std::size_t> tx_sizes_;  // approx_event_bytes of each of tx_events_
-  std::size_t tx_bytes_ = 0;           // their sum
+  cppcdc::detail::InPlaceBatch tx_events_;  // the open transaction's events
+  std::vector<std::size_t> tx_sizes_;       // approx_event_bytes of each of tx_events_
+  std::size_t tx_bytes_ = 0;                // their sum
   std::unique_ptr<cppcdc::detail::EventSpill>
       tx_spill_;  // the open transaction, once it outgrew memory
   static constexpr std::size_t kSpillPieceEvents = 10'000;

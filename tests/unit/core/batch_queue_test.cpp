@@ -1,9 +1,10 @@
 // The reader-to-poll hand-over queue: order, counts and byte measures across batches taken
 // in pieces, the whole-batch swap, and the capacity a reader keeps.
 
+#include "core/batch_queue.hpp"
+
 #include <gtest/gtest.h>
 
-#include "core/batch_queue.hpp"
 #include "unit/core/test_events.hpp"
 
 namespace cppcdc::detail {
@@ -11,7 +12,9 @@ namespace {
 
 using test::events;
 
-std::vector<std::size_t> sizes(int n, std::size_t each) { return std::vector<std::size_t>(n, each); }
+std::vector<std::size_t> sizes(int n, std::size_t each) {
+  return std::vector<std::size_t>(n, each);
+}
 
 TEST(BatchQueue, TakesInOrderAcrossBatchesWithCountsAndBytesKept) {
   BatchQueue q;
@@ -81,6 +84,67 @@ TEST(BatchQueue, ABigFirstBatchChangesHandsWholeAndSmallOnesAreGathered) {
   ASSERT_EQ(out.size(), 7u);
   for (int i = 0; i < 7; ++i) EXPECT_EQ(out[i].table, "t" + std::to_string(6 + i));
   EXPECT_TRUE(q.empty());
+}
+
+TEST(BatchQueue, SmallBatchesQueuedWhilePollIsBusyAreGatheredUpToThePollsSize) {
+  BatchQueue q;
+  std::vector<Event> out;
+  EXPECT_EQ(q.take(out, 10), 0u);  // a poll of up to 10 events, with nothing queued yet
+  auto first = events(0, 3);
+  auto firsts = sizes(3, 1);
+  q.push(first, firsts, 3);
+  // Three more batches of 3 while nobody polls: two join the first (9 events), the third
+  // would make 12 > 10 and starts a batch of its own.
+  for (int i = 1; i < 4; ++i) {
+    std::vector<Event> b;
+    b.reserve(8);
+    for (auto& e : events(3 * i, 3)) b.push_back(std::move(e));
+    auto bs = sizes(3, 10);
+    q.push(b, bs, 30);
+    EXPECT_TRUE(b.empty());
+    EXPECT_TRUE(bs.empty());
+    if (i < 3) {
+      EXPECT_GE(b.capacity(), 8u) << "a gathered batch leaves the reader its vector";
+    }
+  }
+  EXPECT_EQ(q.size(), 12u);
+  EXPECT_EQ(q.bytes(), 93u);
+  // The gathered 9 are at least half of 10: they change hands whole, by a swap, alone.
+  EXPECT_EQ(q.take(out, 10), 9u);
+  ASSERT_EQ(out.size(), 9u);
+  for (int i = 0; i < 9; ++i) EXPECT_EQ(out[i].table, "t" + std::to_string(i));
+  EXPECT_EQ(q.size(), 3u);
+  EXPECT_EQ(q.bytes(), 30u);
+
+  // A batch that take() has started is not added to: its rest comes first, then the new one.
+  out.clear();
+  EXPECT_EQ(q.take(out, 2), 2u);
+  auto late = events(12, 1);
+  auto lates = sizes(1, 5);
+  q.push(late, lates, 5);
+  EXPECT_EQ(q.size(), 2u);
+  EXPECT_EQ(q.bytes(), 15u);
+  EXPECT_EQ(q.take(out, 2), 2u);
+  ASSERT_EQ(out.size(), 4u);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(out[i].table, "t" + std::to_string(9 + i));
+  EXPECT_TRUE(q.empty());
+  EXPECT_EQ(q.bytes(), 0u);
+}
+
+TEST(BatchQueue, NothingIsGatheredBeforeTheFirstPoll) {
+  BatchQueue q;
+  auto a = events(0, 2);
+  auto as = sizes(2, 1);
+  const Event* storage = a.data();
+  q.push(a, as, 2);
+  auto b = events(2, 2);
+  auto bs = sizes(2, 1);
+  q.push(b, bs, 2);
+  std::vector<Event> out;
+  // Two batches of 2: the first, half of 4, is swapped in alone (it was not gathered into).
+  EXPECT_EQ(q.take(out, 4), 2u);
+  EXPECT_EQ(out.data(), storage);
+  EXPECT_EQ(q.size(), 2u);
 }
 
 TEST(BatchQueue, TheReaderKeepsCapacityForItsNextBatch) {

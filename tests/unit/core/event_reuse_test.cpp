@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/batch_queue.hpp"
 #include "core/reader_handoff.hpp"
 
 namespace cppcdc::detail {
@@ -72,23 +73,45 @@ TEST(EventReuse, PartsAlreadyHeldAreKeptAndTheEventsOwnAreReleased) {
   EXPECT_EQ(*parts.names, std::vector<std::string>{"k"});
 }
 
-TEST(EventReuse, SpareEventsHandsOutResetEventsThenNewOnesAndStaysWithinItsBound) {
+// Every field outside operator== as well: nothing of a recycled event's previous use is left.
+void expect_fresh(const Event& e, const std::string& what) {
+  EXPECT_EQ(e, Event()) << what;
+  EXPECT_TRUE(e.resume_offset.empty()) << what;
+  EXPECT_TRUE(e.resume_state.empty()) << what;
+  EXPECT_TRUE(e.log_position.empty()) << what;
+  EXPECT_TRUE(e.gtid.empty()) << what;
+  EXPECT_TRUE(e.unavailable_columns.empty()) << what;
+  EXPECT_FALSE(e.before.row()) << what;
+  EXPECT_FALSE(e.after) << what;
+  EXPECT_FALSE(e.transaction) << what;
+  EXPECT_EQ(e.snapshot_edge, SnapshotEdge::kNone) << what;
+}
+
+std::vector<std::vector<Event>> full_batches(std::vector<std::size_t> sizes) {
+  std::vector<std::vector<Event>> out;
+  for (auto n : sizes) {
+    auto& b = out.emplace_back();
+    for (std::size_t i = 0; i < n; ++i) b.push_back(full_event());
+  }
+  return out;
+}
+
+TEST(EventReuse, SpareEventsHandsOutWholeBatchesAndStaysWithinItsBound) {
   SpareEvents spares;
-  std::vector<std::vector<Event>> batches(2);
-  batches[0].push_back(full_event());
-  batches[1].push_back(full_event());
-  batches[1].push_back(full_event());
+  auto batches = full_batches({1, 2});
   spares.keep(batches);
   EXPECT_TRUE(batches.empty());
   EXPECT_EQ(spares.size(), 3u);
   std::vector<Event> out;
-  ReusableParts parts;
-  for (int i = 0; i < 4; ++i) {
-    Event& e = spares.append_to(out, parts);
-    EXPECT_EQ(e, Event()) << i;
-    parts = ReusableParts();
-  }
-  EXPECT_EQ(out.size(), 4u);
+  ASSERT_TRUE(spares.take_batch(out));
+  EXPECT_EQ(out.size(), 2u);  // the newest first
+  EXPECT_EQ(spares.size(), 1u);
+  EXPECT_FALSE(spares.take_batch(out)) << "only into an empty vector";
+  out.clear();
+  ASSERT_TRUE(spares.take_batch(out));
+  EXPECT_EQ(out.size(), 1u);
+  out.clear();
+  EXPECT_FALSE(spares.take_batch(out));
   EXPECT_EQ(spares.size(), 0u);
 
   std::vector<std::vector<Event>> many(1);
@@ -96,6 +119,143 @@ TEST(EventReuse, SpareEventsHandsOutResetEventsThenNewOnesAndStaysWithinItsBound
   many.emplace_back(5);
   spares.keep(many);
   EXPECT_EQ(spares.size(), SpareEvents::kMaxEvents);
+}
+
+TEST(EventReuse, AnInPlaceBatchFillsRecycledEventsWhereTheyAreWithNothingStale) {
+  SpareEvents spares;
+  auto batches = full_batches({3});
+  const Event* recycled = batches[0].data();
+  spares.keep(batches);
+  InPlaceBatch tx;
+  ReusableParts parts;
+  for (int i = 0; i < 3; ++i) {
+    Event& e = tx.append(spares, parts);
+    EXPECT_EQ(&e, recycled + i) << "filled in place, not moved";
+    expect_fresh(e, "recycled event " + std::to_string(i));
+    // The after image and key names come to the caller, for the decoder to fill.
+    ASSERT_TRUE(parts.row) << i;
+    ASSERT_TRUE(parts.names) << i;
+    e.table = "t" + std::to_string(i);
+    e.after = std::move(parts.row);
+    e.primary_key = std::move(parts.names);
+    parts = ReusableParts();
+  }
+  Event& fresh = tx.append(spares, parts);  // the recycled ones are used up: a new one
+  expect_fresh(fresh, "new event");
+  EXPECT_FALSE(parts.row);
+  tx.pop_back();
+  EXPECT_EQ(tx.size(), 3u);
+  EXPECT_EQ(tx[2].table, "t2");
+  EXPECT_EQ(tx.back().table, "t2");
+
+  // Dropped events are reset again when handed out again.
+  tx.clear();
+  EXPECT_TRUE(tx.empty());
+  expect_fresh(tx.append(spares, parts), "dropped and handed out again");
+}
+
+TEST(EventReuse, AHandedOverBatchIsMovedOutAndTheNextFillsTheRecycledEventsAfterIt) {
+  BatchQueue q;
+  std::vector<Event> polled;
+  EXPECT_EQ(q.take(polled, 100), 0u);  // a poll of 100: batches are gathered from now on
+  SpareEvents spares;
+  auto batches = full_batches({5});
+  const Event* recycled = batches[0].data();
+  spares.keep(batches);
+  InPlaceBatch tx;
+  ReusableParts parts;
+  auto push = [&](std::vector<Event>& events, std::size_t from, std::size_t to) {
+    std::vector<std::size_t> sizes(to - from, 1);
+    q.push(events, from, to, sizes, to - from);
+    return true;
+  };
+  for (int round = 0; round < 2; ++round) {
+    for (int i = 0; i < 2; ++i) {
+      Event& e = tx.append(spares, parts);
+      EXPECT_EQ(&e, recycled + 2 * round + i);
+      expect_fresh(e, "round " + std::to_string(round));
+      e.table = "t" + std::to_string(2 * round + i);
+      e.gtid = "0-1-" + std::to_string(round);
+      parts = ReusableParts();
+    }
+    EXPECT_TRUE(tx.hand_over(push));
+    EXPECT_TRUE(tx.empty());
+  }
+  EXPECT_EQ(q.size(), 4u);
+  // The fifth recycled event, then (the vector used up) new ones in a vector of their own.
+  Event& fifth = tx.append(spares, parts);
+  EXPECT_EQ(&fifth, recycled + 4);
+  expect_fresh(fifth, "fifth");
+  fifth.table = "t4";
+  EXPECT_TRUE(tx.hand_over(push));
+  Event& sixth = tx.append(spares, parts);
+  expect_fresh(sixth, "sixth");
+  sixth.table = "t5";
+  EXPECT_TRUE(tx.hand_over(push));
+
+  polled.clear();
+  EXPECT_EQ(q.take(polled, 100), 6u);
+  ASSERT_EQ(polled.size(), 6u);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(polled[i].table, "t" + std::to_string(i));
+  EXPECT_EQ(polled[3].gtid, "0-1-1");
+}
+
+TEST(EventReuse, AnInPlaceBatchDoesNotGrowWithTheBatchesHandedOverBeforeIt) {
+  BatchQueue q;
+  std::vector<Event> polled;
+  EXPECT_EQ(q.take(polled, 1000000), 0u);  // everything is gathered: the events are moved out
+  auto push = [&](std::vector<Event>& events, std::size_t from, std::size_t to) {
+    std::vector<std::size_t> sizes(to - from, 1);
+    q.push(events, from, to, sizes, to - from);
+    return true;
+  };
+  SpareEvents spares;
+  auto batches = full_batches({6, 5});
+  spares.keep(batches);
+  InPlaceBatch tx;
+  ReusableParts parts;
+  int n = 0;
+  // Batches of 4, each with one more event appended and dropped (as the reader does after a
+  // rows event's last row): the 5 recycled events run out in the second batch, which moves
+  // to the front of the next spare batch (6 events); that runs out in the third, which moves
+  // to the front of its own vector, and new events follow.
+  for (int round = 0; round < 100; ++round) {
+    for (int i = 0; i < 4; ++i) {
+      Event& e = tx.append(spares, parts);
+      expect_fresh(e, "event " + std::to_string(n));
+      e.table = "t" + std::to_string(n++);
+      parts = ReusableParts();
+    }
+    tx.append(spares, parts);
+    tx.pop_back();
+    ASSERT_EQ(tx.size(), 4u);
+    EXPECT_EQ(tx[0].table, "t" + std::to_string(n - 4));
+    EXPECT_EQ(tx.back().table, "t" + std::to_string(n - 1));
+    tx.hand_over(push);
+    EXPECT_LE(tx.slots(), 10u) << "round " << round;
+  }
+  EXPECT_EQ(q.take(polled, 1000000), 400u);
+  for (int i = 0; i < 400; ++i) ASSERT_EQ(polled[i].table, "t" + std::to_string(i));
+}
+
+TEST(EventReuse, ABatchThatIsAWholeVectorChangesHands) {
+  BatchQueue q;  // no poll yet: nothing is gathered
+  InPlaceBatch tx;
+  SpareEvents spares;
+  ReusableParts parts;
+  tx.append(spares, parts).table = "a";
+  tx.append(spares, parts).table = "b";
+  const Event* storage = tx.begin();
+  tx.hand_over([&](std::vector<Event>& events, std::size_t from, std::size_t to) {
+    std::vector<std::size_t> sizes(to - from, 1);
+    q.push(events, from, to, sizes, to - from);
+    return true;
+  });
+  EXPECT_TRUE(tx.empty());
+  std::vector<Event> polled;
+  EXPECT_EQ(q.take(polled, 4), 2u);
+  EXPECT_EQ(polled.data(), storage);
+  expect_fresh(tx.append(spares, parts), "after the hand-over");
 }
 
 TEST(EventReuse, TheHandOffGivesRecycledBatchesBackToTheReader) {
