@@ -143,7 +143,7 @@ int migrate_state(const MigrateStateOptions& options) {
                     "the two configurations capture different sources: " + from->origin +
                         " keeps its checkpoint as '" + id + "', " + to->origin + " as '" + to_id +
                         "'; a record belongs to its source (the PostgreSQL slot, the "
-                        "MySQL/MariaDB server id), so give " +
+                        "MySQL/MariaDB source_id), so give " +
                         to->origin + " the same [source] identity");
   }
   if (!from->checkpoint->durable() || !to->checkpoint->durable()) {
@@ -166,6 +166,17 @@ int migrate_state(const MigrateStateOptions& options) {
                           config->control_socket.string() +
                           "): stop it before moving its state; nothing was changed");
     }
+  }
+  // A run of the same pipeline from another file or machine answers on no socket of ours; the
+  // source shows it (a PostgreSQL slot in use, a MySQL/MariaDB named lock held), and its
+  // checkpoint (a kafka_topic one has no writer lock) would move on under the copy. Only a
+  // verdict of "in use" refuses; a server out of reach does not block the move.
+  if (auto busy = from->source->check_not_in_use();
+      !busy && busy.error().kind() == ErrorKind::kConfiguration) {
+    return m.finish("refused", kExitRefused,
+                    "the pipeline of " + from->origin +
+                        " runs elsewhere, so its checkpoint is moving: " + busy.error().report() +
+                        "; stop it before moving its state; nothing was changed");
   }
 
   // The source: read under its backend's writer lock (held until the end, so that no

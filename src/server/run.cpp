@@ -341,6 +341,9 @@ int exit_code_for(ErrorKind kind) noexcept {
     case ErrorKind::kConfiguration:
       return kExitConfiguration;
     case ErrorKind::kTerminal:
+    // Data that can never be processed as it is (an event over max_event_bytes, a malformed
+    // frame) is met again on every start: a supervisor must not restart on it.
+    case ErrorKind::kInvalidData:
       return kExitTerminal;
     default:
       return kExitFailure;
@@ -421,8 +424,8 @@ int run_server(const ServerConfig& config) {
       if (admin_link->chain != nullptr) all = admin_link->chain->unmatched_rules();
       if (admin_link->router != nullptr) {
         for (const auto& route : admin_link->router->unmatched_routes()) {
-          all.push_back({"pipeline.routes", "route", route.rule + " -> " + route.target,
-                         route.consequence});
+          all.push_back(
+              {"pipeline.routes", "route", route.rule + " -> " + route.target, route.consequence});
         }
       }
       return all;

@@ -69,18 +69,15 @@ bool key_moved(const Event& event) {
 }
 
 Event deletion_of_previous_key(const Event& update) {
-  Event deleted;
+  // A copy with what a delete cannot have taken away, so that everything else the update
+  // carries (its GTID included: trial of issue 18, the delete had none) is the delete's too.
+  Event deleted = update;
   deleted.op = Operation::kDelete;
-  deleted.before = update.before;
-  deleted.source = update.source;
-  deleted.ts = update.ts;
-  deleted.schema = update.schema;
-  deleted.table = update.table;
-  deleted.primary_key = update.primary_key;
-  deleted.snapshot = update.snapshot;
-  deleted.transaction = update.transaction;
-  deleted.envelope_version = update.envelope_version;
-  deleted.shape = update.shape;
+  deleted.after.reset();
+  deleted.unavailable_columns.clear();
+  deleted.resume_offset.clear();
+  deleted.resume_state.clear();
+  deleted.snapshot_edge = SnapshotEdge::kNone;
   return deleted;
 }
 

@@ -36,8 +36,8 @@ bool key_moved(const Event& event);
 
 /// The delete the sink sends under the previous key of such an update, so that a compacted
 /// topic does not keep the row under its old key for ever: op delete, the update's
-/// before-image, no after-image, and the update's table, key columns, source, transaction and
-/// timestamps. Not a resumable boundary (no resume_offset).
+/// before-image, no after-image, and everything else of the update (table, key columns,
+/// source, transaction, GTID, timestamps). Not a resumable boundary (no resume_offset).
 Event deletion_of_previous_key(const Event& update);
 
 /// The record the sink sends under the new key of such an update when its encoder says a key

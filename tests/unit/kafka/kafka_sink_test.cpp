@@ -152,6 +152,7 @@ TEST(KafkaRecordKey, AnUpdateThatMovedItsRowGivesTheOldKeyAndAValidDeleteForIt) 
       Row{{"id", std::string("3"), false}, {"region", std::string("eu \"west\""), false}}};
   moved.transaction = TransactionMetadata{41, 2, 1};
   moved.resume_offset = "0/16B2E48";
+  moved.gtid = "0-1-41";
   std::string key;
   std::string old_key = "stale";
   ASSERT_TRUE(kafka_sink::write_record_key(moved, key));
@@ -163,6 +164,7 @@ TEST(KafkaRecordKey, AnUpdateThatMovedItsRowGivesTheOldKeyAndAValidDeleteForIt) 
   EXPECT_EQ(deleted.before, moved.before);
   EXPECT_FALSE(deleted.after.has_value());
   EXPECT_EQ(deleted.transaction, moved.transaction);
+  EXPECT_EQ(deleted.gtid, "0-1-41") << "debezium_json's transaction.id and source.gtid";
   EXPECT_EQ(deleted.source.offset, moved.source.offset);
   EXPECT_EQ(deleted.resume_offset, "") << "the extra delete is not where a restart resumes";
   EXPECT_TRUE(deleted.validate());
