@@ -330,6 +330,47 @@ TEST_F(MariaDbCli, TeardownRefusesWhileThePipelineRunsElsewhere) {
   EXPECT_FALSE(fs::exists(checkpoint)) << o.output;
 }
 
+// migrate-state from a copy of a running pipeline's configuration (another directory, so
+// another control socket) is refused, exit 5, while the source shows the pipeline in use (its
+// named lock): the checkpoint would move on under the copy (trial 10, M3: it reported
+// "migrated" with a stale position). Once the pipeline stopped, the same command migrates.
+TEST_F(MariaDbCli, MigrateStateRefusesWhileThePipelineRunsElsewhere) {
+  setenv("CLI_TEST_PW", "cli-s3cret", 1);
+  write_config();
+  start_cppcdc_process(child_, dir_, "", "", 0);
+  ASSERT_TRUE(cppcdc::test::wait_until(
+      [&] { return output().find("\"before\"") != std::string::npos; }, std::chrono::seconds(60)))
+      << log_tail(dir_ / "cppcdc.log");
+  std::string text;
+  {
+    std::ifstream in(dir_ / "cdc.toml");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+  }
+  const fs::path copy = dir_ / "copy" / "cdc.toml";
+  const fs::path target = dir_ / "target" / "cdc.toml";
+  fs::create_directories(copy.parent_path());
+  fs::create_directories(target.parent_path());
+  std::ofstream(copy) << text << "\n[runtime]\ncontrol_socket = \""
+                      << (copy.parent_path() / "copy.sock").string() << "\"\n";
+  std::string moved = text;
+  const std::string from_dir = (dir_ / "state").string();
+  moved.replace(moved.find(from_dir), from_dir.size(), (dir_ / "target" / "state").string());
+  std::ofstream(target) << moved;
+  auto o = run_cli({"migrate-state", "--config", copy.string(), "--to", target.string()});
+  EXPECT_EQ(o.code, 5) << o.output;
+  EXPECT_NE(o.output.find("runs elsewhere"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("the server's named lock \"cppcdc:" + db_ + "\""), std::string::npos)
+      << o.output;
+  EXPECT_FALSE(fs::exists(FileCheckpoint::path_for(dir_ / "target" / "state", db_))) << o.output;
+
+  EXPECT_EQ(stop_cppcdc_process(child_, SIGTERM) & 0x7f, 0);
+  o = run_cli({"migrate-state", "--config", copy.string(), "--to", target.string()});
+  EXPECT_EQ(o.code, 0) << o.output;
+  EXPECT_TRUE(fs::exists(FileCheckpoint::path_for(dir_ / "target" / "state", db_))) << o.output;
+}
+
 // With a Kafka sink, preflight asks MariaDB which captured tables have no primary key: one
 // bound for a compacted topic is a FAIL naming it (the broker would refuse its keyless records).
 TEST_F(MariaDbCli, PreflightFailsAKeylessTableBoundForACompactedKafkaTopic) {
