@@ -256,6 +256,51 @@ TEST_F(Preflight, TeardownRefusesWhileASnapshotHoldsThePipelineLock) {
   EXPECT_EQ(it::stop_cppcdc_process(child, SIGTERM), 0) << it::log_tail(dir_ / "cppcdc.log");
 }
 
+// preflight of a configuration whose slot a running pipeline holds does not compare the
+// checkpoint with the slot: the slot moves on while preflight reads, and the comparison
+// reported "the changes in between were released", suggesting to remove the checkpoint (trial
+// 10, M2). Here the copy's checkpoint is older than the slot for certain.
+TEST_F(Preflight, ASlotInUseIsNotComparedWithTheCheckpoint) {
+  it::PgSession admin(it::dsn_for(db_));
+  admin.query("create table t (id int primary key)");
+  write_config(it::dsn_for(db_), "\"public.t\"");
+  pid_t child = -1;
+  it::start_cppcdc_process(child, dir_, it::admin_dsn(), slot_);
+  it::KillAtExit guard{child};
+  admin.query("insert into t select g from generate_series(1, 10) g");
+  ASSERT_TRUE(it::wait_until(
+      [&] {
+        return admin.scalar(
+                   "select confirmed_flush_lsn > '0/2'::pg_lsn from pg_replication_slots "
+                   "where slot_name = '" +
+                   slot_ + "'") == "t";
+      },
+      std::chrono::seconds(30)));
+  const fs::path copy = dir_ / "copy" / "cdc.toml";
+  fs::create_directories(copy.parent_path());
+  std::ofstream(copy) << "[source]\ntype = \"postgres\"\ndsn = \"" << it::dsn_for(db_) << "\"\n"
+                      << "slot_name = \"" << slot_ << "\"\npublication_name = \"pf_pub\"\n"
+                      << "tables = [\"public.t\"]\n\n[sink]\ntype = \"stdout\"\n\n"
+                      << "[state.offset]\nbackend = \"local_fs\"\ndir = \""
+                      << (dir_ / "copy" / "state").string() << "\"\n";
+  {
+    auto ckpt = FileCheckpoint::open(dir_ / "copy" / "state", slot_);
+    ASSERT_TRUE(ckpt) << ckpt.error().report();
+    CheckpointRecord r;
+    r.source_type = "postgres";
+    r.source_id = slot_;
+    r.offset = "0/2";
+    r.saved_at_ms = 1700000000000;
+    ASSERT_TRUE((*ckpt)->save(r));
+  }
+  const auto o = run_cli({"preflight", "--config", copy.string()});
+  EXPECT_NE(o.code, 0) << o.output;
+  EXPECT_CONTAINS(o.output, "replication slot " + slot_ + " is in use by process ");
+  EXPECT_EQ(o.output.find("has moved on"), std::string::npos) << o.output;
+  EXPECT_EQ(o.output.find("remove the checkpoint"), std::string::npos) << o.output;
+  EXPECT_EQ(it::stop_cppcdc_process(child, SIGTERM), 0) << it::log_tail(dir_ / "cppcdc.log");
+}
+
 // Only a checkpoint that exists is listed: a slot someone else made, with no checkpoint at all,
 // gives "no checkpoint found at ...", not "keep checkpoint".
 TEST_F(Preflight, TeardownListsOnlyACheckpointThatExists) {
