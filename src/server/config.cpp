@@ -551,6 +551,7 @@ class Section final : public Settings {
       if (std::find(reported_.begin(), reported_.end(), key.str()) != reported_.end()) continue;
       std::string expected;
       for (const auto& k : known_) {
+        if (k.rfind('_', 0) == 0) continue;  // cppcdc's own (inherit_sink_cluster)
         if (!expected.empty()) expected += ", ";
         expected += k;
       }
@@ -1807,6 +1808,20 @@ Result<ServerConfig> parse_config(std::string_view toml_text, const std::string&
     }
     return fail(
         Error::configuration(locate(origin, e.source()) + ": invalid TOML: " + what + hint));
+  }
+  // Keys starting with '_' in [state.offset] are the ones inherit_sink_cluster adds; one
+  // written in the file would pass for what the sink says.
+  if (const toml::table* state = document["state"].as_table()) {
+    if (const toml::table* offset = (*state)["offset"].as_table()) {
+      for (auto&& [key, node] : *offset) {
+        if (key.str().empty() || key.str().front() != '_') continue;
+        return fail(Error::configuration(
+            locate(origin, key.source().begin.line > 0 ? key.source() : node.source()) +
+            ": [state.offset] " + std::string(key.str()) +
+            ": keys starting with '_' are set by cppcdc itself (from [sink]), not in the file; "
+            "remove it"));
+      }
+    }
   }
   inherit_sink_cluster(document);
   inherit_debezium_source(document);

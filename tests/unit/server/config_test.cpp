@@ -610,6 +610,23 @@ TEST(ServerConfig, AMisspeltStateOffsetUnderEffectivelyOnceIsReportedOnce) {
   EXPECT_EQ(report.find("the file also has this error"), std::string::npos) << report;
 }
 
+// The keys cppcdc adds to [state.offset] from [sink] (kafka_topic) are neither listed as keys a
+// user may write nor taken from the file (trial 10, L1: both were).
+TEST(ServerConfig, TheCheckpointBackendsInternalKeysAreNotTheUsers) {
+  const std::string base = std::string(kMinimal).substr(0, std::string(kMinimal).find("[state")) +
+                           "[sink]\ntype = \"kafka\"\nbootstrap_servers = \"127.0.0.1:9092\"\n"
+                           "delivery_mode = \"transactional\"\ntransactional_id = \"t1\"\n\n"
+                           "[state.offset]\nbackend = \"kafka_topic\"\n";
+  const std::string typo = error_of(base + "topik = \"x\"\n");
+  EXPECT_CONTAINS(typo, "[state.offset] topik: unknown key");
+  EXPECT_EQ(typo.find("_inherited_from_sink"), std::string::npos) << typo;
+  EXPECT_EQ(typo.find("_sink_transactional_id"), std::string::npos) << typo;
+  const std::string written = error_of(base + "_sink_transactional_id = \"other\"\n");
+  EXPECT_CONTAINS(written,
+                  "[state.offset] _sink_transactional_id: keys starting with '_' are set "
+                  "by cppcdc itself");
+}
+
 // Every unknown key of the file in one error, in file order, each with its hint.
 TEST(ServerConfig, AllUnknownKeysAreReportedTogether) {
   std::string text = edit(kExample, "slot_name =", "slot_nmae =");
