@@ -67,6 +67,29 @@ class MariaDbCli : public ::testing::Test {
     return ss.str();
   }
 
+  // Starts `cppcdc run` on write_config() in dir_ and waits until the snapshot's row is in
+  // its sink.
+  void start_and_wait_for_the_snapshot() {
+    setenv("CLI_TEST_PW", "cli-s3cret", 1);
+    write_config();
+    start_cppcdc_process(child_, dir_, "", "", 0);
+    ASSERT_TRUE(cppcdc::test::wait_until(
+        [&] { return output().find("\"before\"") != std::string::npos; }, std::chrono::seconds(60)))
+        << log_tail(dir_ / "cppcdc.log");
+  }
+  // A copy of dir_'s configuration in dir_/copy with a control socket of its own (as from
+  // another machine): the same pipeline, the same checkpoint.
+  fs::path write_copy_with_its_own_socket() {
+    const fs::path copy = dir_ / "copy" / "cdc.toml";
+    fs::create_directories(copy.parent_path());
+    std::ifstream in(dir_ / "cdc.toml");
+    std::stringstream text;
+    text << in.rdbuf();
+    std::ofstream(copy) << text.str() << "\n[runtime]\ncontrol_socket = \""
+                        << (copy.parent_path() / "copy.sock").string() << "\"\n";
+    return copy;
+  }
+
   void copy_stops_while_the_first_runs(int stop_signal) {
     setenv("CLI_TEST_PW", "cli-s3cret", 1);
     write_config();
@@ -152,12 +175,7 @@ TEST_F(MariaDbCli, AWrongPasswordNamesWhereThePasswordComesFrom) {
 }
 
 TEST_F(MariaDbCli, RunSnapshotsAndStreamsIntoTheFileSink) {
-  setenv("CLI_TEST_PW", "cli-s3cret", 1);
-  write_config();
-  start_cppcdc_process(child_, dir_, "", "", 0);
-  ASSERT_TRUE(cppcdc::test::wait_until(
-      [&] { return output().find("\"before\"") != std::string::npos; }, std::chrono::seconds(60)))
-      << log_tail(dir_ / "cppcdc.log");
+  start_and_wait_for_the_snapshot();
   session_.exec("INSERT INTO " + db_ + ".t VALUES (2, 'streamed')");
   ASSERT_TRUE(cppcdc::test::wait_until(
       [&] { return output().find("\"streamed\"") != std::string::npos; }, std::chrono::seconds(60)))
@@ -294,22 +312,9 @@ TEST_F(MariaDbCli, PreflightFailsOnACheckpointThatAPostgresPipelineWroteUnderThe
 // nothing, naming the holder; before, it removed the checkpoint from under the running
 // pipeline. Once that pipeline stopped, the same teardown removes the checkpoint.
 TEST_F(MariaDbCli, TeardownRefusesWhileThePipelineRunsElsewhere) {
-  setenv("CLI_TEST_PW", "cli-s3cret", 1);
-  write_config();
-  start_cppcdc_process(child_, dir_, "", "", 0);
-  ASSERT_TRUE(cppcdc::test::wait_until(
-      [&] { return output().find("\"before\"") != std::string::npos; }, std::chrono::seconds(60)))
-      << log_tail(dir_ / "cppcdc.log");
+  start_and_wait_for_the_snapshot();
   // The copy shares the checkpoint directory, not the control socket.
-  const fs::path copy = dir_ / "copy" / "cdc.toml";
-  fs::create_directories(copy.parent_path());
-  {
-    std::ifstream in(dir_ / "cdc.toml");
-    std::stringstream text;
-    text << in.rdbuf();
-    std::ofstream(copy) << text.str() << "\n[runtime]\ncontrol_socket = \""
-                        << (copy.parent_path() / "copy.sock").string() << "\"\n";
-  }
+  const fs::path copy = write_copy_with_its_own_socket();
   const fs::path checkpoint = FileCheckpoint::path_for(dir_ / "state", db_);
   ASSERT_TRUE(
       cppcdc::test::wait_until([&] { return fs::exists(checkpoint); }, std::chrono::seconds(30)));
@@ -335,26 +340,11 @@ TEST_F(MariaDbCli, TeardownRefusesWhileThePipelineRunsElsewhere) {
 // named lock): the checkpoint would move on under the copy (trial 10, M3: it reported
 // "migrated" with a stale position). Once the pipeline stopped, the same command migrates.
 TEST_F(MariaDbCli, MigrateStateRefusesWhileThePipelineRunsElsewhere) {
-  setenv("CLI_TEST_PW", "cli-s3cret", 1);
-  write_config();
-  start_cppcdc_process(child_, dir_, "", "", 0);
-  ASSERT_TRUE(cppcdc::test::wait_until(
-      [&] { return output().find("\"before\"") != std::string::npos; }, std::chrono::seconds(60)))
-      << log_tail(dir_ / "cppcdc.log");
-  std::string text;
-  {
-    std::ifstream in(dir_ / "cdc.toml");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    text = ss.str();
-  }
-  const fs::path copy = dir_ / "copy" / "cdc.toml";
+  start_and_wait_for_the_snapshot();
+  const fs::path copy = write_copy_with_its_own_socket();
   const fs::path target = dir_ / "target" / "cdc.toml";
-  fs::create_directories(copy.parent_path());
   fs::create_directories(target.parent_path());
-  std::ofstream(copy) << text << "\n[runtime]\ncontrol_socket = \""
-                      << (copy.parent_path() / "copy.sock").string() << "\"\n";
-  std::string moved = text;
+  std::string moved = file_text(dir_ / "cdc.toml");
   const std::string from_dir = (dir_ / "state").string();
   moved.replace(moved.find(from_dir), from_dir.size(), (dir_ / "target" / "state").string());
   std::ofstream(target) << moved;
