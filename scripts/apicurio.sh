@@ -29,28 +29,9 @@ HEAP=${APICURIO_HEAP_OPTS:--Xms64m -Xmx512m}
 START_TIMEOUT=${APICURIO_START_TIMEOUT:-180}
 MARKER=.cppcdc-apicurio  # marks a directory this script created; `stop` deletes only such a one
 
-log() { printf '[apicurio.sh] %s\n' "$*" >&2; }
-die() { printf '[apicurio.sh] ERROR: %s\n' "$*" >&2; exit 1; }
-
-usage() {
-  awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0" >&2
-  exit 2
-}
-
-valid_port() {
-  [[ "$1" =~ ^[0-9]+$ ]] && (("$1" >= 1024 && "$1" <= 65535))
-}
-
-port_open() {
-  (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-}
-
-check_dir_arg() {
-  [[ -n "$DIR" ]] || die "DIR must not be empty"
-  case "$DIR" in /*) ;; *) DIR=$PWD/$DIR ;; esac
-  DIR=${DIR%/}
-  [[ "$DIR" != "" && "$DIR" != "/" ]] || die "refusing to use / as DIR"
-}
+SCRIPT_TAG=apicurio.sh
+# shellcheck source=lib/server-script.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/server-script.sh"
 
 # --- the build ----------------------------------------------------------------------------------
 
@@ -106,14 +87,8 @@ fetch_build() {
 # --- the registry -------------------------------------------------------------------------------
 
 pid_of() {
-  local pid
-  pid=$(cat "$DIR/registry.pid" 2>/dev/null || true)
-  [[ -n "$pid" ]] || return 0
-  [[ -r "/proc/$pid/cmdline" ]] || return 0
   # Only our JVM: its command line names this DIR.
-  if { tr '\0' ' ' <"/proc/$pid/cmdline"; } 2>/dev/null | grep -qF -- "-Dcppcdc.dir=$DIR "; then
-    printf '%s\n' "$pid"
-  fi
+  recorded_pid "$DIR/registry.pid" "-Dcppcdc.dir=$DIR "
 }
 
 is_running() {

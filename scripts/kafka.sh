@@ -35,29 +35,9 @@ HEAP=${KAFKA_HEAP_OPTS:--Xms128m -Xmx512m}
 START_TIMEOUT=${KAFKA_START_TIMEOUT:-180}
 MARKER=.cppcdc-kafka  # marks a directory this script created; `stop` deletes only such a one
 
-log() { printf '[kafka.sh] %s\n' "$*" >&2; }
-die() { printf '[kafka.sh] ERROR: %s\n' "$*" >&2; exit 1; }
-
-usage() {
-  awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0" >&2
-  exit 2
-}
-
-valid_port() {
-  [[ "$1" =~ ^[0-9]+$ ]] && (("$1" >= 1024 && "$1" <= 65535))
-}
-
-# True when something accepts TCP connections on 127.0.0.1:$1.
-port_open() {
-  (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-}
-
-check_dir_arg() {
-  [[ -n "$DIR" ]] || die "DIR must not be empty"
-  case "$DIR" in /*) ;; *) DIR=$PWD/$DIR ;; esac
-  DIR=${DIR%/}
-  [[ "$DIR" != "" && "$DIR" != "/" ]] || die "refusing to use / as DIR"
-}
+SCRIPT_TAG=kafka.sh
+# shellcheck source=lib/server-script.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/server-script.sh"
 
 # --- the jars -----------------------------------------------------------------------------------
 
@@ -116,14 +96,8 @@ java_cmd() { # libs jvm-args... class args...
 # --- the broker ---------------------------------------------------------------------------------
 
 pid_of() {
-  local pid
-  pid=$(cat "$DIR/kafka.pid" 2>/dev/null || true)
-  [[ -n "$pid" ]] || return 0
   # Only our JVM: its command line names this DIR's properties file.
-  [[ -r "/proc/$pid/cmdline" ]] || return 0
-  if { tr '\0' ' ' <"/proc/$pid/cmdline"; } 2>/dev/null | grep -qF -- "$DIR/server.properties"; then
-    printf '%s\n' "$pid"
-  fi
+  recorded_pid "$DIR/kafka.pid" "$DIR/server.properties"
 }
 
 is_running() {

@@ -281,17 +281,7 @@ TEST_F(MariaDbCli, PreflightPassesOnAReadyServerAndNamesWhatIsMissing) {
 TEST_F(MariaDbCli, PreflightFailsOnACheckpointThatAPostgresPipelineWroteUnderTheSameKey) {
   setenv("CLI_TEST_PW", "cli-s3cret", 1);
   const fs::path cfg = write_config();
-  {
-    auto ckpt = FileCheckpoint::open(dir_ / "state", db_);
-    ASSERT_TRUE(ckpt) << ckpt.error().report();
-    CheckpointRecord r;
-    r.source_type = "postgres";
-    r.source_id = db_;
-    r.offset = "0/16B3748";
-    r.committed_events = 42;
-    r.saved_at_ms = 1700000000000;
-    ASSERT_TRUE((*ckpt)->save(r));
-  }
+  ASSERT_NO_FATAL_FAILURE(save_file_checkpoint(dir_ / "state", db_, "postgres", "0/16B3748", 42));
   auto o = run_cli({"preflight", "--config", cfg.string()});
   EXPECT_EQ(o.code, 3) << o.output;
   EXPECT_NE(o.output.find("FAIL  the checkpoint stored under this pipeline's key (" + db_ +

@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "cppcdc/checkpoint.hpp"
 #include "cppcdc/postgres.hpp"
 #include "cppcdc/runtime.hpp"
 #include "source/postgres/pg_conn.hpp"
@@ -188,6 +189,23 @@ struct Reader {
     return out;
   }
 };
+
+/// Saves a local_fs checkpoint record in `dir` under `source_id`, as a run of a `source_type`
+/// pipeline at `offset` would have (for tests that start from a given checkpoint). Fails the
+/// test (fatally: wrap the call in ASSERT_NO_FATAL_FAILURE) when it cannot.
+inline void save_file_checkpoint(const std::filesystem::path& dir, const std::string& source_id,
+                                 const std::string& source_type, const std::string& offset,
+                                 std::uint64_t committed_events = 0) {
+  auto ckpt = FileCheckpoint::open(dir, source_id);
+  ASSERT_TRUE(ckpt) << ckpt.error().report();
+  CheckpointRecord r;
+  r.source_type = source_type;
+  r.source_id = source_id;
+  r.offset = offset;
+  r.committed_events = committed_events;
+  r.saved_at_ms = 1700000000000;
+  ASSERT_TRUE((*ckpt)->save(r));
+}
 
 /// The `cppcdc run` processes start_cppcdc_process started and nothing has reaped yet. At the
 /// test program's exit, each still running is killed (SIGKILL) and reaped: a test that failed

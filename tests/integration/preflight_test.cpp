@@ -46,6 +46,19 @@ class Preflight : public ::testing::Test {
     return p;
   }
 
+  // A copy of the pipeline of public.t in dir_/copy: the same slot, its own state directory
+  // (and so its own control socket and checkpoint), stdout as its sink.
+  fs::path write_copy_config() {
+    const fs::path copy = dir_ / "copy" / "cdc.toml";
+    fs::create_directories(copy.parent_path());
+    std::ofstream(copy) << "[source]\ntype = \"postgres\"\ndsn = \"" << it::dsn_for(db_) << "\"\n"
+                        << "slot_name = \"" << slot_ << "\"\npublication_name = \"pf_pub\"\n"
+                        << "tables = [\"public.t\"]\n\n[sink]\ntype = \"stdout\"\n\n"
+                        << "[state.offset]\nbackend = \"local_fs\"\ndir = \""
+                        << (dir_ / "copy" / "state").string() << "\"\n";
+    return copy;
+  }
+
   // Slots and publications of the test database.
   std::string server_objects() {
     it::PgSession s(it::dsn_for(db_));
@@ -219,13 +232,7 @@ TEST_F(Preflight, TeardownRefusesWhileASnapshotHoldsThePipelineLock) {
       "(select pg_advisory_xact_lock_shared(4244)) x) = 1\" }\n";
   write_config(it::dsn_for(db_), "\"public.t\"", hold);
   // The copy: same source, its own state directory (and so its own control socket).
-  const fs::path copy = dir_ / "copy" / "cdc.toml";
-  fs::create_directories(copy.parent_path());
-  std::ofstream(copy) << "[source]\ntype = \"postgres\"\ndsn = \"" << it::dsn_for(db_) << "\"\n"
-                      << "slot_name = \"" << slot_ << "\"\npublication_name = \"pf_pub\"\n"
-                      << "tables = [\"public.t\"]\n\n[sink]\ntype = \"stdout\"\n\n"
-                      << "[state.offset]\nbackend = \"local_fs\"\ndir = \""
-                      << (dir_ / "copy" / "state").string() << "\"\n";
+  const fs::path copy = write_copy_config();
 
   it::PgSession locker(it::dsn_for(db_));
   locker.query("select pg_advisory_lock(4244)");
@@ -276,23 +283,9 @@ TEST_F(Preflight, ASlotInUseIsNotComparedWithTheCheckpoint) {
                    slot_ + "'") == "t";
       },
       std::chrono::seconds(30)));
-  const fs::path copy = dir_ / "copy" / "cdc.toml";
-  fs::create_directories(copy.parent_path());
-  std::ofstream(copy) << "[source]\ntype = \"postgres\"\ndsn = \"" << it::dsn_for(db_) << "\"\n"
-                      << "slot_name = \"" << slot_ << "\"\npublication_name = \"pf_pub\"\n"
-                      << "tables = [\"public.t\"]\n\n[sink]\ntype = \"stdout\"\n\n"
-                      << "[state.offset]\nbackend = \"local_fs\"\ndir = \""
-                      << (dir_ / "copy" / "state").string() << "\"\n";
-  {
-    auto ckpt = FileCheckpoint::open(dir_ / "copy" / "state", slot_);
-    ASSERT_TRUE(ckpt) << ckpt.error().report();
-    CheckpointRecord r;
-    r.source_type = "postgres";
-    r.source_id = slot_;
-    r.offset = "0/2";
-    r.saved_at_ms = 1700000000000;
-    ASSERT_TRUE((*ckpt)->save(r));
-  }
+  const fs::path copy = write_copy_config();
+  ASSERT_NO_FATAL_FAILURE(
+      it::save_file_checkpoint(dir_ / "copy" / "state", slot_, "postgres", "0/2"));
   const auto o = run_cli({"preflight", "--config", copy.string()});
   EXPECT_NE(o.code, 0) << o.output;
   EXPECT_CONTAINS(o.output, "replication slot " + slot_ + " is in use by process ");

@@ -189,45 +189,38 @@ Status PipelineLock::hold(const MysqlSourceConfig& config) {
     conn_.reset();
     return fail(st.error());
   }
-  auto got =
-      query(conn_.get(),
-            "SELECT GET_LOCK(" + quote_literal(lock) + ", " + std::to_string(kGrace.count()) + ")",
-            "taking the pipeline's lock " + lock);
-  if (!got) {
-    conn_.reset();
-    return fail(got.error());
-  }
-  if (first_value(*got) == "1") {
-    // The second lock, on the same connection (both servers let a session hold several).
-    const std::string id_lock = server_id_lock_name(config);
-    auto got_id = query(
+  // GET_LOCK `name` on the lock's connection, waiting up to the grace. Refused (held by
+  // another connection, or an error the server turned into NULL): the connection is closed
+  // and `refused(holder described, holder's id)` is the error.
+  const auto take = [&](const std::string& name, const std::string& what,
+                        const auto& refused) -> Status {
+    auto got = query(
         conn_.get(),
-        "SELECT GET_LOCK(" + quote_literal(id_lock) + ", " + std::to_string(kGrace.count()) + ")",
-        "taking the server id's lock " + id_lock);
-    if (!got_id) {
+        "SELECT GET_LOCK(" + quote_literal(name) + ", " + std::to_string(kGrace.count()) + ")",
+        "taking " + what + " " + name);
+    if (got && first_value(*got) == "1") return ok();
+    if (!got) {
       conn_.reset();
-      return fail(got_id.error());
+      return fail(got.error());
     }
-    if (first_value(*got_id) == "1") return ok();
-    auto holder = query(conn_.get(), "SELECT IS_USED_LOCK(" + quote_literal(id_lock) + ")",
-                        "looking up who holds the lock " + id_lock);
-    const std::string id = holder ? first_value(*holder) : std::string();
-    const std::string who =
-        id.empty() ? std::string("another connection") : describe_holder(conn_.get(), id);
+    auto holder = lock_holder(conn_.get(), name);
+    const bool known = holder && *holder;
+    const Error error = refused(known ? (*holder)->described : std::string("another connection"),
+                                known ? (*holder)->id : std::string("<its id>"));
     conn_.reset();
-    return fail(server_id_in_use(config, id_lock, who, id.empty() ? "<its id>" : id,
-                                 "This source does not start, so that it does not end the "
-                                 "other pipeline's binlog stream"));
-  }
-  // Held by another connection (0), or an error the server turned into NULL.
-  auto holder = query(conn_.get(), "SELECT IS_USED_LOCK(" + quote_literal(lock) + ")",
-                      "looking up who holds the lock " + lock);
-  const std::string id = holder ? first_value(*holder) : std::string();
-  const std::string who =
-      id.empty() ? std::string("another connection") : describe_holder(conn_.get(), id);
-  conn_.reset();
-  return fail(in_use(config, lock, who, id.empty() ? "<its id>" : id,
-                     "This source does not start, so that the pipeline does not run twice"));
+    return fail(error);
+  };
+  CPPCDC_TRY(take(lock, "the pipeline's lock", [&](const std::string& who, const std::string& id) {
+    return in_use(config, lock, who, id,
+                  "This source does not start, so that the pipeline does not run twice");
+  }));
+  // The second lock, on the same connection (both servers let a session hold several).
+  const std::string id_lock = server_id_lock_name(config);
+  return take(id_lock, "the server id's lock", [&](const std::string& who, const std::string& id) {
+    return server_id_in_use(config, id_lock, who, id,
+                            "This source does not start, so that it does not end the other "
+                            "pipeline's binlog stream");
+  });
 }
 
 }  // namespace cppcdc::mysql::detail

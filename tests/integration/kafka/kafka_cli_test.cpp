@@ -91,17 +91,8 @@ TEST(KafkaCli, TeardownKeepsACheckpointThatAnotherSourceTypeWrote) {
   const fs::path dir = fs::temp_directory_path() / ("cppcdc-it-" + db);
   fs::remove_all(dir);
   fs::create_directories(dir);
-  {
-    auto ckpt = FileCheckpoint::open(dir / "state", db);
-    ASSERT_TRUE(ckpt) << ckpt.error().report();
-    CheckpointRecord r;
-    r.source_type = "mariadb";
-    r.source_id = db;
-    r.offset = "0-1-307";
-    r.committed_events = 300002;
-    r.saved_at_ms = 1700000000000;
-    ASSERT_TRUE((*ckpt)->save(r));
-  }
+  ASSERT_NO_FATAL_FAILURE(
+      it::save_file_checkpoint(dir / "state", db, "mariadb", "0-1-307", 300002));
   const fs::path cfg = dir / "cdc.toml";
   std::ofstream(cfg) << "[source]\ntype = \"postgres\"\ndsn = \"" << it::dsn_for(db)
                      << "\"\nslot_name = \"" << db << "\"\npublication_name = \"" << db
