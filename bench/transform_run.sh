@@ -8,7 +8,8 @@
 # Usage: bench/transform_run.sh [--rows N] [--repeat R] [--port P] [--callgrind] [--no-build]
 #                               [--no-micro]
 #   --rows N     rows (a multiple of 1000; default 1000000)
-#   --repeat R   runs per variant, interleaved; medians reported (default 3)
+#   --repeat R   runs per variant, interleaved (the order alternating); medians reported
+#                (default 3)
 #   --port P     the throwaway cluster's port (default 55484; /tmp/cppcdc-bench-xform-pg)
 #   --callgrind  run cppcdc under valgrind's callgrind and print its instructions per event
 #                for each variant and their ratio as well (deterministic where wall time on a
@@ -162,11 +163,24 @@ run_one() { # variant rep
 
 none=()
 chain=()
+run_none() {
+  none+=("$(run_one none "$1")")
+  log "run $1 without transforms: ${none[-1]} ms"
+}
+run_chain() {
+  chain+=("$(run_one chain "$1")")
+  log "run $1 with filter + mask (HMAC) + metadata_projection: ${chain[-1]} ms"
+}
+# The order alternates between repetitions (none first, then chain first), so that whatever
+# favours the first or the second run of a pair (the page cache, the slots' order) is shared.
 for ((r = 1; r <= repeat; r++)); do
-  none+=("$(run_one none "$r")")
-  log "run $r without transforms: ${none[-1]} ms"
-  chain+=("$(run_one chain "$r")")
-  log "run $r with filter + mask (HMAC) + metadata_projection: ${chain[-1]} ms"
+  if ((r % 2)); then
+    run_none "$r"
+    run_chain "$r"
+  else
+    run_chain "$r"
+    run_none "$r"
+  fi
 done
 median() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 mn=$(median "${none[@]}")

@@ -107,6 +107,10 @@ struct PreflightCheck {
   std::string what;
   /// For kWarn and kFail: what to do about it, one line (may be empty for kWarn).
   std::string remedy;
+  /// For kFail: the server did not answer (the same check may pass later, unchanged), as
+  /// opposed to a server that answered and refused. `cppcdc teardown` exits 1 on the first
+  /// and 3 on the second.
+  bool unreachable = false;
 };
 
 /// What `cppcdc preflight` tells a sink about its pipeline (ConfiguredSink::preflight).

@@ -240,7 +240,8 @@ class KafkaTopicCheckpoint final : public Checkpoint {
                (last.empty() ? std::string() : "; librdkafka: " + last),
            "check [state.offset] bootstrap_servers (by default the Kafka sink's): host:port of a "
            "broker listener, brokers running and reachable from here; a start would retry and "
-           "then stop"});
+           "then stop",
+           /*unreachable=*/true});
       return out;
     }
     rd_kafka_metadata_destroy(md);

@@ -188,7 +188,8 @@ PreflightCheck preflight_failure(const std::string& what, const Error& error) {
     default:
       remedy = "see the error above; a start would stop the same way";
   }
-  return {Outcome::kFail, what + ": " + error.report(), remedy};
+  return {Outcome::kFail, what + ": " + error.report(), remedy,
+          error.kind() == ErrorKind::kTransient};
 }
 
 std::optional<PreflightCheck> foreign_checkpoint_check(

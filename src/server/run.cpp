@@ -507,9 +507,19 @@ int run_server(const ServerConfig& config) {
     }
     return true;
   };
-  if (auto loaded = (*runtime)->load_checkpoint(); !loaded) {
-    stop_admin();
-    return report_failure(loaded.error().context("starting the pipeline"), config.origin);
+  // Where the sink writes the checkpoint record inside its own transactions
+  // (effectively_once), a run killed in the middle of one left it open on the checkpoint's
+  // topic, and committed reads of that topic stop before it until the broker gives up on it
+  // (the sink's transaction.timeout.ms). The sink's open ends that transaction (its
+  // init_transactions aborts it), so the record is then read after the sinks opened, by the
+  // runtime's start, and not here.
+  const bool checkpoint_in_sink = config.delivery_contract == "effectively_once" &&
+                                  config.checkpoint->in_sink(checkpoint_id).has_value();
+  if (!checkpoint_in_sink) {
+    if (auto loaded = (*runtime)->load_checkpoint(); !loaded) {
+      stop_admin();
+      return report_failure(loaded.error().context("starting the pipeline"), config.origin);
+    }
   }
 
   // A copy of a running pipeline's configuration (its own control socket, and a checkpoint
@@ -1104,18 +1114,21 @@ int teardown(const std::filesystem::path& path, bool yes, bool include_preexisti
       }
     }
   }
-  // A backend that does not answer (a failed check, not merely a warning) could not remove the
-  // record after the source's objects are gone, leaving a checkpoint that no start can resume
-  // from: change nothing.
+  // A backend whose check failed could not remove the record after the source's objects are
+  // gone, leaving a checkpoint that no start can resume from: change nothing. A backend that
+  // does not answer exits 1 (trying again later may work), one that refuses (e.g. a Kafka
+  // transactional_id that another pipeline's key carries) 3, a step that cannot be carried
+  // out as things are; both name the check and its remedy.
   if (unreadable && !kept) {
     std::fprintf(stderr,
-                 "cppcdc: the checkpoint backend cannot be read (%s%s%s): the checkpoint %s "
-                 "could not be removed, and dropping the source's objects without it would "
-                 "leave a checkpoint no start can resume from; nothing was changed: make the "
-                 "backend reachable and run teardown again\n",
-                 unreadable->what.c_str(), unreadable->remedy.empty() ? "" : "; ",
-                 unreadable->remedy.c_str(), where.c_str());
-    return kExitFailure;
+                 "cppcdc: the checkpoint %s failed its check (%s%s%s), so it might not be "
+                 "removed, and dropping the source's objects without it would leave a "
+                 "checkpoint no start can resume from; nothing was changed: %s and run "
+                 "teardown again\n",
+                 where.c_str(), unreadable->what.c_str(), unreadable->remedy.empty() ? "" : "; ",
+                 unreadable->remedy.c_str(),
+                 unreadable->unreachable ? "make the backend reachable" : "deal with its cause");
+    return unreadable->unreachable ? kExitFailure : kExitTerminal;
   }
   const bool has_checkpoint = exists && !kept && foreign.empty();
   std::vector<TeardownStep> checkpoint_step{

@@ -5,6 +5,7 @@
 // the start at once, naming it (the kafka_topic checkpoint backend used to wait for timeout_ms
 // and then report no answer).
 
+#include <librdkafka/rdkafka.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +18,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "cppcdc/checkpoint.hpp"
 #include "integration/kafka/kafka_util.hpp"
@@ -63,9 +65,13 @@ fs::path fresh_dir(const std::string& name) {
 /// An effectively_once pipeline from `db`'s table t to Kafka `bootstrap`.
 /// `dsn` replaces the source's connection string (default: `db` on the test server).
 /// `slot` replaces the replication slot (the checkpoint's key; default: `db`).
+/// `properties`: lines of [sink.kafka_properties]; `checkpoint_keys`: more lines of
+/// [state.offset].
 void write_effectively_once_config(const fs::path& dir, const std::string& db,
                                    const std::string& bootstrap, const std::string& name,
-                                   const std::string& dsn = "", const std::string& slot = "") {
+                                   const std::string& dsn = "", const std::string& slot = "",
+                                   const std::string& properties = "",
+                                   const std::string& checkpoint_keys = "") {
   std::ofstream cfg(dir / "cdc.toml");
   cfg << "delivery_contract = \"effectively_once\"\n\n"
       << "[source]\ntype = \"postgres\"\ndsn = \"" << (dsn.empty() ? it::dsn_for(db) : dsn)
@@ -75,8 +81,10 @@ void write_effectively_once_config(const fs::path& dir, const std::string& db,
       << "source_name = \"" << name << "\"\ntables = [\"public.t\"]\n\n"
       << "[sink]\ntype = \"kafka\"\nbootstrap_servers = \"" << bootstrap << "\"\n"
       << "create_topics = true\ntopic_replication_factor = 1\n"
-      << "delivery_mode = \"transactional\"\ntransactional_id = \"" << name << "\"\n\n"
-      << "[state.offset]\nbackend = \"kafka_topic\"\ntopic = \"" << name << ".checkpoints\"\n\n"
+      << "delivery_mode = \"transactional\"\ntransactional_id = \"" << name << "\"\n\n";
+  if (!properties.empty()) cfg << "[sink.kafka_properties]\n" << properties << "\n";
+  cfg << "[state.offset]\nbackend = \"kafka_topic\"\ntopic = \"" << name << ".checkpoints\"\n"
+      << checkpoint_keys << "\n"
       << "[runtime]\nmax_poll_wait_ms = 100\n";
 }
 
@@ -213,6 +221,15 @@ TEST(KafkaCli, AnotherSourceIdWithTheSameTransactionalIdIsRefusedAndTheRunningPi
   EXPECT_TRUE(has(b.output, "tombstone for key \"" + db + "\"")) << b.output;
   EXPECT_TRUE(has(b.output, "cppcdc migrate-state")) << b.output;
   EXPECT_FALSE(has(b.output, "transactional producer")) << "B's sink opened\n" << b.output;
+
+  // B's teardown changes nothing and says why, as a step that cannot be carried out (exit 3;
+  // a trial saw exit 1 and "make the backend reachable", of a backend that answered).
+  const auto b_down =
+      it::run_cli({"teardown", "--config", (dir_b / "cdc.toml").string(), "--yes"}, 90);
+  EXPECT_EQ(b_down.code, 3) << b_down.output;
+  EXPECT_TRUE(has(b_down.output, names_txid)) << b_down.output;
+  EXPECT_TRUE(has(b_down.output, "nothing was changed")) << b_down.output;
+  EXPECT_FALSE(has(b_down.output, "reachable")) << b_down.output;
 
   // A goes on, never fenced.
   ASSERT_NO_FATAL_FAILURE(expect_pipeline_goes_on(
@@ -612,6 +629,75 @@ TEST(KafkaCli, ARestartAfterAKillInsideATransactionSaysThatItWaitedForItsAbort) 
   // The marker of the killed batch: its transaction never committed.
   EXPECT_TRUE(has(second, "the previous run stopped in the middle of a batch")) << second;
   EXPECT_TRUE(has(second, "its transaction was aborted")) << second;
+  it::drop_slots(db);
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+
+// A run killed after its transaction wrote to the checkpoint topic leaves that transaction
+// open there, and committed reads of the topic stop before it until the broker times it out.
+// Here a producer with the pipeline's transactional_id stands for the killed run: it leaves a
+// transaction open on the checkpoint topic, with transaction.timeout.ms 300 s. The restart's
+// sink aborts it (its init_transactions) before the checkpoint is read. Before, the start read
+// the checkpoint first and waited for the broker; with load_timeout_ms 10 s it gave up (a
+// trial saw restarts wait about two minutes).
+TEST(KafkaCli, ARestartAbortsTheTransactionAKilledRunLeftOnTheCheckpointTopicBeforeReadingIt) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  const std::string db = it::test_database("kcli_opentx");
+  it::fresh_database(db);
+  it::PgSession s(it::dsn_for(db));
+  s.query("create table t (id int primary key)");
+  const std::string name = kafka_it::unique_topic("opentx");
+  const std::string topic = name + ".public.t";
+  const fs::path dir = fresh_dir(db);
+  write_effectively_once_config(dir, db, bootstrap, name, "", "",
+                                "\"transaction.timeout.ms\" = \"300000\"",
+                                "load_timeout_ms = 10000");
+  const fs::path log = dir / "cppcdc.log";
+  pid_t child = -1;
+  it::KillAtExit guard{child};
+  it::start_cppcdc_process(child, dir, it::admin_dsn(), db, 120);
+  s.query("insert into t values (1)");
+  ASSERT_TRUE(it::wait_until([&] { return kafka_it::committed_records(bootstrap, topic) == 1; },
+                             60s, 500ms))
+      << it::log_tail(log);
+  ASSERT_EQ(it::stop_cppcdc_process(child, SIGTERM), 0) << it::log_tail(log);
+  const std::size_t first_run = file_text(log).size();
+
+  // The killed run's transaction, open on the checkpoint topic.
+  char err[512];
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  for (const auto& [k, v] : {std::pair<const char*, std::string>{"bootstrap.servers", bootstrap},
+                             {"transactional.id", name},
+                             {"transaction.timeout.ms", "300000"}}) {
+    ASSERT_EQ(rd_kafka_conf_set(conf, k, v.c_str(), err, sizeof err), RD_KAFKA_CONF_OK) << err;
+  }
+  std::unique_ptr<rd_kafka_t, void (*)(rd_kafka_t*)> killed(
+      rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err), &rd_kafka_destroy);
+  ASSERT_TRUE(killed) << err;
+  const auto ok = [](rd_kafka_error_t* e) {
+    const std::string text = e != nullptr ? rd_kafka_error_string(e) : "";
+    if (e != nullptr) rd_kafka_error_destroy(e);
+    return text;
+  };
+  ASSERT_EQ(ok(rd_kafka_init_transactions(killed.get(), 60000)), "");
+  ASSERT_EQ(ok(rd_kafka_begin_transaction(killed.get())), "");
+  const std::string key = db + ".unfinished";
+  ASSERT_EQ(rd_kafka_producev(killed.get(), RD_KAFKA_V_TOPIC((name + ".checkpoints").c_str()),
+                              RD_KAFKA_V_KEY(key.data(), key.size()),
+                              RD_KAFKA_V_VALUE(const_cast<char*>("x"), 1), RD_KAFKA_V_END),
+            RD_KAFKA_RESP_ERR_NO_ERROR);
+  ASSERT_EQ(rd_kafka_flush(killed.get(), 30000), RD_KAFKA_RESP_ERR_NO_ERROR);
+
+  s.query("insert into t values (2)");
+  it::start_cppcdc_process(child, dir, it::admin_dsn(), db, 120);
+  ASSERT_TRUE(it::wait_until([&] { return kafka_it::committed_records(bootstrap, topic) == 2; },
+                             60s, 500ms))
+      << it::log_tail(log);
+  EXPECT_EQ(it::stop_cppcdc_process(child, SIGTERM), 0) << it::log_tail(log);
+  const std::string second = file_text(log).substr(first_run);
+  EXPECT_FALSE(has(second, "could not be read to its end")) << second;
+  EXPECT_TRUE(has(second, "resuming from checkpoint")) << second;
+  killed.reset();
   it::drop_slots(db);
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
