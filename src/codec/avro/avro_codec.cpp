@@ -3,7 +3,10 @@
 
 #include <boost/json.hpp>
 #include <map>
+#include <optional>
 #include <set>
+#include <string>
+#include <utility>
 
 #include "codec/avro/avro_binary.hpp"
 #include "core/event_json.hpp"
@@ -24,6 +27,98 @@ void write_names(ByteBuffer& out, const std::vector<std::string>& names) {
     for (const auto& n : names) write_bytes(out, n);
   }
   write_long(out, 0);
+}
+
+/// An Avro schema reduced to what decides the binary layout of its datums, after the
+/// specification's Parsing Canonical Form: full names, and of each type only its kind, fields
+/// in order, symbols, items, values and sizes (docs, defaults, aliases, logical types and
+/// attribute order dropped). nullopt: not an Avro schema. Two schemas with the same form read
+/// each other's datums.
+std::optional<boost::json::value> layout_of(const boost::json::value& v, const std::string& ns) {
+  static const std::set<std::string, std::less<>> kPrimitive{"null",  "boolean", "int",   "long",
+                                                             "float", "double",  "bytes", "string"};
+  const auto full_name = [](const boost::json::object& o, const std::string& space)
+      -> std::optional<std::pair<std::string, std::string>> {  // full name, its namespace
+    const auto* name = o.if_contains("name");
+    if (name == nullptr || !name->is_string()) return std::nullopt;
+    std::string n(name->as_string());
+    if (n.find('.') == std::string::npos) {
+      std::string sp = space;
+      if (const auto* given = o.if_contains("namespace"); given != nullptr && given->is_string()) {
+        sp = std::string(given->as_string());
+      }
+      if (!sp.empty()) n = sp + "." + n;
+    }
+    const auto dot = n.rfind('.');
+    return std::pair{n, dot == std::string::npos ? std::string() : n.substr(0, dot)};
+  };
+  if (v.is_string()) {
+    std::string t(v.as_string());
+    if (kPrimitive.count(t) != 0 || t.find('.') != std::string::npos || ns.empty()) return v;
+    return boost::json::value(ns + "." + t);  // a named type, referred to by its name
+  }
+  if (v.is_array()) {  // a union
+    boost::json::array out;
+    for (const auto& branch : v.as_array()) {
+      auto b = layout_of(branch, ns);
+      if (!b) return std::nullopt;
+      out.push_back(std::move(*b));
+    }
+    return out;
+  }
+  if (!v.is_object()) return std::nullopt;
+  const auto& o = v.as_object();
+  const auto* type = o.if_contains("type");
+  if (type == nullptr) return std::nullopt;
+  if (!type->is_string()) return layout_of(*type, ns);
+  const std::string_view kind = type->as_string();
+  boost::json::object out;
+  if (kind == "record" || kind == "error") {
+    auto named = full_name(o, ns);
+    const auto* fields = o.if_contains("fields");
+    if (!named || fields == nullptr || !fields->is_array()) return std::nullopt;
+    boost::json::array fs;
+    for (const auto& f : fields->as_array()) {
+      if (!f.is_object() || !f.as_object().contains("name")) return std::nullopt;
+      const auto* ft = f.as_object().if_contains("type");
+      if (ft == nullptr) return std::nullopt;
+      auto t = layout_of(*ft, named->second);
+      if (!t) return std::nullopt;
+      fs.push_back(boost::json::object{{"name", f.as_object().at("name")}, {"type", *t}});
+    }
+    out = {{"name", named->first}, {"type", "record"}, {"fields", std::move(fs)}};
+  } else if (kind == "enum") {
+    auto named = full_name(o, ns);
+    const auto* symbols = o.if_contains("symbols");
+    if (!named || symbols == nullptr) return std::nullopt;
+    out = {{"name", named->first}, {"type", "enum"}, {"symbols", *symbols}};
+  } else if (kind == "fixed") {
+    auto named = full_name(o, ns);
+    const auto* size = o.if_contains("size");
+    if (!named || size == nullptr) return std::nullopt;
+    out = {{"name", named->first}, {"type", "fixed"}, {"size", *size}};
+  } else if (kind == "array" || kind == "map") {
+    const char* part = kind == "array" ? "items" : "values";
+    const auto* inner = o.if_contains(part);
+    if (inner == nullptr) return std::nullopt;
+    auto t = layout_of(*inner, ns);
+    if (!t) return std::nullopt;
+    out = {{"type", kind}, {part, std::move(*t)}};
+  } else {
+    return layout_of(*type, ns);  // a primitive written as an object ({"type": "long", ...})
+  }
+  return boost::json::value(std::move(out));
+}
+
+/// Whether Avro schemas `a` and `b` (JSON text) lay their datums out the same way.
+bool same_avro_layout(std::string_view a, std::string_view b) {
+  boost::system::error_code ec1, ec2;
+  const auto ja = boost::json::parse(a, ec1);
+  const auto jb = boost::json::parse(b, ec2);
+  if (ec1 || ec2) return false;
+  const auto la = layout_of(ja, "");
+  const auto lb = layout_of(jb, "");
+  return la && lb && *la == *lb;
 }
 
 /// Resolves and caches the schema ids of one encoder or decoder.
@@ -51,9 +146,31 @@ class SchemaIds {
     const std::string schema(is_key ? avro_key_schema() : avro_event_schema());
     auto id = resolve_schema_id(*options_.registry, options_.registry_config, subject,
                                 SchemaType::kAvro, schema);
-    if (!id) {
-      return fail(id.error().context("resolving the Avro " + std::string(is_key ? "key" : "value") +
-                                     " schema id of subject \"" + subject + "\""));
+    const std::string what = "the Avro " + std::string(is_key ? "key" : "value") +
+                             " schema id of subject \"" + subject + "\"";
+    if (!id) return fail(id.error().context("resolving " + what));
+    // The id must name the schema as written: a registry may store another form of it (Apicurio
+    // with normalize_schemas sorts a record's fields by name), and records stamped with an id
+    // whose fields come in another order cannot be decoded by anyone.
+    auto registered = options_.registry->schema_by_id(*id);
+    if (!registered) {
+      return fail(
+          registered.error().context("reading back " + what + " (" + std::to_string(*id) + ")"));
+    }
+    if (!same_avro_layout(registered->schema, schema)) {
+      Error error = Error::terminal(
+          options_.registry->describe() + " answered " + what + " with id " + std::to_string(*id) +
+          ", whose schema lays the fields out differently from the one " + "cppcdc writes (" +
+          (options_.registry_config.normalize_schemas
+               ? "the registry stored a normalized form of it: set normalize_schemas = false"
+               : "the registry holds another schema under that id: check the registry, or use "
+                 "another subject") +
+          "); records stamped with this id could not be decoded, so none are written");
+      if (options_.registry_config.normalize_schemas) {
+        error = std::move(error).for_setting(SettingOwner::kSink,
+                                             "codec_options.schema_registry.normalize_schemas");
+      }
+      return fail(std::move(error));
     }
     cache.emplace(std::string(destination), *id);
     return *id;
@@ -278,10 +395,7 @@ class FrameCheck {
       if (!registered) {
         return fail(registered.error().context("reading Avro schema id " + std::to_string(id)));
       }
-      boost::system::error_code ec1, ec2;
-      const auto theirs = boost::json::parse(registered->schema, ec1);
-      const auto ours = boost::json::parse(schema_, ec2);
-      if (ec1 || ec2 || theirs != ours) {
+      if (!same_avro_layout(registered->schema, schema_)) {
         return fail(Error::terminal("schema id " + std::to_string(id) + " of " +
                                     options_.registry->describe() + " is not " +
                                     std::string(name_) +

@@ -511,6 +511,53 @@ TEST(RealRegistryOnBroker, ApicuriosConfluentApiServesTheIdsConfluentKafkasDeser
   EXPECT_TRUE(after) << after.error().report();
 }
 
+// normalize_schemas = true against Apicurio's Confluent-compatible API: Apicurio stores the
+// normalized record with its fields sorted by name, so the id it answers names a schema whose
+// datums are laid out differently from cppcdc's. The encoder reads the id's schema back and
+// refuses to write, naming the subject, the id and the setting; nothing reaches the topic. A
+// trial saw every record written with that id, and no consumer could decode them.
+TEST(RealRegistryOnBroker, ANormalizedSchemaStoredInAnotherFieldOrderIsRefusedBeforeAnyRecord) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  APICURIO_TEST_URL(url);
+  AvroCodecOptions options;
+  options.registry_config.url = url;
+  options.registry_config.normalize_schemas = true;
+  options.registry = real_client(options.registry_config);
+  ASSERT_TRUE(options.registry);
+  const std::string topic = kafka_it::unique_topic("avro-apicurio-normalized");
+  ASSERT_TRUE(kafka_it::create_topic(bootstrap, topic, 1));
+  {
+    KafkaSinkConfig c;
+    c.bootstrap_servers = bootstrap;
+    c.topic = topic;
+    c.delivery_timeout_ms = 60'000;
+    auto sink = make_kafka_sink(std::move(c), make_avro_encoder(options));
+    ASSERT_TRUE(sink) << sink.error().report();
+    auto written = (*sink)->write(workload("shop"));
+    Status flushed = written ? (*sink)->flush() : ok();
+    ASSERT_FALSE(written && flushed) << "records were written with the normalized schema's id";
+    const Error& error = written ? flushed.error() : written.error();
+    EXPECT_EQ(error.kind(), ErrorKind::kTerminal) << error.report();
+    EXPECT_NE(error.report().find("subject \"" + topic + "-"), std::string::npos) << error.report();
+    EXPECT_NE(error.report().find("set normalize_schemas = false"), std::string::npos)
+        << error.report();
+    EXPECT_EQ(error.setting(), "codec_options.schema_registry.normalize_schemas") << error.report();
+  }
+  EXPECT_EQ(kafka_it::committed_records(bootstrap, topic), 0u);
+
+  // Without normalize_schemas the same registry keeps the schema as written, and the records
+  // go out (the read back passes).
+  options.registry_config.normalize_schemas = false;
+  options.registry = real_client(options.registry_config);
+  ASSERT_TRUE(options.registry);
+  const std::string plain = kafka_it::unique_topic("avro-apicurio-plain");
+  ASSERT_TRUE(kafka_it::create_topic(bootstrap, plain, 1));
+  const auto events = workload("shop");
+  produce(bootstrap, plain, make_avro_encoder(options), events);
+  DESERIALIZED(records, bootstrap, plain, url);
+  expect_workload(records, events);
+}
+
 // auto_register = false: with the subjects missing, preflight and the first record fail
 // naming a subject of the topic and the registry holds no such subject afterwards (nothing was
 // written); a subject holding another schema fails the same way; once the schemas are
