@@ -1898,9 +1898,9 @@ std::string describe_config(const ServerConfig& config) {
     out += text;
     out += '\n';
   };
-  // "role:" padded to the value column, then the text.
+  // "role:" padded to the value column (a longer one followed by one space), then the text.
   auto entry = [&line](std::string label, const std::string& text) {
-    if (label.size() < 20) label.resize(20, ' ');
+    label.resize(std::max<std::size_t>(label.size() + 1, 20), ' ');
     line(label + text);
   };
   entry("configuration:", config.origin);

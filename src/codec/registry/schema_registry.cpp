@@ -505,6 +505,10 @@ Status preflight_schema_registry(SchemaRegistryClient& client, const SchemaRegis
   // Reachable, and the url is an API root (a wrong path answers 404 here).
   auto listed = client.subjects();
   if (!listed) return fail(std::move(listed).error());
+  // Under auto_register = false every subject that lacks its schema is named, not only the
+  // first (each needs registering before a start); a registry that stops answering ends the
+  // check at once.
+  std::vector<Error> missing;
   for (const SubjectSchema& s : subjects) {
     if (config.auto_register) {
       auto compatible = client.is_compatible(s.subject, s.type, s.schema);
@@ -519,8 +523,17 @@ Status preflight_schema_registry(SchemaRegistryClient& client, const SchemaRegis
       }
     } else {
       auto id = client.lookup_schema(s.subject, s.type, s.schema);
-      if (!id) return fail(std::move(id).error());
+      if (!id && id.error().retryable()) return fail(std::move(id).error());
+      if (!id) missing.push_back(std::move(id).error());
     }
+  }
+  if (missing.size() == 1) return fail(std::move(missing.front()));
+  if (!missing.empty()) {
+    std::string all = std::to_string(missing.size()) + " subjects cannot be used as they are:";
+    for (std::size_t i = 0; i < missing.size(); ++i) {
+      all += " (" + std::to_string(i + 1) + ") " + missing[i].message();
+    }
+    return fail(Error::terminal(std::move(all)));
   }
   return ok();
 }

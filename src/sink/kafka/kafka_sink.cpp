@@ -21,6 +21,7 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -447,13 +448,13 @@ class KafkaSink final : public TransactionalSink {
       if (!told && outstanding_ > 0 && Clock::now() - flush_started >= slow_wait()) {
         // Long before the batch fails (delivery_timeout_ms), say that it is stuck, and why.
         told = true;
-        spdlog::warn("{}: {} records to {} have no delivery report after {} ms{}; waiting up to "
-                     "delivery_timeout_ms ({} ms) before the batch fails and is delivered again",
-                     label_, outstanding_, in_quotes(config_.bootstrap_servers),
-                     std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() -
-                                                                           flush_started)
-                         .count(),
-                     last_broker_error_suffix(), config_.delivery_timeout_ms);
+        spdlog::warn(
+            "{}: {} records to {} have no delivery report after {} ms{}; waiting up to "
+            "delivery_timeout_ms ({} ms) before the batch fails and is delivered again",
+            label_, outstanding_, in_quotes(config_.bootstrap_servers),
+            std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - flush_started)
+                .count(),
+            last_broker_error_suffix(), config_.delivery_timeout_ms);
       }
       if (auto fatal = fatal_error(); fatal) return poison(std::move(*fatal));
       if (outstanding_ > 0 && Clock::now() >= deadline) {
@@ -571,6 +572,8 @@ class KafkaSink final : public TransactionalSink {
   }
 
  private:
+  /// "<source>/<table>\n<topic>" pairs whose "goes to topic" line was logged (at info once).
+  std::set<std::string> announced_;
   struct Topic {
     rd_kafka_topic_t* rkt = nullptr;
     std::string name;
@@ -839,8 +842,7 @@ class KafkaSink final : public TransactionalSink {
     const std::int64_t limit = transaction_timeout_ms();
     if (txn_began_) {
       const std::int64_t open_ms =
-          std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - *txn_began_)
-              .count();
+          std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - *txn_began_).count();
       if (open_ms >= limit) {
         return Error::sink(
                    ErrorKind::kTerminal,
@@ -1074,8 +1076,12 @@ class KafkaSink final : public TransactionalSink {
       rd_kafka_metadata_destroy(md);
       if (topic_err == RD_KAFKA_RESP_ERR_NO_ERROR ||
           topic_err == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE) {
-        spdlog::info("{}: {} goes to topic \"{}\" ({} partition{})", label_, raw, name, partitions,
-                     partitions == 1 ? "" : "s");
+        // Said once per table and topic: the topics are looked up again after every failed
+        // batch under create_topics, and a retried batch would repeat it.
+        const bool first = announced_.insert(raw + '\n' + name).second;
+        spdlog::log(first ? spdlog::level::info : spdlog::level::debug,
+                    "{}: {} goes to topic \"{}\" ({} partition{})", label_, raw, name, partitions,
+                    partitions == 1 ? "" : "s");
         guard.keep = true;
         return topic;
       }
@@ -1577,8 +1583,8 @@ class KafkaSink final : public TransactionalSink {
   bool closed_ = false;
   rd_kafka_t* marker_rk_ = nullptr;  // effectively_once: the reconciliation marker's producer
   std::string marker_key_;
-  bool marker_set_ = false;       // a marker was written and no commit cleared it yet
-  bool in_txn_ = false;           // begin() succeeded and no commit() or abort() ended it
+  bool marker_set_ = false;  // a marker was written and no commit cleared it yet
+  bool in_txn_ = false;      // begin() succeeded and no commit() or abort() ended it
   // When the transaction begin() opened began; reset when a commit or abort ended it (an
   // error about it may come after in_txn_ was cleared: fenced() reads it).
   std::optional<Clock::time_point> txn_began_;

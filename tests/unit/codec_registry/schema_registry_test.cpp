@@ -163,6 +163,16 @@ TEST(SchemaRegistry, AutoRegisterFalseNeverWritesAndAMissingSchemaIsTerminalNami
   auto preflight = preflight_schema_registry(*client, c, wanted);
   ASSERT_FALSE(preflight);
   EXPECT_CONTAINS(preflight.error().report(), "orders-value");
+  // Every missing subject is named, not only the first (a trial registered one, ran preflight
+  // again, and only then learnt of the next).
+  const SubjectSchema both[] = {{"orders-value", SchemaType::kAvro, kSchema},
+                                {"orders-key", SchemaType::kAvro, kOtherSchema}};
+  auto two = preflight_schema_registry(*client, c, both);
+  ASSERT_FALSE(two);
+  EXPECT_EQ(two.error().kind(), ErrorKind::kTerminal);
+  EXPECT_CONTAINS(two.error().report(), "2 subjects");
+  EXPECT_CONTAINS(two.error().report(), "orders-value");
+  EXPECT_CONTAINS(two.error().report(), "orders-key");
   EXPECT_EQ(registry.writes(), 0u) << "auto_register = false wrote to the registry";
 
   // Registered by someone else: found, and still nothing written by us.
