@@ -508,10 +508,11 @@ class DebeziumJsonEncoder final : public Encoder {
         json_uint(out, e.transaction->tx_id);
         out.ch('"');
       }
+      const auto [total, per_table] = orders(e);
       json_lit(out, ",\"total_order\":");
-      json_uint(out, e.transaction->event_index + 1);
+      json_uint(out, total);
       json_lit(out, ",\"data_collection_order\":");
-      json_uint(out, data_collection_order(e));
+      json_uint(out, per_table);
       out.ch('}');
     } else {
       json_lit(out, "null");
@@ -527,13 +528,28 @@ class DebeziumJsonEncoder final : public Encoder {
     out.ch('}');
   }
 
-  // The 1-based position of `e` among its transaction's events of the same table.
-  std::uint64_t data_collection_order(const Event& e) {
-    if (!current_tx_ || *current_tx_ != e.transaction->tx_id) {
+  // The 1-based positions of the record of `e` among its transaction's records, and among
+  // those of the same table, counting records as Debezium does: an update that moved its row
+  // to another key is two records (a delete under the old key, then a create under the new
+  // one, both encoded from events with the update's event index), so every later record of
+  // the transaction comes one further. Anything else that does not move forward (an event
+  // index lower than the last one, or the same one again: a batch delivered again) starts the
+  // count over.
+  std::pair<std::uint64_t, std::uint64_t> orders(const Event& e) {
+    const std::uint64_t index = e.transaction->event_index;
+    const bool same_tx = current_tx_ && *current_tx_ == e.transaction->tx_id;
+    const bool second_of_split = same_tx && index == last_index_ &&
+                                 last_op_ == Operation::kDelete && e.op == Operation::kInsert;
+    if (!same_tx || index < last_index_ || (index == last_index_ && !second_of_split)) {
       current_tx_ = e.transaction->tx_id;
       per_table_.clear();
+      split_records_ = 0;
+    } else if (second_of_split) {
+      ++split_records_;
     }
-    return ++per_table_[record_prefix(e)];
+    last_index_ = index;
+    last_op_ = e.op;
+    return {index + 1 + split_records_, ++per_table_[record_prefix(e)]};
   }
 
   void write_columns_schema(ByteBuffer& out, const Event& e, Connector connector,
@@ -724,6 +740,9 @@ class DebeziumJsonEncoder final : public Encoder {
   const ShapeTypes* last_ = nullptr;
   std::optional<std::uint64_t> current_tx_;
   std::map<std::string, std::uint64_t, std::less<>> per_table_;
+  std::uint64_t last_index_ = 0;            // the event index of the last record of current_tx_
+  std::uint64_t split_records_ = 0;         // records of current_tx_ beyond one per event so far
+  Operation last_op_ = Operation::kInsert;  // the op of the last record of current_tx_
 };
 
 // ---- reading ---------------------------------------------------------------------------------

@@ -457,6 +457,34 @@ TEST(DebeziumJson, ThePostgresqlValueShape) {
   EXPECT_EQ(key.view(), R"({"id":"42"})");
 }
 
+// An update that moved its row to another key is two records for Debezium (a delete under
+// the old key, a create under the new one; the Kafka sink encodes both from events carrying the
+// update's event index): total_order counts records, so the pair differ and every later record
+// of the transaction comes one further, as data_collection_order already did. A trial saw the
+// pair share one total_order. A batch delivered again counts from its start again.
+TEST(DebeziumJson, TotalOrderCountsBothRecordsOfAKeyChange) {
+  auto encoder = make_debezium_json_encoder();
+  Event e = test::full_event();
+  e.transaction->tx_id = 77;
+  const auto orders = [&](Operation op, std::uint64_t index) {
+    Event x = e;
+    x.op = op;
+    x.transaction->event_index = index;
+    const auto tx = parsed(encoded(*encoder, x)).at("transaction").as_object();
+    return std::pair{tx.at("total_order").as_int64(), tx.at("data_collection_order").as_int64()};
+  };
+  using P = std::pair<std::int64_t, std::int64_t>;
+  EXPECT_EQ(orders(Operation::kInsert, 0), (P{1, 1}));
+  EXPECT_EQ(orders(Operation::kDelete, 1), (P{2, 2})) << "the delete under the old key";
+  EXPECT_EQ(orders(Operation::kInsert, 1), (P{3, 3})) << "the create under the new key";
+  EXPECT_EQ(orders(Operation::kUpdate, 2), (P{4, 4}));
+  EXPECT_EQ(orders(Operation::kInsert, 0), (P{1, 1})) << "the batch delivered again";
+  EXPECT_EQ(orders(Operation::kUpdate, 2), (P{3, 2})) << "a batch starting later, no split seen";
+  EXPECT_EQ(orders(Operation::kUpdate, 2), (P{3, 1})) << "a one-event batch delivered again";
+  e.transaction->tx_id = 78;
+  EXPECT_EQ(orders(Operation::kInsert, 0), (P{1, 1})) << "the next transaction";
+}
+
 TEST(DebeziumJson, TheMysqlSourceBlockAndOpLetters) {
   auto encoder = make_debezium_json_encoder();
   Event e = test::full_event();
