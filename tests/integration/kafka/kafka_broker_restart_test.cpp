@@ -27,8 +27,11 @@ using namespace std::chrono_literals;
 
 namespace {
 
-void ride_out_restarts(const std::string& shared, bool exactly_once) {
-  kafka_it::OwnBroker broker(shared, exactly_once ? 42 : 40);
+/// `kafka_checkpoint`: under at_least_once, the kafka_topic checkpoint backend (its own
+/// producer saves the records) instead of local_fs.
+void ride_out_restarts(const std::string& shared, bool exactly_once,
+                       bool kafka_checkpoint = false) {
+  kafka_it::OwnBroker broker(shared, exactly_once ? 42 : kafka_checkpoint ? 52 : 40);
   ASSERT_TRUE(broker.started) << "scripts/kafka.sh could not start a broker on port "
                               << broker.port;
   const std::string bootstrap = broker.bootstrap;
@@ -54,6 +57,9 @@ void ride_out_restarts(const std::string& shared, bool exactly_once) {
     if (exactly_once) {
       cfg << "delivery_mode = \"transactional\"\ntransactional_id = \"" << source << "\"\n\n"
           << "[state.offset]\nbackend = \"kafka_topic\"\ntopic = \"" << source
+          << ".checkpoints\"\ntimeout_ms = 60000\n\n";
+    } else if (kafka_checkpoint) {
+      cfg << "\n[state.offset]\nbackend = \"kafka_topic\"\ntopic = \"" << source
           << ".checkpoints\"\ntimeout_ms = 60000\n\n";
     } else {
       cfg << "\n[state.offset]\nbackend = \"local_fs\"\ndir = \"state\"\n\n";
@@ -146,6 +152,11 @@ void ride_out_restarts(const std::string& shared, bool exactly_once) {
 TEST(KafkaBrokerRestart, AtLeastOnceRidesOutTwoRestartsWithoutLosingAChange) {
   KAFKA_TEST_BOOTSTRAP(shared);
   ride_out_restarts(shared, false);
+}
+
+TEST(KafkaBrokerRestart, AtLeastOnceWithTheKafkaTopicCheckpointRidesOutTwoRestarts) {
+  KAFKA_TEST_BOOTSTRAP(shared);
+  ride_out_restarts(shared, false, true);
 }
 
 TEST(KafkaBrokerRestart, EffectivelyOnceRidesOutTwoRestartsWithEveryChangeOnce) {
