@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -111,6 +112,22 @@ void produce(const std::string& bootstrap, const std::string& topic,
   ASSERT_TRUE(written) << written.error().report();
   auto flushed = (*sink)->flush();
   ASSERT_TRUE(flushed) << flushed.error().report();
+}
+
+/// Writes workload("shop") to `topic` through a Kafka sink with the Avro encoder of `options`
+/// and flushes: the error of the step that failed (opening, writing, flushing), nullopt when
+/// none did.
+std::optional<Error> avro_write_error(const std::string& bootstrap, const std::string& topic,
+                                      const AvroCodecOptions& options) {
+  KafkaSinkConfig c;
+  c.bootstrap_servers = bootstrap;
+  c.topic = topic;
+  c.delivery_timeout_ms = 60'000;
+  auto sink = make_kafka_sink(std::move(c), make_avro_encoder(options));
+  if (!sink) return sink.error();
+  if (auto written = (*sink)->write(workload("shop")); !written) return written.error();
+  if (auto flushed = (*sink)->flush(); !flushed) return flushed.error();
+  return std::nullopt;
 }
 
 void expect_workload(const std::vector<AvroRecord>& records, const std::vector<Event>& events) {
@@ -527,21 +544,15 @@ TEST(RealRegistryOnBroker, ANormalizedSchemaStoredInAnotherFieldOrderIsRefusedBe
   const std::string topic = kafka_it::unique_topic("avro-apicurio-normalized");
   ASSERT_TRUE(kafka_it::create_topic(bootstrap, topic, 1));
   {
-    KafkaSinkConfig c;
-    c.bootstrap_servers = bootstrap;
-    c.topic = topic;
-    c.delivery_timeout_ms = 60'000;
-    auto sink = make_kafka_sink(std::move(c), make_avro_encoder(options));
-    ASSERT_TRUE(sink) << sink.error().report();
-    auto written = (*sink)->write(workload("shop"));
-    Status flushed = written ? (*sink)->flush() : ok();
-    ASSERT_FALSE(written && flushed) << "records were written with the normalized schema's id";
-    const Error& error = written ? flushed.error() : written.error();
-    EXPECT_EQ(error.kind(), ErrorKind::kTerminal) << error.report();
-    EXPECT_NE(error.report().find("subject \"" + topic + "-"), std::string::npos) << error.report();
-    EXPECT_NE(error.report().find("set normalize_schemas = false"), std::string::npos)
-        << error.report();
-    EXPECT_EQ(error.setting(), "codec_options.schema_registry.normalize_schemas") << error.report();
+    const auto error = avro_write_error(bootstrap, topic, options);
+    ASSERT_TRUE(error) << "records were written with the normalized schema's id";
+    EXPECT_EQ(error->kind(), ErrorKind::kTerminal) << error->report();
+    EXPECT_NE(error->report().find("subject \"" + topic + "-"), std::string::npos)
+        << error->report();
+    EXPECT_NE(error->report().find("set normalize_schemas = false"), std::string::npos)
+        << error->report();
+    EXPECT_EQ(error->setting(), "codec_options.schema_registry.normalize_schemas")
+        << error->report();
   }
   EXPECT_EQ(kafka_it::committed_records(bootstrap, topic), 0u);
 
@@ -582,17 +593,9 @@ TEST(RealRegistryOnBroker, AutoRegisterFalseOnlyLooksUpInApicurio) {
   EXPECT_NE(missing.error().report().find("auto_register"), std::string::npos)
       << missing.error().report();
   {
-    const auto events = workload("shop");
-    KafkaSinkConfig c;
-    c.bootstrap_servers = bootstrap;
-    c.topic = topic;
-    c.delivery_timeout_ms = 60'000;
-    auto sink = make_kafka_sink(std::move(c), make_avro_encoder(options));
-    ASSERT_TRUE(sink) << sink.error().report();
-    auto written = (*sink)->write(events);
-    Status flushed = written ? (*sink)->flush() : ok();
-    ASSERT_FALSE(written && flushed) << "a schema that is not registered is an error";
-    const std::string report = written ? flushed.error().report() : written.error().report();
+    const auto error = avro_write_error(bootstrap, topic, options);
+    ASSERT_TRUE(error) << "a schema that is not registered is an error";
+    const std::string report = error->report();
     // The first subject it needs (the key's, encoded first) is named.
     EXPECT_NE(report.find("subject \"" + topic + "-key\""), std::string::npos) << report;
     EXPECT_NE(report.find("auto_register is false"), std::string::npos) << report;
