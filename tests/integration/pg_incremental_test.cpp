@@ -216,6 +216,35 @@ TEST_F(PgIncremental, ACommitWaitingForASynchronousStandbyCannotMakeAStaleChunkR
   // not would commit without waiting.
   ASSERT_TRUE(it::wait_until(
       [&] { return w.scalar("show synchronous_standby_names") == "cppcdc_ghost_standby"; }, 10s));
+  // That is not enough either: a commit waits only once the checkpointer, after its own reload,
+  // has marked synchronous standbys as defined in shared memory (PostgreSQL's
+  // SyncRepUpdateSyncStandbysDefined); a busy checkpointer does so late, and a commit before
+  // that returns at once (seen in CI). Probe commits on another table until one waits.
+  s.query("create table sync_probe (n serial primary key)");
+  ASSERT_TRUE(it::wait_until(
+      [&] {
+        PgSession p(it::dsn_for(db_));
+        const std::string probe_pid = p.scalar("select pg_backend_pid()");
+        std::atomic<bool> returned{false};
+        std::thread probe([&] {
+          p.try_exec("set synchronous_commit = on; insert into sync_probe default values");
+          returned.store(true);
+        });
+        const bool waited =
+            it::wait_until(
+                [&] {
+                  return returned.load() ||
+                         admin.scalar("select count(*) from pg_stat_activity where pid = " +
+                                      probe_pid + " and wait_event = 'SyncRep'") == "1";
+                },
+                10s, 20ms) &&
+            !returned.load();
+        if (!returned.load()) admin.query("select pg_cancel_backend(" + probe_pid + ")");
+        probe.join();
+        return waited;
+      },
+      60s, 200ms))
+      << "no synchronous commit ever waited for the ghost standby";
   std::thread waiting([&] {
     // Commits locally, then waits for the standby: in the WAL, not yet visible.
     w.try_exec("set synchronous_commit = on; update t set v = 'new' where id = 5");
