@@ -409,11 +409,23 @@ class KafkaSink final : public TransactionalSink {
         auto previous = encode_key(topic, deleted, previous_key_);
         if (!previous) return poison(std::move(previous).error());
         if (*previous && previous_key_.view() != key_.view()) {
-          if (auto st = send(topic, deleted, &previous_key_); !st) return st;
-          if (encoder_->key_change_creates()) {
+          const bool creates = encoder_->key_change_creates();
+          // Debezium's format: each of the two records names the other key in a header.
+          if (creates) {
+            key_change_header_ =
+                RecordHeader{kafka_sink::kHeaderDebeziumNewKey, std::string(key_.view())};
+          }
+          Status sent = send(topic, deleted, &previous_key_);
+          key_change_header_.reset();
+          if (!sent) return sent;
+          if (creates) {
             // The codec calls the row under its new key a creation (Debezium: `c`).
             const Event created = kafka_sink::creation_under_new_key(event);
-            if (auto st = send(topic, created, &key_); !st) return st;
+            key_change_header_ =
+                RecordHeader{kafka_sink::kHeaderDebeziumOldKey, std::string(previous_key_.view())};
+            sent = send(topic, created, &key_);
+            key_change_header_.reset();
+            if (!sent) return sent;
             continue;
           }
         }
@@ -1269,8 +1281,11 @@ class KafkaSink final : public TransactionalSink {
                                          table_of(event) + " with " + encoder_->name()));
       }
     }
+    if (key_change_header_) extra_headers_.push_back(*key_change_header_);
     if (auto st = produce(topic, event, key, value_.view(), false); !st) return st;
     extra_headers_.clear();  // a tombstone is no event: none of the codec's headers
+    // but the delete of a key change keeps its new key there, as Debezium's tombstone does
+    if (key_change_header_) extra_headers_.push_back(*key_change_header_);
     if (config_.tombstones_on_delete && key != nullptr && event.op == Operation::kDelete) {
       if (auto st = produce(topic, event, key, {}, true); !st) return st;
     }
@@ -1614,6 +1629,9 @@ class KafkaSink final : public TransactionalSink {
   std::string last_broker_error_;        // the last distinct error librdkafka reported
   std::string last_connection_failure_;  // librdkafka's last "Connect to ... failed" line
   std::vector<RecordHeader> extra_headers_;  // the codec's headers of the record being sent
+  // While write() sends the two records of a key change in Debezium's format: the header
+  // naming the other key (kHeaderDebeziumNewKey / kHeaderDebeziumOldKey).
+  std::optional<RecordHeader> key_change_header_;
   // Since when librdkafka reports the brokers unreachable with no delivery since (for
   // current_problem()); troubled_ mirrors whether it is set, read without the lock.
   std::optional<Clock::time_point> trouble_since_;

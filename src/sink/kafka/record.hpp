@@ -12,6 +12,12 @@ namespace cppcdc::kafka_sink {
 inline constexpr const char* kHeaderOp = "op";
 inline constexpr const char* kHeaderSourceOffset = "source.offset";
 inline constexpr const char* kHeaderEnvelopeVersion = "envelope_version";
+/// The headers Debezium's connectors put on the two records of a key change, for codecs
+/// that write such a change as a delete and a create (Encoder::key_change_creates): the
+/// delete under the old key (and its tombstone) carries the new key, the create under the
+/// new key carries the old one. Each value is that record key as the codec encoded it.
+inline constexpr const char* kHeaderDebeziumNewKey = "__debezium.newkey";
+inline constexpr const char* kHeaderDebeziumOldKey = "__debezium.oldkey";
 
 /// Writes the record key of `event` to `out` (replacing its content): a JSON object of the
 /// primary-key columns in key order, {"id":"7","region":"eu"}, each value as the envelope

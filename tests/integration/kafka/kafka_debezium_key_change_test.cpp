@@ -1,7 +1,8 @@
 // An update that changes a row's primary key, captured from PostgreSQL by the real `cppcdc run`
 // into the real broker with codec = "debezium_json", and read back by python3-confluent-kafka
 // (kafka_tool.py read): as Debezium's connectors send it, a delete under the old key (and its
-// tombstone), then a create (`op` "c", `before` null) under the new key. A consumer applying
+// tombstone), then a create (`op` "c", `before` null) under the new key, with Debezium's
+// __debezium.newkey / __debezium.oldkey headers. A consumer applying
 // `u` as an update of an existing row would otherwise miss the row.
 
 #include <gtest/gtest.h>
@@ -63,6 +64,16 @@ TEST(KafkaDebeziumCli, AKeyChangingUpdateIsADeleteUnderTheOldKeyAndACreateUnderT
     EXPECT_EQ(moved.header("op"), std::optional<std::string>("insert"));
     // codec_options name no database: source.db is the one the dsn connects to.
     EXPECT_EQ(value.at("source").at("db").as_string(), cap.database());
+    // As Debezium's connectors mark a key change: the delete (and its tombstone) names the
+    // new key, the create the old one, each as the record key bytes.
+    EXPECT_EQ(by_key[old_key][1]->header("__debezium.newkey"), std::optional<std::string>(new_key));
+    EXPECT_EQ(by_key[old_key][2]->header("__debezium.newkey"), std::optional<std::string>(new_key));
+    EXPECT_EQ(by_key[old_key][1]->header("__debezium.oldkey"), std::nullopt);
+    EXPECT_EQ(moved.header("__debezium.oldkey"), std::optional<std::string>(old_key));
+    EXPECT_EQ(moved.header("__debezium.newkey"), std::nullopt);
+    // Records that are no part of a key change carry neither.
+    EXPECT_EQ(by_key[old_key][0]->header("__debezium.oldkey"), std::nullopt);
+    EXPECT_EQ(by_key[old_key][0]->header("__debezium.newkey"), std::nullopt);
     // The delete and the create share the update's source position.
     EXPECT_EQ(by_key[old_key][1]->header("source.offset"), moved.header("source.offset"));
   }
