@@ -37,11 +37,14 @@ inline void clear_for_reuse(std::string& s) {
 inline constexpr std::size_t kReusedRowColumns = 256;
 
 /// What reset_for_reuse() takes out of an event for the caller to fill and put back: its
-/// after image (the columns' strings keep their memory; the contents are stale) and its key
-/// column names. Left as they are when they hold something already.
+/// after image (the columns' strings keep their memory; the contents are stale), its key
+/// column names and its row shape. Left as they are when they hold something already.
 struct ReusableParts {
   std::optional<Row> row;
   std::optional<std::vector<std::string>> names;
+  /// The event's row shape: a reader that fills the next event with the same shape moves it
+  /// back instead of copying the pointer again (no reference-count update per event).
+  RowShapePtr shape;
 };
 
 // A field added to Event changes its size and stops the build here: reset it below, set it in
@@ -80,7 +83,11 @@ inline void reset_for_reuse(Event& e, ReusableParts& parts) {
   e.transaction.reset();
   e.envelope_version = kEnvelopeVersion;
   e.unavailable_columns.clear();
-  e.shape.reset();
+  if (!parts.shape) {
+    parts.shape = std::move(e.shape);
+  } else {
+    e.shape.reset();
+  }
   clear_for_reuse(e.resume_offset);
   clear_for_reuse(e.resume_state);
   e.log_position = LogPosition();

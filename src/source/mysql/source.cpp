@@ -639,7 +639,12 @@ class MysqlSource final : public Source {
       } else {
         e.primary_key = schema->primary_key;
       }
-      e.shape = schema->shape;
+      if (spare_parts_.shape == schema->shape) {
+        e.shape = std::move(spare_parts_.shape);  // the recycled event's own: no copy
+        spare_parts_.shape.reset();
+      } else {
+        e.shape = schema->shape;
+      }
       if (row.before) e.before = before_image(*schema, std::move(*row.before));
       if (op != Operation::kDelete && row.after) {
         e.unavailable_columns = missing(*schema, *row.after);

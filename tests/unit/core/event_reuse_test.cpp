@@ -24,6 +24,8 @@ Event full_event() {
   e.schema = "db";
   e.table = "t";
   e.primary_key = std::vector<std::string>{"id"};
+  e.shape = std::make_shared<const RowShape>("db", "t", std::vector<ColumnShape>{},
+                                             std::vector<std::string>{"id"});
   e.snapshot = SnapshotMetadata{"snap", 3, true};
   e.transaction = TransactionMetadata{9, 2, 1};
   e.envelope_version = 7;
@@ -59,6 +61,7 @@ TEST(EventReuse, AResetEventEqualsADefaultEventAndHandsOverItsRowAndKeyNames) {
   EXPECT_EQ((*parts.row)[2].text->capacity(), std::string().capacity());
   ASSERT_TRUE(parts.names.has_value());
   EXPECT_EQ(*parts.names, std::vector<std::string>{"id"});
+  EXPECT_NE(parts.shape, nullptr);  // handed over, not dropped
 }
 
 TEST(EventReuse, PartsAlreadyHeldAreKeptAndTheEventsOwnAreReleased) {
@@ -69,6 +72,14 @@ TEST(EventReuse, PartsAlreadyHeldAreKeptAndTheEventsOwnAreReleased) {
   reset_for_reuse(e, parts);
   EXPECT_EQ(e, Event());
   EXPECT_EQ(parts.row->size(), 1u);
+  EXPECT_NE(parts.shape, nullptr);  // none held before: the event's shape was handed over
+  // A shape already held stays; the next event's own is released.
+  const RowShapePtr held = parts.shape;
+  Event second = full_event();
+  reset_for_reuse(second, parts);
+  EXPECT_EQ(second, Event());
+  EXPECT_EQ(second.shape, nullptr);
+  EXPECT_EQ(parts.shape, held);
   EXPECT_EQ((*parts.row)[0].name, "keep");
   EXPECT_EQ(*parts.names, std::vector<std::string>{"k"});
 }
