@@ -87,8 +87,10 @@ struct PostgresSourceConfig {
   /// kSqlPeek: pause between peeks that found nothing new, ms.
   std::uint32_t peek_interval_ms = 200;
   /// kSqlPeek: server-side statement_timeout of each peek, ms. A peek that runs over it is
-  /// cancelled by the server and the next one asks for half as many changes; a single
-  /// transaction that cannot be decoded within it is an error naming this setting.
+  /// cancelled by the server and the next one asks for half as many changes; when even a
+  /// peek of one transaction runs over it, that is an error naming this setting. Each peek
+  /// decodes from the slot's restart_lsn, so an old open transaction that holds restart_lsn
+  /// back makes every peek slower.
   std::uint32_t peek_statement_timeout_ms = 30'000;
   /// kSqlPeek: changes asked for per peek (upto_nchanges; PostgreSQL always finishes the
   /// transaction it is in, so a peek returns whole transactions).

@@ -82,10 +82,14 @@ class PeekReader final : public WalReader {
         if (window_ <= 1) {
           return shared_.finish(Error::source(
               ErrorKind::kTerminal,
-              "a single transaction in replication slot " + config_.slot_name +
-                  " cannot be decoded within peek_statement_timeout_ms (" +
+              "a peek of replication slot " + config_.slot_name +
+                  " that asks for a single transaction still runs over "
+                  "peek_statement_timeout_ms (" +
                   std::to_string(config_.peek_statement_timeout_ms) +
-                  " ms); raise it or use the streaming_replication transport")
+                  " ms): that transaction is too big, or the slot's restart_lsn is far behind "
+                  "its confirmed position (every peek decodes from restart_lsn, which an old "
+                  "open transaction holds back); raise the setting or use the "
+                  "streaming_replication transport")
                   .for_setting(SettingOwner::kSource, "peek_statement_timeout_ms"));
         }
         window_ = std::max<std::uint32_t>(1, window_ / 2);
