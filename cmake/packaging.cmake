@@ -52,7 +52,7 @@ page and an example configuration.")
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME cppcdc-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
-    "libpq-dev, libmariadb-dev, libhiredis-dev, libzstd-dev, zlib1g-dev, libssl-dev, libboost-json1.81-dev, \
+    "libpq-dev, libmariadb-dev, libhiredis-dev, libzstd-dev, libisal-dev, zlib1g-dev, libssl-dev, libboost-json1.81-dev, \
 libfmt-dev, libspdlog-dev, libexpected-dev, libprotobuf-dev")
 set(CPACK_DEBIAN_DEV_DESCRIPTION
     "change data capture library for C++20 (development files)

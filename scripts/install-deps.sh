@@ -35,8 +35,8 @@ PACKAGES=(
   # Redis: hiredis for the "redis" checkpoint backend, the server for its tests
   # (scripts/redis.sh)
   libhiredis-dev redis-server
-  # zstd (MySQL transaction payloads) and zlib (MariaDB compressed events, CRC32)
-  libzstd-dev zlib1g-dev
+  # zstd (MySQL transaction payloads), zlib (MariaDB compressed events), ISA-L (binlog CRC32)
+  libzstd-dev zlib1g-dev libisal-dev
   # GNU time, for the benchmark references' CPU and peak memory (bench/run.sh)
   time
   # Kafka: librdkafka for the sink; Java 17 and Maven run and fetch the test broker

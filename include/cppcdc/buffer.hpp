@@ -39,9 +39,7 @@ class ByteBuffer {
 
   /// Forgets the content, keeps the memory.
   void clear() noexcept { cur_ = data_; }
-  std::string_view view() const noexcept {
-    return {data_, static_cast<std::size_t>(cur_ - data_)};
-  }
+  std::string_view view() const noexcept { return {data_, static_cast<std::size_t>(cur_ - data_)}; }
   const char* data() const noexcept { return data_; }
   std::size_t size() const noexcept { return static_cast<std::size_t>(cur_ - data_); }
   bool empty() const noexcept { return cur_ == data_; }
@@ -73,7 +71,8 @@ class ByteBuffer {
   }
 
  private:
-  void grow(std::size_t n) {
+  // Out of line and cold, so that need() (a compare and a branch) is inlined where it is used.
+  [[gnu::noinline, gnu::cold]] void grow(std::size_t n) {
     const auto used = static_cast<std::size_t>(cur_ - data_);
     std::size_t cap = static_cast<std::size_t>(end_ - data_);
     cap = cap ? cap * 2 : 1024;
