@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <boost/json.hpp>
 #include <chrono>
+#include <optional>
 #include <span>
 
+#include "core/event_spill.hpp"
 #include "core/progress_log.hpp"
 #include "core/said_once.hpp"
 #include "core/text_util.hpp"
@@ -72,11 +74,12 @@ Result<TableDescription> describe_snapshot_table(PGconn* conn, const std::string
                   "looking up " + qualified + " for the snapshot", {schema, table});
   if (!rel) return fail(rel.error());
   if (PQntuples(rel->get()) == 0) {
-    return fail(Error::source(ErrorKind::kTerminal, "table " + qualified +
-                                                        " of the snapshot does not exist"));
+    return fail(Error::source(ErrorKind::kTerminal,
+                              "table " + qualified + " of the snapshot does not exist"));
   }
   TableDescription d;
-  d.relation.relation_id = static_cast<std::uint32_t>(std::stoul(get(rel->get(), 0, 0).value_or("0")));
+  d.relation.relation_id =
+      static_cast<std::uint32_t>(std::stoul(get(rel->get(), 0, 0).value_or("0")));
   d.relation.namespace_name = schema;
   d.relation.relation_name = table;
   d.relation.replica_identity = get(rel->get(), 0, 1).value_or("d")[0];
@@ -212,7 +215,8 @@ TupleData tuple_of(const PGresult* res, int row) {
   for (int c = 0; c < ncols; ++c) {
     if (!PQgetisnull(res, row, c)) {
       tuple[c].kind = TupleColumn::Kind::kText;
-      tuple[c].value.assign(PQgetvalue(res, row, c), static_cast<std::size_t>(PQgetlength(res, row, c)));
+      tuple[c].value.assign(PQgetvalue(res, row, c),
+                            static_cast<std::size_t>(PQgetlength(res, row, c)));
     }
   }
   return tuple;
@@ -313,8 +317,7 @@ Result<std::optional<SnapshotProgress>> SnapshotProgress::from_state(const std::
 }
 
 Status run_snapshot(PGconn* conn, PGconn* catalog, TransactionAssembler& assembler,
-                    SnapshotProgress progress,
-                    const SnapshotOptions& options,
+                    SnapshotProgress progress, const SnapshotOptions& options,
                     const std::function<bool(std::vector<Event>&, std::vector<std::size_t>&)>& emit,
                     const std::atomic<bool>& stop) {
   auto begin = exec(conn, "begin isolation level repeatable read read only",
@@ -322,9 +325,9 @@ Status run_snapshot(PGconn* conn, PGconn* catalog, TransactionAssembler& assembl
   if (!begin) return fail(begin.error());
   if (!progress.exported_snapshot.empty()) {
     // The snapshot the slot was created with: the stream starts exactly where it ends.
-    auto set = exec(conn, "set transaction snapshot " +
-                              detail::quote_literal(progress.exported_snapshot),
-                    "importing the slot's exported snapshot");
+    auto set =
+        exec(conn, "set transaction snapshot " + detail::quote_literal(progress.exported_snapshot),
+             "importing the slot's exported snapshot");
     if (!set) return fail(set.error());
   }
   // Each table is read by one COPY that runs as long as the table takes: a statement_timeout
@@ -422,10 +425,9 @@ Status run_snapshot(PGconn* conn, PGconn* catalog, TransactionAssembler& assembl
                   "interrupted read starts again from its first row",
                   name);
     } else if (progress.cursor && progress.cursor->size() != d->key.size()) {
-      return fail(bad_state("the cursor of " + name + " has " +
-                            std::to_string(progress.cursor->size()) +
-                            " value(s) but its primary key has " +
-                            std::to_string(d->key.size()) + " column(s)"));
+      return fail(bad_state(
+          "the cursor of " + name + " has " + std::to_string(progress.cursor->size()) +
+          " value(s) but its primary key has " + std::to_string(d->key.size()) + " column(s)"));
     }
     if (own_snapshot) {
       ReadRange range;
@@ -514,6 +516,14 @@ Status run_snapshot(PGconn* conn, PGconn* catalog, TransactionAssembler& assembl
       if (used > chunk_start && (keyed || table_done)) {
         batch[used - 1].resume_offset = progress.stream_start.to_string();
         batch[used - 1].resume_state = progress.to_state(assembler.visibility);
+      } else if (table_done && used > 0) {
+        // A table that gave no rows: the progress past it rides on the last event built (of
+        // an earlier table, which carries a position), so a restart does not read it again
+        // and take what was written to it meanwhile for rows of the snapshot.
+        Event& carrier = batch[used - 1];
+        sizes[used - 1] -= ::cppcdc::detail::approx_string_bytes(carrier.resume_state);
+        carrier.resume_state = progress.to_state(assembler.visibility);
+        sizes[used - 1] += ::cppcdc::detail::approx_string_bytes(carrier.resume_state);
       }
       const bool last = table_done && progress.done();
       if (used > chunk_start) {
@@ -527,11 +537,30 @@ Status run_snapshot(PGconn* conn, PGconn* catalog, TransactionAssembler& assembl
                              last ? SnapshotEdge::kLast : SnapshotEdge::kLastInTable);
         }
       }
-      if (used > 0 && (last || used + n > batch_events)) {
+      if ((last && used > 0) || (!last && used > 1 && used + n > batch_events)) {
+        // Before the end, the last event built stays for the next batch: tables after it
+        // that give no rows need an event to carry their progress (above).
+        std::optional<Event> held;
+        std::size_t held_size = 0;
+        if (!last) {
+          held = std::move(batch[used - 1]);
+          held_size = sizes[used - 1];
+          sizes.pop_back();
+          --used;
+        }
         batch.resize(used);
         used = 0;
         // Stopping mid-table leaves the COPY unfinished: the caller closes the connection.
         if (!emit(batch, sizes)) return ok();
+        if (held) {
+          if (batch.empty()) {
+            batch.push_back(std::move(*held));
+          } else {
+            batch[0] = std::move(*held);
+          }
+          sizes.assign(1, held_size);
+          used = 1;
+        }
       }
       if (!table_done && stop.load()) return ok();
     }
