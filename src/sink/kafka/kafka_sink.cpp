@@ -589,6 +589,8 @@ class KafkaSink final : public TransactionalSink {
   struct Topic {
     rd_kafka_topic_t* rkt = nullptr;
     std::string name;
+    std::string first_table;  // table_of() the first event sent here
+    std::string raw_name;     // its name before characters Kafka refuses became '_'
   };
 
   static std::string table_of(const Event& e) {
@@ -998,7 +1000,8 @@ class KafkaSink final : public TransactionalSink {
       return last_;
     }
     bool sanitized = false;
-    auto name = topic_.render(event, &sanitized);
+    std::string raw_name;
+    auto name = topic_.render(event, &sanitized, &raw_name);
     if (!name) return fail(std::move(name).error().context("choosing the topic"));
     auto it = topics_.find(*name);
     if (it == topics_.end()) {
@@ -1010,7 +1013,22 @@ class KafkaSink final : public TransactionalSink {
       }
       auto prepared = prepare_topic(*name, event);
       if (!prepared) return fail(std::move(prepared).error());
+      prepared->first_table = table_of(event);
+      prepared->raw_name = std::move(raw_name);
       it = topics_.emplace(*name, std::move(*prepared)).first;
+    } else if (it->second.raw_name != raw_name) {
+      // Two tables whose names differ only in characters Kafka refuses would share a topic
+      // and their keys: a compacted topic, or a consumer that upserts by key, would keep one
+      // row of the two. Refused before anything of the second is sent.
+      return fail(Error::sink(ErrorKind::kConfiguration,
+                              "tables " + in_quotes(it->second.first_table) + " and " +
+                                  in_quotes(table_of(event)) + " both map to topic " +
+                                  in_quotes(*name) +
+                                  " once characters Kafka does not allow became '_', and "
+                                  "their keys would mix; give one of them its own topic "
+                                  "(a [[pipeline.routes]] rule with its own sink, or a "
+                                  "route transform that renames the table)")
+                      .for_setting(SettingOwner::kSink, "topic"));
     }
     last_ = &it->second;
     last_source_ = event.source.source_name;

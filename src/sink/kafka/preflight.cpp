@@ -374,13 +374,16 @@ void check_topics(Probe& probe, const KafkaSinkConfig& config, const SinkPreflig
          "ignore this when no other pipeline writes to this cluster"});
   }
   std::map<std::string, std::vector<std::string>> topics;  // topic -> tables
+  // topic -> the name before sanitizing, and the first table that gave it
+  std::map<std::string, std::pair<std::string, std::string>> raw_names;
   std::vector<std::string> patterns;
   for (const auto& table : context.tables) {
     if (is_pattern(table) || (tmpl.has_placeholders() && context.source_name.empty())) {
       patterns.push_back(table);
       continue;
     }
-    auto name = tmpl.render(event_for(context.source_name, table));
+    std::string raw;
+    auto name = tmpl.render(event_for(context.source_name, table), nullptr, &raw);
     if (!name) {
       out.push_back({Outcome::kFail,
                      "the topic for " + table + " (template " + in_quotes(config.topic) +
@@ -389,6 +392,18 @@ void check_topics(Probe& probe, const KafkaSinkConfig& config, const SinkPreflig
       continue;
     }
     topics[*name].push_back(table);
+    // Tables that meet in one topic only once Kafka's refused characters became '_' would
+    // mix their rows under the same keys; the sink refuses them at run time too.
+    auto [first, added] = raw_names.emplace(*name, std::make_pair(raw, table));
+    if (!added && first->second.first != raw) {
+      out.push_back({Outcome::kFail,
+                     "tables " + first->second.second + " and " + table + " both map to topic " +
+                         in_quotes(*name) +
+                         " once characters Kafka does not allow become '_', and their keys "
+                         "would mix",
+                     "give one of them its own topic: a [[pipeline.routes]] rule with its own "
+                     "sink, or a route transform that renames the table"});
+    }
   }
   if (context.tables.empty() || !patterns.empty()) {
     std::string which;

@@ -62,7 +62,8 @@ bool TopicTemplate::has_placeholders() const noexcept {
   return false;
 }
 
-Result<std::string> TopicTemplate::render(const Event& event, bool* sanitized) const {
+Result<std::string> TopicTemplate::render(const Event& event, bool* sanitized,
+                                          std::string* unsanitized) const {
   std::string out;
   bool skip_dot = false;  // an absent schema drops the dot that follows it
   for (const auto& p : pieces_) {
@@ -96,6 +97,7 @@ Result<std::string> TopicTemplate::render(const Event& event, bool* sanitized) c
     out += value;
   }
   if (skip_dot && !out.empty() && out.back() == '.') out.pop_back();
+  if (unsanitized != nullptr) *unsanitized = out;
   bool changed = false;
   for (char& c : out) {
     if (!is_topic_char(c)) {

@@ -23,8 +23,10 @@ class TopicTemplate {
   /// The topic for `event`. An absent schema leaves out ${schema} and one dot next to it (the
   /// one after it, or else the one before it). Characters Kafka refuses in topic names become
   /// '_'. Errors (kind invalid_data): the result is empty, "." or "..", or longer than
-  /// kMaxTopicLength. `sanitized`, when given, tells whether a character was replaced.
-  Result<std::string> render(const Event& event, bool* sanitized = nullptr) const;
+  /// kMaxTopicLength. `sanitized`, when given, tells whether a character was replaced;
+  /// `unsanitized`, when given, receives the name before any was.
+  Result<std::string> render(const Event& event, bool* sanitized = nullptr,
+                             std::string* unsanitized = nullptr) const;
 
   /// Whether render() depends on the event (the template has a placeholder).
   bool has_placeholders() const noexcept;

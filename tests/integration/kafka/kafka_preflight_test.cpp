@@ -14,6 +14,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include "cppcdc/checkpoint.hpp"
@@ -135,6 +136,26 @@ TEST_F(KafkaPreflight, ARightBootstrapCreatesNoTopicAndAMissingTopicIsAFail) {
   // Read-only: neither topic exists afterwards.
   EXPECT_EQ(kafka_it::partition_count(bootstrap, checkpoint_topic()), -1);
   EXPECT_EQ(kafka_it::partition_count(bootstrap, data_topic()), -1);
+}
+
+TEST_F(KafkaPreflight, TwoTablesThatMeetInOneTopicOnlyBySanitizingAreAFail) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  it::PgSession(it::dsn_for(db_))
+      .query("create table a_b (id int primary key); create table \"a b\" (id int primary key)");
+  const fs::path path = config(bootstrap, "create_topics = true\n");
+  std::stringstream text;
+  text << std::ifstream(path).rdbuf();
+  std::string toml = text.str();
+  const std::string tables = "tables = [\"public.t\"]";
+  ASSERT_NE(toml.find(tables), std::string::npos);
+  toml.replace(toml.find(tables), tables.size(), "tables = [\"public.a_b\", \"public.a b\"]");
+  std::ofstream(path) << toml;
+  const auto t = preflight(path);
+  const std::string& out = t.outcome.output;
+  EXPECT_EQ(t.outcome.code, 3) << out;
+  EXPECT_CONTAINS(
+      out, "FAIL  tables public.a_b and public.a b both map to topic \"" + tag_ + ".public.a_b\"");
+  EXPECT_CONTAINS(out, "remedy: give one of them its own topic");
 }
 
 TEST_F(KafkaPreflight, TransactionalWithCreateTopicsPassesAndReadsTheStoredCheckpoint) {

@@ -133,7 +133,8 @@ TEST(KafkaSinkOnBroker, AnUpdateThatChangesTheKeyDeletesTheRowUnderItsOldKey) {
       .source(SourceMetadata{source, "0/3000", 1700000000000})
       .primary_key({"id", "region"})
       .transaction(TransactionMetadata{77, 1, 0})
-      .before(BeforeKeyOnly{Row{{"id", std::string("1"), false}, {"region", std::string("eu"), false}}})
+      .before(
+          BeforeKeyOnly{Row{{"id", std::string("1"), false}, {"region", std::string("eu"), false}}})
       .after(Row{{"id", std::string("5"), false},
                  {"region", std::string("eu"), false},
                  {"note", std::string("moved"), false}});
@@ -148,10 +149,9 @@ TEST(KafkaSinkOnBroker, AnUpdateThatChangesTheKeyDeletesTheRowUnderItsOldKey) {
       .after(Row{{"id", std::string("2"), false},
                  {"region", std::string("eu"), false},
                  {"note", std::string("new"), false}});
-  const std::vector<Event> batch = {change(Operation::kInsert, source, "orders", 1, "first"),
-                                    moved.build(), change(Operation::kInsert, source, "orders", 2,
-                                                          "old"),
-                                    stayed.build()};
+  const std::vector<Event> batch = {
+      change(Operation::kInsert, source, "orders", 1, "first"), moved.build(),
+      change(Operation::kInsert, source, "orders", 2, "old"), stayed.build()};
   ASSERT_TRUE(sink->write(batch));
   const auto flushed = sink->flush();
   ASSERT_TRUE(flushed) << flushed.error().report();
@@ -311,6 +311,38 @@ TEST(KafkaSinkOnBroker, CreateTopicsMakesAMissingTopicWithTheGivenPartitions) {
   EXPECT_EQ(kafka_it::read_topic(bootstrap, source + ".public.u").size(), 2u);
 }
 
+// Found by a fresh-user trial: tables "a b" and a_b both became topic ...a_b and their rows,
+// under the same keys, were mixed silently. A deliberately shared topic (a template without
+// ${table}) stays allowed.
+TEST(KafkaSinkOnBroker, TwoTablesThatMeetInOneTopicOnlyBySanitizingAreRefused) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  const std::string source = kafka_it::unique_topic("clash");
+  KafkaSinkConfig c;
+  c.bootstrap_servers = bootstrap;
+  c.create_topics = true;
+  c.topic_replication_factor = 1;
+  {
+    auto sink = open_sink(c);
+    ASSERT_NE(sink, nullptr);
+    ASSERT_TRUE(sink->write(std::vector<Event>{change(Operation::kInsert, source, "a_b", 1, "n")}));
+    auto clash = sink->write(std::vector<Event>{change(Operation::kInsert, source, "a b", 1, "m")});
+    ASSERT_FALSE(clash) << "two tables were mixed in one topic";
+    EXPECT_EQ(clash.error().kind(), ErrorKind::kConfiguration);
+    EXPECT_CONTAINS(clash.error().report(), "public.a b");
+    EXPECT_CONTAINS(clash.error().report(), "public.a_b");
+    EXPECT_CONTAINS(clash.error().report(), "topic");
+    (void)sink->close();
+  }
+  c.topic = source + ".shared";
+  auto shared = open_sink(c);
+  ASSERT_NE(shared, nullptr);
+  ASSERT_TRUE(shared->write(std::vector<Event>{change(Operation::kInsert, source, "a_b", 1, "n"),
+                                               change(Operation::kInsert, source, "a b", 2, "m")}));
+  ASSERT_TRUE(shared->flush());
+  ASSERT_TRUE(shared->close());
+  EXPECT_EQ(kafka_it::read_topic(bootstrap, source + ".shared").size(), 2u);
+}
+
 // topic_config reaches the topics the sink creates (read back by confluent-kafka's admin
 // client), so that a compacted topic needs no step outside cppcdc.
 TEST(KafkaSinkOnBroker, CreateTopicsGivesTheTopicConfigToEveryTopicItCreates) {
@@ -327,9 +359,8 @@ TEST(KafkaSinkOnBroker, CreateTopicsGivesTheTopicConfigToEveryTopicItCreates) {
   ASSERT_TRUE(flushed) << flushed.error().report();
   ASSERT_TRUE(sink->close());
   const std::string topic = source + ".public.t";
-  const auto policy =
-      kafka_it::run_command(kafka_it::tool() + " " + bootstrap + " config " + topic +
-                            " cleanup.policy");
+  const auto policy = kafka_it::run_command(kafka_it::tool() + " " + bootstrap + " config " +
+                                            topic + " cleanup.policy");
   EXPECT_EQ(policy.code, 0);
   EXPECT_EQ(policy.output, "compact\n");
   const auto lag = kafka_it::run_command(kafka_it::tool() + " " + bootstrap + " config " + topic +
@@ -391,7 +422,8 @@ TEST(KafkaSinkOnBroker, ATopicDeletedWhileRunningIsCreatedAgainByTheRetry) {
   ASSERT_NE(sink, nullptr);
   ASSERT_TRUE(sink->write(std::vector<Event>{change(Operation::kInsert, source, "t", 1, "a")}));
   ASSERT_TRUE(sink->flush());
-  const auto deleted = kafka_it::run_command(kafka_it::tool() + " " + bootstrap + " delete " + topic);
+  const auto deleted =
+      kafka_it::run_command(kafka_it::tool() + " " + bootstrap + " delete " + topic);
   ASSERT_EQ(deleted.code, 0) << deleted.output;
   const std::vector<Event> next = {change(Operation::kInsert, source, "t", 2, "b")};
   bool delivered = false;
@@ -438,12 +470,12 @@ TEST(KafkaSinkOnBroker, ARecordLargerThanTheTopicTakesIsATerminalErrorNamingTopi
 
 // The test broker enforces ACLs but allows what no ACL covers (scripts/kafka.sh); clients
 // connect as User:ANONYMOUS. Once a topic has an ACL, only what its ACLs allow is allowed.
-bool acl(const std::string& bootstrap, const std::string& permission,
-         const std::string& operation, const std::string& topic) {
+bool acl(const std::string& bootstrap, const std::string& permission, const std::string& operation,
+         const std::string& topic) {
   const auto o = kafka_it::run_command(
       std::string(CPPCDC_SOURCE_DIR) + "/scripts/kafka.sh run acls --bootstrap-server " +
-      bootstrap + " --add --" + permission + "-principal User:ANONYMOUS --operation " +
-      operation + " --topic " + topic + " 2>&1");
+      bootstrap + " --add --" + permission + "-principal User:ANONYMOUS --operation " + operation +
+      " --topic " + topic + " 2>&1");
   EXPECT_EQ(o.code, 0) << o.output;
   return o.code == 0;
 }
