@@ -17,24 +17,28 @@ class Event;  // cppcdc/event.hpp
 
 namespace cppcdc::detail {
 
+/// True when some byte of the eight in `w` is a quote, a backslash or below 0x20. A byte is
+/// zero in x exactly when (x - 1) borrows into its high bit while x's is clear; a byte below
+/// 0x20 likewise for (w - 0x20). Exact as a yes/no answer.
+constexpr bool json_word_needs_escape(std::uint64_t w) noexcept {
+  constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
+  constexpr std::uint64_t kHigh = 0x8080808080808080ULL;
+  const std::uint64_t quote = w ^ (kOnes * '"');
+  const std::uint64_t slash = w ^ (kOnes * '\\');
+  return ((((quote - kOnes) & ~quote) | ((slash - kOnes) & ~slash) | ((w - kOnes * 0x20) & ~w)) &
+          kHigh) != 0;
+}
+
 /// True when some byte of `s` must be escaped inside a JSON string: a control character
 /// (below 0x20), a quote or a backslash. Eight bytes at a time; a false "true" is impossible
 /// for bytes that are all plain, and any true hit is confirmed by the escaping path.
 inline bool json_needs_escape(std::string_view s) noexcept {
-  constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
-  constexpr std::uint64_t kHigh = 0x8080808080808080ULL;
   const char* p = s.data();
   std::size_t n = s.size();
   while (n >= 8) {
     std::uint64_t w;
     std::memcpy(&w, p, 8);
-    const std::uint64_t quote = w ^ (kOnes * '"');
-    const std::uint64_t slash = w ^ (kOnes * '\\');
-    // A byte is zero in x exactly when (x - 1) borrows into its high bit while x's is clear;
-    // a byte below 0x20 likewise for (w - 0x20).
-    const std::uint64_t hit =
-        ((quote - kOnes) & ~quote) | ((slash - kOnes) & ~slash) | ((w - kOnes * 0x20) & ~w);
-    if (hit & kHigh) return true;
+    if (json_word_needs_escape(w)) return true;
     p += 8;
     n -= 8;
   }
@@ -58,44 +62,30 @@ inline bool json_needs_escape(std::string_view s) noexcept {
 /// names and values) cost one pass, no call.
 [[gnu::always_inline]] inline bool copy_json_plain(char* dst, const char* src,
                                                    std::size_t n) noexcept {
-  constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
-  constexpr std::uint64_t kHigh = 0x8080808080808080ULL;
-  // Nonzero exactly when some byte of w is a quote, a backslash or below 0x20 (the classic
-  // "has a zero byte" and "has a byte below n" tests, exact as yes/no answers).
-  auto bad64 = [](std::uint64_t w) {
-    const std::uint64_t quote = w ^ (kOnes * '"');
-    const std::uint64_t slash = w ^ (kOnes * '\\');
-    return (((quote - kOnes) & ~quote) | ((slash - kOnes) & ~slash) | ((w - kOnes * 0x20) & ~w)) &
-           kHigh;
-  };
   if (n >= 8) {
     std::size_t i = 0;
     std::uint64_t w;
     for (; i + 8 <= n; i += 8) {
       std::memcpy(&w, src + i, 8);
-      if (bad64(w)) return false;
+      if (json_word_needs_escape(w)) return false;
       std::memcpy(dst + i, &w, 8);
     }
     if (i < n) {
       std::memcpy(&w, src + n - 8, 8);
-      if (bad64(w)) return false;
+      if (json_word_needs_escape(w)) return false;
       std::memcpy(dst + n - 8, &w, 8);
     }
     return true;
   }
   if (n >= 4) {
-    constexpr std::uint32_t kOnes32 = 0x01010101U;
-    auto bad32 = [](std::uint32_t w) {
-      const std::uint32_t quote = w ^ (kOnes32 * '"');
-      const std::uint32_t slash = w ^ (kOnes32 * '\\');
-      return (((quote - kOnes32) & ~quote) | ((slash - kOnes32) & ~slash) |
-              ((w - kOnes32 * 0x20) & ~w)) &
-             0x80808080U;
-    };
+    // Two four-byte words (overlapping when n < 8), each checked with four plain bytes above.
+    constexpr std::uint64_t kPlainHigh = 0x6161616100000000ULL;
     std::uint32_t a, z;
     std::memcpy(&a, src, 4);
     std::memcpy(&z, src + n - 4, 4);
-    if (bad32(a) || bad32(z)) return false;
+    if (json_word_needs_escape(kPlainHigh | a) || json_word_needs_escape(kPlainHigh | z)) {
+      return false;
+    }
     std::memcpy(dst, &a, 4);
     std::memcpy(dst + n - 4, &z, 4);
     return true;
@@ -120,27 +110,15 @@ inline char* write_json_escaped(char* p, std::string_view s) noexcept {
     }
     *p++ = '\\';
     switch (c) {
-      case '"':
-        *p++ = '"';
-        break;
-      case '\\':
-        *p++ = '\\';
-        break;
-      case '\n':
-        *p++ = 'n';
-        break;
-      case '\r':
-        *p++ = 'r';
-        break;
-      case '\t':
-        *p++ = 't';
-        break;
-      case '\b':
-        *p++ = 'b';
-        break;
-      case '\f':
-        *p++ = 'f';
-        break;
+      // clang-format off
+      case '"': *p++ = '"'; break;
+      case '\\': *p++ = '\\'; break;
+      case '\n': *p++ = 'n'; break;
+      case '\r': *p++ = 'r'; break;
+      case '\t': *p++ = 't'; break;
+      case '\b': *p++ = 'b'; break;
+      case '\f': *p++ = 'f'; break;
+      // clang-format on
       default:
         *p++ = 'u';
         *p++ = '0';

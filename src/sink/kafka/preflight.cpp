@@ -374,8 +374,7 @@ void check_topics(Probe& probe, const KafkaSinkConfig& config, const SinkPreflig
          "ignore this when no other pipeline writes to this cluster"});
   }
   std::map<std::string, std::vector<std::string>> topics;  // topic -> tables
-  // topic -> the name before sanitizing, and the first table that gave it
-  std::map<std::string, std::pair<std::string, std::string>> raw_names;
+  std::map<std::string, std::string> raw_names;            // topic -> its name before sanitizing
   std::vector<std::string> patterns;
   for (const auto& table : context.tables) {
     if (is_pattern(table) || (tmpl.has_placeholders() && context.source_name.empty())) {
@@ -391,13 +390,14 @@ void check_topics(Probe& probe, const KafkaSinkConfig& config, const SinkPreflig
                      "change topic"});
       continue;
     }
-    topics[*name].push_back(table);
+    auto& tables_of_topic = topics[*name];
+    tables_of_topic.push_back(table);
     // Tables that meet in one topic only once Kafka's refused characters became '_' would
     // mix their rows under the same keys; the sink refuses them at run time too.
-    auto [first, added] = raw_names.emplace(*name, std::make_pair(raw, table));
-    if (!added && first->second.first != raw) {
+    auto [first, added] = raw_names.emplace(*name, raw);
+    if (!added && first->second != raw) {
       out.push_back({Outcome::kFail,
-                     "tables " + first->second.second + " and " + table + " both map to topic " +
+                     "tables " + tables_of_topic.front() + " and " + table + " both map to topic " +
                          in_quotes(*name) +
                          " once characters Kafka does not allow become '_', and their keys "
                          "would mix",

@@ -27,9 +27,6 @@ std::uint32_t binlog_crc32(const std::uint8_t* p, std::size_t n) noexcept {
   return crc32_gzip_refl(0, p, n);
 }
 
-}  // namespace
-namespace {
-
 using detail::ByteReader;
 
 constexpr std::size_t kHeaderLen = 19;
