@@ -55,12 +55,19 @@ class Pipeline {
 
   /// Transforms and routes `batch`, and writes each sink its events (a sink that gets none is
   /// not called). Errors carry the transform or sink name.
+  /// A retry: when recover() was called since the last write() and `batch` is the same span
+  /// again (same data and size, as Runtime delivers a batch again), the transforms are not
+  /// run again (their output of the earlier attempt is written, so a dead-letter hook sees
+  /// each failed event once) and, with several routes, a sink that flushed its events in the
+  /// failed attempt is left out.
   Status write(std::span<const Event> batch);
-  /// Flushes every sink that was written since the last flush. Errors carry the sink name.
+  /// Flushes every sink that was written since the last flush, all of them even after one
+  /// failed; the first error is returned. Errors carry the sink name.
   Status flush();
   /// Closes every sink; the first error is returned after all were closed.
   Status close();
-  /// Sink::recover() of every sink, before a batch is delivered again; the first error.
+  /// Sink::recover() of every sink that still has to deliver its part, before a batch is
+  /// delivered again (see write()); the first error.
   Status recover();
 
   /// The shortest non-zero Sink::batch_delay() of the pipeline's sinks (0 when none asks):

@@ -18,10 +18,13 @@
 // Acknowledgement: the router is an ordinary Sink, so the runtime acknowledges a batch after
 // its flush() returned, and flush() returns ok only when every child written since the last
 // flush has flushed. A child that fails a write or a flush fails the router's call with the
-// child's own error (its kind kept), so the whole batch stays unacknowledged and is delivered
-// again, to every child: children that had already flushed their part receive it twice
-// (at-least-once). flush() flushes every written child even after one of them failed (the
-// first error is returned; the others are logged), so a retry only redoes what failed.
+// child's own error (its kind kept), so the whole batch stays unacknowledged. flush() flushes
+// every written child even after one of them failed (the first error is returned; the others
+// are logged), and the router remembers which children flushed their part: when the runtime
+// calls recover() and writes the same batch again (same size, same first and last source
+// offset), only the other children get it, however many retries it takes. A restart of the
+// process forgets this, so after one every child gets the unacknowledged batch again
+// (at-least-once).
 //
 // Batching per child (ChildBatching): `max_events` splits a child's part of a batch into
 // several write() calls; `flush_interval_events` flushes the child after every that many

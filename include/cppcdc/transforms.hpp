@@ -169,6 +169,12 @@ class TransformAction {
   /// The action type name ("mask", "filter", ...).
   virtual std::string_view type() const noexcept = 0;
   virtual Result<ActionResult> apply(Event& event, std::string_view stage) = 0;
+  /// Whether the action may change the values of primary-key columns on purpose and refuses
+  /// itself the changes that would merge rows (mask: a hash keeps one key per row, null or
+  /// redact would give every row the same). For any other action the chain refuses an event
+  /// whose key columns keep their names but change their values in that action: a consumer
+  /// upserting by key would otherwise file the row under another row's key.
+  virtual bool rewrites_key_values() const noexcept { return false; }
   /// Appends this action's counted rules (empty for actions without rules).
   virtual void collect_rules(std::string_view stage, std::vector<TransformRuleStats>& out) const {
     (void)stage;
@@ -215,9 +221,11 @@ struct FilterConfig {
 Result<std::unique_ptr<TransformAction>> make_filter(FilterConfig config);
 
 /// unwrap: after becomes the members of the JSON object in column `field` (same for a full
-/// before-image that carries it). The unavailable lists are emptied (the other columns are
-/// gone). With drop_primary_key, primary_key becomes nullopt; without it the key guard refuses
-/// the stage when the key columns are not members of the object.
+/// before-image that carries it; SQL NULL gives no members). The unavailable lists are emptied
+/// (the other columns are gone). A key-only before-image stays as it is. With
+/// drop_primary_key, primary_key becomes nullopt, except on a delete whose before-image is
+/// key-only (its key is all that says which row went). Without it the chain refuses the event
+/// when the key columns are not members of the object, or are members with other values.
 struct UnwrapConfig {
   std::string field;
   bool drop_primary_key = false;
@@ -244,7 +252,8 @@ Result<std::unique_ptr<TransformAction>> make_route(RouteConfig config);
 
 /// metadata_projection: writes a JSON object column `target_field` holding the chosen
 /// metadata. Field names: "schema", "table", "operation", "source_name", "source_timestamp",
-/// "offset", "ts", "tx_id", "snapshot". Events without an after image are left alone.
+/// "offset", "ts", "tx_id", "snapshot". Events without an after image are left alone. A row
+/// that already has a column named target_field is an error (invalid_data).
 struct MetadataProjectionConfig {
   std::string target_field = "_meta";
   std::vector<std::string> fields = {"schema", "table", "operation", "source_timestamp",
@@ -256,7 +265,8 @@ Result<std::unique_ptr<TransformAction>> make_metadata_projection(MetadataProjec
 ///   kPrimaryKey: a JSON object of the key columns and their values, in key order;
 ///   kFingerprint: the lower-case hex SHA-256 of the schema, table, op, source offset,
 ///     transaction tx_id/event_index and the row images (stable across restarts).
-/// An event without an after image, or (kPrimaryKey) without a resolvable key, is left alone.
+/// An event without an after image, or (kPrimaryKey) without a resolvable key, is left alone;
+/// a row that already has a column named target_field is an error (invalid_data).
 /// With set_primary_key, primary_key becomes [target_field].
 enum class KeyMode { kPrimaryKey, kFingerprint };
 struct KeyShapingConfig {
@@ -282,9 +292,10 @@ Result<std::unique_ptr<TransformAction>> make_key_shaping(KeyShapingConfig confi
 ///   kDecrypt           the reverse; a value that is not in that format or does not
 ///                      authenticate is an error (kind invalid_data)
 /// A top-level column's result is plain text (is_json off); inside a JSON value the result is
-/// a JSON string. SQL NULL stays NULL. A rule on a json/jsonb column covers its whole value;
-/// kEncrypt on a primary-key column is refused at apply (a fresh nonce per event would give
-/// every version of a row a different key).
+/// a JSON string. SQL NULL stays NULL. A rule on a json/jsonb column covers its whole value.
+/// A rule (or the default rule) that reaches a primary-key column must keep one key per row:
+/// kNull, kRedact and kTruncate (rows would share a key) and kEncrypt (a fresh nonce per event
+/// would give every version of a row a different key) are refused at apply (invalid_data).
 struct MaskRule {
   enum class Kind {
     kPassthrough, kNull, kRedact, kTruncate, kUnsaltedSha256, kHmacSha256, kEncrypt, kDecrypt
@@ -369,8 +380,9 @@ enum class TransformErrorPolicy {
 /// "halt", "skip".
 std::string_view to_string(TransformErrorPolicy policy) noexcept;
 
-/// Receives an event the chain dropped under kSkip: the event as it entered the chain, the
-/// error, and the stage that failed. It must store the event durably before returning ok
+/// Receives an event the chain dropped under kSkip: the event as it entered the chain, or,
+/// when stages with a mask action ran on it before the failing stage, as it left the last of
+/// them (values masked before the failure stay masked); the error; and the stage that failed. It must store the event durably before returning ok
 /// (the batch is acknowledged afterwards), or, when the chain has a DeadLetterFlush, before
 /// that returns; an error from either fails the batch as kHalt would. A DeadLetterWriter
 /// (dead_letter.hpp) does both: append() as the hook, flush() as the flush.

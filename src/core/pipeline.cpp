@@ -13,10 +13,17 @@ struct Pipeline::Impl {
     std::unique_ptr<Sink> owned;
     std::function<bool(const Event&)> accepts;
     bool written = false;  // since the last flush
+    bool done = false;     // flushed its part of a batch whose attempt failed elsewhere
   };
   std::vector<Route> routes;
   std::vector<Event> work;          // the transformed copy (only when there are transforms)
   std::vector<Event> routed;        // the events of one route (only when it filters)
+  // The batch of the last write(), whether recover() was called since (its next write is a
+  // retry), and whether `work` holds its transformed events.
+  const Event* batch_data = nullptr;
+  std::size_t batch_size = 0;
+  bool retrying = false;
+  bool work_ready = false;
 };
 
 Pipeline::Pipeline() : impl_(std::make_unique<Impl>()) {}
@@ -59,18 +66,31 @@ std::unique_ptr<Pipeline> Pipeline::of(Sink& sink) {
 
 Status Pipeline::write(std::span<const Event> batch) {
   auto& d = *impl_;
+  const bool again =
+      d.retrying && batch.data() == d.batch_data && batch.size() == d.batch_size;
+  d.retrying = false;
+  if (!again) {
+    d.batch_data = batch.data();
+    d.batch_size = batch.size();
+    d.work_ready = false;
+    for (auto& route : d.routes) route.done = false;
+  }
   std::span<const Event> events = batch;
   if (!d.transforms.empty()) {
-    // The batch itself stays as the source produced it: it is what gets acknowledged.
-    d.work.assign(batch.begin(), batch.end());
-    for (const auto& t : d.transforms) {
-      if (auto st = t->apply(d.work); !st) {
-        return fail(st.error().context("transform " + t->name()));
+    if (!d.work_ready) {
+      // The batch itself stays as the source produced it: it is what gets acknowledged.
+      d.work.assign(batch.begin(), batch.end());
+      for (const auto& t : d.transforms) {
+        if (auto st = t->apply(d.work); !st) {
+          return fail(st.error().context("transform " + t->name()));
+        }
       }
+      d.work_ready = true;
     }
     events = d.work;
   }
   for (auto& route : d.routes) {
+    if (route.done) continue;
     std::span<const Event> mine = events;
     if (route.accepts) {
       d.routed.clear();
@@ -90,18 +110,33 @@ Status Pipeline::write(std::span<const Event> batch) {
 }
 
 Status Pipeline::flush() {
-  for (auto& route : impl_->routes) {
+  auto& d = *impl_;
+  Status first = ok();
+  std::vector<Impl::Route*> flushed;
+  for (auto& route : d.routes) {
     if (!route.written) continue;
     if (auto st = route.sink->flush(); !st) {
-      return fail(st.error().context("flushing " + route.sink->name()));
+      if (first) first = fail(st.error().context("flushing " + route.sink->name()));
+      continue;
     }
     route.written = false;
+    flushed.push_back(&route);
   }
-  return ok();
+  if (first) {
+    d.work_ready = false;  // delivered: the next write() is another batch
+    for (auto& route : d.routes) route.done = false;
+  } else if (d.routes.size() > 1) {
+    // With one route a flushed sink may still have a commit ahead (a transactional sink), so
+    // only several routes leave out the ones that hold their part.
+    for (auto* route : flushed) route->done = true;
+  }
+  return first;
 }
 
 Status Pipeline::recover() {
+  impl_->retrying = true;
   for (auto& route : impl_->routes) {
+    if (route.done) continue;
     route.written = false;
     if (auto st = route.sink->recover(); !st) {
       return fail(st.error().context("recovering " + route.sink->name()));

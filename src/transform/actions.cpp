@@ -73,11 +73,16 @@ class UnwrapAction final : public TransformAction {
       if (!object) return fail(object.error());
       before = BeforeFull{to_row(**object), {}};
       changed = true;
-    } else if (!event.before.is_unavailable()) {
+    } else if (full != nullptr) {
       before = BeforeUnavailable{};
     }
+    // A key-only before-image (a delete, or an update that changed the key, under the default
+    // replica identity) has no object to unwrap and stays: its key columns are what says which
+    // row went. So a delete keeps its key even with drop_primary_key, as nothing else in it
+    // would identify the row.
+    const bool key_only_delete = !event.after && event.before.is_key_only();
     if (changed) event.shape = nullptr;
-    if (config_.drop_primary_key) event.primary_key.reset();
+    if (config_.drop_primary_key && !key_only_delete) event.primary_key.reset();
     return ActionResult::kKeep;
   }
 
@@ -178,6 +183,18 @@ class RouteAction final : public TransformAction {
 
 // ---- metadata_projection ----
 
+// The column an action adds must be new: overwriting a column of the source row would ship
+// the metadata (or key) in its place without a word.
+Status target_is_free(const Event& event, const std::string& target, std::string_view stage) {
+  if (find_column(*event.after, target) == nullptr &&
+      !is_listed(event.unavailable_columns, target)) {
+    return ok();
+  }
+  return fail(bad_data(stage, event,
+                       "target_field \"" + target +
+                           "\" names a column the row already has; choose another target_field"));
+}
+
 // A JSON string; the escaping path (and its scratch room) only when some byte needs it.
 void append_string(std::string& out, std::string_view s) {
   if (detail::json_needs_escape(s)) {
@@ -242,8 +259,9 @@ class MetadataProjectionAction final : public TransformAction {
     return std::unique_ptr<TransformAction>(std::move(a));
   }
 
-  Result<ActionResult> apply(Event& event, std::string_view /*stage*/) override {
+  Result<ActionResult> apply(Event& event, std::string_view stage) override {
     if (!event.after) return ActionResult::kKeep;
+    CPPCDC_TRY(target_is_free(event, target_, stage));
     std::string json;
     json.reserve(reserve_);
     for (const auto& [prefix, field] : fields_) {
@@ -273,7 +291,7 @@ class MetadataProjectionAction final : public TransformAction {
       }
     }
     json += '}';
-    if (find_column(*event.after, target_) == nullptr) event.shape = nullptr;
+    event.shape = nullptr;
     set_after_column(event, target_, std::move(json), /*is_json=*/true);
     return ActionResult::kKeep;
   }
@@ -291,8 +309,9 @@ class KeyShapingAction final : public TransformAction {
   explicit KeyShapingAction(KeyShapingConfig c) : config_(std::move(c)) {}
   std::string_view type() const noexcept override { return "key_shaping"; }
 
-  Result<ActionResult> apply(Event& event, std::string_view /*stage*/) override {
+  Result<ActionResult> apply(Event& event, std::string_view stage) override {
     if (!event.after) return ActionResult::kKeep;
+    CPPCDC_TRY(target_is_free(event, config_.target_field, stage));
     std::string value;
     if (config_.mode == KeyMode::kPrimaryKey) {
       auto key = event.primary_key_values();
@@ -340,7 +359,7 @@ class KeyShapingAction final : public TransformAction {
       row(&*event.after);
       if (!sha_.finish_hex(value)) return fail(Error::internal("SHA-256 failed in OpenSSL"));
     }
-    if (find_column(*event.after, config_.target_field) == nullptr) event.shape = nullptr;
+    event.shape = nullptr;
     set_after_column(event, config_.target_field, std::move(value),
                      config_.mode == KeyMode::kPrimaryKey);
     if (config_.set_primary_key) {

@@ -17,6 +17,7 @@ struct Stage {
   WhenPredicate when;
   bool everything = true;
   std::vector<std::unique_ptr<TransformAction>> actions;
+  bool masks = false;  // has a mask action
 };
 
 // The image key values are read from: after, or the before-image for a delete (as
@@ -35,6 +36,41 @@ bool key_resolvable(const Event& event) {
                      [row](const std::string& k) { return find_column(*row, k) != nullptr; });
 }
 
+// Copies the key columns' names and values of the key image into reused buffers (no
+// allocation once their capacities have grown); false when the key does not resolve.
+bool capture_key(const Event& event, std::vector<std::string>& names,
+                 std::vector<std::optional<std::string>>& values) {
+  if (!event.primary_key) return false;
+  const Row* row = key_image(event);
+  if (row == nullptr) return false;
+  const auto& key = *event.primary_key;
+  names.resize(key.size());
+  values.resize(key.size());
+  for (std::size_t i = 0; i < key.size(); ++i) {
+    const ColumnValue* column = find_column(*row, key[i]);
+    if (column == nullptr) return false;
+    names[i] = key[i];
+    values[i] = column->text;
+  }
+  return !key.empty();
+}
+
+// The first key column whose value differs from the captured one, when the key still names
+// the captured columns and resolves (a key renamed, dropped or made unresolvable is judged
+// by the checks after the stage).
+std::optional<std::string> changed_key_column(const Event& event,
+                                              const std::vector<std::string>& names,
+                                              const std::vector<std::optional<std::string>>& values) {
+  if (!event.primary_key || *event.primary_key != names) return std::nullopt;
+  const Row* row = key_image(event);
+  if (row == nullptr) return std::nullopt;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const ColumnValue* column = find_column(*row, names[i]);
+    if (column != nullptr && column->text != values[i]) return names[i];
+  }
+  return std::nullopt;
+}
+
 std::string where(const Event& event) {
   return "table " + transform_detail::qualified_table(event) + " (" +
          std::string(to_string(event.op)) + ", offset " +
@@ -48,10 +84,18 @@ struct TransformChain::Impl {
   TransformErrorPolicy policy = TransformErrorPolicy::kHalt;
   DeadLetterHook dead_letter;
   DeadLetterFlush dead_letter_flush;
+  // The key guard's scratch (apply_one runs on one thread at a time).
+  std::vector<std::string> key_names;
+  std::vector<std::optional<std::string>> key_values;
   std::string name;
   std::atomic<std::uint64_t> skipped{0};
   std::atomic<std::uint64_t> events{0};  // events that entered the chain
   const Stage* failed_stage = nullptr;  // the stage of the last error of apply_one
+
+  // apply_one; with `kept` (under kSkip: the event as it entered the chain), the copy is
+  // renewed before each stage that follows a masking one, so that it is what the dead-letter
+  // hook receives.
+  Result<ActionResult> run(Event& event, std::optional<Event>* kept);
 };
 
 TransformChain::TransformChain() : impl_(std::make_unique<Impl>()) {}
@@ -85,6 +129,8 @@ Result<std::unique_ptr<TransformChain>> TransformChain::create(TransformChainCon
     stage.when = WhenPredicate(s.when);
     stage.everything = stage.when.matches_everything();
     stage.actions = std::move(s.actions);
+    stage.masks = std::any_of(stage.actions.begin(), stage.actions.end(),
+                              [](const auto& a) { return a->type() == "mask"; });
     d.stages.push_back(std::move(stage));
   }
   d.policy = config.error_policy;
@@ -101,24 +147,50 @@ std::uint64_t TransformChain::skipped_events() const noexcept {
 }
 
 Result<ActionResult> TransformChain::apply_one(Event& event) {
+  return impl_->run(event, nullptr);
+}
+
+Result<ActionResult> TransformChain::Impl::run(Event& event, std::optional<Event>* kept) {
   // Whether the key resolves, carried from the check after a stage to the next one (a stage
   // that passed that check left it resolvable); recomputed only when it did not resolve, as a
   // stage may make it so.
   bool keyed = key_resolvable(event);
-  for (const Stage& stage : impl_->stages) {
+  bool masked = false;  // a stage with a mask action ran since *kept was taken
+  for (const Stage& stage : stages) {
     if (!stage.everything && !stage.when.matches(event)) continue;
+    if (masked) {
+      // What the dead-letter destination gets if a later stage fails: never the clear values
+      // of columns a stage has masked already.
+      *kept = event;
+      masked = false;
+    }
     if (!keyed) keyed = key_resolvable(event);
     for (const auto& action : stage.actions) {
+      const bool guard = keyed && !action->rewrites_key_values() &&
+                         capture_key(event, key_names, key_values);
       auto result = action->apply(event, stage.name);
       if (!result) {
-        impl_->failed_stage = &stage;
+        failed_stage = &stage;
         return fail(result.error().context("transform stage \"" + stage.name + "\" (" +
                                            std::string(action->type()) + ") on " + where(event)));
       }
       if (*result == ActionResult::kDrop) return ActionResult::kDrop;
+      if (guard) {
+        if (auto changed = changed_key_column(event, key_names, key_values)) {
+          failed_stage = &stage;
+          return fail(Error::invalid_data(
+              "transform stage \"" + stage.name + "\" (" + std::string(action->type()) +
+              ") changed the value of primary-key column \"" + *changed + "\" on " +
+              where(event) +
+              ": a consumer upserting by key would file this row under another row's key. Keep "
+              "the key columns out of the stage (unwrap: an object member named like a key "
+              "column; a mask rule on it: use hmac_sha256), or set the key to none on purpose "
+              "(unwrap drop_primary_key, key_shaping set_primary_key)"));
+        }
+      }
     }
     if (keyed && event.primary_key && !key_resolvable(event)) {
-      impl_->failed_stage = &stage;
+      failed_stage = &stage;
       std::string missing;
       const Row* row = key_image(event);
       for (const auto& k : *event.primary_key) {
@@ -133,8 +205,9 @@ Result<ActionResult> TransformChain::apply_one(Event& event) {
           "drop_primary_key, key_shaping set_primary_key)"));
     }
     if (keyed) keyed = event.primary_key.has_value();  // checked above when it is there
+    if (kept != nullptr && stage.masks) masked = true;
     if (auto valid = event.validate(); !valid) {
-      impl_->failed_stage = &stage;
+      failed_stage = &stage;
       return fail(valid.error().context("after transform stage \"" + stage.name + "\""));
     }
   }
@@ -149,9 +222,9 @@ Status TransformChain::apply(std::vector<Event>& events) {
   d.events.fetch_add(events.size(), std::memory_order_relaxed);
   for (std::size_t i = 0; i < events.size(); ++i) {
     std::optional<Event> original;
-    if (skip) original = events[i];  // what the dead-letter hook receives
+    if (skip) original = events[i];  // what the dead-letter hook receives (see Impl::run)
     d.failed_stage = nullptr;
-    auto result = apply_one(events[i]);
+    auto result = d.run(events[i], skip ? &original : nullptr);
     if (!result) {
       if (!skip) return fail(result.error());
       const std::string stage = d.failed_stage != nullptr ? d.failed_stage->name : d.name;

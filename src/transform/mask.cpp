@@ -135,18 +135,11 @@ class MaskAction final : public TransformAction {
     Row* after = event.after ? &*event.after : nullptr;
     Row* before = before_row(event);
     if (after == nullptr && before == nullptr) return ActionResult::kKeep;
+    if (event.primary_key) {
+      if (auto st = check_key_rules(event, stage); !st) return fail(st.error());
+    }
     for (auto& r : rules_) {
       r.counter->evaluated();
-      if (r.masker.rule.kind == MaskRule::Kind::kEncrypt && r.path.segments.size() == 1 &&
-          event.primary_key &&
-          std::find(event.primary_key->begin(), event.primary_key->end(), r.path.column()) !=
-              event.primary_key->end()) {
-        return fail(Error::invalid_data(
-            "stage \"" + std::string(stage) + "\" would encrypt primary-key column \"" +
-            r.path.column() + "\" of table " + qualified_table(event) +
-            ": a fresh nonce per event would give every version of a row another key; hash it "
-            "with hmac_sha256 instead, or set the key to none first"));
-      }
       bool hit = false;
       if (after != nullptr) {
         auto st = apply_rule(r, *after, event, hit);
@@ -173,6 +166,9 @@ class MaskAction final : public TransformAction {
     return ActionResult::kKeep;
   }
 
+  // Hashing (or decrypting) a key column keeps one key per row; the rest is refused here.
+  bool rewrites_key_values() const noexcept override { return true; }
+
   void collect_rules(std::string_view stage, std::vector<TransformRuleStats>& out) const override {
     for (const auto& r : rules_) {
       TransformRuleStats s;
@@ -190,6 +186,47 @@ class MaskAction final : public TransformAction {
   }
 
  private:
+  // A rule that would reach a primary-key column must keep one key per row: null, redact and
+  // truncate would give many rows the same key (a compacted topic or an upserting consumer
+  // keeps one of them), encrypt a new key per version (a fresh nonce each time).
+  static bool keeps_rows_apart(MaskRule::Kind kind) {
+    return kind == MaskRule::Kind::kPassthrough || kind == MaskRule::Kind::kHmacSha256 ||
+           kind == MaskRule::Kind::kUnsaltedSha256 || kind == MaskRule::Kind::kDecrypt;
+  }
+
+  Status check_key_rules(const Event& event, std::string_view stage) const {
+    for (const auto& key : *event.primary_key) {
+      const MaskRule* rule = nullptr;
+      std::string path;
+      for (const auto& r : rules_) {
+        if (r.path.column() == key && !keeps_rows_apart(r.masker.rule.kind)) {
+          rule = &r.masker.rule;
+          path = "rule \"" + r.path.text + "\"";
+          break;
+        }
+      }
+      if (rule == nullptr && default_ && !named_by_rule(key) &&
+          !keeps_rows_apart(default_->rule.kind)) {
+        rule = &default_->rule;
+        path = "default_rule";
+      }
+      if (rule == nullptr) continue;
+      return fail(Error::invalid_data(
+          "stage \"" + std::string(stage) + "\" would " +
+          (rule->kind == MaskRule::Kind::kNull ? std::string("set to NULL")
+                                               : std::string(to_string(rule->kind))) +
+          " primary-key column \"" + key + "\" of table " + qualified_table(event) + " (" + path +
+          "): " +
+          (rule->kind == MaskRule::Kind::kEncrypt
+               ? "a fresh nonce per event would give every version of a row another key"
+               : "rows would share one key, and a consumer that upserts by key (or a compacted "
+                 "topic) would keep only one of them") +
+          ". Hash it with hmac_sha256 instead (name it with its own rule to exempt it from a "
+          "default_rule), or set the key to none first (key_shaping set_primary_key)"));
+    }
+    return ok();
+  }
+
   bool named_by_rule(std::string_view column) const {
     return std::any_of(rules_.begin(), rules_.end(),
                        [column](const CompiledMaskRule& r) { return r.path.column() == column; });

@@ -250,6 +250,75 @@ name = "detokenize"
   fs::remove_all(dir.path);
 }
 
+// One routed sink keeps failing (a file on /dev/full: ENOSPC is transient, so the batch is
+// retried in the process): the default sink and the dead-letter file must hold each event once,
+// however many retry rounds the failing sink costs (fresh-user trial of issue 14: they grew by
+// one copy per round).
+TEST(CliRoutes, RetriesForOneFailingSinkAddNoCopiesToTheOthersOrTheDeadLetterFile) {
+  const std::string db = it::test_database("retryonly");
+  it::fresh_database(db);
+  it::PgSession s(it::dsn_for(db));
+  s.query("create table r1t (id int primary key, v text)");
+  s.query("create table r2t (id int primary key, v text)");
+  Dir dir("retryonly");
+  std::ofstream(dir.path / "cdc.toml") << source_section(db, "ro_slot", {"r1t", "r2t"}) << R"(
+[sink]
+type = "file"
+path = "default.jsonl"
+
+[[sinks]]
+name = "full"
+type = "file"
+path = "/dev/full"
+
+[[pipeline.routes]]
+tables = ["r2t"]
+sink = "full"
+
+[state.offset]
+backend = "local_fs"
+dir = "state"
+
+[runtime]
+max_poll_wait_ms = 100
+transform_error_policy = "skip"
+recoverable_error_backoff_initial_ms = 10
+recoverable_error_backoff_max_ms = 50
+recoverable_error_breaker_consecutive_threshold = 1000
+
+[dead_letter]
+path = "dead.jsonl"
+
+[[pipeline.transforms]]
+name = "detokenize"
+  [pipeline.transforms.when]
+  tables = ["r1t"]
+  [[pipeline.transforms.actions]]
+  type = "mask"
+  rules = { "v" = { decrypt = { secret_env = "CPPCDC_IT_DETOKENIZE_KEY" } } }
+)";
+  ::setenv("CPPCDC_IT_DETOKENIZE_KEY", "it-key", 1);
+  pid_t child = -1;
+  ChildGuard guard{child};
+  it::start_cppcdc_process(child, dir.path, it::admin_dsn(), "ro_slot");
+  // One transaction: r1t row 1 fails the decrypt (dead letter), row 2 is NULL (passes), r2t
+  // row 3 goes to the failing sink.
+  s.query("begin; insert into r1t values (1, 'plain'), (2, null); "
+          "insert into r2t values (3, 'x'); commit");
+  const fs::path log = dir.path / "cppcdc.log";
+  ASSERT_TRUE(wait_until([&] { return lines_with(log, "delivering the same batch again") >= 5; },
+                         60s))
+      << log_tail(log);
+  EXPECT_EQ(lines_with(dir.path / "default.jsonl", "\"table\":\"r1t\""), 1u)
+      << "the healthy sink got the batch once per retry round";
+  EXPECT_EQ(lines_with(dir.path / "dead.jsonl", "\"stage\":\"detokenize\""), 1u)
+      << "the dead-letter file got the failed event once per retry round";
+  const int status = it::stop_cppcdc_process(child, SIGTERM);
+  EXPECT_TRUE(WIFEXITED(status)) << log_tail(log);
+  it::drop_slots(db);
+  fs::remove_all(dir.path);
+}
+
 // SIGKILL at random moments (some at crash points between write and acknowledgement) while
 // three tables are routed to two file sinks and a fanout over both: after the last restart,
 // replaying each sink gives exactly the source rows of the tables routed to it.

@@ -36,6 +36,10 @@ struct RouterSink::Impl {
     ChildBatching batching;
     std::function<Error(Error)> relabel_error;
     bool written = false;        // written since its last successful flush
+    // Flushed its part of the batch in an attempt that failed elsewhere: when recover() is
+    // followed by the same batch again, this child is left out (it holds its part already).
+    bool done = false;
+    bool part = false;  // given events of the current attempt (flushed or not)
     std::size_t unflushed = 0;   // events written since its last flush, for flush_interval
     std::vector<Event> scratch;  // its events when they are not one run of the batch
   };
@@ -59,6 +63,27 @@ struct RouterSink::Impl {
   std::vector<std::vector<char>> member;
   std::vector<std::uint32_t> assignment;  // per event of the batch being written: its target
   bool closed = false;
+  // The batch of the last write() (size, first and last source offset), and whether
+  // recover() was called since: then a write() of that same batch is its retry.
+  std::size_t batch_size = 0;
+  std::string batch_first;
+  std::string batch_last;
+  bool retrying = false;
+
+  // Whether `events` is the batch the last attempt wrote (remembered for the next one).
+  bool same_batch_again(std::span<const Event> events) {
+    const bool again = retrying && events.size() == batch_size &&
+                       events.front().source.offset == batch_first &&
+                       events.back().source.offset == batch_last;
+    retrying = false;
+    if (!again) {
+      batch_size = events.size();
+      batch_first = events.front().source.offset;
+      batch_last = events.back().source.offset;
+      for (auto& c : children) c.done = false;
+    }
+    return again;
+  }
 
   std::string child_label(const Child& c) const {
     return "sink \"" + c.name + "\" (" + c.sink->name() + ")";
@@ -91,6 +116,7 @@ struct RouterSink::Impl {
         return fail(child_error(c, st.error(), "writing " + std::to_string(n) + " events to"));
       }
       c.written = true;
+      c.part = true;
       c.unflushed += n;
       events = events.subspan(n);
       if (interval != 0 && c.unflushed >= interval) CPPCDC_TRY(flush_child(c));
@@ -180,7 +206,8 @@ Status RouterSink::write(std::span<const Event> events) {
   auto& d = *impl_;
   if (d.closed) return fail(Error::invalid_state(d.kind + " sink is closed"));
   if (events.empty()) return ok();
-  d.events.fetch_add(events.size(), std::memory_order_relaxed);
+  const bool again = d.same_batch_again(events);
+  if (!again) d.events.fetch_add(events.size(), std::memory_order_relaxed);
   const auto fallback = static_cast<std::uint32_t>(d.routes.size());
   d.assignment.resize(events.size());
   std::uint64_t defaults = 0;
@@ -189,17 +216,18 @@ Status RouterSink::write(std::span<const Event> events) {
     for (std::uint32_t r = 0; r < fallback; ++r) {
       if (d.routes[r].when.matches(events[i])) {
         target = r;
-        d.routes[r].hits.fetch_add(1, std::memory_order_relaxed);
+        if (!again) d.routes[r].hits.fetch_add(1, std::memory_order_relaxed);
         break;
       }
     }
     if (target == fallback) ++defaults;
     d.assignment[i] = target;
   }
-  d.default_hits.fetch_add(defaults, std::memory_order_relaxed);
+  if (!again) d.default_hits.fetch_add(defaults, std::memory_order_relaxed);
 
   for (std::size_t c = 0; c < d.children.size(); ++c) {
     Impl::Child& child = d.children[c];
+    if (child.done) continue;  // it flushed its part in the attempt that failed
     // The child's events: all of the batch, one run of it (no copy), or a copy.
     std::size_t first = events.size();
     std::size_t last = 0;
@@ -231,29 +259,50 @@ Status RouterSink::flush() {
   auto& d = *impl_;
   if (d.closed) return fail(Error::invalid_state(d.kind + " sink is closed"));
   Status first = ok();
+  std::vector<Impl::Child*> flushed;
   for (auto& child : d.children) {
-    if (!child.written) continue;
+    if (!child.written) {
+      if (child.part) flushed.push_back(&child);  // flushed by flush_interval_events
+      continue;
+    }
     auto st = d.flush_child(child);
-    if (st) continue;
+    if (st) {
+      flushed.push_back(&child);
+      continue;
+    }
     if (first) {
       first = std::move(st);
     } else {
       spdlog::warn("{} as well: {}", d.kind, st.error().report());
     }
   }
-  for (auto& child : d.children) child.scratch.clear();
+  for (auto& child : d.children) {
+    child.scratch.clear();
+    child.part = false;
+  }
+  if (first) {
+    for (auto& child : d.children) child.done = false;  // the batch is delivered
+  } else {
+    // The batch comes again (after recover()); the children that hold their part now are
+    // left out of that retry, so a lasting failure of one child does not multiply the
+    // others' copies.
+    for (auto* child : flushed) child->done = true;
+  }
   return first;
 }
 
 Status RouterSink::recover() {
   auto& d = *impl_;
   if (d.closed) return fail(Error::invalid_state(d.kind + " sink is closed"));
+  d.retrying = true;
   for (auto& child : d.children) {
+    if (child.done) continue;  // nothing of the failed attempt is left in it
     if (auto st = child.sink->recover(); !st) {
       return fail(d.child_error(child, st.error(), "recovering"));
     }
-    // The child dropped what it held of the failed attempt; the batch comes again whole.
+    // The child dropped what it held of the failed attempt; its part comes again whole.
     child.written = false;
+    child.part = false;
     child.unflushed = 0;
   }
   return ok();

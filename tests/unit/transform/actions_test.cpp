@@ -218,6 +218,21 @@ TEST(MetadataProjection, WritesAJsonObject) {
   EXPECT_FALSE(make_metadata_projection({"_m", {"lsn"}}));
 }
 
+// A target column the row already has is refused, not overwritten.
+TEST(MetadataProjection, AndKeyShapingRefuseATargetTheRowAlreadyHas) {
+  for (int i = 0; i < 2; ++i) {
+    auto chain = chain_of(i == 0 ? must(make_metadata_projection({"_cdc", {"offset"}}))
+                                 : must(make_key_shaping({"_cdc", KeyMode::kPrimaryKey, false})),
+                          "meta");
+    std::vector<Event> batch{row_event({col("id", "2"), col("_cdc", "user-value")})};
+    auto st = chain->apply(batch);
+    ASSERT_FALSE(st);
+    EXPECT_EQ(st.error().kind(), ErrorKind::kInvalidData);
+    EXPECT_NE(st.error().report().find("target_field \"_cdc\""), std::string::npos)
+        << st.error().report();
+  }
+}
+
 TEST(KeyShaping, PrimaryKeyAndStableFingerprint) {
   auto pk = chain_of(must(make_key_shaping({"_key", KeyMode::kPrimaryKey, true})));
   auto out = run(*pk, row_event({col("id", "7"), col("v", "x")}));

@@ -60,6 +60,60 @@ TEST(KeyGuard, KeylessTablesNeverTripIt) {
   EXPECT_FALSE(chain->apply(batch));
 }
 
+// The key-value check: an action that keeps the key columns but changes their values is
+// refused (a consumer upserting by key would file the row under another row's key).
+TEST(KeyGuard, AnUnwrapThatReplacesTheKeyValueIsRefused) {
+  auto chain = chain_of(must(make_unwrap({"body", false})), "docs");
+  // The object carries "id" with the row's own value: kept.
+  auto out = run(*chain, row_event({col("id", "5"), json_col("body", R"({"id":5,"t":1})")}));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(*value(out[0], "id"), "5");
+  // Another value: refused as invalid data, naming the stage, the action and the column.
+  std::vector<Event> batch{row_event({col("id", "5"), json_col("body", R"({"id":555,"t":1})")})};
+  auto st = chain->apply(batch);
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().kind(), ErrorKind::kInvalidData);
+  const std::string report = st.error().report();
+  EXPECT_NE(report.find("\"docs\" (unwrap) changed the value of primary-key column \"id\""),
+            std::string::npos)
+      << report;
+}
+
+TEST(KeyGuard, SettingAKeyColumnToAnotherValueIsRefused) {
+  FieldMappingConfig c;
+  c.set = {{"id", std::string("0")}};
+  auto chain = chain_of(mapping(std::move(c)), "const-id");
+  std::vector<Event> batch{row_event({col("id", "1"), col("v", "x")})};
+  auto st = chain->apply(batch);
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().report().find("primary-key column \"id\""), std::string::npos);
+  // A delete's key is in its before-image: the check reads it there.
+  Event del = row_event({}, Operation::kDelete);
+  del.after.reset();
+  del.before = BeforeKeyOnly{{col("id", "1")}};
+  FieldMappingConfig keep;
+  keep.set = {{"v", std::string("y")}};
+  auto harmless = chain_of(mapping(std::move(keep)));
+  EXPECT_EQ(run(*harmless, del).size(), 1u);
+}
+
+// An unwrap stage meets a delete under the default replica identity: the before-image holds
+// only the key, which stays, and the delete keeps its key even with drop_primary_key.
+TEST(KeyGuard, AKeyOnlyDeleteKeepsItsKeyThroughUnwrap) {
+  for (bool drop : {false, true}) {
+    auto chain = chain_of(must(make_unwrap({"body", drop})), "docs");
+    Event del = row_event({}, Operation::kDelete);
+    del.after.reset();
+    del.before = BeforeKeyOnly{{col("id", "1")}};
+    auto out = run(*chain, del);
+    ASSERT_EQ(out.size(), 1u) << drop;
+    ASSERT_TRUE(out[0].before.is_key_only()) << drop;
+    EXPECT_EQ(*find_column(*out[0].before.row(), "id")->text, "1");
+    ASSERT_TRUE(out[0].primary_key) << drop;
+    EXPECT_EQ(*out[0].primary_key, std::vector<std::string>{"id"});
+  }
+}
+
 // An update whose after lacks unchanged-TOAST column `big`, with a full before-image that lacks
 // it too.
 Event toast_update() {
@@ -201,6 +255,42 @@ TEST(Chain, SkipHandsTheOriginalEventAndErrorToTheDeadLetterHook) {
   EXPECT_EQ(letters[0].stage, "dec");
   EXPECT_NE(letters[0].error.find("enc:v1:"), std::string::npos) << letters[0].error;
   EXPECT_EQ(chain->skipped_events(), 1u);
+}
+
+// A mask stage ran before the stage that failed: the dead-letter hook gets the event as the
+// mask left it, never the clear values (a non-mask stage before the mask is kept done too,
+// one after it is not).
+TEST(Chain, ADeadLetterNeverHoldsValuesAStageMaskedBeforeTheFailure) {
+  std::vector<Event> letters;
+  TransformChainConfig config;
+  config.error_policy = TransformErrorPolicy::kSkip;
+  config.dead_letter = [&](const Event& e, const Error&, std::string_view) -> Status {
+    letters.push_back(e);
+    return ok();
+  };
+  TransformStage meta{"meta", {}, {}};
+  meta.actions.push_back(must(make_metadata_projection({"_m", {"table"}})));
+  TransformStage pii{"pii", {}, {}};
+  MaskConfig mask;
+  mask.rules.emplace_back("email", MaskRule::redact("[R]"));
+  pii.actions.push_back(must(make_mask(std::move(mask))));
+  TransformStage rename{"rename", {}, {}};
+  FieldMappingConfig m;
+  m.rename = {{"v", "value"}};
+  rename.actions.push_back(mapping(std::move(m)));
+  TransformStage shape{"shape", {}, {}};
+  shape.actions.push_back(must(make_flatten({"doc", ""})));
+  for (auto* st : {&meta, &pii, &rename, &shape}) config.stages.push_back(std::move(*st));
+  auto chain = must(TransformChain::create(std::move(config)));
+  // doc is not an object: flatten fails in the last stage.
+  std::vector<Event> batch{
+      row_event({col("id", "1"), col("email", "a@b"), col("v", "x"), json_col("doc", "[1]")})};
+  ASSERT_TRUE(chain->apply(batch));
+  EXPECT_TRUE(batch.empty());
+  ASSERT_EQ(letters.size(), 1u);
+  EXPECT_EQ(*value(letters[0], "email"), "[R]");
+  EXPECT_NE(find_column(*letters[0].after, "_m"), nullptr);
+  EXPECT_EQ(*value(letters[0], "v"), "x") << "the record is the event as the mask stage left it";
 }
 
 TEST(Chain, TheDeadLetterFlushRunsOncePerBatchThatSkippedAndItsFailureFailsTheBatch) {

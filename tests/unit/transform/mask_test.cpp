@@ -176,6 +176,45 @@ TEST(Mask, EncryptingAKeyColumnIsRefused) {
   EXPECT_NE(st.error().report().find("public.customers"), std::string::npos);
 }
 
+// Rules that would merge rows under one key (null, redact, truncate), directly, by a nested
+// path or by the default rule, are refused like encrypt; hashing a key column is allowed (one
+// key per row, the same for every version of it).
+TEST(Mask, RulesThatWouldMergeRowsUnderOneKeyAreRefusedOnKeyColumns) {
+  const std::vector<std::pair<std::string, MaskRule>> refused = {
+      {"id", MaskRule::null()},
+      {"id", MaskRule::redact("[R]")},
+      {"id", MaskRule::truncate(1)},
+      {"id.part", MaskRule::null()},
+  };
+  for (const auto& [path, rule] : refused) {
+    auto chain = mask_chain({{path, rule}});
+    std::vector<Event> batch{row_event({col("id", "12"), col("v", "x")})};
+    auto st = chain->apply(batch);
+    ASSERT_FALSE(st) << path << " " << to_string(rule.kind);
+    EXPECT_EQ(st.error().kind(), ErrorKind::kInvalidData);
+    EXPECT_NE(st.error().report().find("primary-key column \"id\""), std::string::npos)
+        << st.error().report();
+    EXPECT_NE(st.error().report().find("hmac_sha256"), std::string::npos);
+  }
+  // A default rule reaches the key columns no rule names.
+  auto by_default = mask_chain({{"v", MaskRule::passthrough()}}, MaskRule::redact("x"));
+  std::vector<Event> batch{row_event({col("id", "12"), col("v", "x")})};
+  auto st = by_default->apply(batch);
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().report().find("default_rule"), std::string::npos) << st.error().report();
+  // Naming the key column with a rule of its own exempts it; hashing it is allowed.
+  auto exempt = mask_chain({{"id", MaskRule::hmac_sha256("k")}}, MaskRule::redact("x"));
+  auto out = run(*exempt, row_event({col("id", "12"), col("v", "x")}));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(value(out[0], "id")->size(), 64u);
+  EXPECT_EQ(*value(out[0], "v"), "x");
+  // The same rules on a table without a key pass.
+  auto keyless = mask_chain({{"id", MaskRule::null()}});
+  out = run(*keyless, row_event({col("id", "12")}, Operation::kInsert, std::nullopt));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_FALSE(value(out[0], "id").has_value());
+}
+
 TEST(Mask, UnmatchedRuleReportsClearText) {
   auto chain = mask_chain({{"email", MaskRule::null()}, {"emial", MaskRule::null()}});
   (void)run(*chain, row_event({col("id", "1"), col("email", "a@b")}));
