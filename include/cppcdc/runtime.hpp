@@ -341,7 +341,9 @@ class Runtime {
 
   /// poll -> sink.write -> sink.flush -> commit_ack until `cancel` becomes true or an error.
   /// Returns the number of events delivered. A batch that failed mid-delivery is not
-  /// acknowledged. A TransactionalSink (sink.hpp) gets begin -> write -> commit(record) per
+  /// acknowledged. An error that `cancel` did not cause leaves the runtime failed
+  /// (RuntimeState::kFailed, health verdict not_running) until stop() or force_stop(), so
+  /// that a readiness probe or a scrape in the meantime does not see it healthy. A TransactionalSink (sink.hpp) gets begin -> write -> commit(record) per
   /// batch instead, carrying the checkpoint record the commit barrier planned; the checkpoint
   /// backend is then not written by the runtime, and idle positions go through the sink too.
   Result<std::uint64_t> run_to_completion(Sink& sink, const std::atomic<bool>& cancel);

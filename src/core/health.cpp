@@ -45,7 +45,24 @@ HealthVerdict evaluate_health(const HealthInputs& in) {
                    "recreate the slot (or position) and take a new snapshot: " +
                        *in.position_lost);
   }
+  // A delivery failing for longer than the threshold; also the final verdict of a run that
+  // ended because of it (the breaker escalated), so that it keeps blaming the destination.
+  const auto delivery_failing = [&]() -> std::optional<HealthVerdict> {
+    if (!in.delivery_failure) return std::nullopt;
+    const auto& f = *in.delivery_failure;
+    const std::int64_t failing_for = age(f.first_at_ms);
+    if (failing_for < threshold) return std::nullopt;
+    return stalled(StallCause::kDeliveryFailing,
+                   "delivery" + (f.destination.empty() ? std::string() : " to " + f.destination) +
+                       " has been failing for " + ms(failing_for) + " (" +
+                       std::to_string(f.attempts) + " failed attempts, threshold " +
+                       ms(threshold) + ", nothing committed since); last error: " +
+                       f.last_error + attempt_note(in));
+  };
   if (in.state != RuntimeState::kRunning) {
+    if (in.state == RuntimeState::kFailed) {
+      if (auto v = delivery_failing()) return *v;
+    }
     HealthVerdict v;
     v.kind = HealthVerdict::Kind::kNotRunning;
     if (in.state == RuntimeState::kCreated && in.starting) {
@@ -60,6 +77,10 @@ HealthVerdict evaluate_health(const HealthInputs& in) {
       v.reason = "runtime created; start() not called yet";
     } else {
       v.reason = "runtime " + std::string(to_string(in.state));
+      if (in.state == RuntimeState::kFailed && in.delivery_failure) {
+        v.reason += " after " + std::to_string(in.delivery_failure->attempts) +
+                    " failed delivery attempts; last error: " + in.delivery_failure->last_error;
+      }
     }
     return v;
   }
@@ -70,16 +91,7 @@ HealthVerdict evaluate_health(const HealthInputs& in) {
                        ", so the database goes on retaining its log: " + in.unconfirmed->error);
   }
   if (in.delivery_failure) {
-    const auto& f = *in.delivery_failure;
-    const std::int64_t failing_for = age(f.first_at_ms);
-    if (failing_for >= threshold) {
-      return stalled(StallCause::kDeliveryFailing,
-                     "delivery" + (f.destination.empty() ? std::string() : " to " + f.destination) +
-                         " has been failing for " + ms(failing_for) + " (" +
-                         std::to_string(f.attempts) + " failed attempts, threshold " +
-                         ms(threshold) + ", nothing committed since); last error: " +
-                         f.last_error + attempt_note(in));
-    }
+    if (auto v = delivery_failing()) return *v;
     // The consumer is alive and retrying a batch it holds: neither its polls nor its
     // acknowledgements are expected until the destination takes the batch.
   } else if (in.attempt) {

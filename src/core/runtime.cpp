@@ -1001,11 +1001,14 @@ Result<std::uint64_t> Runtime::run_to_completion(Sink& sink, const std::atomic<b
 
 Result<std::uint64_t> Runtime::run_to_completion(Pipeline& pipeline,
                                                  const std::atomic<bool>& cancel) {
-  return impl_->deliver_loop(*this, pipeline, cancel, /*until_quiet=*/false);
+  auto delivered = impl_->deliver_loop(*this, pipeline, cancel, /*until_quiet=*/false);
+  if (!delivered && !cancel.load()) impl_->set_state(RuntimeState::kFailed);
+  return delivered;
 }
 
 Result<std::uint64_t> Runtime::drain_and_stop(Pipeline& pipeline, const std::atomic<bool>& cancel) {
   auto delivered = impl_->deliver_loop(*this, pipeline, cancel, /*until_quiet=*/true);
+  if (!delivered && !cancel.load()) impl_->set_state(RuntimeState::kFailed);
   if (!delivered) return delivered;
   CPPCDC_TRY(stop());
   return delivered;

@@ -495,8 +495,8 @@ int run_server(const ServerConfig& config) {
           config.admin->error_linger_ms);
     } else {
       spdlog::error(
-          "the run ended with an error ({}); /livez and /readyz answer 503 and /metrics shows "
-          "the final verdict for {} ms before cppcdc exits ([admin] error_linger_ms; SIGTERM "
+          "the run ended with an error; /livez and /readyz answer 503 and /metrics shows the "
+          "final verdict ({}) for {} ms before cppcdc exits ([admin] error_linger_ms; SIGTERM "
           "ends the wait)",
           last.health.change_key(), config.admin->error_linger_ms);
     }

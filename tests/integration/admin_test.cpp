@@ -423,6 +423,38 @@ TEST_F(Admin, ARestartWhileTheDatabaseIsDownCountsAndEscalatesLikeAnOutageMidRun
   ASSERT_TRUE(start_server());  // for TearDown, which drops the slot
 }
 
+// Fresh-user trial of issue 14: a transform error under the default halt policy ends the run;
+// while it lingers, /readyz must not answer 200 "healthy" nor /metrics show a healthy verdict
+// (both did: the runtime still counted as running).
+TEST_F(Admin, AHaltedRunIsNeitherReadyNorHealthyWhileItLingers) {
+  ::setenv("CPPCDC_IT_DETOKENIZE_KEY", "it-key", 1);  // the child inherits it
+  start_with_admin(
+      "\n[[pipeline.transforms]]\nname = \"detok\"\n  [[pipeline.transforms.actions]]\n"
+      "  type = \"mask\"\n"
+      "  rules = { \"note\" = { decrypt = { secret_env = \"CPPCDC_IT_DETOKENIZE_KEY\" } } }\n",
+      "error_linger_ms = 600000\n");
+  PgSession(dsn(name_)).query("insert into acct values (1, 1, 'not a ciphertext')");
+  Reply live;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        live = http_get(admin_port_, "/livez");
+        return live.status == 503;
+      },
+      std::chrono::seconds(60), std::chrono::milliseconds(50)))
+      << live.status << " " << live.body << "\n"
+      << log();
+  const Reply ready = http_get(admin_port_, "/readyz");
+  const std::string metrics = http_get(admin_port_, "/metrics", kToken).body;
+  EXPECT_EQ(ready.status, 503) << ready.body;
+  EXPECT_NE(ready.body.find("enc:v1:"), std::string::npos) << ready.body;
+  EXPECT_EQ(metrics.find("cppcdc_health_verdict{verdict=\"healthy\"} 1"), std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("cppcdc_health_verdict{verdict=\"not_running\"} 1"), std::string::npos)
+      << metrics;
+  EXPECT_EQ(log().find("ended with an error (healthy)"), std::string::npos) << log();
+  (void)stop_cppcdc();
+}
+
 // Ops trial M1: a run that ends with a fatal error (here: the replication slot was dropped
 // under it, exit 3) keeps its admin server up for [admin] error_linger_ms, so that a scrape
 // sees why: both probes answer 503 naming the error, /metrics shows the final verdict

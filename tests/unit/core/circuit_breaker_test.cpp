@@ -263,9 +263,12 @@ TEST(RuntimeBreaker, ASinkThatKeepsFailingOpensTheBreakerAndEscalatesToTheErrorS
   EXPECT_EQ(s.breaker_state, BreakerState::kError);
   EXPECT_EQ(s.recoverable_errors, 6u);
   EXPECT_EQ(s.events_committed, 0u);
-  // The failures were reported: the verdict blames the destination, not the loop.
+  // The run failed: not running (never "healthy") at once, and once the failures outlast the
+  // threshold the verdict blames the destination, not the loop.
+  EXPECT_EQ(s.health.kind, HealthVerdict::Kind::kNotRunning) << s.health.reason;
+  EXPECT_TRUE(has(s.health.reason, "runtime failed after 6 failed delivery attempts"))
+      << s.health.reason;
   f.clock.advance(30'000);
-  EXPECT_EQ(s.health.kind, HealthVerdict::Kind::kHealthy);
   EXPECT_EQ(f.health().cause, StallCause::kDeliveryFailing) << f.health().reason;
   EXPECT_TRUE(has(f.health().reason, "flaky")) << f.health().reason;
 }
