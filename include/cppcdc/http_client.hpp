@@ -7,6 +7,7 @@
 // Threading: one thread at a time per Client (callers that share one serialize their calls).
 // Ownership: create() returns the client; it owns its libcurl handle.
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -39,6 +40,11 @@ struct ClientOptions {
   HttpTlsOptions tls;
   /// How much of a response body is kept (the rest is read and dropped).
   std::size_t max_body = 512;
+  /// Optional, not owned, must outlive the client: when it becomes true, a request in flight
+  /// ends within about a second (libcurl's progress callback reads it) with a transport error
+  /// saying it was stopped (retryable), instead of waiting out request_timeout_ms for a
+  /// server that does not answer.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 /// What one request came to.

@@ -114,6 +114,11 @@ struct SchemaRegistryConfig {
   /// Schemas kept by id (ids never change meaning, so entries never go stale); the oldest
   /// entry leaves when full. At least 1.
   std::size_t max_cache_entries = 1000;
+  /// Optional, not owned, must outlive the client: when it becomes true, a request in flight
+  /// ends within about a second and no retry wait starts, so that the call fails (transient,
+  /// "stopping") instead of holding up a stop for up to (max_retries + 1) x request_timeout_ms.
+  /// The cppcdc server points it at its SIGINT/SIGTERM flag.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 /// Checks a configuration (url scheme and, per type, its path; auth pairs, cache size,
@@ -188,7 +193,8 @@ Status warm_schema_cache(SchemaRegistryClient& client, std::span<const std::int3
 
 /// Reads the `schema_registry` table of a codec's codec_options (the fields of
 /// SchemaRegistryConfig under the same names, subject_name_strategy as text, the retry policy
-/// left at its default); nullopt when the table is absent. Errors are configuration errors
+/// left at its default; `stop` set to the process-wide stop request that the cppcdc server's
+/// signal handler sets); nullopt when the table is absent. Errors are configuration errors
 /// naming the key (url missing, a bad strategy, what validate() refuses).
 Result<std::optional<SchemaRegistryConfig>> read_schema_registry_settings(
     const Settings& codec_options);

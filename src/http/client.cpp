@@ -77,10 +77,15 @@ bool permanent(CURLcode code) {
   }
 }
 
+int on_progress(void* stop, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  return static_cast<const std::atomic<bool>*>(stop)->load(std::memory_order_relaxed) ? 1 : 0;
+}
+
 }  // namespace
 
 struct Client::Impl {
   CURL* curl = nullptr;
+  const std::atomic<bool>* stop = nullptr;
   char error[CURL_ERROR_SIZE] = {};
   Response response;
   Sink sink{&response, kBodyPrefix};
@@ -108,6 +113,15 @@ Result<std::unique_ptr<Client>> Client::create(const ClientOptions& options) {
                                                            ": " + curl_easy_strerror(code)));
   };
   const auto& tls = options.tls;
+  d.stop = options.stop;
+  if (d.stop != nullptr) {
+    // libcurl calls this at least once a second while a transfer runs (connecting and
+    // waiting for an answer included); a non-zero return aborts it.
+    CPPCDC_TRY(set("the stop callback",
+                   curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, &on_progress)));
+    CPPCDC_TRY(set("the stop callback", curl_easy_setopt(c, CURLOPT_XFERINFODATA, d.stop)));
+    CPPCDC_TRY(set("the stop callback", curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L)));
+  }
   if (!options.url.empty()) {
     CPPCDC_TRY(set("the url", curl_easy_setopt(c, CURLOPT_URL, options.url.c_str())));
   }
@@ -180,6 +194,11 @@ Response Client::perform(const std::string& url, const std::vector<std::string>&
   curl_slist_free_all(list);
   if (code != CURLE_OK) {
     d.response.status = 0;
+    if (code == CURLE_ABORTED_BY_CALLBACK) {
+      d.response.transport_error =
+          "the request was cut short because the process is stopping (no answer had arrived)";
+      return d.response;
+    }
     d.response.transport_error =
         d.error[0] != '\0' ? std::string(d.error) : std::string(curl_easy_strerror(code));
     d.response.transport_permanent = permanent(code);

@@ -258,7 +258,8 @@ class ApicurioClient final : public SchemaRegistryClient {
     if (body) headers.push_back("Content-Type: " + std::string(content_type));
     if (auth_) headers.push_back(*auth_);
     auto sent =
-        send_with_retries(*client_, base_ + path, headers, body, config_.retry, rng_, is_answer);
+        send_with_retries(*client_, base_ + path, headers, body, config_.retry, rng_, is_answer,
+                          config_.stop);
     const http::Response& r = sent.response;
     if ((r.status >= 200 && r.status <= 299) || (is_answer && r.status != 0 && is_answer(r))) {
       return std::move(sent.response);

@@ -1,5 +1,9 @@
 #include "cppcdc/registry_codec.hpp"
 
+#include <spdlog/spdlog.h>
+
+#include "cppcdc/http_client.hpp"
+
 namespace cppcdc {
 
 Result<std::shared_ptr<SchemaRegistryClient>> RegistryBackedCodec::registry_client() const {
@@ -35,6 +39,13 @@ Status RegistryBackedCodec::check_destinations(const std::vector<std::string>& t
   if (subjects.empty()) return ok();
   auto client = registry_client();
   if (!client) return fail(std::move(client).error());
+  // Said before the first request: a registry that accepts connections but never answers
+  // holds this up for up to (retries + 1) x request_timeout_ms, and an operator should see why.
+  spdlog::info(
+      "checking {} subject(s) at the schema registry {} (request_timeout_ms {} per attempt, "
+      "{} retries; a stop request ends the wait)",
+      subjects.size(), http::redact_url(registry_config_->url),
+      registry_config_->request_timeout_ms, registry_config_->retry.max_retries);
   return preflight_schema_registry(**client, *registry_config_, subjects);
 }
 

@@ -32,6 +32,7 @@ Result<std::unique_ptr<http::Client>> make_http_client(const SchemaRegistryConfi
   options.tls.client_cert = config.cert_file;
   options.tls.client_key = config.key_file;
   options.max_body = 4 << 20;  // a schema (with its references) fits; a runaway body does not
+  options.stop = config.stop;
   auto client = http::Client::create(options);
   if (!client) return fail(std::move(client).error().context("creating the registry client"));
   return std::move(*client);
@@ -64,9 +65,12 @@ Attempted send_with_retries(http::Client& client, const std::string& url,
                             const std::vector<std::string>& headers,
                             const std::optional<std::string>& body,
                             const RegistryRetryPolicy& policy, std::mt19937_64& rng,
-                            const std::function<bool(const http::Response&)>& is_answer) {
+                            const std::function<bool(const http::Response&)>& is_answer,
+                            const std::atomic<bool>* stop) {
+  const auto stopping = [stop] { return stop != nullptr && stop->load(); };
   for (std::uint32_t attempt = 0;; ++attempt) {
     http::Response r = client.send(url, headers, body);
+    if (r.status == 0 && stopping()) return {std::move(r), true};  // no retry while stopping
     const bool retriable = r.status == 0
                                ? !r.transport_permanent
                                : (r.status == 429 || (r.status >= 500 && r.status <= 599));
@@ -80,14 +84,24 @@ Attempted send_with_retries(http::Client& client, const std::string& url,
     const std::uint64_t wait =
         detail::backoff_ms(attempt, policy.base_backoff_ms, policy.max_backoff_ms, retry_after,
                            policy.max_backoff_ms, rng);
-    std::this_thread::sleep_for(std::chrono::milliseconds(wait));
+    // In slices, so that a stop request does not wait out the back-off.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait);
+    while (std::chrono::steady_clock::now() < until) {
+      if (stopping()) return {std::move(r), true};
+      std::this_thread::sleep_for(
+          std::min<std::chrono::steady_clock::duration>(std::chrono::milliseconds(50),
+                                                        until - std::chrono::steady_clock::now()));
+    }
   }
 }
 
 std::optional<Error> unanswered_error(const std::string& where, const http::Response& r,
                                       bool retriable, std::uint32_t max_retries,
                                       const std::function<std::string()>& status) {
-  const std::string attempts = " (after " + std::to_string(max_retries + 1) + " attempts)";
+  const std::string attempts =
+      r.transport_error.find("the process is stopping") != std::string::npos
+          ? std::string()
+          : " (after " + std::to_string(max_retries + 1) + " attempts)";
   if (r.status == 0) {
     const std::string text = where + r.transport_error;
     if (r.transport_permanent) {

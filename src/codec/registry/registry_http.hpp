@@ -38,7 +38,8 @@ Attempted send_with_retries(http::Client& client, const std::string& url,
                             const std::vector<std::string>& headers,
                             const std::optional<std::string>& body,
                             const RegistryRetryPolicy& policy, std::mt19937_64& rng,
-                            const std::function<bool(const http::Response&)>& is_answer = {});
+                            const std::function<bool(const http::Response&)>& is_answer = {},
+                            const std::atomic<bool>* stop = nullptr);
 
 /// The error of a call that got no verdict from the registry: for a transport failure
 /// (`r.status == 0`) a configuration error when it cannot work (URL, TLS) or a transient one

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/settings_read.hpp"
+#include "core/stop_request.hpp"
 #include "cppcdc/http_client.hpp"
 #include "cppcdc/plugin.hpp"
 #include "cppcdc/schema_registry.hpp"
@@ -20,6 +21,8 @@ Result<std::optional<SchemaRegistryConfig>> read_schema_registry_settings(
   const Settings& r = **section;
   if (!r.present()) return std::optional<SchemaRegistryConfig>();
   SchemaRegistryConfig c;
+  // A registry that does not answer must not hold up a stop (SIGTERM) for minutes.
+  c.stop = &detail::g_process_stop_requested;
   std::string type = "confluent";
   CPPCDC_TRY(detail::assign_string(r, "type", type));
   auto parsed_type = parse_schema_registry_type(type);

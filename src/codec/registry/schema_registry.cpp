@@ -364,7 +364,8 @@ class ConfluentClient final : public SchemaRegistryClient {
                               bool absent_is_answer = false) {
     auto sent = registry_detail::send_with_retries(
         *client_, config_.url + path, headers_, body, config_.retry, rng_,
-        [&](const http::Response& r) { return absent_is_answer && r.status == 404; });
+        [&](const http::Response& r) { return absent_is_answer && r.status == 404; },
+        config_.stop);
     const http::Response& r = sent.response;
     if ((r.status >= 200 && r.status <= 299) || (r.status == 404 && absent_is_answer)) {
       return std::move(sent.response);

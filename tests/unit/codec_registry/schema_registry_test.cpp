@@ -8,11 +8,15 @@
 #include "cppcdc/schema_registry.hpp"
 
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/json.hpp>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -330,6 +334,56 @@ TEST(SchemaRegistry, WarmingFillsTheCacheAndTheOldestIdLeavesAFullOne) {
   auto unknown = reader->schema_by_id(999);
   ASSERT_FALSE(unknown);
   EXPECT_EQ(unknown.error().kind(), ErrorKind::kTerminal);
+}
+
+}  // namespace
+}  // namespace cppcdc
+
+namespace cppcdc {
+namespace {
+
+// Fresh-user trial of issue 18: a registry that accepts the connection but never answers held
+// a start (and a SIGTERM) for (retries + 1) x request_timeout_ms. With `stop` set, a request in
+// flight ends when it turns true, and no retry follows. The request timeout here is ten
+// minutes: the call returns because of the stop or not at all.
+TEST(SchemaRegistry, AStopRequestEndsARequestToARegistryThatNeverAnswers) {
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(listener, 4), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  std::atomic<bool> stop{false};
+  SchemaRegistryConfig c;
+  c.url = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  c.request_timeout_ms = 600'000;
+  c.stop = &stop;
+  auto client = client_for(c);
+  ASSERT_TRUE(client);
+  // The request is in flight once its connection is accepted; then the stop comes.
+  std::thread silent([&] {
+    const int conn = ::accept(listener, nullptr, nullptr);
+    stop = true;
+    if (conn >= 0) {
+      char buf[4096];
+      (void)::recv(conn, buf, sizeof buf, 0);  // read the request, answer nothing
+      // Held open until the client gives up, so the end of the call is the stop's doing.
+      while (::recv(conn, buf, sizeof buf, 0) > 0) {
+      }
+      ::close(conn);
+    }
+  });
+  auto subjects = client->subjects();
+  silent.join();
+  ::close(listener);
+  ASSERT_FALSE(subjects);
+  EXPECT_EQ(subjects.error().kind(), ErrorKind::kTransient);
+  EXPECT_CONTAINS(subjects.error().report(), "the process is stopping");
+  EXPECT_EQ(subjects.error().report().find("attempts"), std::string::npos)
+      << subjects.error().report();
 }
 
 }  // namespace
