@@ -337,7 +337,10 @@ class Runtime {
   /// `why` (a few words, e.g. "the error below ended their delivery"; empty: "delivered but
   /// not acknowledged"), or what run_to_completion() noted when a stop request ended a
   /// delivery attempt (which sink did not take the batch, and its error).
-  void force_stop(std::string_view why = {});
+  /// Returns true when that was the case: the stop cut short a delivery attempt that had not
+  /// got through (a sink failing or not answering), or the wait before its retry, and left
+  /// events unacknowledged (the server then exits 1).
+  bool force_stop(std::string_view why = {});
 
   /// poll -> sink.write -> sink.flush -> commit_ack until `cancel` becomes true or an error.
   /// Returns the number of events delivered. A batch that failed mid-delivery is not

@@ -971,9 +971,10 @@ Status Runtime::stop() {
   return ok();
 }
 
-void Runtime::force_stop(std::string_view why) {
+bool Runtime::force_stop(std::string_view why) {
   auto& d = *impl_;
   const std::size_t n = (d.scratch ? d.scratch->size() : 0) + d.redeliver.size();
+  const bool cut_short = n > 0 && !d.unacked_note.empty();
   std::string reason = !d.unacked_note.empty() ? std::move(d.unacked_note)
                        : !why.empty()          ? std::string(why)
                                                : std::string("delivered but not acknowledged");
@@ -992,6 +993,7 @@ void Runtime::force_stop(std::string_view why) {
   d.source_connected = false;
   d.outstanding_since_ms = 0;
   d.outstanding_events = 0;
+  return cut_short;
 }
 
 Result<std::uint64_t> Runtime::run_to_completion(Sink& sink, const std::atomic<bool>& cancel) {
@@ -1177,7 +1179,11 @@ Result<std::uint64_t> Runtime::Impl::deliver_loop(Runtime& runtime, Pipeline& pi
       spdlog::warn("delivery failed ({}); delivering the same batch again in {} ms: {}",
                    next.note, next.wait.count(), st.error().report());
       // Cancelled meanwhile: the batch stays unacknowledged and comes again after a restart.
-      if (!d.wait_retry(next.wait)) return delivered;
+      if (!d.wait_retry(next.wait)) {
+        d.unacked_note = "not delivered to " + pipeline.name() + ", whose retry the stop " +
+                         "request cut short: " + st.error().report();
+        return delivered;
+      }
       d.before_retry();
       recover_first = true;
     }

@@ -120,13 +120,15 @@ void setup_logging(const ServerConfig& config) {
 // Closes the source: cleanly when nothing is in flight, otherwise forced (the unacknowledged
 // events are replayed after a restart, which is what at-least-once allows).
 // `why`: why a batch in flight is not acknowledged, for the forced stop's warning.
-void shut_down(Runtime& runtime, std::string_view why = {}) {
+// True when the stop cut short a delivery that had not got through (Runtime::force_stop()).
+bool shut_down(Runtime& runtime, std::string_view why = {}) {
   if (auto stopped = runtime.stop(); !stopped) {
     // The runtime's reason speaks to library callers (which call to make); the forced stop
     // says what it means for this program: the unacknowledged events come again.
     spdlog::debug("a clean stop was refused: {}", stopped.error().report());
-    runtime.force_stop(why);
+    return runtime.force_stop(why);
   }
+  return false;
 }
 
 // `origin`: the configuration being run. Library messages cannot know the config file; it is
@@ -774,7 +776,7 @@ int run_server(const ServerConfig& config) {
     return report_failure(delivered.error(), config.origin);
   }
 
-  shut_down(**runtime);
+  const bool left_behind = shut_down(**runtime);
   if (auto closed = (*pipeline)->close(); !closed) {
     (void)close_dead_letters();
     return report_failure(closed.error(), config.origin);
@@ -803,6 +805,14 @@ int run_server(const ServerConfig& config) {
                                  " stop signals arrived; a repeated one does not cut the stop "
                                  "short, SIGKILL does)"
                            : std::string());
+  if (left_behind) {
+    // A supervisor should see that this stop left work behind (README, "Exit codes").
+    spdlog::warn(
+        "exit status 1: the stop came while a sink was not taking the batch in flight, which "
+        "stays unacknowledged and is delivered again at the next start");
+    spdlog::default_logger()->flush();
+    return kExitFailure;
+  }
   spdlog::default_logger()->flush();
   return kExitOk;
 }

@@ -617,7 +617,6 @@ Result<std::unique_ptr<Sink>> make_http_sink(HttpSinkOptions options,
   client_options.request_timeout_ms = options.request_timeout_ms;
   client_options.tls = options.tls;
   client_options.max_body = http::kBodyPrefix;
-  client_options.stop = options.stop;  // a stop request cuts a request to a silent receiver short
   auto client = http::Client::create(client_options);
   if (!client) return fail(client.error().for_setting(SettingOwner::kSink, "url"));
   return std::unique_ptr<Sink>(
