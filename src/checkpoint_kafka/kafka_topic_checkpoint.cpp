@@ -831,10 +831,14 @@ class KafkaTopicCheckpoint final : public Checkpoint {
       if (m == nullptr) {
         if (!waiting_logged && Clock::now() - started > std::chrono::seconds(5)) {
           waiting_logged = true;
-          spdlog::info(
-              "kafka_topic checkpoint: waiting for an open transaction on {} to end "
-              "before reading the checkpoint",
-              where());
+          spdlog::warn(
+              "kafka_topic checkpoint: waiting for an open transaction on {} to end before "
+              "reading the checkpoint (up to load_timeout_ms, {} ms). Most often it is a save "
+              "that a killed run of this pipeline left open under at_least_once: the broker "
+              "aborts it once that producer's transaction timeout (60 s) and its clean-up "
+              "interval (up to 10 s) have passed after the kill, so this start may wait about "
+              "that long; otherwise another pipeline's transaction on a shared topic",
+              where(), load_timeout_ms());
         }
         continue;
       }

@@ -755,7 +755,14 @@ int run_server(const ServerConfig& config) {
   (*control)->stop();  // no command is taken while the pipeline shuts down
   if (!delivered) linger_on_error(delivered.error());
   stop_admin();
-  report_unmatched();
+  if (delivered || (*runtime)->admin_snapshot().events_committed > 0) {
+    report_unmatched();
+  } else {
+    // A run that ended before any event got through (a transform error under halt, say):
+    // rules after the failing stage were never reached, so "never matched" would mislead.
+    spdlog::info("the transform and route rule counters are not reported: no event was "
+                 "delivered in this run");
+  }
   if (!delivered) {
     const auto snapshot = (*runtime)->admin_snapshot();
     spdlog::info("events delivered and acknowledged before the error: {}",

@@ -420,8 +420,11 @@ class FieldMappingAction final : public TransformAction {
 
   Result<ActionResult> apply(Event& event, std::string_view stage) override {
     bool changed = false;
+    // A delete under the default replica identity carries only its key: there is no row to
+    // map, so strict has nothing to hold it to (the key columns stay as they are).
+    const bool has_row = event.after.has_value() || event.before.is_full();
     const auto absent = [&](std::string_view what, const std::string& name) -> Status {
-      if (!strict_) return ok();
+      if (!strict_ || !has_row) return ok();
       return fail(bad_data(stage, event,
                            std::string(what) + " names column \"" + name +
                                "\", which this event does not carry (strict)"));
@@ -474,8 +477,17 @@ class FieldMappingAction final : public TransformAction {
         continue;
       }
       ColumnValue* c = find_column_mut(*event.after, path.column());
-      if (c == nullptr || !c->text || !c->is_json) {
+      if (c == nullptr) {
         CPPCDC_TRY(absent("set", path.column()));
+        continue;
+      }
+      if (!c->text || !c->is_json) {
+        if (strict_) {
+          return fail(bad_data(stage, event,
+                               "set \"" + path.text + "\": column \"" + path.column() +
+                                   "\" is " + (c->text ? "not JSON" : "NULL") +
+                                   " in this event, so it has no member to set (strict)"));
+        }
         continue;
       }
       auto json = column_to_json(*c);

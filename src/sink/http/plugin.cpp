@@ -97,7 +97,7 @@ class ConfiguredHttpSink final : public ConfiguredSink {
       if (o.batch_max_bytes != 0) batch += " " + plural(o.batch_max_bytes, "byte", "bytes");
       batch += " per request";
     }
-    add("batching", batch);
+    add("requests", batch);
     add("refused batch",
         skip_refused_ ? "skip (written to the [dead_letter] file, then the pipeline goes on)"
                       : "halt (the pipeline stops; the batch is not acknowledged)");
@@ -271,9 +271,11 @@ Result<std::unique_ptr<ConfiguredSink>> configure(const Settings& settings) {
   o.signing_secrets = std::move(*secrets);
   for (const auto& name : *secret_envs) {
     const char* value = name.empty() ? nullptr : std::getenv(name.c_str());
-    if (value == nullptr) {
+    if (value == nullptr || *value == '\0') {
       return fail(settings.error("signing_secret_env",
-                                 "the environment variable " + in_quotes(name) + " is not set"));
+                                 "the environment variable " + in_quotes(name) + " is " +
+                                     (value == nullptr ? "not set" : "empty") +
+                                     "; set it to the receiver's \"whsec_...\" secret"));
     }
     o.signing_secrets.emplace_back(value);
   }

@@ -277,6 +277,27 @@ TEST(FieldMapping, CopyRenameSetRemoveAndStrict) {
   EXPECT_FALSE(onto_chain->apply(clash)) << "renaming onto a column would lose data";
 }
 
+// Strict holds a row to the mapping, but a key-only delete has no row (it used to fail on
+// every delete under the default replica identity), and a set inside a NULL JSON column says
+// the column is NULL rather than absent (fresh-user trial of issue 14).
+TEST(FieldMapping, StrictSkipsKeyOnlyDeletesAndNamesANullJsonColumn) {
+  FieldMappingConfig c;
+  c.copy = {{"email", "contact"}};
+  c.set = {{"doc.added", std::string("1")}};
+  c.strict = true;
+  auto chain = chain_of(must(make_field_mapping(std::move(c))), "crm");
+  Event del = row_event({}, Operation::kDelete);
+  del.after.reset();
+  del.before = BeforeKeyOnly{{col("id", "1")}};
+  EXPECT_EQ(run(*chain, del).size(), 1u);
+  std::vector<Event> batch{
+      row_event({col("id", "2"), col("email", "a@b"), null_col("doc")})};
+  auto st = chain->apply(batch);
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().report().find("column \"doc\" is NULL"), std::string::npos)
+      << st.error().report();
+}
+
 TEST(Outbox, RowBecomesTheDomainEventRoutedByAggregateType) {
   auto chain = chain_of(must(make_outbox({})), "outbox", WhenConfig{{"public.outbox"}, {}, {}});
   Event e = row_event({col("id", "ev-1"), col("aggregatetype", "order"),
