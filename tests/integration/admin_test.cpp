@@ -166,6 +166,18 @@ class Admin : public OwnServerTest {
         << log();
   }
 
+  // Polls /livez until it answers 503 or `limit` passes; returns the last answer.
+  Reply wait_for_livez_503(std::chrono::seconds limit, std::chrono::milliseconds every) {
+    Reply live;
+    (void)wait_until(
+        [&] {
+          live = http_get(admin_port_, "/livez");
+          return live.status == 503;
+        },
+        limit, every);
+    return live;
+  }
+
   int admin_port_ = 0;
 };
 
@@ -348,15 +360,9 @@ TEST_F(Admin, LivenessTurns503OnceTheBreakerEscalates) {
       "error_linger_ms = 600000\n");
   ASSERT_EQ(http_get(admin_port_, "/livez").status, 200);
   ASSERT_TRUE(stop_server());
-  Reply live;
-  EXPECT_TRUE(wait_until(
-      [&] {
-        live = http_get(admin_port_, "/livez");
-        return live.status == 503;
-      },
-      std::chrono::seconds(120), std::chrono::milliseconds(200)))
-      << live.status << " " << live.body << "\n"
-      << log();
+  const Reply live =
+      wait_for_livez_503(std::chrono::seconds(120), std::chrono::milliseconds(200));
+  EXPECT_EQ(live.status, 503) << live.body << "\n" << log();
   EXPECT_NE(live.body.find("circuit breaker escalated"), std::string::npos) << live.body;
   EXPECT_EQ(http_get(admin_port_, "/readyz").status, 503);
   const Reply metrics = http_get(admin_port_, "/metrics", kToken);
@@ -398,15 +404,9 @@ TEST_F(Admin, ARestartWhileTheDatabaseIsDownCountsAndEscalatesLikeAnOutageMidRun
   start_cppcdc(/*wait_streaming=*/false);
   admin_port_ = wait_admin_port();
   ASSERT_GT(admin_port_, 0);
-  Reply live;
-  EXPECT_TRUE(wait_until(
-      [&] {
-        live = http_get(admin_port_, "/livez");
-        return live.status == 503;
-      },
-      std::chrono::seconds(120), std::chrono::milliseconds(100)))
-      << live.status << " " << live.body << "\n"
-      << log();
+  const Reply live =
+      wait_for_livez_503(std::chrono::seconds(120), std::chrono::milliseconds(100));
+  EXPECT_EQ(live.status, 503) << live.body << "\n" << log();
   EXPECT_NE(live.body.find("circuit breaker escalated"), std::string::npos) << live.body;
   const std::string metrics = http_get(admin_port_, "/metrics", kToken).body;
   // Three failures open the breaker, its two probes fail: five recoverable errors.
@@ -434,15 +434,9 @@ TEST_F(Admin, AHaltedRunIsNeitherReadyNorHealthyWhileItLingers) {
       "  rules = { \"note\" = { decrypt = { secret_env = \"CPPCDC_IT_DETOKENIZE_KEY\" } } }\n",
       "error_linger_ms = 600000\n");
   PgSession(dsn(name_)).query("insert into acct values (1, 1, 'not a ciphertext')");
-  Reply live;
-  ASSERT_TRUE(wait_until(
-      [&] {
-        live = http_get(admin_port_, "/livez");
-        return live.status == 503;
-      },
-      std::chrono::seconds(60), std::chrono::milliseconds(50)))
-      << live.status << " " << live.body << "\n"
-      << log();
+  const Reply live =
+      wait_for_livez_503(std::chrono::seconds(60), std::chrono::milliseconds(50));
+  ASSERT_EQ(live.status, 503) << live.body << "\n" << log();
   const Reply ready = http_get(admin_port_, "/readyz");
   const std::string metrics = http_get(admin_port_, "/metrics", kToken).body;
   EXPECT_EQ(ready.status, 503) << ready.body;
