@@ -71,10 +71,24 @@ std::vector<PreflightCheck> RegistryBackedCodec::preflight(
   if (auto st = preflight_schema_registry(**client, *registry_config_, subjects); !st) {
     return {preflight_failure(what, st.error())};
   }
-  return {{Outcome::kPass,
-           what + " holds or accepts the " + schemas.schemas_label + " of " +
-               std::to_string(subjects.size()) + " subjects",
-           ""}};
+  std::vector<PreflightCheck> out{{Outcome::kPass,
+                                   what + " holds or accepts the " + schemas.schemas_label +
+                                       " of " + std::to_string(subjects.size()) + " subjects",
+                                   ""}};
+  // What a lookup cannot show: Apicurio's Confluent-compatible API (seen with 2.4) registers
+  // the normalized form of an Avro schema and answers with its id, whose schema then differs
+  // from the one cppcdc writes, so a run refuses it at the first record of a new subject.
+  if (registry_config_->normalize_schemas && schemas.codec_label == "Avro" &&
+      registry_config_->url.find("/apis/ccompat/") != std::string::npos) {
+    out.push_back({Outcome::kWarn,
+                   "normalize_schemas = true with Apicurio's Confluent-compatible API: Apicurio "
+                   "2.4 registers a normalized Avro schema under an id whose schema differs "
+                   "from the one cppcdc writes, and the run stops at the first record of such "
+                   "a subject",
+                   "set normalize_schemas = false for Apicurio (it compares canonical content "
+                   "anyway)"});
+  }
+  return out;
 }
 
 }  // namespace cppcdc

@@ -569,6 +569,26 @@ TEST(RealRegistryOnBroker, ANormalizedSchemaStoredInAnotherFieldOrderIsRefusedBe
   expect_workload(records, events);
 }
 
+// The same mistake as the test above, caught by `cppcdc preflight` (fresh-user trial of issue
+// 18: it passed, and only the run refused): a lookup cannot show it, so preflight warns.
+TEST(RealRegistryOnBroker, PreflightWarnsOfNormalizeSchemasWithApicuriosCompatibleApi) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  APICURIO_TEST_URL(url);
+  kafka_it::PgCapture cap("kcnorm", bootstrap, "create table t (id int primary key)");
+  cap.write_config("codec = \"avro\"\n[sink.codec_options.schema_registry]\nurl = \"" + url +
+                   "\"\nnormalize_schemas = true");
+  const auto warned = it::run_cli({"preflight", "--config", cap.config()}, 120);
+  EXPECT_NE(warned.output.find("normalize_schemas = true with Apicurio"), std::string::npos)
+      << warned.output;
+  EXPECT_NE(warned.output.find("set normalize_schemas = false"), std::string::npos)
+      << warned.output;
+  cap.write_config("codec = \"avro\"\n[sink.codec_options.schema_registry]\nurl = \"" + url +
+                   "\"");
+  const auto plain = it::run_cli({"preflight", "--config", cap.config()}, 120);
+  EXPECT_EQ(plain.output.find("normalize_schemas = true with Apicurio"), std::string::npos)
+      << plain.output;
+}
+
 // auto_register = false: with the subjects missing, preflight and the first record fail
 // naming a subject of the topic and the registry holds no such subject afterwards (nothing was
 // written); a subject holding another schema fails the same way; once the schemas are
