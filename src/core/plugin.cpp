@@ -116,8 +116,9 @@ Result<std::shared_ptr<const ConfiguredCodec>> configure_codec(const Settings& s
     return fail(settings.error(
         "codec", "codec " + detail::in_quotes(chosen) +
                      " writes binary records, which this sink type cannot frame (it writes one "
-                     "JSON text per line or per body element); use a JSON codec here (\"json\" "
-                     "or \"debezium_json\"), or a Kafka sink for binary records"));
+                     "JSON text per line or per body element); use a JSON codec here (\"json\", "
+                     "\"debezium_json\" or \"cloudevents\" in structured mode), or a Kafka "
+                     "sink for binary records"));
   }
   if (!carries_headers && (*configured)->record_headers()) {
     return fail(settings.error(

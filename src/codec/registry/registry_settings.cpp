@@ -117,6 +117,16 @@ std::vector<std::pair<std::string, std::string>> describe_schema_registry(
            (c.bearer_token_env.empty()
                 ? std::string("(redacted)")
                 : "from the environment variable " + detail::in_quotes(c.bearer_token_env));
+  } else if (const auto scheme = c.url.find("://"); scheme != std::string::npos) {
+    // libcurl sends a user part of the url as basic authentication.
+    const std::string_view rest = std::string_view(c.url).substr(scheme + 3);
+    const std::string_view authority = rest.substr(0, rest.find_first_of("/?#"));
+    if (const auto at = authority.rfind('@'); at != std::string_view::npos) {
+      const std::string_view user = authority.substr(0, at);
+      auth = "basic, from the url's user part (user " +
+             detail::in_quotes(std::string(user.substr(0, user.find(':')))) +
+             ", password redacted)";
+    }
   }
   return {{"schema registry", where},
           {"registry authentication", auth},

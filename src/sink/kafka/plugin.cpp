@@ -103,7 +103,9 @@ class ConfiguredKafkaSink final : public ConfiguredSink {
       spdlog::warn(
           "{}: could not check the {} codec's schema registry subjects at start, they "
           "are checked at the first record of each topic: {}",
-          context.name, codec_->name(), checked.error().report());
+          context.name == "default" ? std::string("[sink]")
+                                    : "[[sinks]] \"" + context.name + "\"",
+          codec_->name(), checked.error().report());
     }
     KafkaSinkConfig config = config_;
     config.name = context.name;

@@ -191,6 +191,14 @@ TEST(CodecConfig, RegistryPasswordAndTokenComeFromTheEnvironmentAndStayHidden) {
   const std::string inline_shown = described(avro + "username = \"u\"\npassword = \"p-inline\"\n");
   EXPECT_CONTAINS(inline_shown, "basic, user \"u\", password (redacted)");
   EXPECT_EQ(inline_shown.find("p-inline"), std::string::npos) << inline_shown;
+  // A user part in the url is sent as basic authentication too, so it is shown as such, not
+  // as "none" (fresh-user trial of issue 18).
+  const std::string in_url = described(std::string(kKafka) + "codec = \"avro\"\n" +
+                                       "[sink.codec_options.schema_registry]\n"
+                                       "url = \"http://bob:url-secret@r:8081\"\n");
+  EXPECT_CONTAINS(in_url, "registry authentication: basic, from the url's user part (user "
+                          "\"bob\", password redacted)");
+  EXPECT_EQ(in_url.find("url-secret"), std::string::npos) << in_url;
 
   // A variable that is not set, and both ways at once, are refused naming the key.
   EXPECT_CONTAINS(
