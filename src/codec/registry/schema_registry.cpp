@@ -1,5 +1,6 @@
 #include "cppcdc/schema_registry.hpp"
 
+#include <algorithm>
 #include <array>
 #include <boost/json.hpp>
 #include <deque>
@@ -525,6 +526,19 @@ Status preflight_schema_registry(SchemaRegistryClient& client, const SchemaRegis
     } else {
       auto id = client.lookup_schema(s.subject, s.type, s.schema);
       if (!id && id.error().retryable()) return fail(std::move(id).error());
+      if (!id && std::find(listed->begin(), listed->end(), s.subject) != listed->end()) {
+        // The subject is there, so the lookup's "not found" is about the schema: say it
+        // differs (some registries answer as if the subject were missing).
+        missing.push_back(Error::terminal(
+            client.describe() + ": subject \"" + s.subject + "\" exists, but its versions " +
+            "hold another schema than the " + std::string(to_string(s.type)) +
+            " schema cppcdc writes. auto_register is false, so "
+            "cppcdc never registers: register cppcdc's schema as a new version of that subject "
+            "(if its compatibility rule allows), use another subject (subject_name_strategy), "
+            "or set auto_register = true (the registry answered: " +
+            id.error().message() + ")"));
+        continue;
+      }
       if (!id) missing.push_back(std::move(id).error());
     }
   }

@@ -309,6 +309,28 @@ TEST(SchemaRegistry, PreflightChecksCompatibilityUnlessTheRegistryHasNoSuchCheck
   EXPECT_CONTAINS(lost.error().report(), "API root");
 }
 
+// auto_register = false and a subject that exists with another schema: the preflight says the
+// schema differs, not that the subject is missing (a trial saw Apicurio's "No artifact" text
+// passed on as if it were).
+TEST(SchemaRegistry, UnderLookupOnlyASubjectHoldingAnotherSchemaIsSaidToDiffer) {
+  RegistryDouble registry;
+  ASSERT_TRUE(registry.up());
+  SchemaRegistryConfig c = config_for(registry);
+  auto writer = client_for(c);
+  ASSERT_TRUE(writer->register_schema("t-value", SchemaType::kAvro, kOtherSchema));
+  c.auto_register = false;
+  auto client = client_for(c);
+  const SubjectSchema wanted[] = {{"t-value", SchemaType::kAvro, kSchema},
+                                  {"u-value", SchemaType::kAvro, kSchema}};
+  auto refused = preflight_schema_registry(*client, c, wanted);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().kind(), ErrorKind::kTerminal);
+  const std::string report = refused.error().report();
+  EXPECT_CONTAINS(report, "subject \"t-value\" exists, but its versions hold another schema");
+  EXPECT_CONTAINS(report, "u-value");  // the missing one is still named as missing
+  EXPECT_EQ(registry.writes(), 1u) << "lookup only: the preflight wrote";
+}
+
 TEST(SchemaRegistry, WarmingFillsTheCacheAndTheOldestIdLeavesAFullOne) {
   RegistryDouble registry;
   ASSERT_TRUE(registry.up());
