@@ -292,7 +292,9 @@ class ApicurioClient final : public SchemaRegistryClient {
                        "as a version of that artifact, or set auto_register = true";
       } else {
         remedy = "; is url the Apicurio server's root (http://host:8080, the client appends " +
-                 std::string(kApiPath) + ")?";
+                 std::string(kApiPath) +
+                 ")? An Apicurio 2.x server has no v3 API: for it, set type = \"confluent\" "
+                 "with url = \"http://host:8080/apis/ccompat/v7\"";
       }
     } else if (p.name == "RuleViolationException") {
       remedy =
