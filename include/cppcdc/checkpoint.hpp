@@ -75,6 +75,17 @@ class Checkpoint {
   Status save(const CheckpointRecord& record);
   /// Backend name for logs ("memory", "local_fs").
   virtual std::string name() const = 0;
+  /// Whether take_over() has work to do for this backend. A program that sees true checks
+  /// that no other instance of the pipeline runs (the source's check_not_in_use()), then
+  /// calls take_over(), then load().
+  virtual bool takes_over() const { return false; }
+  /// Ends what a killed earlier run of this pipeline left half-done on the backend, so that
+  /// load() does not wait for it. Call it only when no other instance of the pipeline can be
+  /// running: it may fence that instance's next save. kafka_topic: its producer's
+  /// init_transactions, which aborts a save a killed run left open (a read of committed
+  /// records would wait for the broker's transaction timeout otherwise). Errors as save()'s.
+  /// The default: nothing to do.
+  virtual Status take_over() { return ok(); }
 
  protected:
   /// load() itself.

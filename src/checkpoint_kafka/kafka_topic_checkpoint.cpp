@@ -353,6 +353,17 @@ class KafkaTopicCheckpoint final : public Checkpoint {
     return ok();
   }
 
+  bool takes_over() const override { return true; }
+
+  // The producer's init_transactions (start_producer()) fences an earlier producer of this
+  // checkpoint's transactional id and aborts the save it left open, which load() would
+  // otherwise wait for until the broker's transaction timeout ended it.
+  Status take_over() override {
+    std::lock_guard lock(mutex_);
+    if (!producer_) CPPCDC_TRY(start_producer());
+    return ok();
+  }
+
  protected:
   Result<std::optional<CheckpointRecord>> do_load() override {
     std::lock_guard lock(mutex_);
@@ -833,11 +844,10 @@ class KafkaTopicCheckpoint final : public Checkpoint {
           waiting_logged = true;
           spdlog::warn(
               "kafka_topic checkpoint: waiting for an open transaction on {} to end before "
-              "reading the checkpoint (up to load_timeout_ms, {} ms). Most often it is a save "
-              "that a killed run of this pipeline left open under at_least_once: the broker "
-              "aborts it once that producer's transaction timeout (60 s) and its clean-up "
-              "interval (up to 10 s) have passed after the kill, so this start may wait about "
-              "that long; otherwise another pipeline's transaction on a shared topic",
+              "reading the checkpoint (up to load_timeout_ms, {} ms): another pipeline's "
+              "transaction on a shared topic, or a producer that is not this pipeline's; the "
+              "broker aborts an abandoned one after its producer's transaction timeout (60 s "
+              "by default) and its clean-up interval (up to 10 s)",
               where(), load_timeout_ms());
         }
         continue;

@@ -517,12 +517,6 @@ int run_server(const ServerConfig& config) {
   // runtime's start, and not here.
   const bool checkpoint_in_sink = config.delivery_contract == "effectively_once" &&
                                   config.checkpoint->in_sink(checkpoint_id).has_value();
-  if (!checkpoint_in_sink) {
-    if (auto loaded = (*runtime)->load_checkpoint(); !loaded) {
-      stop_admin();
-      return report_failure(loaded.error().context("starting the pipeline"), config.origin);
-    }
-  }
 
   // A copy of a running pipeline's configuration (its own control socket, and a checkpoint
   // that lets a second writer in, or one of its own) stops here, before the sinks open: a
@@ -531,19 +525,41 @@ int run_server(const ServerConfig& config) {
   // source's start would fail the same way, after the sinks opened), and a server that cannot
   // be reached is waited for under the runtime's retry policy and breaker (the admin snapshot
   // counts those attempts, and a server that stays down escalates the breaker).
-  admin_link->set_step("");  // the runtime's own account: connecting to the source, its errors
-  {
+  // Nullopt when the source is free; else the exit status.
+  const auto check_source_free = [&]() -> std::optional<int> {
+    admin_link->set_step("");  // the runtime's own account: connecting to the source, its errors
     const std::string what = "checking the " + config.source_type + " source";
     auto free = (*runtime)->await_before_start(
         [&config] { return config.source->check_not_in_use(); },
         "waiting for the " + config.source_type + " source before opening the sinks",
         g_stop_requested);
-    if (!free) {
-      const bool lingered = linger_on_error(free.error(), /*escalated_only=*/true);
-      stop_admin();
-      if (lingered) return report_failure(free.error().context(what), config.origin);
-      return failed_opening(free.error(), what);
+    if (free) return std::nullopt;
+    const bool lingered = linger_on_error(free.error(), /*escalated_only=*/true);
+    stop_admin();
+    if (lingered) return report_failure(free.error().context(what), config.origin);
+    return failed_opening(free.error(), what);
+  };
+  bool source_checked = false;
+  if (!checkpoint_in_sink) {
+    // A backend that can end what a killed run left half-done (kafka_topic: a save left open,
+    // which a read of committed records waits for until the broker's transaction timeout)
+    // does so once no other instance can be running: the source's check comes first then.
+    if ((*checkpoint)->takes_over()) {
+      if (auto status = check_source_free()) return *status;
+      source_checked = true;
+      admin_link->set_step("opening the checkpoint (" + checkpoint_desc + ")");
+      if (auto taken = (*checkpoint)->take_over(); !taken) {
+        stop_admin();
+        return failed_opening(taken.error(), "taking the checkpoint over from an earlier run");
+      }
     }
+    if (auto loaded = (*runtime)->load_checkpoint(); !loaded) {
+      stop_admin();
+      return report_failure(loaded.error().context("starting the pipeline"), config.origin);
+    }
+  }
+  if (!source_checked) {
+    if (auto status = check_source_free()) return *status;
   }
   admin_link->set_step("opening the sinks");
 

@@ -640,6 +640,53 @@ TEST(KafkaCli, ARestartAfterAKillInsideATransactionSaysThatItWaitedForItsAbort) 
 // sink aborts it (its init_transactions) before the checkpoint is read. Before, the start read
 // the checkpoint first and waited for the broker; with load_timeout_ms 10 s it gave up (a
 // trial saw restarts wait about two minutes).
+// A producer of `transactional_id` that began a transaction, wrote a record to `topic` and was
+// "killed": it is kept alive, never committing or aborting, so the transaction stays open for
+// the 300 s of its transaction.timeout.ms. Null (after a test failure) when it cannot be made.
+std::unique_ptr<rd_kafka_t, void (*)(rd_kafka_t*)> leave_a_transaction_open(
+    const std::string& bootstrap, const std::string& transactional_id, const std::string& topic,
+    const std::string& key_prefix) {
+  std::unique_ptr<rd_kafka_t, void (*)(rd_kafka_t*)> none(nullptr, &rd_kafka_destroy);
+  char err[512];
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  for (const auto& [k, v] : {std::pair<const char*, std::string>{"bootstrap.servers", bootstrap},
+                             {"transactional.id", transactional_id},
+                             {"transaction.timeout.ms", "300000"}}) {
+    if (rd_kafka_conf_set(conf, k, v.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK) {
+      ADD_FAILURE() << err;
+      rd_kafka_conf_destroy(conf);
+      return none;
+    }
+  }
+  std::unique_ptr<rd_kafka_t, void (*)(rd_kafka_t*)> killed(
+      rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err), &rd_kafka_destroy);
+  if (!killed) {
+    ADD_FAILURE() << err;
+    return none;
+  }
+  const auto ok = [](rd_kafka_error_t* e) {
+    const std::string text = e != nullptr ? rd_kafka_error_string(e) : "";
+    if (e != nullptr) rd_kafka_error_destroy(e);
+    return text;
+  };
+  const std::string init = ok(rd_kafka_init_transactions(killed.get(), 60000));
+  const std::string begin = init.empty() ? ok(rd_kafka_begin_transaction(killed.get())) : "";
+  if (!init.empty() || !begin.empty()) {
+    ADD_FAILURE() << init << begin;
+    return none;
+  }
+  const std::string key = key_prefix + ".unfinished";
+  if (rd_kafka_producev(killed.get(), RD_KAFKA_V_TOPIC(topic.c_str()),
+                        RD_KAFKA_V_KEY(key.data(), key.size()),
+                        RD_KAFKA_V_VALUE(const_cast<char*>("x"), 1),
+                        RD_KAFKA_V_END) != RD_KAFKA_RESP_ERR_NO_ERROR ||
+      rd_kafka_flush(killed.get(), 30000) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    ADD_FAILURE() << "the open transaction's record was not written to " << topic;
+    return none;
+  }
+  return killed;
+}
+
 TEST(KafkaCli, ARestartAbortsTheTransactionAKilledRunLeftOnTheCheckpointTopicBeforeReadingIt) {
   KAFKA_TEST_BOOTSTRAP(bootstrap);
   const std::string db = it::test_database("kcli_opentx");
@@ -664,29 +711,8 @@ TEST(KafkaCli, ARestartAbortsTheTransactionAKilledRunLeftOnTheCheckpointTopicBef
   const std::size_t first_run = file_text(log).size();
 
   // The killed run's transaction, open on the checkpoint topic.
-  char err[512];
-  rd_kafka_conf_t* conf = rd_kafka_conf_new();
-  for (const auto& [k, v] : {std::pair<const char*, std::string>{"bootstrap.servers", bootstrap},
-                             {"transactional.id", name},
-                             {"transaction.timeout.ms", "300000"}}) {
-    ASSERT_EQ(rd_kafka_conf_set(conf, k, v.c_str(), err, sizeof err), RD_KAFKA_CONF_OK) << err;
-  }
-  std::unique_ptr<rd_kafka_t, void (*)(rd_kafka_t*)> killed(
-      rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err), &rd_kafka_destroy);
-  ASSERT_TRUE(killed) << err;
-  const auto ok = [](rd_kafka_error_t* e) {
-    const std::string text = e != nullptr ? rd_kafka_error_string(e) : "";
-    if (e != nullptr) rd_kafka_error_destroy(e);
-    return text;
-  };
-  ASSERT_EQ(ok(rd_kafka_init_transactions(killed.get(), 60000)), "");
-  ASSERT_EQ(ok(rd_kafka_begin_transaction(killed.get())), "");
-  const std::string key = db + ".unfinished";
-  ASSERT_EQ(rd_kafka_producev(killed.get(), RD_KAFKA_V_TOPIC((name + ".checkpoints").c_str()),
-                              RD_KAFKA_V_KEY(key.data(), key.size()),
-                              RD_KAFKA_V_VALUE(const_cast<char*>("x"), 1), RD_KAFKA_V_END),
-            RD_KAFKA_RESP_ERR_NO_ERROR);
-  ASSERT_EQ(rd_kafka_flush(killed.get(), 30000), RD_KAFKA_RESP_ERR_NO_ERROR);
+  auto killed = leave_a_transaction_open(bootstrap, name, name + ".checkpoints", db);
+  ASSERT_TRUE(killed);
 
   s.query("insert into t values (2)");
   it::start_cppcdc_process(child, dir, it::admin_dsn(), db, 120);
@@ -696,6 +722,61 @@ TEST(KafkaCli, ARestartAbortsTheTransactionAKilledRunLeftOnTheCheckpointTopicBef
   EXPECT_EQ(it::stop_cppcdc_process(child, SIGTERM), 0) << it::log_tail(log);
   const std::string second = file_text(log).substr(first_run);
   EXPECT_FALSE(has(second, "could not be read to its end")) << second;
+  EXPECT_TRUE(has(second, "resuming from checkpoint")) << second;
+  killed.reset();
+  it::drop_slots(db);
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+
+// The same under at_least_once, where the kafka_topic backend's own producer
+// ("cppcdc-checkpoint.<key>") writes the record: a run killed during a save left its
+// transaction open, and a restart waited for the broker to time it out (a minute; a trial's
+// supervisor loop never got past it). The restart's backend producer now ends it first, once
+// the source's check said no other instance runs; load_timeout_ms (10 s here) is far below
+// the open transaction's 300 s, so only that can let the restart through.
+TEST(KafkaCli, AnAtLeastOnceRestartEndsTheSaveAKilledRunLeftOpenBeforeReadingIt) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  const std::string db = it::test_database("kcli_aloopen");
+  it::fresh_database(db);
+  it::PgSession s(it::dsn_for(db));
+  s.query("create table t (id int primary key)");
+  const std::string name = kafka_it::unique_topic("aloopen");
+  const std::string topic = name + ".public.t";
+  const fs::path dir = fresh_dir(db);
+  write_effectively_once_config(dir, db, bootstrap, name, "", "", "", "load_timeout_ms = 10000");
+  {
+    // The same pipeline under at_least_once, the sink idempotent.
+    std::string text = file_text(dir / "cdc.toml");
+    text.replace(text.find("effectively_once"), std::string("effectively_once").size(),
+                 "at_least_once");
+    const std::string txn = "delivery_mode = \"transactional\"\ntransactional_id = \"" + name + "\"\n";
+    text.erase(text.find(txn), txn.size());
+    std::ofstream(dir / "cdc.toml") << text;
+  }
+  const fs::path log = dir / "cppcdc.log";
+  pid_t child = -1;
+  it::KillAtExit guard{child};
+  it::start_cppcdc_process(child, dir, it::admin_dsn(), db, 120);
+  s.query("insert into t values (1)");
+  ASSERT_TRUE(it::wait_until([&] { return kafka_it::committed_records(bootstrap, topic) == 1; },
+                             60s, 500ms))
+      << it::log_tail(log);
+  ASSERT_EQ(it::stop_cppcdc_process(child, SIGTERM), 0) << it::log_tail(log);
+  const std::size_t first_run = file_text(log).size();
+
+  auto killed =
+      leave_a_transaction_open(bootstrap, "cppcdc-checkpoint." + db, name + ".checkpoints", db);
+  ASSERT_TRUE(killed);
+
+  s.query("insert into t values (2)");
+  it::start_cppcdc_process(child, dir, it::admin_dsn(), db, 120);
+  ASSERT_TRUE(it::wait_until([&] { return kafka_it::committed_records(bootstrap, topic) == 2; },
+                             60s, 500ms))
+      << it::log_tail(log);
+  EXPECT_EQ(it::stop_cppcdc_process(child, SIGTERM), 0) << it::log_tail(log);
+  const std::string second = file_text(log).substr(first_run);
+  EXPECT_FALSE(has(second, "could not be read to its end")) << second;
+  EXPECT_FALSE(has(second, "waiting for an open transaction")) << second;
   EXPECT_TRUE(has(second, "resuming from checkpoint")) << second;
   killed.reset();
   it::drop_slots(db);
