@@ -103,7 +103,9 @@ struct TransactionMetadata {
   /// (file sequence << 32) | position (the debezium_json codec writes Debezium's
   /// "file=NAME,pos=N" from it).
   std::uint64_t tx_id = 0;
-  std::uint64_t total_events = 0;  ///< events of this transaction delivered by this pipeline
+  /// Events of this transaction the source read for this pipeline, counted before transforms
+  /// and routes (a filtered or re-routed event still counts).
+  std::uint64_t total_events = 0;
   std::uint64_t event_index = 0;   ///< 0-based position of this event among them
   friend bool operator==(const TransactionMetadata&, const TransactionMetadata&) = default;
 };

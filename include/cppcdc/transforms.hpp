@@ -265,8 +265,11 @@ Result<std::unique_ptr<TransformAction>> make_metadata_projection(MetadataProjec
 ///   kPrimaryKey: a JSON object of the key columns and their values, in key order;
 ///   kFingerprint: the lower-case hex SHA-256 of the schema, table, op, source offset,
 ///     transaction tx_id/event_index and the row images (stable across restarts).
-/// An event without an after image, or (kPrimaryKey) without a resolvable key, is left alone;
-/// a row that already has a column named target_field is an error (invalid_data).
+/// An event without a resolvable key is left alone in kPrimaryKey mode. An event without an
+/// after image (a delete) gets the column in its before-image instead, in kPrimaryKey mode
+/// only (a fingerprint names one event), and with set_primary_key its key too, so that a
+/// delete is keyed like its row's inserts. A row that already has a column named
+/// target_field is an error (invalid_data).
 /// With set_primary_key, primary_key becomes [target_field].
 enum class KeyMode { kPrimaryKey, kFingerprint };
 struct KeyShapingConfig {

@@ -310,27 +310,13 @@ class KeyShapingAction final : public TransformAction {
   std::string_view type() const noexcept override { return "key_shaping"; }
 
   Result<ActionResult> apply(Event& event, std::string_view stage) override {
-    if (!event.after) return ActionResult::kKeep;
+    if (!event.after) return delete_key(event, stage);
     CPPCDC_TRY(target_is_free(event, config_.target_field, stage));
     std::string value;
     if (config_.mode == KeyMode::kPrimaryKey) {
       auto key = event.primary_key_values();
       if (!key) return ActionResult::kKeep;
-      value += '{';
-      for (std::size_t i = 0; i < key->size(); ++i) {
-        const ColumnValue& c = (*key)[i];
-        if (i > 0) value += ',';
-        detail::append_json_string(value, c.name);
-        value += ':';
-        if (!c.text) {
-          value += "null";
-        } else if (c.is_json) {
-          value += *c.text;
-        } else {
-          detail::append_json_string(value, *c.text);
-        }
-      }
-      value += '}';
+      value = key_object(*key);
     } else {
       if (!sha_.start()) return fail(Error::internal("SHA-256 failed in OpenSSL"));
       const auto part = [this](std::string_view s) {
@@ -370,6 +356,47 @@ class KeyShapingAction final : public TransformAction {
   }
 
  private:
+  static std::string key_object(const std::vector<ColumnValue>& key) {
+    std::string value = "{";
+    for (std::size_t i = 0; i < key.size(); ++i) {
+      const ColumnValue& c = key[i];
+      if (i > 0) value += ',';
+      detail::append_json_string(value, c.name);
+      value += ':';
+      if (!c.text) {
+        value += "null";
+      } else if (c.is_json) {
+        value += *c.text;
+      } else {
+        detail::append_json_string(value, *c.text);
+      }
+    }
+    value += '}';
+    return value;
+  }
+
+  // A delete has no after image: in primary_key mode its before-image (key-only under the
+  // default replica identity) gets the same key column its row's inserts and updates got, so
+  // that with set_primary_key the delete is keyed like them. A fingerprint names one event,
+  // so a delete has none.
+  Result<ActionResult> delete_key(Event& event, std::string_view stage) {
+    if (config_.mode != KeyMode::kPrimaryKey) return ActionResult::kKeep;
+    Row* before = before_row(event);
+    if (before == nullptr) return ActionResult::kKeep;
+    auto key = event.primary_key_values();
+    if (!key) return ActionResult::kKeep;
+    if (find_column(*before, config_.target_field) != nullptr) {
+      return fail(bad_data(stage, event,
+                           "target_field \"" + config_.target_field +
+                               "\" names a column the row already has; choose another "
+                               "target_field"));
+    }
+    before->push_back(ColumnValue{config_.target_field, key_object(*key), true});
+    if (config_.set_primary_key) event.primary_key = std::vector<std::string>{config_.target_field};
+    event.shape = nullptr;
+    return ActionResult::kKeep;
+  }
+
   KeyShapingConfig config_;
   Sha256 sha_;
 };
@@ -514,9 +541,19 @@ class FieldMappingAction final : public TransformAction {
         }
         continue;
       }
+      if (!carries_column(event, path.column())) {
+        CPPCDC_TRY(absent("remove", path.column()));
+        continue;
+      }
       for (Row* row : {event.after ? &*event.after : nullptr, before_row(event)}) {
         if (row == nullptr) continue;
         ColumnValue* c = find_column_mut(*row, path.column());
+        if (c != nullptr && c->text && !c->is_json && strict_) {
+          return fail(bad_data(stage, event,
+                               "remove \"" + path.text + "\": column \"" + path.column() +
+                                   "\" is not JSON in this event, so it has no member to "
+                                   "remove (strict)"));
+        }
         if (c == nullptr || !c->text || !c->is_json) continue;
         auto json = column_to_json(*c);
         if (!json) continue;

@@ -39,18 +39,20 @@ bool key_resolvable(const Event& event) {
 // Copies the key columns' names and values of the key image into reused buffers (no
 // allocation once their capacities have grown); false when the key does not resolve.
 bool capture_key(const Event& event, std::vector<std::string>& names,
-                 std::vector<std::optional<std::string>>& values) {
+                 std::vector<std::optional<std::string>>& values, std::vector<char>& json) {
   if (!event.primary_key) return false;
   const Row* row = key_image(event);
   if (row == nullptr) return false;
   const auto& key = *event.primary_key;
   names.resize(key.size());
   values.resize(key.size());
+  json.resize(key.size());
   for (std::size_t i = 0; i < key.size(); ++i) {
     const ColumnValue* column = find_column(*row, key[i]);
     if (column == nullptr) return false;
     names[i] = key[i];
     values[i] = column->text;
+    json[i] = column->is_json ? 1 : 0;
   }
   return !key.empty();
 }
@@ -58,15 +60,22 @@ bool capture_key(const Event& event, std::vector<std::string>& names,
 // The first key column whose value differs from the captured one, when the key still names
 // the captured columns and resolves (a key renamed, dropped or made unresolvable is judged
 // by the checks after the stage).
-std::optional<std::string> changed_key_column(const Event& event,
-                                              const std::vector<std::string>& names,
-                                              const std::vector<std::optional<std::string>>& values) {
+// A key column whose value is the same but now JSON (an unwrapped member {"id":1} for the
+// row's id "1") gets its earlier form back: keys are built from the form, and the row's delete
+// carries the source's own.
+std::optional<std::string> changed_key_column(Event& event, const std::vector<std::string>& names,
+                                              const std::vector<std::optional<std::string>>& values,
+                                              const std::vector<char>& json) {
   if (!event.primary_key || *event.primary_key != names) return std::nullopt;
-  const Row* row = key_image(event);
+  Row* row = event.op == Operation::kDelete ? transform_detail::before_row(event)
+             : event.after                  ? &*event.after
+                                            : nullptr;
   if (row == nullptr) return std::nullopt;
   for (std::size_t i = 0; i < names.size(); ++i) {
-    const ColumnValue* column = find_column(*row, names[i]);
-    if (column != nullptr && column->text != values[i]) return names[i];
+    ColumnValue* column = transform_detail::find_column_mut(*row, names[i]);
+    if (column == nullptr) continue;
+    if (column->text != values[i]) return names[i];
+    column->is_json = json[i] != 0;
   }
   return std::nullopt;
 }
@@ -87,6 +96,7 @@ struct TransformChain::Impl {
   // The key guard's scratch (apply_one runs on one thread at a time).
   std::vector<std::string> key_names;
   std::vector<std::optional<std::string>> key_values;
+  std::vector<char> key_json;
   std::string name;
   std::atomic<std::uint64_t> skipped{0};
   std::atomic<std::uint64_t> events{0};  // events that entered the chain
@@ -167,7 +177,7 @@ Result<ActionResult> TransformChain::Impl::run(Event& event, std::optional<Event
     if (!keyed) keyed = key_resolvable(event);
     for (const auto& action : stage.actions) {
       const bool guard = keyed && !action->rewrites_key_values() &&
-                         capture_key(event, key_names, key_values);
+                         capture_key(event, key_names, key_values, key_json);
       auto result = action->apply(event, stage.name);
       if (!result) {
         failed_stage = &stage;
@@ -176,7 +186,7 @@ Result<ActionResult> TransformChain::Impl::run(Event& event, std::optional<Event
       }
       if (*result == ActionResult::kDrop) return ActionResult::kDrop;
       if (guard) {
-        if (auto changed = changed_key_column(event, key_names, key_values)) {
+        if (auto changed = changed_key_column(event, key_names, key_values, key_json)) {
           failed_stage = &stage;
           return fail(Error::invalid_data(
               "transform stage \"" + stage.name + "\" (" + std::string(action->type()) +

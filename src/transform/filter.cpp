@@ -1,5 +1,6 @@
 // filter: drop events by op, table, schema and content; project columns.
 
+#include <algorithm>
 #include <charconv>
 #include <memory>
 #include <regex>
@@ -24,6 +25,55 @@ std::optional<double> as_number(std::string_view text) {
   return v;
 }
 
+// A plain decimal ("-12", "+3.50", ".5"; no exponent) split into sign, integer digits
+// without leading zeros and fraction digits without trailing zeros.
+struct Decimal {
+  bool negative = false;
+  std::string_view integer;
+  std::string_view fraction;
+};
+
+std::optional<Decimal> as_decimal(std::string_view text) {
+  Decimal d;
+  if (!text.empty() && (text.front() == '+' || text.front() == '-')) {
+    d.negative = text.front() == '-';
+    text.remove_prefix(1);
+  }
+  const auto dot = text.find('.');
+  std::string_view integer = text.substr(0, dot);
+  std::string_view fraction = dot == std::string_view::npos ? std::string_view() : text.substr(dot + 1);
+  const auto digits = [](std::string_view t) {
+    return std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if ((integer.empty() && fraction.empty()) || !digits(integer) || !digits(fraction)) {
+    return std::nullopt;
+  }
+  while (!integer.empty() && integer.front() == '0') integer.remove_prefix(1);
+  while (!fraction.empty() && fraction.back() == '0') fraction.remove_suffix(1);
+  d.integer = integer;
+  d.fraction = fraction;
+  if (integer.empty() && fraction.empty()) d.negative = false;  // -0 is 0
+  return d;
+}
+
+// Exact order of two plain decimals (no rounding through a double, so 9007199254740993 and
+// ...992 stay apart); nullopt when either is not one.
+std::optional<int> compare_decimals(std::string_view a, std::string_view b) {
+  const auto x = as_decimal(a);
+  const auto y = as_decimal(b);
+  if (!x || !y) return std::nullopt;
+  if (x->negative != y->negative) return x->negative ? -1 : 1;
+  int magnitude = 0;
+  if (x->integer.size() != y->integer.size()) {
+    magnitude = x->integer.size() < y->integer.size() ? -1 : 1;
+  } else if (const int c = x->integer.compare(y->integer); c != 0) {
+    magnitude = c < 0 ? -1 : 1;
+  } else if (const int f = x->fraction.compare(y->fraction); f != 0) {
+    magnitude = f < 0 ? -1 : 1;  // "5" < "51", and trailing zeros are gone
+  }
+  return x->negative ? -magnitude : magnitude;
+}
+
 struct CompiledRule {
   FilterImage image = FilterImage::kAfter;
   FieldPath path;
@@ -43,8 +93,11 @@ struct CompiledRule {
       default: break;
     }
     int order = 0;
-    const auto lhs = number ? as_number(v) : std::nullopt;
-    if (number && lhs) {
+    const auto exact = number ? compare_decimals(v, value) : std::nullopt;
+    const auto lhs = number && !exact ? as_number(v) : std::nullopt;
+    if (exact) {
+      order = *exact;
+    } else if (number && lhs) {
       order = *lhs < *number ? -1 : (*lhs > *number ? 1 : 0);
     } else {
       const int c = v.compare(value);

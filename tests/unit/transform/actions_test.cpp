@@ -94,6 +94,27 @@ TEST(Filter, ContentOperators) {
   EXPECT_TRUE(keeps(FilterOperator::kLt, "b", {col("id", "1"), col("v", "a")}));
 }
 
+// Decimals compare exactly, not through a double (a trial saw ge 9007199254740993 let
+// ...992 through: both round to the same double); signs, fractions and zeros are right.
+TEST(Filter, DecimalsCompareExactly) {
+  const auto keeps = [](FilterOperator op, std::string value, std::string v) {
+    FilterConfig c;
+    c.filters.push_back({"after.v", op, std::move(value)});
+    auto chain = chain_of(must(make_filter(std::move(c))));
+    return kept(*chain, row_event({col("id", "1"), col("v", std::move(v))})) == 1;
+  };
+  EXPECT_TRUE(keeps(FilterOperator::kGe, "9007199254740993", "9007199254740993"));
+  EXPECT_FALSE(keeps(FilterOperator::kGe, "9007199254740993", "9007199254740992"));
+  EXPECT_TRUE(keeps(FilterOperator::kGt, "12345678901234567890.1", "12345678901234567890.10001"));
+  EXPECT_FALSE(keeps(FilterOperator::kGt, "0.5", "0.49"));
+  EXPECT_TRUE(keeps(FilterOperator::kGt, "0.5", "0.51"));
+  EXPECT_TRUE(keeps(FilterOperator::kLt, "0", "-0.5"));
+  EXPECT_TRUE(keeps(FilterOperator::kLt, "-2", "-10"));
+  EXPECT_TRUE(keeps(FilterOperator::kLe, "1.5", "001.50"));
+  EXPECT_TRUE(keeps(FilterOperator::kGe, "-0", "0"));
+  EXPECT_TRUE(keeps(FilterOperator::kGt, "1e2", "101")) << "an exponent still compares as a number";
+}
+
 TEST(Filter, JsonPathsAndBeforeImage) {
   FilterConfig c;
   c.filters.push_back({"after.doc.user.country", FilterOperator::kEq, "NO"});
@@ -233,6 +254,24 @@ TEST(MetadataProjection, AndKeyShapingRefuseATargetTheRowAlreadyHas) {
   }
 }
 
+// A delete under the default replica identity is keyed like its row's inserts: the key
+// column goes into its key-only before-image (a trial saw the delete keep ["id"] while the
+// inserts had ["_key"], so it never reached its row).
+TEST(KeyShaping, ADeleteIsKeyedLikeItsRowsInserts) {
+  auto pk = chain_of(must(make_key_shaping({"_key", KeyMode::kPrimaryKey, true})));
+  const auto insert = run(*pk, row_event({col("id", "7"), col("v", "x")}));
+  Event del = row_event({}, Operation::kDelete);
+  del.after.reset();
+  del.before = BeforeKeyOnly{{col("id", "7")}};
+  const auto out = run(*pk, del);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(*out[0].primary_key, std::vector<std::string>{"_key"});
+  const ColumnValue* key = find_column(*out[0].before.row(), "_key");
+  ASSERT_NE(key, nullptr);
+  EXPECT_EQ(*key->text, *value(insert[0], "_key"));
+  EXPECT_TRUE(out[0].validate()) << out[0].validate().error().report();
+}
+
 TEST(KeyShaping, PrimaryKeyAndStableFingerprint) {
   auto pk = chain_of(must(make_key_shaping({"_key", KeyMode::kPrimaryKey, true})));
   auto out = run(*pk, row_event({col("id", "7"), col("v", "x")}));
@@ -296,6 +335,22 @@ TEST(FieldMapping, StrictSkipsKeyOnlyDeletesAndNamesANullJsonColumn) {
   ASSERT_FALSE(st);
   EXPECT_NE(st.error().report().find("column \"doc\" is NULL"), std::string::npos)
       << st.error().report();
+  // A dotted remove holds its column to strict as well: missing, or not JSON.
+  FieldMappingConfig r;
+  r.remove = {"settings.internal"};
+  r.strict = true;
+  auto remover = chain_of(must(make_field_mapping(std::move(r))), "rm");
+  std::vector<Event> missing{row_event({col("id", "2")})};
+  st = remover->apply(missing);
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().report().find("\"settings\", which this event does not carry"),
+            std::string::npos)
+      << st.error().report();
+  std::vector<Event> text{row_event({col("id", "2"), col("settings", "plain")})};
+  st = remover->apply(text);
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().report().find("is not JSON"), std::string::npos) << st.error().report();
+  EXPECT_EQ(run(*remover, row_event({col("id", "2"), null_col("settings")})).size(), 1u);
 }
 
 TEST(Outbox, RowBecomesTheDomainEventRoutedByAggregateType) {
