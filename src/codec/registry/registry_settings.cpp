@@ -14,6 +14,22 @@
 
 namespace cppcdc {
 
+namespace {
+
+// The user name in the user part of `url` (scheme://user:password@host/...), if it has one.
+std::optional<std::string> url_user(std::string_view url) {
+  const auto scheme = url.find("://");
+  if (scheme == std::string_view::npos) return std::nullopt;
+  const std::string_view rest = url.substr(scheme + 3);
+  const std::string_view authority = rest.substr(0, rest.find_first_of("/?#"));
+  const auto at = authority.rfind('@');
+  if (at == std::string_view::npos) return std::nullopt;
+  const std::string_view user = authority.substr(0, at);
+  return std::string(user.substr(0, user.find(':')));
+}
+
+}  // namespace
+
 Result<std::optional<SchemaRegistryConfig>> read_schema_registry_settings(
     const Settings& codec_options) {
   auto section = codec_options.get_section("schema_registry");
@@ -73,6 +89,14 @@ Result<std::optional<SchemaRegistryConfig>> read_schema_registry_settings(
     *target = std::string(value);
     (key == std::string_view("password_env") ? c.password_env : c.bearer_token_env) = **env;
   }
+  if ((c.username || c.bearer_token) && url_user(c.url)) {
+    // Which would win is libcurl's business; the configuration must not leave it open.
+    return fail(r.error("url", "carries a user part (user@host), which is sent as basic "
+                               "authentication, and " +
+                                   std::string(c.username ? "username" : "bearer_token") +
+                                   " sets the authentication too: keep one of them (remove "
+                                   "the user part from url, or the key)"));
+  }
   CPPCDC_TRY(detail::assign_string(r, "ca_file", c.ca_file));
   CPPCDC_TRY(detail::assign_string(r, "cert_file", c.cert_file));
   CPPCDC_TRY(detail::assign_string(r, "key_file", c.key_file));
@@ -117,16 +141,10 @@ std::vector<std::pair<std::string, std::string>> describe_schema_registry(
            (c.bearer_token_env.empty()
                 ? std::string("(redacted)")
                 : "from the environment variable " + detail::in_quotes(c.bearer_token_env));
-  } else if (const auto scheme = c.url.find("://"); scheme != std::string::npos) {
+  } else if (auto user = url_user(c.url)) {
     // libcurl sends a user part of the url as basic authentication.
-    const std::string_view rest = std::string_view(c.url).substr(scheme + 3);
-    const std::string_view authority = rest.substr(0, rest.find_first_of("/?#"));
-    if (const auto at = authority.rfind('@'); at != std::string_view::npos) {
-      const std::string_view user = authority.substr(0, at);
-      auth = "basic, from the url's user part (user " +
-             detail::in_quotes(std::string(user.substr(0, user.find(':')))) +
-             ", password redacted)";
-    }
+    auth = "basic, from the url's user part (user " + detail::in_quotes(*user) +
+           ", password redacted)";
   }
   return {{"schema registry", where},
           {"registry authentication", auth},
