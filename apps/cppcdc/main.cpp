@@ -28,10 +28,11 @@ int main(int argc, char** argv) {
                "cppcdc"};
   app.require_subcommand(1);
   app.footer(
-      "Exit codes: 0 success or a clean stop (SIGINT/SIGTERM), 1 other errors (a retry may\n"
-      "succeed), 2 invalid configuration or command line, 3 needs an operator (authentication,\n"
-      "a missing table or slot, a failed preflight check), 4 no cppcdc answers on the control\n"
-      "socket, 5 refused. `cppcdc COMMAND --help` shows a command's options; man cppcdc.");
+      "Exit codes: 0 success or a clean stop (SIGINT/SIGTERM), 1 other errors, also a stop\n"
+      "that left a batch a sink was not taking (a retry may succeed), 2 invalid configuration\n"
+      "or command line, 3 needs an operator (authentication, a missing table or slot, a failed\n"
+      "preflight check), 4 no cppcdc answers on the control socket, 5 refused.\n"
+      "`cppcdc COMMAND --help` shows a command's options; man cppcdc.");
 
   std::string run_config;
   CLI::App* run = app.add_subcommand("run", "Capture changes and deliver them to the sink");
