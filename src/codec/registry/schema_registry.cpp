@@ -1,5 +1,7 @@
 #include "cppcdc/schema_registry.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <array>
 #include <boost/json.hpp>
@@ -498,6 +500,11 @@ Result<std::int32_t> resolve_schema_id(SchemaRegistryClient& client,
                                        const SchemaRegistryConfig& config,
                                        const std::string& subject, SchemaType type,
                                        const std::string& schema) {
+  // Once per subject and run (the codecs cache the id): a registry that does not answer holds
+  // the batch here, and the log should say where it waits.
+  spdlog::info("{} the schema id of subject \"{}\" at {}",
+               config.auto_register ? "registering (or finding)" : "looking up", subject,
+               client.describe());
   return config.auto_register ? client.register_schema(subject, type, schema)
                               : client.lookup_schema(subject, type, schema);
 }
