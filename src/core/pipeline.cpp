@@ -112,7 +112,9 @@ Status Pipeline::write(std::span<const Event> batch) {
 Status Pipeline::flush() {
   auto& d = *impl_;
   Status first = ok();
-  std::vector<Impl::Route*> flushed;
+  // With one route a flushed sink may still have a commit ahead (a transactional sink), so
+  // only several routes leave out, in a retry, the ones that hold their part.
+  const bool skip_flushed = d.routes.size() > 1;
   for (auto& route : d.routes) {
     if (!route.written) continue;
     if (auto st = route.sink->flush(); !st) {
@@ -120,15 +122,11 @@ Status Pipeline::flush() {
       continue;
     }
     route.written = false;
-    flushed.push_back(&route);
+    route.done = skip_flushed;
   }
   if (first) {
     d.work_ready = false;  // delivered: the next write() is another batch
     for (auto& route : d.routes) route.done = false;
-  } else if (d.routes.size() > 1) {
-    // With one route a flushed sink may still have a commit ahead (a transactional sink), so
-    // only several routes leave out the ones that hold their part.
-    for (auto* route : flushed) route->done = true;
   }
   return first;
 }

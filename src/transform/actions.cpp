@@ -183,11 +183,11 @@ class RouteAction final : public TransformAction {
 
 // ---- metadata_projection ----
 
-// The column an action adds must be new: overwriting a column of the source row would ship
-// the metadata (or key) in its place without a word.
-Status target_is_free(const Event& event, const std::string& target, std::string_view stage) {
-  if (find_column(*event.after, target) == nullptr &&
-      !is_listed(event.unavailable_columns, target)) {
+// The column an action adds to `row` must be new: overwriting a column of the source row
+// would ship the metadata (or key) in its place without a word.
+Status target_is_free(const Event& event, const Row& row, const std::string& target,
+                      std::string_view stage) {
+  if (find_column(row, target) == nullptr && !is_listed(event.unavailable_columns, target)) {
     return ok();
   }
   return fail(bad_data(stage, event,
@@ -261,7 +261,7 @@ class MetadataProjectionAction final : public TransformAction {
 
   Result<ActionResult> apply(Event& event, std::string_view stage) override {
     if (!event.after) return ActionResult::kKeep;
-    CPPCDC_TRY(target_is_free(event, target_, stage));
+    CPPCDC_TRY(target_is_free(event, *event.after, target_, stage));
     std::string json;
     json.reserve(reserve_);
     for (const auto& [prefix, field] : fields_) {
@@ -311,7 +311,7 @@ class KeyShapingAction final : public TransformAction {
 
   Result<ActionResult> apply(Event& event, std::string_view stage) override {
     if (!event.after) return delete_key(event, stage);
-    CPPCDC_TRY(target_is_free(event, config_.target_field, stage));
+    CPPCDC_TRY(target_is_free(event, *event.after, config_.target_field, stage));
     std::string value;
     if (config_.mode == KeyMode::kPrimaryKey) {
       auto key = event.primary_key_values();
@@ -385,12 +385,7 @@ class KeyShapingAction final : public TransformAction {
     if (before == nullptr) return ActionResult::kKeep;
     auto key = event.primary_key_values();
     if (!key) return ActionResult::kKeep;
-    if (find_column(*before, config_.target_field) != nullptr) {
-      return fail(bad_data(stage, event,
-                           "target_field \"" + config_.target_field +
-                               "\" names a column the row already has; choose another "
-                               "target_field"));
-    }
+    CPPCDC_TRY(target_is_free(event, *before, config_.target_field, stage));
     before->push_back(ColumnValue{config_.target_field, key_object(*key), true});
     if (config_.set_primary_key) event.primary_key = std::vector<std::string>{config_.target_field};
     event.shape = nullptr;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <utility>
 
 #include "cppcdc/transforms.hpp"
 #include "transform/columns.hpp"
@@ -26,6 +27,7 @@ const Row* key_image(const Event& event) {
   if (event.op == Operation::kDelete) return event.before.row();
   return event.after ? &*event.after : nullptr;
 }
+Row* key_image(Event& event) { return const_cast<Row*>(key_image(std::as_const(event))); }
 
 // Whether every column primary_key names is in the key image (no allocation).
 bool key_resolvable(const Event& event) {
@@ -59,24 +61,30 @@ bool capture_key(const Event& event, std::vector<std::string>& names,
 
 // The first key column whose value differs from the captured one, when the key still names
 // the captured columns and resolves (a key renamed, dropped or made unresolvable is judged
-// by the checks after the stage).
-// A key column whose value is the same but now JSON (an unwrapped member {"id":1} for the
-// row's id "1") gets its earlier form back: keys are built from the form, and the row's delete
-// carries the source's own.
+// by the checks after the stage). A key column whose value is the same but now JSON (an
+// unwrapped member {"id":1} for the row's id "1") gets its earlier form back: keys are built
+// from the form, and the row's delete carries the source's own.
+// `still_captured`: whether the capture still equals the event's key (names, values and form),
+// so that it serves the next action without being taken again.
 std::optional<std::string> changed_key_column(Event& event, const std::vector<std::string>& names,
                                               const std::vector<std::optional<std::string>>& values,
-                                              const std::vector<char>& json) {
+                                              const std::vector<char>& json,
+                                              bool& still_captured) {
+  still_captured = false;
   if (!event.primary_key || *event.primary_key != names) return std::nullopt;
-  Row* row = event.op == Operation::kDelete ? transform_detail::before_row(event)
-             : event.after                  ? &*event.after
-                                            : nullptr;
+  Row* row = key_image(event);
   if (row == nullptr) return std::nullopt;
+  bool all_there = true;
   for (std::size_t i = 0; i < names.size(); ++i) {
     ColumnValue* column = transform_detail::find_column_mut(*row, names[i]);
-    if (column == nullptr) continue;
+    if (column == nullptr) {
+      all_there = false;
+      continue;
+    }
     if (column->text != values[i]) return names[i];
     column->is_json = json[i] != 0;
   }
+  still_captured = all_there;
   return std::nullopt;
 }
 
@@ -166,6 +174,9 @@ Result<ActionResult> TransformChain::Impl::run(Event& event, std::optional<Event
   // stage may make it so.
   bool keyed = key_resolvable(event);
   bool masked = false;  // a stage with a mask action ran since *kept was taken
+  // Whether key_names/key_values hold the event's key as it is now: taken before the first
+  // guarded action and kept while the actions leave the key alone.
+  bool captured = false;
   for (const Stage& stage : stages) {
     if (!stage.everything && !stage.when.matches(event)) continue;
     if (masked) {
@@ -176,8 +187,12 @@ Result<ActionResult> TransformChain::Impl::run(Event& event, std::optional<Event
     }
     if (!keyed) keyed = key_resolvable(event);
     for (const auto& action : stage.actions) {
-      const bool guard = keyed && !action->rewrites_key_values() &&
-                         capture_key(event, key_names, key_values, key_json);
+      bool guard = keyed && !action->rewrites_key_values();
+      if (guard && !captured) {
+        captured = capture_key(event, key_names, key_values, key_json);
+        guard = captured;
+      }
+      if (!guard) captured = false;  // an unguarded action may change the key
       auto result = action->apply(event, stage.name);
       if (!result) {
         failed_stage = &stage;
@@ -186,7 +201,7 @@ Result<ActionResult> TransformChain::Impl::run(Event& event, std::optional<Event
       }
       if (*result == ActionResult::kDrop) return ActionResult::kDrop;
       if (guard) {
-        if (auto changed = changed_key_column(event, key_names, key_values, key_json)) {
+        if (auto changed = changed_key_column(event, key_names, key_values, key_json, captured)) {
           failed_stage = &stage;
           return fail(Error::invalid_data(
               "transform stage \"" + stage.name + "\" (" + std::string(action->type()) +

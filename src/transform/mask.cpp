@@ -128,6 +128,11 @@ class MaskAction final : public TransformAction {
       if (!masker) return fail(masker.error());
       a->default_ = std::make_unique<Masker>(std::move(*masker));
     }
+    // Only rules of those kinds can trip the per-event key check.
+    a->merges_keys_ =
+        std::any_of(a->rules_.begin(), a->rules_.end(),
+                    [](const CompiledMaskRule& r) { return !keeps_rows_apart(r.masker.rule.kind); }) ||
+        (a->default_ && !keeps_rows_apart(a->default_->rule.kind));
     return std::unique_ptr<TransformAction>(std::move(a));
   }
 
@@ -135,7 +140,7 @@ class MaskAction final : public TransformAction {
     Row* after = event.after ? &*event.after : nullptr;
     Row* before = before_row(event);
     if (after == nullptr && before == nullptr) return ActionResult::kKeep;
-    if (event.primary_key) {
+    if (merges_keys_ && event.primary_key) {
       if (auto st = check_key_rules(event, stage); !st) return fail(st.error());
     }
     for (auto& r : rules_) {
@@ -293,6 +298,7 @@ class MaskAction final : public TransformAction {
 
   std::vector<CompiledMaskRule> rules_;
   std::unique_ptr<Masker> default_;
+  bool merges_keys_ = false;  // a rule (or the default) a key column must not get
   Sha256 sha_;
   std::string aad_;
 };

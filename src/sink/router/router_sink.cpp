@@ -259,15 +259,19 @@ Status RouterSink::flush() {
   auto& d = *impl_;
   if (d.closed) return fail(Error::invalid_state(d.kind + " sink is closed"));
   Status first = ok();
-  std::vector<Impl::Child*> flushed;
   for (auto& child : d.children) {
+    // A child that holds its part now (flushed here, or by flush_interval_events) is marked
+    // done: if another child failed, the retry of the batch leaves it out.
+    const bool part = std::exchange(child.part, false);
     if (!child.written) {
-      if (child.part) flushed.push_back(&child);  // flushed by flush_interval_events
+      child.done = child.done || part;
+      child.scratch.clear();
       continue;
     }
     auto st = d.flush_child(child);
+    child.scratch.clear();  // the events the child was handed live until its flush
     if (st) {
-      flushed.push_back(&child);
+      child.done = true;
       continue;
     }
     if (first) {
@@ -276,17 +280,8 @@ Status RouterSink::flush() {
       spdlog::warn("{} as well: {}", d.kind, st.error().report());
     }
   }
-  for (auto& child : d.children) {
-    child.scratch.clear();
-    child.part = false;
-  }
   if (first) {
     for (auto& child : d.children) child.done = false;  // the batch is delivered
-  } else {
-    // The batch comes again (after recover()); the children that hold their part now are
-    // left out of that retry, so a lasting failure of one child does not multiply the
-    // others' copies.
-    for (auto* child : flushed) child->done = true;
   }
   return first;
 }

@@ -687,18 +687,16 @@ std::unique_ptr<rd_kafka_t, void (*)(rd_kafka_t*)> leave_a_transaction_open(
   return killed;
 }
 
-TEST(KafkaCli, ARestartAbortsTheTransactionAKilledRunLeftOnTheCheckpointTopicBeforeReadingIt) {
-  KAFKA_TEST_BOOTSTRAP(bootstrap);
-  const std::string db = it::test_database("kcli_opentx");
-  it::fresh_database(db);
-  it::PgSession s(it::dsn_for(db));
-  s.query("create table t (id int primary key)");
-  const std::string name = kafka_it::unique_topic("opentx");
+// Runs the pipeline configured in `dir` (topic `name`.public.t, checkpoint topic
+// `name`.checkpoints) until it delivered a first row, stops it, leaves a transaction of
+// `killed_id` open on the checkpoint topic as a run killed in the middle of one would, then
+// runs it again until a second row arrives. `second`: the second run's log.
+void run_again_past_an_open_checkpoint_transaction(const fs::path& dir, const std::string& db,
+                                                   const std::string& bootstrap,
+                                                   const std::string& name,
+                                                   const std::string& killed_id,
+                                                   it::PgSession& s, std::string& second) {
   const std::string topic = name + ".public.t";
-  const fs::path dir = fresh_dir(db);
-  write_effectively_once_config(dir, db, bootstrap, name, "", "",
-                                "\"transaction.timeout.ms\" = \"300000\"",
-                                "load_timeout_ms = 10000");
   const fs::path log = dir / "cppcdc.log";
   pid_t child = -1;
   it::KillAtExit guard{child};
@@ -711,7 +709,7 @@ TEST(KafkaCli, ARestartAbortsTheTransactionAKilledRunLeftOnTheCheckpointTopicBef
   const std::size_t first_run = file_text(log).size();
 
   // The killed run's transaction, open on the checkpoint topic.
-  auto killed = leave_a_transaction_open(bootstrap, name, name + ".checkpoints", db);
+  auto killed = leave_a_transaction_open(bootstrap, killed_id, name + ".checkpoints", db);
   ASSERT_TRUE(killed);
 
   s.query("insert into t values (2)");
@@ -720,10 +718,25 @@ TEST(KafkaCli, ARestartAbortsTheTransactionAKilledRunLeftOnTheCheckpointTopicBef
                              60s, 500ms))
       << it::log_tail(log);
   EXPECT_EQ(it::stop_cppcdc_process(child, SIGTERM), 0) << it::log_tail(log);
-  const std::string second = file_text(log).substr(first_run);
+  second = file_text(log).substr(first_run);
+}
+
+TEST(KafkaCli, ARestartAbortsTheTransactionAKilledRunLeftOnTheCheckpointTopicBeforeReadingIt) {
+  KAFKA_TEST_BOOTSTRAP(bootstrap);
+  const std::string db = it::test_database("kcli_opentx");
+  it::fresh_database(db);
+  it::PgSession s(it::dsn_for(db));
+  s.query("create table t (id int primary key)");
+  const std::string name = kafka_it::unique_topic("opentx");
+  const fs::path dir = fresh_dir(db);
+  write_effectively_once_config(dir, db, bootstrap, name, "", "",
+                                "\"transaction.timeout.ms\" = \"300000\"",
+                                "load_timeout_ms = 10000");
+  std::string second;
+  ASSERT_NO_FATAL_FAILURE(
+      run_again_past_an_open_checkpoint_transaction(dir, db, bootstrap, name, name, s, second));
   EXPECT_FALSE(has(second, "could not be read to its end")) << second;
   EXPECT_TRUE(has(second, "resuming from checkpoint")) << second;
-  killed.reset();
   it::drop_slots(db);
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
@@ -741,7 +754,6 @@ TEST(KafkaCli, AnAtLeastOnceRestartEndsTheSaveAKilledRunLeftOpenBeforeReadingIt)
   it::PgSession s(it::dsn_for(db));
   s.query("create table t (id int primary key)");
   const std::string name = kafka_it::unique_topic("aloopen");
-  const std::string topic = name + ".public.t";
   const fs::path dir = fresh_dir(db);
   write_effectively_once_config(dir, db, bootstrap, name, "", "", "", "load_timeout_ms = 10000");
   {
@@ -753,32 +765,12 @@ TEST(KafkaCli, AnAtLeastOnceRestartEndsTheSaveAKilledRunLeftOpenBeforeReadingIt)
     text.erase(text.find(txn), txn.size());
     std::ofstream(dir / "cdc.toml") << text;
   }
-  const fs::path log = dir / "cppcdc.log";
-  pid_t child = -1;
-  it::KillAtExit guard{child};
-  it::start_cppcdc_process(child, dir, it::admin_dsn(), db, 120);
-  s.query("insert into t values (1)");
-  ASSERT_TRUE(it::wait_until([&] { return kafka_it::committed_records(bootstrap, topic) == 1; },
-                             60s, 500ms))
-      << it::log_tail(log);
-  ASSERT_EQ(it::stop_cppcdc_process(child, SIGTERM), 0) << it::log_tail(log);
-  const std::size_t first_run = file_text(log).size();
-
-  auto killed =
-      leave_a_transaction_open(bootstrap, "cppcdc-checkpoint." + db, name + ".checkpoints", db);
-  ASSERT_TRUE(killed);
-
-  s.query("insert into t values (2)");
-  it::start_cppcdc_process(child, dir, it::admin_dsn(), db, 120);
-  ASSERT_TRUE(it::wait_until([&] { return kafka_it::committed_records(bootstrap, topic) == 2; },
-                             60s, 500ms))
-      << it::log_tail(log);
-  EXPECT_EQ(it::stop_cppcdc_process(child, SIGTERM), 0) << it::log_tail(log);
-  const std::string second = file_text(log).substr(first_run);
+  std::string second;
+  ASSERT_NO_FATAL_FAILURE(run_again_past_an_open_checkpoint_transaction(
+      dir, db, bootstrap, name, "cppcdc-checkpoint." + db, s, second));
   EXPECT_FALSE(has(second, "could not be read to its end")) << second;
   EXPECT_FALSE(has(second, "waiting for an open transaction")) << second;
   EXPECT_TRUE(has(second, "resuming from checkpoint")) << second;
-  killed.reset();
   it::drop_slots(db);
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
