@@ -269,23 +269,52 @@ struct PlaceHash {
 
 }  // namespace
 
+// A bijection of 64-bit words (splitmix64's finalizer): distinct inputs give distinct outputs.
+constexpr std::uint64_t mix64(std::uint64_t x) noexcept {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return x;
+}
+
 TransientFingerprint event_identity(const Event& e) {
   if (!e.transaction) return fingerprint_event_transient(e);
-  // A domain of its own, so that it never equals a full encoding's hash by construction; then
-  // the place's hash (a keyed 128-bit hash of the place's encoding) and the sequence.
+  // A domain of its own, so that it never equals a full encoding's hash by construction. The
+  // keyed 128-bit hash of the place's hash, the transaction id and its event count is the base
+  // the events of one place and transaction share (kept for the last such group seen on this
+  // thread); each event's sequence number then goes through a bijection into both words. Two
+  // events of one group thus never share an identity, and two groups' bases are unrelated
+  // outputs of the keyed hash.
   thread_local PlaceHash place;
+  struct Group {
+    bool valid = false;
+    std::array<std::uint64_t, 2> place{};
+    std::uint64_t tx_id = 0;
+    std::uint64_t total = 0;
+    std::array<std::uint64_t, 2> base{};
+  };
+  thread_local Group group;
   const auto& p = place.of(e);
-  constexpr std::string_view kIdentityDomain = "cppcdc.identity.tx.v2";
-  char bytes[kIdentityDomain.size() + 5 * 8];
-  Writer writer{bytes};
-  writer.raw(kIdentityDomain);
-  writer.u64(p[0]);
-  writer.u64(p[1]);
-  writer.u64(e.transaction->tx_id);
-  writer.u64(e.transaction->total_events);
-  writer.u64(e.transaction->event_index);
-  const auto h = siphash24_128(process_key(), std::string_view(bytes, sizeof bytes));
-  return TransientFingerprint{h[0], h[1]};
+  const TransactionMetadata& t = *e.transaction;
+  if (!group.valid || group.place != p || group.tx_id != t.tx_id || group.total != t.total_events) {
+    constexpr std::string_view kIdentityDomain = "cppcdc.identity.tx.v3";
+    char bytes[kIdentityDomain.size() + 4 * 8];
+    Writer writer{bytes};
+    writer.raw(kIdentityDomain);
+    writer.u64(p[0]);
+    writer.u64(p[1]);
+    writer.u64(t.tx_id);
+    writer.u64(t.total_events);
+    group.base = siphash24_128(process_key(), std::string_view(bytes, sizeof bytes));
+    group.place = p;
+    group.tx_id = t.tx_id;
+    group.total = t.total_events;
+    group.valid = true;
+  }
+  return TransientFingerprint{group.base[0] ^ mix64(t.event_index),
+                              group.base[1] ^ mix64(t.event_index ^ 0x9e3779b97f4a7c15ULL)};
 }
 
 }  // namespace detail

@@ -91,33 +91,37 @@ inline char* put2(char* p, std::uint64_t v) {
   return p + 2;
 }
 
-void append_frac(std::string& out, std::uint64_t micros, int fsp) {
-  if (fsp <= 0) return;
-  static constexpr std::uint32_t kDiv[] = {1000000, 100000, 10000, 1000, 100, 10, 1};
-  char buf[8];
-  buf[0] = '.';
-  std::uint64_t v = micros / kDiv[fsp];
-  for (int i = fsp; i >= 1; --i) {
-    buf[i] = static_cast<char>('0' + v % 10);
-    v /= 10;
+// v's last `width` digits, zero-padded, two at a time.
+char* put_padded(char* p, std::uint64_t v, int width) {
+  char* end = p + width;
+  char* q = end;
+  for (; q - p >= 2; v /= 100) {
+    q -= 2;
+    std::memcpy(q, kDigitPairs + 2 * (v % 100), 2);
   }
-  out.append(buf, static_cast<std::size_t>(fsp) + 1);
+  if (q > p) *p = static_cast<char>('0' + v % 10);
+  return end;
 }
 
-void append_date(std::string& out, std::uint64_t y, std::uint64_t m, std::uint64_t d) {
-  char buf[10];
-  char* p = put2(put2(buf, y / 100), y);
+// The fraction of `micros` (0 to 999,999) to `fsp` digits, after a '.': nothing for fsp 0.
+char* write_frac(char* p, std::uint64_t micros, int fsp) {
+  if (fsp <= 0) return p;
+  static constexpr std::uint32_t kDiv[] = {1000000, 100000, 10000, 1000, 100, 10, 1};
+  *p++ = '.';
+  return put_padded(p, micros / kDiv[fsp], fsp);
+}
+
+// YYYY-MM-DD, each field zero-padded (the year to four digits).
+char* write_date(char* p, std::uint64_t y, std::uint64_t m, std::uint64_t d) {
+  p = put2(put2(p, y / 100), y);
   *p++ = '-';
   p = put2(p, m);
   *p++ = '-';
-  put2(p, d);
-  out.append(buf, 10);
+  return put2(p, d);
 }
 
 // HH:MM:SS with at least two digits of hours (TIME reaches 838).
-void append_hms(std::string& out, std::uint64_t h, std::uint64_t mi, std::uint64_t s) {
-  char buf[16];
-  char* p = buf;
+char* write_hms(char* p, std::uint64_t h, std::uint64_t mi, std::uint64_t s) {
   if (h >= 100) {
     const std::uint64_t hundreds = h / 100;
     if (hundreds >= 10) *p++ = static_cast<char>('0' + hundreds / 10 % 10);
@@ -127,7 +131,28 @@ void append_hms(std::string& out, std::uint64_t h, std::uint64_t mi, std::uint64
   *p++ = ':';
   p = put2(p, mi);
   *p++ = ':';
-  p = put2(p, s);
+  return put2(p, s);
+}
+
+void append_date(std::string& out, std::uint64_t y, std::uint64_t m, std::uint64_t d) {
+  char buf[10];
+  out.append(buf, static_cast<std::size_t>(write_date(buf, y, m, d) - buf));
+}
+
+void append_hms(std::string& out, std::uint64_t h, std::uint64_t mi, std::uint64_t s) {
+  char buf[16];
+  out.append(buf, static_cast<std::size_t>(write_hms(buf, h, mi, s) - buf));
+}
+
+// "date time[.fraction]" in one append.
+void append_date_time(std::string& out, std::uint64_t y, std::uint64_t m, std::uint64_t d,
+                      std::uint64_t h, std::uint64_t mi, std::uint64_t s, std::uint64_t micros,
+                      int fsp) {
+  char buf[40];
+  char* p = write_date(buf, y, m, d);
+  *p++ = ' ';
+  p = write_hms(p, h, mi, s);
+  p = write_frac(p, micros, fsp);
   out.append(buf, static_cast<std::size_t>(p - buf));
 }
 
@@ -158,10 +183,8 @@ void append_timestamp(std::string& out, std::uint64_t secs, std::uint64_t micros
   unsigned m, d;
   civil_from_days(static_cast<std::int64_t>(secs / 86400), y, m, d);
   const std::uint64_t sod = secs % 86400;
-  append_date(out, static_cast<std::uint64_t>(y), m, d);
-  out += ' ';
-  append_hms(out, sod / 3600, sod / 60 % 60, sod % 60);
-  append_frac(out, micros, fsp);
+  append_date_time(out, static_cast<std::uint64_t>(y), m, d, sod / 3600, sod / 60 % 60, sod % 60,
+                   micros, fsp);
 }
 
 // The server's my_gcvt() layout for a value given as significant digits and the decimal
@@ -304,6 +327,38 @@ bool detail::decode_decimal(const std::uint8_t* p, std::size_t size, int precisi
   }
   const int intg = precision - scale;
   const int intg0 = intg / 9, intg0x = intg % 9, frac0 = scale / 9, frac0x = scale % 9;
+  if (intg <= 18 && scale <= 18) {
+    // Up to 18 digits on each side of the point: each side is one 64-bit number. A group
+    // outside its digits (bytes no server writes) takes the general path below, which prints
+    // it as it always did.
+    static constexpr std::uint64_t kPow10[10] = {1,      10,      100,      1000,      10000,
+                                                 100000, 1000000, 10000000, 100000000, 1000000000};
+    std::size_t at = 0;
+    bool digits_fit = true;
+    auto group = [&](int bytes, int width, std::uint64_t& acc) {
+      const std::uint64_t v = ByteReader::load_be(buf + at, static_cast<std::size_t>(bytes));
+      at += static_cast<std::size_t>(bytes);
+      digits_fit = digits_fit && v < kPow10[width];
+      acc = acc * kPow10[width] + v;
+    };
+    std::uint64_t int_part = 0, frac_part = 0;
+    if (intg0x) group(kDigitBytes[intg0x], intg0x, int_part);
+    for (int i = 0; i < intg0; ++i) group(4, 9, int_part);
+    for (int i = 0; i < frac0; ++i) group(4, 9, frac_part);
+    if (frac0x) group(kDigitBytes[frac0x], frac0x, frac_part);
+    if (digits_fit) {
+      char text[48];
+      char* q = text;
+      if (negative && (int_part | frac_part) != 0) *q++ = '-';
+      q = std::to_chars(q, text + sizeof text, int_part).ptr;
+      if (scale > 0) {
+        *q++ = '.';
+        q = put_padded(q, frac_part, scale);
+      }
+      out.append(text, static_cast<std::size_t>(q - text));
+      return true;
+    }
+  }
   // The groups of 9 (or fewer, for the partial ones) digits, most significant first.
   std::uint32_t groups[16];
   int widths[16];
@@ -1050,8 +1105,10 @@ Status RowReader::read_value(const ColumnPlan& plan, std::span<const std::uint8_
       }
       const auto u = static_cast<std::uint64_t>(packed);
       const std::uint64_t hms = u >> 24;
-      append_hms(out, (hms >> 12) % (1 << 10), (hms >> 6) % 64, hms % 64);
-      append_frac(out, u % (1 << 24), fsp);
+      char buf[24];
+      char* q = write_hms(buf, (hms >> 12) % (1 << 10), (hms >> 6) % 64, hms % 64);
+      q = write_frac(q, u % (1 << 24), fsp);
+      out.append(buf, static_cast<std::size_t>(q - buf));
       return ok();
     }
     case kKindDateTimeOld: {
@@ -1059,9 +1116,8 @@ Status RowReader::read_value(const ColumnPlan& plan, std::span<const std::uint8_
       const std::uint64_t v = ByteReader::load_le(p, 8);
       pos += 8;
       const std::uint64_t date = v / 1000000, time = v % 1000000;
-      append_date(out, date / 10000, date / 100 % 100, date % 100);
-      out += ' ';
-      append_hms(out, time / 10000, time / 100 % 100, time % 100);
+      append_date_time(out, date / 10000, date / 100 % 100, date % 100, time / 10000,
+                       time / 100 % 100, time % 100, 0, 0);
       return ok();
     }
     case kKindDateTime2: {
@@ -1077,11 +1133,9 @@ Status RowReader::read_value(const ColumnPlan& plan, std::span<const std::uint8_
       if (intpart < 0) intpart = -intpart;  // cannot be stored; print its magnitude
       const auto ymdhms = static_cast<std::uint64_t>(intpart);
       const std::uint64_t ymd = ymdhms >> 17, ym = ymd >> 5, hms = ymdhms % (1 << 17);
-      append_date(out, ym / 13, ym % 13, ymd % 32);
-      out += ' ';
-      append_hms(out, hms >> 12, (hms >> 6) % 64, hms % 64);
       const std::uint64_t micros = fb == 1 ? frac_raw * 10000 : fb == 2 ? frac_raw * 100 : frac_raw;
-      append_frac(out, micros, fsp);
+      append_date_time(out, ym / 13, ym % 13, ymd % 32, hms >> 12, (hms >> 6) % 64, hms % 64,
+                       micros, fsp);
       return ok();
     }
     case kKindTimestampOld: {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <set>
 #include <string>
 
 #include "core/event_identity.hpp"
@@ -279,6 +280,40 @@ TEST(IdempotencyGuard, AnAgeLimitSetLaterCountsFromWhenItWasSet) {
   EXPECT_TRUE(guard.is_duplicate(tx_insert()));
   now += 100;
   EXPECT_FALSE(guard.is_duplicate(tx_insert()));
+}
+
+// The identity of a transacted event is computed from a base kept per group (place,
+// transaction id, event count): every event of a large transaction gets its own identity, the
+// same event gets the same one again after other groups were identified in between, and a
+// change of transaction id or count alone gives other identities.
+TEST(Fingerprint, EveryEventOfALargeTransactionHasItsOwnIdentityAndTheSameOneAgain) {
+  Event e = tx_insert();
+  constexpr std::uint64_t kEvents = 200'000;
+  e.transaction = TransactionMetadata{9, kEvents, 0};
+  std::set<std::pair<std::uint64_t, std::uint64_t>> seen;
+  std::set<std::uint64_t> low_words;
+  std::vector<TransientFingerprint> first;
+  for (std::uint64_t i = 0; i < kEvents; ++i) {
+    e.transaction->event_index = i;
+    const auto fp = detail::event_identity(e);
+    seen.emplace(fp.lo, fp.hi);
+    low_words.insert(fp.lo);
+    if (i < 3) first.push_back(fp);
+  }
+  EXPECT_EQ(seen.size(), kEvents);
+  EXPECT_EQ(low_words.size(), kEvents);  // the guard's slot and tag come from the low word
+  Event other = tx_insert();
+  (void)detail::event_identity(other);  // another group in between
+  for (std::uint64_t i = 0; i < 3; ++i) {
+    e.transaction->event_index = i;
+    EXPECT_EQ(detail::event_identity(e), first[i]) << i;
+  }
+  Event next_tx = e;
+  next_tx.transaction = TransactionMetadata{10, kEvents, 0};
+  EXPECT_NE(detail::event_identity(next_tx), first[0]);
+  Event other_count = e;
+  other_count.transaction = TransactionMetadata{9, kEvents + 1, 0};
+  EXPECT_NE(detail::event_identity(other_count), first[0]);
 }
 
 TEST(Fingerprint, TheRuntimesIdentityOfATransactedEventIsItsPlaceNotItsImages) {

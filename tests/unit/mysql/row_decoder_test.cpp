@@ -9,7 +9,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <random>
 
+#include "source/mysql/json_binary.hpp"
 #include "unit/mysql/binlog_bytes.hpp"
 
 namespace cppcdc::mysql {
@@ -205,6 +207,43 @@ TEST(RowDecoder, DecimalNegativeWideAndScaleZero) {
                      encode_decimal("-999.99", 5, 2), encode_decimal("1", 18, 9)});
   EXPECT_EQ(t.insert(image2),
             "a=999999.9999 | b=-" + wide + " | c=99999 | d=-999.99 | e=1.000000000");
+}
+
+// Every precision and scale, digits drawn at random with runs of 0s and 9s (group edges), on
+// both sides of the 18-digit line where decoding switches from 64-bit numbers to digit groups:
+// the text is the canonical form of the number encoded.
+TEST(RowDecoder, DecimalEveryPrecisionAndScaleRoundTrips) {
+  std::mt19937_64 rng(20261205);
+  auto digits = [&](int n) {
+    std::string d;
+    const int mode = static_cast<int>(rng() % 4);
+    for (int i = 0; i < n; ++i) {
+      d += mode == 0 ? '9' : mode == 1 ? static_cast<char>('0' + (i % 3 == 0 ? 0 : rng() % 10))
+                                       : static_cast<char>('0' + rng() % 10);
+    }
+    return d;
+  };
+  for (int precision = 1; precision <= 65; ++precision) {
+    for (int scale = 0; scale <= std::min(precision, 30); ++scale) {
+      for (int round = 0; round < 6; ++round) {
+        const int intg = precision - scale;
+        std::string ip = digits(intg), fp = digits(scale);
+        const bool negative = rng() % 2 == 0;
+        std::string text = (negative ? "-" : "") + ip + (scale > 0 ? "." + fp : "");
+        const Bytes b = encode_decimal(text, precision, scale);
+        // The canonical text: no leading zeros before the point, no sign on zero.
+        ip.erase(0, std::min(ip.find_first_not_of('0'), ip.size()));
+        if (ip.empty()) ip = "0";
+        const bool zero = ip == "0" && fp.find_first_not_of('0') == std::string::npos;
+        const std::string want =
+            (negative && !zero ? "-" : "") + ip + (scale > 0 ? "." + fp : "");
+        std::string got = "x";
+        ASSERT_TRUE(detail::decode_decimal(b.data(), b.size(), precision, scale, got))
+            << precision << "," << scale;
+        EXPECT_EQ(got, "x" + want) << "DECIMAL(" << precision << "," << scale << ") " << text;
+      }
+    }
+  }
 }
 
 Bytes f32(float f) {
