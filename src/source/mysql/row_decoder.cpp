@@ -144,16 +144,19 @@ void append_hms(std::string& out, std::uint64_t h, std::uint64_t mi, std::uint64
   out.append(buf, static_cast<std::size_t>(write_hms(buf, h, mi, s) - buf));
 }
 
-// "date time[.fraction]" in one append.
+// "date time[.fraction]", written in place at the end of `out`.
 void append_date_time(std::string& out, std::uint64_t y, std::uint64_t m, std::uint64_t d,
                       std::uint64_t h, std::uint64_t mi, std::uint64_t s, std::uint64_t micros,
                       int fsp) {
-  char buf[40];
-  char* p = write_date(buf, y, m, d);
+  constexpr std::size_t kMost = 10 + 1 + 12 + 7;  // hours of up to four digits, 6 fraction digits
+  const std::size_t at = out.size();
+  out.resize(at + kMost);
+  char* const start = out.data() + at;
+  char* p = write_date(start, y, m, d);
   *p++ = ' ';
   p = write_hms(p, h, mi, s);
   p = write_frac(p, micros, fsp);
-  out.append(buf, static_cast<std::size_t>(p - buf));
+  out.resize(at + static_cast<std::size_t>(p - start));
 }
 
 // Days since 1970-01-01 to a civil date (proleptic Gregorian).
