@@ -20,6 +20,7 @@ Status ReaderHandoff::open(Limits limits) {
   }
   stop_.store(false);
   bulk_.store(false);
+  assembling_.store(false);
   std::lock_guard lock(mutex_);
   limits_ = limits;
   if (limits_.max_events == 0) limits_.max_events = 1;
@@ -109,6 +110,18 @@ ReaderHandoff::Taken ReaderHandoff::take(std::vector<Event>& out, std::size_t ma
       return queue_.size() >= fill || queue_.bytes() >= fill_bytes || reader_done_ ||
              !bulk_.load();
     });
+  } else if (assembling_.load(std::memory_order_relaxed) && !queue_.empty() &&
+             queue_.size() < std::min(max_events, limits_.max_events) / 2 &&
+             queue_.bytes() < limits_.max_bytes / 2) {
+    // More is on its way (the reader is inside a transaction): a short wait for a fuller poll.
+    const std::size_t fill = std::min(max_events, limits_.max_events) / 2;
+    const std::size_t fill_bytes = limits_.max_bytes / 2;
+    ++lingers_;
+    not_empty_.wait_for(lock, limits_.assembling_linger, [&] {
+      return queue_.size() >= fill || queue_.bytes() >= fill_bytes || reader_done_ ||
+             signalled_ || stop_.load() || !assembling_.load(std::memory_order_relaxed);
+    });
+    signalled_ = false;
   }
   taken.events = queue_.take(out, max_events);
   if (taken.events > 0) {

@@ -37,6 +37,9 @@ class ReaderHandoff {
   struct Limits {
     std::size_t max_events = 100'000;               ///< events queued (at least 1)
     std::size_t max_bytes = std::size_t{32} << 20;  ///< sum of approx_event_bytes
+    /// How long take() waits, at most, for a fuller batch while the reader is assembling one
+    /// (set_assembling).
+    std::chrono::milliseconds assembling_linger{2};
   };
 
   /// What take() found.
@@ -152,6 +155,14 @@ class ReaderHandoff {
   /// Waits up to `timeout` for the consumer to take everything queued (or a stop).
   void wait_drained(std::chrono::milliseconds timeout);
 
+  /// The reader is assembling a batch it will push shortly (a transaction whose events it is
+  /// decoding now, more of which it has read). While it is, take() finding fewer than half a
+  /// poll's events queued waits up to Limits::assembling_linger (2 ms) for more, so that a stream of
+  /// transactions arriving back to back is delivered in larger batches (fewer flushes and
+  /// checkpoints) instead of one poll per transaction. A reader clears it before it pushes the
+  /// last batch it has, so an idle stream's events are not held back. Any thread; lock-free.
+  void set_assembling(bool on) noexcept { assembling_.store(on, std::memory_order_relaxed); }
+
   /// While a bulk reader (a blocking snapshot) runs, take() waits up to kBulkLinger for a
   /// fuller batch (half a poll, or half the queue's limits) before it returns.
   void set_bulk(bool on);
@@ -199,6 +210,12 @@ class ReaderHandoff {
 
   /// take() lingers this long for a fuller batch while a bulk reader runs.
   static constexpr std::chrono::milliseconds kBulkLinger{50};
+  /// How many times take() has waited for a fuller batch while the reader was assembling one
+  /// (for tests).
+  std::size_t assembling_lingers() {
+    std::lock_guard lock(mutex_);
+    return lingers_;
+  }
   static constexpr std::size_t kMaxRecycled = 16384;
 
  private:
@@ -213,8 +230,10 @@ class ReaderHandoff {
   bool reader_done_ = false;                  // guarded by mutex_
   bool signalled_ = false;                    // guarded by mutex_
   bool open_ = false;                         // guarded by mutex_
+  std::size_t lingers_ = 0;                   // guarded by mutex_
   std::atomic<bool> stop_{false};
   std::atomic<bool> bulk_{false};
+  std::atomic<bool> assembling_{false};
   int wake_[2] = {-1, -1};
 };
 

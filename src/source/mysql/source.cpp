@@ -383,6 +383,7 @@ class MysqlSource final : public Source {
     file_ = start_.file;
     table_maps_.clear();
     in_tx_ = false;
+    handoff_.set_assembling(false);
     reset_tx_events();
     while (!handoff_.stopping()) {
       auto bytes = stream_->next();
@@ -471,6 +472,7 @@ class MysqlSource final : public Source {
 
   void begin_tx(const EventHeader& h, const GtidEvent* gtid) {
     in_tx_ = true;
+    handoff_.set_assembling(true);  // its events follow: poll() may wait briefly for them
     saw_begin_ = false;
     reset_tx_events();
     tx_gtid_.reset();
@@ -705,6 +707,7 @@ class MysqlSource final : public Source {
     }
     in_tx_ = false;
     saw_begin_ = false;
+    handoff_.set_assembling(false);  // before the push: nothing more may follow this one
     // Every event of the transaction carries its GTID (Event::gtid).
     const std::string gtid = tx_gtid_ ? tx_gtid_->text() : std::string();
     tx_gtid_.reset();

@@ -49,6 +49,52 @@ TEST(ReaderHandoff, EventsReachTheConsumerInTheOrderTheReaderPushedThem) {
   h.close();
 }
 
+// While the reader is inside a transaction (assembling), a poll finding little queued waits for
+// more: what the reader pushes meanwhile joins the same poll, and the wait ends as soon as the
+// reader says nothing more follows. (A long linger here, so that the test does not race it.)
+TEST(ReaderHandoff, APollWaitsForTheRestWhileTheReaderIsAssemblingABatch) {
+  ReaderHandoff h;
+  ReaderHandoff::Limits limits{1000, std::size_t{1} << 30};
+  limits.assembling_linger = 60s;
+  ASSERT_TRUE(h.open(limits));
+  h.set_assembling(true);
+  auto a = events(0, 10);
+  ASSERT_TRUE(h.push(a));
+  std::vector<Event> out;
+  std::thread consumer([&] { h.take(out, 100, 10s); });
+  ASSERT_TRUE(wait_until([&] { return h.assembling_lingers() == 1; }, 30s, 1ms));
+  auto b = events(10, 10);
+  ASSERT_TRUE(h.push(b));  // still assembling, and 20 is under half a poll: it keeps waiting
+  auto c = events(20, 5);
+  h.set_assembling(false);  // the last batch of the stream for now
+  ASSERT_TRUE(h.push(c));
+  consumer.join();
+  ASSERT_EQ(out.size(), 25u);
+  for (int i = 0; i < 25; ++i) EXPECT_EQ(out[i].table, "t" + std::to_string(i));
+  EXPECT_EQ(h.assembling_lingers(), 1u);
+  h.close();
+}
+
+// A reader that is not assembling anything has its events taken at once, and one that keeps
+// assembling does not hold back half a poll or more.
+TEST(ReaderHandoff, NoWaitWhenTheReaderIsNotAssemblingOrHalfAPollIsQueued) {
+  ReaderHandoff h;
+  ReaderHandoff::Limits limits{1000, std::size_t{1} << 30};
+  limits.assembling_linger = 60s;
+  ASSERT_TRUE(h.open(limits));
+  auto a = events(0, 3);
+  ASSERT_TRUE(h.push(a));
+  std::vector<Event> out;
+  EXPECT_EQ(h.take(out, 100, 10s).events, 3u);
+  h.set_assembling(true);
+  auto b = events(3, 50);
+  ASSERT_TRUE(h.push(b));
+  out.clear();
+  EXPECT_EQ(h.take(out, 100, 10s).events, 50u);
+  EXPECT_EQ(h.assembling_lingers(), 0u);
+  h.close();
+}
+
 TEST(ReaderHandoff, AFullQueueHoldsTheReaderUntilTheConsumerTakes) {
   ReaderHandoff h;
   ASSERT_TRUE(h.open({4, std::size_t{1} << 30}));
