@@ -50,8 +50,8 @@ TEST(ReaderHandoff, EventsReachTheConsumerInTheOrderTheReaderPushedThem) {
 }
 
 // While the reader is inside a transaction (assembling), a poll finding little queued waits for
-// more: what the reader pushes meanwhile joins the same poll, and the wait ends as soon as the
-// reader says nothing more follows. (A long linger here, so that the test does not race it.)
+// more: what the reader pushes meanwhile joins the same poll, and the wait ends once half a
+// poll is queued. (A long linger here, so that the test does not race it.)
 TEST(ReaderHandoff, APollWaitsForTheRestWhileTheReaderIsAssemblingABatch) {
   ReaderHandoff h;
   ReaderHandoff::Limits limits{1000, std::size_t{1} << 30};
@@ -64,14 +64,44 @@ TEST(ReaderHandoff, APollWaitsForTheRestWhileTheReaderIsAssemblingABatch) {
   std::thread consumer([&] { h.take(out, 100, 10s); });
   ASSERT_TRUE(wait_until([&] { return h.assembling_lingers() == 1; }, 30s, 1ms));
   auto b = events(10, 10);
-  ASSERT_TRUE(h.push(b));  // still assembling, and 20 is under half a poll: it keeps waiting
-  auto c = events(20, 5);
-  h.set_assembling(false);  // the last batch of the stream for now
-  ASSERT_TRUE(h.push(c));
+  ASSERT_TRUE(h.push(b));  // 20 queued, under half a poll: the poll keeps waiting
+  auto c = events(20, 35);
+  ASSERT_TRUE(h.push(c));  // 55: over half a poll, the wait ends
   consumer.join();
-  ASSERT_EQ(out.size(), 25u);
-  for (int i = 0; i < 25; ++i) EXPECT_EQ(out[i].table, "t" + std::to_string(i));
+  ASSERT_EQ(out.size(), 55u);
+  for (int i = 0; i < 55; ++i) EXPECT_EQ(out[i].table, "t" + std::to_string(i));
   EXPECT_EQ(h.assembling_lingers(), 1u);
+  h.close();
+}
+
+// Clearing the flag ends a wait at the reader's next push: the stream's last transaction before
+// a pause is not held back for the linger.
+TEST(ReaderHandoff, TheLastPushOfAnAssemblingReaderEndsThePollsWait) {
+  ReaderHandoff h;
+  ReaderHandoff::Limits limits{1000, std::size_t{1} << 30};
+  limits.assembling_linger = 60s;
+  ASSERT_TRUE(h.open(limits));
+  h.set_assembling(true);
+  auto a = events(0, 10);
+  ASSERT_TRUE(h.push(a));
+  std::vector<Event> out;
+  std::atomic<bool> returned{false};
+  std::thread consumer([&] {
+    h.take(out, 100, 10s);
+    returned = true;
+  });
+  ASSERT_TRUE(wait_until([&] { return h.assembling_lingers() == 1; }, 30s, 1ms));
+  h.set_assembling(false);
+  auto b = events(10, 5);
+  ASSERT_TRUE(h.push(b));
+  // Well before the 60 s linger: the poll returns with what was queued when it woke (the
+  // second push joins this poll or the next one).
+  ASSERT_TRUE(wait_until([&] { return returned.load(); }, 30s, 1ms));
+  consumer.join();
+  EXPECT_GE(out.size(), 10u);
+  std::vector<Event> rest;
+  h.take(rest, 100, 0ms);
+  EXPECT_EQ(out.size() + rest.size(), 15u);
   h.close();
 }
 
