@@ -49,60 +49,71 @@ TEST(ReaderHandoff, EventsReachTheConsumerInTheOrderTheReaderPushedThem) {
   h.close();
 }
 
+// A poll on a thread of its own while the reader is assembling, with events t0 to t9 queued
+// and a linger long enough (60 s) that a test never races it. A failing test stops the
+// hand-off, which ends the poll's wait, before the thread is joined.
+struct LingeringPoll {
+  ReaderHandoff h;
+  std::vector<Event> out;
+  std::atomic<bool> returned{false};
+  std::thread consumer;
+
+  LingeringPoll() {
+    ReaderHandoff::Limits limits{1000, std::size_t{1} << 30};
+    limits.assembling_linger = 60s;
+    EXPECT_TRUE(h.open(limits));
+    h.set_assembling(true);
+    auto a = events(0, 10);
+    EXPECT_TRUE(h.push(a));
+    consumer = std::thread([this] {
+      h.take(out, 100, 10s);
+      returned = true;
+    });
+  }
+  ~LingeringPoll() {
+    if (consumer.joinable()) {
+      h.request_stop();
+      consumer.join();
+    }
+    h.close();
+  }
+  bool has_begun_waiting() {
+    return wait_until([&] { return h.assembling_lingers() == 1; }, 30s, 1ms);
+  }
+};
+
 // While the reader is inside a transaction (assembling), a poll finding little queued waits for
 // more: what the reader pushes meanwhile joins the same poll, and the wait ends once half a
-// poll is queued. (A long linger here, so that the test does not race it.)
+// poll is queued.
 TEST(ReaderHandoff, APollWaitsForTheRestWhileTheReaderIsAssemblingABatch) {
-  ReaderHandoff h;
-  ReaderHandoff::Limits limits{1000, std::size_t{1} << 30};
-  limits.assembling_linger = 60s;
-  ASSERT_TRUE(h.open(limits));
-  h.set_assembling(true);
-  auto a = events(0, 10);
-  ASSERT_TRUE(h.push(a));
-  std::vector<Event> out;
-  std::thread consumer([&] { h.take(out, 100, 10s); });
-  ASSERT_TRUE(wait_until([&] { return h.assembling_lingers() == 1; }, 30s, 1ms));
+  LingeringPoll poll;
+  ASSERT_TRUE(poll.has_begun_waiting());
   auto b = events(10, 10);
-  ASSERT_TRUE(h.push(b));  // 20 queued, under half a poll: the poll keeps waiting
+  ASSERT_TRUE(poll.h.push(b));  // 20 queued, under half a poll: the poll keeps waiting
   auto c = events(20, 35);
-  ASSERT_TRUE(h.push(c));  // 55: over half a poll, the wait ends
-  consumer.join();
-  ASSERT_EQ(out.size(), 55u);
-  for (int i = 0; i < 55; ++i) EXPECT_EQ(out[i].table, "t" + std::to_string(i));
-  EXPECT_EQ(h.assembling_lingers(), 1u);
-  h.close();
+  ASSERT_TRUE(poll.h.push(c));  // 55: over half a poll, the wait ends
+  poll.consumer.join();
+  ASSERT_EQ(poll.out.size(), 55u);
+  for (int i = 0; i < 55; ++i) EXPECT_EQ(poll.out[i].table, "t" + std::to_string(i));
+  EXPECT_EQ(poll.h.assembling_lingers(), 1u);
 }
 
 // Clearing the flag ends a wait at the reader's next push: the stream's last transaction before
 // a pause is not held back for the linger.
 TEST(ReaderHandoff, TheLastPushOfAnAssemblingReaderEndsThePollsWait) {
-  ReaderHandoff h;
-  ReaderHandoff::Limits limits{1000, std::size_t{1} << 30};
-  limits.assembling_linger = 60s;
-  ASSERT_TRUE(h.open(limits));
-  h.set_assembling(true);
-  auto a = events(0, 10);
-  ASSERT_TRUE(h.push(a));
-  std::vector<Event> out;
-  std::atomic<bool> returned{false};
-  std::thread consumer([&] {
-    h.take(out, 100, 10s);
-    returned = true;
-  });
-  ASSERT_TRUE(wait_until([&] { return h.assembling_lingers() == 1; }, 30s, 1ms));
-  h.set_assembling(false);
+  LingeringPoll poll;
+  ASSERT_TRUE(poll.has_begun_waiting());
+  poll.h.set_assembling(false);
   auto b = events(10, 5);
-  ASSERT_TRUE(h.push(b));
-  // Well before the 60 s linger: the poll returns with what was queued when it woke (the
+  ASSERT_TRUE(poll.h.push(b));
+  // Long before the linger's 60 s: the poll returns with what was queued when it woke (the
   // second push joins this poll or the next one).
-  ASSERT_TRUE(wait_until([&] { return returned.load(); }, 30s, 1ms));
-  consumer.join();
-  EXPECT_GE(out.size(), 10u);
+  ASSERT_TRUE(wait_until([&] { return poll.returned.load(); }, 30s, 1ms));
+  poll.consumer.join();
+  EXPECT_GE(poll.out.size(), 10u);
   std::vector<Event> rest;
-  h.take(rest, 100, 0ms);
-  EXPECT_EQ(out.size() + rest.size(), 15u);
-  h.close();
+  poll.h.take(rest, 100, 0ms);
+  EXPECT_EQ(poll.out.size() + rest.size(), 15u);
 }
 
 // A reader that is not assembling anything has its events taken at once, and one that keeps
