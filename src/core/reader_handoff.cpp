@@ -118,8 +118,8 @@ ReaderHandoff::Taken ReaderHandoff::take(std::vector<Event>& out, std::size_t ma
     const std::size_t fill_bytes = limits_.max_bytes / 2;
     ++lingers_;
     not_empty_.wait_for(lock, limits_.assembling_linger, [&] {
-      return queue_.size() >= fill || queue_.bytes() >= fill_bytes || reader_done_ ||
-             signalled_ || stop_.load() || !assembling_.load(std::memory_order_relaxed);
+      return queue_.size() >= fill || queue_.bytes() >= fill_bytes || reader_done_ || signalled_ ||
+             stop_.load() || !assembling_.load(std::memory_order_relaxed);
     });
     signalled_ = false;
   }

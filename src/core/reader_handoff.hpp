@@ -157,10 +157,11 @@ class ReaderHandoff {
 
   /// The reader is assembling a batch it will push shortly (a transaction whose events it is
   /// decoding now, more of which it has read). While it is, take() finding fewer than half a
-  /// poll's events queued waits up to Limits::assembling_linger (2 ms) for more, so that a stream of
-  /// transactions arriving back to back is delivered in larger batches (fewer flushes and
-  /// checkpoints) instead of one poll per transaction. A reader clears it before it pushes the
-  /// last batch it has, so an idle stream's events are not held back. Any thread; lock-free.
+  /// poll's events queued waits up to Limits::assembling_linger (2 ms) for more, so that a
+  /// stream of transactions arriving back to back is delivered in larger batches (fewer
+  /// flushes and checkpoints) instead of one poll per transaction. A reader clears it before it
+  /// pushes the last batch it has, so an idle stream's events are not held back. Any thread;
+  /// lock-free.
   void set_assembling(bool on) noexcept { assembling_.store(on, std::memory_order_relaxed); }
 
   /// While a bulk reader (a blocking snapshot) runs, take() waits up to kBulkLinger for a

@@ -148,7 +148,7 @@ void append_hms(std::string& out, std::uint64_t h, std::uint64_t mi, std::uint64
 void append_date_time(std::string& out, std::uint64_t y, std::uint64_t m, std::uint64_t d,
                       std::uint64_t h, std::uint64_t mi, std::uint64_t s, std::uint64_t micros,
                       int fsp) {
-  constexpr std::size_t kMost = 10 + 1 + 12 + 7;  // hours of up to four digits, 6 fraction digits
+  constexpr std::size_t kMost = 10 + 1 + 10 + 7;  // up to 4 digits of hours, 6 of fraction
   const std::size_t at = out.size();
   out.resize(at + kMost);
   char* const start = out.data() + at;

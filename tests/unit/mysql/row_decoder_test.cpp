@@ -218,8 +218,9 @@ TEST(RowDecoder, DecimalEveryPrecisionAndScaleRoundTrips) {
     std::string d;
     const int mode = static_cast<int>(rng() % 4);
     for (int i = 0; i < n; ++i) {
-      d += mode == 0 ? '9' : mode == 1 ? static_cast<char>('0' + (i % 3 == 0 ? 0 : rng() % 10))
-                                       : static_cast<char>('0' + rng() % 10);
+      d += mode == 0   ? '9'
+           : mode == 1 ? static_cast<char>('0' + (i % 3 == 0 ? 0 : rng() % 10))
+                       : static_cast<char>('0' + rng() % 10);
     }
     return d;
   };
@@ -235,8 +236,7 @@ TEST(RowDecoder, DecimalEveryPrecisionAndScaleRoundTrips) {
         ip.erase(0, std::min(ip.find_first_not_of('0'), ip.size()));
         if (ip.empty()) ip = "0";
         const bool zero = ip == "0" && fp.find_first_not_of('0') == std::string::npos;
-        const std::string want =
-            (negative && !zero ? "-" : "") + ip + (scale > 0 ? "." + fp : "");
+        const std::string want = (negative && !zero ? "-" : "") + ip + (scale > 0 ? "." + fp : "");
         std::string got = "x";
         ASSERT_TRUE(detail::decode_decimal(b.data(), b.size(), precision, scale, got))
             << precision << "," << scale;
