@@ -243,6 +243,12 @@ struct PlaceHash {
   std::optional<std::string> schema;
   std::string table;
   std::array<std::uint64_t, 2> hash{};
+  // The identity base of the last transaction seen at this place (event_identity); a new
+  // place invalidates it.
+  bool group_valid = false;
+  std::uint64_t tx_id = 0;
+  std::uint64_t total = 0;
+  std::array<std::uint64_t, 2> base{};
 
   const std::array<std::uint64_t, 2>& of(const Event& e) {
     if (valid && op == e.op && offset == e.source.offset && table == e.table &&
@@ -263,6 +269,7 @@ struct PlaceHash {
     schema = e.schema;
     table = e.table;
     valid = true;
+    group_valid = false;
     return hash;
   }
 };
@@ -288,17 +295,9 @@ TransientFingerprint event_identity(const Event& e) {
   // events of one group thus never share an identity, and two groups' bases are unrelated
   // outputs of the keyed hash.
   thread_local PlaceHash place;
-  struct Group {
-    bool valid = false;
-    std::array<std::uint64_t, 2> place{};
-    std::uint64_t tx_id = 0;
-    std::uint64_t total = 0;
-    std::array<std::uint64_t, 2> base{};
-  };
-  thread_local Group group;
   const auto& p = place.of(e);
   const TransactionMetadata& t = *e.transaction;
-  if (!group.valid || group.place != p || group.tx_id != t.tx_id || group.total != t.total_events) {
+  if (!place.group_valid || place.tx_id != t.tx_id || place.total != t.total_events) {
     constexpr std::string_view kIdentityDomain = "cppcdc.identity.tx.v3";
     char bytes[kIdentityDomain.size() + 4 * 8];
     Writer writer{bytes};
@@ -307,14 +306,13 @@ TransientFingerprint event_identity(const Event& e) {
     writer.u64(p[1]);
     writer.u64(t.tx_id);
     writer.u64(t.total_events);
-    group.base = siphash24_128(process_key(), std::string_view(bytes, sizeof bytes));
-    group.place = p;
-    group.tx_id = t.tx_id;
-    group.total = t.total_events;
-    group.valid = true;
+    place.base = siphash24_128(process_key(), std::string_view(bytes, sizeof bytes));
+    place.tx_id = t.tx_id;
+    place.total = t.total_events;
+    place.group_valid = true;
   }
-  return TransientFingerprint{group.base[0] ^ mix64(t.event_index),
-                              group.base[1] ^ mix64(t.event_index ^ 0x9e3779b97f4a7c15ULL)};
+  return TransientFingerprint{place.base[0] ^ mix64(t.event_index),
+                              place.base[1] ^ mix64(t.event_index ^ 0x9e3779b97f4a7c15ULL)};
 }
 
 }  // namespace detail

@@ -100,27 +100,18 @@ ReaderHandoff::Taken ReaderHandoff::take(std::vector<Event>& out, std::size_t ma
   std::unique_lock lock(mutex_);
   not_empty_.wait_for(lock, wait, [&] { return !queue_.empty() || reader_done_ || signalled_; });
   signalled_ = false;
-  if (bulk_.load() && !queue_.empty()) {
+  if (bulk_.load()) {
     // A bulk reader reads as fast as it can and nobody waits for a single row: let a batch
     // fill (briefly), so that the sink's flush and the checkpoint's fsync are paid per large
     // batch rather than per chunk.
-    const std::size_t fill = std::min(max_events, limits_.max_events / 2);
-    const std::size_t fill_bytes = limits_.max_bytes / 2;
-    not_empty_.wait_for(lock, kBulkLinger, [&] {
-      return queue_.size() >= fill || queue_.bytes() >= fill_bytes || reader_done_ ||
-             !bulk_.load();
-    });
-  } else if (assembling_.load(std::memory_order_relaxed) && !queue_.empty() &&
-             queue_.size() < std::min(max_events, limits_.max_events) / 2 &&
-             queue_.bytes() < limits_.max_bytes / 2) {
+    linger_for_more(lock, kBulkLinger, std::min(max_events, limits_.max_events / 2),
+                    [&] { return bulk_.load(); });
+  } else if (assembling_.load(std::memory_order_relaxed)) {
     // More is on its way (the reader is inside a transaction): a short wait for a fuller poll.
-    const std::size_t fill = std::min(max_events, limits_.max_events) / 2;
-    const std::size_t fill_bytes = limits_.max_bytes / 2;
-    ++lingers_;
-    not_empty_.wait_for(lock, limits_.assembling_linger, [&] {
-      return queue_.size() >= fill || queue_.bytes() >= fill_bytes || reader_done_ || signalled_ ||
-             stop_.load() || !assembling_.load(std::memory_order_relaxed);
-    });
+    linger_for_more(
+        lock, limits_.assembling_linger, std::min(max_events, limits_.max_events) / 2,
+        [&] { return !signalled_ && !stop_.load() && assembling_.load(std::memory_order_relaxed); },
+        &lingers_);
     signalled_ = false;
   }
   taken.events = queue_.take(out, max_events);

@@ -220,6 +220,21 @@ class ReaderHandoff {
   static constexpr std::size_t kMaxRecycled = 16384;
 
  private:
+  // With something queued but fewer than `fill` events and half the byte limit: waits up to
+  // `linger` (lock held by the caller, released while waiting) until that much is queued, the
+  // reader ends, or `more()` turns false. `waits`, when given, is counted up as a wait begins.
+  template <class More>
+  void linger_for_more(std::unique_lock<std::mutex>& lock, std::chrono::milliseconds linger,
+                       std::size_t fill, More&& more, std::size_t* waits = nullptr) {
+    const std::size_t fill_bytes = limits_.max_bytes / 2;
+    auto enough = [&] {
+      return queue_.size() >= fill || queue_.bytes() >= fill_bytes || reader_done_ || !more();
+    };
+    if (queue_.empty() || enough()) return;
+    if (waits) ++*waits;
+    not_empty_.wait_for(lock, linger, enough);
+  }
+
   std::mutex mutex_;
   std::condition_variable not_empty_;
   std::condition_variable not_full_;

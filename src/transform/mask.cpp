@@ -129,10 +129,11 @@ class MaskAction final : public TransformAction {
       a->default_ = std::make_unique<Masker>(std::move(*masker));
     }
     // Only rules of those kinds can trip the per-event key check.
+    auto merges = [](const Masker& m) { return !keeps_rows_apart(m.rule.kind); };
     a->merges_keys_ =
         std::any_of(a->rules_.begin(), a->rules_.end(),
-                    [](const CompiledMaskRule& r) { return !keeps_rows_apart(r.masker.rule.kind); }) ||
-        (a->default_ && !keeps_rows_apart(a->default_->rule.kind));
+                    [&](const CompiledMaskRule& r) { return merges(r.masker); }) ||
+        (a->default_ && merges(*a->default_));
     return std::unique_ptr<TransformAction>(std::move(a));
   }
 
