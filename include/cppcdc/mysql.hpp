@@ -94,6 +94,12 @@ struct MysqlSourceConfig {
   /// commit is moved to a temporary file and handed over in pieces after the commit, so one
   /// huge transaction does not need its size in memory. 0 spills every transaction.
   std::size_t spill_threshold_bytes = std::size_t{32} << 20;
+  /// Lets poll() decode some transactions' rows on the consumer's thread while it has little
+  /// queued, so that the reader and the consumer share the decoding (a transaction of up to
+  /// 1 MiB of rows events, and at most spill_threshold_bytes / 16, with no statement in it;
+  /// the others are decoded by the reader).
+  /// Order, positions and events are the same either way. false: the reader decodes all.
+  bool share_decoding = true;
   /// Directory of the spill files; empty means the system's temporary directory ($TMPDIR or
   /// /tmp). The files are unlinked as soon as they are made: nothing stays behind.
   std::string spill_dir;

@@ -5,18 +5,32 @@
 // by swapping vectors. Small batches (transactions of a few rows) queued while poll() is busy
 // are gathered, on the reader's side, into the last queued batch that poll() has not started,
 // up to the size of the last poll: the next poll then takes them by a swap as well, instead of
-// moving them one by one on its own (often the busier) thread. Not synchronised: the owner
-// guards it with its mutex.
+// moving them one by one on its own (often the busier) thread. Deferred batches (DeferredBatch)
+// hold a place in the order without events; the owner makes them after popping them.
+// Not synchronised: the owner guards it with its mutex.
 
 #include <algorithm>
 #include <cstddef>
 #include <deque>
 #include <iterator>
+#include <memory>
 #include <vector>
 
 #include "cppcdc/event.hpp"
+#include "cppcdc/result.hpp"
 
 namespace cppcdc::detail {
+
+/// A batch whose events are made on the consumer's thread, when take() reaches it: a reader
+/// with more to do than the consumer queues some of its work undone (a transaction's rows
+/// still encoded), so that the two threads share it. Queued in order with the events.
+class DeferredBatch {
+ public:
+  virtual ~DeferredBatch() = default;
+  /// Appends the batch's events to `out` and returns how many, or an error (then `out` may
+  /// hold some of them: the caller drops them). Called once, on the consumer's thread.
+  virtual Result<std::size_t> produce(std::vector<Event>& out) = 0;
+};
 
 class BatchQueue {
  public:
@@ -25,6 +39,49 @@ class BatchQueue {
   std::size_t size() const noexcept { return events_; }
   /// Sum of the queued events' measures (detail::approx_event_bytes), in bytes.
   std::size_t bytes() const noexcept { return bytes_; }
+
+  /// What take() remembers as the size of a poll (for gathering), when a poll took in parts.
+  void set_poll_size(std::size_t max_events) noexcept { gather_ = max_events; }
+
+  /// The estimated event count of the deferred batch at the front, 0 when the front is not
+  /// one (or nothing is queued).
+  std::size_t front_deferred() const noexcept {
+    return !batches_.empty() && batches_.front().deferred ? batches_.front().estimate : 0;
+  }
+
+  /// Queues `batch`, counted as `events` events of `bytes` bytes (estimates) until taken.
+  void push_deferred(std::unique_ptr<DeferredBatch> batch, std::size_t events, std::size_t bytes) {
+    Batch b;
+    b.deferred = std::move(batch);
+    b.estimate = std::max<std::size_t>(events, 1);
+    b.bytes = bytes;
+    events_ += b.estimate;
+    bytes_ += bytes;
+    batches_.push_back(std::move(b));
+  }
+
+  /// Queues `events` (with their measures `sizes`) at the front, before everything queued:
+  /// the part of a deferred batch's events that did not fit into the poll that made them.
+  void push_front(std::vector<Event>&& events, std::vector<std::size_t>&& sizes) {
+    if (events.empty()) return;
+    Batch b;
+    for (const std::size_t s : sizes) b.bytes += s;
+    events_ += events.size();
+    bytes_ += b.bytes;
+    b.events = std::move(events);
+    b.sizes = std::move(sizes);
+    batches_.push_front(std::move(b));
+  }
+
+  /// Removes the deferred batch at the front (front_deferred() > 0) and returns it.
+  std::unique_ptr<DeferredBatch> pop_deferred() {
+    Batch& b = batches_.front();
+    auto out = std::move(b.deferred);
+    events_ -= std::min(events_, b.estimate);
+    bytes_ -= std::min(bytes_, b.bytes);
+    batches_.pop_front();
+    return out;
+  }
 
   void clear() noexcept {
     batches_.clear();
@@ -62,7 +119,9 @@ class BatchQueue {
     Batch* into = nullptr;
     if (gather_ > 0 && !batches_.empty()) {
       Batch& last = batches_.back();
-      if (last.next == 0 && last.events.size() + count <= gather_) into = &last;
+      if (!last.deferred && last.next == 0 && last.events.size() + count <= gather_) {
+        into = &last;
+      }
     }
     if (!into && from == 0 && to == events.size()) {
       Batch b;
@@ -100,11 +159,27 @@ class BatchQueue {
   /// Moves up to `max_events` of the oldest events to the end of `out`, in order; returns how
   /// many. Into an empty `out`, a whole first batch of at least half of `max_events` changes
   /// hands by a swap, and only that batch is returned: a big batch (a blocking snapshot's)
-  /// moves none of its events, and small ones (transactions) are still gathered.
+  /// moves none of its events, and small ones (transactions) are still gathered. Stops before
+  /// a deferred batch (front_deferred(), pop_deferred()).
   std::size_t take(std::vector<Event>& out, std::size_t max_events) {
+    return take(out, max_events, nullptr);
+  }
+
+  /// Events of whole batches taken by take() with `detached`: [next, events.size()) of events.
+  struct Detached {
+    std::vector<Event> events;
+    std::size_t next = 0;
+  };
+
+  /// As take(), but whole batches that fit are not moved into `out` here: they are appended
+  /// to `*detached` (their events come after those of `out`, in order), for the caller to move
+  /// them after releasing its lock (append_detached). A batch that fits only in part is moved
+  /// here, and only when nothing was detached before it.
+  std::size_t take(std::vector<Event>& out, std::size_t max_events,
+                   std::vector<Detached>* detached) {
     gather_ = max_events;
     const std::size_t want = std::min(max_events, events_);
-    if (want == 0) return 0;
+    if (want == 0 || batches_.front().deferred) return 0;
     Batch& first = batches_.front();
     const std::size_t whole = first.events.size();
     if (out.empty() && first.next == 0 && whole <= want && 2 * whole >= max_events) {
@@ -114,11 +189,21 @@ class BatchQueue {
       batches_.pop_front();
       return whole;
     }
-    out.reserve(out.size() + want);
     std::size_t n = 0;
-    while (n < want) {
+    while (n < want && !batches_.empty() && !batches_.front().deferred) {
       Batch& b = batches_.front();
-      const std::size_t k = std::min(want - n, b.events.size() - b.next);
+      const std::size_t left = b.events.size() - b.next;
+      if (detached && left <= want - n) {
+        detached->push_back(Detached{std::move(b.events), b.next});
+        n += left;
+        events_ -= left;
+        bytes_ -= std::min(bytes_, b.bytes);
+        batches_.pop_front();
+        continue;
+      }
+      if (detached && !detached->empty()) break;
+      const std::size_t k = std::min(want - n, left);
+      out.reserve(out.size() + k);
       for (std::size_t i = 0; i < k; ++i, ++b.next) {
         out.push_back(std::move(b.events[b.next]));
         const std::size_t s = std::min(b.bytes, b.sizes[b.next]);
@@ -130,6 +215,25 @@ class BatchQueue {
       if (b.next == b.events.size()) batches_.pop_front();
     }
     return n;
+  }
+
+  /// Appends the events of `detached` to `out`, in order (the first by a swap into an empty
+  /// `out`), and empties it. Needs no lock: the batches left the queue.
+  static void append_detached(std::vector<Event>& out, std::vector<Detached>& detached) {
+    std::size_t total = out.size();
+    for (const auto& d : detached) total += d.events.size() - d.next;
+    for (auto& d : detached) {
+      if (out.empty() && d.next == 0) {
+        out.swap(d.events);
+        out.reserve(total);
+        continue;
+      }
+      out.reserve(total);
+      out.insert(out.end(),
+                 std::make_move_iterator(d.events.begin() + static_cast<std::ptrdiff_t>(d.next)),
+                 std::make_move_iterator(d.events.end()));
+    }
+    detached.clear();
   }
 
  private:
@@ -144,6 +248,8 @@ class BatchQueue {
     std::vector<std::size_t> sizes;  // one per event
     std::size_t next = 0;            // events before it were taken
     std::size_t bytes = 0;           // measures of the events not yet taken
+    std::unique_ptr<DeferredBatch> deferred;  // set: a deferred batch (no events, sizes)
+    std::size_t estimate = 0;                 // a deferred batch's estimated event count
   };
   std::deque<Batch> batches_;
   std::size_t events_ = 0;

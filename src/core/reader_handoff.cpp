@@ -25,6 +25,9 @@ Status ReaderHandoff::open(Limits limits) {
   limits_ = limits;
   if (limits_.max_events == 0) limits_.max_events = 1;
   queue_.clear();
+  queued_.store(0);
+  last_take_.store(0);
+  deferred_error_.reset();
   error_.reset();
   reader_done_ = false;
   signalled_ = false;
@@ -59,8 +62,9 @@ void ReaderHandoff::release_recycled() {
 }  // `done` is released after the lock
 
 void ReaderHandoff::take_recycled(std::vector<std::vector<Event>>& out) {
-  std::lock_guard lock(mutex_);
-  if (recycled_.empty()) return;
+  // Called often (per binlog event): never waits for the consumer, who may hold the lock.
+  std::unique_lock lock(mutex_, std::try_to_lock);
+  if (!lock.owns_lock() || recycled_.empty()) return;
   for (auto& batch : recycled_) out.push_back(std::move(batch));
   recycled_.clear();
   recycled_events_ = 0;
@@ -97,6 +101,15 @@ void ReaderHandoff::nap(int ms) { [[maybe_unused]] auto woken = wait_readable(-1
 ReaderHandoff::Taken ReaderHandoff::take(std::vector<Event>& out, std::size_t max_events,
                                          std::chrono::milliseconds wait) {
   Taken taken;
+  if (deferred_error_) {
+    taken.error = std::move(deferred_error_);
+    deferred_error_.reset();
+    return taken;
+  }
+  // The largest poll seen: a poll that tops up a batch asks for the rest only.
+  if (max_events > last_take_.load(std::memory_order_relaxed)) {
+    last_take_.store(max_events, std::memory_order_relaxed);
+  }
   std::unique_lock lock(mutex_);
   not_empty_.wait_for(lock, wait, [&] { return !queue_.empty() || reader_done_ || signalled_; });
   signalled_ = false;
@@ -114,7 +127,60 @@ ReaderHandoff::Taken ReaderHandoff::take(std::vector<Event>& out, std::size_t ma
         &lingers_);
     signalled_ = false;
   }
-  taken.events = queue_.take(out, max_events);
+  // Batches are taken off the queue under the lock and their events moved after it (the
+  // reader is not held up meanwhile); deferred batches at the front are made here, without
+  // the lock too (only this thread takes from the front).
+  std::vector<BatchQueue::Detached> detached;
+  while (true) {
+    taken.events += queue_.take(out, max_events - taken.events, &detached);
+    queue_.set_poll_size(max_events);
+    std::unique_ptr<DeferredBatch> deferred;
+    if (taken.events < max_events) {
+      const std::size_t estimate = queue_.front_deferred();
+      if (estimate > 0 && (taken.events == 0 || taken.events + estimate <= max_events)) {
+        deferred = queue_.pop_deferred();
+      }
+    }
+    if (detached.empty() && !deferred) break;
+    queued_.store(queue_.size(), std::memory_order_relaxed);
+    not_full_.notify_all();
+    lock.unlock();
+    BatchQueue::append_detached(out, detached);
+    std::vector<Event> overflow;
+    std::vector<std::size_t> overflow_sizes;
+    if (deferred) {
+      const std::size_t before = out.size();
+      auto made = deferred->produce(out);
+      deferred.reset();
+      if (!made) {
+        out.erase(out.begin() + static_cast<std::ptrdiff_t>(before), out.end());
+        if (taken.events == 0) {
+          taken.error = std::move(made.error());
+          return taken;
+        }
+        deferred_error_ = std::move(made.error());
+        return taken;
+      }
+      // More than the poll asked for (the estimate was low): the rest goes back to the
+      // front of the queue, for the next poll.
+      const std::size_t room = max_events - taken.events;
+      if (*made > room) {
+        const auto cut = out.begin() + static_cast<std::ptrdiff_t>(before + room);
+        overflow.assign(std::make_move_iterator(cut), std::make_move_iterator(out.end()));
+        out.erase(cut, out.end());
+        overflow_sizes.reserve(overflow.size());
+        for (const auto& e : overflow) overflow_sizes.push_back(approx_event_bytes(e));
+      }
+      taken.events += std::min(*made, room);
+    }
+    lock.lock();
+    if (!overflow.empty()) {
+      queue_.push_front(std::move(overflow), std::move(overflow_sizes));
+      break;
+    }
+    if (taken.events >= max_events) break;
+  }
+  queued_.store(queue_.size(), std::memory_order_relaxed);
   if (taken.events > 0) {
     not_full_.notify_all();
     return taken;

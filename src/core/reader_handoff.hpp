@@ -4,15 +4,19 @@
 //
 // The reader pushes whole batches (a transaction, a snapshot chunk) into a bounded queue
 // (BatchQueue) and waits while it is over its limits in events or bytes; poll() takes them with
-// a deadline. Events the consumer is done with come back (recycle) and are released, or reused,
-// on the reader thread that allocated them. The reader ends by finish(): its error, or none,
-// reaches poll() after every event queued before it. A stop (request_stop) wakes a reader
-// blocked in push() or in wait_readable().
+// a deadline. A reader busier than its consumer may also queue deferred batches: work whose
+// events take() makes on the consumer's thread, in their place in the queue (push_deferred). Events
+// the consumer is done with come back (recycle) and are released, or reused, on the reader thread
+// that allocated them. The reader ends by finish(): its error, or none, reaches poll() after every
+// event queued before it. A stop (request_stop) wakes a reader blocked in push() or in
+// wait_readable().
 //
-// Threading: one reader thread (push, finish, release_recycled, take_recycled, wait_readable,
-// wait_drained, set_bulk) and one consumer thread (take, recycle, empty); open() and close()
-// while no reader thread runs; request_stop(), wake() and locked() from any thread. Costs per
-// push: one lock, no allocation beyond the queue's own bookkeeping, no virtual call.
+// Threading: one reader thread (push, push_deferred, consumer_short, finish, release_recycled,
+// take_recycled, wait_readable, wait_drained, set_bulk) and one consumer thread (take, recycle,
+// empty); open() and close() while no reader thread runs; request_stop(), wake() and locked()
+// from any thread. Costs per push: one lock, no allocation beyond the queue's own bookkeeping,
+// no virtual call. take() holds the lock only to take batches off the queue: their events are
+// moved, and deferred batches made, after it is released.
 
 #include <atomic>
 #include <chrono>
@@ -47,7 +51,8 @@ class ReaderHandoff {
     std::size_t events = 0;  ///< events appended to `out`
     /// The reader has ended and everything it queued was taken (events == 0 then).
     bool reader_done = false;
-    /// With reader_done: the reader's error, nullopt when it ended without one.
+    /// With reader_done: the reader's error, nullopt when it ended without one. Without
+    /// reader_done: a deferred batch failed (push_deferred); the reader may still run.
     std::optional<Error> error;
   };
 
@@ -133,12 +138,46 @@ class ReaderHandoff {
       lock.lock();
     }
     queue_.push(events, from, to, sizes, bytes);
+    queued_.store(queue_.size(), std::memory_order_relaxed);
     not_empty_.notify_all();
     recycled.swap(recycled_);
     recycled_events_ = 0;
     lock.unlock();
     if (recycled_out) recycled_out->swap(recycled);
     return true;
+  }
+
+  /// Queues `batch`, whose events take() makes on the consumer's thread (DeferredBatch), in
+  /// order with the batches pushed before and after it: for a reader that is busier than the
+  /// consumer (see consumer_short()). `events` and `bytes` estimate what it will make, for
+  /// the queue's limits; waits as push() does. Returns false when `while_waiting()` gave up.
+  template <class WhileWaiting>
+  bool push_deferred(std::unique_ptr<DeferredBatch> batch, std::size_t events, std::size_t bytes,
+                     WhileWaiting&& while_waiting,
+                     std::chrono::milliseconds interval = std::chrono::milliseconds(100)) {
+    std::vector<std::vector<Event>> recycled;  // released after the lock (none are asked for)
+    std::unique_lock lock(mutex_);
+    while (!stop_.load() && !queue_.empty() &&
+           (queue_.size() + events > limits_.max_events ||
+            queue_.bytes() + bytes > limits_.max_bytes)) {
+      not_full_.wait_for(lock, interval);
+      lock.unlock();
+      if (!while_waiting()) return false;
+      lock.lock();
+    }
+    queue_.push_deferred(std::move(batch), events, bytes);
+    queued_.store(queue_.size(), std::memory_order_relaxed);
+    not_empty_.notify_all();
+    return true;
+  }
+
+  /// Whether the consumer has less than a poll queued (by the largest take() so far; before
+  /// the first, whether nothing is queued): work deferred to it now (push_deferred) would be
+  /// made soon rather than wait behind a queue. Lock-free; a hint, read by the reader to share
+  /// its work.
+  bool consumer_short() const noexcept {
+    const std::size_t queued = queued_.load(std::memory_order_relaxed);
+    return queued == 0 || queued < last_take_.load(std::memory_order_relaxed);
   }
 
   /// The reader has ended, with `error` or without; take() reports it once the queue is
@@ -150,6 +189,7 @@ class ReaderHandoff {
   void release_recycled();
   /// Instead of releasing them: appends the batches given back by recycle() to `out`, for a
   /// reader that fills recycled events again (their strings and rows keep their memory).
+  /// Never waits: while the consumer holds the lock it takes nothing (a later call will).
   void take_recycled(std::vector<std::vector<Event>>& out);
 
   /// Waits up to `timeout` for the consumer to take everything queued (or a stop).
@@ -182,7 +222,11 @@ class ReaderHandoff {
   // ---- consumer thread -------------------------------------------------------------------
 
   /// Appends up to `max_events` queued events to `out`, in order, waiting up to `wait` for
-  /// the first (or for the reader's end, or a signal_consumer()).
+  /// the first (or for the reader's end, or a signal_consumer()). Deferred batches are made
+  /// here, without the lock; one whose estimate exceeds the room left is made only into an
+  /// empty poll, and events it makes beyond `max_events` are queued again at the front.
+  /// A deferred batch that fails ends the take: with the events before it, the error is
+  /// reported by the next take() (Taken::error without reader_done).
   Taken take(std::vector<Event>& out, std::size_t max_events, std::chrono::milliseconds wait);
 
   /// Takes back delivered events for release on the reader thread (release_recycled, push);
@@ -230,7 +274,8 @@ class ReaderHandoff {
     auto enough = [&] {
       return queue_.size() >= fill || queue_.bytes() >= fill_bytes || reader_done_ || !more();
     };
-    if (queue_.empty() || enough()) return;
+    // Work deferred to this thread is at the front: it starts on that instead of waiting.
+    if (queue_.empty() || enough() || queue_.front_deferred() > 0) return;
     if (waits) ++*waits;
     not_empty_.wait_for(lock, linger, enough);
   }
@@ -247,6 +292,9 @@ class ReaderHandoff {
   bool signalled_ = false;                    // guarded by mutex_
   bool open_ = false;                         // guarded by mutex_
   std::size_t lingers_ = 0;                   // guarded by mutex_
+  std::optional<Error> deferred_error_;       // consumer thread only: a failed DeferredBatch
+  std::atomic<std::size_t> queued_{0};        // queue_.size(), for consumer_short()
+  std::atomic<std::size_t> last_take_{0};     // the last take()'s max_events
   std::atomic<bool> stop_{false};
   std::atomic<bool> bulk_{false};
   std::atomic<bool> assembling_{false};

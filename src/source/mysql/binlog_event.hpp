@@ -79,6 +79,7 @@ struct Bitmap {
   std::size_t bits = 0;
   bool test(std::size_t i) const noexcept { return i < bits && ((bytes[i / 8] >> (i % 8)) & 1); }
   std::size_t count() const noexcept;
+  friend bool operator==(const Bitmap&, const Bitmap&) = default;
 };
 
 struct RotateEvent {
@@ -134,6 +135,7 @@ struct TableMapMetadata {
   std::vector<std::vector<std::string>> set_values;   ///< per SET column
   std::vector<std::vector<std::string>> enum_values;  ///< per ENUM column
   std::vector<std::uint32_t> primary_key;             ///< column indexes
+  friend bool operator==(const TableMapMetadata&, const TableMapMetadata&) = default;
 };
 
 struct TableMapEvent {

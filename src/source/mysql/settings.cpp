@@ -190,6 +190,8 @@ class ConfiguredMysqlSource final : public ConfiguredMysql {
     add("spill",
         "transactions over " + std::to_string(c.spill_threshold_bytes) + " bytes to " +
             (c.spill_dir.empty() ? std::string("the system's temporary directory") : c.spill_dir));
+    add("decoding", c.share_decoding ? "shared with the poll thread while it has little queued"
+                                     : "on the reader thread only (share_decoding = false)");
     add("heartbeat", std::to_string(c.heartbeat_interval_ms) + " ms, receive timeout " +
                          (c.receive_timeout_ms ? std::to_string(c.receive_timeout_ms) + " ms"
                                                : std::string("none")));
@@ -356,6 +358,7 @@ Result<MysqlSourceConfig> read_mysql_settings(const Settings& source, ServerFlav
   CPPCDC_TRY(assign_int(source, "max_queued_events", 1, kMaxU32, out.max_queued_events));
   CPPCDC_TRY(assign_int(source, "max_queued_bytes", 1, kMaxBytes, out.max_queued_bytes));
   CPPCDC_TRY(assign_int(source, "spill_threshold_bytes", 0, kMaxBytes, out.spill_threshold_bytes));
+  CPPCDC_TRY(assign_bool(source, "share_decoding", out.share_decoding));
   auto spill_dir = source.get_path("spill_dir");
   if (!spill_dir) return fail(spill_dir.error());
   if (*spill_dir) {

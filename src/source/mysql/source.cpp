@@ -36,6 +36,14 @@ using detail::BinlogStream;
 using detail::MysqlPtr;
 using detail::SchemaHistory;
 using detail::StreamStart;
+using detail::TableSchemaPtr;
+
+// Whether two TABLE_MAP events describe a table the same way (then the one kept is reused).
+bool same_table_map(const TableMapEvent& a, const TableMapEvent& b) {
+  return a.table_id == b.table_id && a.flags == b.flags && a.database == b.database &&
+         a.table == b.table && a.column_types == b.column_types && a.column_meta == b.column_meta &&
+         a.nullable == b.nullable && a.metadata == b.metadata;
+}
 
 std::int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -237,7 +245,12 @@ class MysqlSource final : public Source {
     if (!reader_.joinable()) {
       return fail(Error::invalid_state(type() + " source is not started"));
     }
+    if (out.empty() && config_.share_decoding) {
+      std::lock_guard lock(poll_spares_mutex_);
+      reserve_poll(out, max_events, false);
+    }
     auto taken = handoff_.take(out, max_events, wait);
+    if (taken.error && !taken.reader_done) return fail(std::move(*taken.error));
     if (taken.events > 0 || !taken.reader_done) return ok();
     if (taken.error) return fail(std::move(*taken.error));
     if (finished_.load()) return ok();
@@ -281,12 +294,15 @@ class MysqlSource final : public Source {
         lag_conn_.reset();
         return fail(logs.error());
       }
-      const auto at = parse_binlog_coordinate(confirmed->first + ":0");
+      // The parsed coordinates point into their text: it must outlive them.
+      const std::string at_text = confirmed->first + ":0";
+      const auto at = parse_binlog_coordinate(at_text);
       std::uint64_t behind = 0;
       bool found = false;
       for (const auto& row : logs->rows) {
         if (row.size() < 2 || !row[0] || !row[1]) continue;
-        const auto file = parse_binlog_coordinate(*row[0] + ":0");
+        const std::string file_text = *row[0] + ":0";
+        const auto file = parse_binlog_coordinate(file_text);
         if (!file || !at || file->basename != at->basename || file->sequence < at->sequence) {
           continue;
         }
@@ -322,13 +338,31 @@ class MysqlSource final : public Source {
 
   bool finished() override { return finished_.load() && handoff_.empty(); }
 
-  void recycle(std::vector<Event>&& events) override { handoff_.recycle(std::move(events)); }
+  void recycle(std::vector<Event>&& events) override {
+    {
+      // Some stay on this thread, for the transactions poll() decodes (produce_deferred).
+      std::lock_guard lock(poll_spares_mutex_);
+      if (poll_spare_count_ < kPollSpareEvents && !events.empty()) {
+        poll_spare_count_ += events.size();
+        poll_spares_.push_back(std::move(events));
+        return;
+      }
+    }
+    handoff_.recycle(std::move(events));
+  }
 
   void close() override {
     if (reader_.joinable()) {
       handoff_.request_stop();
       if (stream_) stream_->interrupt();
       reader_.join();
+      if (deferred_txs_ > 0) {
+        spdlog::info(
+            "{} source: {} of {} transactions with rows were decoded on the poll "
+            "thread (share_decoding)",
+            type(), deferred_txs_, deferred_txs_ + reader_txs_);
+      }
+      deferred_txs_ = reader_txs_ = 0;
     }
     handoff_.close();
     stream_.reset();
@@ -426,7 +460,13 @@ class MysqlSource final : public Source {
         if (ev.query) CPPCDC_TRY(on_query(h, *ev.query));
         break;
       case EventType::kTableMap:
-        if (ev.table_map) table_maps_[ev.table_map->table_id] = *ev.table_map;
+        if (ev.table_map) {
+          auto& map = table_maps_[ev.table_map->table_id];
+          // Shared with transactions left for poll() to decode; kept while it is unchanged.
+          if (!map || !same_table_map(*map, *ev.table_map)) {
+            map = std::make_shared<const TableMapEvent>(*ev.table_map);
+          }
+        }
         break;
       case EventType::kWriteRowsV1:
       case EventType::kUpdateRowsV1:
@@ -512,6 +552,8 @@ class MysqlSource final : public Source {
       return end_tx(h);
     }
     if (!in_tx_) begin_tx(h, nullptr);
+    // The statement's events follow the rows before it: those are decoded now.
+    if (tx_deferred_) CPPCDC_TRY(decode_deferred_here());
     auto changes = history_->apply_ddl(q.database, q.sql);
     if (!changes) {
       return fail(changes.error().context("at binlog position " + coordinate(event_start(h))));
@@ -583,7 +625,7 @@ class MysqlSource final : public Source {
                                       " for table id " + std::to_string(rows.table_id) +
                                       " without its TABLE_MAP"));
     }
-    const TableMapEvent& map = map_it->second;
+    const TableMapEvent& map = *map_it->second;
     if (!signal_table_.empty() && map.table == signal_table_ && map.database == signal_db_) {
       // An incremental snapshot's watermark (or another write to the signal table): noted at
       // the commit, never emitted.
@@ -602,15 +644,97 @@ class MysqlSource final : public Source {
               "did not follow); take a new snapshot"));
     }
     if (!in_tx_) begin_tx(h, nullptr);
-    RowReader reader(map, *schema, rows, flavor_);
-    const Operation op = rows.kind == RowsKind::kWrite    ? Operation::kInsert
-                         : rows.kind == RowsKind::kUpdate ? Operation::kUpdate
-                                                          : Operation::kDelete;
-    // Shared by the rows of this event: where it starts, and when it was read.
-    const std::string offset = coordinate(event_start(h));
-    const std::int64_t ts = now_ms();
+    if (!tx_decided_) {
+      // Once per transaction, at its first rows: while the consumer has little queued, its
+      // rows are left for poll() to decode, so that both threads work.
+      tx_decided_ = true;
+      if (config_.share_decoding && deferred_cap() > 0 && tx_events_.empty() && !tx_spill_ &&
+          handoff_.consumer_short()) {
+        tx_deferred_ = std::make_unique<DeferredTx>(*this);
+      }
+    }
+    if (tx_deferred_) {
+      if (tx_deferred_->raw.size() + rows.rows.size() <= deferred_cap()) {
+        tx_deferred_->capture(rows, map_it->second, std::move(schema), coordinate(event_start(h)),
+                              source_timestamp(h), now_ms());
+        return ok();
+      }
+      CPPCDC_TRY(decode_deferred_here());  // too large to leave: decoded here after all
+    }
+    return decode_rows(map, *schema, rows, coordinate(event_start(h)), source_timestamp(h),
+                       now_ms());
+  }
+
+  // The most rows-event bytes a transaction left for poll() may have: 1 MiB, and less under a
+  // small spill_threshold_bytes (decoded events take several times their encoded size, and
+  // the poll thread holds them in memory).
+  std::size_t deferred_cap() const {
+    return std::min(kMaxDeferredBytes, config_.spill_threshold_bytes / 16);
+  }
+
+  std::int64_t source_timestamp(const EventHeader& h) const {
+    return tx_timestamp_ ? tx_timestamp_ : std::int64_t{h.timestamp} * 1000;
+  }
+
+  // What every row event of one rows event shares.
+  struct RowContext {
+    const std::string& source_name;
+    const std::string& offset;  // where the rows event starts
+    std::int64_t source_ts;     // source.timestamp
+    std::int64_t ts;            // when it was read
+    const TableMapEvent& map;
+    const TableSchema& schema;
+    Operation op;
+  };
+
+  static Operation operation(const RowsEvent& rows) {
+    return rows.kind == RowsKind::kWrite    ? Operation::kInsert
+           : rows.kind == RowsKind::kUpdate ? Operation::kUpdate
+                                            : Operation::kDelete;
+  }
+
+  // Fills `e` (default or reset) with the row `row` holds; `parts` may hold a recycled event's
+  // key names and shape, used instead of new ones. Leaves `row` empty.
+  static void fill_row(Event& e, const RowContext& c, DecodedRow& row,
+                       cppcdc::detail::ReusableParts& parts) {
+    e.op = c.op;
+    e.source.source_name = c.source_name;
+    e.source.offset = c.offset;
+    e.source.timestamp = c.source_ts;
+    e.ts = c.ts;
+    e.schema = c.map.database;
+    e.table = c.map.table;
+    if (parts.names) {
+      e.primary_key = std::move(parts.names);
+      parts.names.reset();
+      *e.primary_key = c.schema.primary_key;
+    } else {
+      e.primary_key = c.schema.primary_key;
+    }
+    if (parts.shape == c.schema.shape) {
+      e.shape = std::move(parts.shape);  // the recycled event's own: no copy
+      parts.shape.reset();
+    } else {
+      e.shape = c.schema.shape;
+    }
+    if (row.before) e.before = before_image(c.schema, std::move(*row.before));
+    if (c.op != Operation::kDelete && row.after) {
+      e.unavailable_columns = missing(c.schema, *row.after);
+      e.after = std::move(*row.after);
+    }
+    row.before.reset();
+    row.after.reset();
+  }
+
+  // Decodes the rows of `rows` into events of the open transaction, on the reader thread.
+  Status decode_rows(const TableMapEvent& map, const TableSchema& schema, const RowsEvent& rows,
+                     const std::string& offset, std::int64_t source_ts, std::int64_t ts) {
+    RowReader reader(map, schema, rows, flavor_);
+    const RowContext context{config_.source_name, offset, source_ts, ts, map, schema,
+                             operation(rows)};
     DecodedRow row;
     Event spilled;  // the event of a row while the transaction goes to a spill file
+    const std::size_t held = tx_events_.size();
     while (true) {
       // In memory, the row's event is filled in place at the end of tx_events_: a recycled
       // one when there is one, whose after image the row is decoded into. (Not after the last
@@ -633,34 +757,158 @@ class MysqlSource final : public Source {
       }
       Event& e = tx_spill_ ? spilled : tx_events_.back();
       if (tx_spill_) e = Event();
-      fill_base(e, h, map.database, map.table, op, offset, ts);
-      if (spare_parts_.names) {
-        e.primary_key = std::move(spare_parts_.names);
-        spare_parts_.names.reset();
-        *e.primary_key = schema->primary_key;
-      } else {
-        e.primary_key = schema->primary_key;
-      }
-      if (spare_parts_.shape == schema->shape) {
-        e.shape = std::move(spare_parts_.shape);  // the recycled event's own: no copy
-        spare_parts_.shape.reset();
-      } else {
-        e.shape = schema->shape;
-      }
-      if (row.before) e.before = before_image(*schema, std::move(*row.before));
-      if (op != Operation::kDelete && row.after) {
-        e.unavailable_columns = missing(*schema, *row.after);
-        e.after = std::move(*row.after);
-      }
-      row.before.reset();
-      row.after.reset();
+      fill_row(e, context, row, spare_parts_);
       if (tx_spill_) {
         CPPCDC_TRY(tx_spill_->append(e));
       } else {
         CPPCDC_TRY(held_tx_event());
       }
     }
+    if (!tx_spill_ && tx_events_.size() > held) {
+      decoded_rows_ += tx_events_.size() - held;
+      decoded_raw_bytes_ += rows.rows.size();
+    }
     return ok();
+  }
+
+  // The open transaction's rows left for poll() (tx_deferred_) are decoded here instead, and
+  // the rest of it too: it grew too large to leave, or a statement follows that makes events
+  // of its own.
+  Status decode_deferred_here() {
+    auto tx = std::move(tx_deferred_);
+    for (auto& c : tx->rows) {
+      c.rows.rows = std::span<const std::uint8_t>(tx->raw.data() + c.at, c.size);
+      CPPCDC_TRY(decode_rows(*c.map, *c.schema, c.rows, c.offset, c.source_ts, c.ts));
+    }
+    return ok();
+  }
+
+  // ---- decoding on the consumer's thread ---------------------------------------------------
+
+  // A transaction whose rows events were kept undecoded by the reader, for poll() to decode
+  // (a DeferredBatch in the hand-off).
+  class DeferredTx final : public cppcdc::detail::DeferredBatch {
+   public:
+    explicit DeferredTx(MysqlSource& source) : source_(source) {}
+
+    struct Rows {
+      RowsEvent rows;      // rows.rows is set again from raw at decoding
+      std::size_t at = 0;  // its bytes in raw
+      std::size_t size = 0;
+      std::shared_ptr<const TableMapEvent> map;
+      TableSchemaPtr schema;
+      std::string offset;
+      std::int64_t source_ts = 0;
+      std::int64_t ts = 0;
+    };
+
+    void capture(const RowsEvent& rows, std::shared_ptr<const TableMapEvent> map,
+                 TableSchemaPtr schema, std::string offset, std::int64_t source_ts,
+                 std::int64_t ts) {
+      Rows& r = this->rows.emplace_back();
+      r.rows.kind = rows.kind;
+      r.rows.table_id = rows.table_id;
+      r.rows.flags = rows.flags;
+      r.rows.column_count = rows.column_count;
+      r.rows.present = rows.present;
+      r.rows.present_after = rows.present_after;
+      r.at = raw.size();
+      r.size = rows.rows.size();
+      raw.insert(raw.end(), rows.rows.begin(), rows.rows.end());
+      r.map = std::move(map);
+      r.schema = std::move(schema);
+      r.offset = std::move(offset);
+      r.source_ts = source_ts;
+      r.ts = ts;
+    }
+
+    Result<std::size_t> produce(std::vector<Event>& out) override {
+      return source_.produce_deferred(*this, out);
+    }
+
+    std::vector<std::uint8_t> raw;
+    std::vector<Rows> rows;
+    std::uint64_t tx_id = 0;
+    std::size_t estimate = 0;  // of its event count
+    std::string gtid;
+    std::string resume_offset;
+    std::string resume_state;
+
+   private:
+    MysqlSource& source_;
+  };
+
+  // Consumer thread (poll()): the events of `tx`, appended to `out`.
+  Result<std::size_t> produce_deferred(DeferredTx& tx, std::vector<Event>& out) {
+    std::lock_guard lock(poll_spares_mutex_);
+    reserve_poll(out, out.size() + tx.estimate);
+    const std::size_t first = out.size();
+    DecodedRow row;
+    for (auto& c : tx.rows) {
+      c.rows.rows = std::span<const std::uint8_t>(tx.raw.data() + c.at, c.size);
+      RowReader reader(*c.map, *c.schema, c.rows, flavor_);
+      const RowContext context{config_.source_name, c.offset,         c.source_ts, c.ts, *c.map,
+                               *c.schema,           operation(c.rows)};
+      while (!reader.at_end()) {
+        Event& e = poll_slot(out);
+        if (!row.after && poll_parts_.row) {
+          row.after = std::move(poll_parts_.row);
+          poll_parts_.row.reset();
+        }
+        auto more = reader.next(row);
+        if (!more || !*more) {
+          out.pop_back();
+          if (more) break;
+          return fail(more.error().context("decoding a rows event of " + c.map->database + "." +
+                                           c.map->table + " at " + c.offset));
+        }
+        fill_row(e, context, row, poll_parts_);
+      }
+    }
+    const std::uint64_t total = out.size() - first;
+    for (std::uint64_t i = 0; i < total; ++i) {
+      Event& e = out[first + i];
+      e.transaction = TransactionMetadata{tx.tx_id, total, i};
+      e.gtid = tx.gtid;
+    }
+    if (total > 0) {
+      out.back().resume_offset = std::move(tx.resume_offset);
+      out.back().resume_state = std::move(tx.resume_state);
+    }
+    return total;
+  }
+
+  // Room in `out` for `n` events (poll_spares_mutex_ held): when it has none, the capacity of
+  // a spent vector of recycled events, if one is large enough (its memory is mapped already;
+  // a new one would fault in every page).
+  void reserve_poll(std::vector<Event>& out, std::size_t n, bool grow = true) {
+    if (out.capacity() >= n) return;
+    if (out.empty()) {
+      for (std::size_t i = 0; i < poll_vectors_.size(); ++i) {
+        if (poll_vectors_[i].capacity() >= n) {
+          out.swap(poll_vectors_[i]);
+          poll_vectors_.erase(poll_vectors_.begin() + static_cast<std::ptrdiff_t>(i));
+          return;
+        }
+      }
+    }
+    if (grow) out.reserve(std::max(n, 2 * out.capacity()));
+  }
+
+  // A new event at the end of `out`: a recycled one (reset) when poll() has one.
+  Event& poll_slot(std::vector<Event>& out) {
+    while (!poll_spares_.empty() && poll_spares_.back().empty()) {
+      if (poll_vectors_.size() < kPollVectors)
+        poll_vectors_.push_back(std::move(poll_spares_.back()));
+      poll_spares_.pop_back();
+    }
+    if (poll_spares_.empty()) return out.emplace_back();
+    auto& batch = poll_spares_.back();
+    out.push_back(std::move(batch.back()));
+    batch.pop_back();
+    --poll_spare_count_;
+    cppcdc::detail::reset_for_reuse(out.back(), poll_parts_);
+    return out.back();
   }
 
   static std::vector<std::string> missing(const TableSchema& schema, const Row& row) {
@@ -713,10 +961,32 @@ class MysqlSource final : public Source {
     tx_gtid_.reset();
     const std::string offset = resume_offset();
     const std::string& state = state_for_checkpoint();
-    if (tx_spill_) {
+    if (tx_deferred_) {
+      // Only rows, undecoded: queued for poll() to decode, sized by what the reader decoded.
+      auto tx = std::move(tx_deferred_);
+      tx->tx_id = tx_id_;
+      tx->gtid = gtid;
+      tx->resume_offset = offset;
+      tx->resume_state = state;
+      const std::size_t raw = tx->raw.size();
+      const std::size_t events = std::max<std::size_t>(
+          1, decoded_raw_bytes_ ? raw * decoded_rows_ / decoded_raw_bytes_ : raw / 64);
+      const std::size_t bytes =
+          events * (decoded_rows_ ? decoded_event_bytes_ / decoded_rows_ : std::size_t{1024});
+      tx->estimate = events;
+      handoff_.locked([&](auto&) {
+        if (pending_coords_.size() >= kMaxPendingCoords) pending_coords_.pop_front();
+        pending_coords_.emplace_back(offset, std::make_pair(file_, last_end_));
+      });
+      ++deferred_txs_;
+      handoff_.push_deferred(std::move(tx), events, bytes, [] { return true; });
+      reset_tx_events();
+    } else if (tx_spill_) {
+      ++reader_txs_;
       CPPCDC_TRY(push_spilled_tx(offset, state, gtid));
     } else if (!tx_events_.empty()) {
       const std::uint64_t total = tx_events_.size();
+      ++reader_txs_;
       for (std::uint64_t i = 0; i < total; ++i) {
         tx_events_[i].transaction = TransactionMetadata{tx_id_, total, i};
         tx_events_[i].gtid = gtid;
@@ -763,6 +1033,7 @@ class MysqlSource final : public Source {
   Status held_tx_event() {
     const std::size_t bytes = cppcdc::detail::approx_event_bytes(tx_events_.back());
     tx_bytes_ += bytes;
+    decoded_event_bytes_ += bytes;
     tx_sizes_.push_back(bytes);  // handed to the hand-off, which would measure it again
     if (tx_bytes_ <= config_.spill_threshold_bytes) return ok();
     const std::filesystem::path dir = config_.spill_dir.empty()
@@ -785,6 +1056,8 @@ class MysqlSource final : public Source {
   }
 
   void reset_tx_events() {
+    tx_deferred_.reset();
+    tx_decided_ = false;
     tx_events_.clear();
     tx_sizes_.clear();
     tx_spill_.reset();
@@ -869,7 +1142,7 @@ class MysqlSource final : public Source {
   std::string file_;
   std::uint64_t last_end_ = 4;
   MariaGtidPosition gtid_;
-  std::unordered_map<std::uint64_t, TableMapEvent> table_maps_;
+  std::unordered_map<std::uint64_t, std::shared_ptr<const TableMapEvent>> table_maps_;
   bool in_tx_ = false;
   bool saw_begin_ = false;
   bool tx_standalone_ = false;
@@ -893,6 +1166,31 @@ class MysqlSource final : public Source {
   cppcdc::detail::ReusableParts spare_parts_;
   std::string state_text_;
   std::optional<std::uint64_t> state_version_;  // the history version state_text_ holds
+  // The open transaction's rows, left undecoded for poll() (see on_rows); decided at its
+  // first rows event.
+  std::unique_ptr<DeferredTx> tx_deferred_;
+  bool tx_decided_ = false;
+  // A transaction larger than this (its rows events' bytes) is decoded by the reader; see
+  // deferred_cap().
+  static constexpr std::size_t kMaxDeferredBytes = std::size_t{1} << 20;
+  // Rows the reader decoded, and their encoded bytes: the estimate of a deferred
+  // transaction's event count.
+  std::uint64_t decoded_rows_ = 0;
+  std::uint64_t decoded_raw_bytes_ = 0;
+  std::uint64_t decoded_event_bytes_ = 0;
+  // Transactions with rows handed over since start(): left for poll() to decode, or decoded
+  // here (read after the reader thread ended).
+  std::uint64_t deferred_txs_ = 0;
+  std::uint64_t reader_txs_ = 0;
+
+  // Consumer thread: recycled events for the transactions poll() decodes.
+  std::mutex poll_spares_mutex_;
+  std::vector<std::vector<Event>> poll_spares_;
+  std::size_t poll_spare_count_ = 0;
+  cppcdc::detail::ReusableParts poll_parts_;
+  static constexpr std::size_t kPollSpareEvents = 2048;
+  std::vector<std::vector<Event>> poll_vectors_;  // emptied ones, for their capacity
+  static constexpr std::size_t kPollVectors = 2;
 
   // Guarded by handoff_.locked().
   std::string idle_offset_;

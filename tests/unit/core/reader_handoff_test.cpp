@@ -8,10 +8,12 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
+#include <memory>
 #include <thread>
 
-#include "wait_until.hpp"
 #include "unit/core/test_events.hpp"
+#include "wait_until.hpp"
 
 namespace cppcdc::detail {
 namespace {
@@ -329,6 +331,198 @@ TEST(ReaderHandoff, RecycleAfterCloseReleasesAtOnce) {
   std::vector<std::vector<Event>> back;
   ASSERT_TRUE(h.push(batch, nullptr, &back));
   EXPECT_TRUE(back.empty());
+  h.close();
+}
+
+// Deferred batches (push_deferred): work the reader leaves for the consumer's take().
+
+// Makes events t<first> .. t<first + n - 1> when taken, noting the thread, after `during()`.
+class MakeEvents final : public DeferredBatch {
+ public:
+  MakeEvents(int first, int n, std::thread::id* made_on = nullptr,
+             std::function<void()> during = {})
+      : first_(first), n_(n), made_on_(made_on), during_(std::move(during)) {}
+  Result<std::size_t> produce(std::vector<Event>& out) override {
+    if (made_on_) *made_on_ = std::this_thread::get_id();
+    if (during_) during_();
+    for (auto& e : events(first_, n_)) out.push_back(std::move(e));
+    return static_cast<std::size_t>(n_);
+  }
+
+ private:
+  int first_;
+  int n_;
+  std::thread::id* made_on_;
+  std::function<void()> during_;
+};
+
+// Makes one event, then fails: what it made must not reach the consumer.
+class FailToMake final : public DeferredBatch {
+ public:
+  Result<std::size_t> produce(std::vector<Event>& out) override {
+    out.push_back(std::move(events(99, 1)[0]));
+    return fail(Error::invalid_data("a malformed rows event"));
+  }
+};
+
+bool defer(ReaderHandoff& h, std::unique_ptr<DeferredBatch> batch, std::size_t estimate) {
+  return h.push_deferred(std::move(batch), estimate, estimate * 100, [] { return true; });
+}
+
+std::vector<std::string> tables(const std::vector<Event>& events) {
+  std::vector<std::string> out;
+  for (const auto& e : events) out.push_back(e.table);
+  return out;
+}
+
+TEST(ReaderHandoff, ADeferredBatchIsMadeByTheConsumerInItsPlaceAmongTheOthers) {
+  ReaderHandoff h;
+  ASSERT_TRUE(h.open({1000, std::size_t{1} << 30}));
+  std::thread::id made_on;
+  std::thread reader([&] {
+    auto first = events(0, 3);
+    ASSERT_TRUE(h.push(first));
+    ASSERT_TRUE(defer(h, std::make_unique<MakeEvents>(3, 4, &made_on), 4));
+    auto last = events(7, 2);
+    ASSERT_TRUE(h.push(last));
+  });
+  reader.join();
+  const auto got = take_all(h, 9);
+  EXPECT_EQ(tables(got),
+            (std::vector<std::string>{"t0", "t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8"}));
+  EXPECT_EQ(made_on, std::this_thread::get_id());
+  h.close();
+}
+
+TEST(ReaderHandoff, ADeferredBatchCountsAgainstTheQueuesLimitsUntilTaken) {
+  ReaderHandoff h;
+  ASSERT_TRUE(h.open({10, std::size_t{1} << 30}));
+  ASSERT_TRUE(defer(h, std::make_unique<MakeEvents>(0, 8), 8));
+  // 8 estimated + 3 is over the limit of 10: the reader waits, and gives up here.
+  auto more = events(8, 3);
+  int waits = 0;
+  EXPECT_FALSE(h.push(
+      more, nullptr, nullptr, [&] { return ++waits < 2; }, 1ms));
+  std::vector<Event> out;
+  EXPECT_EQ(h.take(out, 100, 0ms).events, 8u);
+  EXPECT_TRUE(h.push(more));
+  h.close();
+}
+
+TEST(ReaderHandoff, ADeferredBatchThatDoesNotFitWaitsForTheNextPoll) {
+  ReaderHandoff h;
+  ASSERT_TRUE(h.open({1000, std::size_t{1} << 30}));
+  std::thread::id made_on;
+  auto first = events(0, 3);
+  ASSERT_TRUE(h.push(first));
+  ASSERT_TRUE(defer(h, std::make_unique<MakeEvents>(3, 5, &made_on), 5));
+  std::vector<Event> out;
+  EXPECT_EQ(h.take(out, 6, 0ms).events, 3u);  // 3 + 5 would be more than 6
+  EXPECT_EQ(made_on, std::thread::id());      // not made yet
+  std::vector<Event> next;
+  EXPECT_EQ(h.take(next, 6, 0ms).events, 5u);  // into an empty poll it is made
+  EXPECT_EQ(tables(next), (std::vector<std::string>{"t3", "t4", "t5", "t6", "t7"}));
+  h.close();
+}
+
+TEST(ReaderHandoff, EventsMadeBeyondAPollWaitAtTheFrontForTheNext) {
+  ReaderHandoff h;
+  ASSERT_TRUE(h.open({1000, std::size_t{1} << 30}));
+  ASSERT_TRUE(defer(h, std::make_unique<MakeEvents>(0, 10), 3));  // estimated low
+  auto after = events(10, 2);
+  ASSERT_TRUE(h.push(after));
+  std::vector<Event> out;
+  EXPECT_EQ(h.take(out, 5, 0ms).events, 5u);
+  EXPECT_EQ(tables(out), (std::vector<std::string>{"t0", "t1", "t2", "t3", "t4"}));
+  std::vector<Event> rest;
+  EXPECT_EQ(h.take(rest, 100, 0ms).events, 7u);
+  EXPECT_EQ(tables(rest), (std::vector<std::string>{"t5", "t6", "t7", "t8", "t9", "t10", "t11"}));
+  EXPECT_TRUE(h.empty());
+  h.close();
+}
+
+TEST(ReaderHandoff, AFailedDeferredBatchEndsThePollAndTheNextReportsIt) {
+  ReaderHandoff h;
+  ASSERT_TRUE(h.open({1000, std::size_t{1} << 30}));
+  auto first = events(0, 2);
+  ASSERT_TRUE(h.push(first));
+  ASSERT_TRUE(defer(h, std::make_unique<FailToMake>(), 1));
+  auto after = events(2, 1);
+  ASSERT_TRUE(h.push(after));
+  std::vector<Event> out;
+  const auto taken = h.take(out, 100, 0ms);
+  EXPECT_EQ(taken.events, 2u);
+  EXPECT_FALSE(taken.error);
+  EXPECT_EQ(tables(out), (std::vector<std::string>{"t0", "t1"}));  // not what it made
+  std::vector<Event> next;
+  const auto failed = h.take(next, 100, 0ms);
+  EXPECT_EQ(failed.events, 0u);
+  EXPECT_FALSE(failed.reader_done);
+  ASSERT_TRUE(failed.error);
+  EXPECT_EQ(failed.error->message(), "a malformed rows event");
+  EXPECT_TRUE(next.empty());
+  h.close();
+}
+
+TEST(ReaderHandoff, AFailedDeferredBatchAtTheFrontFailsThatPoll) {
+  ReaderHandoff h;
+  ASSERT_TRUE(h.open({1000, std::size_t{1} << 30}));
+  ASSERT_TRUE(defer(h, std::make_unique<FailToMake>(), 1));
+  std::vector<Event> out;
+  const auto failed = h.take(out, 100, 0ms);
+  EXPECT_EQ(failed.events, 0u);
+  ASSERT_TRUE(failed.error);
+  EXPECT_TRUE(out.empty());
+  h.close();
+}
+
+TEST(ReaderHandoff, TheReaderPushesWhileTheConsumerMakesADeferredBatch) {
+  ReaderHandoff h;
+  ASSERT_TRUE(h.open({1000, std::size_t{1} << 30}));
+  std::atomic<bool> making{false};
+  std::atomic<bool> pushed{false};
+  // The batch is made only once the reader queued another behind it: a take() that held the
+  // lock while making it would keep the reader out, and the wait would time out.
+  ASSERT_TRUE(defer(h,
+                    std::make_unique<MakeEvents>(0, 2, nullptr,
+                                                 [&] {
+                                                   making = true;
+                                                   EXPECT_TRUE(wait_until(
+                                                       [&] { return pushed.load(); }, 30s, 1ms));
+                                                 }),
+                    2));
+  std::thread reader([&] {
+    ASSERT_TRUE(wait_until([&] { return making.load(); }, 30s, 1ms));
+    auto behind = events(2, 1);
+    ASSERT_TRUE(h.push(behind));
+    pushed = true;
+  });
+  std::vector<Event> out;
+  h.take(out, 100, 1s);
+  reader.join();
+  EXPECT_TRUE(pushed);
+  // The batch pushed meanwhile comes after the deferred one, in this poll or the next.
+  const auto rest = take_all(h, 3 - out.size());
+  for (const auto& e : rest) out.push_back(e);
+  EXPECT_EQ(tables(out), (std::vector<std::string>{"t0", "t1", "t2"}));
+  h.close();
+}
+
+TEST(ReaderHandoff, TheConsumerIsShortWhileLessThanAPollIsQueued) {
+  ReaderHandoff h;
+  ASSERT_TRUE(h.open({1000, std::size_t{1} << 30}));
+  EXPECT_TRUE(h.consumer_short());  // nothing queued
+  auto five = events(0, 5);
+  ASSERT_TRUE(h.push(five));
+  EXPECT_FALSE(h.consumer_short());  // no poll yet: only an empty queue counts as short
+  std::vector<Event> out;
+  EXPECT_EQ(h.take(out, 8, 0ms).events, 5u);
+  EXPECT_TRUE(h.consumer_short());
+  auto more = events(5, 5);
+  ASSERT_TRUE(h.push(more));
+  EXPECT_TRUE(h.consumer_short());  // 5 of a poll of 8
+  ASSERT_TRUE(defer(h, std::make_unique<MakeEvents>(10, 3), 3));
+  EXPECT_FALSE(h.consumer_short());  // 8 with the deferred batch's estimate
   h.close();
 }
 

@@ -1085,6 +1085,27 @@ TEST(ServerConfig, TransactionBoundaryIsSplitUnlessPreserveTransactionsIsAskedFo
   EXPECT_CONTAINS(describe_config(*preserve), "preserve_transactions");
 }
 
+// share_decoding: on unless turned off, shown by describe, and a value that is not a boolean
+// is refused naming the key.
+TEST(ServerConfig, MariaDbShareDecodingIsOnByDefaultAndCanBeTurnedOff) {
+  const std::string base = R"([source]
+type = "mariadb"
+user = "cdc"
+tables = ["app.orders"]
+SHARE
+[state.offset]
+dir = "/tmp/state"
+)";
+  auto with = [&](const std::string& line) { return edit(base, "SHARE\n", line); };
+  auto on = parse_server_config(with(""), "cdc.toml");
+  ASSERT_TRUE(on) << on.error().report();
+  EXPECT_CONTAINS(describe_config(*on), "shared with the poll thread");
+  auto off = parse_server_config(with("share_decoding = false\n"), "cdc.toml");
+  ASSERT_TRUE(off) << off.error().report();
+  EXPECT_CONTAINS(describe_config(*off), "on the reader thread only");
+  EXPECT_CONTAINS(error_of(with("share_decoding = 1\n")), "share_decoding");
+}
+
 // MariaDB incremental snapshots: mode "incremental" needs [source.snapshot] signal_table (the
 // watermark table), which must be a plain "database.table" outside the captured tables; the
 // "mysql" type refuses the mode. With a signal table, the source offers the control handle.
