@@ -129,14 +129,7 @@ class ReaderHandoff {
     for (std::size_t i = 0; i < count; ++i) bytes += sizes[i];
     std::vector<std::vector<Event>> recycled;  // released here, after the lock, on this thread
     std::unique_lock lock(mutex_);
-    while (!stop_.load() && !queue_.empty() &&
-           (queue_.size() + count > limits_.max_events ||
-            queue_.bytes() + bytes > limits_.max_bytes)) {
-      not_full_.wait_for(lock, interval);
-      lock.unlock();
-      if (!while_waiting()) return false;
-      lock.lock();
-    }
+    if (!wait_for_room(lock, count, bytes, while_waiting, interval)) return false;
     queue_.push(events, from, to, sizes, bytes);
     queued_.store(queue_.size(), std::memory_order_relaxed);
     not_empty_.notify_all();
@@ -155,16 +148,8 @@ class ReaderHandoff {
   bool push_deferred(std::unique_ptr<DeferredBatch> batch, std::size_t events, std::size_t bytes,
                      WhileWaiting&& while_waiting,
                      std::chrono::milliseconds interval = std::chrono::milliseconds(100)) {
-    std::vector<std::vector<Event>> recycled;  // released after the lock (none are asked for)
     std::unique_lock lock(mutex_);
-    while (!stop_.load() && !queue_.empty() &&
-           (queue_.size() + events > limits_.max_events ||
-            queue_.bytes() + bytes > limits_.max_bytes)) {
-      not_full_.wait_for(lock, interval);
-      lock.unlock();
-      if (!while_waiting()) return false;
-      lock.lock();
-    }
+    if (!wait_for_room(lock, events, bytes, while_waiting, interval)) return false;
     queue_.push_deferred(std::move(batch), events, bytes);
     queued_.store(queue_.size(), std::memory_order_relaxed);
     not_empty_.notify_all();
@@ -264,6 +249,23 @@ class ReaderHandoff {
   static constexpr std::size_t kMaxRecycled = 16384;
 
  private:
+  // Waits (lock held by the caller, released while waiting) while `events` and `bytes` more
+  // would put a non-empty queue over its limits, calling `while_waiting()` without the lock
+  // every `interval`; false when it gave up. A stop ends the wait (true).
+  template <class WhileWaiting>
+  bool wait_for_room(std::unique_lock<std::mutex>& lock, std::size_t events, std::size_t bytes,
+                     WhileWaiting& while_waiting, std::chrono::milliseconds interval) {
+    while (!stop_.load() && !queue_.empty() &&
+           (queue_.size() + events > limits_.max_events ||
+            queue_.bytes() + bytes > limits_.max_bytes)) {
+      not_full_.wait_for(lock, interval);
+      lock.unlock();
+      if (!while_waiting()) return false;
+      lock.lock();
+    }
+    return true;
+  }
+
   // With something queued but fewer than `fill` events and half the byte limit: waits up to
   // `linger` (lock held by the caller, released while waiting) until that much is queued, the
   // reader ends, or `more()` turns false. `waits`, when given, is counted up as a wait begins.
