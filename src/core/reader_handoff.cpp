@@ -154,11 +154,8 @@ ReaderHandoff::Taken ReaderHandoff::take(std::vector<Event>& out, std::size_t ma
       deferred.reset();
       if (!made) {
         out.erase(out.begin() + static_cast<std::ptrdiff_t>(before), out.end());
-        if (taken.events == 0) {
-          taken.error = std::move(made.error());
-          return taken;
-        }
-        deferred_error_ = std::move(made.error());
+        // With events before it, this poll returns those and the next reports the error.
+        (taken.events == 0 ? taken.error : deferred_error_) = std::move(made.error());
         return taken;
       }
       // More than the poll asked for (the estimate was low): the rest goes back to the

@@ -245,10 +245,6 @@ class MysqlSource final : public Source {
     if (!reader_.joinable()) {
       return fail(Error::invalid_state(type() + " source is not started"));
     }
-    if (out.empty() && config_.share_decoding) {
-      std::lock_guard lock(poll_spares_mutex_);
-      reserve_poll(out, max_events, false);
-    }
     auto taken = handoff_.take(out, max_events, wait);
     if (taken.error && !taken.reader_done) return fail(std::move(*taken.error));
     if (taken.events > 0 || !taken.reader_done) return ok();
@@ -653,16 +649,16 @@ class MysqlSource final : public Source {
         tx_deferred_ = std::make_unique<DeferredTx>(*this);
       }
     }
+    std::string offset = coordinate(event_start(h));
     if (tx_deferred_) {
       if (tx_deferred_->raw.size() + rows.rows.size() <= deferred_cap()) {
-        tx_deferred_->capture(rows, map_it->second, std::move(schema), coordinate(event_start(h)),
+        tx_deferred_->capture(rows, map_it->second, std::move(schema), std::move(offset),
                               source_timestamp(h), now_ms());
         return ok();
       }
       CPPCDC_TRY(decode_deferred_here());  // too large to leave: decoded here after all
     }
-    return decode_rows(map, *schema, rows, coordinate(event_start(h)), source_timestamp(h),
-                       now_ms());
+    return decode_rows(map, *schema, rows, offset, source_timestamp(h), now_ms());
   }
 
   // The most rows-event bytes a transaction left for poll() may have: 1 MiB, and less under a
@@ -777,8 +773,7 @@ class MysqlSource final : public Source {
   Status decode_deferred_here() {
     auto tx = std::move(tx_deferred_);
     for (auto& c : tx->rows) {
-      c.rows.rows = std::span<const std::uint8_t>(tx->raw.data() + c.at, c.size);
-      CPPCDC_TRY(decode_rows(*c.map, *c.schema, c.rows, c.offset, c.source_ts, c.ts));
+      CPPCDC_TRY(decode_rows(*c.map, *c.schema, tx->bytes(c), c.offset, c.source_ts, c.ts));
     }
     return ok();
   }
@@ -792,7 +787,7 @@ class MysqlSource final : public Source {
     explicit DeferredTx(MysqlSource& source) : source_(source) {}
 
     struct Rows {
-      RowsEvent rows;      // rows.rows is set again from raw at decoding
+      RowsEvent rows;      // rows.rows points into raw once it is decoded (bytes())
       std::size_t at = 0;  // its bytes in raw
       std::size_t size = 0;
       std::shared_ptr<const TableMapEvent> map;
@@ -806,12 +801,8 @@ class MysqlSource final : public Source {
                  TableSchemaPtr schema, std::string offset, std::int64_t source_ts,
                  std::int64_t ts) {
       Rows& r = this->rows.emplace_back();
-      r.rows.kind = rows.kind;
-      r.rows.table_id = rows.table_id;
-      r.rows.flags = rows.flags;
-      r.rows.column_count = rows.column_count;
-      r.rows.present = rows.present;
-      r.rows.present_after = rows.present_after;
+      r.rows = rows;
+      r.rows.rows = {};  // its bytes are copied into raw below: see bytes()
       r.at = raw.size();
       r.size = rows.rows.size();
       raw.insert(raw.end(), rows.rows.begin(), rows.rows.end());
@@ -824,6 +815,12 @@ class MysqlSource final : public Source {
 
     Result<std::size_t> produce(std::vector<Event>& out) override {
       return source_.produce_deferred(*this, out);
+    }
+
+    // `r` ready to decode: its rows pointing at their copy in raw.
+    const RowsEvent& bytes(Rows& r) {
+      r.rows.rows = std::span<const std::uint8_t>(raw.data() + r.at, r.size);
+      return r.rows;
     }
 
     std::vector<std::uint8_t> raw;
@@ -845,8 +842,7 @@ class MysqlSource final : public Source {
     const std::size_t first = out.size();
     DecodedRow row;
     for (auto& c : tx.rows) {
-      c.rows.rows = std::span<const std::uint8_t>(tx.raw.data() + c.at, c.size);
-      RowReader reader(*c.map, *c.schema, c.rows, flavor_);
+      RowReader reader(*c.map, *c.schema, tx.bytes(c), flavor_);
       const RowContext context{config_.source_name, c.offset,         c.source_ts, c.ts, *c.map,
                                *c.schema,           operation(c.rows)};
       while (!reader.at_end()) {
@@ -881,7 +877,7 @@ class MysqlSource final : public Source {
   // Room in `out` for `n` events (poll_spares_mutex_ held): when it has none, the capacity of
   // a spent vector of recycled events, if one is large enough (its memory is mapped already;
   // a new one would fault in every page).
-  void reserve_poll(std::vector<Event>& out, std::size_t n, bool grow = true) {
+  void reserve_poll(std::vector<Event>& out, std::size_t n) {
     if (out.capacity() >= n) return;
     if (out.empty()) {
       for (std::size_t i = 0; i < poll_vectors_.size(); ++i) {
@@ -892,7 +888,7 @@ class MysqlSource final : public Source {
         }
       }
     }
-    if (grow) out.reserve(std::max(n, 2 * out.capacity()));
+    out.reserve(std::max(n, 2 * out.capacity()));
   }
 
   // A new event at the end of `out`: a recycled one (reset) when poll() has one.
@@ -974,10 +970,7 @@ class MysqlSource final : public Source {
       const std::size_t bytes =
           events * (decoded_rows_ ? decoded_event_bytes_ / decoded_rows_ : std::size_t{1024});
       tx->estimate = events;
-      handoff_.locked([&](auto&) {
-        if (pending_coords_.size() >= kMaxPendingCoords) pending_coords_.pop_front();
-        pending_coords_.emplace_back(offset, std::make_pair(file_, last_end_));
-      });
+      note_handed_out(offset);
       ++deferred_txs_;
       handoff_.push_deferred(std::move(tx), events, bytes, [] { return true; });
       reset_tx_events();
@@ -996,10 +989,7 @@ class MysqlSource final : public Source {
       // Measured as it was added; the position it now carries is added to its size.
       tx_sizes_.back() +=
           cppcdc::detail::approx_string_bytes(offset) + cppcdc::detail::approx_string_bytes(state);
-      handoff_.locked([&](auto&) {
-        if (pending_coords_.size() >= kMaxPendingCoords) pending_coords_.pop_front();
-        pending_coords_.emplace_back(offset, std::make_pair(file_, last_end_));
-      });
+      note_handed_out(offset);
       tx_events_.hand_over([&](std::vector<Event>& events, std::size_t from, std::size_t to) {
         return handoff_.push(events, from, to, &tx_sizes_, &recycled_, [] { return true; });
       });
@@ -1090,15 +1080,21 @@ class MysqlSource final : public Source {
       if (index == total) {
         piece.back().resume_offset = offset;
         piece.back().resume_state = state;
-        handoff_.locked([&](auto&) {
-          if (pending_coords_.size() >= kMaxPendingCoords) pending_coords_.pop_front();
-          pending_coords_.emplace_back(offset, std::make_pair(file_, last_end_));
-        });
+        note_handed_out(offset);
       }
       handoff_.push(piece);
     }
     reset_tx_events();
     return ok();
+  }
+
+  // A transaction handed out up to `offset`, ending at the current binlog coordinate (for
+  // lag() once it is confirmed).
+  void note_handed_out(const std::string& offset) {
+    handoff_.locked([&](auto&) {
+      if (pending_coords_.size() >= kMaxPendingCoords) pending_coords_.pop_front();
+      pending_coords_.emplace_back(offset, std::make_pair(file_, last_end_));
+    });
   }
 
   // The source_state of a checkpoint at the current position (cached until the schema
