@@ -203,7 +203,7 @@ class BatchQueue {
       }
       if (detached && !detached->empty()) break;
       const std::size_t k = std::min(want - n, left);
-      out.reserve(out.size() + k);
+      grow_for_poll(out, out.size() + k, max_events);
       for (std::size_t i = 0; i < k; ++i, ++b.next) {
         out.push_back(std::move(b.events[b.next]));
         const std::size_t s = std::min(b.bytes, b.sizes[b.next]);
@@ -217,18 +217,28 @@ class BatchQueue {
     return n;
   }
 
+  /// Makes room in `out` for `n` events. When it must grow, it grows to the poll's size
+  /// `max_events` (up to kGatherReserve) at once rather than to `n`: a poll assembled from
+  /// several batches would otherwise move the events it holds to a larger vector for each.
+  static void grow_for_poll(std::vector<Event>& out, std::size_t n, std::size_t max_events) {
+    if (out.capacity() >= n) return;
+    out.reserve(std::max(n, std::min(max_events, kGatherReserve)));
+  }
+
   /// Appends the events of `detached` to `out`, in order (the first by a swap into an empty
-  /// `out`), and empties it. Needs no lock: the batches left the queue.
-  static void append_detached(std::vector<Event>& out, std::vector<Detached>& detached) {
+  /// `out`), and empties it. `max_events` is the poll's: `out` grows (grow_for_poll) at most
+  /// once. Needs no lock: the batches left the queue.
+  static void append_detached(std::vector<Event>& out, std::vector<Detached>& detached,
+                              std::size_t max_events) {
     std::size_t total = out.size();
     for (const auto& d : detached) total += d.events.size() - d.next;
     for (auto& d : detached) {
       if (out.empty() && d.next == 0) {
         out.swap(d.events);
-        out.reserve(total);
+        grow_for_poll(out, total, max_events);
         continue;
       }
-      out.reserve(total);
+      grow_for_poll(out, total, max_events);
       out.insert(out.end(),
                  std::make_move_iterator(d.events.begin() + static_cast<std::ptrdiff_t>(d.next)),
                  std::make_move_iterator(d.events.end()));

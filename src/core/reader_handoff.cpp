@@ -135,8 +135,9 @@ ReaderHandoff::Taken ReaderHandoff::take(std::vector<Event>& out, std::size_t ma
     taken.events += queue_.take(out, max_events - taken.events, &detached);
     queue_.set_poll_size(max_events);
     std::unique_ptr<DeferredBatch> deferred;
+    std::size_t estimate = 0;  // of the deferred batch's events
     if (taken.events < max_events) {
-      const std::size_t estimate = queue_.front_deferred();
+      estimate = queue_.front_deferred();
       if (estimate > 0 && (taken.events == 0 || taken.events + estimate <= max_events)) {
         deferred = queue_.pop_deferred();
       }
@@ -145,10 +146,14 @@ ReaderHandoff::Taken ReaderHandoff::take(std::vector<Event>& out, std::size_t ma
     queued_.store(queue_.size(), std::memory_order_relaxed);
     not_full_.notify_all();
     lock.unlock();
-    BatchQueue::append_detached(out, detached);
+    BatchQueue::append_detached(out, detached, max_events);
     std::vector<Event> overflow;
     std::vector<std::size_t> overflow_sizes;
     if (deferred) {
+      // Room for the batch's events once, when the poll holds some already; into an empty
+      // poll the batch itself chooses its vector (it may have a spent one whose memory is
+      // mapped).
+      if (!out.empty()) BatchQueue::grow_for_poll(out, out.size() + estimate, max_events);
       const std::size_t before = out.size();
       auto made = deferred->produce(out);
       deferred.reset();

@@ -394,6 +394,48 @@ TEST(ReaderHandoff, ADeferredBatchIsMadeByTheConsumerInItsPlaceAmongTheOthers) {
   h.close();
 }
 
+// Notes where the poll's events are when it is made, and the room left for its own.
+class NoteThePoll final : public DeferredBatch {
+ public:
+  NoteThePoll(int first, int n, const Event** data, std::size_t* room)
+      : first_(first), n_(n), data_(data), room_(room) {}
+  Result<std::size_t> produce(std::vector<Event>& out) override {
+    *room_ = out.capacity() - out.size();
+    for (auto& e : events(first_, n_)) out.push_back(std::move(e));
+    *data_ = out.data();
+    return static_cast<std::size_t>(n_);
+  }
+
+ private:
+  int first_;
+  int n_;
+  const Event** data_;
+  std::size_t* room_;
+};
+
+TEST(ReaderHandoff, APollMadeOfSeveralBatchesGrowsItsVectorOnce) {
+  // Each batch appended to a poll used to grow the vector to just what it needed, so that a
+  // deferred batch, and each batch after it, moved the events taken before it once more.
+  ReaderHandoff h;
+  ASSERT_TRUE(h.open({1000, std::size_t{1} << 30}));
+  auto first = events(0, 3);
+  first.shrink_to_fit();
+  ASSERT_TRUE(h.push(first));
+  const Event* data = nullptr;
+  std::size_t room = 0;
+  ASSERT_TRUE(defer(h, std::make_unique<NoteThePoll>(3, 4, &data, &room), 4));
+  auto last = events(7, 2);
+  ASSERT_TRUE(h.push(last));
+  std::vector<Event> out;
+  ASSERT_EQ(h.take(out, 100, 0ms).events, 9u);
+  EXPECT_EQ(tables(out),
+            (std::vector<std::string>{"t0", "t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8"}));
+  EXPECT_GE(room, 4u);              // the deferred batch found room for its events
+  EXPECT_EQ(out.data(), data);      // and nothing moved the poll's events after it
+  EXPECT_GE(out.capacity(), 100u);  // room for the whole poll, taken at the first growth
+  h.close();
+}
+
 TEST(ReaderHandoff, ADeferredBatchCountsAgainstTheQueuesLimitsUntilTaken) {
   ReaderHandoff h;
   ASSERT_TRUE(h.open({10, std::size_t{1} << 30}));
