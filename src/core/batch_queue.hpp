@@ -234,8 +234,7 @@ class BatchQueue {
     for (const auto& d : detached) total += d.events.size() - d.next;
     for (auto& d : detached) {
       if (out.empty() && d.next == 0) {
-        out.swap(d.events);
-        grow_for_poll(out, total, max_events);
+        out.swap(d.events);  // the next batch, if any, makes room for all of them
         continue;
       }
       grow_for_poll(out, total, max_events);

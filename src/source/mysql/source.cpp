@@ -876,7 +876,8 @@ class MysqlSource final : public Source {
 
   // Room in `out` for `n` events (poll_spares_mutex_ held): when it has none, the capacity of
   // a spent vector of recycled events, if one is large enough (its memory is mapped already;
-  // a new one would fault in every page).
+  // a new one would fault in every page). A poll that holds events already was given room
+  // by the hand-off (BatchQueue::grow_for_poll) before this batch was made.
   void reserve_poll(std::vector<Event>& out, std::size_t n) {
     if (out.capacity() >= n) return;
     if (out.empty()) {
@@ -888,7 +889,7 @@ class MysqlSource final : public Source {
         }
       }
     }
-    out.reserve(std::max(n, 2 * out.capacity()));
+    out.reserve(n);
   }
 
   // A new event at the end of `out`: a recycled one (reset) when poll() has one.
