@@ -91,13 +91,17 @@ class BatchQueue {
 
   /// Queues `events` (with `sizes[i]`, the measure of events[i], and `bytes` their sum) and
   /// leaves both vectors empty, with capacity (up to a bound) kept for the caller's next batch.
-  /// They are appended (moved) to the last queued batch when take() has not started that one and
-  /// both together hold at most as many events as the last take() asked for; else they are
-  /// queued as a batch of their own (the vectors change hands).
+  /// They are appended (moved) to the last queued batch when take() has not started that one,
+  /// both together hold at most as many events as the last take() asked for, and they are
+  /// less than half of that; else they are queued as a batch of their own (the vectors change
+  /// hands).
   void push(std::vector<Event>& events, std::vector<std::size_t>& sizes, std::size_t bytes) {
+    const std::size_t capacity = events.capacity();
     push(events, 0, events.size(), sizes, bytes);
     events.clear();
-    if (events.capacity() > kKeptCapacity) {
+    if (events.capacity() == 0) {
+      events.reserve(std::min(capacity, kKeptCapacity));  // the vector changed hands
+    } else if (events.capacity() > kKeptCapacity) {
       std::vector<Event>().swap(events);
       events.reserve(kKeptCapacity);
     }
@@ -106,7 +110,7 @@ class BatchQueue {
   /// Queues events[from, to) as push() does, for a reader that fills recycled events in
   /// place (InPlaceBatch): `sizes` holds their measures (sizes[i] for events[from + i]) and
   /// is emptied. When they are the whole of `events` and make a batch of their own, the
-  /// vector changes hands and `events` is left empty (capacity reserved again); otherwise
+  /// vector changes hands and `events` is left empty, without capacity; otherwise
   /// they are moved out, and `events` keeps its size: moved-from events in [from, to), the
   /// others as they were.
   void push(std::vector<Event>& events, std::size_t from, std::size_t to,
@@ -119,22 +123,22 @@ class BatchQueue {
     Batch* into = nullptr;
     if (gather_ > 0 && !batches_.empty()) {
       Batch& last = batches_.back();
-      if (!last.deferred && last.next == 0 && last.events.size() + count <= gather_) {
+      // A batch of half a poll or more is not gathered: take() swaps it whole.
+      if (!last.deferred && last.next == 0 && last.events.size() + count <= gather_ &&
+          2 * count < gather_) {
         into = &last;
       }
     }
     if (!into && from == 0 && to == events.size()) {
       Batch b;
-      const std::size_t capacity = events.capacity();
       b.events = std::move(events);
       b.sizes = std::move(sizes);
       b.bytes = bytes;
       events_ += count;
       bytes_ += bytes;
       batches_.push_back(std::move(b));
-      events.clear();
+      events = std::vector<Event>();
       sizes.clear();
-      events.reserve(std::min<std::size_t>(capacity, kKeptCapacity));
       return;
     }
     if (!into) into = &batches_.emplace_back();

@@ -13,8 +13,10 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <iterator>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -98,7 +100,7 @@ inline void reset_for_reuse(Event& e, ReusableParts& parts) {
 /// Recycled batches whose events are filled again. Holds at most kMaxEvents events.
 class SpareEvents {
  public:
-  static constexpr std::size_t kMaxEvents = 16384;
+  static constexpr std::size_t kMaxEvents = 32768;
 
   /// Keeps the events of `batches` (up to the bound; the rest are released) and empties it.
   void keep(std::vector<std::vector<Event>>& batches) {
@@ -130,28 +132,40 @@ class SpareEvents {
   std::size_t count_ = 0;
 };
 
-/// The reader's open batch (a transaction's events), filled in place in a recycled batch:
-/// events_ holds, in [begin_, end_), the open batch; after end_, recycled events not filled
-/// again yet (append() resets each by reset_for_reuse() as it hands it out); before begin_,
-/// events of earlier batches that were handed over (moved from), released with the vector.
-/// So an event is neither moved nor freed to be reused, and a batch that fills a whole
-/// vector changes hands without moving its events. Reader thread only.
+/// The reader's open batch (a transaction's events), filled in place in a recycled batch,
+/// and the batches it finished (commit()) but has not handed over yet. events_ holds, in
+/// [handed_, begin_), the held batches; in [begin_, end_), the open batch; after end_,
+/// recycled events not filled again yet (append() resets each by reset_for_reuse() as it
+/// hands it out); before handed_, events that were moved out by an earlier hand-over,
+/// released with the vector. So an event is neither moved nor freed to be reused, and held
+/// batches that fill a vector change hands with it, without moving their events. Reader
+/// thread only.
 class InPlaceBatch {
  public:
+  /// Events of the open batch.
   std::size_t size() const noexcept { return end_ - begin_; }
   bool empty() const noexcept { return end_ == begin_; }
   Event& operator[](std::size_t i) noexcept { return events_[begin_ + i]; }
   Event& back() noexcept { return events_[end_ - 1]; }
   Event* begin() noexcept { return events_.data() + begin_; }
   Event* end() noexcept { return events_.data() + end_; }
-  /// Events the vector holds: handed over, open and recycled ones (for tests).
+  /// Events the vector holds: handed over, held, open and recycled ones (for tests).
   std::size_t slots() const noexcept { return events_.size(); }
+  /// Events of the finished batches not handed over yet (commit()).
+  std::size_t held() const noexcept { return begin_ - handed_; }
+
+  /// Whether the next append() would have to move the held batches (the vector is full):
+  /// hand them over first. Without held batches, false.
+  bool must_hand_over() const noexcept {
+    return begin_ > handed_ && end_ == events_.size() && events_.size() == events_.capacity();
+  }
 
   /// Appends an event and returns it: the next recycled one, reset by reset_for_reuse() into
-  /// `parts`; once those run out, one from `spares` (at the start of a batch) or a new one.
+  /// `parts`; once those run out, one from `spares` (with no batch held, at the start of a
+  /// batch) or a new one.
   Event& append(SpareEvents& spares, ReusableParts& parts) {
     if (end_ == events_.size()) {
-      make_room(spares);
+      if (begin_ == handed_) make_room(spares);
       if (end_ == events_.size()) return events_.emplace_back(), events_[end_++];
     }
     Event& e = events_[end_++];
@@ -161,7 +175,7 @@ class InPlaceBatch {
 
   /// Appends `e` (moved into a recycled slot, or at the end).
   void append(Event&& e, SpareEvents& spares) {
-    if (end_ == events_.size()) make_room(spares);
+    if (end_ == events_.size() && begin_ == handed_) make_room(spares);
     if (end_ == events_.size()) {
       events_.push_back(std::move(e));
     } else {
@@ -173,33 +187,74 @@ class InPlaceBatch {
   /// Drops the event append() returned last: its slot is refilled (reset again) later.
   void pop_back() noexcept { --end_; }
 
-  /// Hands the open batch to `push(std::vector<Event>& events, from, to)` (ReaderHandoff::push
-  /// and BatchQueue::push with a range: they move the events out or take the whole vector)
-  /// and starts the next batch after it. Returns what push returned.
-  template <class Push>
-  auto hand_over(Push&& push) {
-    auto result = std::forward<Push>(push)(events_, begin_, end_);
+  /// The open batch is finished: it is held, after those held before it, until hand_over();
+  /// the next batch opens after it.
+  void commit() noexcept { begin_ = end_; }
+
+  /// Hands the held batches to `push(std::vector<Event>& events, from, to)`
+  /// (ReaderHandoff::push and BatchQueue::push with a range: they take the whole vector, or
+  /// move the events out; `push` must do one or the other) and returns what push returned;
+  /// without held batches, calls nothing and returns `R()` (false for a bool). When moving the
+  /// events that follow the held ones (the open batch, recycled events) costs less than moving the
+  /// held ones, the vector is cut: those go to the front of a spare batch (or of a vector of their
+  /// own) and the held events change hands with the vector. `spares`: where the next vector comes
+  /// from.
+  template <class Push,
+            class R = std::invoke_result_t<Push, std::vector<Event>&, std::size_t, std::size_t>>
+  R hand_over(Push&& push, SpareEvents& spares) {
+    if (begin_ == handed_) return R();
+    const std::size_t held = begin_ - handed_;
+    const std::size_t open = end_ - begin_;
+    const std::size_t after = events_.size() - begin_;  // open and recycled
+    if (handed_ == 0 && after <= held) {
+      std::vector<Event> next;
+      if (spares.take_batch(next)) {
+        // The spare batch's own recycled events follow the open ones; ours are dropped.
+        if (next.size() < open) next.resize(open);
+        std::move(events_.begin() + static_cast<std::ptrdiff_t>(begin_),
+                  events_.begin() + static_cast<std::ptrdiff_t>(end_), next.begin());
+      } else {
+        next.reserve(std::min(events_.capacity(), SpareEvents::kMaxEvents));
+        next.insert(next.end(),
+                    std::make_move_iterator(events_.begin() + static_cast<std::ptrdiff_t>(begin_)),
+                    std::make_move_iterator(events_.end()));
+      }
+      events_.resize(begin_);
+      auto result = std::forward<Push>(push)(events_, std::size_t{0}, begin_);
+      events_.clear();  // normally empty already: the vector changed hands
+      events_.swap(next);
+      handed_ = begin_ = 0;
+      end_ = open;
+      return result;
+    }
+    last_capacity_ = events_.capacity();
+    auto result = std::forward<Push>(push)(events_, handed_, begin_);
     if (events_.empty()) {
-      begin_ = end_ = 0;  // the vector changed hands
+      handed_ = begin_ = end_ = 0;  // the vector changed hands (nothing followed the held)
     } else {
-      begin_ = end_;
+      handed_ = begin_;
     }
     return result;
   }
 
-  /// Releases everything, the recycled events included (the memory goes back).
+  /// Releases everything, the recycled events included (the memory goes back). Nothing may
+  /// be held.
   void release() {
     events_ = std::vector<Event>();
-    begin_ = end_ = 0;
+    handed_ = begin_ = end_ = 0;
   }
   /// Drops the open batch's events (they are reset when handed out again).
   void clear() noexcept { end_ = begin_; }
+  /// Drops the open and the held batches (a reader starting again): every event the vector
+  /// holds is reset when handed out again.
+  void drop_all() noexcept { handed_ = begin_ = end_ = 0; }
 
  private:
-  // The recycled events are used up. With no batch open, the events handed over are dropped
-  // and a spare batch, if any, is filled next. With one open, its events move to the front of
-  // a spare batch (or, with none, of this vector, dropping the handed-over events before
-  // them), so that the vector grows only for want of recycled events.
+  // The recycled events are used up and nothing is held. With no batch open, the events
+  // handed over are dropped and a spare batch, if any, is filled next. With one open, its
+  // events move to the front of a spare batch (or, with none, of this vector, dropping the
+  // handed-over events before them), so that the vector grows only for want of recycled
+  // events.
   void make_room(SpareEvents& spares) {
     if (begin_ == end_) {
       start_over(spares);
@@ -214,7 +269,7 @@ class InPlaceBatch {
     } else if (begin_ > 0) {
       events_.erase(events_.begin(), events_.begin() + static_cast<std::ptrdiff_t>(begin_));
     }
-    begin_ = 0;
+    handed_ = begin_ = 0;
     end_ = open;
   }
 
@@ -224,13 +279,19 @@ class InPlaceBatch {
     } else {
       events_.clear();
     }
-    begin_ = end_ = 0;
-    spares.take_batch(events_);
+    handed_ = begin_ = end_ = 0;
+    // With no spare batch, room for as many events as the vector last handed over had (a
+    // vector grown one event at a time would move them all at each doubling).
+    if (!spares.take_batch(events_) && events_.capacity() == 0) {
+      events_.reserve(std::min(last_capacity_, SpareEvents::kMaxEvents));
+    }
   }
 
   std::vector<Event> events_;
-  std::size_t begin_ = 0;
+  std::size_t handed_ = 0;  // events before it were moved out by a hand-over
+  std::size_t begin_ = 0;   // the open batch; held batches before it, from handed_
   std::size_t end_ = 0;
+  std::size_t last_capacity_ = 0;  // of the vector the last hand-over gave away
 };
 
 }  // namespace cppcdc::detail

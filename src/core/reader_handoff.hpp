@@ -165,6 +165,11 @@ class ReaderHandoff {
     return queued == 0 || queued < last_take_.load(std::memory_order_relaxed);
   }
 
+  /// The largest number of events a take() asked for so far (0 before the first): a reader
+  /// that holds finished batches back to hand them over together hands over about this many
+  /// at a time, which take() then swaps into a poll whole. Lock-free.
+  std::size_t poll_size() const noexcept { return last_take_.load(std::memory_order_relaxed); }
+
   /// The reader has ended, with `error` or without; take() reports it once the queue is
   /// empty. Call once per open().
   void finish(std::optional<Error> error);
@@ -246,7 +251,7 @@ class ReaderHandoff {
     std::lock_guard lock(mutex_);
     return lingers_;
   }
-  static constexpr std::size_t kMaxRecycled = 16384;
+  static constexpr std::size_t kMaxRecycled = 32768;
 
  private:
   // Waits (lock held by the caller, released while waiting) while `events` and `bytes` more

@@ -4,6 +4,7 @@
 
 #include <errmsg.h>
 #include <mysqld_error.h>
+#include <poll.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
@@ -319,6 +320,12 @@ BinlogStream::~BinlogStream() {
   if (rpl_) {
     mariadb_rpl_close(rpl_);
   }
+}
+
+bool BinlogStream::readable_now() const noexcept {
+  if (!conn_) return false;
+  pollfd fd{static_cast<int>(mysql_get_socket(conn_.get())), POLLIN, 0};
+  return fd.fd >= 0 && ::poll(&fd, 1, 0) > 0 && (fd.revents & POLLIN) != 0;
 }
 
 void BinlogStream::interrupt() noexcept {

@@ -86,6 +86,12 @@ class BinlogStream {
   /// binlog, an unknown GTID position) with the remedy.
   Result<std::span<const std::uint8_t>> next();
 
+  /// Whether bytes of the stream are waiting on the connection's socket now (no wait): a
+  /// next() called now would not wait for the server, except for the rest of an event that
+  /// is still on its way. An event Connector/C has read ahead of the socket is not seen: then
+  /// false, although next() would return at once. Reader thread.
+  bool readable_now() const noexcept;
+
   /// Makes a next() that waits return (with a transient error) by shutting the socket down.
   void interrupt() noexcept;
 

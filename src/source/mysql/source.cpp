@@ -336,9 +336,13 @@ class MysqlSource final : public Source {
 
   void recycle(std::vector<Event>&& events) override {
     {
-      // Some stay on this thread, for the transactions poll() decodes (produce_deferred).
+      // Some stay on this thread, for the transactions poll() decodes (produce_deferred): small
+      // batches. A large one is usually a vector the reader handed over whole: back to the
+      // reader, which fills it again in place (taking its events here one by one would leave
+      // the reader without a spare vector).
       std::lock_guard lock(poll_spares_mutex_);
-      if (poll_spare_count_ < kPollSpareEvents && !events.empty()) {
+      if (poll_spare_count_ < kPollSpareEvents && !events.empty() &&
+          events.size() <= 2 * kPollSpareEvents) {
         poll_spare_count_ += events.size();
         poll_spares_.push_back(std::move(events));
         return;
@@ -399,6 +403,7 @@ class MysqlSource final : public Source {
     }
     if (finished_.load()) return handoff_.finish(std::nullopt);
     auto st = stream_loop();
+    hand_over_held();  // finished transactions: delivered before the error, if any
     if (handoff_.stopping()) return handoff_.finish(std::nullopt);
     handoff_.finish(st ? std::optional<Error>() : std::optional<Error>(st.error()));
   }
@@ -415,7 +420,13 @@ class MysqlSource final : public Source {
     in_tx_ = false;
     handoff_.set_assembling(false);
     reset_tx_events();
+    tx_events_.drop_all();
+    held_sizes_.clear();
+    held_bytes_ = 0;
+    idle_pending_ = false;
     while (!handoff_.stopping()) {
+      // Held transactions are handed over before the reader may wait for the server.
+      if (tx_events_.held() > 0 && !stream_->readable_now()) hand_over_held();
       auto bytes = stream_->next();
       if (!bytes) {
         if (handoff_.stopping()) return ok();
@@ -645,7 +656,7 @@ class MysqlSource final : public Source {
       // rows are left for poll() to decode, so that both threads work.
       tx_decided_ = true;
       if (config_.share_decoding && deferred_cap() > 0 && tx_events_.empty() && !tx_spill_ &&
-          handoff_.consumer_short()) {
+          tx_events_.held() == 0 && handoff_.consumer_short()) {
         tx_deferred_ = std::make_unique<DeferredTx>(*this);
       }
     }
@@ -738,6 +749,7 @@ class MysqlSource final : public Source {
       // place, so that the next batch moved to a new vector.)
       if (reader.at_end()) break;
       if (!tx_spill_) {
+        if (tx_events_.must_hand_over()) hand_over_held();
         tx_events_.append(spare_events_, spare_parts_);
         if (!row.after && spare_parts_.row) {
           row.after = std::move(spare_parts_.row);
@@ -971,12 +983,14 @@ class MysqlSource final : public Source {
       const std::size_t bytes =
           events * (decoded_rows_ ? decoded_event_bytes_ / decoded_rows_ : std::size_t{1024});
       tx->estimate = events;
+      hand_over_held();  // the transactions before it first
       note_handed_out(offset);
       ++deferred_txs_;
       handoff_.push_deferred(std::move(tx), events, bytes, [] { return true; });
       reset_tx_events();
     } else if (tx_spill_) {
       ++reader_txs_;
+      hand_over_held();
       CPPCDC_TRY(push_spilled_tx(offset, state, gtid));
     } else if (!tx_events_.empty()) {
       const std::uint64_t total = tx_events_.size();
@@ -991,18 +1005,17 @@ class MysqlSource final : public Source {
       tx_sizes_.back() +=
           cppcdc::detail::approx_string_bytes(offset) + cppcdc::detail::approx_string_bytes(state);
       note_handed_out(offset);
-      tx_events_.hand_over([&](std::vector<Event>& events, std::size_t from, std::size_t to) {
-        return handoff_.push(events, from, to, &tx_sizes_, &recycled_, [] { return true; });
-      });
-      spare_events_.keep(recycled_);
+      // Held with the transactions before it, to be handed over together (hand_over_held).
+      if (tx_events_.held() == 0) held_since_ = std::chrono::steady_clock::now();
+      tx_events_.commit();
+      held_sizes_.insert(held_sizes_.end(), tx_sizes_.begin(), tx_sizes_.end());
+      held_bytes_ += tx_bytes_;
       reset_tx_events();
     }
-    handoff_.locked([&](auto&) {
-      idle_offset_ = offset;
-      idle_state_ = state;
-      idle_coord_ = {file_, last_end_};
-    });
+    set_idle(offset, state);
+    if (tx_events_.held() > 0 && hand_over_due()) hand_over_held();
     if (!watermark.empty()) {
+      hand_over_held();
       // After everything before it was queued: see WatermarkLog.
       if (auto c = parse_binlog_coordinate(coordinate(tx_start_))) {
         watermarks_->seen(std::move(watermark), detail::encode_coordinate(c->sequence, tx_start_));
@@ -1015,6 +1028,7 @@ class MysqlSource final : public Source {
   // all before it) in a spill file until the commit.
   Status add_tx_event(Event&& e) {
     if (tx_spill_) return tx_spill_->append(e);
+    if (tx_events_.must_hand_over()) hand_over_held();
     tx_events_.append(std::move(e), spare_events_);
     return held_tx_event();
   }
@@ -1036,6 +1050,7 @@ class MysqlSource final : public Source {
                                         std::to_string(config_.spill_threshold_bytes) + ")"));
     }
     tx_spill_ = std::move(*spill);
+    hand_over_held();  // the events of the transactions before it stay in memory
     spdlog::info(
         "a transaction at {} holds more than {} bytes of events ({} so far): spilling "
         "it to a temporary file in {} until its commit",
@@ -1115,10 +1130,58 @@ class MysqlSource final : public Source {
     if (!(server_.gtid && server_.mariadb) && h.next_position) last_end_ = h.next_position;
     const std::string offset = resume_offset();
     const std::string& state = state_for_checkpoint();
+    hand_over_held();
+    set_idle(offset, state);
+  }
+
+  // The position a pipeline with nothing queued may checkpoint (idle_offset()) is now
+  // `offset`: set at once when no transaction is held, else when the held ones are handed
+  // over (hand_over_held), after them.
+  void set_idle(const std::string& offset, const std::string& state) {
+    if (tx_events_.held() > 0) {
+      pending_idle_offset_ = offset;
+      pending_idle_state_ = state;
+      pending_idle_coord_ = {file_, last_end_};
+      idle_pending_ = true;
+      return;
+    }
     handoff_.locked([&](auto&) {
       idle_offset_ = offset;
       idle_state_ = state;
       idle_coord_ = {file_, last_end_};
+    });
+  }
+
+  // Whether the held transactions are handed over now, at a transaction's end: a poll's worth
+  // is held (take() swaps them into a poll whole), or their bytes reach a quarter of the
+  // queue's limit, or they were held for kMaxHold. (Before the reader waits for the server,
+  // stream_loop() hands them over too.)
+  bool hand_over_due() const {
+    const std::size_t poll = handoff_.poll_size();
+    return tx_events_.held() >= std::max<std::size_t>(poll, 1) ||
+           held_bytes_ >= config_.max_queued_bytes / 4 ||
+           std::chrono::steady_clock::now() - held_since_ >= kMaxHold;
+  }
+
+  // Hands the held transactions to poll() (in one batch, the vector changing hands when it
+  // can: InPlaceBatch::hand_over), then the idle position noted while they were held.
+  void hand_over_held() {
+    if (tx_events_.held() > 0) {
+      tx_events_.hand_over(
+          [&](std::vector<Event>& events, std::size_t from, std::size_t to) {
+            return handoff_.push(events, from, to, &held_sizes_, &recycled_, [] { return true; });
+          },
+          spare_events_);
+      held_sizes_.clear();
+      held_bytes_ = 0;
+      spare_events_.keep(recycled_);
+    }
+    if (!idle_pending_) return;
+    idle_pending_ = false;
+    handoff_.locked([&](auto&) {
+      idle_offset_ = std::move(pending_idle_offset_);
+      idle_state_ = std::move(pending_idle_state_);
+      idle_coord_ = std::move(pending_idle_coord_);
     });
   }
 
@@ -1151,9 +1214,20 @@ class MysqlSource final : public Source {
   std::shared_ptr<detail::WatermarkLog> watermarks_ = std::make_shared<detail::WatermarkLog>();
   std::uint64_t tx_id_ = 0;
   std::int64_t tx_timestamp_ = 0;
-  cppcdc::detail::InPlaceBatch tx_events_;  // the open transaction's events
-  std::vector<std::size_t> tx_sizes_;       // approx_event_bytes of each of tx_events_
-  std::size_t tx_bytes_ = 0;                // their sum
+  // The open transaction's events, and those of finished ones held to be handed over
+  // together (hand_over_held).
+  cppcdc::detail::InPlaceBatch tx_events_;
+  std::vector<std::size_t> tx_sizes_;                 // approx_event_bytes of each of the open ones
+  std::size_t tx_bytes_ = 0;                          // their sum
+  std::vector<std::size_t> held_sizes_;               // approx_event_bytes of each held event
+  std::size_t held_bytes_ = 0;                        // their sum
+  std::chrono::steady_clock::time_point held_since_;  // when the first was held
+  // A transaction is held at most this long while the server sends more (hand_over_due).
+  static constexpr std::chrono::milliseconds kMaxHold{20};
+  // The idle position (set_idle) of the last transaction held, set when it is handed over.
+  bool idle_pending_ = false;
+  std::string pending_idle_offset_;
+  std::string pending_idle_state_;
   std::unique_ptr<cppcdc::detail::EventSpill>
       tx_spill_;  // the open transaction, once it outgrew memory
   static constexpr std::size_t kSpillPieceEvents = 10'000;
@@ -1201,6 +1275,7 @@ class MysqlSource final : public Source {
   std::deque<std::pair<std::string, Coordinate>> pending_coords_;
   Coordinate idle_coord_;
   std::optional<Coordinate> confirmed_coord_;
+  Coordinate pending_idle_coord_;  // reader thread: see set_idle()
 
   // lag(): its throttle, and its connection (used only under the throttle's lock).
   mutable cppcdc::detail::LagSampler lag_sampler_;

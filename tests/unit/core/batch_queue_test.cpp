@@ -131,6 +131,25 @@ TEST(BatchQueue, SmallBatchesQueuedWhilePollIsBusyAreGatheredUpToThePollsSize) {
   EXPECT_EQ(q.bytes(), 0u);
 }
 
+TEST(BatchQueue, ABatchOfHalfAPollOrMoreIsNotGatheredIntoTheLastOne) {
+  BatchQueue q;
+  std::vector<Event> out;
+  EXPECT_EQ(q.take(out, 10), 0u);  // a poll of up to 10 events
+  auto small = events(0, 2);
+  auto smalls = sizes(2, 1);
+  q.push(small, smalls, 2);
+  auto big = events(2, 5);  // half of 10: take() swaps it in whole, so it is not moved here
+  const Event* storage = big.data();
+  auto bigs = sizes(5, 1);
+  q.push(big, bigs, 5);
+  EXPECT_EQ(q.size(), 7u);
+  EXPECT_EQ(q.take(out, 2), 2u);
+  std::vector<Event> next;
+  EXPECT_EQ(q.take(next, 10), 5u);
+  EXPECT_EQ(next.data(), storage);
+  EXPECT_EQ(next[4].table, "t6");
+}
+
 TEST(BatchQueue, NothingIsGatheredBeforeTheFirstPoll) {
   BatchQueue q;
   auto a = events(0, 2);

@@ -189,7 +189,8 @@ TEST(EventReuse, AHandedOverBatchIsMovedOutAndTheNextFillsTheRecycledEventsAfter
       e.gtid = "0-1-" + std::to_string(round);
       parts = ReusableParts();
     }
-    EXPECT_TRUE(tx.hand_over(push));
+    tx.commit();
+    EXPECT_TRUE(tx.hand_over(push, spares));
     EXPECT_TRUE(tx.empty());
   }
   EXPECT_EQ(q.size(), 4u);
@@ -198,11 +199,13 @@ TEST(EventReuse, AHandedOverBatchIsMovedOutAndTheNextFillsTheRecycledEventsAfter
   EXPECT_EQ(&fifth, recycled + 4);
   expect_fresh(fifth, "fifth");
   fifth.table = "t4";
-  EXPECT_TRUE(tx.hand_over(push));
+  tx.commit();
+  EXPECT_TRUE(tx.hand_over(push, spares));
   Event& sixth = tx.append(spares, parts);
   expect_fresh(sixth, "sixth");
   sixth.table = "t5";
-  EXPECT_TRUE(tx.hand_over(push));
+  tx.commit();
+  EXPECT_TRUE(tx.hand_over(push, spares));
 
   polled.clear();
   EXPECT_EQ(q.take(polled, 100), 6u);
@@ -242,7 +245,8 @@ TEST(EventReuse, AnInPlaceBatchDoesNotGrowWithTheBatchesHandedOverBeforeIt) {
     ASSERT_EQ(tx.size(), 4u);
     EXPECT_EQ(tx[0].table, "t" + std::to_string(n - 4));
     EXPECT_EQ(tx.back().table, "t" + std::to_string(n - 1));
-    tx.hand_over(push);
+    tx.commit();
+    tx.hand_over(push, spares);
     EXPECT_LE(tx.slots(), 10u) << "round " << round;
   }
   EXPECT_EQ(q.take(polled, 1000000), 400u);
@@ -257,16 +261,117 @@ TEST(EventReuse, ABatchThatIsAWholeVectorChangesHands) {
   tx.append(spares, parts).table = "a";
   tx.append(spares, parts).table = "b";
   const Event* storage = tx.begin();
-  tx.hand_over([&](std::vector<Event>& events, std::size_t from, std::size_t to) {
-    std::vector<std::size_t> sizes(to - from, 1);
-    q.push(events, from, to, sizes, to - from);
-    return true;
-  });
+  tx.commit();
+  tx.hand_over(
+      [&](std::vector<Event>& events, std::size_t from, std::size_t to) {
+        std::vector<std::size_t> sizes(to - from, 1);
+        q.push(events, from, to, sizes, to - from);
+        return true;
+      },
+      spares);
   EXPECT_TRUE(tx.empty());
   std::vector<Event> polled;
   EXPECT_EQ(q.take(polled, 4), 2u);
   EXPECT_EQ(polled.data(), storage);
   expect_fresh(tx.append(spares, parts), "after the hand-over");
+}
+
+TEST(EventReuse, FinishedBatchesAreHeldAndChangeHandsWithTheirVector) {
+  BatchQueue q;
+  std::vector<Event> polled;
+  EXPECT_EQ(q.take(polled, 4), 0u);  // a poll of 4: a batch of 2 or more is not gathered
+  SpareEvents spares;
+  auto batches = full_batches({6});
+  const Event* recycled = batches[0].data();
+  spares.keep(batches);
+  InPlaceBatch tx;
+  ReusableParts parts;
+  int pushes = 0;
+  auto push = [&](std::vector<Event>& events, std::size_t from, std::size_t to) {
+    ++pushes;
+    std::vector<std::size_t> sizes(to - from, 1);
+    q.push(events, from, to, sizes, to - from);
+    return true;
+  };
+  for (int i = 0; i < 5; ++i) {
+    tx.append(spares, parts).table = "t" + std::to_string(i);
+    parts = ReusableParts();
+    if (i % 2 == 1) tx.commit();  // two transactions of two events; the fifth stays open
+  }
+  EXPECT_EQ(tx.held(), 4u);
+  EXPECT_EQ(tx.size(), 1u);
+  EXPECT_EQ(pushes, 0) << "held, not pushed";
+  EXPECT_FALSE(tx.must_hand_over());
+
+  // Four held, two after them (the open event, a recycled one): the vector is cut after the
+  // held events and changes hands; the open event and the recycled one go on in a vector of
+  // their own.
+  EXPECT_TRUE(tx.hand_over(push, spares));
+  EXPECT_EQ(pushes, 1);
+  EXPECT_EQ(tx.held(), 0u);
+  ASSERT_EQ(tx.size(), 1u);
+  EXPECT_EQ(tx[0].table, "t4");
+  EXPECT_EQ(tx.slots(), 2u) << "the recycled event after the open one is kept";
+  expect_fresh(tx.append(spares, parts), "the kept recycled event");
+  polled.clear();
+  EXPECT_EQ(q.take(polled, 4), 4u);
+  EXPECT_EQ(polled.data(), recycled) << "the held events did not move";
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(polled[i].table, "t" + std::to_string(i));
+
+  // Nothing held: nothing is pushed.
+  EXPECT_FALSE(tx.hand_over(push, spares));
+  EXPECT_EQ(pushes, 1);
+}
+
+TEST(EventReuse, HeldEventsFollowedByMoreRecycledOnesAreMovedOut) {
+  BatchQueue q;
+  SpareEvents spares;
+  auto batches = full_batches({10});
+  const Event* recycled = batches[0].data();
+  spares.keep(batches);
+  InPlaceBatch tx;
+  ReusableParts parts;
+  auto push = [&](std::vector<Event>& events, std::size_t from, std::size_t to) {
+    std::vector<std::size_t> sizes(to - from, 1);
+    q.push(events, from, to, sizes, to - from);
+    return true;
+  };
+  tx.append(spares, parts).table = "a";
+  tx.append(spares, parts).table = "b";
+  tx.commit();
+  // Two held, eight recycled after them: moving the two costs less than cutting the vector.
+  EXPECT_TRUE(tx.hand_over(push, spares));
+  EXPECT_EQ(tx.slots(), 10u);
+  Event& next = tx.append(spares, parts);
+  EXPECT_EQ(&next, recycled + 2) << "the next event is filled in place after them";
+  std::vector<Event> polled;
+  EXPECT_EQ(q.take(polled, 10), 2u);
+  EXPECT_EQ(polled[0].table, "a");
+  EXPECT_EQ(polled[1].table, "b");
+}
+
+TEST(EventReuse, AFullVectorWithHeldEventsAsksForAHandOverBeforeItGrows) {
+  BatchQueue q;
+  SpareEvents spares;  // none: the vector grows one event at a time
+  InPlaceBatch tx;
+  ReusableParts parts;
+  tx.append(spares, parts).table = "a";
+  EXPECT_FALSE(tx.must_hand_over()) << "nothing held";
+  tx.commit();
+  ASSERT_TRUE(tx.must_hand_over()) << "full: growing it would move the held event";
+  const Event* storage = tx.end() - 1;
+  tx.hand_over(
+      [&](std::vector<Event>& events, std::size_t from, std::size_t to) {
+        std::vector<std::size_t> sizes(to - from, 1);
+        q.push(events, from, to, sizes, to - from);
+        return true;
+      },
+      spares);
+  EXPECT_FALSE(tx.must_hand_over());
+  std::vector<Event> polled;
+  EXPECT_EQ(q.take(polled, 1), 1u);
+  EXPECT_EQ(polled.data(), storage);
+  EXPECT_EQ(polled[0].table, "a");
 }
 
 TEST(EventReuse, TheHandOffGivesRecycledBatchesBackToTheReader) {
