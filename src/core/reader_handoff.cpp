@@ -26,6 +26,8 @@ Status ReaderHandoff::open(Limits limits) {
   if (limits_.max_events == 0) limits_.max_events = 1;
   queue_.clear();
   queued_.store(0);
+  queued_bytes_.store(0);
+  half_max_bytes_.store(std::max<std::size_t>(limits_.max_bytes / 2, 1));
   last_take_.store(0);
   deferred_error_.reset();
   error_.reset();
@@ -144,6 +146,7 @@ ReaderHandoff::Taken ReaderHandoff::take(std::vector<Event>& out, std::size_t ma
     }
     if (detached.empty() && !deferred) break;
     queued_.store(queue_.size(), std::memory_order_relaxed);
+    queued_bytes_.store(queue_.bytes(), std::memory_order_relaxed);
     not_full_.notify_all();
     lock.unlock();
     BatchQueue::append_detached(out, detached, max_events);
@@ -183,6 +186,7 @@ ReaderHandoff::Taken ReaderHandoff::take(std::vector<Event>& out, std::size_t ma
     if (taken.events >= max_events) break;
   }
   queued_.store(queue_.size(), std::memory_order_relaxed);
+  queued_bytes_.store(queue_.bytes(), std::memory_order_relaxed);
   if (taken.events > 0) {
     not_full_.notify_all();
     return taken;

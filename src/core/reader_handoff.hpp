@@ -132,6 +132,7 @@ class ReaderHandoff {
     if (!wait_for_room(lock, count, bytes, while_waiting, interval)) return false;
     queue_.push(events, from, to, sizes, bytes);
     queued_.store(queue_.size(), std::memory_order_relaxed);
+    queued_bytes_.store(queue_.bytes(), std::memory_order_relaxed);
     not_empty_.notify_all();
     recycled.swap(recycled_);
     recycled_events_ = 0;
@@ -152,17 +153,22 @@ class ReaderHandoff {
     if (!wait_for_room(lock, events, bytes, while_waiting, interval)) return false;
     queue_.push_deferred(std::move(batch), events, bytes);
     queued_.store(queue_.size(), std::memory_order_relaxed);
+    queued_bytes_.store(queue_.bytes(), std::memory_order_relaxed);
     not_empty_.notify_all();
     return true;
   }
 
   /// Whether the consumer has less than a poll queued (by the largest take() so far; before
-  /// the first, whether nothing is queued): work deferred to it now (push_deferred) would be
-  /// made soon rather than wait behind a queue. Lock-free; a hint, read by the reader to share
-  /// its work.
+  /// the first, whether nothing is queued), and less than half of Limits::max_bytes: work
+  /// deferred to it now (push_deferred) would be made soon rather than wait behind a queue.
+  /// (By events alone, a byte limit smaller than a poll's events would keep it short for
+  /// ever, and the reader would leave all its work to the consumer.) Lock-free; a hint, read
+  /// by the reader to share its work.
   bool consumer_short() const noexcept {
     const std::size_t queued = queued_.load(std::memory_order_relaxed);
-    return queued == 0 || queued < last_take_.load(std::memory_order_relaxed);
+    return queued == 0 || (queued < last_take_.load(std::memory_order_relaxed) &&
+                           queued_bytes_.load(std::memory_order_relaxed) <
+                               half_max_bytes_.load(std::memory_order_relaxed));
   }
 
   /// The largest number of events a take() asked for so far (0 before the first): a reader
@@ -301,6 +307,8 @@ class ReaderHandoff {
   std::size_t lingers_ = 0;                   // guarded by mutex_
   std::optional<Error> deferred_error_;       // consumer thread only: a failed DeferredBatch
   std::atomic<std::size_t> queued_{0};        // queue_.size(), for consumer_short()
+  std::atomic<std::size_t> queued_bytes_{0};  // queue_.bytes(), for consumer_short()
+  std::atomic<std::size_t> half_max_bytes_{0};  // limits_.max_bytes / 2, for consumer_short()
   std::atomic<std::size_t> last_take_{0};     // the last take()'s max_events
   std::atomic<bool> stop_{false};
   std::atomic<bool> bulk_{false};

@@ -568,5 +568,24 @@ TEST(ReaderHandoff, TheConsumerIsShortWhileLessThanAPollIsQueued) {
   h.close();
 }
 
+TEST(ReaderHandoff, TheConsumerIsNotShortWithHalfTheByteLimitQueued) {
+  ReaderHandoff h;
+  ASSERT_TRUE(h.open({1000, 100}));  // at most 100 bytes: fewer events than a poll fit
+  std::vector<Event> out;
+  EXPECT_EQ(h.take(out, 10, 0ms).events, 0u);  // a poll of 10
+  auto two = events(0, 2);
+  std::vector<std::size_t> sizes{30, 20};
+  ASSERT_TRUE(h.push(two, &sizes));
+  // 2 events of a poll of 10, but 50 of the 100 bytes: deferring more work to the consumer
+  // would only wait behind them.
+  EXPECT_FALSE(h.consumer_short());
+  EXPECT_EQ(h.take(out, 10, 0ms).events, 2u);
+  auto one = events(2, 1);
+  std::vector<std::size_t> size{49};
+  ASSERT_TRUE(h.push(one, &size));
+  EXPECT_TRUE(h.consumer_short());  // 49 bytes
+  h.close();
+}
+
 }  // namespace
 }  // namespace cppcdc::detail
