@@ -107,6 +107,31 @@ std::vector<std::vector<Event>> full_batches(std::vector<std::size_t> sizes) {
   return out;
 }
 
+// What a reader filling recycled events in place holds: spares of one batch of `n` full
+// events (`recycled` points at its first), its open batch and the parts of a reset event.
+struct ReaderSide {
+  explicit ReaderSide(std::size_t n) {
+    auto batches = full_batches({n});
+    recycled = batches[0].data();
+    spares.keep(batches);
+  }
+  SpareEvents spares;
+  const Event* recycled = nullptr;
+  InPlaceBatch tx;
+  ReusableParts parts;
+};
+
+// A push for InPlaceBatch::hand_over into `q`, each event measured 1 byte; counts the pushes
+// in `*pushes` when given.
+auto pusher(BatchQueue& q, int* pushes = nullptr) {
+  return [&q, pushes](std::vector<Event>& events, std::size_t from, std::size_t to) {
+    if (pushes) ++*pushes;
+    std::vector<std::size_t> sizes(to - from, 1);
+    q.push(events, from, to, sizes, to - from);
+    return true;
+  };
+}
+
 TEST(EventReuse, SpareEventsHandsOutWholeBatchesAndStaysWithinItsBound) {
   SpareEvents spares;
   auto batches = full_batches({1, 2});
@@ -169,17 +194,9 @@ TEST(EventReuse, AHandedOverBatchIsMovedOutAndTheNextFillsTheRecycledEventsAfter
   BatchQueue q;
   std::vector<Event> polled;
   EXPECT_EQ(q.take(polled, 100), 0u);  // a poll of 100: batches are gathered from now on
-  SpareEvents spares;
-  auto batches = full_batches({5});
-  const Event* recycled = batches[0].data();
-  spares.keep(batches);
-  InPlaceBatch tx;
-  ReusableParts parts;
-  auto push = [&](std::vector<Event>& events, std::size_t from, std::size_t to) {
-    std::vector<std::size_t> sizes(to - from, 1);
-    q.push(events, from, to, sizes, to - from);
-    return true;
-  };
+  ReaderSide r(5);
+  auto& [spares, recycled, tx, parts] = r;
+  auto push = pusher(q);
   for (int round = 0; round < 2; ++round) {
     for (int i = 0; i < 2; ++i) {
       Event& e = tx.append(spares, parts);
@@ -218,11 +235,7 @@ TEST(EventReuse, AnInPlaceBatchDoesNotGrowWithTheBatchesHandedOverBeforeIt) {
   BatchQueue q;
   std::vector<Event> polled;
   EXPECT_EQ(q.take(polled, 1000000), 0u);  // everything is gathered: the events are moved out
-  auto push = [&](std::vector<Event>& events, std::size_t from, std::size_t to) {
-    std::vector<std::size_t> sizes(to - from, 1);
-    q.push(events, from, to, sizes, to - from);
-    return true;
-  };
+  auto push = pusher(q);
   SpareEvents spares;
   auto batches = full_batches({6, 5});
   spares.keep(batches);
@@ -262,13 +275,7 @@ TEST(EventReuse, ABatchThatIsAWholeVectorChangesHands) {
   tx.append(spares, parts).table = "b";
   const Event* storage = tx.begin();
   tx.commit();
-  tx.hand_over(
-      [&](std::vector<Event>& events, std::size_t from, std::size_t to) {
-        std::vector<std::size_t> sizes(to - from, 1);
-        q.push(events, from, to, sizes, to - from);
-        return true;
-      },
-      spares);
+  tx.hand_over(pusher(q), spares);
   EXPECT_TRUE(tx.empty());
   std::vector<Event> polled;
   EXPECT_EQ(q.take(polled, 4), 2u);
@@ -280,19 +287,10 @@ TEST(EventReuse, FinishedBatchesAreHeldAndChangeHandsWithTheirVector) {
   BatchQueue q;
   std::vector<Event> polled;
   EXPECT_EQ(q.take(polled, 4), 0u);  // a poll of 4: a batch of 2 or more is not gathered
-  SpareEvents spares;
-  auto batches = full_batches({6});
-  const Event* recycled = batches[0].data();
-  spares.keep(batches);
-  InPlaceBatch tx;
-  ReusableParts parts;
+  ReaderSide r(6);
+  auto& [spares, recycled, tx, parts] = r;
   int pushes = 0;
-  auto push = [&](std::vector<Event>& events, std::size_t from, std::size_t to) {
-    ++pushes;
-    std::vector<std::size_t> sizes(to - from, 1);
-    q.push(events, from, to, sizes, to - from);
-    return true;
-  };
+  auto push = pusher(q, &pushes);
   for (int i = 0; i < 5; ++i) {
     tx.append(spares, parts).table = "t" + std::to_string(i);
     parts = ReusableParts();
@@ -325,17 +323,9 @@ TEST(EventReuse, FinishedBatchesAreHeldAndChangeHandsWithTheirVector) {
 
 TEST(EventReuse, HeldEventsFollowedByMoreRecycledOnesAreMovedOut) {
   BatchQueue q;
-  SpareEvents spares;
-  auto batches = full_batches({10});
-  const Event* recycled = batches[0].data();
-  spares.keep(batches);
-  InPlaceBatch tx;
-  ReusableParts parts;
-  auto push = [&](std::vector<Event>& events, std::size_t from, std::size_t to) {
-    std::vector<std::size_t> sizes(to - from, 1);
-    q.push(events, from, to, sizes, to - from);
-    return true;
-  };
+  ReaderSide r(10);
+  auto& [spares, recycled, tx, parts] = r;
+  auto push = pusher(q);
   tx.append(spares, parts).table = "a";
   tx.append(spares, parts).table = "b";
   tx.commit();
@@ -360,13 +350,7 @@ TEST(EventReuse, AFullVectorWithHeldEventsAsksForAHandOverBeforeItGrows) {
   tx.commit();
   ASSERT_TRUE(tx.must_hand_over()) << "full: growing it would move the held event";
   const Event* storage = tx.end() - 1;
-  tx.hand_over(
-      [&](std::vector<Event>& events, std::size_t from, std::size_t to) {
-        std::vector<std::size_t> sizes(to - from, 1);
-        q.push(events, from, to, sizes, to - from);
-        return true;
-      },
-      spares);
+  tx.hand_over(pusher(q), spares);
   EXPECT_FALSE(tx.must_hand_over());
   std::vector<Event> polled;
   EXPECT_EQ(q.take(polled, 1), 1u);
