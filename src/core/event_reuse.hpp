@@ -157,7 +157,7 @@ class InPlaceBatch {
   /// Whether the next append() would have to move the held batches (the vector is full):
   /// hand them over first. Without held batches, false.
   bool must_hand_over() const noexcept {
-    return begin_ > handed_ && end_ == events_.size() && events_.size() == events_.capacity();
+    return end_ == events_.size() && events_.size() == events_.capacity() && begin_ > handed_;
   }
 
   /// Appends an event and returns it: the next recycled one, reset by reset_for_reuse() into

@@ -25,9 +25,7 @@ Status ReaderHandoff::open(Limits limits) {
   limits_ = limits;
   if (limits_.max_events == 0) limits_.max_events = 1;
   queue_.clear();
-  queued_.store(0);
-  queued_bytes_.store(0);
-  half_max_bytes_.store(std::max<std::size_t>(limits_.max_bytes / 2, 1));
+  publish_queued();
   last_take_.store(0);
   deferred_error_.reset();
   error_.reset();
@@ -145,8 +143,7 @@ ReaderHandoff::Taken ReaderHandoff::take(std::vector<Event>& out, std::size_t ma
       }
     }
     if (detached.empty() && !deferred) break;
-    queued_.store(queue_.size(), std::memory_order_relaxed);
-    queued_bytes_.store(queue_.bytes(), std::memory_order_relaxed);
+    publish_queued();
     not_full_.notify_all();
     lock.unlock();
     BatchQueue::append_detached(out, detached, max_events);
@@ -185,8 +182,7 @@ ReaderHandoff::Taken ReaderHandoff::take(std::vector<Event>& out, std::size_t ma
     }
     if (taken.events >= max_events) break;
   }
-  queued_.store(queue_.size(), std::memory_order_relaxed);
-  queued_bytes_.store(queue_.bytes(), std::memory_order_relaxed);
+  publish_queued();
   if (taken.events > 0) {
     not_full_.notify_all();
     return taken;

@@ -131,8 +131,7 @@ class ReaderHandoff {
     std::unique_lock lock(mutex_);
     if (!wait_for_room(lock, count, bytes, while_waiting, interval)) return false;
     queue_.push(events, from, to, sizes, bytes);
-    queued_.store(queue_.size(), std::memory_order_relaxed);
-    queued_bytes_.store(queue_.bytes(), std::memory_order_relaxed);
+    publish_queued();
     not_empty_.notify_all();
     recycled.swap(recycled_);
     recycled_events_ = 0;
@@ -152,8 +151,7 @@ class ReaderHandoff {
     std::unique_lock lock(mutex_);
     if (!wait_for_room(lock, events, bytes, while_waiting, interval)) return false;
     queue_.push_deferred(std::move(batch), events, bytes);
-    queued_.store(queue_.size(), std::memory_order_relaxed);
-    queued_bytes_.store(queue_.bytes(), std::memory_order_relaxed);
+    publish_queued();
     not_empty_.notify_all();
     return true;
   }
@@ -167,8 +165,7 @@ class ReaderHandoff {
   bool consumer_short() const noexcept {
     const std::size_t queued = queued_.load(std::memory_order_relaxed);
     return queued == 0 || (queued < last_take_.load(std::memory_order_relaxed) &&
-                           queued_bytes_.load(std::memory_order_relaxed) <
-                               half_max_bytes_.load(std::memory_order_relaxed));
+                           queued_bytes_.load(std::memory_order_relaxed) < limits_.max_bytes / 2);
   }
 
   /// The largest number of events a take() asked for so far (0 before the first): a reader
@@ -260,6 +257,12 @@ class ReaderHandoff {
   static constexpr std::size_t kMaxRecycled = 32768;
 
  private:
+  // The queue's size and bytes for consumer_short() (mutex_ held).
+  void publish_queued() noexcept {
+    queued_.store(queue_.size(), std::memory_order_relaxed);
+    queued_bytes_.store(queue_.bytes(), std::memory_order_relaxed);
+  }
+
   // Waits (lock held by the caller, released while waiting) while `events` and `bytes` more
   // would put a non-empty queue over its limits, calling `while_waiting()` without the lock
   // every `interval`; false when it gave up. A stop ends the wait (true).
@@ -296,7 +299,7 @@ class ReaderHandoff {
   std::mutex mutex_;
   std::condition_variable not_empty_;
   std::condition_variable not_full_;
-  Limits limits_;
+  Limits limits_;                             // set by open() only, before a reader thread starts
   BatchQueue queue_;                          // guarded by mutex_
   std::vector<std::vector<Event>> recycled_;  // guarded by mutex_; see recycle()
   std::size_t recycled_events_ = 0;           // guarded by mutex_
@@ -308,7 +311,6 @@ class ReaderHandoff {
   std::optional<Error> deferred_error_;       // consumer thread only: a failed DeferredBatch
   std::atomic<std::size_t> queued_{0};        // queue_.size(), for consumer_short()
   std::atomic<std::size_t> queued_bytes_{0};  // queue_.bytes(), for consumer_short()
-  std::atomic<std::size_t> half_max_bytes_{0};  // limits_.max_bytes / 2, for consumer_short()
   std::atomic<std::size_t> last_take_{0};     // the last take()'s max_events
   std::atomic<bool> stop_{false};
   std::atomic<bool> bulk_{false};

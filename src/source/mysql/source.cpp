@@ -1145,10 +1145,15 @@ class MysqlSource final : public Source {
       idle_pending_ = true;
       return;
     }
+    publish_idle(offset, state, {file_, last_end_});
+  }
+
+  void publish_idle(std::string offset, std::string state,
+                    std::pair<std::string, std::uint64_t> coord) {  // a Coordinate
     handoff_.locked([&](auto&) {
-      idle_offset_ = offset;
-      idle_state_ = state;
-      idle_coord_ = {file_, last_end_};
+      idle_offset_ = std::move(offset);
+      idle_state_ = std::move(state);
+      idle_coord_ = std::move(coord);
     });
   }
 
@@ -1178,11 +1183,8 @@ class MysqlSource final : public Source {
     }
     if (!idle_pending_) return;
     idle_pending_ = false;
-    handoff_.locked([&](auto&) {
-      idle_offset_ = std::move(pending_idle_offset_);
-      idle_state_ = std::move(pending_idle_state_);
-      idle_coord_ = std::move(pending_idle_coord_);
-    });
+    publish_idle(std::move(pending_idle_offset_), std::move(pending_idle_state_),
+                 std::move(pending_idle_coord_));
   }
 
   MysqlSourceConfig config_;
