@@ -2,24 +2,29 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
+
 #include "core/event_identity.hpp"
 #include "core/tx_boundary.hpp"
 
 namespace cppcdc::detail {
 namespace {
 
-// How many fingerprints ahead the guard's index slots are prefetched.
-constexpr std::size_t kPrefetchAhead = 8;
+std::int64_t steady_now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 }  // namespace
 
 Status BatchShaper::configure(const RuntimeOptions& options) {
   policy_ = options.transaction_boundary;
-  guard_.reset();
+  window_.reset();
   if (options.idempotency) {
-    auto guard = EventIdempotencyGuard::create(*options.idempotency);
-    if (!guard) return fail(guard.error().context("runtime idempotency options"));
-    guard_.emplace(std::move(*guard));
+    auto window = DuplicateWindow::create(*options.idempotency);
+    if (!window) return fail(window.error().context("runtime idempotency options"));
+    window_.emplace(std::move(*window));
   }
   return ok();
 }
@@ -58,29 +63,22 @@ void BatchShaper::hold_back_open_transaction(std::vector<Event>& events, std::si
 }
 
 std::size_t BatchShaper::suppress(std::vector<Event>& events) {
-  fingerprints_.clear();
+  identities_.clear();
   produced_.reset();
   handed_out_at_.clear();
-  if (!guard_ || events.empty()) return 0;
-  fingerprints_.reserve(events.size());
-  for (const auto& e : events) {
-    if (is_identifiable(e)) {
-      fingerprints_.emplace_back(event_identity(e));
-    } else {
-      fingerprints_.emplace_back();
-    }
-  }
-  // The window's index is larger than the caches: its slots are loaded a few look-ups ahead.
+  if (!window_ || events.empty()) return 0;
+  window_->expire(steady_now_ms());
+  identities_.reserve(events.size());
   std::size_t duplicates = 0;
   std::size_t first_duplicate = events.size();
   for (std::size_t i = 0; i < events.size(); ++i) {
-    if (i + kPrefetchAhead < events.size() && fingerprints_[i + kPrefetchAhead]) {
-      guard_->prefetch(*fingerprints_[i + kPrefetchAhead]);
+    const Event& e = events[i];
+    if (!is_identifiable(e)) {
+      identities_.emplace_back();
+      continue;
     }
-    const auto& fp = fingerprints_[i];
-    if (fp && guard_->contains(*fp)) {
-      if (duplicates++ == 0) first_duplicate = i;
-    }
+    identities_.emplace_back(event_identity(e));
+    if (window_->contains(*identities_.back()) && duplicates++ == 0) first_duplicate = i;
   }
   if (duplicates == 0) return 0;
   // Keep the batch as produced; hand out the rest.
@@ -89,8 +87,8 @@ std::size_t BatchShaper::suppress(std::vector<Event>& events) {
   events.reserve(produced_->size() - duplicates);
   handed_out_at_.reserve(produced_->size() - duplicates);
   for (std::size_t i = 0; i < produced_->size(); ++i) {
-    const auto& fp = fingerprints_[i];
-    if (i >= first_duplicate && fp && guard_->contains(*fp)) continue;
+    const auto& id = identities_[i];
+    if (i >= first_duplicate && id && window_->contains(*id)) continue;
     events.push_back((*produced_)[i]);
     handed_out_at_.push_back(i);
   }
@@ -105,33 +103,28 @@ std::size_t BatchShaper::produced_prefix(std::size_t delivered_count) const noex
 }
 
 void BatchShaper::acknowledge(std::size_t produced_count) {
-  if (guard_) {
-    const std::size_t n = std::min(produced_count, fingerprints_.size());
+  if (window_) {
+    const std::size_t n = std::min(produced_count, identities_.size());
+    const std::int64_t now = steady_now_ms();
+    window_->expire(now);
+    std::uint64_t unidentifiable = 0;
     for (std::size_t i = 0; i < n; ++i) {
-      if (i + kPrefetchAhead < n) {
-        if (fingerprints_[i + kPrefetchAhead]) guard_->prefetch(*fingerprints_[i + kPrefetchAhead]);
-        guard_->prefetch_eviction(kPrefetchAhead);
-      }
-      if (fingerprints_[i]) {
-        guard_->remember(*fingerprints_[i]);
+      if (identities_[i]) {
+        window_->remember(*identities_[i], now);
       } else {
-        guard_->count_unidentifiable();
+        ++unidentifiable;
       }
     }
-    publish_counters();
+    evictions_.store(window_->evictions(), std::memory_order_relaxed);
+    unidentifiable_.fetch_add(unidentifiable, std::memory_order_relaxed);
   }
   end_batch();
 }
 
 void BatchShaper::end_batch() noexcept {
-  fingerprints_.clear();
+  identities_.clear();
   produced_.reset();
   handed_out_at_.clear();
-}
-
-void BatchShaper::publish_counters() noexcept {
-  evictions_.store(guard_->eviction_count(), std::memory_order_relaxed);
-  unidentifiable_.store(guard_->unidentifiable_passthrough_count(), std::memory_order_relaxed);
 }
 
 }  // namespace cppcdc::detail

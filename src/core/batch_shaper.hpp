@@ -4,10 +4,11 @@
 // RuntimeOptions::idempotency):
 //   - under kPreserveTransactions, a trailing transaction that has not ended yet is held back
 //     and put in front of the next batch;
-//   - with the idempotency guard, events acknowledged before in this process are taken out of
-//     the batch handed to the consumer. The acknowledgement still covers them: the commit
-//     barrier plans over the batch as the source produced it, so the checkpoint moves past a
-//     suppressed event as if it had been delivered.
+//   - with the idempotency guard (a DuplicateWindow: the semantics of EventIdempotencyGuard,
+//     kept as runs of a transaction's events), events acknowledged before in this process are
+//     taken out of the batch handed to the consumer. The acknowledgement still covers them:
+//     the commit barrier plans over the batch as the source produced it, so the checkpoint
+//     moves past a suppressed event as if it had been delivered.
 // The guard remembers an event only when it is acknowledged, never when it is handed out, so
 // an unacknowledged tail redelivered after accept_prefix, or a batch read again after a
 // reconnect, is never mistaken for a duplicate.
@@ -22,6 +23,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/duplicate_window.hpp"
 #include "cppcdc/event.hpp"
 #include "cppcdc/idempotency.hpp"
 #include "cppcdc/runtime.hpp"
@@ -73,16 +75,14 @@ class BatchShaper {
   std::uint64_t suppressed() const noexcept { return suppressed_.load(std::memory_order_relaxed); }
 
  private:
-  void publish_counters() noexcept;
-
   TransactionBoundaryPolicy policy_ = TransactionBoundaryPolicy::kSplit;
   std::deque<Event> held_;
   std::optional<std::uint64_t> warned_tx_;  // the oversized transaction last warned about
 
-  std::optional<EventIdempotencyGuard> guard_;
-  // The outstanding batch: its fingerprints (nullopt: unidentifiable), and when events were
-  // suppressed, the batch as produced and the produced index of each handed-out event.
-  std::vector<std::optional<TransientFingerprint>> fingerprints_;
+  std::optional<DuplicateWindow> window_;
+  // The outstanding batch: its events' identities (nullopt: unidentifiable), and when events
+  // were suppressed, the batch as produced and the produced index of each handed-out event.
+  std::vector<std::optional<EventIdentity>> identities_;
   std::optional<std::vector<Event>> produced_;
   std::vector<std::size_t> handed_out_at_;
 

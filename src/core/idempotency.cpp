@@ -243,7 +243,7 @@ struct PlaceHash {
   std::optional<std::string> schema;
   std::string table;
   std::array<std::uint64_t, 2> hash{};
-  // The identity base of the last transaction seen at this place (event_identity); a new
+  // The identity key of the last transaction seen at this place (event_identity); a new
   // place invalidates it.
   bool group_valid = false;
   std::uint64_t tx_id = 0;
@@ -276,29 +276,17 @@ struct PlaceHash {
 
 }  // namespace
 
-// A bijection of 64-bit words (splitmix64's finalizer): distinct inputs give distinct outputs.
-constexpr std::uint64_t mix64(std::uint64_t x) noexcept {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return x;
-}
-
-TransientFingerprint event_identity(const Event& e) {
-  if (!e.transaction) return fingerprint_event_transient(e);
-  // A domain of its own, so that it never equals a full encoding's hash by construction. The
-  // keyed 128-bit hash of the place's hash, the transaction id and its event count is the base
-  // the events of one place and transaction share (kept for the last such group seen on this
-  // thread); each event's sequence number then goes through a bijection into both words. Two
-  // events of one group thus never share an identity, and two groups' bases are unrelated
-  // outputs of the keyed hash.
+EventIdentity event_identity(const Event& e) {
+  if (!e.transaction) return EventIdentity{fingerprint_event_transient(e), 0};
+  // A domain of its own, so that a group's key never equals a full encoding's hash by
+  // construction. The keyed 128-bit hash of the place's hash, the transaction id and its event
+  // count is the key the events of one place and transaction share (kept for the last such
+  // group seen on this thread); the event's sequence number tells them apart.
   thread_local PlaceHash place;
   const auto& p = place.of(e);
   const TransactionMetadata& t = *e.transaction;
   if (!place.group_valid || place.tx_id != t.tx_id || place.total != t.total_events) {
-    constexpr std::string_view kIdentityDomain = "cppcdc.identity.tx.v3";
+    constexpr std::string_view kIdentityDomain = "cppcdc.identity.tx.v4";
     char bytes[kIdentityDomain.size() + 4 * 8];
     Writer writer{bytes};
     writer.raw(kIdentityDomain);
@@ -311,8 +299,20 @@ TransientFingerprint event_identity(const Event& e) {
     place.total = t.total_events;
     place.group_valid = true;
   }
-  return TransientFingerprint{place.base[0] ^ mix64(t.event_index),
-                              place.base[1] ^ mix64(t.event_index ^ 0x9e3779b97f4a7c15ULL)};
+  return EventIdentity{TransientFingerprint{place.base[0], place.base[1]}, t.event_index};
+}
+
+Status check_idempotency_options(const IdempotencyOptions& options) {
+  if (options.capacity == 0) {
+    return fail(Error::configuration(
+        "idempotency guard capacity must be at least 1 (turn the guard off instead of sizing "
+        "it 0)"));
+  }
+  if (options.capacity > std::numeric_limits<std::uint32_t>::max() / 4) {
+    return fail(Error::configuration("idempotency guard capacity " +
+                                     std::to_string(options.capacity) + " is too large"));
+  }
+  return ok();
 }
 
 }  // namespace detail
@@ -333,15 +333,7 @@ Result<EventIdempotencyGuard> EventIdempotencyGuard::create(std::size_t capacity
 
 Result<EventIdempotencyGuard> EventIdempotencyGuard::create(const IdempotencyOptions& options,
                                                             Clock clock) {
-  if (options.capacity == 0) {
-    return fail(Error::configuration(
-        "idempotency guard capacity must be at least 1 (turn the guard off instead of sizing "
-        "it 0)"));
-  }
-  if (options.capacity > std::numeric_limits<std::uint32_t>::max() / 4) {
-    return fail(Error::configuration("idempotency guard capacity " +
-                                     std::to_string(options.capacity) + " is too large"));
-  }
+  CPPCDC_TRY(detail::check_idempotency_options(options));
   EventIdempotencyGuard guard(options.capacity, std::move(clock));
   guard.ttl_ms_ = options.ttl_ms;
   return guard;
