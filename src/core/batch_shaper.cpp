@@ -10,6 +10,9 @@
 namespace cppcdc::detail {
 namespace {
 
+// How many events ahead the window's index slots are loaded.
+constexpr std::size_t kPrefetchAhead = 8;
+
 std::int64_t steady_now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -62,6 +65,15 @@ void BatchShaper::hold_back_open_transaction(std::vector<Event>& events, std::si
   events.resize(open->start);
 }
 
+void BatchShaper::prefetch_ahead(std::size_t i) const noexcept {
+  // A new key kPrefetchAhead events on: its slot of the window's index (larger than the
+  // caches) is loaded meanwhile. The events of one run share their key: nothing to load.
+  const std::size_t j = i + kPrefetchAhead;
+  if (j >= identities_.size() || !identities_[j]) return;
+  if (identities_[j - 1] && identities_[j - 1]->key == identities_[j]->key) return;
+  window_->prefetch(identities_[j]->key);
+}
+
 std::size_t BatchShaper::suppress(std::vector<Event>& events) {
   identities_.clear();
   produced_.reset();
@@ -69,16 +81,19 @@ std::size_t BatchShaper::suppress(std::vector<Event>& events) {
   if (!window_ || events.empty()) return 0;
   window_->expire(steady_now_ms());
   identities_.reserve(events.size());
+  for (const Event& e : events) {
+    if (is_identifiable(e)) {
+      identities_.emplace_back(event_identity(e));
+    } else {
+      identities_.emplace_back();
+    }
+  }
   std::size_t duplicates = 0;
   std::size_t first_duplicate = events.size();
   for (std::size_t i = 0; i < events.size(); ++i) {
-    const Event& e = events[i];
-    if (!is_identifiable(e)) {
-      identities_.emplace_back();
-      continue;
-    }
-    identities_.emplace_back(event_identity(e));
-    if (window_->contains(*identities_.back()) && duplicates++ == 0) first_duplicate = i;
+    prefetch_ahead(i);
+    const auto& id = identities_[i];
+    if (id && window_->contains(*id) && duplicates++ == 0) first_duplicate = i;
   }
   if (duplicates == 0) return 0;
   // Keep the batch as produced; hand out the rest.
@@ -109,6 +124,8 @@ void BatchShaper::acknowledge(std::size_t produced_count) {
     window_->expire(now);
     std::uint64_t unidentifiable = 0;
     for (std::size_t i = 0; i < n; ++i) {
+      prefetch_ahead(i);
+      if (i + kPrefetchAhead < n) window_->prefetch_eviction(kPrefetchAhead);
       if (identities_[i]) {
         window_->remember(*identities_[i], now);
       } else {

@@ -75,6 +75,8 @@ class BatchShaper {
   std::uint64_t suppressed() const noexcept { return suppressed_.load(std::memory_order_relaxed); }
 
  private:
+  void prefetch_ahead(std::size_t i) const noexcept;
+
   TransactionBoundaryPolicy policy_ = TransactionBoundaryPolicy::kSplit;
   std::deque<Event> held_;
   std::optional<std::uint64_t> warned_tx_;  // the oversized transaction last warned about

@@ -94,6 +94,23 @@ void DuplicateWindow::expire(std::int64_t now_ms) {
   }
 }
 
+void DuplicateWindow::prefetch(const TransientFingerprint& key) const noexcept {
+  if (!slots_.empty()) __builtin_prefetch(&slots_[key.lo & (slots_.size() - 1)]);
+}
+
+void DuplicateWindow::prefetch_eviction(std::size_t ahead) const noexcept {
+  if (count_ < capacity_ || slots_.empty()) return;
+  // The newest run that the next `ahead` evictions empty (its slot is searched then).
+  std::size_t evicted = 0;
+  const Run* last = nullptr;
+  for (const Run& r : runs_) {
+    evicted += r.count;
+    if (evicted > ahead) break;
+    last = &r;
+  }
+  if (last != nullptr) __builtin_prefetch(&slots_[last->key.lo & (slots_.size() - 1)]);
+}
+
 bool DuplicateWindow::contains(const EventIdentity& id) {
   for (const std::uint32_t seq : runs_of(id.key)) {
     const Run& r = run(seq);

@@ -45,6 +45,13 @@ class DuplicateWindow {
   /// oldest event first.
   void remember(const EventIdentity& id, std::int64_t now_ms);
 
+  /// Hints for a caller about to look up or remember many identities (no effect on the
+  /// window): prefetch() starts loading the index slot of `key`; prefetch_eviction() that of
+  /// the run a full window drops within the next `ahead` insertions (runs of one event: the
+  /// one it drops `ahead` insertions from now).
+  void prefetch(const TransientFingerprint& key) const noexcept;
+  void prefetch_eviction(std::size_t ahead) const noexcept;
+
   /// Events pushed out of a full window (not those that aged out).
   std::uint64_t evictions() const noexcept { return evictions_; }
   /// Events in the window now.

@@ -91,6 +91,21 @@ TEST(DuplicateWindow, RunsAgeOutTogetherAndAreNotCountedAsEvictions) {
   EXPECT_EQ(w.evictions(), 0u);
 }
 
+// The cache hints read the window without changing it, on an empty one and a full one.
+TEST(DuplicateWindow, TheHintsChangeNothing) {
+  auto w = window(4);
+  w.prefetch(id(1, 0).key);
+  w.prefetch_eviction(8);
+  EXPECT_EQ(w.size(), 0u);
+  for (std::uint64_t i = 0; i < 6; ++i) w.remember(id(i, 0), 0);  // runs of one
+  for (std::size_t ahead = 0; ahead < 10; ++ahead) w.prefetch_eviction(ahead);
+  w.prefetch(id(5, 0).key);
+  EXPECT_EQ(w.size(), 4u);
+  EXPECT_EQ(w.evictions(), 2u);
+  EXPECT_FALSE(w.contains(id(1, 0)));
+  EXPECT_TRUE(w.contains(id(2, 0)));
+}
+
 // The window answers as EventIdempotencyGuard would for the same events, through in-order
 // transactions, replays of older ranges, events out of order, interleaved keys, evictions
 // from small and large windows, and an age limit.
