@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "core/probe_table.hpp"
+
 namespace cppcdc::detail {
 namespace {
 
@@ -11,9 +13,6 @@ constexpr std::uint64_t tag_of(const TransientFingerprint& key) noexcept {
 }
 constexpr std::uint32_t seq_of(std::uint64_t slot) noexcept {
   return static_cast<std::uint32_t>(slot);
-}
-constexpr std::size_t home_of(std::uint64_t slot, std::size_t mask) noexcept {
-  return static_cast<std::size_t>((slot >> 32) & 0x7fffffffULL) & mask;
 }
 constexpr std::size_t kFirstTableSize = 1024;
 
@@ -56,17 +55,7 @@ void DuplicateWindow::unindex(std::uint32_t seq) {
     if (slots_[hole] == 0) return;  // not indexed (cannot happen)
     if (seq_of(slots_[hole]) == seq) break;
   }
-  // Backward-shift deletion: later entries of the probe run move into the hole unless their
-  // home lies between the hole and themselves.
-  slots_[hole] = 0;
-  for (std::size_t j = (hole + 1) & mask; slots_[j] != 0; j = (j + 1) & mask) {
-    const std::size_t home = home_of(slots_[j], mask);
-    const bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
-    if (stays) continue;
-    slots_[hole] = slots_[j];
-    slots_[j] = 0;
-    hole = j;
-  }
+  erase_probed(slots_, hole, [](std::uint64_t v) { return (v >> 32) & 0x7fffffffULL; });
 }
 
 void DuplicateWindow::drop_head_run() {

@@ -13,6 +13,7 @@
 #include <random>
 
 #include "core/event_identity.hpp"
+#include "core/probe_table.hpp"
 #include "core/siphash.hpp"
 
 namespace cppcdc {
@@ -382,19 +383,8 @@ void EventIdempotencyGuard::index(std::uint32_t at) {
 }
 
 void EventIdempotencyGuard::unindex(std::size_t slot) noexcept {
-  // Backward-shift deletion: pull later entries of the probe run into the hole when their
-  // home slot does not lie between the hole and themselves. The home comes from the tag.
-  const std::size_t mask = slots_.size() - 1;
-  std::size_t hole = slot;
-  slots_[hole] = 0;
-  for (std::size_t j = (hole + 1) & mask; slots_[j] != 0; j = (j + 1) & mask) {
-    const std::size_t home = (slots_[j] >> 32) & mask;
-    const bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
-    if (stays) continue;
-    slots_[hole] = slots_[j];
-    slots_[j] = 0;
-    hole = j;
-  }
+  // The home of an entry comes from its tag.
+  detail::erase_probed(slots_, slot, [](std::uint64_t v) { return v >> 32; });
 }
 
 void EventIdempotencyGuard::drop_oldest() {
