@@ -5,10 +5,10 @@
 //   - under kPreserveTransactions, a trailing transaction that has not ended yet is held back
 //     and put in front of the next batch;
 //   - with the idempotency guard (a DuplicateWindow: the semantics of EventIdempotencyGuard,
-//     kept as runs of a transaction's events), events acknowledged before in this process are
-//     taken out of the batch handed to the consumer. The acknowledgement still covers them:
-//     the commit barrier plans over the batch as the source produced it, so the checkpoint
-//     moves past a suppressed event as if it had been delivered.
+//     kept as runs of events that share a place and a transaction), events acknowledged before in
+//     this process are taken out of the batch handed to the consumer. The acknowledgement still
+//     covers them: the commit barrier plans over the batch as the source produced it, so the
+//     checkpoint moves past a suppressed event as if it had been delivered.
 // The guard remembers an event only when it is acknowledged, never when it is handed out, so
 // an unacknowledged tail redelivered after accept_prefix, or a batch read again after a
 // reconnect, is never mistaken for a duplicate.

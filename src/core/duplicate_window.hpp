@@ -6,13 +6,15 @@
 // in it is not remembered twice, and aged-out events are not counted as evictions.
 //
 // What differs is the storage. An identity here is a key and an index (event_identity.hpp):
-// every event of one transaction at one place shares the key, and their indices count up. The
-// window keeps runs (a key and a range of consecutive indices) rather than one entry per event,
-// so a transaction of a thousand events that arrives in order costs one index entry and one
-// hash probe rather than a thousand of each; an event that is identified by its whole encoding
-// (no transaction metadata) is a run of one. The result is the same as remembering each event
-// on its own: contains() is true exactly for the (key, index) pairs remembered and neither
-// evicted nor aged out.
+// the events of one transaction at one place (for MariaDB and MySQL, the rows of one rows
+// event; a PostgreSQL change has a place of its own) share the key, and their indices count
+// up. The window keeps runs (a key and a range of consecutive indices) rather than one entry
+// per event, so a rows event of a hundred rows costs one index entry and one hash probe rather
+// than a hundred of each; an event that is identified by its whole encoding (no transaction
+// metadata) is a run of one. The result is the same as remembering each event on its own:
+// contains() is true exactly for the (key, index) pairs remembered and neither evicted nor
+// aged out. Cost: a look-up reads every run of its key, and the events of a key remembered out
+// of index order make a run each; sources produce them in order.
 //
 // Time: the caller passes the time (ms, monotonic) to expire() and remember(); events
 // remembered with the same time may share a run, so one acknowledged batch ages out together.
