@@ -8,6 +8,7 @@
 // root cause, so adding context can never turn a transient failure into a fatal one or the
 // reverse (API guide, "Errors and what an operator sees").
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -64,11 +65,19 @@ std::string_view to_string(ErrorKind kind) noexcept;
 /// True only for kTransient.
 bool is_retryable(ErrorKind kind) noexcept;
 
+/// Ownership and size: an Error is one pointer to what it holds (so a Result, which keeps an
+/// Error's storage, stays small, and a successful Status is cheap to make); copies are deep.
+/// A moved-from Error reads as an internal error with empty texts.
 class Error {
  public:
   /// Root cause with an explicit category label, e.g. Error(kTerminal, "checkpoint error", ...).
   /// The category appears in report() in front of the message ("checkpoint error: disk full").
   Error(ErrorKind kind, std::string category, std::string message);
+  Error(const Error& other);
+  Error& operator=(const Error& other);
+  Error(Error&& other) noexcept = default;
+  Error& operator=(Error&& other) noexcept = default;
+  ~Error();
 
   // Shorthands for the usual categories.
   static Error transient(std::string message);          // "transient error"
@@ -100,23 +109,23 @@ class Error {
   [[nodiscard]] Error with_condition(ErrorCondition condition) const&;
   [[nodiscard]] Error with_condition(ErrorCondition condition) &&;
   /// The root cause's condition, kNone unless a connector set one.
-  ErrorCondition condition() const noexcept { return condition_; }
+  ErrorCondition condition() const noexcept { return data().condition; }
 
   /// The part whose setting the root cause is about, or kNone.
-  SettingOwner setting_owner() const noexcept { return setting_owner_; }
+  SettingOwner setting_owner() const noexcept { return data().setting_owner; }
   /// The setting's path (see for_setting), or empty.
-  const std::string& setting() const noexcept { return setting_; }
+  const std::string& setting() const noexcept { return data().setting; }
 
   /// Kind of the root cause.
-  ErrorKind kind() const noexcept { return kind_; }
-  bool retryable() const noexcept { return is_retryable(kind_); }
+  ErrorKind kind() const noexcept { return data().kind; }
+  bool retryable() const noexcept { return is_retryable(data().kind); }
 
   /// The root cause's message, without category or context.
-  const std::string& message() const noexcept { return message_; }
-  const std::string& category() const noexcept { return category_; }
+  const std::string& message() const noexcept { return data().message; }
+  const std::string& category() const noexcept { return data().category; }
 
   /// Context layers, outermost first (empty when none was added).
-  const std::vector<std::string>& chain() const noexcept { return contexts_; }
+  const std::vector<std::string>& chain() const noexcept { return data().contexts; }
 
   /// The outermost layer only: the outermost context, or "category: message" when there is
   /// no context. Log report() instead; this hides the cause.
@@ -129,13 +138,21 @@ class Error {
   std::string report(std::string_view setting_label) const;
 
  private:
-  ErrorKind kind_;
-  std::string category_;
-  std::string message_;
-  std::vector<std::string> contexts_;  // outermost first
-  SettingOwner setting_owner_ = SettingOwner::kNone;
-  std::string setting_;
-  ErrorCondition condition_ = ErrorCondition::kNone;
+  struct Data {
+    ErrorKind kind = ErrorKind::kInternal;
+    std::string category;
+    std::string message;
+    std::vector<std::string> contexts;  // outermost first
+    SettingOwner setting_owner = SettingOwner::kNone;
+    std::string setting;
+    ErrorCondition condition = ErrorCondition::kNone;
+  };
+  // What a moved-from Error reads.
+  static const Data& empty() noexcept;
+  const Data& data() const noexcept { return d_ ? *d_ : empty(); }
+  Data& own();  // for the && modifiers: a moved-from Error gets data of its own first
+
+  std::unique_ptr<Data> d_;
 };
 
 }  // namespace cppcdc

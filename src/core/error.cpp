@@ -1,5 +1,6 @@
 #include "cppcdc/error.hpp"
 
+#include <memory>
 #include <utility>
 
 namespace cppcdc {
@@ -28,7 +29,30 @@ std::string_view to_string(ErrorCondition condition) noexcept {
 bool is_retryable(ErrorKind kind) noexcept { return kind == ErrorKind::kTransient; }
 
 Error::Error(ErrorKind kind, std::string category, std::string message)
-    : kind_(kind), category_(std::move(category)), message_(std::move(message)) {}
+    : d_(std::make_unique<Data>()) {
+  d_->kind = kind;
+  d_->category = std::move(category);
+  d_->message = std::move(message);
+}
+
+Error::Error(const Error& other) : d_(other.d_ ? std::make_unique<Data>(*other.d_) : nullptr) {}
+
+Error& Error::operator=(const Error& other) {
+  if (this != &other) d_ = other.d_ ? std::make_unique<Data>(*other.d_) : nullptr;
+  return *this;
+}
+
+Error::~Error() = default;
+
+const Error::Data& Error::empty() noexcept {
+  static const Data kEmpty;
+  return kEmpty;
+}
+
+Error::Data& Error::own() {
+  if (!d_) d_ = std::make_unique<Data>();
+  return *d_;
+}
 
 Error Error::transient(std::string m) { return {ErrorKind::kTransient, "transient error", std::move(m)}; }
 Error Error::terminal(std::string m) { return {ErrorKind::kTerminal, "terminal error", std::move(m)}; }
@@ -52,7 +76,8 @@ Error Error::context(std::string what) const& {
 }
 
 Error Error::context(std::string what) && {
-  contexts_.insert(contexts_.begin(), std::move(what));
+  auto& contexts = own().contexts;
+  contexts.insert(contexts.begin(), std::move(what));
   return std::move(*this);
 }
 
@@ -62,8 +87,9 @@ Error Error::for_setting(SettingOwner owner, std::string path) const& {
 }
 
 Error Error::for_setting(SettingOwner owner, std::string path) && {
-  setting_owner_ = path.empty() ? SettingOwner::kNone : owner;
-  setting_ = setting_owner_ == SettingOwner::kNone ? std::string() : std::move(path);
+  Data& d = own();
+  d.setting_owner = path.empty() ? SettingOwner::kNone : owner;
+  d.setting = d.setting_owner == SettingOwner::kNone ? std::string() : std::move(path);
   return std::move(*this);
 }
 
@@ -73,31 +99,33 @@ Error Error::with_condition(ErrorCondition condition) const& {
 }
 
 Error Error::with_condition(ErrorCondition condition) && {
-  condition_ = condition;
+  own().condition = condition;
   return std::move(*this);
 }
 
 std::string Error::to_string() const {
-  if (!contexts_.empty()) return contexts_.front();
-  if (!setting_.empty()) return category_ + ": " + setting_ + ": " + message_;
-  return category_ + ": " + message_;
+  const Data& d = data();
+  if (!d.contexts.empty()) return d.contexts.front();
+  if (!d.setting.empty()) return d.category + ": " + d.setting + ": " + d.message;
+  return d.category + ": " + d.message;
 }
 
-std::string Error::report() const { return report(setting_); }
+std::string Error::report() const { return report(data().setting); }
 
 std::string Error::report(std::string_view setting_label) const {
+  const Data& d = data();
   std::string out;
-  for (const auto& c : contexts_) {
+  for (const auto& c : d.contexts) {
     out += c;
     out += ": ";
   }
-  out += category_;
+  out += d.category;
   out += ": ";
-  if (!setting_.empty() && !setting_label.empty()) {
+  if (!d.setting.empty() && !setting_label.empty()) {
     out += setting_label;
     out += ": ";
   }
-  out += message_;
+  out += d.message;
   return out;
 }
 
