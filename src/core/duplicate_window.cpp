@@ -88,16 +88,11 @@ void DuplicateWindow::prefetch(const TransientFingerprint& key) const noexcept {
 }
 
 void DuplicateWindow::prefetch_eviction(std::size_t ahead) const noexcept {
-  if (count_ < capacity_ || slots_.empty()) return;
-  // The newest run that the next `ahead` evictions empty (its slot is searched then).
-  std::size_t evicted = 0;
-  const Run* last = nullptr;
-  for (const Run& r : runs_) {
-    evicted += r.count;
-    if (evicted > ahead) break;
-    last = &r;
-  }
-  if (last != nullptr) __builtin_prefetch(&slots_[last->key.lo & (slots_.size() - 1)]);
+  // A head run longer than `ahead` outlives the next `ahead` evictions: nothing to load. Else
+  // the run `ahead` places on is the one dropped then when runs are of one event (a hint: for
+  // longer runs it comes later).
+  if (count_ < capacity_ || slots_.empty() || runs_.front().count > ahead) return;
+  if (ahead < runs_.size()) __builtin_prefetch(&slots_[runs_[ahead].key.lo & (slots_.size() - 1)]);
 }
 
 bool DuplicateWindow::contains(const EventIdentity& id) {

@@ -49,8 +49,8 @@ class DuplicateWindow {
 
   /// Hints for a caller about to look up or remember many identities (no effect on the
   /// window): prefetch() starts loading the index slot of `key`; prefetch_eviction() that of
-  /// the run a full window drops within the next `ahead` insertions (runs of one event: the
-  /// one it drops `ahead` insertions from now).
+  /// the run a full window of runs of one event drops `ahead` insertions from now (nothing
+  /// while the oldest run outlives them).
   void prefetch(const TransientFingerprint& key) const noexcept;
   void prefetch_eviction(std::size_t ahead) const noexcept;
 

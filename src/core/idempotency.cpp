@@ -249,7 +249,7 @@ struct PlaceHash {
   bool group_valid = false;
   std::uint64_t tx_id = 0;
   std::uint64_t total = 0;
-  std::array<std::uint64_t, 2> base{};
+  std::array<std::uint64_t, 2> key{};
 
   const std::array<std::uint64_t, 2>& of(const Event& e) {
     if (valid && op == e.op && offset == e.source.offset && table == e.table &&
@@ -295,12 +295,12 @@ EventIdentity event_identity(const Event& e) {
     writer.u64(p[1]);
     writer.u64(t.tx_id);
     writer.u64(t.total_events);
-    place.base = siphash24_128(process_key(), std::string_view(bytes, sizeof bytes));
+    place.key = siphash24_128(process_key(), std::string_view(bytes, sizeof bytes));
     place.tx_id = t.tx_id;
     place.total = t.total_events;
     place.group_valid = true;
   }
-  return EventIdentity{TransientFingerprint{place.base[0], place.base[1]}, t.event_index};
+  return EventIdentity{TransientFingerprint{place.key[0], place.key[1]}, t.event_index};
 }
 
 Status check_idempotency_options(const IdempotencyOptions& options) {

@@ -930,7 +930,7 @@ Status RowReader::read_image(std::size_t& offset, const Bitmap& present, std::si
     } else {
       if (!cv.text) cv.text.emplace();
       cv.text->clear();
-      if (!read_value(plan, bytes, pos, *cv.text)) return fail(std::move(*bad_value_));
+      CPPCDC_TRY(read_value(plan, bytes, pos, *cv.text));
     }
     ++k;
   }
@@ -938,26 +938,26 @@ Status RowReader::read_image(std::size_t& offset, const Bitmap& present, std::si
   return ok();
 }
 
-bool RowReader::read_value(const ColumnPlan& plan, std::span<const std::uint8_t> bytes,
-                           std::size_t& pos, std::string& out) {
+Status RowReader::read_value(const ColumnPlan& plan, std::span<const std::uint8_t> bytes,
+                             std::size_t& pos, std::string& out) {
   const std::size_t left = bytes.size() - pos;
   const std::uint8_t* p = bytes.data() + pos;
   auto need = [&](std::size_t n) -> bool { return n <= left; };
   auto short_value = [&](std::size_t n) {
-    return failed(value_error(
+    return fail(value_error(
         plan, pos,
         "the value needs " + std::to_string(n) + " bytes, " + std::to_string(left) + " are left"));
   };
   // Reads a little-endian length of `n` bytes, then that many bytes: the string's span.
-  auto length_prefixed = [&](std::size_t n, const std::uint8_t*& data, std::size_t& len) -> bool {
+  auto length_prefixed = [&](std::size_t n, const std::uint8_t*& data, std::size_t& len) -> Status {
     if (!need(n)) return short_value(n);
     len = static_cast<std::size_t>(ByteReader::load_le(p, n));
     if (len > left - n) return short_value(n + len);
     data = p + n;
     pos += n + len;
-    return true;
+    return ok();
   };
-  auto append_text = [&](const std::uint8_t* data, std::size_t len) -> bool {
+  auto append_text = [&](const std::uint8_t* data, std::size_t len) -> Status {
     switch (static_cast<Charset>(plan.charset)) {
       case kUtf8:
         out.append(reinterpret_cast<const char*>(data), len);
@@ -970,13 +970,13 @@ bool RowReader::read_value(const ColumnPlan& plan, std::span<const std::uint8_t>
         break;
       case kIconv:
         if (!append_iconv(out, plan.iconv_name, data, len)) {
-          return failed(
+          return fail(
               value_error(plan, pos - len,
                           "the value cannot be converted from " + plan.iconv_name + " to UTF-8"));
         }
         break;
     }
-    return true;
+    return ok();
   };
 
   switch (static_cast<Kind>(plan.kind)) {
@@ -1008,7 +1008,7 @@ bool RowReader::read_value(const ColumnPlan& plan, std::span<const std::uint8_t>
         const unsigned shift = static_cast<unsigned>(64 - 8 * n);
         append_int(out, static_cast<std::int64_t>(raw << shift) >> shift);
       }
-      return true;
+      return ok();
     }
     case kKindFloat: {
       if (!need(4)) return short_value(4);
@@ -1016,7 +1016,7 @@ bool RowReader::read_value(const ColumnPlan& plan, std::span<const std::uint8_t>
       std::memcpy(&f, p, 4);
       pos += 4;
       append_float(out, f, plan.decimals);
-      return true;
+      return ok();
     }
     case kKindDouble: {
       if (!need(8)) return short_value(8);
@@ -1024,27 +1024,27 @@ bool RowReader::read_value(const ColumnPlan& plan, std::span<const std::uint8_t>
       std::memcpy(&d, p, 8);
       pos += 8;
       append_double(out, d, plan.decimals);
-      return true;
+      return ok();
     }
     case kKindDecimal: {
       const int precision = plan.meta >> 8, scale = plan.meta & 0xff;
       if (precision < 1 || precision > 65 || scale > precision || scale > 30) {
-        return failed(value_error(plan, pos,
-                                  "the table map gives DECIMAL(" + std::to_string(precision) + "," +
-                                      std::to_string(scale) + ")"));
+        return fail(value_error(plan, pos,
+                                "the table map gives DECIMAL(" + std::to_string(precision) + "," +
+                                    std::to_string(scale) + ")"));
       }
       const std::size_t n = decimal_size(precision, scale);
       if (!need(n)) return short_value(n);
       detail::decode_decimal(p, n, precision, scale, out);
       pos += n;
-      return true;
+      return ok();
     }
     case kKindBit: {
       const std::size_t n = (plan.meta >> 8) + ((plan.meta & 0xff) != 0 ? 1 : 0);
       if (!need(n)) return short_value(n);
       append_hex(out, p, n);
       pos += n;
-      return true;
+      return ok();
     }
     case kKindYear: {
       if (!need(1)) return short_value(1);
@@ -1055,14 +1055,14 @@ bool RowReader::read_value(const ColumnPlan& plan, std::span<const std::uint8_t>
       } else {
         append_int(out, 1900 + y);
       }
-      return true;
+      return ok();
     }
     case kKindDate: {
       if (!need(3)) return short_value(3);
       const auto v = static_cast<std::uint32_t>(ByteReader::load_le(p, 3));
       pos += 3;
       append_date(out, v >> 9, (v >> 5) & 15, v & 31);
-      return true;
+      return ok();
     }
     case kKindTimeOld: {
       if (!need(3)) return short_value(3);
@@ -1075,11 +1075,11 @@ bool RowReader::read_value(const ColumnPlan& plan, std::span<const std::uint8_t>
       }
       const auto u = static_cast<std::uint32_t>(v);
       append_hms(out, u / 10000, u / 100 % 100, u % 100);
-      return true;
+      return ok();
     }
     case kKindTime2: {
       const int fsp = plan.meta;
-      if (fsp > 6) return failed(value_error(plan, pos, "TIME2 has fsp " + std::to_string(fsp)));
+      if (fsp > 6) return fail(value_error(plan, pos, "TIME2 has fsp " + std::to_string(fsp)));
       const std::size_t n = 3 + static_cast<std::size_t>((fsp + 1) / 2);
       if (!need(n)) return short_value(n);
       std::int64_t packed = 0;
@@ -1125,7 +1125,7 @@ bool RowReader::read_value(const ColumnPlan& plan, std::span<const std::uint8_t>
         return write_frac(write_hms(q, (hms >> 12) % (1 << 10), (hms >> 6) % 64, hms % 64),
                           u % (1 << 24), fsp);
       });
-      return true;
+      return ok();
     }
     case kKindDateTimeOld: {
       if (!need(8)) return short_value(8);
@@ -1134,12 +1134,12 @@ bool RowReader::read_value(const ColumnPlan& plan, std::span<const std::uint8_t>
       const std::uint64_t date = v / 1000000, time = v % 1000000;
       append_date_time(out, date / 10000, date / 100 % 100, date % 100, time / 10000,
                        time / 100 % 100, time % 100, 0, 0);
-      return true;
+      return ok();
     }
     case kKindDateTime2: {
       const int fsp = plan.meta;
       if (fsp > 6) {
-        return failed(value_error(plan, pos, "DATETIME2 has fsp " + std::to_string(fsp)));
+        return fail(value_error(plan, pos, "DATETIME2 has fsp " + std::to_string(fsp)));
       }
       const std::size_t fb = static_cast<std::size_t>((fsp + 1) / 2);
       if (!need(5 + fb)) return short_value(5 + fb);
@@ -1152,19 +1152,19 @@ bool RowReader::read_value(const ColumnPlan& plan, std::span<const std::uint8_t>
       const std::uint64_t micros = fb == 1 ? frac_raw * 10000 : fb == 2 ? frac_raw * 100 : frac_raw;
       append_date_time(out, ym / 13, ym % 13, ymd % 32, hms >> 12, (hms >> 6) % 64, hms % 64,
                        micros, fsp);
-      return true;
+      return ok();
     }
     case kKindTimestampOld: {
       if (!need(4)) return short_value(4);
       const std::uint64_t secs = ByteReader::load_le(p, 4);
       pos += 4;
       append_timestamp(out, secs, 0, 0);
-      return true;
+      return ok();
     }
     case kKindTimestamp2: {
       const int fsp = plan.meta;
       if (fsp > 6) {
-        return failed(value_error(plan, pos, "TIMESTAMP2 has fsp " + std::to_string(fsp)));
+        return fail(value_error(plan, pos, "TIMESTAMP2 has fsp " + std::to_string(fsp)));
       }
       const std::size_t fb = static_cast<std::size_t>((fsp + 1) / 2);
       if (!need(4 + fb)) return short_value(4 + fb);
@@ -1173,24 +1173,24 @@ bool RowReader::read_value(const ColumnPlan& plan, std::span<const std::uint8_t>
       pos += 4 + fb;
       const std::uint64_t micros = fb == 1 ? frac_raw * 10000 : fb == 2 ? frac_raw * 100 : frac_raw;
       append_timestamp(out, secs, micros, fsp);
-      return true;
+      return ok();
     }
     case kKindVarString: {
       const std::uint8_t* data;
       std::size_t len;
-      if (!length_prefixed(plan.length < 256 ? 1 : 2, data, len)) return false;
+      CPPCDC_TRY(length_prefixed(plan.length < 256 ? 1 : 2, data, len));
       return append_text(data, len);
     }
     case kKindFixedString: {
       const std::uint8_t* data;
       std::size_t len;
-      if (!length_prefixed(plan.length < 256 ? 1 : 2, data, len)) return false;
+      CPPCDC_TRY(length_prefixed(plan.length < 256 ? 1 : 2, data, len));
       if (plan.charset == kBinary && len < plan.length) {
         // BINARY(n) is logged without its trailing zero bytes; the value has them.
         append_hex(out, data, len);
         out.reserve(out.size() + 2 * (plan.length - len));
         for (std::size_t i = len; i < plan.length; ++i) out.append("00");
-        return true;
+        return ok();
       }
       return append_text(data, len);
     }
@@ -1198,8 +1198,8 @@ bool RowReader::read_value(const ColumnPlan& plan, std::span<const std::uint8_t>
     case kKindUuid: {
       const std::uint8_t* data;
       std::size_t len;
-      if (!length_prefixed(1, data, len)) return false;
-      if (len > 16) return failed(value_error(plan, pos - len, "the value is over 16 bytes"));
+      CPPCDC_TRY(length_prefixed(1, data, len));
+      if (len > 16) return fail(value_error(plan, pos - len, "the value is over 16 bytes"));
       std::uint8_t v[16] = {};
       std::memcpy(v, data, len);  // logged without trailing zero bytes
       if (plan.kind == kKindUuid) {
@@ -1211,57 +1211,57 @@ bool RowReader::read_value(const ColumnPlan& plan, std::span<const std::uint8_t>
       } else {
         char buf[INET6_ADDRSTRLEN];
         if (inet_ntop(AF_INET6, v, buf, sizeof buf) == nullptr) {
-          return failed(value_error(plan, pos - len, "not an IPv6 address"));
+          return fail(value_error(plan, pos - len, "not an IPv6 address"));
         }
         out.append(buf);
       }
-      return true;
+      return ok();
     }
     case kKindBlob:
     case kKindGeometry:
     case kKindJsonBinary: {
       if (plan.length < 1 || plan.length > 4) {
-        return failed(value_error(
+        return fail(value_error(
             plan, pos, "the table map gives " + std::to_string(plan.length) + " length bytes"));
       }
       const std::uint8_t* data;
       std::size_t len;
-      if (!length_prefixed(plan.length, data, len)) return false;
+      CPPCDC_TRY(length_prefixed(plan.length, data, len));
       if (plan.kind == kKindGeometry) {
         append_hex(out, data, len);
-        return true;
+        return ok();
       }
       if (plan.kind == kKindJsonBinary) {
         auto st = json_binary_to_text(std::span<const std::uint8_t>(data, len), out);
         if (!st) {
-          return failed(value_error(plan, pos - len, "binary JSON: " + st.error().message()));
+          return fail(value_error(plan, pos - len, "binary JSON: " + st.error().message()));
         }
-        return true;
+        return ok();
       }
       return append_text(data, len);
     }
     case kKindEnum: {
       const std::size_t n = plan.length;
       if (n != 1 && n != 2) {
-        return failed(value_error(plan, pos, "ENUM with a pack length of " + std::to_string(n)));
+        return fail(value_error(plan, pos, "ENUM with a pack length of " + std::to_string(n)));
       }
       if (!need(n)) return short_value(n);
       const std::size_t index = static_cast<std::size_t>(ByteReader::load_le(p, n));
       pos += n;
-      if (index == 0) return true;  // the empty (invalid) value
+      if (index == 0) return ok();  // the empty (invalid) value
       if (plan.labels == nullptr || index > plan.labels->size()) {
-        return failed(value_error(plan, pos - n,
-                                  "ENUM index " + std::to_string(index) + " has no label (" +
-                                      std::to_string(plan.labels ? plan.labels->size() : 0) +
-                                      " known)"));
+        return fail(value_error(plan, pos - n,
+                                "ENUM index " + std::to_string(index) + " has no label (" +
+                                    std::to_string(plan.labels ? plan.labels->size() : 0) +
+                                    " known)"));
       }
       out.append((*plan.labels)[index - 1]);
-      return true;
+      return ok();
     }
     case kKindSet: {
       const std::size_t n = plan.length;
       if (n < 1 || n > 8) {
-        return failed(value_error(plan, pos, "SET with a pack length of " + std::to_string(n)));
+        return fail(value_error(plan, pos, "SET with a pack length of " + std::to_string(n)));
       }
       if (!need(n)) return short_value(n);
       const std::uint64_t bits = ByteReader::load_le(p, n);
@@ -1271,22 +1271,22 @@ bool RowReader::read_value(const ColumnPlan& plan, std::span<const std::uint8_t>
       for (std::size_t i = 0; i < 64; ++i) {
         if (((bits >> i) & 1) == 0) continue;
         if (i >= known) {
-          return failed(value_error(plan, pos - n,
-                                    "SET member " + std::to_string(i + 1) + " has no label (" +
-                                        std::to_string(known) + " known)"));
+          return fail(value_error(plan, pos - n,
+                                  "SET member " + std::to_string(i + 1) + " has no label (" +
+                                      std::to_string(known) + " known)"));
         }
         if (!first) out += ',';
         out.append((*plan.labels)[i]);
         first = false;
       }
-      return true;
+      return ok();
     }
     case kKindNull:
-      return true;
+      return ok();
     case kKindUnsupported:
       break;
   }
-  return failed(
+  return fail(
       value_error(plan, pos, "the binlog type " + std::to_string(plan.type) + " is not supported"));
 }
 

@@ -98,20 +98,12 @@ class RowReader {
  private:
   Status read_image(std::size_t& offset, const Bitmap& present, std::size_t count,
                     std::optional<Row>& row);
-  // Appends the text of one value to `out`. False for a malformed value, whose error is then
-  // in bad_value_. (Not a Status: a successful Status costs a clear of its whole error
-  // storage, and this runs for every value of every row.)
-  bool read_value(const detail::ColumnPlan& plan, std::span<const std::uint8_t> bytes,
-                  std::size_t& pos, std::string& out);
-  bool failed(Error error) {
-    bad_value_.emplace(std::move(error));
-    return false;
-  }
+  Status read_value(const detail::ColumnPlan& plan, std::span<const std::uint8_t> bytes,
+                    std::size_t& pos, std::string& out);
   Error value_error(const detail::ColumnPlan& plan, std::size_t at, std::string_view what) const;
 
   std::vector<detail::ColumnPlan> plan_;
   std::optional<Error> setup_error_;
-  std::optional<Error> bad_value_;  // why read_value() returned false
   std::size_t present_count_ = 0;
   std::size_t present_after_count_ = 0;
   const TableMapEvent& map_;

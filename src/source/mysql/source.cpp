@@ -383,6 +383,9 @@ class MysqlSource final : public Source {
   }
 
  private:
+  // A binlog coordinate: file, and the position after an event.
+  using Coordinate = std::pair<std::string, std::uint64_t>;
+
   // ---- the reader thread -----------------------------------------------------------------
 
   void reader_main() {
@@ -1148,8 +1151,7 @@ class MysqlSource final : public Source {
     publish_idle(offset, state, {file_, last_end_});
   }
 
-  void publish_idle(std::string offset, std::string state,
-                    std::pair<std::string, std::uint64_t> coord) {  // a Coordinate
+  void publish_idle(std::string offset, std::string state, Coordinate coord) {
     handoff_.locked([&](auto&) {
       idle_offset_ = std::move(offset);
       idle_state_ = std::move(state);
@@ -1272,7 +1274,6 @@ class MysqlSource final : public Source {
   // Binlog coordinates (file, position after the event) for lag(): of each transaction handed
   // out and not confirmed yet (oldest first; at most kMaxPendingCoords, the oldest dropped), of
   // the idle offset, and of the last confirmed offset.
-  using Coordinate = std::pair<std::string, std::uint64_t>;
   static constexpr std::size_t kMaxPendingCoords = 100000;
   std::deque<std::pair<std::string, Coordinate>> pending_coords_;
   Coordinate idle_coord_;
