@@ -26,7 +26,10 @@ Control (on the same port):
                  with `status` (and `body`, and a Retry-After), after `stall_ms`, or their
                  connection is closed without an answer (`drop`). {} restores normal service.
   GET /stats     {"requests", "kept_batches", "kept_records", "duplicates", "bad_signatures",
-                  "unauthorized", "statuses": {...}}
+                  "unauthorized", "truncated", "statuses": {...}}
+A data request whose body ends before its Content-Length (the sender was killed while sending)
+is counted in "truncated" and its connection closed without an answer: it is neither checked
+nor kept, as a real receiver cannot have read a whole request from it.
 Any other POST is a data request.
 """
 
@@ -59,7 +62,7 @@ class State:
         self.rule = None  # dict from /control
         self.left = 0
         self.stats = {"requests": 0, "kept_batches": 0, "kept_records": 0, "duplicates": 0,
-                      "bad_signatures": 0, "unauthorized": 0, "statuses": {}}
+                      "bad_signatures": 0, "unauthorized": 0, "truncated": 0, "statuses": {}}
         self.seen = set()
         self.kept = None
         self.ids = None
@@ -172,6 +175,11 @@ class Handler(BaseHTTPRequestHandler):
             self.answer(200, b"{}")
             return
         raw = self.read_body()
+        if len(raw) < int(self.headers.get("Content-Length", "0")):
+            with st.lock:
+                st.stats["truncated"] += 1
+            self.close_connection = True
+            return
         if st.args.discard:
             self.answer(200)
             return
