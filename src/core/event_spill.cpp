@@ -172,10 +172,36 @@ Status EventSpill::flush() {
   return ok();
 }
 
+std::size_t EventSpill::begin_record() {
+  const std::size_t start = buffer_.size();
+  buffer_.append(4, '\0');  // body length, filled in by end_record
+  return start;
+}
+
+Status EventSpill::end_record(std::size_t start, const char* what) {
+  const std::size_t body = buffer_.size() - start - 4;
+  if (body > 0xffffffffu) {
+    buffer_.resize(start);
+    return fail(Error::invalid_data(std::string(what) + " of " + std::to_string(body) +
+                                    " bytes is too large to spill (limit 4 GiB)"));
+  }
+  for (int i = 0; i < 4; ++i) buffer_[start + i] = static_cast<char>((body >> (8 * i)) & 0xff);
+  ++written_;
+  if (buffer_.size() >= kFlushBytes) return flush();
+  return ok();
+}
+
+Status EventSpill::append_record(std::string_view head, std::span<const std::uint8_t> tail) {
+  if (reading_) return fail(Error::invalid_state("spill file is being read; cannot append"));
+  const std::size_t start = begin_record();
+  buffer_.append(head);
+  buffer_.append(reinterpret_cast<const char*>(tail.data()), tail.size());
+  return end_record(start, "a record");
+}
+
 Status EventSpill::append(const Event& e) {
   if (reading_) return fail(Error::invalid_state("spill file is being read; cannot append"));
-  const std::size_t start = buffer_.size();
-  buffer_.append(4, '\0');  // body length, filled in below
+  const std::size_t start = begin_record();
   std::string& out = buffer_;
   out.push_back(static_cast<char>(e.op));
   const auto& before = e.before.variant();
@@ -223,17 +249,7 @@ Status EventSpill::append(const Event& e) {
   put_string(out, e.resume_state);
   put_string(out, e.gtid);
   out.push_back(static_cast<char>(e.snapshot_edge));
-
-  const std::size_t body = buffer_.size() - start - 4;
-  if (body > 0xffffffffu) {
-    buffer_.resize(start);
-    return fail(Error::invalid_data("an event of " + std::to_string(body) +
-                                    " bytes is too large to spill (limit 4 GiB)"));
-  }
-  for (int i = 0; i < 4; ++i) buffer_[start + i] = static_cast<char>((body >> (8 * i)) & 0xff);
-  ++written_;
-  if (buffer_.size() >= kFlushBytes) return flush();
-  return ok();
+  return end_record(start, "an event");
 }
 
 Status EventSpill::truncate(std::uint64_t events, std::uint64_t offset) {
@@ -293,16 +309,16 @@ Status EventSpill::fill(std::size_t need) {
   return ok();
 }
 
-Result<bool> EventSpill::next(Event& e) {
+Error EventSpill::damaged(const std::string& what) const {
+  return Error::internal("spill file in " + dir_.string() + " is damaged at record " +
+                         std::to_string(read_) + " of " + std::to_string(written_) + ": " + what);
+}
+
+Result<std::optional<std::string_view>> EventSpill::read_body() {
   if (!reading_) return fail(Error::invalid_state("spill file: start_reading() first"));
-  if (read_ == written_) return false;
-  auto corrupt = [&](const std::string& what) {
-    return Error::internal("spill file in " + dir_.string() + " is damaged at event " +
-                           std::to_string(read_) + " of " + std::to_string(written_) + ": " +
-                           what);
-  };
+  if (read_ == written_) return std::optional<std::string_view>();
   CPPCDC_TRY(fill(4));
-  if (buffer_.size() - read_pos_ < 4) return fail(corrupt("the file ends early"));
+  if (buffer_.size() - read_pos_ < 4) return fail(damaged("the file ends early"));
   std::uint32_t body = 0;
   for (int i = 0; i < 4; ++i) {
     body |= static_cast<std::uint32_t>(static_cast<std::uint8_t>(buffer_[read_pos_ + i]))
@@ -310,9 +326,27 @@ Result<bool> EventSpill::next(Event& e) {
   }
   CPPCDC_TRY(fill(4 + static_cast<std::size_t>(body)));
   if (buffer_.size() - read_pos_ < 4 + static_cast<std::size_t>(body)) {
-    return fail(corrupt("the file ends early"));
+    return fail(damaged("the file ends early"));
   }
-  Reader r(buffer_.data() + read_pos_ + 4, body);
+  return std::optional<std::string_view>(std::string_view(buffer_).substr(read_pos_ + 4, body));
+}
+
+Result<std::optional<std::string_view>> EventSpill::next_record() {
+  auto body = read_body();
+  if (!body || !*body) return body;
+  read_pos_ += 4 + (*body)->size();
+  ++read_;
+  return body;
+}
+
+Result<bool> EventSpill::next(Event& e) {
+  auto found = read_body();
+  if (!found) return fail(std::move(found).error());
+  if (!*found) return false;
+  const std::string_view body_view = **found;
+  const std::size_t body = body_view.size();
+  auto corrupt = [&](const std::string& what) { return damaged(what); };
+  Reader r(body_view.data(), body);
   e = Event{};
   const std::uint8_t op = r.u8();
   if (op > static_cast<std::uint8_t>(Operation::kMessage)) return fail(corrupt("bad operation"));

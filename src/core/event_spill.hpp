@@ -16,7 +16,10 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -52,8 +55,18 @@ class EventSpill {
   Status append(const Event& e);
   /// Ends writing and starts reading from the first event.
   Status start_reading();
-  /// Reads the next event into `out`; false when all were read.
+  /// Reads the next event into `out`; false when all were read. The next record must be one
+  /// that append() wrote.
   Result<bool> next(Event& out);
+
+  /// Appends a record of the caller's own making: `head` then `tail`, read back whole by
+  /// next_record() in its place among the events (writing phase only). The caller knows which
+  /// records are events and which its own, in the order it wrote them. invalid_data beyond
+  /// 4 GiB.
+  Status append_record(std::string_view head, std::span<const std::uint8_t> tail = {});
+  /// The next record, which append_record() wrote: its bytes, valid until the next call of
+  /// next(), next_record() or start_reading(); nullopt when all were read.
+  Result<std::optional<std::string_view>> next_record();
 
   /// Where the next appended event will start in the file, in bytes (writing phase).
   std::uint64_t end_offset() const noexcept { return file_bytes_ + buffer_.size(); }
@@ -63,6 +76,7 @@ class EventSpill {
   /// internal on an I/O error.
   Status truncate(std::uint64_t events, std::uint64_t offset);
 
+  /// Records appended: events and append_record()'s records together.
   std::uint64_t events_written() const noexcept { return written_; }
   std::uint64_t bytes_written() const noexcept { return file_bytes_; }
   const std::filesystem::path& dir() const noexcept { return dir_; }
@@ -70,6 +84,10 @@ class EventSpill {
  private:
   EventSpill(int fd, std::filesystem::path dir) : fd_(fd), dir_(std::move(dir)) {}
   Status flush();
+  std::size_t begin_record();
+  Status end_record(std::size_t start, const char* what);
+  Result<std::optional<std::string_view>> read_body();
+  Error damaged(const std::string& what) const;
   Status fill(std::size_t need);
   Error io_error(const std::string& what, int err) const;
 

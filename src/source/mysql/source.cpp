@@ -664,6 +664,12 @@ class MysqlSource final : public Source {
       }
     }
     std::string offset = coordinate(event_start(h));
+    if (tx_spill_) {
+      // The transaction outgrew memory: its rows wait in the spill file as they came, to be
+      // decoded at the commit.
+      return spill_rows(map_it->second, std::move(schema), rows, offset, source_timestamp(h),
+                        now_ms());
+    }
     if (tx_deferred_) {
       if (tx_deferred_->raw.size() + rows.rows.size() <= deferred_cap()) {
         tx_deferred_->capture(rows, map_it->second, std::move(schema), std::move(offset),
@@ -736,6 +742,33 @@ class MysqlSource final : public Source {
     row.after.reset();
   }
 
+  // Decodes the rows `reader` holds one at a time into the event slot() returns (a recycled
+  // one, reset, whose after image the row is decoded into when `parts` holds one), then calls
+  // filled(event). After the last row, slot() is not called again; a row that does not come
+  // gives its event back through unslot().
+  template <class Slot, class Unslot, class Filled>
+  static Status decode_each(RowReader& reader, const RowContext& context, DecodedRow& row,
+                            cppcdc::detail::ReusableParts& parts, Slot&& slot, Unslot&& unslot,
+                            Filled&& filled) {
+    while (!reader.at_end()) {
+      Event& e = slot();
+      if (!row.after && parts.row) {
+        row.after = std::move(parts.row);
+        parts.row.reset();
+      }
+      auto more = reader.next(row);
+      if (!more || !*more) {
+        unslot();
+        if (more) break;
+        return fail(more.error().context("decoding a rows event of " + context.map.database + "." +
+                                         context.map.table + " at " + context.offset));
+      }
+      fill_row(e, context, row, parts);
+      CPPCDC_TRY(filled(e));
+    }
+    return ok();
+  }
+
   // Decodes the rows of `rows` into events of the open transaction, on the reader thread.
   Status decode_rows(const TableMapEvent& map, const TableSchema& schema, const RowsEvent& rows,
                      const std::string& offset, std::int64_t source_ts, std::int64_t ts) {
@@ -743,38 +776,22 @@ class MysqlSource final : public Source {
     const RowContext context{config_.source_name, offset, source_ts, ts, map, schema,
                              operation(rows)};
     DecodedRow row;
-    Event spilled;  // the event of a row while the transaction goes to a spill file
+    Event spilled;  // the event of a row once the transaction went to a spill file meanwhile
     const std::size_t held = tx_events_.size();
-    while (true) {
-      // In memory, the row's event is filled in place at the end of tx_events_: a recycled
-      // one when there is one, whose after image the row is decoded into. (Not after the last
-      // row: a recycled event taken and given back would break the run of events filled in
-      // place, so that the next batch moved to a new vector.)
-      if (reader.at_end()) break;
-      if (!tx_spill_) {
-        if (tx_events_.must_hand_over()) hand_over_held();
-        tx_events_.append(spare_events_, spare_parts_);
-        if (!row.after && spare_parts_.row) {
-          row.after = std::move(spare_parts_.row);
-          spare_parts_.row.reset();
-        }
-      }
-      auto more = reader.next(row);
-      if (!more || !*more) {
-        if (!tx_spill_) tx_events_.pop_back();
-        if (more) break;
-        return fail(more.error().context("decoding a rows event of " + map.database + "." +
-                                         map.table + " at " + offset));
-      }
-      Event& e = tx_spill_ ? spilled : tx_events_.back();
-      if (tx_spill_) e = Event();
-      fill_row(e, context, row, spare_parts_);
-      if (tx_spill_) {
-        CPPCDC_TRY(tx_spill_->append(e));
-      } else {
-        CPPCDC_TRY(held_tx_event());
-      }
-    }
+    // In memory, the row's event is filled in place at the end of tx_events_. (Not taken after
+    // the last row: a recycled event taken and given back would break the run of events
+    // filled in place, so that the next batch moved to a new vector.)
+    CPPCDC_TRY(decode_each(
+        reader, context, row, spare_parts_,
+        [&]() -> Event& {
+          if (tx_spill_) return spilled = Event();
+          if (tx_events_.must_hand_over()) hand_over_held();
+          return tx_events_.append(spare_events_, spare_parts_);
+        },
+        [&] {
+          if (!tx_spill_) tx_events_.pop_back();
+        },
+        [&](Event& e) { return tx_spill_ ? spill_event(e) : held_tx_event(); }));
     if (!tx_spill_ && tx_events_.size() > held) {
       decoded_rows_ += tx_events_.size() - held;
       decoded_raw_bytes_ += rows.rows.size();
@@ -860,21 +877,9 @@ class MysqlSource final : public Source {
       RowReader reader(*c.map, *c.schema, tx.bytes(c), flavor_);
       const RowContext context{config_.source_name, c.offset,         c.source_ts, c.ts, *c.map,
                                *c.schema,           operation(c.rows)};
-      while (!reader.at_end()) {
-        Event& e = poll_slot(out);
-        if (!row.after && poll_parts_.row) {
-          row.after = std::move(poll_parts_.row);
-          poll_parts_.row.reset();
-        }
-        auto more = reader.next(row);
-        if (!more || !*more) {
-          out.pop_back();
-          if (more) break;
-          return fail(more.error().context("decoding a rows event of " + c.map->database + "." +
-                                           c.map->table + " at " + c.offset));
-        }
-        fill_row(e, context, row, poll_parts_);
-      }
+      CPPCDC_TRY(decode_each(
+          reader, context, row, poll_parts_, [&]() -> Event& { return poll_slot(out); },
+          [&] { out.pop_back(); }, [](Event&) { return ok(); }));
     }
     const std::uint64_t total = out.size() - first;
     for (std::uint64_t i = 0; i < total; ++i) {
@@ -1030,7 +1035,7 @@ class MysqlSource final : public Source {
   // An event of the open transaction: kept in memory up to spill_threshold_bytes, then (with
   // all before it) in a spill file until the commit.
   Status add_tx_event(Event&& e) {
-    if (tx_spill_) return tx_spill_->append(e);
+    if (tx_spill_) return spill_event(e);
     if (tx_events_.must_hand_over()) hand_over_held();
     tx_events_.append(std::move(e), spare_events_);
     return held_tx_event();
@@ -1058,7 +1063,7 @@ class MysqlSource final : public Source {
         "a transaction at {} holds more than {} bytes of events ({} so far): spilling "
         "it to a temporary file in {} until its commit",
         coordinate(last_end_), config_.spill_threshold_bytes, tx_events_.size(), dir.string());
-    for (const auto& held : tx_events_) CPPCDC_TRY(tx_spill_->append(held));
+    for (const auto& held : tx_events_) CPPCDC_TRY(spill_event(held));
     tx_events_.release();  // the memory goes back, not only the events
     tx_sizes_ = std::vector<std::size_t>();
     return ok();
@@ -1070,38 +1075,241 @@ class MysqlSource final : public Source {
     tx_events_.clear();
     tx_sizes_.clear();
     tx_spill_.reset();
+    spill_runs_.clear();
+    spill_tables_.clear();
+    spill_events_ = 0;
     tx_bytes_ = 0;
   }
 
+  // ---- a transaction that outgrew memory ------------------------------------------------
+  //
+  // Past spill_threshold_bytes, the events the transaction made so far go to a spill file
+  // (EventSpill::append), and so does every event it makes later outside a rows event. Its
+  // rows events after that are not decoded into events: their row images go to the same file
+  // as they came (one record each, with what decoding them needs again), and are decoded at
+  // the commit, on the way out. That keeps the file about as small as the binlog and spares
+  // making, writing and reading back an event object per row. The rows are still decoded once
+  // on arrival, into a scratch row, to count them (every event carries the transaction's
+  // total) and to report a malformed image where it was read.
+
+  // A run of records of one kind: events, or rows events.
+  struct SpillRun {
+    bool rows = false;
+    std::uint64_t records = 0;
+  };
+  // A table map and schema that spilled rows events were read with.
+  struct SpillTable {
+    std::shared_ptr<const TableMapEvent> map;
+    TableSchemaPtr schema;
+  };
+
+  // An event of the spilled transaction, in its place.
+  Status spill_event(const Event& e) {
+    CPPCDC_TRY(tx_spill_->append(e));
+    note_spill_record(false);
+    ++spill_events_;
+    return ok();
+  }
+
+  void note_spill_record(bool rows) {
+    if (spill_runs_.empty() || spill_runs_.back().rows != rows) spill_runs_.push_back({rows, 0});
+    ++spill_runs_.back().records;
+  }
+
+  // A rows event of the spilled transaction, kept undecoded. Its record: the index of its
+  // table map and schema in spill_tables_, the rows event's header fields, its coordinate and
+  // times, then the row images.
+  Status spill_rows(const std::shared_ptr<const TableMapEvent>& map, TableSchemaPtr schema,
+                    const RowsEvent& rows, const std::string& offset, std::int64_t source_ts,
+                    std::int64_t ts) {
+    std::uint64_t count = 0;
+    {
+      RowReader reader(*map, *schema, rows, flavor_);
+      while (!reader.at_end()) {
+        auto more = reader.next(spill_scratch_);
+        if (!more) {
+          return fail(more.error().context("decoding a rows event of " + map->database + "." +
+                                           map->table + " at " + offset));
+        }
+        if (!*more) break;
+        ++count;
+      }
+    }
+    if (count == 0) return ok();
+    std::size_t table = 0;
+    while (table < spill_tables_.size() &&
+           (spill_tables_[table].map != map || spill_tables_[table].schema != schema)) {
+      ++table;
+    }
+    if (table == spill_tables_.size()) spill_tables_.push_back({map, std::move(schema)});
+    std::string& head = spill_head_;
+    head.clear();
+    const auto put = [&](std::uint64_t v, int bytes) {
+      for (int i = 0; i < bytes; ++i) head.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+    };
+    const auto put_bitmap = [&](const Bitmap& b) {
+      put(b.bits, 4);
+      put(b.bytes.size(), 4);
+      head.append(reinterpret_cast<const char*>(b.bytes.data()), b.bytes.size());
+    };
+    put(table, 4);
+    put(static_cast<std::uint64_t>(rows.kind), 1);
+    put(rows.table_id, 8);
+    put(rows.flags, 2);
+    put(rows.column_count, 4);
+    put_bitmap(rows.present);
+    put_bitmap(rows.present_after);
+    put(offset.size(), 4);
+    head += offset;
+    put(static_cast<std::uint64_t>(source_ts), 8);
+    put(static_cast<std::uint64_t>(ts), 8);
+    put(count, 8);
+    CPPCDC_TRY(tx_spill_->append_record(head, rows.rows));
+    note_spill_record(true);
+    spill_events_ += count;
+    decoded_rows_ += count;
+    decoded_raw_bytes_ += rows.rows.size();
+    return ok();
+  }
+
+  // A record spill_rows() wrote, parsed back: `rows` points into `record`.
+  struct SpilledRows {
+    const SpillTable* table = nullptr;
+    RowsEvent rows;
+    std::string offset;
+    std::int64_t source_ts = 0;
+    std::int64_t ts = 0;
+    std::uint64_t count = 0;
+  };
+  Status parse_spilled_rows(std::string_view record, SpilledRows& out) const {
+    std::size_t at = 0;
+    bool good = true;
+    const auto get = [&](int bytes) -> std::uint64_t {
+      if (!good || record.size() - at < static_cast<std::size_t>(bytes)) {
+        good = false;
+        return 0;
+      }
+      std::uint64_t v = 0;
+      for (int i = 0; i < bytes; ++i) {
+        v |= static_cast<std::uint64_t>(static_cast<std::uint8_t>(record[at + i])) << (8 * i);
+      }
+      at += static_cast<std::size_t>(bytes);
+      return v;
+    };
+    const auto get_bytes = [&](std::uint64_t n) -> std::string_view {
+      if (!good || record.size() - at < n) {
+        good = false;
+        return {};
+      }
+      const auto v = record.substr(at, n);
+      at += n;
+      return v;
+    };
+    const auto get_bitmap = [&](Bitmap& b) {
+      b.bits = get(4);
+      const auto bytes = get_bytes(get(4));
+      b.bytes.assign(bytes.begin(), bytes.end());
+      good = good && b.bytes.size() * 8 >= b.bits;
+    };
+    const std::uint64_t table = get(4);
+    const std::uint64_t kind = get(1);
+    out.rows.table_id = get(8);
+    out.rows.flags = static_cast<std::uint16_t>(get(2));
+    out.rows.column_count = get(4);
+    get_bitmap(out.rows.present);
+    get_bitmap(out.rows.present_after);
+    out.offset = get_bytes(get(4));
+    out.source_ts = static_cast<std::int64_t>(get(8));
+    out.ts = static_cast<std::int64_t>(get(8));
+    out.count = get(8);
+    if (!good || table >= spill_tables_.size() ||
+        kind > static_cast<std::uint64_t>(RowsKind::kDelete)) {
+      return fail(Error::internal("a rows record of the spill file in " +
+                                  tx_spill_->dir().string() + " is damaged"));
+    }
+    out.table = &spill_tables_[table];
+    out.rows.kind = static_cast<RowsKind>(kind);
+    const auto images = record.substr(at);
+    out.rows.rows = std::span<const std::uint8_t>(
+        reinterpret_cast<const std::uint8_t*>(images.data()), images.size());
+    return ok();
+  }
+
   // The committed transaction in the spill file, handed over in pieces (the hand-off waits
-  // while its queue is full, so memory stays bounded), the last event carrying the position.
+  // while its queue is full, so memory stays bounded), its spilled rows decoded on the way
+  // into recycled events; only the last event carries the position.
   Status push_spilled_tx(const std::string& offset, const std::string& state,
                          const std::string& gtid) {
     CPPCDC_TRY(tx_spill_->start_reading());
-    const std::uint64_t total = tx_spill_->events_written();
+    const std::uint64_t total = spill_events_;
     std::uint64_t index = 0;
-    std::vector<Event> piece;
-    while (index < total && !handoff_.stopping()) {
-      piece.clear();
-      while (piece.size() < kSpillPieceEvents && index < total) {
-        Event e;
-        auto more = tx_spill_->next(e);
-        if (!more) return fail(more.error().context("reading back a spilled transaction"));
-        if (!*more) {
-          return fail(Error::internal("the spill file of a transaction ended after " +
-                                      std::to_string(index) + " of its " + std::to_string(total) +
-                                      " events"));
-        }
-        e.transaction = TransactionMetadata{tx_id_, total, index++};
-        e.gtid = gtid;
-        piece.push_back(std::move(e));
-      }
+    std::size_t piece = 0;
+    // The next event of the transaction, in a recycled slot, with its transaction fields.
+    const auto slot = [this]() -> Event& {
+      if (tx_events_.must_hand_over()) hand_over_held();
+      return tx_events_.append(spare_events_, spare_parts_);
+    };
+    // The event just filled: counted into the piece, which goes out once full.
+    const auto done = [&](Event& e) {
+      e.transaction = TransactionMetadata{tx_id_, total, index++};
+      e.gtid = gtid;
       if (index == total) {
-        piece.back().resume_offset = offset;
-        piece.back().resume_state = state;
+        e.resume_offset = offset;
+        e.resume_state = state;
         note_handed_out(offset);
       }
-      handoff_.push(piece);
+      const std::size_t bytes = cppcdc::detail::approx_event_bytes(e);
+      held_sizes_.push_back(bytes);
+      held_bytes_ += bytes;
+      if (++piece == kSpillPieceEvents || index == total) {
+        tx_events_.commit();
+        hand_over_held();
+        piece = 0;
+      }
+    };
+    const auto ended_early = [&] {
+      return fail(Error::internal("the spill file of a transaction ended after " +
+                                  std::to_string(index) + " of its " + std::to_string(total) +
+                                  " events"));
+    };
+    SpilledRows spilled;
+    DecodedRow row;
+    for (const auto& run : spill_runs_) {
+      for (std::uint64_t r = 0; r < run.records && !handoff_.stopping(); ++r) {
+        if (!run.rows) {
+          Event& e = slot();
+          auto more = tx_spill_->next(e);
+          if (!more) return fail(more.error().context("reading back a spilled transaction"));
+          if (!*more) return ended_early();
+          done(e);
+          continue;
+        }
+        auto record = tx_spill_->next_record();
+        if (!record) return fail(record.error().context("reading back a spilled transaction"));
+        if (!*record) return ended_early();
+        CPPCDC_TRY(parse_spilled_rows(**record, spilled));
+        const TableMapEvent& map = *spilled.table->map;
+        const TableSchema& schema = *spilled.table->schema;
+        RowReader reader(map, schema, spilled.rows, flavor_);
+        const RowContext context{
+            config_.source_name,    spilled.offset, spilled.source_ts, spilled.ts, map, schema,
+            operation(spilled.rows)};
+        const std::uint64_t before = index;
+        CPPCDC_TRY(decode_each(
+            reader, context, row, spare_parts_, slot, [&] { tx_events_.pop_back(); },
+            [&](Event& e) {
+              done(e);
+              return ok();
+            }));
+        if (index - before != spilled.count) return ended_early();
+      }
+    }
+    if (index < total && !handoff_.stopping()) return ended_early();
+    // A stop may have cut it short: what is open was never handed over (reset_tx_events drops
+    // it); the transaction comes again from its start after a restart.
+    if (index < total) {
+      held_sizes_.resize(held_sizes_.size() - piece);
+      held_bytes_ = 0;
     }
     reset_tx_events();
     return ok();
@@ -1234,6 +1442,11 @@ class MysqlSource final : public Source {
   std::string pending_idle_state_;
   std::unique_ptr<cppcdc::detail::EventSpill>
       tx_spill_;  // the open transaction, once it outgrew memory
+  std::vector<SpillRun> spill_runs_;  // its records in the order written
+  std::vector<SpillTable> spill_tables_;
+  std::uint64_t spill_events_ = 0;  // events it makes, spilled rows included
+  DecodedRow spill_scratch_;        // the rows counted as they are spilled
+  std::string spill_head_;          // a rows record's head, reused
   static constexpr std::size_t kSpillPieceEvents = 10'000;
   // Delivered events given back by the runtime, filled again for new rows (event_reuse.hpp).
   std::vector<std::vector<Event>> recycled_;
