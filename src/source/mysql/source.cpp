@@ -664,12 +664,6 @@ class MysqlSource final : public Source {
       }
     }
     std::string offset = coordinate(event_start(h));
-    if (tx_spill_) {
-      // The transaction outgrew memory: its rows wait in the spill file as they came, to be
-      // decoded at the commit.
-      return spill_rows(map_it->second, std::move(schema), rows, offset, source_timestamp(h),
-                        now_ms());
-    }
     if (tx_deferred_) {
       if (tx_deferred_->raw.size() + rows.rows.size() <= deferred_cap()) {
         tx_deferred_->capture(rows, map_it->second, std::move(schema), std::move(offset),
@@ -677,6 +671,12 @@ class MysqlSource final : public Source {
         return ok();
       }
       CPPCDC_TRY(decode_deferred_here());  // too large to leave: decoded here after all
+    }
+    if (tx_spill_) {
+      // The transaction outgrew memory: its rows wait in the spill file as they came, to be
+      // decoded at the commit.
+      return spill_rows(map_it->second, std::move(schema), rows, offset, source_timestamp(h),
+                        now_ms());
     }
     return decode_rows(map, *schema, rows, offset, source_timestamp(h), now_ms());
   }
@@ -1136,12 +1136,16 @@ class MysqlSource final : public Source {
       }
     }
     if (count == 0) return ok();
-    std::size_t table = 0;
-    while (table < spill_tables_.size() &&
-           (spill_tables_[table].map != map || spill_tables_[table].schema != schema)) {
-      ++table;
+    // One entry per table map and schema the transaction's rows were read with (a map is
+    // replaced only when its table changes); mostly the one used last.
+    const auto same = [&](const SpillTable& t) { return t.map == map && t.schema == schema; };
+    std::size_t table = spill_last_table_;
+    if (table >= spill_tables_.size() || !same(spill_tables_[table])) {
+      table = 0;
+      while (table < spill_tables_.size() && !same(spill_tables_[table])) ++table;
+      if (table == spill_tables_.size()) spill_tables_.push_back({map, std::move(schema)});
+      spill_last_table_ = table;
     }
-    if (table == spill_tables_.size()) spill_tables_.push_back({map, std::move(schema)});
     std::string& head = spill_head_;
     head.clear();
     const auto put = [&](std::uint64_t v, int bytes) {
@@ -1444,6 +1448,7 @@ class MysqlSource final : public Source {
       tx_spill_;  // the open transaction, once it outgrew memory
   std::vector<SpillRun> spill_runs_;  // its records in the order written
   std::vector<SpillTable> spill_tables_;
+  std::size_t spill_last_table_ = 0;  // the entry the last spilled rows event used
   std::uint64_t spill_events_ = 0;  // events it makes, spilled rows included
   DecodedRow spill_scratch_;        // the rows counted as they are spilled
   std::string spill_head_;          // a rows record's head, reused
