@@ -1248,7 +1248,7 @@ class MysqlSource final : public Source {
     const std::uint64_t total = spill_events_;
     std::uint64_t index = 0;
     std::size_t piece = 0;
-    // The next event of the transaction, in a recycled slot, with its transaction fields.
+    // The next event of the transaction: a recycled slot at the end of tx_events_.
     const auto slot = [this]() -> Event& {
       if (tx_events_.must_hand_over()) hand_over_held();
       return tx_events_.append(spare_events_, spare_parts_);
