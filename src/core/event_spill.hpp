@@ -4,11 +4,12 @@
 //
 // The file is created in `dir` and unlinked at once, so it disappears when it is closed, when
 // the process exits, and when the process is killed: nothing is ever left behind to clean up.
-// Events are written one after another, then read back once in the same order. Each record
-// is a 4-byte little-endian body length and a body in a compact binary form of every Event
-// field; row shapes are not written, only an index into a table of the shapes seen, which
-// stays in memory (a transaction touches few shapes), so read-back events share the very
-// same RowShape objects.
+// Records are written one after another, then read back once in the same order. Each record
+// is a 4-byte little-endian body length and a body: an event in a compact binary form of every
+// Event field (append), or bytes of the caller's own making (append_record; the MySQL source
+// keeps a large transaction's rows events undecoded so). For events, row shapes are not
+// written, only an index into a table of the shapes seen, which stays in memory (a
+// transaction touches few shapes), so read-back events share the very same RowShape objects.
 //
 // Errors: kind internal, naming the directory and the system error; a full disk says so and
 // names the remedy (the spill directory setting, or free space).
