@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "pg_util.hpp"
+#include "replay.hpp"
 
 namespace fs = std::filesystem;
 using namespace cppcdc;
@@ -21,7 +22,7 @@ std::vector<Event> read_events(const fs::path& p) {
   std::vector<Event> out;
   std::ifstream in(p);
   std::string line;
-  while (std::getline(in, line)) {
+  while (it::read_complete_line(in, line)) {
     if (line.empty()) continue;
     auto e = Event::from_json(line);
     if (!e) {

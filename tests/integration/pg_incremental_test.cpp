@@ -500,7 +500,7 @@ TEST_F(PgIncremental, TenKillsMidSnapshotResumeAtTheChunkBoundaryAndEndEqual) {
   it::Replay replay;
   replay.merges_may_precede_rows = true;
   std::map<long, int> times_read;
-  while (std::getline(in, line)) {
+  while (it::read_complete_line(in, line)) {
     while (segment < restarts.size() && pos >= restarts[segment].first) ++segment;
     pos += line.size() + 1;
     auto e = Event::from_json(line);

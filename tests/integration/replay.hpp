@@ -82,13 +82,21 @@ struct Replay {
   }
 };
 
-/// Reads a JSON-lines sink file into events; every line must parse.
+/// The next line of a JSON-lines file that a sink may still be writing, or that a SIGKILL left
+/// torn: false at the end, and for a last line without its newline, which is no record yet
+/// (a write in progress; after a crash the file sink cuts it off when it opens the file again
+/// and delivers that event again).
+inline bool read_complete_line(std::istream& in, std::string& line) {
+  return std::getline(in, line) && !in.eof();
+}
+
+/// Reads a JSON-lines sink file into events; every complete line must parse.
 inline std::vector<Event> read_sink(const std::string& path) {
   std::vector<Event> events;
   std::ifstream in(path);
   std::string line;
   std::size_t n = 0;
-  while (std::getline(in, line)) {
+  while (read_complete_line(in, line)) {
     ++n;
     auto e = Event::from_json(line);
     if (!e) {

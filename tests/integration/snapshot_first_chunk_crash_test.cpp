@@ -21,6 +21,7 @@
 
 #include "cppcdc/checkpoint.hpp"
 #include "integration/pg_util.hpp"
+#include "integration/replay.hpp"
 
 namespace fs = std::filesystem;
 using namespace cppcdc;
@@ -32,7 +33,7 @@ std::set<std::string> delivered_ids(const fs::path& sink) {
   std::set<std::string> ids;
   std::ifstream in(sink);
   std::string line;
-  while (std::getline(in, line)) {
+  while (it::read_complete_line(in, line)) {
     const auto at = line.find("\"after\":{\"id\":\"");
     if (at == std::string::npos) continue;
     const auto start = at + 15;
