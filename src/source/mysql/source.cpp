@@ -21,6 +21,7 @@
 #include "cppcdc/mysql.hpp"
 #include "source/mysql/binlog_client.hpp"
 #include "source/mysql/binlog_event.hpp"
+#include "source/mysql/byte_reader.hpp"
 #include "source/mysql/gtid.hpp"
 #include "source/mysql/incremental_backend.hpp"
 #include "source/mysql/mysql_conn.hpp"
@@ -1186,56 +1187,48 @@ class MysqlSource final : public Source {
     std::uint64_t count = 0;
   };
   Status parse_spilled_rows(std::string_view record, SpilledRows& out) const {
-    std::size_t at = 0;
-    bool good = true;
-    const auto get = [&](int bytes) -> std::uint64_t {
-      if (!good || record.size() - at < static_cast<std::size_t>(bytes)) {
-        good = false;
-        return 0;
-      }
-      std::uint64_t v = 0;
-      for (int i = 0; i < bytes; ++i) {
-        v |= static_cast<std::uint64_t>(static_cast<std::uint8_t>(record[at + i])) << (8 * i);
-      }
-      at += static_cast<std::size_t>(bytes);
-      return v;
+    const std::span<const std::uint8_t> bytes(reinterpret_cast<const std::uint8_t*>(record.data()),
+                                              record.size());
+    const std::string context = "a rows record of the spill file in " + tx_spill_->dir().string();
+    detail::ByteReader r(bytes, context);
+    const auto damaged = [](const Error& e) {
+      return fail(Error::internal(e.message() + " (the record is damaged)"));
     };
-    const auto get_bytes = [&](std::uint64_t n) -> std::string_view {
-      if (!good || record.size() - at < n) {
-        good = false;
-        return {};
-      }
-      const auto v = record.substr(at, n);
-      at += n;
-      return v;
+    const auto field = [&](std::size_t n, std::uint64_t& to) {
+      auto v = r.le(n, "a field");
+      if (v) to = *v;
+      return v.has_value();
     };
-    const auto get_bitmap = [&](Bitmap& b) {
-      b.bits = get(4);
-      const auto bytes = get_bytes(get(4));
-      b.bytes.assign(bytes.begin(), bytes.end());
-      good = good && b.bytes.size() * 8 >= b.bits;
+    const auto bitmap = [&](Bitmap& b) {
+      std::uint64_t bits = 0, size = 0;
+      if (!field(4, bits) || !field(4, size) || size * 8 < bits) return false;
+      auto taken = r.take(size, "a bitmap");
+      if (!taken) return false;
+      b.bits = bits;
+      b.bytes.assign(taken->begin(), taken->end());
+      return true;
     };
-    const std::uint64_t table = get(4);
-    const std::uint64_t kind = get(1);
-    out.rows.table_id = get(8);
-    out.rows.flags = static_cast<std::uint16_t>(get(2));
-    out.rows.column_count = get(4);
-    get_bitmap(out.rows.present);
-    get_bitmap(out.rows.present_after);
-    out.offset = get_bytes(get(4));
-    out.source_ts = static_cast<std::int64_t>(get(8));
-    out.ts = static_cast<std::int64_t>(get(8));
-    out.count = get(8);
+    std::uint64_t table = 0, kind = 0, flags = 0, columns = 0, offset_size = 0, source_ts = 0,
+                  ts = 0;
+    bool good = field(4, table) && field(1, kind) && field(8, out.rows.table_id) &&
+                field(2, flags) && field(4, columns) && bitmap(out.rows.present) &&
+                bitmap(out.rows.present_after) && field(4, offset_size);
+    if (good) {
+      auto offset = r.str(offset_size, "the coordinate");
+      good = offset && field(8, source_ts) && field(8, ts) && field(8, out.count);
+      if (offset) out.offset = *offset;
+    }
     if (!good || table >= spill_tables_.size() ||
         kind > static_cast<std::uint64_t>(RowsKind::kDelete)) {
-      return fail(Error::internal("a rows record of the spill file in " +
-                                  tx_spill_->dir().string() + " is damaged"));
+      return damaged(r.error("a field out of range or past its end"));
     }
     out.table = &spill_tables_[table];
     out.rows.kind = static_cast<RowsKind>(kind);
-    const auto images = record.substr(at);
-    out.rows.rows = std::span<const std::uint8_t>(
-        reinterpret_cast<const std::uint8_t*>(images.data()), images.size());
+    out.rows.flags = static_cast<std::uint16_t>(flags);
+    out.rows.column_count = columns;
+    out.source_ts = static_cast<std::int64_t>(source_ts);
+    out.ts = static_cast<std::int64_t>(ts);
+    out.rows.rows = r.rest();
     return ok();
   }
 
