@@ -8,7 +8,9 @@
 //   and the same at 50 columns (avro and protobuf bare, json_schema with fixed ids: no registry);
 //   codec/debezium_json_schemas/N is debezium_json with schemas_enable (a schema per record),
 //   codec/debezium_json_text/N with typed = false (every value its text). The rows have a shape
-//   (PostgreSQL types), so debezium_json writes typed values.
+//   (PostgreSQL types), so debezium_json writes typed values. codec/json_rows_event/N: the
+//   JSON envelope of rows whose position is shared by 50 in a row, as the rows of one binlog
+//   rows event are (the envelope's tail is then reused but for event_index).
 
 #include <benchmark/benchmark.h>
 
@@ -66,7 +68,7 @@ RowShapePtr shape_of(int columns) {
                                           std::move(cols), std::vector<std::string>{"id"});
 }
 
-std::vector<Event> batch(int columns) {
+std::vector<Event> batch(int columns, int place_run) {
   std::vector<Event> out;
   out.reserve(kBatch);
   const RowShapePtr shape = shape_of(columns);
@@ -75,7 +77,8 @@ std::vector<Event> batch(int columns) {
     e.op = Operation::kInsert;
     e.schema = "public";
     e.table = columns == 6 ? "bench6" : "bench50";
-    e.source = SourceMetadata{"postgres", "0/1" + std::to_string(1000000 + i), 1700000000000};
+    const int place = (i - 1) / place_run * place_run + 1;  // runs of place_run share one
+    e.source = SourceMetadata{"postgres", "0/1" + std::to_string(1000000 + place), 1700000000000};
     e.ts = 1700000000123;
     e.primary_key = std::vector<std::string>{"id"};
     e.shape = shape;
@@ -106,8 +109,8 @@ std::vector<Event> batch(int columns) {
   return out;
 }
 
-void run(benchmark::State& state, std::unique_ptr<Encoder> encoder) {
-  const std::vector<Event> events = batch(static_cast<int>(state.range(0)));
+void run(benchmark::State& state, std::unique_ptr<Encoder> encoder, int place_run = 1) {
+  const std::vector<Event> events = batch(static_cast<int>(state.range(0)), place_run);
   ByteBuffer value;
   ByteBuffer key;
   std::size_t bytes = 0;
@@ -128,6 +131,8 @@ void run(benchmark::State& state, std::unique_ptr<Encoder> encoder) {
 }
 
 void BM_json(benchmark::State& s) { run(s, make_json_encoder()); }
+// As a binlog source produces them: the rows of one rows event (here 50) share their position.
+void BM_json_rows_event(benchmark::State& s) { run(s, make_json_encoder(), 50); }
 void BM_avro(benchmark::State& s) { run(s, make_avro_encoder()); }
 void BM_protobuf(benchmark::State& s) { run(s, make_protobuf_encoder()); }
 void BM_json_schema(benchmark::State& s) {
@@ -149,6 +154,7 @@ void BM_debezium_json_schemas(benchmark::State& s) {
 }
 
 BENCHMARK(BM_json)->Name("codec/json")->Arg(6)->Arg(50);
+BENCHMARK(BM_json_rows_event)->Name("codec/json_rows_event")->Arg(6)->Arg(50);
 BENCHMARK(BM_avro)->Name("codec/avro")->Arg(6)->Arg(50);
 BENCHMARK(BM_protobuf)->Name("codec/protobuf")->Arg(6)->Arg(50);
 BENCHMARK(BM_json_schema)->Name("codec/json_schema")->Arg(6)->Arg(50);

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <boost/json.hpp>
 #include <thread>
 
@@ -200,66 +201,92 @@ TEST(Operation, ParsesCaseInsensitivelyAndRefusesUnknown) {
   EXPECT_EQ(bad.error().kind(), ErrorKind::kConfiguration);
 }
 
-// Events outside transactions that share everything after "after" reuse the envelope tail
-// written for the one before (event.cpp, TailCache). Whatever sequence a thread writes, each
-// envelope must be byte for byte what a thread with nothing cached writes for it.
+// Events that share everything after "after" (but a transaction's event_index) reuse the
+// envelope tail written for the one before (event.cpp, TailCache). Whatever sequence a thread
+// writes, each envelope must be byte for byte what a thread with nothing cached writes for it:
+// checked from a snapshot row outside transactions and from a row inside one.
 TEST(EventJson, AReusedEnvelopeTailIsNeverStale) {
-  const Event base = EventBuilder("orders", Operation::kRead)
-                         .source({"postgres", "0/16B2E48", 1784583185586})
-                         .schema("public")
-                         .after({col("id", "1"), col("note", "a")})
-                         .primary_key({"id"})
-                         .ts(1784583185590)
-                         .snapshot({"slot@0/16B2E48", 3, false})
-                         .build();
-  std::vector<Event> variants;
-  auto vary = [&](auto change) {
-    Event e = base;
-    change(e);
-    variants.push_back(std::move(e));
-  };
-  vary([](Event& e) { e.after = Row{col("id", "2"), col("note", "b")}; });  // same tail
-  vary([](Event& e) { e.op = Operation::kInsert; });
-  vary([](Event& e) { e.source.source_name = "pg2"; });
-  vary([](Event& e) { e.source.offset = "0/16B2E49"; });
-  vary([](Event& e) { e.source.timestamp += 1; });
-  vary([](Event& e) { e.ts += 1; });
-  vary([](Event& e) { e.schema.reset(); });
-  vary([](Event& e) { e.schema = "other"; });
-  vary([](Event& e) { e.table = "orders2"; });
-  vary([](Event& e) { e.primary_key.reset(); });
-  vary([](Event& e) { e.primary_key = std::vector<std::string>{"id", "note"}; });
-  vary([](Event& e) { e.snapshot.reset(); });
-  vary([](Event& e) { e.snapshot->snapshot_id = "slot@0/1"; });
-  vary([](Event& e) { e.snapshot->chunk = 4; });
-  vary([](Event& e) { e.snapshot->is_last_chunk = true; });
-  vary([](Event& e) { e.envelope_version = 2; });
-  vary([](Event& e) { e.unavailable_columns = {"note"}; });
-  vary([](Event& e) {
-    e.op = Operation::kUpdate;
-    e.before = BeforeKeyOnly{{col("id", "1")}};
-  });
-  vary([](Event& e) {
-    e.op = Operation::kUpdate;
-    e.before = BeforeFull{{col("id", "1")}, {"note"}};
-  });
-  vary([](Event& e) { e.transaction = TransactionMetadata{7, 2, 0}; });
-  vary([](Event& e) { e.transaction = TransactionMetadata{7, 2, 1}; });
+  const Event outside = EventBuilder("orders", Operation::kRead)
+                            .source({"postgres", "0/16B2E48", 1784583185586})
+                            .schema("public")
+                            .after({col("id", "1"), col("note", "a")})
+                            .primary_key({"id"})
+                            .ts(1784583185590)
+                            .snapshot({"slot@0/16B2E48", 3, false})
+                            .build();
+  Event inside = outside;
+  inside.op = Operation::kInsert;
+  inside.snapshot.reset();
+  inside.transaction = TransactionMetadata{7, 3, 1};
+  for (const Event* start : std::array<const Event*, 2>{&outside, &inside}) {
+    const Event& base = *start;
+    SCOPED_TRACE(base.transaction ? "inside a transaction" : "outside transactions");
+    std::vector<Event> variants;
+    auto vary = [&](auto change) {
+      Event e = base;
+      change(e);
+      variants.push_back(std::move(e));
+    };
+    vary([](Event& e) { e.after = Row{col("id", "2"), col("note", "b")}; });  // same tail
+    vary([](Event& e) { e.op = Operation::kInsert; });
+    vary([](Event& e) { e.source.source_name = "pg2"; });
+    vary([](Event& e) { e.source.offset = "0/16B2E49"; });
+    vary([](Event& e) { e.source.timestamp += 1; });
+    vary([](Event& e) { e.ts += 1; });
+    vary([](Event& e) { e.schema.reset(); });
+    vary([](Event& e) { e.schema = "other"; });
+    vary([](Event& e) { e.table = "orders2"; });
+    vary([](Event& e) { e.primary_key.reset(); });
+    vary([](Event& e) { e.primary_key = std::vector<std::string>{"id", "note"}; });
+    vary([](Event& e) { e.snapshot.reset(); });
+    vary([](Event& e) { e.snapshot->snapshot_id = "slot@0/1"; });
+    vary([](Event& e) { e.snapshot->chunk = 4; });
+    vary([](Event& e) { e.snapshot->is_last_chunk = true; });
+    vary([](Event& e) { e.envelope_version = 2; });
+    vary([](Event& e) { e.unavailable_columns = {"note"}; });
+    vary([](Event& e) {
+      e.op = Operation::kUpdate;
+      e.before = BeforeKeyOnly{{col("id", "1")}};
+    });
+    vary([](Event& e) {
+      e.op = Operation::kUpdate;
+      e.before = BeforeFull{{col("id", "1")}, {"note"}};
+    });
+    vary([](Event& e) { e.transaction = TransactionMetadata{7, 2, 0}; });
+    vary([](Event& e) { e.transaction = TransactionMetadata{7, 2, 1}; });
+    vary([](Event& e) { e.transaction = TransactionMetadata{7, 3, 2}; });
+    vary([](Event& e) { e.transaction = TransactionMetadata{7, 3, 0}; });
+    vary([](Event& e) { e.transaction = TransactionMetadata{8, 3, 1}; });
+    vary([](Event& e) { e.transaction = TransactionMetadata{7, 12, 1}; });
+    vary([](Event& e) { e.transaction = TransactionMetadata{7, 12, 11}; });
+    vary([](Event& e) { e.transaction.reset(); });
 
-  auto fresh = [](const Event& e) {  // on a new thread: nothing cached
-    std::string out;
-    std::thread([&] { out = e.to_json(); }).join();
-    return out;
-  };
-  const std::string base_json = fresh(base);
-  for (std::size_t i = 0; i < variants.size(); ++i) {
-    SCOPED_TRACE(i);
-    const std::string want = fresh(variants[i]);
-    // base, variant, variant again, base: each change of tail and each repeat.
-    EXPECT_EQ(base.to_json(), base_json);
-    EXPECT_EQ(variants[i].to_json(), want);
-    EXPECT_EQ(variants[i].to_json(), want);
-    EXPECT_EQ(base.to_json(), base_json);
+    auto fresh = [](const Event& e) {  // on a new thread: nothing cached
+      std::string out;
+      std::thread([&] { out = e.to_json(); }).join();
+      return out;
+    };
+    const std::string base_json = fresh(base);
+    for (std::size_t i = 0; i < variants.size(); ++i) {
+      SCOPED_TRACE(i);
+      const std::string want = fresh(variants[i]);
+      // base, variant, variant again, base: each change of tail and each repeat.
+      EXPECT_EQ(base.to_json(), base_json);
+      EXPECT_EQ(variants[i].to_json(), want);
+      EXPECT_EQ(variants[i].to_json(), want);
+      EXPECT_EQ(base.to_json(), base_json);
+    }
+    // A long run of events each at a place of its own (the cache then compares only some of
+    // them), then runs of 7 that share a place again, their index advancing.
+    for (int i = 0; i < 100; ++i) {
+      SCOPED_TRACE(i);
+      Event e = base;
+      e.source.offset = "0/" + std::to_string(i < 50 ? i : 50 + (i - 50) / 7);
+      if (e.transaction) {
+        e.transaction = TransactionMetadata{7, 100, static_cast<std::uint64_t>(i)};
+      }
+      EXPECT_EQ(e.to_json(), fresh(e));
+    }
   }
 }
 
