@@ -239,9 +239,10 @@ TEST(EventJson, AReusedEnvelopeTailIsNeverStale) {
     vary([](Event& e) { e.primary_key.reset(); });
     vary([](Event& e) { e.primary_key = std::vector<std::string>{"id", "note"}; });
     vary([](Event& e) { e.snapshot.reset(); });
-    vary([](Event& e) { e.snapshot->snapshot_id = "slot@0/1"; });
-    vary([](Event& e) { e.snapshot->chunk = 4; });
-    vary([](Event& e) { e.snapshot->is_last_chunk = true; });
+    // Whole values: the event inside a transaction has no snapshot metadata to change.
+    vary([](Event& e) { e.snapshot = SnapshotMetadata{"slot@0/1", 3, false}; });
+    vary([](Event& e) { e.snapshot = SnapshotMetadata{"slot@0/16B2E48", 4, false}; });
+    vary([](Event& e) { e.snapshot = SnapshotMetadata{"slot@0/16B2E48", 3, true}; });
     vary([](Event& e) { e.envelope_version = 2; });
     vary([](Event& e) { e.unavailable_columns = {"note"}; });
     vary([](Event& e) {
