@@ -18,22 +18,6 @@ using namespace cppcdc;
 
 namespace {
 
-std::vector<Event> read_events(const fs::path& p) {
-  std::vector<Event> out;
-  std::ifstream in(p);
-  std::string line;
-  while (it::read_complete_line(in, line)) {
-    if (line.empty()) continue;
-    auto e = Event::from_json(line);
-    if (!e) {
-      ADD_FAILURE() << e.error().report() << " in " << line;
-      continue;
-    }
-    out.push_back(std::move(*e));
-  }
-  return out;
-}
-
 std::string hmac_hex(const std::string& key, const std::string& data) {
   unsigned char mac[32];
   unsigned int size = 0;
@@ -134,7 +118,7 @@ name = "meta"
 
   const fs::path out = dir / "events.jsonl";
   const auto has_sentinel = [&] {
-    for (const auto& e : read_events(out)) {
+    for (const auto& e : it::read_sink(out.string())) {
       if (const auto* st = column(e, "status"); st != nullptr && *st == "sentinel") return true;
     }
     return false;
@@ -144,7 +128,7 @@ name = "meta"
   const int status = it::stop_cppcdc_process(child, SIGTERM);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << it::log_tail(dir / "cppcdc.log");
 
-  const auto events = read_events(out);
+  const auto events = it::read_sink(out.string());
   // customers 1 insert, outbox -> order, customers 1 update, sentinel; spam, audit and the
   // outbox delete were dropped.
   ASSERT_EQ(events.size(), 4u) << it::log_tail(dir / "cppcdc.log");
