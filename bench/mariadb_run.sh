@@ -30,7 +30,8 @@
 # Usage: bench/mariadb_run.sh [--rows N] [--repeat R] [--port P] [--tx-rows T] [--no-build]
 #                            [--baseline BIN]
 #   --rows N      rows of the throughput part (a multiple of 1000; default 1000000)
-#   --repeat R    runs per reader, interleaved; medians reported (default 3)
+#   --repeat R    runs per reader, interleaved (each round in a rotated order); medians
+#                 reported (default 3)
 #   --port P      the throwaway server's port (default 33490; its data in
 #                 /tmp/cppcdc-bench-maria-db, or $CPPCDC_BENCH_MARIA_DB_DIR)
 #   --tx-rows T   rows of the one-transaction memory check (default: N; 0 skips it)
@@ -269,7 +270,14 @@ readers=(binlog file null)
 [[ -z $baseline ]] || readers+=(base-file base-null)
 declare -A wall cpu rss disk
 for ((r = 1; r <= repeat; r++)); do
-  for v in "${readers[@]}"; do
+  # Each round starts one reader further on, so that every reader runs in every place of the
+  # round as often as the others: a run right after a file sink run (whose 500 MB output was
+  # just deleted) is slowed by the disk, and a fixed order gave that place to one reader only.
+  order=()
+  for ((i = 0; i < ${#readers[@]}; i++)); do
+    order+=("${readers[(i + r - 1) % ${#readers[@]}]}")
+  done
+  for v in "${order[@]}"; do
     if [[ $v == binlog ]]; then
       out=$(run_binlog "$WORK/binlog-$r" "$start_file" "$start_pos" "$end_file" "$end_pos")
       read -r w u s k <<<"$out"

@@ -132,7 +132,7 @@ ReaderHandoff::Taken ReaderHandoff::take(std::vector<Event>& out, std::size_t ma
   // the lock too (only this thread takes from the front).
   std::vector<BatchQueue::Detached> detached;
   while (true) {
-    taken.events += queue_.take(out, max_events - taken.events, &detached);
+    taken.events += queue_.take(out, max_events - taken.events, &detached, taken.events);
     queue_.set_poll_size(max_events);
     std::unique_ptr<DeferredBatch> deferred;
     std::size_t estimate = 0;  // of the deferred batch's events

@@ -180,5 +180,104 @@ TEST(BatchQueue, TheReaderKeepsCapacityForItsNextBatch) {
   EXPECT_EQ(q.bytes(), 0u);
 }
 
+// With a large poll (max_buffer_size 50,000), batches of kWholeBatch events are not gathered:
+// each changes hands whole, by a swap, in a poll of its own, though it is less than half a
+// poll; small ones before it make a poll of their own, and the big one waits for the next.
+TEST(BatchQueue, ABatchOfWholeBatchEventsIsNeitherGatheredNorMovedIntoALargePoll) {
+  constexpr std::size_t kPoll = 50000;
+  constexpr int kBig = static_cast<int>(BatchQueue::kWholeBatch);
+  ASSERT_LT(2 * BatchQueue::kWholeBatch, kPoll);
+  BatchQueue q;
+  std::vector<Event> out;
+  EXPECT_EQ(q.take(out, kPoll), 0u);  // the poll's size, before anything is queued
+  auto small = events(0, 10);
+  auto smalls = sizes(10, 1);
+  q.push(small, smalls, 10);
+  auto big = events(10, kBig);
+  const Event* big_storage = big.data();
+  auto bigs = sizes(kBig, 1);
+  q.push(big, bigs, kBig);  // not appended to the small batch
+  auto big2 = events(10 + kBig, kBig);
+  const Event* big2_storage = big2.data();
+  auto big2s = sizes(kBig, 1);
+  q.push(big2, big2s, kBig);  // nor to the first big one
+  EXPECT_EQ(q.size(), 10u + 2 * BatchQueue::kWholeBatch);
+
+  // The small batch alone: the big one after it is left for the next poll.
+  EXPECT_EQ(q.take(out, kPoll), 10u);
+  ASSERT_EQ(out.size(), 10u);
+  EXPECT_EQ(out[9].table, "t9");
+  // Each big batch then changes hands whole, by a swap (its events are not moved), alone.
+  out.clear();
+  EXPECT_EQ(q.take(out, kPoll), BatchQueue::kWholeBatch);
+  EXPECT_EQ(out.data(), big_storage);
+  EXPECT_EQ(out.front().table, "t10");
+  out.clear();
+  EXPECT_EQ(q.take(out, kPoll), BatchQueue::kWholeBatch);
+  EXPECT_EQ(out.data(), big2_storage);
+  EXPECT_EQ(out.back().table, "t" + std::to_string(9 + 2 * kBig));
+  EXPECT_TRUE(q.empty());
+  EXPECT_EQ(q.moved_growing(), 0u);
+
+  // A caller's own events in `out` (held back until more come) do not make the big batch
+  // wait: it is appended to them, or the caller would wait for ever.
+  auto big3 = events(100000, kBig);
+  auto big3s = sizes(kBig, 1);
+  q.push(big3, big3s, kBig);
+  out = events(99990, 10);
+  EXPECT_EQ(q.take(out, kPoll), BatchQueue::kWholeBatch);
+  ASSERT_EQ(out.size(), 10u + BatchQueue::kWholeBatch);
+  EXPECT_EQ(out[10].table, "t100000");
+  // After events this poll took from a deferred batch (taken_before), it waits.
+  auto big4 = events(200000, kBig);
+  auto big4s = sizes(kBig, 1);
+  q.push(big4, big4s, kBig);
+  out = events(199995, 5);  // what the deferred batch made
+  EXPECT_EQ(q.take(out, kPoll, nullptr, 5), 0u);
+  EXPECT_EQ(out.size(), 5u);
+  EXPECT_EQ(q.size(), BatchQueue::kWholeBatch);
+}
+
+// A large poll (max_buffer_size 50,000) gathered from many small batches: the events gathered
+// so far move to a larger vector only a few times, not once per batch. Room made for each
+// batch on its own (vector::reserve is exact) moved them all at every push past the first
+// reservation, which made such a configuration several times slower than the default.
+TEST(BatchQueue, GatheringManySmallBatchesMovesTheGatheredEventsOnlyAFewTimes) {
+  constexpr int kPoll = 40000;
+  constexpr int kEach = 100;
+  BatchQueue q;
+  std::vector<Event> out;
+  EXPECT_EQ(q.take(out, kPoll), 0u);  // the poll's size, before anything is queued
+  for (int i = 0; i < kPoll / kEach; ++i) {
+    auto b = events(i * kEach, kEach);
+    auto bs = sizes(kEach, 1);
+    q.push(b, bs, kEach);
+  }
+  EXPECT_EQ(q.size(), static_cast<std::size_t>(kPoll));
+  // Doubling moves fewer than twice the events gathered in all (here the first batch's 100,
+  // then 16,384 and 32,768); room made per batch moved about 6,600,000.
+  EXPECT_LE(q.moved_growing(), static_cast<std::uint64_t>(2 * kPoll));
+  EXPECT_EQ(q.take(out, kPoll), static_cast<std::size_t>(kPoll));
+  ASSERT_EQ(out.size(), static_cast<std::size_t>(kPoll));
+  for (int i = 0; i < kPoll; i += 997) EXPECT_EQ(out[i].table, "t" + std::to_string(i));
+}
+
+// The poll's own vector, assembled from several batches (grow_for_poll): it reserves the
+// gathering size at once and then doubles, up to the poll's size.
+TEST(BatchQueue, APollAssembledFromManyBatchesGrowsItsVectorByDoubling) {
+  constexpr std::size_t kPoll = 50000;
+  std::vector<Event> out;
+  std::size_t growths = 0;
+  std::size_t capacity = out.capacity();
+  for (std::size_t n = 500; n <= kPoll; n += 500) {
+    BatchQueue::grow_for_poll(out, n, kPoll);
+    out.resize(n);
+    if (out.capacity() != capacity) ++growths;
+    capacity = out.capacity();
+    EXPECT_LE(out.capacity(), kPoll) << "never more room than a poll holds";
+  }
+  EXPECT_LE(growths, 3u);
+}
+
 }  // namespace
 }  // namespace cppcdc::detail
