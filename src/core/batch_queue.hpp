@@ -22,20 +22,6 @@
 
 namespace cppcdc::detail {
 
-/// Makes room in `v` for `n` elements. When it must grow it grows to at least `first`, and
-/// after that to at least twice its capacity, but not past `bound` unless `n` is larger:
-/// vector::reserve allocates exactly what it is asked for, so room made for each addition on
-/// its own would move every element already held at each one (quadratic in the batch's size).
-/// Returns how many elements the growth moved (0 when there was room).
-template <class T>
-std::size_t reserve_growing(std::vector<T>& v, std::size_t n, std::size_t first,
-                            std::size_t bound) {
-  if (v.capacity() >= n) return 0;
-  const std::size_t moved = v.size();
-  v.reserve(std::max(n, std::min(bound, std::max(first, 2 * v.capacity()))));
-  return moved;
-}
-
 /// A batch whose events are made on the consumer's thread, when take() reaches it: a reader
 /// with more to do than the consumer queues some of its work undone (a transaction's rows
 /// still encoded), so that the two threads share it. Queued in order with the events.
@@ -150,10 +136,9 @@ class BatchQueue {
     Batch* into = nullptr;
     if (gather_ > 0 && !batches_.empty()) {
       Batch& last = batches_.back();
-      // A batch of half a poll or more, or of kWholeBatch events, is not gathered: take()
-      // swaps it whole.
+      // A batch that stands alone is not gathered: take() swaps it whole.
       if (!last.deferred && last.next == 0 && last.events.size() + count <= gather_ &&
-          2 * count < gather_ && count < kWholeBatch) {
+          !stands_alone(count, gather_)) {
         into = &last;
       }
     }
@@ -171,11 +156,8 @@ class BatchQueue {
     }
     if (!into) into = &batches_.emplace_back();
     const std::size_t n = into->events.size() + count;
-    // Room for a whole poll (up to kGatherReserve) at once, then doubling up to the poll's
-    // size, so that gathering many small batches moves the events gathered before only a few
-    // times.
-    moved_growing_ += reserve_growing(into->events, n, std::min(gather_, kGatherReserve), gather_);
-    reserve_growing(into->sizes, n, std::min(gather_, kGatherReserve), gather_);
+    moved_growing_ += grow_gathering(into->events, n, gather_);
+    grow_gathering(into->sizes, n, gather_);
     into->events.insert(into->events.end(),
                         std::make_move_iterator(events.begin() + static_cast<std::ptrdiff_t>(from)),
                         std::make_move_iterator(events.begin() + static_cast<std::ptrdiff_t>(to)));
@@ -218,8 +200,7 @@ class BatchQueue {
     if (want == 0 || batches_.front().deferred) return 0;
     Batch& first = batches_.front();
     const std::size_t whole = first.events.size();
-    if (out.empty() && first.next == 0 && whole <= want &&
-        (2 * whole >= max_events || whole >= kWholeBatch)) {
+    if (out.empty() && first.next == 0 && whole <= want && stands_alone(whole, max_events)) {
       out.swap(first.events);
       events_ -= whole;
       bytes_ -= std::min(bytes_, first.bytes);
@@ -262,7 +243,7 @@ class BatchQueue {
   /// `max_events`), rather than to `n`: a poll assembled from several batches would otherwise
   /// move the events it holds to a larger vector for each.
   static void grow_for_poll(std::vector<Event>& out, std::size_t n, std::size_t max_events) {
-    reserve_growing(out, n, std::min(max_events, kGatherReserve), max_events);
+    grow_gathering(out, n, max_events);
   }
 
   /// Appends the events of `detached` to `out`, in order (the first by a swap into an empty
@@ -291,6 +272,26 @@ class BatchQueue {
   static constexpr std::size_t kKeptCapacity = 4096;
   // A batch that gathers small ones reserves room for at most this many events at once.
   static constexpr std::size_t kGatherReserve = 16384;
+
+  // Whether a batch of `events` is delivered on its own in a poll of `poll` events rather
+  // than gathered with others: half a poll or more, or kWholeBatch events.
+  static bool stands_alone(std::size_t events, std::size_t poll) noexcept {
+    return 2 * events >= poll || events >= kWholeBatch;
+  }
+
+  // Makes room in `v` (a batch or a poll being gathered) for `n` elements: when it must grow,
+  // to the poll's size (up to kGatherReserve) at once, then by doubling up to `poll` (or to `n`
+  // if that is more). vector::reserve allocates exactly what it is asked for, so room made
+  // for each addition on its own would move every element held at each one (quadratic in the
+  // poll's size). Returns how many elements the growth moved (0 when there was room).
+  template <class T>
+  static std::size_t grow_gathering(std::vector<T>& v, std::size_t n, std::size_t poll) {
+    if (v.capacity() >= n) return 0;
+    const std::size_t moved = v.size();
+    const std::size_t first = std::min(poll, kGatherReserve);
+    v.reserve(std::max(n, std::min(poll, std::max(first, 2 * v.capacity()))));
+    return moved;
+  }
 
   struct Batch {
     std::vector<Event> events;
